@@ -1,0 +1,225 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// config is every knob of the binary. Each field has a flag and an
+// environment variable; the flag wins. Defaults live in newFlagSet.
+type config struct {
+	DatabaseURL   string        // DATABASE_URL
+	PrometheusURL string        // PROMETHEUS_URL; empty disables pulling
+	Addr          string        // WATERLINE_ADDR
+	PublicURL     string        // WATERLINE_PUBLIC_URL; default http://<addr>
+	PullInterval  time.Duration // WATERLINE_PULL_INTERVAL; 0 disables the loop
+	ConfigFile    string        // WATERLINE_CONFIG; empty = built-in preset "inference"
+	LogLevel      string        // WATERLINE_LOG_LEVEL: debug, info, warn, error
+	LogFormat     string        // WATERLINE_LOG_FORMAT: text or json
+
+	IngestMaxBytes  int64         // WATERLINE_INGEST_MAX_BYTES: decompressed body limit
+	IngestMaxLines  int           // WATERLINE_INGEST_MAX_LINES
+	IngestMaxAge    time.Duration // WATERLINE_INGEST_MAX_AGE: oldest accepted time
+	IngestMaxFuture time.Duration // WATERLINE_INGEST_MAX_FUTURE: clock skew allowed
+	RequestTimeout  time.Duration // WATERLINE_REQUEST_TIMEOUT: per request
+	AlertLookback   time.Duration // WATERLINE_ALERT_LOOKBACK: incident window before startsAt
+
+	SamplesRetention time.Duration // WATERLINE_SAMPLES_RETENTION; 0 keeps forever
+	PointsRetention  time.Duration // WATERLINE_POINTS_RETENTION; 0 keeps forever
+
+	DetectInterval  time.Duration // WATERLINE_DETECT_INTERVAL; 0 disables the background detector
+	DetectOpen      bool          // WATERLINE_DETECT_OPEN_INCIDENTS: detector may open incidents
+	DetectMinSev    string        // WATERLINE_DETECT_MIN_SEVERITY: page or ticket
+	DetectMerge     time.Duration // WATERLINE_DETECT_MERGE: spikes closer than this join one incident
+	AuthProxyHeader string        // WATERLINE_AUTH_PROXY_HEADER: trusted user header set by a proxy
+}
+
+// envFlag binds one flag to one environment variable.
+type envFlag struct {
+	name, env, def, help string
+	set                  func(string) error
+}
+
+// flagSpecs returns the flags shared by every command that reads config.
+func flagSpecs(c *config) []envFlag {
+	str := func(p *string) func(string) error { return func(v string) error { *p = v; return nil } }
+	dur := func(p *time.Duration) func(string) error {
+		return func(v string) error {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < 0 {
+				return fmt.Errorf("want a non-negative duration such as 30s or 24h, got %q", v)
+			}
+			*p = d
+			return nil
+		}
+	}
+	days := func(p *time.Duration) func(string) error {
+		// Retention reads more naturally in days ("14d"); plain durations work too.
+		return func(v string) error {
+			if n, ok := strings.CutSuffix(v, "d"); ok {
+				d, err := strconv.Atoi(n)
+				if err != nil || d < 0 {
+					return fmt.Errorf("want a number of days such as 14d, got %q", v)
+				}
+				*p = time.Duration(d) * 24 * time.Hour
+				return nil
+			}
+			return dur(p)(v)
+		}
+	}
+	boolean := func(p *bool) func(string) error {
+		return func(v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("want true or false, got %q", v)
+			}
+			*p = b
+			return nil
+		}
+	}
+	size := func(p *int64) func(string) error {
+		return func(v string) error {
+			n, err := parseSize(v)
+			if err != nil {
+				return err
+			}
+			*p = n
+			return nil
+		}
+	}
+	count := func(p *int) func(string) error {
+		return func(v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return fmt.Errorf("want a positive integer, got %q", v)
+			}
+			*p = n
+			return nil
+		}
+	}
+	oneOf := func(p *string, allowed ...string) func(string) error {
+		return func(v string) error {
+			for _, a := range allowed {
+				if v == a {
+					*p = v
+					return nil
+				}
+			}
+			return fmt.Errorf("want one of %s, got %q", strings.Join(allowed, ", "), v)
+		}
+	}
+	return []envFlag{
+		{"database-url", "DATABASE_URL", "", "Postgres URL", str(&c.DatabaseURL)},
+		{"prometheus-url", "PROMETHEUS_URL", "", "Prometheus (or Thanos/Mimir/VictoriaMetrics) base URL; empty disables pulling", str(&c.PrometheusURL)},
+		{"addr", "WATERLINE_ADDR", "127.0.0.1:8080", "HTTP listen address", str(&c.Addr)},
+		{"public-url", "WATERLINE_PUBLIC_URL", "", "base URL for permalinks and webhooks (default http://<addr>)", str(&c.PublicURL)},
+		{"pull-interval", "WATERLINE_PULL_INTERVAL", "30s", "pull loop period; 0 disables the loop", dur(&c.PullInterval)},
+		{"config", "WATERLINE_CONFIG", "", "YAML file with query roles, presets and SLOs (default: built-in preset inference)", str(&c.ConfigFile)},
+		{"log-level", "WATERLINE_LOG_LEVEL", "info", "debug, info, warn or error", oneOf(&c.LogLevel, "debug", "info", "warn", "error")},
+		{"log-format", "WATERLINE_LOG_FORMAT", "text", "text or json", oneOf(&c.LogFormat, "text", "json")},
+		{"ingest-max-bytes", "WATERLINE_INGEST_MAX_BYTES", "64MiB", "largest decompressed ingest body", size(&c.IngestMaxBytes)},
+		{"ingest-max-lines", "WATERLINE_INGEST_MAX_LINES", "200000", "most records per ingest request", count(&c.IngestMaxLines)},
+		{"ingest-max-age", "WATERLINE_INGEST_MAX_AGE", "365d", "oldest record time accepted, counted back from now", days(&c.IngestMaxAge)},
+		{"ingest-max-future", "WATERLINE_INGEST_MAX_FUTURE", "1h", "how far in the future a record time may be (clock skew)", dur(&c.IngestMaxFuture)},
+		{"request-timeout", "WATERLINE_REQUEST_TIMEOUT", "120s", "longest time one HTTP request may take", dur(&c.RequestTimeout)},
+		{"alert-lookback", "WATERLINE_ALERT_LOOKBACK", "30m", "an Alertmanager incident starts this long before the alert's startsAt", dur(&c.AlertLookback)},
+		{"samples-retention", "WATERLINE_SAMPLES_RETENTION", "30d", "keep raw request samples this long (0 = forever); counted from the newest data", days(&c.SamplesRetention)},
+		{"points-retention", "WATERLINE_POINTS_RETENTION", "90d", "keep raw curve points this long (0 = forever); counted from the newest data", days(&c.PointsRetention)},
+		{"detect-interval", "WATERLINE_DETECT_INTERVAL", "1m", "background spike detector period; 0 disables it", dur(&c.DetectInterval)},
+		{"detect-open-incidents", "WATERLINE_DETECT_OPEN_INCIDENTS", "true", "let the detector open incidents for severe spikes", boolean(&c.DetectOpen)},
+		{"detect-min-severity", "WATERLINE_DETECT_MIN_SEVERITY", "page", "weakest spike severity that opens an incident: page or ticket", oneOf(&c.DetectMinSev, "page", "ticket")},
+		{"detect-merge", "WATERLINE_DETECT_MERGE", "30m", "spikes closer than this join the same incident", dur(&c.DetectMerge)},
+		{"auth-proxy-header", "WATERLINE_AUTH_PROXY_HEADER", "", "trust this request header as the signed-in user (set by an auth proxy)", str(&c.AuthProxyHeader)},
+	}
+}
+
+// parseConfig reads flags (args) over environment variables over defaults.
+// Extra flags of a command are registered by extra before parsing. It
+// returns the remaining positional arguments.
+func parseConfig(name string, args []string, env func(string) string, stderr io.Writer, extra func(fs *flag.FlagSet)) (config, []string, error) {
+	var c config
+	specs := flagSpecs(&c)
+	fs := flag.NewFlagSet("waterline "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	values := map[string]*string{}
+	for _, s := range specs {
+		v := s.def
+		if e := env(s.env); e != "" {
+			v = e
+		}
+		values[s.name] = fs.String(s.name, v, s.help+" ($"+s.env+")")
+	}
+	if extra != nil {
+		extra(fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return c, nil, errUsage
+		}
+		return c, nil, err
+	}
+	for _, s := range specs {
+		if err := s.set(*values[s.name]); err != nil {
+			return c, nil, fmt.Errorf("-%s / %s: %w", s.name, s.env, err)
+		}
+	}
+	if c.DatabaseURL != "" {
+		if _, err := url.Parse(c.DatabaseURL); err != nil {
+			return c, nil, fmt.Errorf("DATABASE_URL: not a URL: %w", err)
+		}
+	}
+	if c.PrometheusURL != "" {
+		u, err := url.Parse(c.PrometheusURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return c, nil, fmt.Errorf("PROMETHEUS_URL: want http(s)://host[:port], got %q", c.PrometheusURL)
+		}
+	}
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return c, nil, fmt.Errorf("WATERLINE_ADDR: want host:port, got %q", c.Addr)
+	}
+	if c.PublicURL == "" {
+		c.PublicURL = "http://" + c.Addr
+	}
+	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	if u, err := url.Parse(c.PublicURL); err != nil || u.Host == "" {
+		return c, nil, fmt.Errorf("WATERLINE_PUBLIC_URL: want an absolute URL, got %q", c.PublicURL)
+	}
+	return c, fs.Args(), nil
+}
+
+// requireDatabase fails fast with one line when DATABASE_URL is missing.
+func (c config) requireDatabase() error {
+	if c.DatabaseURL == "" {
+		return errors.New("DATABASE_URL (or -database-url) is required, e.g. postgres://postgres@127.0.0.1:5432/waterline?sslmode=disable")
+	}
+	return nil
+}
+
+// parseSize reads "64MiB", "512KiB", "1GiB" or a plain byte count.
+func parseSize(v string) (int64, error) {
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}}
+	for _, u := range units {
+		if n, ok := strings.CutSuffix(v, u.suffix); ok {
+			x, err := strconv.ParseInt(strings.TrimSpace(n), 10, 64)
+			if err != nil || x <= 0 {
+				break
+			}
+			return x * u.mult, nil
+		}
+	}
+	x, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || x <= 0 {
+		return 0, fmt.Errorf("want a size such as 64MiB, got %q", v)
+	}
+	return x, nil
+}

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// openPool connects to Postgres and checks the connection, so that a wrong
+// URL fails at start with one line instead of at the first request.
+func openPool(ctx context.Context, c config) (*pgxpool.Pool, error) {
+	if err := c.requireDatabase(); err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(c.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	cfg.MaxConnIdleTime = 5 * time.Minute
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to Postgres: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to Postgres at %s: %w", redactURL(c.DatabaseURL), err)
+	}
+	return pool, nil
+}

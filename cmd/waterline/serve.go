@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/web"
+)
+
+// runServe runs the HTTP server (and the background loops) until ctx ends,
+// then drains in-flight requests before returning.
+func runServe(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
+	c, rest, err := parseConfig("serve", args, env, stderr, nil)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("unexpected arguments: %v", rest)
+	}
+	log := newLogger(c, stderr)
+	pool, err := openPool(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := store.Migrate(ctx, pool); err != nil {
+		return err
+	}
+	st := store.New(pool)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	srv := web.NewServer(web.Config{
+		PublicURL:       c.PublicURL,
+		IngestMaxBytes:  c.IngestMaxBytes,
+		IngestMaxLines:  c.IngestMaxLines,
+		IngestMaxAge:    c.IngestMaxAge,
+		IngestMaxFuture: c.IngestMaxFuture,
+		RequestTimeout:  c.RequestTimeout,
+		AlertLookback:   c.AlertLookback,
+		AuthProxyHeader: c.AuthProxyHeader,
+	}, web.Deps{
+		Store:    st,
+		Log:      log,
+		Registry: reg,
+		Gatherer: reg,
+		Ready:    func(ctx context.Context) error { return ready(ctx, pool) },
+	})
+
+	ln, err := net.Listen("tcp", c.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", c.Addr, err)
+	}
+	httpSrv := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBG()
+	go maintainLoop(bg, st, c, log)
+
+	log.Info("waterline serving", "addr", ln.Addr().String(), "public_url", c.PublicURL)
+	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- httpSrv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	// Graceful: stop accepting, let in-flight requests (an ingest
+	// transaction, say) finish, then stop the loops.
+	log.Info("shutting down; draining in-flight requests")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := httpSrv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	stopBG()
+	return nil
+}
+
+// ready checks what /readyz promises: Postgres answers and the schema is at
+// the version this binary embeds.
+func ready(ctx context.Context, pool *pgxpool.Pool) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if err := pool.Ping(ctx); err != nil {
+		return fmt.Errorf("postgres unreachable: %w", err)
+	}
+	applied, latest, dirty, err := store.MigrationStatus(pool)
+	if err != nil {
+		return err
+	}
+	if dirty || applied != latest {
+		return fmt.Errorf("schema at version %d (dirty=%v), binary expects %d", applied, dirty, latest)
+	}
+	return nil
+}
+
+// maintainLoop keeps day partitions ahead of time and applies retention.
+func maintainLoop(ctx context.Context, st *store.Store, c config, log *slog.Logger) {
+	tick := time.NewTicker(time.Hour)
+	defer tick.Stop()
+	for {
+		dropped, err := st.Maintain(ctx, time.Now(), 2, store.Retention{Samples: c.SamplesRetention, Points: c.PointsRetention})
+		if err != nil && ctx.Err() == nil {
+			log.Warn("partition maintenance failed", "err", err)
+		} else if dropped > 0 {
+			log.Info("retention dropped old partitions", "partitions", dropped)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func newLogger(c config, w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(c.LogLevel))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// redactURL hides a password in a URL for error messages.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparseable URL)"
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,2 @@
+DROP TABLE points;
+DROP TABLE series;

@@ -1,0 +1,4 @@
+DROP TABLE snapshots;
+DROP TABLE analyses;
+DROP TABLE alert_receipts;
+DROP TABLE incidents;

@@ -1,0 +1,2 @@
+DROP TABLE pull_gaps;
+DROP TABLE pull_cursors;

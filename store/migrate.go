@@ -1,0 +1,101 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/golang-migrate/migrate/v4"
+	migratepgx "github.com/golang-migrate/migrate/v4/database/pgx/v5"
+	"github.com/golang-migrate/migrate/v4/source/iofs"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/waterline-dev/waterline/migrations"
+)
+
+// Migrate applies every embedded migration that the database lacks. It is
+// safe to call from several processes at once: golang-migrate holds an
+// advisory lock while it works.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	m, closeFn, err := newMigrate(pool)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	done := make(chan error, 1)
+	go func() { done <- m.Up() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		m.GracefulStop <- true
+		err = <-done
+	}
+	if err != nil && !errors.Is(err, migrate.ErrNoChange) {
+		return fmt.Errorf("store: migrate up: %w", err)
+	}
+	return nil
+}
+
+// MigrationStatus reports the applied version, the newest embedded version,
+// and whether the last migration failed half-way.
+func MigrationStatus(pool *pgxpool.Pool) (applied, latest uint, dirty bool, err error) {
+	latest, err = LatestMigration()
+	if err != nil {
+		return 0, 0, false, err
+	}
+	m, closeFn, err := newMigrate(pool)
+	if err != nil {
+		return 0, latest, false, err
+	}
+	defer closeFn()
+	applied, dirty, err = m.Version()
+	if errors.Is(err, migrate.ErrNilVersion) {
+		return 0, latest, false, nil
+	}
+	if err != nil {
+		return 0, latest, false, fmt.Errorf("store: migrate version: %w", err)
+	}
+	return applied, latest, dirty, nil
+}
+
+// LatestMigration returns the highest version among the embedded migrations.
+func LatestMigration() (uint, error) {
+	src, err := iofs.New(migrations.FS, ".")
+	if err != nil {
+		return 0, fmt.Errorf("store: migrations source: %w", err)
+	}
+	defer src.Close()
+	v, err := src.First()
+	if err != nil {
+		return 0, fmt.Errorf("store: first migration: %w", err)
+	}
+	for {
+		next, err := src.Next(v)
+		if err != nil {
+			return v, nil
+		}
+		v = next
+	}
+}
+
+func newMigrate(pool *pgxpool.Pool) (*migrate.Migrate, func(), error) {
+	src, err := iofs.New(migrations.FS, ".")
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: migrations source: %w", err)
+	}
+	// golang-migrate wants a database/sql handle; borrow one over the pool's
+	// config so the same credentials and TLS settings apply.
+	sqlDB := stdlib.OpenDBFromPool(pool)
+	drv, err := migratepgx.WithInstance(sqlDB, &migratepgx.Config{})
+	if err != nil {
+		sqlDB.Close()
+		return nil, nil, fmt.Errorf("store: migrate driver: %w", err)
+	}
+	m, err := migrate.NewWithInstance("iofs", src, "pgx5", drv)
+	if err != nil {
+		sqlDB.Close()
+		return nil, nil, fmt.Errorf("store: migrate init: %w", err)
+	}
+	return m, func() { m.Close(); sqlDB.Close() }, nil
+}

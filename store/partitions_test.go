@@ -1,0 +1,62 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/store/storetest"
+)
+
+func TestPartitionsAheadAndRetention(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+	if _, err := st.Maintain(ctx, now, 2, store.Retention{}); err != nil {
+		t.Fatal(err)
+	}
+	days, err := st.Partitions(ctx, store.TableSamples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(days) != 3 || !days[0].Equal(now.Truncate(24*time.Hour)) {
+		t.Fatalf("partitions = %v, want today and 2 days ahead", days)
+	}
+	// Old history (backfill) gets its own partitions; retention counts back
+	// from the newest data, so with data only in the past nothing is dropped.
+	old := now.Add(-60 * 24 * time.Hour)
+	if err := st.EnsurePartitions(ctx, store.TableSamples, old, old.Add(24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DB().Exec(ctx, `INSERT INTO samples (time, request_id, model, total_ms) VALUES ($1, 'a', 'm', 1)`, old.Add(24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	n, err := st.Maintain(ctx, now, 2, store.Retention{Samples: 7 * 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("dropped %d partitions of backfilled history, want 0", n)
+	}
+	// Fresh data today makes the old days fall out of a 7-day retention.
+	if _, err := st.DB().Exec(ctx, `INSERT INTO samples (time, request_id, model, total_ms) VALUES ($1, 'b', 'm', 1)`, now); err != nil {
+		t.Fatal(err)
+	}
+	n, err = st.Maintain(ctx, now, 2, store.Retention{Samples: 7 * 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Fatalf("dropped %d partitions, want the 2 old ones", n)
+	}
+	var left int
+	if err := st.DB().QueryRow(ctx, `SELECT count(*) FROM samples`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 1 {
+		t.Fatalf("%d samples left, want 1", left)
+	}
+}

@@ -1,0 +1,91 @@
+package web
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+type ctxKey int
+
+const requestIDKey ctxKey = iota
+
+// requestID returns the id the request was tagged with by withRequestID.
+func requestID(c echo.Context) string {
+	if v, ok := c.Get("request_id").(string); ok {
+		return v
+	}
+	return ""
+}
+
+// withRequestID tags every request with an id (the client's X-Request-Id
+// when it is sane, else a new one), echoes it back, and puts it in the
+// context so log lines of one request can be found together.
+func (s *Server) withRequestID(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id := c.Request().Header.Get(echo.HeaderXRequestID)
+		if id == "" || len(id) > 64 || strings.ContainsAny(id, " \t\r\n") {
+			b := make([]byte, 8)
+			_, _ = rand.Read(b)
+			id = hex.EncodeToString(b)
+		}
+		c.Set("request_id", id)
+		c.Response().Header().Set(echo.HeaderXRequestID, id)
+		ctx := context.WithValue(c.Request().Context(), requestIDKey, id)
+		c.SetRequest(c.Request().WithContext(ctx))
+		return next(c)
+	}
+}
+
+// withLogAndMetrics logs each request once and records its duration by
+// route pattern (not raw path, to keep label cardinality bounded).
+func (s *Server) withLogAndMetrics(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil {
+			c.Error(err) // write the response now so the status is known
+		}
+		route := c.Path()
+		if route == "" {
+			route = "unmatched"
+		}
+		status := c.Response().Status
+		d := time.Since(start)
+		s.metrics.requestDuration.WithLabelValues(c.Request().Method, route, strconv.Itoa(status)).Observe(d.Seconds())
+		if route != "/healthz" && route != "/readyz" && route != "/metrics" && !strings.HasPrefix(route, "/static") {
+			s.log.InfoContext(c.Request().Context(), "http", "request_id", requestID(c), "method", c.Request().Method,
+				"path", c.Request().URL.Path, "status", status, "ms", float64(d.Microseconds())/1000, "bytes", c.Response().Size)
+		}
+		return nil
+	}
+}
+
+// withTimeout bounds the request's context; handlers and the store honour
+// it, so a stuck database cannot pin a request forever.
+func (s *Server) withTimeout(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.cfg.RequestTimeout <= 0 {
+			return next(c)
+		}
+		ctx, cancel := context.WithTimeout(c.Request().Context(), s.cfg.RequestTimeout)
+		defer cancel()
+		c.SetRequest(c.Request().WithContext(ctx))
+		return next(c)
+	}
+}
+
+// wantsHTML reports whether the client is a browser (or htmx) rather than
+// an API client, so errors can be rendered as a page or fragment.
+func wantsHTML(r *http.Request) bool {
+	if strings.HasPrefix(r.URL.Path, "/api/") {
+		return false
+	}
+	return r.Header.Get("HX-Request") == "true" || strings.Contains(r.Header.Get("Accept"), "text/html")
+}

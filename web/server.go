@@ -1,0 +1,92 @@
+// Package web is Waterline's only HTTP layer: the JSON API, the htmx UI
+// (templ components in web/ui), auth, and outbound webhooks. Handlers are
+// methods on Server named handle<Resource><Action>; every route is listed in
+// routes.go; one error handler (errors.go) turns errors into responses.
+package web
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/waterline-dev/waterline/store"
+)
+
+// Config holds the HTTP layer's settings.
+type Config struct {
+	PublicURL       string        // base URL for permalinks, without a trailing slash
+	IngestMaxBytes  int64         // decompressed body limit for ingest
+	IngestMaxLines  int           // most records per ingest request
+	IngestMaxAge    time.Duration // oldest accepted record time, back from now
+	IngestMaxFuture time.Duration // newest accepted record time, ahead of now
+	RequestTimeout  time.Duration // per-request time limit
+	AlertLookback   time.Duration // incident start = earliest startsAt − lookback
+	AuthProxyHeader string        // trusted user header from an auth proxy; empty = off
+}
+
+// Deps are the collaborators the server needs.
+type Deps struct {
+	Store    *store.Store
+	Log      *slog.Logger
+	Registry prometheus.Registerer // where /metrics collectors are registered
+	Gatherer prometheus.Gatherer   // what /metrics serves
+	// Ready reports whether the service can take traffic (Postgres reachable,
+	// migrations current). nil means always ready.
+	Ready func(ctx context.Context) error
+	Now   func() time.Time // nil = time.Now
+}
+
+// Server serves Waterline's HTTP surface.
+type Server struct {
+	cfg     Config
+	store   *store.Store
+	log     *slog.Logger
+	ready   func(ctx context.Context) error
+	now     func() time.Time
+	metrics *metrics
+	gather  prometheus.Gatherer
+	tokens  tokenCache
+	echo    *echo.Echo
+}
+
+// NewServer wires the routes. It registers its metrics on deps.Registry.
+func NewServer(cfg Config, deps Deps) *Server {
+	s := &Server{
+		cfg:    cfg,
+		store:  deps.Store,
+		log:    deps.Log,
+		ready:  deps.Ready,
+		now:    deps.Now,
+		gather: deps.Gatherer,
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if deps.Registry == nil {
+		deps.Registry = prometheus.NewRegistry()
+	}
+	if s.gather == nil {
+		s.gather = prometheus.NewRegistry()
+	}
+	s.metrics = newMetrics(deps.Registry)
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = s.errorHandler
+	s.echo = e
+	s.routes(e)
+	return s
+}
+
+// ServeHTTP makes Server an http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+
+// Echo exposes the router, for tests that compare it with the OpenAPI document.
+func (s *Server) Echo() *echo.Echo { return s.echo }
