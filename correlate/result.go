@@ -45,9 +45,9 @@ type Spike struct {
 	PeakValue  float64   `json:"peak_value"`
 	Baseline   float64   `json:"baseline"`
 	Direction  Direction `json:"direction"`
-	DetectedAt time.Time `json:"detected_at"`     // when a live run would have raised it
-	Score      float64   `json:"score"`           // peak robust z
-	Severity   string    `json:"severity"`        // "page", "ticket" or "info" against the SLO
+	DetectedAt time.Time `json:"detected_at"`      // when a live run would have raised it
+	Score      float64   `json:"score"`            // peak robust z
+	Severity   string    `json:"severity"`         // "page", "ticket" or "info" against the SLO
 	SLOMs      float64   `json:"slo_ms,omitempty"` // the SLO used for Severity, if any
 }
 
@@ -83,4 +83,101 @@ type Cause struct {
 	Evidence        []Evidence `json:"evidence"`
 	CounterEvidence []Evidence `json:"counter_evidence"`
 	Actions         []string   `json:"actions"`
+}
+
+// StageShare says how much of the latency increase one stage explains.
+type StageShare struct {
+	Stage     string  `json:"stage"`
+	BeforeMs  float64 `json:"before_ms"`   // typical time of slow requests before the onset
+	DuringMs  float64 `json:"during_ms"`   // the same during the spike
+	DeltaMs   float64 `json:"delta_ms"`    // DuringMs − BeforeMs
+	DeltaLoMs float64 `json:"delta_lo_ms"` // bootstrap interval of DeltaMs
+	DeltaHiMs float64 `json:"delta_hi_ms"`
+	Share     float64 `json:"share"` // of the positive deltas, 0..1
+}
+
+// Concentration is one dimension value (or pair) over-represented among
+// slow samples: BubbleUp's selection-vs-baseline row.
+type Concentration struct {
+	Dims         map[string]string `json:"dims"`           // e.g. {"replica": "r-7"} or two entries for a pair
+	SelectionPct float64           `json:"selection_pct"`  // share of slow samples with it, 0..100
+	BaselinePct  float64           `json:"baseline_pct"`   // share of the other samples with it
+	RiskRatio    float64           `json:"risk_ratio"`     // P(slow | value) / P(slow | not value)
+	Support      float64           `json:"support"`        // fraction of slow samples covered, 0..1
+	P99WithoutMs float64           `json:"p99_without_ms"` // window P99 if these requests were removed
+	P99DeltaMs   float64           `json:"p99_delta_ms"`   // window P99 minus P99WithoutMs
+	Count        float64           `json:"count"`          // weighted slow samples with the value
+}
+
+// ScopeReport is the article's step 1: which part of the fleet carries
+// the spike, and whether it is narrow or broad.
+type ScopeReport struct {
+	Breadth  string   `json:"breadth"` // "fleet", "model", "version", "replicas", "tenant" or "none"
+	Summary  string   `json:"summary"` // one sentence
+	Models   []string `json:"models"`  // models whose latency rose
+	Versions []string `json:"versions,omitempty"`
+	Replicas []string `json:"replicas,omitempty"`
+	Nodes    []string `json:"nodes,omitempty"`
+	Tenants  []string `json:"tenants,omitempty"`
+}
+
+// AlignedEvent is an event with its weight for the analysis: how close it
+// came before the onset and how well its scope matches.
+type AlignedEvent struct {
+	Event
+	OffsetS    float64 `json:"offset_s"`    // event time minus onset, seconds
+	TimeWeight float64 `json:"time_weight"` // 0..1
+	ScopeMatch float64 `json:"scope_match"` // 0..1
+}
+
+// CurveDeviation is one curve's robust deviation after the onset.
+type CurveDeviation struct {
+	Key       string  `json:"key"`
+	Role      Role    `json:"role"`
+	Level     Level   `json:"level"`
+	Scope     Scope   `json:"scope"`
+	Stage     string  `json:"stage,omitempty"`
+	Before    float64 `json:"before"`    // median before the onset
+	During    float64 `json:"during"`    // median after the onset
+	Deviation float64 `json:"deviation"` // signed max |x−median|/IQR after the onset
+}
+
+// Window is a half-open time range.
+type Window struct {
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
+}
+
+// Analysis is the result of analysing one incident window; it is what
+// GET /api/v1/incidents/{id}/analysis returns (with its status) and what
+// snapshots freeze.
+type Analysis struct {
+	Window        Window           `json:"window"`
+	Onset         *time.Time       `json:"onset"`
+	Spikes        []Spike          `json:"spikes"`
+	Scope         ScopeReport      `json:"scope"`
+	Causes        []Cause          `json:"causes"`
+	Stages        []StageShare     `json:"stages"`
+	Concentration []Concentration  `json:"concentration"`
+	Events        []AlignedEvent   `json:"events"`
+	Deviations    []CurveDeviation `json:"deviations"`
+	P99BeforeMs   float64          `json:"p99_before_ms"`
+	P99DuringMs   float64          `json:"p99_during_ms"`
+	Samples       SampleSummary    `json:"samples"`
+	Checklist     []ChecklistStep  `json:"checklist"`
+}
+
+// SampleSummary counts the samples the analysis used.
+type SampleSummary struct {
+	Total    int     `json:"total"`    // stored samples in the window
+	Weighted float64 `json:"weighted"` // re-weighted by sample_rate
+	Slow     int     `json:"slow"`     // slow samples after the onset
+	SlowMs   float64 `json:"slow_ms"`  // the slowness threshold used
+}
+
+// ChecklistStep answers one step of the article's checklist (scope →
+// timeline → samples → action).
+type ChecklistStep struct {
+	Step   string `json:"step"`
+	Answer string `json:"answer"`
 }

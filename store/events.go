@@ -1,0 +1,112 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/waterline-dev/waterline/correlate"
+)
+
+// InsertEvents stores events all-or-nothing and returns how many were new
+// and how many were already there (same id). Retrying a batch is therefore
+// harmless: the second time every event is a duplicate.
+func (s *Store) InsertEvents(ctx context.Context, events []correlate.Event) (accepted, duplicates int, err error) {
+	if len(events) == 0 {
+		return 0, 0, nil
+	}
+	err = s.InTx(ctx, func(tx *Store) error {
+		b := &pgx.Batch{}
+		for _, e := range events {
+			var attrs []byte
+			if len(e.Attrs) > 0 {
+				if attrs, err = json.Marshal(e.Attrs); err != nil {
+					return err
+				}
+			}
+			b.Queue(`INSERT INTO events (id, kind, time, end_time, model, version, tenant, replica, node, source, summary, attrs)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (id) DO NOTHING`,
+				e.ID, string(e.Kind), e.Time, e.EndTime, e.Model, e.Version, e.Tenant, e.Replica, e.Node, e.Source, e.Summary, attrs)
+		}
+		br := tx.db.SendBatch(ctx, b)
+		defer br.Close()
+		for range events {
+			tag, err := br.Exec()
+			if err != nil {
+				return err
+			}
+			accepted += int(tag.RowsAffected())
+		}
+		return br.Close()
+	})
+	if err != nil {
+		return 0, 0, wrap("insert events", err)
+	}
+	return accepted, len(events) - accepted, nil
+}
+
+// EventFilter selects events by time window and scope. Empty scope fields
+// match everything; a set field matches events with that value or with the
+// field empty (a fleet-wide config change concerns every model).
+type EventFilter struct {
+	From, To time.Time // half-open [From, To)
+	Scope    correlate.Scope
+	Kinds    []correlate.EventKind // empty = all
+	Limit    int                   // 0 = no limit
+}
+
+// Events returns the events of f ordered by time.
+func (s *Store) Events(ctx context.Context, f EventFilter) ([]correlate.Event, error) {
+	kinds := make([]string, len(f.Kinds))
+	for i, k := range f.Kinds {
+		kinds[i] = string(k)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 1 << 30
+	}
+	rows, err := s.db.Query(ctx, `
+		SELECT id, kind, time, end_time, model, version, tenant, replica, node, source, summary, attrs
+		FROM events
+		WHERE time >= $1 AND time < $2
+		  AND ($3 = '' OR model = $3 OR model = '')
+		  AND ($4 = '' OR version = $4 OR version = '')
+		  AND ($5 = '' OR tenant = $5 OR tenant = '')
+		  AND ($6 = '' OR replica = $6 OR replica = '')
+		  AND ($7 = '' OR node = $7 OR node = '')
+		  AND (cardinality($8::text[]) = 0 OR kind = ANY($8))
+		ORDER BY time, id
+		LIMIT $9`,
+		f.From, f.To, f.Scope.Model, f.Scope.Version, f.Scope.Tenant, f.Scope.Replica, f.Scope.Node, kinds, limit)
+	if err != nil {
+		return nil, wrap("events", err)
+	}
+	defer rows.Close()
+	var out []correlate.Event
+	for rows.Next() {
+		var (
+			e     correlate.Event
+			kind  string
+			attrs []byte
+		)
+		if err := rows.Scan(&e.ID, &kind, &e.Time, &e.EndTime, &e.Model, &e.Version, &e.Tenant, &e.Replica, &e.Node,
+			&e.Source, &e.Summary, &attrs); err != nil {
+			return nil, wrap("events", err)
+		}
+		e.Kind = correlate.EventKind(kind)
+		e.Time = e.Time.UTC()
+		if e.EndTime != nil {
+			t := e.EndTime.UTC()
+			e.EndTime = &t
+		}
+		if len(attrs) > 0 {
+			if err := json.Unmarshal(attrs, &e.Attrs); err != nil {
+				return nil, wrap("events attrs", err)
+			}
+		}
+		out = append(out, e)
+	}
+	return out, wrap("events", rows.Err())
+}
