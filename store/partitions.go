@@ -54,6 +54,13 @@ func (s *Store) EnsurePartitions(ctx context.Context, table string, times ...tim
 	// caller's ingest transaction: a failed ingest must not undo it, and the
 	// parent's lock must be held as briefly as possible.
 	err := pgxBeginOwn(ctx, s.db, func(tx DB) error {
+		// Creating a partition takes an exclusive lock on the parent, and
+		// while it waits for one every new writer queues behind it: give up
+		// after a while (the caller's request fails and is retried) rather
+		// than stall all ingest behind a long transaction.
+		if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '10s'`); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('waterline.partitions.' || $1))`, table); err != nil {
 			return err
 		}
@@ -76,6 +83,26 @@ func (s *Store) EnsurePartitions(ctx context.Context, table string, times ...tim
 	}
 	s.parts.mu.Unlock()
 	return nil
+}
+
+// partitionKnown reports whether the partition of table for day is known to
+// exist, without touching the database.
+func (s *Store) partitionKnown(table string, day time.Time) bool {
+	s.parts.mu.Lock()
+	defer s.parts.mu.Unlock()
+	return s.parts.known[partitionName(table, day)]
+}
+
+// forgetPartitions drops what the cache knows about table, after a write
+// found a partition missing that the cache said was there.
+func (s *Store) forgetPartitions(table string) {
+	s.parts.mu.Lock()
+	defer s.parts.mu.Unlock()
+	for name := range s.parts.known {
+		if strings.HasPrefix(name, table+"_") {
+			delete(s.parts.known, name)
+		}
+	}
 }
 
 // Partitions lists the day partitions of table, oldest first.

@@ -68,7 +68,9 @@ func (s *Server) withLogAndMetrics(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // withTimeout bounds the request's context; handlers and the store honour
-// it, so a stuck database cannot pin a request forever.
+// it, so a stuck database cannot pin a request forever. Reading the body
+// does not watch the context, so a read deadline bounds a client that
+// uploads too slowly.
 func (s *Server) withTimeout(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if s.cfg.RequestTimeout <= 0 {
@@ -76,6 +78,9 @@ func (s *Server) withTimeout(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		ctx, cancel := context.WithTimeout(c.Request().Context(), s.cfg.RequestTimeout)
 		defer cancel()
+		// Not every ResponseWriter supports deadlines (httptest's recorder
+		// does not); the context still bounds the handler's own work.
+		_ = http.NewResponseController(c.Response()).SetReadDeadline(time.Now().Add(s.cfg.RequestTimeout))
 		c.SetRequest(c.Request().WithContext(ctx))
 		return next(c)
 	}

@@ -16,8 +16,12 @@ func (s *Server) routes(e *echo.Echo) {
 
 	read := s.requireScope(store.ScopeRead)
 	write := s.requireScope(store.ScopeWrite)
-	_ = read
-	_ = write
 	api := e.Group("/api/v1")
-	_ = api
+	api.POST("/events", s.handleEventsCreate, write)
+	api.POST("/samples", s.handleSamplesCreate, write)
+	api.POST("/alerts/alertmanager", s.handleAlertmanager, write)
+	api.POST("/incidents", s.handleIncidentsCreate, write)
+	api.GET("/incidents", s.handleIncidentsList, read)
+	api.GET("/incidents/:id", s.handleIncidentsGet, read)
+	api.POST("/incidents/:id/resolve", s.handleIncidentsResolve, write)
 }

@@ -38,6 +38,11 @@ type Deps struct {
 	// migrations current). nil means always ready.
 	Ready func(ctx context.Context) error
 	Now   func() time.Time // nil = time.Now
+	// OnIncidentChanged, if set, is called after an incident was created,
+	// extended or resolved (and the change committed), on the request's
+	// goroutine: it must not block — hand the id to a worker, e.g. by a
+	// non-blocking channel send.
+	OnIncidentChanged func(id int64)
 }
 
 // Server serves Waterline's HTTP surface.
@@ -51,6 +56,8 @@ type Server struct {
 	gather  prometheus.Gatherer
 	tokens  tokenCache
 	echo    *echo.Echo
+
+	onIncidentChanged func(id int64)
 }
 
 // NewServer wires the routes. It registers its metrics on deps.Registry.
@@ -62,6 +69,8 @@ func NewServer(cfg Config, deps Deps) *Server {
 		ready:  deps.Ready,
 		now:    deps.Now,
 		gather: deps.Gatherer,
+
+		onIncidentChanged: deps.OnIncidentChanged,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

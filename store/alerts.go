@@ -1,0 +1,256 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/waterline-dev/waterline/correlate"
+)
+
+// Alert statuses as Alertmanager sends them.
+const (
+	AlertFiring   = "firing"
+	AlertResolved = "resolved"
+)
+
+// AlertGroup is one Alertmanager notification: a group of alerts with the
+// group's status ("resolved" only when every alert is resolved).
+type AlertGroup struct {
+	GroupKey string
+	Status   string          // AlertFiring or AlertResolved
+	Title    string          // title of an incident this group opens
+	Scope    correlate.Scope // labels common to the group's alerts
+	Alerts   []Alert
+}
+
+// Alert is one alert of a group. (GroupKey, Fingerprint, StartsAt) is its
+// identity: Alertmanager re-sends the same alert on every group update and
+// retries on failure.
+type Alert struct {
+	Fingerprint string
+	Status      string
+	StartsAt    time.Time
+	EndsAt      *time.Time      // only for resolved alerts
+	Event       correlate.Event // the alert on the timeline (kind alert)
+}
+
+// AlertOutcome says what a notification did.
+type AlertOutcome struct {
+	IncidentID int64
+	Opened     bool // a new incident was created
+	Extended   bool // an open incident's window or scope grew
+	Resolved   bool // the incident was resolved by this notification
+	NewAlerts  int  // alerts not seen before
+}
+
+// Changed reports whether the incident changed in a way worth re-analysing.
+func (o AlertOutcome) Changed() bool { return o.Opened || o.Extended || o.Resolved }
+
+// ApplyAlertGroup records a notification: a firing group opens an incident
+// over [earliest startsAt − lookback, open) or extends the group's open
+// one; a resolved group resolves it, ending its window at the latest
+// endsAt. It is idempotent on (groupKey, fingerprint, startsAt): the same
+// notification again, or a stale firing one after the resolution, changes
+// nothing. Concurrent deliveries of one group (an Alertmanager HA pair) are
+// serialised by an advisory lock. Each alert is also upserted as an event.
+func (s *Store) ApplyAlertGroup(ctx context.Context, g AlertGroup, lookback time.Duration, now time.Time) (AlertOutcome, error) {
+	var out AlertOutcome
+	if len(g.Alerts) == 0 {
+		return out, nil
+	}
+	// Postgres keeps microseconds; identities must compare equal after a
+	// round trip.
+	g.Alerts = append([]Alert(nil), g.Alerts...)
+	for i := range g.Alerts {
+		g.Alerts[i].StartsAt = g.Alerts[i].StartsAt.UTC().Truncate(time.Microsecond)
+	}
+	minStart, maxEnd := g.Alerts[0].StartsAt, time.Time{}
+	fps := make([]string, len(g.Alerts))
+	starts := make([]time.Time, len(g.Alerts))
+	for i, a := range g.Alerts {
+		fps[i], starts[i] = a.Fingerprint, a.StartsAt
+		if a.StartsAt.Before(minStart) {
+			minStart = a.StartsAt
+		}
+		if a.EndsAt != nil && a.EndsAt.After(maxEnd) {
+			maxEnd = *a.EndsAt
+		}
+	}
+	wantStart := minStart.Add(-lookback)
+	err := s.InTx(ctx, func(tx *Store) error {
+		out = AlertOutcome{}
+		if _, err := tx.db.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('waterline.alerts.' || $1))`, g.GroupKey); err != nil {
+			return err
+		}
+		known, err := tx.alertReceipts(ctx, g.GroupKey, fps, starts)
+		if err != nil {
+			return err
+		}
+		var target Incident
+		open, err := scanIncident(tx.db.QueryRow(ctx, incidentSelect+` WHERE i.group_key = $1 AND i.status = 'open'`, g.GroupKey))
+		hasOpen := err == nil
+		if err != nil && translate(err) != ErrNotFound {
+			return err
+		}
+		allKnown := true
+		var knownID int64
+		for _, a := range g.Alerts {
+			id, ok := known[alertKey(a.Fingerprint, a.StartsAt)]
+			allKnown = allKnown && ok
+			if ok {
+				knownID = id
+			}
+		}
+		switch {
+		case hasOpen:
+			target = open
+		case knownID != 0 && (allKnown || g.Status == AlertResolved):
+			// Every alert already belongs to a resolved incident (a late
+			// retry must not reopen it), or a resolution for alerts we
+			// filed: the incident they were filed under.
+			if target, err = scanIncident(tx.db.QueryRow(ctx, incidentSelect+` WHERE i.id = $1`, knownID)); err != nil {
+				return err
+			}
+		default:
+			// New alerts and no open incident: open one (already resolved
+			// when the firing notification never reached us).
+			err := tx.db.QueryRow(ctx, `
+				INSERT INTO incidents (title, source, start_at, model, version, tenant, replica, node, group_key)
+				VALUES ($1, 'alertmanager', $2, $3, $4, $5, $6, $7, $8) RETURNING id`,
+				g.Title, wantStart, g.Scope.Model, g.Scope.Version, g.Scope.Tenant, g.Scope.Replica, g.Scope.Node,
+				g.GroupKey).Scan(&target.ID)
+			if err != nil {
+				return err
+			}
+			target.Status, target.Start, target.Scope = IncidentOpen, wantStart, g.Scope
+			out.Opened = true
+		}
+		out.IncidentID = target.ID
+		if target.Status == IncidentOpen {
+			scope := commonScope(target.Scope, g.Scope)
+			if wantStart.Before(target.Start) || scope != target.Scope {
+				if _, err := tx.db.Exec(ctx, `
+					UPDATE incidents SET start_at = LEAST(start_at, $2), model = $3, version = $4, tenant = $5,
+					       replica = $6, node = $7, updated_at = now()
+					WHERE id = $1`, target.ID, wantStart, scope.Model, scope.Version, scope.Tenant, scope.Replica, scope.Node); err != nil {
+					return err
+				}
+				out.Extended = !out.Opened
+			}
+			if g.Status == AlertResolved {
+				var end *time.Time
+				if !maxEnd.IsZero() {
+					end = &maxEnd
+				}
+				if _, err := tx.db.Exec(ctx, `
+					UPDATE incidents SET status = 'resolved', resolved_at = $2,
+					       end_at = GREATEST(COALESCE($3, $2), start_at + interval '1 second'), updated_at = now()
+					WHERE id = $1`, target.ID, now, end); err != nil {
+					return err
+				}
+				out.Resolved = true
+			}
+		}
+		if out.NewAlerts, err = tx.upsertAlertReceipts(ctx, g, target.ID); err != nil {
+			return err
+		}
+		return tx.upsertAlertEvents(ctx, g.Alerts)
+	})
+	if err != nil {
+		return AlertOutcome{}, wrap("apply alert group", err)
+	}
+	return out, nil
+}
+
+// commonScope keeps the fields on which a and b agree: an incident whose
+// alerts span two models is about both, so it names neither.
+func commonScope(a, b correlate.Scope) correlate.Scope {
+	keep := func(x, y string) string {
+		if x == y {
+			return x
+		}
+		return ""
+	}
+	return correlate.Scope{Model: keep(a.Model, b.Model), Version: keep(a.Version, b.Version),
+		Tenant: keep(a.Tenant, b.Tenant), Replica: keep(a.Replica, b.Replica), Node: keep(a.Node, b.Node)}
+}
+
+// alertReceipts maps the already-seen alerts of a group (by fingerprint and
+// startsAt) onto the incident they were filed under.
+func (s *Store) alertReceipts(ctx context.Context, groupKey string, fps []string, starts []time.Time) (map[string]int64, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT r.fingerprint, r.starts_at, r.incident_id FROM alert_receipts r
+		JOIN unnest($2::text[], $3::timestamptz[]) AS k(fingerprint, starts_at)
+		  ON r.fingerprint = k.fingerprint AND r.starts_at = k.starts_at
+		WHERE r.group_key = $1`, groupKey, fps, starts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	known := map[string]int64{}
+	for rows.Next() {
+		var (
+			fp string
+			st time.Time
+			id int64
+		)
+		if err := rows.Scan(&fp, &st, &id); err != nil {
+			return nil, err
+		}
+		known[alertKey(fp, st)] = id
+	}
+	return known, rows.Err()
+}
+
+func alertKey(fingerprint string, startsAt time.Time) string {
+	return fingerprint + "|" + startsAt.UTC().Format(time.RFC3339Nano)
+}
+
+// upsertAlertReceipts records every alert of g under incident id (an alert
+// seen before keeps its incident) and returns how many were new.
+func (s *Store) upsertAlertReceipts(ctx context.Context, g AlertGroup, id int64) (int, error) {
+	fps := make([]string, len(g.Alerts))
+	starts := make([]time.Time, len(g.Alerts))
+	statuses := make([]string, len(g.Alerts))
+	ends := make([]*time.Time, len(g.Alerts))
+	for i, a := range g.Alerts {
+		fps[i], starts[i], statuses[i], ends[i] = a.Fingerprint, a.StartsAt, a.Status, a.EndsAt
+	}
+	var n int
+	err := s.db.QueryRow(ctx, `
+		WITH up AS (
+			INSERT INTO alert_receipts (group_key, fingerprint, starts_at, status, ends_at, incident_id)
+			SELECT DISTINCT ON (fingerprint, starts_at) $1, fingerprint, starts_at, status, ends_at, $6
+			FROM unnest($2::text[], $3::timestamptz[], $4::text[], $5::timestamptz[]) AS k(fingerprint, starts_at, status, ends_at)
+			ON CONFLICT (group_key, fingerprint, starts_at) DO UPDATE
+			   SET status = EXCLUDED.status, ends_at = EXCLUDED.ends_at, received_at = now()
+			RETURNING (xmax = 0) AS inserted)
+		SELECT count(*) FILTER (WHERE inserted) FROM up`,
+		g.GroupKey, fps, starts, statuses, ends, id).Scan(&n)
+	return n, err
+}
+
+// upsertAlertEvents stores each alert as an event; a resolved alert sets
+// the event's end time.
+func (s *Store) upsertAlertEvents(ctx context.Context, alerts []Alert) error {
+	b := &pgx.Batch{}
+	for _, a := range alerts {
+		e := a.Event
+		var attrs []byte
+		if len(e.Attrs) > 0 {
+			var err error
+			if attrs, err = json.Marshal(e.Attrs); err != nil {
+				return err
+			}
+		}
+		b.Queue(`INSERT INTO events (id, kind, time, end_time, model, version, tenant, replica, node, source, summary, attrs)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+			ON CONFLICT (id) DO UPDATE SET end_time = EXCLUDED.end_time
+			WHERE EXCLUDED.end_time IS NOT NULL AND events.end_time IS DISTINCT FROM EXCLUDED.end_time`,
+			e.ID, string(e.Kind), e.Time, e.EndTime, e.Model, e.Version, e.Tenant, e.Replica, e.Node, e.Source, e.Summary, attrs)
+	}
+	return s.db.SendBatch(ctx, b).Close()
+}

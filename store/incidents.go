@@ -1,0 +1,232 @@
+package store
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+)
+
+// Incident statuses and sources.
+const (
+	IncidentOpen     = "open"
+	IncidentResolved = "resolved"
+
+	SourceManual       = "manual"
+	SourceAlertmanager = "alertmanager"
+	SourceDetector     = "detector"
+)
+
+// Incident is a window and a scope to explain.
+type Incident struct {
+	ID         int64
+	Title      string
+	Status     string // IncidentOpen or IncidentResolved
+	Source     string // SourceManual, SourceAlertmanager or SourceDetector
+	Start      time.Time
+	End        *time.Time // nil while open-ended
+	ResolvedAt *time.Time
+	Scope      correlate.Scope
+	GroupKey   string // Alertmanager groupKey of alert-opened incidents
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+	// TopCause is the first cause of the newest ready analysis, if any.
+	TopCause *CauseSummary
+	// AnalysisStatus is the newest analysis' status, "" when there is none.
+	AnalysisStatus string
+}
+
+// CauseSummary is the part of a cause a ticket shows.
+type CauseSummary struct {
+	Category string  `json:"category"`
+	Score    float64 `json:"score"`
+	Summary  string  `json:"summary"`
+}
+
+// NewIncident is what CreateIncident needs.
+type NewIncident struct {
+	Title  string
+	Source string // default SourceManual
+	Start  time.Time
+	End    *time.Time
+	Scope  correlate.Scope
+}
+
+// incidentSelect reads an incident with its newest analysis summary; the
+// WHERE clause and ordering are appended by the caller.
+const incidentSelect = `
+	SELECT i.id, i.title, i.status, i.source, i.start_at, i.end_at, i.resolved_at,
+	       i.model, i.version, i.tenant, i.replica, i.node, COALESCE(i.group_key, ''), i.created_at, i.updated_at,
+	       COALESCE(a.status, ''), r.result->'causes'->0->>'category', (r.result->'causes'->0->>'score')::float8,
+	       r.result->'causes'->0->>'summary'
+	FROM incidents i
+	LEFT JOIN LATERAL (SELECT status FROM analyses WHERE incident_id = i.id ORDER BY version DESC LIMIT 1) a ON true
+	LEFT JOIN LATERAL (SELECT result FROM analyses WHERE incident_id = i.id AND status = 'ready'
+	                   ORDER BY version DESC LIMIT 1) r ON true`
+
+func scanIncident(row interface{ Scan(...any) error }) (Incident, error) {
+	var (
+		in           Incident
+		cat, summary *string
+		score        *float64
+	)
+	err := row.Scan(&in.ID, &in.Title, &in.Status, &in.Source, &in.Start, &in.End, &in.ResolvedAt,
+		&in.Scope.Model, &in.Scope.Version, &in.Scope.Tenant, &in.Scope.Replica, &in.Scope.Node, &in.GroupKey, &in.CreatedAt, &in.UpdatedAt,
+		&in.AnalysisStatus, &cat, &score, &summary)
+	if err != nil {
+		return Incident{}, err
+	}
+	in.Start = in.Start.UTC()
+	in.End = utcPtr(in.End)
+	in.ResolvedAt = utcPtr(in.ResolvedAt)
+	if cat != nil {
+		in.TopCause = &CauseSummary{Category: *cat}
+		if score != nil {
+			in.TopCause.Score = *score
+		}
+		if summary != nil {
+			in.TopCause.Summary = *summary
+		}
+	}
+	return in, nil
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// CreateIncident stores a new open incident and returns it.
+func (s *Store) CreateIncident(ctx context.Context, n NewIncident) (Incident, error) {
+	if n.Source == "" {
+		n.Source = SourceManual
+	}
+	var id int64
+	err := s.db.QueryRow(ctx, `
+		INSERT INTO incidents (title, source, start_at, end_at, model, version, tenant, replica, node)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
+		n.Title, n.Source, n.Start, n.End, n.Scope.Model, n.Scope.Version, n.Scope.Tenant, n.Scope.Replica, n.Scope.Node).Scan(&id)
+	if err != nil {
+		return Incident{}, wrap("create incident", err)
+	}
+	return s.Incident(ctx, id)
+}
+
+// Incident returns one incident, or ErrNotFound.
+func (s *Store) Incident(ctx context.Context, id int64) (Incident, error) {
+	in, err := scanIncident(s.db.QueryRow(ctx, incidentSelect+` WHERE i.id = $1`, id))
+	if err != nil {
+		return Incident{}, wrap("incident", err)
+	}
+	return in, nil
+}
+
+// IncidentFilter selects incidents for ListIncidents.
+type IncidentFilter struct {
+	Status   string    // "" = any
+	From, To time.Time // zero = unbounded; an incident matches if its window overlaps [From, To)
+	Cursor   string    // from a previous page's next cursor; "" = first page
+	Limit    int       // 1..500; 0 = 50
+}
+
+// ErrBadCursor means a pagination cursor was not made by ListIncidents.
+var ErrBadCursor = errors.New("bad cursor")
+
+// ListIncidents returns one page of incidents, newest start first (ties by
+// id), and the cursor of the next page ("" on the last page). The order is
+// stable under inserts: a cursor is the last row's (start, id).
+func (s *Store) ListIncidents(ctx context.Context, f IncidentFilter) ([]Incident, string, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	limit = min(limit, 500)
+	var (
+		afterStart *time.Time
+		afterID    int64
+	)
+	if f.Cursor != "" {
+		t, id, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		afterStart, afterID = &t, id
+	}
+	var from, to *time.Time
+	if !f.From.IsZero() {
+		from = &f.From
+	}
+	if !f.To.IsZero() {
+		to = &f.To
+	}
+	rows, err := s.db.Query(ctx, incidentSelect+`
+		WHERE ($1 = '' OR i.status = $1)
+		  AND ($2::timestamptz IS NULL OR i.end_at IS NULL OR i.end_at > $2)
+		  AND ($3::timestamptz IS NULL OR i.start_at < $3)
+		  AND ($4::timestamptz IS NULL OR (i.start_at, i.id) < ($4, $5))
+		ORDER BY i.start_at DESC, i.id DESC
+		LIMIT $6`, f.Status, from, to, afterStart, afterID, limit+1)
+	if err != nil {
+		return nil, "", wrap("list incidents", err)
+	}
+	defer rows.Close()
+	var out []Incident
+	for rows.Next() {
+		in, err := scanIncident(rows)
+		if err != nil {
+			return nil, "", wrap("list incidents", err)
+		}
+		out = append(out, in)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", wrap("list incidents", err)
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		last := out[limit-1]
+		next = encodeCursor(last.Start, last.ID)
+	}
+	return out, next, nil
+}
+
+// ResolveIncident marks an incident resolved at at; an open-ended window
+// ends then too. Resolving a resolved incident changes nothing. It returns
+// the incident as stored, or ErrNotFound.
+func (s *Store) ResolveIncident(ctx context.Context, id int64, at time.Time) (Incident, error) {
+	_, err := s.db.Exec(ctx, `
+		UPDATE incidents SET status = 'resolved', resolved_at = $2,
+		       end_at = COALESCE(end_at, GREATEST($2, start_at + interval '1 second')), updated_at = now()
+		WHERE id = $1 AND status = 'open'`, id, at)
+	if err != nil {
+		return Incident{}, wrap("resolve incident", err)
+	}
+	return s.Incident(ctx, id)
+}
+
+// encodeCursor makes an opaque page cursor from a row's sort key.
+func encodeCursor(t time.Time, id int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(t.UnixMicro(), 10) + "." + strconv.FormatInt(id, 10)))
+}
+
+func decodeCursor(c string) (time.Time, int64, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return time.Time{}, 0, fmt.Errorf("%w: %q", ErrBadCursor, c)
+	}
+	us, ids, ok := strings.Cut(string(raw), ".")
+	t, err1 := strconv.ParseInt(us, 10, 64)
+	id, err2 := strconv.ParseInt(ids, 10, 64)
+	if !ok || err1 != nil || err2 != nil {
+		return time.Time{}, 0, fmt.Errorf("%w: %q", ErrBadCursor, c)
+	}
+	return time.UnixMicro(t).UTC(), id, nil
+}
