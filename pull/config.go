@@ -1,0 +1,179 @@
+package pull
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/waterline-dev/waterline/correlate"
+)
+
+// Config is the effective pull configuration: the queries by role (presets
+// composed with the user's file), the kube-state-metrics events, the pull
+// timing and the SLOs. Build it with LoadConfig or ParseConfig; the zero
+// value is not usable.
+type Config struct {
+	Presets     []string      // presets in effect, includes resolved, in order
+	Queries     []Query       // sorted by name
+	Step        time.Duration // resolution of pulled curves
+	Lookback    time.Duration // how far back a source's first live pull starts
+	Delay       time.Duration // the newest Delay of data is not pulled yet (scrapes still arriving)
+	Overlap     time.Duration // each live pull re-reads this much before the cursor, to settle edge values
+	MaxChunk    time.Duration // longest range per Prometheus query
+	Parallelism int           // sources pulled at once
+	Kube        KubeEvents
+	SLOs        SLOs
+}
+
+// Query is one PromQL expression whose series become curves of one role at
+// one level. Labels say which Prometheus label holds each scope field.
+type Query struct {
+	Name   string // unique; "<preset>/<role>@<level>[:<stage>]" for presets
+	Role   correlate.Role
+	Level  correlate.Level
+	Expr   string
+	Labels LabelMap
+	Stage  string // fixed stage for a query of one stage; else Labels.Stage names the label
+	Origin string // "file.yaml:12" or "preset inference", for error messages
+}
+
+// LabelMap maps scope fields onto Prometheus label names; empty means the
+// query does not carry that field.
+type LabelMap struct {
+	Model, Version, Tenant, Replica, Node, Stage string
+}
+
+// KubeEvents configures the change events derived from kube-state-metrics.
+type KubeEvents struct {
+	Enabled bool
+	// ModelLabel and VersionLabel are the kube_pod_labels labels holding a
+	// pod's model and version (label_app, label_version).
+	ModelLabel, VersionLabel string
+	// ModelFromDeployment extracts the model from a deployment (or HPA
+	// target) name: the first capture group, or the whole match.
+	ModelFromDeployment *regexp.Regexp
+	// MergeWindow is how close a new version must follow a generation bump
+	// (and a spec change an HPA decision) to be the same change.
+	MergeWindow time.Duration
+}
+
+// EventsSource is the pull source name of the kube-state-metrics events.
+const EventsSource = "events/kube-state-metrics"
+
+// knownRoles are the roles the analysis understands (correlate.Role*).
+var knownRoles = []correlate.Role{
+	correlate.RoleLatencyP50, correlate.RoleLatencyP95, correlate.RoleLatencyP99, correlate.RoleQPS,
+	correlate.RoleErrorRate, correlate.RoleQueue, correlate.RoleBatchSize, correlate.RoleStageTime,
+	correlate.RoleGPUUtil, correlate.RoleGPUMemUsed, correlate.RoleGPUMemFree, correlate.RoleNodeCPU,
+	correlate.RoleNodeMemory, correlate.RoleNodeNetwork, correlate.RoleKVCache,
+}
+
+// KnownRoles lists the roles a query may produce.
+func KnownRoles() []correlate.Role { return append([]correlate.Role(nil), knownRoles...) }
+
+var knownLevels = []correlate.Level{correlate.LevelFleet, correlate.LevelModel, correlate.LevelVersion,
+	correlate.LevelReplica, correlate.LevelNode}
+
+// LoadConfig reads the YAML file at path (WATERLINE_CONFIG); an empty path
+// gives the built-in preset "inference". Errors name the file and line.
+func LoadConfig(path string) (*Config, error) {
+	if path == "" {
+		return ParseConfig("(built-in)", []byte("presets: [inference]\n"))
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return ParseConfig(path, b)
+}
+
+// ParseConfig builds the effective config from a YAML document; name is
+// used in error messages. Without a "presets" key the preset "inference"
+// applies; "presets: []" turns presets off.
+func ParseConfig(name string, data []byte) (*Config, error) {
+	var f fileYAML
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%s: %s", name, yamlError(err))
+	}
+	c := &Config{
+		Step: 15 * time.Second, Lookback: time.Hour, Delay: 30 * time.Second, Overlap: 2 * time.Minute,
+		MaxChunk: 6 * time.Hour, Parallelism: 4,
+		Kube: KubeEvents{ModelLabel: "label_app", VersionLabel: "label_version", MergeWindow: 10 * time.Minute},
+	}
+	presets := []string{"inference"}
+	if f.Presets != nil {
+		presets = *f.Presets
+	}
+	byName := map[string]Query{}
+	seen := map[string]bool{}
+	for _, p := range presets {
+		if err := c.addPreset(p, byName, seen, nil); err != nil {
+			return nil, fmt.Errorf("%s: presets: %w", name, err)
+		}
+	}
+	if err := f.apply(c, name, "", byName); err != nil {
+		return nil, err
+	}
+	for _, q := range byName {
+		c.Queries = append(c.Queries, q)
+	}
+	sort.Slice(c.Queries, func(i, j int) bool { return c.Queries[i].Name < c.Queries[j].Name })
+	if len(c.Queries) == 0 && !c.Kube.Enabled {
+		return nil, fmt.Errorf("%s: nothing to pull: no presets and no queries", name)
+	}
+	if c.Kube.ModelFromDeployment == nil {
+		c.Kube.ModelFromDeployment = regexp.MustCompile(`^(.+)$`)
+	}
+	return c, nil
+}
+
+// addPreset adds a preset's queries and settings, its includes first.
+func (c *Config) addPreset(name string, byName map[string]Query, seen map[string]bool, stack []string) error {
+	if seen[name] {
+		return nil
+	}
+	for _, s := range stack {
+		if s == name {
+			return fmt.Errorf("preset include cycle %s → %s", strings.Join(stack, " → "), name)
+		}
+	}
+	data, ok := presetYAML(name)
+	if !ok {
+		return fmt.Errorf("unknown preset %q (built-in: %s)", name, strings.Join(PresetNames(), ", "))
+	}
+	var f fileYAML
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil {
+		return fmt.Errorf("preset %s: %v", name, err) // a bug in the embedded file
+	}
+	for _, inc := range f.Include {
+		if err := c.addPreset(inc, byName, seen, append(stack, name)); err != nil {
+			return err
+		}
+	}
+	seen[name] = true
+	c.Presets = append(c.Presets, name)
+	return f.apply(c, "preset "+name, name, byName)
+}
+
+var inTypeRE = regexp.MustCompile(` in type [\w.]+`)
+
+// yamlError renders a yaml.v3 error as "line N: …", without Go type names.
+func yamlError(err error) string {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		return inTypeRE.ReplaceAllString(strings.Join(te.Errors, "; "), "")
+	}
+	return strings.TrimPrefix(err.Error(), "yaml: ")
+}

@@ -1,0 +1,112 @@
+package pull
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/waterline-dev/waterline/correlate"
+)
+
+func TestDefaultConfigIsInference(t *testing.T) {
+	c, err := LoadConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.Presets, ","); got != "dcgm,node,kube-state-metrics,inference" {
+		t.Errorf("presets = %s", got)
+	}
+	if !c.Kube.Enabled {
+		t.Error("kube-state-metrics events are off by default")
+	}
+	byName := map[string]Query{}
+	for _, q := range c.Queries {
+		byName[q.Name] = q
+	}
+	for _, want := range []string{"inference/latency_p99@model", "inference/latency_p99@version", "inference/latency_p99@replica",
+		"inference/stage_time@replica", "inference/batch_size@model", "dcgm/gpu_util@replica", "node/node_cpu@node"} {
+		if _, ok := byName[want]; !ok {
+			t.Errorf("missing query %s", want)
+		}
+	}
+	if q := byName["dcgm/gpu_mem_used@replica"]; q.Labels.Node != "Hostname" || q.Labels.Replica != "pod" {
+		t.Errorf("dcgm labels = %+v", q.Labels)
+	}
+	if _, ok := c.SLOFor("chat"); ok {
+		t.Error("SLO without config")
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"bad yaml", "presets: [inference\nstep: 15s\n", "w.yaml: line 1:"},
+		{"unknown top key", "presets: []\nsteps: 15s\n", "w.yaml: line 2: field steps not found"},
+		{"unknown preset", "presets: [prometheus]\n", `unknown preset "prometheus"`},
+		{"unknown role", "presets: []\nqueries:\n  - role: latency_p999\n    level: model\n    labels: {model: m}\n    expr: x\n",
+			`w.yaml:3: queries[0]: unknown role "latency_p999"`},
+		{"unknown scope field", "presets: []\nqueries:\n  - {role: qps, level: model, labels: {model: m, pod: pod}, expr: x}\n",
+			`w.yaml:3: queries[0]: labels: unknown scope field "pod"`},
+		{"bad label name", "presets: []\nqueries:\n  - {role: qps, level: model, labels: {model: 'model-name'}, expr: x}\n",
+			`labels.model: "model-name" is not a Prometheus label name`},
+		{"level needs label", "presets: []\nqueries:\n  - {role: qps, level: replica, labels: {model: m}, expr: x}\n",
+			"w.yaml:3: queries[0]: level replica needs labels.replica"},
+		{"stage on non-stage role", "presets: []\nqueries:\n  - {role: qps, level: model, stage: exec, labels: {model: m}, expr: x}\n",
+			"only role stage_time takes a stage"},
+		{"unknown query key", "presets: []\nqueries:\n  - {role: qps, level: model, labels: {model: m}, query: x}\n",
+			`line 3: unknown query field "query"`},
+		{"bad slo", "slos:\n  tiers: {realtime: fast}\n", "w.yaml:2: slos.tiers.realtime"},
+		{"slo unknown tier", "slos:\n  models: {chat: realtime}\n", `slos.models.chat: "realtime" is neither`},
+		{"bad step", "step: 1500ms\n", "step: want whole seconds"},
+		{"disable unknown", "disable: [nope]\n", `disable: no query named "nope"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseConfig("w.yaml", []byte(tc.yaml))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestConfigComposeOverrideAndSLOs(t *testing.T) {
+	c, err := ParseConfig("w.yaml", []byte(`
+presets: [inference, vllm, triton]
+disable: [inference/error_rate@replica]
+queries:
+  - name: inference/latency_p99@model
+    role: latency_p99
+    level: model
+    labels: {model: model}
+    expr: histogram_quantile(0.99, sum by (le, model) (rate(inference_request_duration_seconds_bucket[5m]))) * 1000
+slos:
+  tiers: {realtime: 300, search: 150ms, batch: 5s}
+  models: {chat-7b: realtime, vision-xl: 650}
+  default: batch
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]Query{}
+	for _, q := range c.Queries {
+		names[q.Name] = q
+	}
+	if _, ok := names["inference/error_rate@replica"]; ok {
+		t.Error("disabled query still there")
+	}
+	if q := names["inference/latency_p99@model"]; !strings.Contains(q.Expr, "[5m]") || q.Origin != "w.yaml:5" {
+		t.Errorf("override = %+v", q)
+	}
+	if q := names["vllm/kv_cache@replica"]; q.Role != correlate.RoleKVCache || q.Labels.Model != "model_name" {
+		t.Errorf("vllm kv cache = %+v", q)
+	}
+	if q := names["triton/stage_time@model:queue"]; q.Stage != "queue" {
+		t.Errorf("triton queue stage = %+v", q)
+	}
+	for model, want := range map[string]float64{"chat-7b": 300, "vision-xl": 650, "other": 5000} {
+		if got, ok := c.SLOFor(model); !ok || got != want {
+			t.Errorf("SLOFor(%s) = %v, %v; want %v", model, got, ok, want)
+		}
+	}
+	if c.TierOf("chat-7b") != "realtime" || c.TierOf("other") != "batch" {
+		t.Errorf("tiers: %q %q", c.TierOf("chat-7b"), c.TierOf("other"))
+	}
+}
