@@ -147,7 +147,7 @@ func (s *Store) ApplyAlertGroup(ctx context.Context, g AlertGroup, lookback time
 				}
 				if _, err := tx.db.Exec(ctx, `
 					UPDATE incidents SET status = 'resolved', resolved_at = $2,
-					       end_at = GREATEST(COALESCE($3, $2), start_at + interval '1 second'), updated_at = now()
+					       end_at = GREATEST(COALESCE($3::timestamptz, $2::timestamptz), start_at + interval '1 second'), updated_at = now()
 					WHERE id = $1`, target.ID, now, end); err != nil {
 					return err
 				}

@@ -204,7 +204,7 @@ func (s *Store) ListIncidents(ctx context.Context, f IncidentFilter) ([]Incident
 func (s *Store) ResolveIncident(ctx context.Context, id int64, at time.Time) (Incident, error) {
 	_, err := s.db.Exec(ctx, `
 		UPDATE incidents SET status = 'resolved', resolved_at = $2,
-		       end_at = COALESCE(end_at, GREATEST($2, start_at + interval '1 second')), updated_at = now()
+		       end_at = COALESCE(end_at, GREATEST($2::timestamptz, start_at + interval '1 second')), updated_at = now()
 		WHERE id = $1 AND status = 'open'`, id, at)
 	if err != nil {
 		return Incident{}, wrap("resolve incident", err)

@@ -133,13 +133,13 @@ func (r *recordReader) next() ([]byte, int, error) {
 			return nil, 0, &inputError{Status: http.StatusBadRequest, Msg: "empty body: send at least one record"}
 		}
 		if err != nil {
-			return nil, 0, r.readErr(err)
+			return nil, 0, r.readErr(err, r.line)
 		}
 		if b == '[' {
 			r.array = true
 			r.dec = json.NewDecoder(r.br)
 			if _, err := r.dec.Token(); err != nil {
-				return nil, 0, r.readErr(err)
+				return nil, 0, r.readErr(err, r.line)
 			}
 		}
 	}
@@ -168,7 +168,7 @@ func (r *recordReader) nextElement() ([]byte, int, error) {
 	r.line++
 	r.raw = r.raw[:0]
 	if err := r.dec.Decode(&r.raw); err != nil {
-		return nil, r.line, r.readErr(err)
+		return nil, r.line, r.readErr(err, r.line)
 	}
 	r.records++
 	return r.raw, r.line, nil
@@ -177,13 +177,13 @@ func (r *recordReader) nextElement() ([]byte, int, error) {
 // endArray consumes "]" and checks nothing but space follows.
 func (r *recordReader) endArray() ([]byte, int, error) {
 	if _, err := r.dec.Token(); err != nil {
-		return nil, 0, r.readErr(err)
+		return nil, 0, r.readErr(err, r.line)
 	}
 	if _, err := r.dec.Token(); !errors.Is(err, io.EOF) {
 		if err == nil || isSyntax(err) {
 			return nil, 0, &inputError{Status: http.StatusBadRequest, Line: r.line + 1, Msg: "unexpected data after the closing ] of the array"}
 		}
-		return nil, 0, r.readErr(err)
+		return nil, 0, r.readErr(err, r.line)
 	}
 	if r.records == 0 {
 		return nil, 0, &inputError{Status: http.StatusBadRequest, Msg: "empty array: send at least one record"}
@@ -204,7 +204,7 @@ func (r *recordReader) nextLine() ([]byte, int, error) {
 			b = r.long
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, r.line + 1, r.readErr(err)
+			return nil, r.line + 1, r.readErr(err, r.line+1)
 		}
 		if len(b) == 0 && errors.Is(err, io.EOF) {
 			if r.records == 0 {
@@ -244,8 +244,8 @@ func (r *recordReader) peekNonSpace() (byte, error) {
 }
 
 // readErr turns a framing or read error into the error to answer with.
-func (r *recordReader) readErr(err error) error {
-	line := r.line
+// line is the record being read when it happened.
+func (r *recordReader) readErr(err error, line int) error {
 	if line == 0 {
 		line = 1
 	}

@@ -1,0 +1,224 @@
+package web_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// amNotification builds an Alertmanager webhook v4 payload with n alerts.
+func amNotification(status string, n int, startsAt time.Time, endsAt *time.Time) []byte {
+	type alert struct {
+		Status       string            `json:"status"`
+		Labels       map[string]string `json:"labels"`
+		Annotations  map[string]string `json:"annotations"`
+		StartsAt     time.Time         `json:"startsAt"`
+		EndsAt       time.Time         `json:"endsAt"`
+		GeneratorURL string            `json:"generatorURL"`
+		Fingerprint  string            `json:"fingerprint"`
+	}
+	var alerts []alert
+	for i := 0; i < n; i++ {
+		a := alert{
+			Status: status,
+			Labels: map[string]string{"alertname": "InferenceP99High", "model": "chat-7b", "version": "v3",
+				"pod": fmt.Sprintf("chat-7b-%d", i), "node": fmt.Sprintf("gpu-%d", i%3), "severity": "page"},
+			Annotations:  map[string]string{"summary": "p99 above SLO"},
+			StartsAt:     startsAt.Add(time.Duration(i) * time.Second),
+			GeneratorURL: "http://prometheus/graph?g0.expr=x",
+			Fingerprint:  fmt.Sprintf("%016x", 0xabc000+i),
+		}
+		if endsAt != nil {
+			a.EndsAt = *endsAt
+		}
+		alerts = append(alerts, a)
+	}
+	common := map[string]string{"alertname": "InferenceP99High", "model": "chat-7b", "version": "v3", "severity": "page"}
+	if n == 1 {
+		common = alerts[0].Labels
+	}
+	b, _ := json.Marshal(map[string]any{
+		"version": "4", "groupKey": `{}:{alertname="InferenceP99High"}`, "truncatedAlerts": 0, "status": status,
+		"receiver": "waterline", "groupLabels": map[string]string{"alertname": "InferenceP99High"},
+		"commonLabels": common, "commonAnnotations": map[string]string{"summary": "p99 above SLO"},
+		"externalURL": "http://alertmanager:9093", "alerts": alerts,
+	})
+	return b
+}
+
+type alertAnswer struct {
+	IncidentID int64 `json:"incident_id"`
+	URL        string
+	Opened     bool
+	Extended   bool
+	Resolved   bool
+	Alerts     int
+	NewAlerts  int `json:"new_alerts"`
+}
+
+func (e *apiEnv) alert(body []byte) alertAnswer {
+	e.t.Helper()
+	r := e.post("/api/v1/alerts/alertmanager", "application/json", body)
+	if r.status != http.StatusOK {
+		e.t.Fatalf("alertmanager: %d %s", r.status, r.body)
+	}
+	var a alertAnswer
+	if err := json.Unmarshal(r.body, &a); err != nil {
+		e.t.Fatal(err)
+	}
+	return a
+}
+
+func TestAlertmanagerLifecycle(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	start := testNow.Add(-20 * time.Minute)
+	firing := amNotification("firing", 1, start, nil)
+
+	a := e.alert(firing)
+	if !a.Opened || a.IncidentID == 0 || a.NewAlerts != 1 {
+		t.Fatalf("first firing: %+v, want a new incident", a)
+	}
+	inc := e.incident(a.IncidentID)
+	if inc.Status != "open" || inc.Source != "alertmanager" || !inc.StartedAt.Equal(start.Add(-30*time.Minute)) || inc.EndedAt != nil {
+		t.Fatalf("incident = %+v, want open, from startsAt − 30m, open-ended", inc)
+	}
+	if inc.Scope.Model != "chat-7b" || inc.Scope.Version != "v3" || inc.Scope.Replica != "chat-7b-0" || inc.Scope.Node != "gpu-0" {
+		t.Fatalf("scope = %+v, want the alert's model/version/pod/node", inc.Scope)
+	}
+	if !strings.Contains(inc.Title, "InferenceP99High") {
+		t.Fatalf("title %q", inc.Title)
+	}
+
+	// The same notification again (a retry, or the HA peer): nothing new.
+	b := e.alert(firing)
+	if b.Opened || b.Extended || b.IncidentID != a.IncidentID || b.NewAlerts != 0 {
+		t.Fatalf("repeat: %+v, want the same incident unchanged", b)
+	}
+	if n := e.count(`SELECT count(*) FROM incidents`); n != 1 {
+		t.Fatalf("%d incidents, want 1", n)
+	}
+
+	// A new alert of the same group that started earlier extends the window.
+	earlier := e.alert(amNotification("firing", 2, start.Add(-10*time.Minute), nil))
+	if earlier.IncidentID != a.IncidentID || !earlier.Extended || earlier.NewAlerts != 2 {
+		t.Fatalf("earlier alert: %+v, want the incident extended", earlier)
+	}
+	inc = e.incident(a.IncidentID)
+	if !inc.StartedAt.Equal(start.Add(-40*time.Minute)) || inc.Scope.Replica != "" {
+		t.Fatalf("after extension: %+v, want start 40m before and replica scope dropped (two pods)", inc)
+	}
+
+	end := testNow.Add(-5 * time.Minute)
+	r := e.alert(amNotification("resolved", 2, start.Add(-10*time.Minute), &end))
+	if !r.Resolved || r.IncidentID != a.IncidentID {
+		t.Fatalf("resolved: %+v", r)
+	}
+	inc = e.incident(a.IncidentID)
+	if inc.Status != "resolved" || inc.EndedAt == nil || !inc.EndedAt.Equal(end) || inc.ResolvedAt == nil {
+		t.Fatalf("after resolve: %+v", inc)
+	}
+	// Resolved again, and a late retry of the firing one: still one
+	// resolved incident.
+	e.alert(amNotification("resolved", 2, start.Add(-10*time.Minute), &end))
+	e.alert(firing)
+	if n := e.count(`SELECT count(*) FROM incidents WHERE status = 'resolved'`); n != 1 {
+		t.Fatalf("%d resolved incidents, want 1", n)
+	}
+	if n := e.count(`SELECT count(*) FROM incidents`); n != 1 {
+		t.Fatalf("%d incidents, want 1", n)
+	}
+	// Each distinct alert is an event of kind alert; the resolved ones end.
+	if n := e.count(`SELECT count(*) FROM events WHERE kind = 'alert' AND source = 'alertmanager'`); n != 3 {
+		t.Fatalf("%d alert events, want 3", n)
+	}
+	if n := e.count(`SELECT count(*) FROM events WHERE kind = 'alert' AND end_time = $1`, end); n != 2 {
+		t.Fatalf("%d alert events with an end time, want 2", n)
+	}
+	// The analysis hook heard of the opening, extension and resolution.
+	if ch := e.incidentChanges(); len(ch) != 3 {
+		t.Fatalf("OnIncidentChanged calls %v, want 3", ch)
+	}
+
+	// The group fires again later with a new alert: a new incident.
+	again := e.alert(amNotification("firing", 1, testNow.Add(-time.Minute), nil))
+	if !again.Opened || again.IncidentID == a.IncidentID {
+		t.Fatalf("new firing after resolution: %+v, want a new incident", again)
+	}
+}
+
+func TestAlertmanagerResolvedFirst(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	// Waterline was down while the group fired: the resolution alone still
+	// files the (already resolved) incident, once.
+	start, end := testNow.Add(-time.Hour), testNow.Add(-10*time.Minute)
+	body := amNotification("resolved", 1, start, &end)
+	a := e.alert(body)
+	b := e.alert(body)
+	if a.IncidentID == 0 || b.IncidentID != a.IncidentID || b.Opened {
+		t.Fatalf("first %+v, second %+v", a, b)
+	}
+	inc := e.incident(a.IncidentID)
+	if inc.Status != "resolved" || inc.EndedAt == nil || !inc.EndedAt.Equal(end) {
+		t.Fatalf("incident %+v", inc)
+	}
+}
+
+func TestAlertmanagerTwoHundredAlerts(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	start := testNow.Add(-15 * time.Minute)
+	body := amNotification("firing", 200, start, nil)
+	a := e.alert(body)
+	if !a.Opened || a.Alerts != 200 || a.NewAlerts != 200 {
+		t.Fatalf("%+v", a)
+	}
+	if n := e.count(`SELECT count(*) FROM alert_receipts`); n != 200 {
+		t.Fatalf("%d receipts, want 200", n)
+	}
+	if n := e.count(`SELECT count(*) FROM events WHERE kind = 'alert'`); n != 200 {
+		t.Fatalf("%d alert events, want 200", n)
+	}
+	if b := e.alert(body); b.NewAlerts != 0 || b.IncidentID != a.IncidentID {
+		t.Fatalf("repeat %+v", b)
+	}
+	end := testNow
+	if r := e.alert(amNotification("resolved", 200, start, &end)); !r.Resolved {
+		t.Fatalf("resolve %+v", r)
+	}
+	if n := e.count(`SELECT count(*) FROM incidents`); n != 1 {
+		t.Fatalf("%d incidents, want 1", n)
+	}
+}
+
+func TestAlertmanagerBadPayloads(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	cases := []struct {
+		name   string
+		body   string
+		status int
+		field  string
+	}{
+		{"empty", "", 400, ""},
+		{"not JSON", "{", 400, ""},
+		{"no groupKey", `{"status":"firing","alerts":[{"status":"firing","startsAt":"2026-11-29T11:00:00Z"}]}`, 422, "groupKey"},
+		{"bad status", `{"groupKey":"g","status":"burning","alerts":[]}`, 422, "status"},
+		{"no alerts", `{"groupKey":"g","status":"firing","alerts":[]}`, 422, "alerts"},
+		{"no startsAt", `{"groupKey":"g","status":"firing","alerts":[{"status":"firing","labels":{"a":"b"}}]}`, 422, "alerts[0].startsAt"},
+		{"wrong type", `{"groupKey":"g","status":"firing","alerts":"x"}`, 422, "alerts"},
+	}
+	for _, c := range cases {
+		r := e.post("/api/v1/alerts/alertmanager", "application/json", []byte(c.body))
+		if r.status != c.status || r.err.Field != c.field {
+			t.Errorf("%s: %d field %q (%s), want %d field %q", c.name, r.status, r.err.Field, r.err.Error, c.status, c.field)
+		}
+	}
+	if n := e.count(`SELECT count(*) FROM incidents`); n != 0 {
+		t.Fatalf("%d incidents from bad payloads", n)
+	}
+}
