@@ -1,0 +1,122 @@
+package pull
+
+import (
+	"math"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/waterline-dev/waterline/correlate"
+)
+
+// pulledCurve is a curve with the Prometheus labels it came from.
+type pulledCurve struct {
+	curve  correlate.Curve
+	labels map[string]string
+}
+
+// curvesFrom maps a query's series onto curves in w: scope from the label
+// mapping, replica curves completed from the pod join, NaN and ±Inf
+// dropped (histogram_quantile over no requests gives NaN, JSON cannot
+// carry it). Series mapping to the same curve are merged, the later
+// winning, and counted in dups; series lacking a scope field their level
+// needs are skipped and counted in unscoped.
+func curvesFrom(q Query, m model.Matrix, pods podIndex, w window) (out []pulledCurve, dups, unscoped int) {
+	fromMs, toMs := w.from.UnixMilli(), w.to.UnixMilli()
+	byKey := map[string]int{}
+	for _, s := range m {
+		get := func(label string) string {
+			if label == "" {
+				return ""
+			}
+			return string(s.Metric[model.LabelName(label)])
+		}
+		c := correlate.Curve{Role: q.Role, Level: q.Level, Stage: q.Stage, Scope: correlate.Scope{
+			Model: get(q.Labels.Model), Version: get(q.Labels.Version), Tenant: get(q.Labels.Tenant),
+			Replica: get(q.Labels.Replica), Node: get(q.Labels.Node),
+		}}
+		if c.Stage == "" {
+			c.Stage = get(q.Labels.Stage)
+		}
+		if c.Level == correlate.LevelReplica {
+			// Replica curves must say which model, version and node they
+			// belong to; exporters such as DCGM only know the pod.
+			if meta, ok := pods[c.Scope.Replica]; ok {
+				if c.Scope.Model == "" {
+					c.Scope.Model = meta.Model
+				}
+				if c.Scope.Version == "" {
+					c.Scope.Version = meta.Version
+				}
+				if c.Scope.Node == "" {
+					c.Scope.Node = meta.Node
+				}
+			}
+		}
+		if !hasScope(c) {
+			unscoped++
+			continue
+		}
+		pts := make([]correlate.Point, 0, len(s.Values))
+		for _, v := range s.Values {
+			t, f := int64(v.Timestamp), float64(v.Value)
+			if t < fromMs || t >= toMs || math.IsNaN(f) || math.IsInf(f, 0) {
+				continue
+			}
+			pts = append(pts, correlate.Point{T: t, V: f})
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		c.Points = pts
+		labels := make(map[string]string, len(s.Metric))
+		for k, v := range s.Metric {
+			labels[string(k)] = string(v)
+		}
+		if i, dup := byKey[c.Key()]; dup {
+			dups++
+			out[i] = pulledCurve{curve: mergePoints(out[i].curve, c), labels: labels}
+			continue
+		}
+		byKey[c.Key()] = len(out)
+		out = append(out, pulledCurve{curve: c, labels: labels})
+	}
+	return out, dups, unscoped
+}
+
+// hasScope reports whether c carries the scope fields its level needs.
+func hasScope(c correlate.Curve) bool {
+	s := c.Scope
+	switch c.Level {
+	case correlate.LevelModel:
+		return s.Model != ""
+	case correlate.LevelVersion:
+		return s.Model != "" && s.Version != ""
+	case correlate.LevelReplica:
+		return s.Replica != ""
+	case correlate.LevelNode:
+		return s.Node != ""
+	}
+	return true
+}
+
+// mergePoints joins b's points into a's, b winning at equal times; both
+// are sorted and so is the result.
+func mergePoints(a, b correlate.Curve) correlate.Curve {
+	out := make([]correlate.Point, 0, len(a.Points)+len(b.Points))
+	i, j := 0, 0
+	for i < len(a.Points) || j < len(b.Points) {
+		switch {
+		case j == len(b.Points) || (i < len(a.Points) && a.Points[i].T < b.Points[j].T):
+			out = append(out, a.Points[i])
+			i++
+		case i == len(a.Points) || b.Points[j].T < a.Points[i].T:
+			out = append(out, b.Points[j])
+			j++
+		default:
+			out = append(out, b.Points[j])
+			i, j = i+1, j+1
+		}
+	}
+	a.Points = out
+	return a
+}

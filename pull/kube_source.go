@@ -1,0 +1,83 @@
+package pull
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/common/model"
+	"golang.org/x/sync/errgroup"
+)
+
+// kubeContext is how far before its window the events source reads: a
+// change is only seen against the point before it, a rollout's version
+// arrives after its generation bump, and an HPA decision precedes the
+// spec change it causes.
+func (c *Config) kubeContext() time.Duration { return 3 * c.Kube.MergeWindow }
+
+// fetchKube queries kube-state-metrics over w (plus the context before it)
+// and derives the events. Events inside w are the window's own; those in
+// the context were the previous window's and may only be refreshed (a
+// rollout whose version showed up after that window ended).
+func (p *Puller) fetchKube(ctx context.Context, w window) (*batch, error) {
+	k := p.cfg.Kube
+	step := p.cfg.Step
+	qFrom := alignDown(w.from.Add(-p.cfg.kubeContext()), step)
+	qTo := w.last(step)
+	in := &kubeInput{
+		modelLabel: model.LabelName(k.ModelLabel), versionLabel: model.LabelName(k.VersionLabel),
+		merge: k.MergeWindow, modelOf: p.modelOf,
+	}
+	for t := qFrom; !t.After(qTo); t = t.Add(step) {
+		in.grid = append(in.grid, t.UnixMilli())
+	}
+	queries := []struct {
+		dst  *model.Matrix
+		expr string
+	}{
+		{&in.generation, `max by (namespace, deployment) (kube_deployment_metadata_generation)`},
+		{&in.spec, `max by (namespace, deployment) (kube_deployment_spec_replicas)`},
+		{&in.hpa, `max by (namespace, horizontalpodautoscaler) (kube_horizontalpodautoscaler_status_desired_replicas)`},
+		{&in.hpaInfo, `max by (namespace, horizontalpodautoscaler, scaletargetref_name) (kube_horizontalpodautoscaler_info)`},
+		{&in.podStart, `max by (namespace, pod) (kube_pod_start_time)`},
+		{&in.restarts, `max by (namespace, pod, container) (kube_pod_container_status_restarts_total)`},
+		{&in.ready, `max by (node, status) (kube_node_status_condition{condition="Ready"})`},
+		{&in.podLabels, fmt.Sprintf(`max by (namespace, pod, %s, %s) (kube_pod_labels)`, k.ModelLabel, k.VersionLabel)},
+		{&in.podInfo, `max by (namespace, pod, node) (kube_pod_info)`},
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(3)
+	for _, q := range queries {
+		g.Go(func() error {
+			m, err := p.prom.rangeQuery(gctx, EventsSource, q.expr, qFrom, qTo, step)
+			*q.dst = m
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	b := &batch{}
+	for _, e := range deriveKubeEvents(in) {
+		switch {
+		case e.Time.Before(w.from):
+			b.refresh = append(b.refresh, e)
+		case e.Time.Before(w.to):
+			b.events = append(b.events, e)
+		}
+	}
+	return b, nil
+}
+
+// modelOf maps a deployment (or HPA target) name onto a model through
+// kube_events.model_from_deployment.
+func (p *Puller) modelOf(deployment string) string {
+	m := p.cfg.Kube.ModelFromDeployment.FindStringSubmatch(deployment)
+	switch {
+	case m == nil:
+		return deployment
+	case len(m) > 1 && m[1] != "":
+		return m[1]
+	}
+	return m[0]
+}

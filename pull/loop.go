@@ -1,0 +1,165 @@
+package pull
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/waterline-dev/waterline/store"
+)
+
+// LeaseName is the advisory lock that elects the one puller among serve
+// replicas.
+const LeaseName = "pull"
+
+// Run is the live pull loop of serve: it campaigns for the pull lease and,
+// while it holds it, pulls every source up to now every interval. When a
+// round fails (Prometheus unreachable), the next one comes after an
+// exponential backoff with jitter instead; the missed range is recorded as
+// a gap and filled by the cursor's catch-up once Prometheus answers. When
+// the lease is lost (its connection died) the replica stops pulling and
+// campaigns again; another replica takes over. Run returns when ctx ends.
+func (p *Puller) Run(ctx context.Context, interval time.Duration) error {
+	retryLease := min(interval, 15*time.Second)
+	for {
+		lease, ok, err := p.st.TryLease(ctx, LeaseName)
+		if err != nil && ctx.Err() == nil {
+			p.log.Warn("pull: cannot campaign for the pull lease", "err", err)
+		}
+		if ok {
+			p.met.setLeader(true)
+			p.log.Info("pull: this replica is the puller", "interval", interval)
+			p.lead(ctx, lease, interval)
+			lease.Release()
+			p.met.setLeader(false)
+		}
+		if !sleep(ctx, retryLease) {
+			return nil
+		}
+	}
+}
+
+// lead pulls while the lease holds.
+func (p *Puller) lead(ctx context.Context, lease *store.Lease, interval time.Duration) {
+	failures := 0
+	for {
+		if err := lease.Check(ctx); err != nil {
+			if ctx.Err() == nil {
+				p.log.Warn("pull: lost the pull lease; stopping until re-elected", "err", err)
+			}
+			return
+		}
+		wait := interval
+		if err := p.Tick(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			failures++
+			wait = backoff(failures, time.Second, max(interval, 5*time.Minute))
+			p.log.Warn("pull: round failed; backing off", "err", err, "failures", failures, "retry_in", wait.Round(time.Millisecond))
+		} else {
+			failures = 0
+		}
+		if !sleep(ctx, wait) {
+			return
+		}
+	}
+}
+
+// Tick runs one round of the live loop: each source from its cursor (less
+// the overlap, to settle values at the edge) up to now − delay, in chunks.
+// A source seen for the first time starts lookback ago. It returns the
+// errors of the sources that failed, joined.
+func (p *Puller) Tick(ctx context.Context) error {
+	start := time.Now()
+	now := p.now()
+	end := alignDown(now.Add(-p.cfg.Delay), p.cfg.Step).Add(p.cfg.Step)
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, p.cfg.Parallelism)
+	)
+	for _, src := range p.Sources() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if err := p.tickSource(ctx, src, now, end); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	p.met.round(time.Since(start))
+	return errors.Join(errs...)
+}
+
+func (p *Puller) tickSource(ctx context.Context, src string, now, end time.Time) error {
+	cursor, ok, err := p.st.PullCursor(ctx, src)
+	if err != nil {
+		return err
+	}
+	from := alignDown(now.Add(-p.cfg.Lookback), p.cfg.Step)
+	if ok {
+		from = alignDown(cursor.Add(-p.cfg.Overlap), p.cfg.Step)
+	} else {
+		cursor = from
+	}
+	p.met.cursorAt(src, cursor)
+	for _, c := range chunks(from, end, p.cfg.Step, p.cfg.MaxChunk) {
+		b, err := p.fetch(ctx, src, c)
+		if err == nil {
+			err = p.commit(ctx, b, func(tx *store.Store, points int64) error {
+				return tx.AdvancePullCursor(ctx, src, c.to, p.now(), points)
+			})
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			p.met.failed(src, p.now())
+			if rerr := p.st.RecordPullError(context.WithoutCancel(ctx), src, maxTime(cursor, c.from), end, p.now(), err.Error(), true); rerr != nil {
+				p.log.Warn("pull: cannot record the error", "source", src, "err", rerr)
+			}
+			return fmt.Errorf("%s: %w", src, err)
+		}
+		cursor = c.to
+		p.met.pulled(src, c.to, p.now(), b.points())
+	}
+	return nil
+}
+
+// backoff is the wait before retry n (1-based): base·2^(n−1), capped, with
+// ±50 % jitter so that replicas and sources do not retry in lockstep.
+func backoff(n int, base, limit time.Duration) time.Duration {
+	d := base << min(n-1, 30)
+	if d <= 0 || d > limit {
+		d = limit
+	}
+	return time.Duration(float64(d) * (0.5 + rand.Float64()))
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

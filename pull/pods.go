@@ -1,0 +1,84 @@
+package pull
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/common/model"
+)
+
+// podMeta is what kube-state-metrics says about a pod.
+type podMeta struct{ Model, Version, Node string }
+
+// podIndex maps a pod name onto its model, version and node.
+type podIndex map[string]podMeta
+
+// podCache shares one pod join per window among the sources pulling it.
+type podCache struct {
+	mu      sync.Mutex
+	entries map[window]*podEntry
+}
+
+type podEntry struct {
+	once sync.Once
+	idx  podIndex
+	err  error
+}
+
+// podsFor returns the pods that existed during w (any sample of
+// kube_pod_labels or kube_pod_info in it, plus the 5-minute lookback),
+// from two instant queries with max_over_time over the window. Nil when
+// kube-state-metrics events are off.
+func (p *Puller) podsFor(ctx context.Context, w window) (podIndex, error) {
+	if !p.cfg.Kube.Enabled {
+		return nil, nil
+	}
+	p.pods.mu.Lock()
+	if p.pods.entries == nil || len(p.pods.entries) > 256 {
+		p.pods.entries = map[window]*podEntry{}
+	}
+	e := p.pods.entries[w]
+	if e == nil {
+		e = &podEntry{}
+		p.pods.entries[w] = e
+	}
+	p.pods.mu.Unlock()
+	e.once.Do(func() { e.idx, e.err = p.loadPods(ctx, w) })
+	if e.err != nil {
+		p.pods.mu.Lock()
+		delete(p.pods.entries, w) // retry next time
+		p.pods.mu.Unlock()
+	}
+	return e.idx, e.err
+}
+
+func (p *Puller) loadPods(ctx context.Context, w window) (podIndex, error) {
+	k := p.cfg.Kube
+	rng := fmt.Sprintf("%ds", int64((w.to.Sub(w.from)+5*time.Minute)/time.Second))
+	labels, err := p.prom.instant(ctx, EventsSource, fmt.Sprintf(
+		`max by (pod, %s, %s) (max_over_time(kube_pod_labels[%s]))`, k.ModelLabel, k.VersionLabel, rng), w.to)
+	if err != nil {
+		return nil, err
+	}
+	info, err := p.prom.instant(ctx, EventsSource, fmt.Sprintf(`max by (pod, node) (max_over_time(kube_pod_info[%s]))`, rng), w.to)
+	if err != nil {
+		return nil, err
+	}
+	idx := podIndex{}
+	for _, s := range labels {
+		pod := string(s.Metric["pod"])
+		m := idx[pod]
+		m.Model = string(s.Metric[model.LabelName(k.ModelLabel)])
+		m.Version = string(s.Metric[model.LabelName(k.VersionLabel)])
+		idx[pod] = m
+	}
+	for _, s := range info {
+		pod := string(s.Metric["pod"])
+		m := idx[pod]
+		m.Node = string(s.Metric["node"])
+		idx[pod] = m
+	}
+	return idx, nil
+}

@@ -1,0 +1,195 @@
+package pull
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/store"
+)
+
+// Puller pulls the configured sources from one Prometheus into the store.
+// It is safe for concurrent use; History and Run may run side by side
+// (they keep separate progress: history gaps vs live cursors).
+type Puller struct {
+	cfg  *Config
+	prom *prom
+	st   *store.Store
+	log  *slog.Logger
+	now  func() time.Time
+
+	pods podCache
+	mu   sync.Mutex
+	ids  map[string]int64 // series id by curve key: series rows are never deleted
+	met  *metrics
+}
+
+// Options are a Puller's optional collaborators.
+type Options struct {
+	Log          *slog.Logger      // nil: discard
+	Now          func() time.Time  // nil: time.Now; tests pin the clock to their fixtures
+	RoundTripper http.RoundTripper // nil: a pooled transport
+}
+
+// New returns a Puller for cfg against the Prometheus-compatible API at
+// prometheusURL, writing through st (which must run on a pool, not a
+// transaction, for the leader lease).
+func New(cfg *Config, prometheusURL string, st *store.Store, opts Options) (*Puller, error) {
+	pr, err := newProm(prometheusURL, opts.RoundTripper)
+	if err != nil {
+		return nil, err
+	}
+	p := &Puller{cfg: cfg, prom: pr, st: st, log: opts.Log, now: opts.Now, ids: map[string]int64{}, met: newMetrics()}
+	if p.log == nil {
+		p.log = slog.New(slog.DiscardHandler)
+	}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	return p, nil
+}
+
+// Config returns the effective configuration (roles, SLOs).
+func (p *Puller) Config() *Config { return p.cfg }
+
+// Sources lists the names of every source: one per query, plus the
+// kube-state-metrics events when enabled.
+func (p *Puller) Sources() []string {
+	var out []string
+	for _, q := range p.cfg.Queries {
+		out = append(out, q.Name)
+	}
+	if p.cfg.Kube.Enabled {
+		out = append(out, EventsSource)
+	}
+	return out
+}
+
+// batch is what one source yields for one window, committed at once.
+type batch struct {
+	curves  []pulledCurve
+	events  []correlate.Event // the window's own events
+	refresh []correlate.Event // events before the window, seen again with more detail
+	dups    int
+}
+
+func (b *batch) points() int64 {
+	var n int64
+	for _, c := range b.curves {
+		n += int64(len(c.curve.Points))
+	}
+	return n
+}
+
+// fetch queries Prometheus for one source over w.
+func (p *Puller) fetch(ctx context.Context, source string, w window) (*batch, error) {
+	if source == EventsSource {
+		return p.fetchKube(ctx, w)
+	}
+	q, ok := p.query(source)
+	if !ok {
+		return nil, fmt.Errorf("pull: no source %q in the config", source)
+	}
+	var pods podIndex
+	if q.Level == correlate.LevelReplica {
+		var err error
+		if pods, err = p.podsFor(ctx, w); err != nil {
+			return nil, err
+		}
+	}
+	m, err := p.prom.rangeQuery(ctx, q.Name, q.Expr, w.from, w.last(p.cfg.Step), p.cfg.Step)
+	if err != nil {
+		return nil, err
+	}
+	curves, dups, unscoped := curvesFrom(q, m, pods, w)
+	if unscoped > 0 {
+		p.log.Warn("series without the scope labels their level needs were skipped; check the query's labels mapping",
+			"source", q.Name, "series", unscoped)
+	}
+	return &batch{curves: curves, dups: dups}, nil
+}
+
+func (p *Puller) query(name string) (Query, bool) {
+	for _, q := range p.cfg.Queries {
+		if q.Name == name {
+			return q, true
+		}
+	}
+	return Query{}, false
+}
+
+// commit writes a batch and, in the same transaction, the progress that
+// says it is there: the cursor (or gap) never runs ahead of the data.
+func (p *Puller) commit(ctx context.Context, b *batch, progress func(tx *store.Store, points int64) error) error {
+	ids, err := p.seriesIDs(ctx, b.curves)
+	if err != nil {
+		return err
+	}
+	var minT, maxT int64
+	sp := make([]store.SeriesPoints, 0, len(b.curves))
+	for _, c := range b.curves {
+		pts := c.curve.Points
+		if minT == 0 || pts[0].T < minT {
+			minT = pts[0].T
+		}
+		if pts[len(pts)-1].T > maxT {
+			maxT = pts[len(pts)-1].T
+		}
+		sp = append(sp, store.SeriesPoints{SeriesID: ids[c.curve.Key()], Points: pts})
+	}
+	if len(sp) > 0 {
+		var days []time.Time
+		for d := time.UnixMilli(minT).UTC().Truncate(24 * time.Hour); !d.After(time.UnixMilli(maxT)); d = d.Add(24 * time.Hour) {
+			days = append(days, d)
+		}
+		if err := p.st.EnsurePartitions(ctx, store.TablePoints, days...); err != nil {
+			return err
+		}
+	}
+	return p.st.InTx(ctx, func(tx *store.Store) error {
+		if _, err := tx.UpsertPoints(ctx, sp); err != nil {
+			return err
+		}
+		if _, err := tx.UpsertDerivedEvents(ctx, b.events, false); err != nil {
+			return err
+		}
+		if _, err := tx.UpsertDerivedEvents(ctx, b.refresh, true); err != nil {
+			return err
+		}
+		return progress(tx, b.points())
+	})
+}
+
+// seriesIDs returns the series id of every curve, creating series once.
+func (p *Puller) seriesIDs(ctx context.Context, curves []pulledCurve) (map[string]int64, error) {
+	out := make(map[string]int64, len(curves))
+	var missing []store.SeriesDef
+	p.mu.Lock()
+	for _, c := range curves {
+		k := c.curve.Key()
+		if id, ok := p.ids[k]; ok {
+			out[k] = id
+		} else {
+			missing = append(missing, store.SeriesDef{Curve: c.curve, Labels: c.labels})
+		}
+	}
+	p.mu.Unlock()
+	if len(missing) == 0 {
+		return out, nil
+	}
+	ids, err := p.st.EnsureSeries(ctx, missing)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	for k, id := range ids {
+		p.ids[k] = id
+		out[k] = id
+	}
+	p.mu.Unlock()
+	return out, nil
+}
