@@ -20,13 +20,13 @@ const EventSource = "kube-state-metrics"
 // kubeInput is kube-state-metrics over a query range: each matrix holds
 // the series of one query evaluated at every grid time.
 type kubeInput struct {
-	grid                                []int64 // ms, ascending: every step of the range
-	generation, spec, hpa, hpaInfo      model.Matrix
-	podStart, restarts, ready           model.Matrix
-	podLabels, podInfo                  model.Matrix
-	modelLabel, versionLabel            model.LabelName
-	modelOf                             func(deployment string) string
-	merge                               time.Duration
+	grid                           []int64 // ms, ascending: every step of the range
+	generation, spec, hpa, hpaInfo model.Matrix
+	podStart, restarts, ready      model.Matrix
+	podLabels, podInfo             model.Matrix
+	modelLabel, versionLabel       model.LabelName
+	modelOf                        func(deployment string) string
+	merge                          time.Duration
 }
 
 // track is one series as values per grid index (NaN where absent).
