@@ -156,7 +156,7 @@ type Sample struct {
 	Status     string
 	TotalMs    float64
 	StagesMs   [NumStages]float64 // NaN where the stage was not reported
-	SampleRate float64           // ≥ 1
+	SampleRate float64            // ≥ 1
 }
 
 // Point is one value of a curve at a time (Unix milliseconds).

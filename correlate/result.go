@@ -158,6 +158,7 @@ type Analysis struct {
 	Scope         ScopeReport      `json:"scope"`
 	Causes        []Cause          `json:"causes"`
 	Stages        []StageShare     `json:"stages"`
+	StageSource   string           `json:"stage_source"` // "samples", "curves" or "" (no data)
 	Concentration []Concentration  `json:"concentration"`
 	Events        []AlignedEvent   `json:"events"`
 	Deviations    []CurveDeviation `json:"deviations"`
@@ -169,10 +170,10 @@ type Analysis struct {
 
 // SampleSummary counts the samples the analysis used.
 type SampleSummary struct {
-	Total    int     `json:"total"`    // stored samples in the window
-	Weighted float64 `json:"weighted"` // re-weighted by sample_rate
-	Slow     int     `json:"slow"`     // slow samples after the onset
-	SlowMs   float64 `json:"slow_ms"`  // the slowness threshold used
+	Total    int                `json:"total"`    // stored samples in the window
+	Weighted float64            `json:"weighted"` // re-weighted by sample_rate
+	Slow     int                `json:"slow"`     // slow samples after the onset
+	SlowMs   map[string]float64 `json:"slow_ms"`  // per model: the slowness threshold used
 }
 
 // ChecklistStep answers one step of the article's checklist (scope →

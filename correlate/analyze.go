@@ -1,0 +1,273 @@
+package correlate
+
+import (
+	"math"
+	"sort"
+	"time"
+)
+
+// Input is everything one analysis reads. Curves and events should reach
+// back at least an hour before the window so the baseline is complete;
+// samples may cover the same range.
+type Input struct {
+	Window  Window    // the incident window
+	Scope   Scope     // restricts the spikes considered (zero = whole fleet)
+	Curves  []Curve   // curves of any role and level
+	Events  []Event   // events, pushed and derived
+	Samples []Sample  // request samples
+	Step    time.Duration
+	// SLO returns a model's latency SLO in ms; nil or false = unknown.
+	SLO func(model string) (float64, bool)
+}
+
+// Analyze runs the whole pipeline on one incident window: spikes and onset,
+// scope (article step 1), alignment of events and curves (step 2), sample
+// analysis (step 3), and ranked hypotheses with evidence and actions. It
+// is deterministic for a given input.
+func Analyze(in Input) Analysis {
+	if in.SLO == nil {
+		in.SLO = func(string) (float64, bool) { return 0, false }
+	}
+	if in.Step <= 0 {
+		in.Step = 15 * time.Second
+	}
+	cs := newCurveSet(in.Curves)
+	spikes := latencySpikes(cs, in)
+	onset, spikeEnd, found := pickOnset(spikes, in)
+	if !found {
+		onset = fallbackOnset(in)
+	}
+	dataFrom := in.Window.From.Add(-beforeSpan)
+	ph := newPhases(onset, spikeEnd, dataFrom, in.Window.To)
+
+	started := replicaStarts(in.Events, cs, dataFrom, in.Step)
+	ss := newSampleSet(in.Samples, ph, in.SLO, started)
+	f := &facts{ph: ph, cs: cs, ss: ss, started: started, reps: map[string][]replicaImpact{}, affectedSet: map[string]bool{}}
+	f.models = modelImpacts(cs, ss, ph)
+	for _, m := range f.models {
+		if m.affected && (in.Scope.Model == "" || in.Scope.Model == m.model) {
+			f.affected = append(f.affected, m.model)
+			f.affectedSet[m.model] = true
+		}
+	}
+	for _, m := range f.affected {
+		f.reps[m] = replicaImpacts(cs, ss, ph, m)
+	}
+
+	// Samples: concentration over the affected models' traffic, and stage
+	// attribution; curves stand in when there are no samples.
+	f.conc = concentrate(ss.concentrationTable(f.affectedSet), ConcentrationOptions{})
+	if st := stageAttributionFromSamples(ss, f.affected); len(st) > 0 {
+		f.stages, f.stageSource = st, "samples"
+	} else if st := stageAttributionFromCurves(cs, f.affected, ph); len(st) > 0 {
+		f.stages, f.stageSource = st, "curves"
+	}
+
+	scope := scopeReport(f.models, f.reps, f.conc)
+	aff := affectedScope{models: f.affectedSet, replicas: map[string]bool{}, nodes: map[string]bool{}}
+	for _, r := range scope.Replicas {
+		aff.replicas[r] = true
+	}
+	for _, n := range scope.Nodes {
+		aff.nodes[n] = true
+	}
+	f.events = alignEvents(eventsIn(in.Events, ph.Onset.Add(-alignLookback), in.Window.To), onset, aff)
+
+	a := Analysis{
+		Window:        in.Window,
+		Spikes:        spikes,
+		Scope:         scope,
+		Stages:        f.stages,
+		StageSource:   f.stageSource,
+		Concentration: f.conc,
+		Events:        f.events,
+		Deviations:    topDeviations(cs, ph, 50),
+		Causes:        rankCauses(f),
+		Samples:       sampleSummary(ss),
+	}
+	if found {
+		t := onset
+		a.Onset = &t
+	}
+	a.P99BeforeMs, a.P99DuringMs = fleetP99(f)
+	a.Checklist = checklist(a, f)
+	if a.Spikes == nil {
+		a.Spikes = []Spike{}
+	}
+	if a.Stages == nil {
+		a.Stages = []StageShare{}
+	}
+	if a.Concentration == nil {
+		a.Concentration = []Concentration{}
+	}
+	if a.Events == nil {
+		a.Events = []AlignedEvent{}
+	}
+	return a
+}
+
+// latencySpikes detects spikes on every model-level latency quantile within
+// the window (and scope).
+func latencySpikes(cs *curveSet, in Input) []Spike {
+	var out []Spike
+	for _, role := range []Role{RoleLatencyP99, RoleLatencyP95, RoleLatencyP50} {
+		for _, c := range cs.get(role, LevelModel, Scope{}, "") {
+			if in.Scope.Model != "" && c.Scope.Model != in.Scope.Model {
+				continue
+			}
+			opt := SpikeOptions{Step: in.Step}
+			if v, ok := in.SLO(c.Scope.Model); ok && role != RoleLatencyP50 {
+				opt.SLO = v
+			}
+			for _, s := range DetectSpikes(c.Points, opt) {
+				if s.Onset.Before(in.Window.From) || !s.Onset.Before(in.Window.To) {
+					continue
+				}
+				s.Role, s.Level, s.Scope = role, LevelModel, c.Scope
+				out = append(out, s)
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Onset.Before(out[j].Onset) })
+	return out
+}
+
+// pickOnset chooses the incident's onset: the strongest P99 spike (P95 if
+// there is no P99 spike) sets the time, and the earliest P99/P95 onset of
+// another model within ten minutes of it wins, because a cause must come
+// before every symptom.
+func pickOnset(spikes []Spike, in Input) (onset, end time.Time, ok bool) {
+	var primary *Spike
+	for _, role := range []Role{RoleLatencyP99, RoleLatencyP95} {
+		for i := range spikes {
+			s := &spikes[i]
+			if s.Role != role {
+				continue
+			}
+			if primary == nil || spikeWeight(*s) > spikeWeight(*primary) {
+				primary = s
+			}
+		}
+		if primary != nil {
+			break
+		}
+	}
+	if primary == nil {
+		return time.Time{}, time.Time{}, false
+	}
+	onset, end = primary.Onset, primary.End
+	for _, s := range spikes {
+		if s.Role == RoleLatencyP50 {
+			continue
+		}
+		if d := primary.Onset.Sub(s.Onset); d > 0 && d <= 10*time.Minute && s.Onset.Before(onset) {
+			onset = s.Onset
+		}
+	}
+	return onset, end, true
+}
+
+// spikeWeight ranks spikes: relative height, capped so one clipped
+// histogram does not dwarf everything, times log duration.
+func spikeWeight(s Spike) float64 {
+	r := math.Min(safeRatio(s.PeakValue, s.Baseline), 20)
+	if math.IsNaN(r) {
+		r = 1
+	}
+	d := s.End.Sub(s.Start).Minutes()
+	return r * math.Log1p(math.Max(d, 0.25))
+}
+
+// fallbackOnset is used when no spike is found: two thirds into the window,
+// where incident windows opened around an alert put the alert.
+func fallbackOnset(in Input) time.Time {
+	return in.Window.From.Add(in.Window.To.Sub(in.Window.From) * 2 / 3).Truncate(in.Step)
+}
+
+// replicaStarts maps replicas to the time they started: from replica_start
+// events, and — for clusters without kube-state-metrics — from the first
+// point of a replica's curves when that comes well after the data begins.
+func replicaStarts(events []Event, cs *curveSet, dataFrom time.Time, step time.Duration) map[string]time.Time {
+	out := map[string]time.Time{}
+	for _, e := range events {
+		if e.Kind == KindReplicaStart && e.Replica != "" {
+			if t, ok := out[e.Replica]; !ok || e.Time.Before(t) {
+				out[e.Replica] = e.Time
+			}
+		}
+	}
+	first := map[string]int64{}
+	for _, role := range []Role{RoleQPS, RoleLatencyP99} {
+		for _, c := range cs.get(role, LevelReplica, Scope{}, "") {
+			if len(c.Points) == 0 || c.Scope.Replica == "" {
+				continue
+			}
+			if t, ok := first[c.Scope.Replica]; !ok || c.Points[0].T < t {
+				first[c.Scope.Replica] = c.Points[0].T
+			}
+		}
+	}
+	// Curves start a few steps after the pod (rate() needs two scrapes).
+	cutoff := dataFrom.Add(4 * step).UnixMilli()
+	for rep, t := range first {
+		if _, ok := out[rep]; !ok && t > cutoff {
+			out[rep] = time.UnixMilli(t).Add(-2 * step).UTC()
+		}
+	}
+	return out
+}
+
+// eventsIn returns the events in [from, to].
+func eventsIn(events []Event, from, to time.Time) []Event {
+	var out []Event
+	for _, e := range events {
+		if !e.Time.Before(from) && !e.Time.After(to) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// topDeviations scores every curve and keeps the n that moved most.
+func topDeviations(cs *curveSet, ph phases, n int) []CurveDeviation {
+	out := make([]CurveDeviation, 0, len(cs.all))
+	for i := range cs.all {
+		d := deviation(&cs.all[i], ph)
+		if !math.IsNaN(d.Deviation) {
+			out = append(out, d)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return math.Abs(out[i].Deviation) > math.Abs(out[j].Deviation) })
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out
+}
+
+// fleetP99 reports the P99 before → during of the most affected model.
+func fleetP99(f *facts) (before, during float64) {
+	if len(f.affected) == 0 {
+		return 0, 0
+	}
+	m, _ := f.impact(f.affected[0])
+	return finite(m.before), finite(m.during)
+}
+
+// sampleSummary counts the samples used.
+func sampleSummary(ss *sampleSet) SampleSummary {
+	s := SampleSummary{Total: len(ss.before) + len(ss.during), SlowMs: map[string]float64{}}
+	for m, st := range ss.byModel {
+		s.SlowMs[m] = finite(st.slowMs)
+	}
+	for _, list := range [][]int32{ss.before, ss.during} {
+		for _, i := range list {
+			s.Weighted += ss.all[i].SampleRate
+		}
+	}
+	for _, i := range ss.during {
+		if ss.slow[i] {
+			s.Slow++
+		}
+	}
+	return s
+}

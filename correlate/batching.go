@@ -1,0 +1,80 @@
+package correlate
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+)
+
+// batchingWords are what a batching config change talks about.
+var batchingWords = regexp.MustCompile(`(?i)batch|queue[_ ]?delay|max_queue|window|preferred_batch`)
+
+// batchingCause: the dynamic-batching window grew, so requests wait to fill
+// batches. Signature: the batch_wait stage explains the growth, batches got
+// bigger, a batching config change came shortly before, and neither traffic
+// nor GPU saturation explains it.
+func batchingCause(f *facts) Cause {
+	b := newCause(CatBatching)
+	bw := stageShare(f.stages, "batch_wait")
+	b.support("batch_wait_growth", bw, ramp(bw, 0.25, 0.6), 0.45, "Waiting for a batch explains %.0f%% of the tail's growth.", 100*bw)
+	// The model whose batch wait grew most is the target.
+	model, grew := "", 0.0
+	for _, m := range f.affected {
+		d := f.modelDeviation(RoleStageTime, m, "batch_wait")
+		g := d.During - d.Before
+		if math.IsNaN(g) {
+			g = f.sampleStageGrowth(m, StageBatchWait)
+		}
+		if g > grew || model == "" {
+			model, grew = m, g
+		}
+	}
+	if model != "" {
+		d := f.modelDeviation(RoleBatchSize, model, "")
+		if !math.IsNaN(d.Deviation) && d.Deviation > 0 {
+			b.support("bigger_batches", d.Deviation, strength(d.Deviation, 4), 0.15, "%s's average batch grew from %.1f to %.1f requests.", model, d.Before, d.During)
+		}
+	}
+	ev, w := bestEvent(f.events, func(e AlignedEvent) bool {
+		return (e.Model == "" || e.Model == model) && mentions(e.Event, batchingWords)
+	}, KindConfigChange, KindDeploy)
+	if ev != nil {
+		b.support("batching_config_change", -ev.OffsetS, w, 0.20, "Config change %q at %s, %s.", ev.Summary, ev.Time.Format("15:04:05"), ago(*ev))
+	}
+	q := f.affectedQPSRatio()
+	g := f.gpuUtilDuring()
+	if !math.IsNaN(q) {
+		calm := ramp(1.3-q, 0, 0.15)
+		if !math.IsNaN(g) {
+			calm *= ramp(95-g, 0, 10)
+		}
+		b.support("not_overloaded", q, calm, 0.10, "Traffic is steady (×%.2f), so the wait is not queueing under load.", q)
+		if q > 1.3 {
+			b.oppose("traffic_up", q, ramp(q, 1.3, 2), 0.2, "Traffic rose ×%.2f, which fills batches and queues by itself.", q)
+		}
+	}
+	if len(f.affected) == 1 {
+		b.support("one_model", 1, 1, 0.10, "Only %s slowed down; batching is configured per model.", model)
+	}
+	return b.done(fmt.Sprintf("%s's dynamic-batching window grew; requests wait for batches to fill.", model), Target{Model: model})
+}
+
+// sampleStageGrowth is a model's weighted mean time in stage k during minus
+// before, from samples (NaN without them).
+func (f *facts) sampleStageGrowth(model string, k Stage) float64 {
+	var sums [2][2]float64
+	for phase, list := range [2][]int32{f.ss.before, f.ss.during} {
+		for _, i := range list {
+			s := &f.ss.all[i]
+			if s.Model != model || math.IsNaN(s.StagesMs[k]) {
+				continue
+			}
+			sums[phase][0] += s.SampleRate * s.StagesMs[k]
+			sums[phase][1] += s.SampleRate
+		}
+	}
+	if sums[0][1] == 0 || sums[1][1] == 0 {
+		return math.NaN()
+	}
+	return sums[1][0]/sums[1][1] - sums[0][0]/sums[0][1]
+}

@@ -1,0 +1,112 @@
+package correlate
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// capacityCause: more traffic than the pool can serve. Signature: request
+// rate up, queues (the queue stage) growing, GPUs busy, and the slow
+// requests spread over the pool rather than concentrated on a few replicas.
+// A tenant whose traffic jumped is named as the source.
+func capacityCause(f *facts) Cause {
+	b := newCause(CatCapacity)
+	q := f.affectedQPSRatio()
+	if !math.IsNaN(q) {
+		b.support("traffic_up", q, ramp(q, 1.15, 1.8), 0.30, "Traffic of the affected models rose ×%.2f against the hour before.", q)
+		if q < 1.05 {
+			b.oppose("traffic_flat", q, ramp(1.1-q, 0, 0.1), 0.45, "Traffic did not rise (×%.2f), so the pool had no more work than before.", q)
+		}
+	}
+	qs := stageShare(f.stages, "queue")
+	if qs > 0 {
+		b.support("queue_growth", qs, ramp(qs, 0.3, 0.7), 0.20, "Queueing explains %.0f%% of the tail's growth.", 100*qs)
+	}
+	if other := math.Max(stageShare(f.stages, "batch_wait"), math.Max(stageShare(f.stages, "downstream"), f.frontShare())); other > 0.3 {
+		b.oppose("other_stage_grew", other, ramp(other, 0.3, 0.6), 0.3, "Most of the growth is outside the model queue (%.0f%% in batching, a dependency or the gateway).", 100*other)
+	}
+	if loc, ok := f.topLocal(); ok {
+		s := concStrength(loc)
+		b.support("spread_over_pool", 1-s, 1-s, 0.15, "Slow requests are spread over the pool (strongest concentration: %s, risk ratio %.1f).", dimString(loc), loc.RiskRatio)
+		if s > 0.5 {
+			b.oppose("concentrated", loc.RiskRatio, s, 0.3, "Slow requests concentrate on %s (risk ratio %.1f), which a pool-wide shortage would not do.", dimString(loc), loc.RiskRatio)
+		}
+	} else if len(f.ss.during) > 0 {
+		b.support("spread_over_pool", 1, 1, 0.15, "No replica or node stands out among the slow requests.")
+	}
+	if g := f.gpuUtilDuring(); !math.IsNaN(g) {
+		b.support("gpu_busy", g, ramp(g, 70, 92), 0.10, "GPU utilisation of the affected replicas is at %.0f%%.", g)
+	}
+	br := f.breadth()
+	if len(f.affected) >= 2 {
+		b.support("several_models", br, ramp(br, 0.3, 0.8), 0.10, "%d models slowed down together.", len(f.affected))
+	}
+	if t, r, share := f.tenantSurge(); t != "" {
+		b.support("tenant_surge", r, ramp(r, 1.3, 3), 0.15, "Tenant %s's traffic rose ×%.1f and is now %.0f%% of the affected models' requests.", t, r, 100*share)
+	}
+	target := Target{}
+	switch {
+	case len(f.affected) >= 2:
+		target.Models = append([]string(nil), f.affected...)
+		sort.Strings(target.Models)
+	case len(f.affected) == 1:
+		target.Model = f.affected[0]
+	}
+	sum := "Traffic outgrew the serving capacity; requests queue for the GPUs."
+	if t, r, _ := f.tenantSurge(); t != "" {
+		sum = fmt.Sprintf("A traffic surge (tenant %s ×%.1f) outgrew the serving capacity; requests queue for the GPUs.", t, r)
+	}
+	return b.done(sum, target)
+}
+
+// tenantSurge finds the tenant whose request rate grew most across the
+// affected models (from sample weights), if it carries at least 10 % of the
+// traffic during the spike.
+func (f *facts) tenantSurge() (tenant string, ratio, shareDuring float64) {
+	type acc struct{ b, d float64 }
+	per := map[string]*acc{}
+	var totD float64
+	for phase, list := range [2][]int32{f.ss.before, f.ss.during} {
+		for _, i := range list {
+			s := &f.ss.all[i]
+			if !f.affectedSet[s.Model] || s.Tenant == "" {
+				continue
+			}
+			a := per[s.Tenant]
+			if a == nil {
+				a = &acc{}
+				per[s.Tenant] = a
+			}
+			if phase == 0 {
+				a.b += s.SampleRate
+			} else {
+				a.d += s.SampleRate
+				totD += s.SampleRate
+			}
+		}
+	}
+	bs, ds := f.ph.BeforeTo.Sub(f.ph.BeforeFrom).Seconds(), f.ph.DuringTo.Sub(f.ph.Onset).Seconds()
+	if bs <= 0 || ds <= 0 || totD == 0 {
+		return "", 0, 0
+	}
+	var names []string
+	for t := range per {
+		names = append(names, t)
+	}
+	sort.Strings(names)
+	for _, t := range names {
+		a := per[t]
+		if a.b == 0 || a.d/totD < 0.1 {
+			continue
+		}
+		r := (a.d / ds) / (a.b / bs)
+		if r > ratio {
+			tenant, ratio, shareDuring = t, r, a.d/totD
+		}
+	}
+	if ratio < 1.3 {
+		return "", 0, 0
+	}
+	return tenant, ratio, shareDuring
+}

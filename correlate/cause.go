@@ -1,0 +1,195 @@
+package correlate
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+)
+
+// causeBuilder accumulates a hypothesis' evidence. The score is the sum of
+// weight×strength of the evidence minus the same of the counter-evidence,
+// clamped to 0..1, so every score can be read back item by item.
+type causeBuilder struct {
+	c        Cause
+	for_     float64
+	against_ float64
+}
+
+func newCause(cat Category) *causeBuilder {
+	return &causeBuilder{c: Cause{Category: cat, Evidence: []Evidence{}, CounterEvidence: []Evidence{}, Actions: []string{}}}
+}
+
+// minShown is the strength below which an item is not listed: it would add
+// less than a percent or two and only clutter the explanation.
+const minShown = 0.05
+
+func (b *causeBuilder) support(name string, value, str, weight float64, format string, args ...any) {
+	str = clamp01(str)
+	b.for_ += weight * str
+	if str >= minShown {
+		b.c.Evidence = append(b.c.Evidence, Evidence{Name: name, Summary: fmt.Sprintf(format, args...), Value: finite(value), Strength: round3(str), Weight: weight})
+	}
+}
+
+func (b *causeBuilder) oppose(name string, value, str, weight float64, format string, args ...any) {
+	str = clamp01(str)
+	b.against_ += weight * str
+	if str >= minShown {
+		b.c.CounterEvidence = append(b.c.CounterEvidence, Evidence{Name: name, Summary: fmt.Sprintf(format, args...), Value: finite(value), Strength: round3(str), Weight: weight})
+	}
+}
+
+func (b *causeBuilder) done(summary string, target Target) Cause {
+	b.c.Score = round3(clamp01(b.for_ - b.against_))
+	b.c.Summary = summary
+	b.c.Target = target
+	b.c.Actions = actions(b.c.Category, target)
+	sort.SliceStable(b.c.Evidence, func(i, j int) bool {
+		return b.c.Evidence[i].Weight*b.c.Evidence[i].Strength > b.c.Evidence[j].Weight*b.c.Evidence[j].Strength
+	})
+	sort.SliceStable(b.c.CounterEvidence, func(i, j int) bool {
+		return b.c.CounterEvidence[i].Weight*b.c.CounterEvidence[i].Strength > b.c.CounterEvidence[j].Weight*b.c.CounterEvidence[j].Strength
+	})
+	return b.c
+}
+
+func finite(v float64) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0
+	}
+	return math.Round(v*1000) / 1000
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
+
+// unexplainedBelow is the score under which no hypothesis is trusted: the
+// analysis then says "unexplained" first instead of guessing (methods §7F).
+const unexplainedBelow = 0.35
+
+// rankCauses scores all eight categories and sorts them. When none is
+// strong enough, an "unexplained" entry leads, listing what was ruled out.
+func rankCauses(f *facts) []Cause {
+	causes := []Cause{
+		releaseCause(f), capacityCause(f), localReplicaCause(f), batchingCause(f),
+		coldStartCause(f), downstreamCause(f), routingCause(f), ingressCause(f),
+	}
+	sort.SliceStable(causes, func(i, j int) bool { return causes[i].Score > causes[j].Score })
+	if len(f.affected) == 0 || causes[0].Score < unexplainedBelow {
+		u := Cause{Category: CatUnexplained, Score: 0, Target: Target{}, Evidence: []Evidence{}, CounterEvidence: []Evidence{},
+			Actions: []string{"Widen the window or check that curves and samples cover the affected models", "Look at the timeline for changes Waterline does not know about"}}
+		if len(f.affected) == 0 {
+			u.Summary = "No model's latency clearly rose in this window, so there is nothing to explain."
+		} else {
+			u.Summary = fmt.Sprintf("No cause is strongly supported (best: %s at %.2f).", causes[0].Category, causes[0].Score)
+		}
+		causes = append([]Cause{u}, causes...)
+	}
+	return causes
+}
+
+// ago formats an event's lead time relative to the onset.
+func ago(e AlignedEvent) string {
+	d := time.Duration(-e.OffsetS * float64(time.Second)).Round(15 * time.Second)
+	switch {
+	case d > 0:
+		return fmtDur(d) + " before the onset"
+	case d < 0:
+		return fmtDur(-d) + " after the onset"
+	}
+	return "at the onset"
+}
+
+func fmtDur(d time.Duration) string {
+	if d < time.Minute {
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	}
+	m := int(d.Minutes())
+	s := int(d.Seconds()) % 60
+	if s == 0 {
+		return fmt.Sprintf("%dm", m)
+	}
+	return fmt.Sprintf("%dm%02ds", m, s)
+}
+
+func fmtMs(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "?"
+	case v >= 1000:
+		return fmt.Sprintf("%.2fs", v/1000)
+	case v >= 10:
+		return fmt.Sprintf("%.0fms", v)
+	}
+	return fmt.Sprintf("%.1fms", v)
+}
+
+func list(xs []string) string {
+	if len(xs) <= 3 {
+		return strings.Join(xs, ", ")
+	}
+	return strings.Join(xs[:3], ", ") + fmt.Sprintf(" and %d more", len(xs)-3)
+}
+
+// actions are the standard responses of the article, per category.
+func actions(cat Category, t Target) []string {
+	name := t.Model
+	if name == "" {
+		name = "the affected models"
+	}
+	switch cat {
+	case CatRelease:
+		v := t.Version
+		if v == "" {
+			v = "the new version"
+		}
+		return []string{
+			fmt.Sprintf("Pause the rollout of %s %s and roll back to the previous version", name, v),
+			"Compare the new version's stage times (exec, postprocess) with the previous one before resuming",
+		}
+	case CatCapacity:
+		return []string{
+			"Shed or rate-limit low-priority traffic until capacity catches up",
+			fmt.Sprintf("Scale out %s (add replicas or GPUs to the pool) and check autoscaler limits", name),
+		}
+	case CatLocalReplica:
+		where := "the slow replica"
+		switch {
+		case t.Node != "":
+			where = "node " + t.Node + " (cordon it and move its replicas)"
+		case t.Replica != "":
+			where = "replica " + t.Replica
+		}
+		return []string{
+			"Drain " + where + " so traffic moves to healthy replicas",
+			"Check the node's GPU health (Xid/ECC errors, thermal throttling), restarts and noisy neighbours",
+		}
+	case CatBatching:
+		return []string{
+			fmt.Sprintf("Shrink the batch window (max queue delay) of %s back to its previous value", name),
+			"Give latency-sensitive traffic its own batching policy (smaller batches, shorter window)",
+		}
+	case CatColdStart:
+		return []string{
+			"Pre-warm new replicas before they take traffic (readiness only after model load and warm-up)",
+			fmt.Sprintf("Keep a warm pool or raise the minimum replicas of %s so scale-ups do not start cold", name),
+		}
+	case CatDownstream:
+		return []string{
+			"Fail over or degrade the slow dependency (cached or partial answers)",
+			"Tighten timeouts and add a circuit breaker on the downstream call",
+		}
+	case CatRouting:
+		return []string{
+			fmt.Sprintf("Reset the routing weights (or revert the routing policy) of %s", name),
+			"Route by replica health and queue length rather than stickiness",
+		}
+	case CatIngress:
+		return []string{
+			"Scale the gateway / ingress and check its CPU, connection limits and retries",
+			"Check auth and rate-limit services on the request path",
+		}
+	}
+	return nil
+}

@@ -1,0 +1,93 @@
+package correlate
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+)
+
+// coldWindow is how long before the onset a scale-up can still explain it:
+// new pods take a while to be scheduled, load weights and get traffic.
+const coldWindow = 15 * time.Minute
+
+// coldStartCause: a scale-up added replicas that served traffic before they
+// were warm. Signature: scale_up / replica_start events shortly before the
+// onset, the slow requests concentrated on the young replicas, which are
+// far slower than their warm peers, and a spike that fades as they warm.
+func coldStartCause(f *facts) Cause {
+	var best Cause
+	for _, m := range f.affected {
+		if c := coldStartFor(f, m); best.Category == "" || c.Score > best.Score {
+			best = c
+		}
+	}
+	if best.Category == "" {
+		return newCause(CatColdStart).done("No model carries a spike.", Target{})
+	}
+	return best
+}
+
+func coldStartFor(f *facts, m string) Cause {
+	b := newCause(CatColdStart)
+	young := f.startedNear(m, coldWindow)
+	ev, w := bestEvent(f.events, func(e AlignedEvent) bool { return e.Model == m }, KindScaleUp)
+	if ev != nil {
+		b.support("scale_up", -ev.OffsetS, w, 0.20, "%s scaled up at %s, %s: %s.", m, ev.Time.Format("15:04:05"), ago(*ev), ev.Summary)
+	}
+	if len(young) > 0 {
+		var lead float64
+		for _, r := range young {
+			lead = math.Max(lead, timeWeight(Event{Kind: KindReplicaStart, Time: f.started[r]}, f.ph.Onset))
+		}
+		b.support("new_replicas", float64(len(young)), lead*ramp(float64(len(young)), 0, 2), 0.15,
+			"%d new replica(s) of %s started within %s before the onset: %s.", len(young), m, fmtDur(coldWindow), list(young))
+	} else {
+		b.oppose("no_new_replicas", 0, 1, 0.3, "No replica of %s started in the %s before the onset.", m, fmtDur(coldWindow))
+		return b.done(fmt.Sprintf("No new replicas of %s around the onset.", m), Target{Model: m})
+	}
+	// Are the young replicas the slow ones?
+	if c, ok := f.concentrationOf("replica_age", "young"); ok {
+		b.support("slow_requests_on_new_replicas", c.RiskRatio, concStrength(c), 0.30,
+			"%.0f%% of slow requests ran on replicas younger than %s (%.0f%% of the others); risk ratio %.1f.", c.SelectionPct, fmtDur(youngAge), c.BaselinePct, c.RiskRatio)
+	}
+	youngSet := map[string]bool{}
+	for _, r := range young {
+		youngSet[r] = true
+	}
+	var yp, op []float64
+	outYoung := 0
+	outAll := 0
+	for _, r := range f.reps[m] {
+		if math.IsNaN(r.during) {
+			continue
+		}
+		if youngSet[r.replica] {
+			yp = append(yp, r.during)
+		} else {
+			op = append(op, r.during)
+		}
+		if r.outlier {
+			outAll++
+			if youngSet[r.replica] {
+				outYoung++
+			}
+		}
+	}
+	if len(yp) > 0 && len(op) > 0 {
+		r := safeRatio(median(yp), median(op))
+		b.support("new_replicas_slower", r, ramp(r, 1.3, 3), 0.20, "New replicas' P99 is %s against %s on the warm ones (×%.1f).", fmtMs(median(yp)), fmtMs(median(op)), r)
+		if r < 1.15 {
+			b.oppose("new_replicas_not_slower", r, ramp(1.2-r, 0, 0.2), 0.5, "The new replicas are no slower than the warm ones (P99 %s vs %s).", fmtMs(median(yp)), fmtMs(median(op)))
+		}
+	}
+	if outAll > 0 {
+		fr := float64(outYoung) / float64(outAll)
+		b.support("outliers_are_new", fr, fr, 0.05, "%d of the %d replicas standing out are new.", outYoung, outAll)
+	}
+	if len(f.affected) == 1 {
+		b.support("one_model", 1, 1, 0.10, "Only %s slowed down.", m)
+	}
+	sort.Strings(young)
+	return b.done(fmt.Sprintf("New %s replicas took traffic before they were warm.", m), Target{Model: m, Replicas: young})
+}

@@ -1,0 +1,271 @@
+package correlate
+
+import (
+	"math"
+	"sort"
+)
+
+// dimension is one categorical column of the samples, dictionary-encoded
+// so counting is array indexing rather than map lookups.
+type dimension struct {
+	name   string
+	codes  []int32  // per row; -1 = no value
+	values []string // code → value
+}
+
+// encodeDimension dictionary-encodes one string column over the given rows
+// of an n-row table (other rows get -1). Consecutive rows often repeat a
+// value, so the last lookup is cached.
+func encodeDimension(name string, n int, rows []int32, get func(i int32) string) dimension {
+	d := dimension{name: name, codes: make([]int32, n)}
+	for i := range d.codes {
+		d.codes[i] = -1
+	}
+	idx := map[string]int32{}
+	var lastV string
+	lastC := int32(-2)
+	for _, i := range rows {
+		v := get(i)
+		if lastC != -2 && v == lastV {
+			d.codes[i] = lastC
+			continue
+		}
+		if v == "" {
+			d.codes[i] = -1
+			continue
+		}
+		c, ok := idx[v]
+		if !ok {
+			c = int32(len(d.values))
+			idx[v] = c
+			d.values = append(d.values, v)
+		}
+		d.codes[i] = c
+		lastV, lastC = v, c
+	}
+	return d
+}
+
+// ConcentrationOptions tune Concentrate; zero fields take the defaults.
+type ConcentrationOptions struct {
+	MinSupport   float64 // share of slow weight a row must cover; default 0.05
+	MinRiskRatio float64 // default 3 (MacroBase)
+	PairGain     float64 // a pair must beat its best single item's RR by this factor; default 1.5
+	Top          int     // rows returned; default 20
+	Counterfact  int     // rows that get the "P99 without" computation; default 10
+}
+
+func (o ConcentrationOptions) withDefaults() ConcentrationOptions {
+	if o.MinSupport <= 0 {
+		o.MinSupport = 0.05
+	}
+	if o.MinRiskRatio <= 0 {
+		o.MinRiskRatio = 3
+	}
+	if o.PairGain <= 0 {
+		o.PairGain = 1.5
+	}
+	if o.Top <= 0 {
+		o.Top = 20
+	}
+	if o.Counterfact <= 0 {
+		o.Counterfact = 10
+	}
+	return o
+}
+
+// concTable is the input of concentrate: rows with a selection flag (slow),
+// a weight (sample_rate) and the latency used for the counterfactual P99.
+type concTable struct {
+	dims    []dimension
+	slow    []bool
+	weight  []float64
+	latency []float64
+	rows    []int32 // the rows taking part
+}
+
+// item is one dimension value: dimension index and code.
+type item struct{ dim, code int32 }
+
+type counts struct{ slow, total float64 }
+
+// concentrate finds the dimension values and pairs over-represented among
+// slow rows (MacroBase's risk ratio with a support floor, pairs only where
+// they add information) and, for the strongest, the window P99 without
+// them (Scorpion's counterfactual). All counts are weighted.
+func concentrate(t concTable, opt ConcentrationOptions) []Concentration {
+	opt = opt.withDefaults()
+	var totSlow, totAll float64
+	for _, r := range t.rows {
+		w := t.weight[r]
+		totAll += w
+		if t.slow[r] {
+			totSlow += w
+		}
+	}
+	if totSlow <= 0 || totAll <= totSlow {
+		return nil
+	}
+	// Order 1: dense counts per dimension value.
+	single := make([][]counts, len(t.dims))
+	for d := range t.dims {
+		single[d] = make([]counts, len(t.dims[d].values))
+	}
+	for _, r := range t.rows {
+		w, s := t.weight[r], t.slow[r]
+		for d := range t.dims {
+			c := t.dims[d].codes[r]
+			if c < 0 {
+				continue
+			}
+			single[d][c].total += w
+			if s {
+				single[d][c].slow += w
+			}
+		}
+	}
+	rr := func(c counts) float64 {
+		restSlow, restAll := totSlow-c.slow, totAll-c.total
+		if restAll <= 0 || restSlow <= 0 {
+			return math.Inf(1)
+		}
+		return (c.slow / c.total) / (restSlow / restAll)
+	}
+	type cand struct {
+		items []item
+		c     counts
+		rr    float64
+	}
+	var cands []cand
+	frequent := make([][]bool, len(t.dims)) // items with enough support to pair
+	for d := range t.dims {
+		frequent[d] = make([]bool, len(single[d]))
+		for code, c := range single[d] {
+			// A value every row has (one version after a full rollout) has
+			// nothing to contrast with.
+			if c.total == 0 || c.slow/totSlow < opt.MinSupport || c.total >= 0.99*totAll {
+				continue
+			}
+			frequent[d][code] = true
+			if r := rr(c); r >= opt.MinRiskRatio {
+				cands = append(cands, cand{items: []item{{int32(d), int32(code)}}, c: c, rr: r})
+			}
+		}
+	}
+	// Order 2 over frequent items only (Apriori pruning), in a map since
+	// the pair space is sparse.
+	pairs := map[[2]item]*counts{}
+	var buf []item
+	for _, r := range t.rows {
+		buf = buf[:0]
+		for d := range t.dims {
+			if c := t.dims[d].codes[r]; c >= 0 && frequent[d][c] {
+				buf = append(buf, item{int32(d), c})
+			}
+		}
+		w, s := t.weight[r], t.slow[r]
+		for i := 0; i < len(buf); i++ {
+			for j := i + 1; j < len(buf); j++ {
+				k := [2]item{buf[i], buf[j]}
+				pc := pairs[k]
+				if pc == nil {
+					pc = &counts{}
+					pairs[k] = pc
+				}
+				pc.total += w
+				if s {
+					pc.slow += w
+				}
+			}
+		}
+	}
+	for k, c := range pairs {
+		if c.slow/totSlow < opt.MinSupport {
+			continue
+		}
+		r := rr(*c)
+		best := math.Max(rr(single[k[0].dim][k[0].code]), rr(single[k[1].dim][k[1].code]))
+		if r >= opt.MinRiskRatio && r >= opt.PairGain*best {
+			cands = append(cands, cand{items: []item{k[0], k[1]}, c: *c, rr: r})
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool {
+		if cands[i].c.slow != cands[j].c.slow {
+			return cands[i].c.slow > cands[j].c.slow
+		}
+		return cands[i].rr > cands[j].rr
+	})
+
+	// Counterfactual P99 for the strongest candidates: one sort of the rows
+	// by latency, then one walk per candidate.
+	order := append([]int32(nil), t.rows...)
+	sort.Slice(order, func(i, j int) bool { return t.latency[order[i]] > t.latency[order[j]] })
+	p99All := tailQuantile(order, t, nil)
+	out := make([]Concentration, 0, min(len(cands), opt.Top))
+	for i, c := range cands {
+		if i >= opt.Top {
+			break
+		}
+		row := Concentration{
+			Dims:         map[string]string{},
+			SelectionPct: 100 * c.c.slow / totSlow,
+			BaselinePct:  100 * (c.c.total - c.c.slow) / (totAll - totSlow),
+			RiskRatio:    c.rr,
+			Support:      c.c.slow / totSlow,
+			Count:        c.c.slow,
+		}
+		for _, it := range c.items {
+			row.Dims[t.dims[it.dim].name] = t.dims[it.dim].values[it.code]
+		}
+		if i < opt.Counterfact {
+			items := c.items
+			row.P99WithoutMs = tailQuantile(order, t, func(r int32) bool {
+				for _, it := range items {
+					if t.dims[it.dim].codes[r] != it.code {
+						return false
+					}
+				}
+				return true
+			})
+			row.P99DeltaMs = p99All - row.P99WithoutMs
+		}
+		if math.IsInf(row.RiskRatio, 1) {
+			row.RiskRatio = 1e6 // JSON has no infinity; "every slow request had it"
+		}
+		out = append(out, row)
+	}
+	// Rank by how much of the P99 each explains, then by risk ratio.
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].P99DeltaMs != out[j].P99DeltaMs {
+			return out[i].P99DeltaMs > out[j].P99DeltaMs
+		}
+		return out[i].RiskRatio > out[j].RiskRatio
+	})
+	return out
+}
+
+// tailQuantile returns the weighted P99 of the rows in order (sorted by
+// latency, descending), skipping rows for which exclude is true.
+func tailQuantile(order []int32, t concTable, exclude func(int32) bool) float64 {
+	var total float64
+	for _, r := range order {
+		if exclude == nil || !exclude(r) {
+			total += t.weight[r]
+		}
+	}
+	if total <= 0 {
+		return math.NaN()
+	}
+	target := 0.01 * total
+	var cum float64
+	for _, r := range order {
+		if exclude != nil && exclude(r) {
+			continue
+		}
+		cum += t.weight[r]
+		if cum >= target {
+			return t.latency[r]
+		}
+	}
+	return t.latency[order[len(order)-1]]
+}

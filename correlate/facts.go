@@ -1,0 +1,237 @@
+package correlate
+
+import (
+	"math"
+	"sort"
+	"time"
+)
+
+// facts is everything the hypotheses read: impacts, stages, concentration,
+// aligned events and curve deviations, computed once per analysis.
+type facts struct {
+	ph          phases
+	cs          *curveSet
+	ss          *sampleSet
+	models      []modelImpact
+	affected    []string // models carrying the spike, most impacted first
+	affectedSet map[string]bool
+	reps        map[string][]replicaImpact // per affected model
+	stages      []StageShare
+	stageSource string // "samples", "curves" or ""
+	conc        []Concentration
+	events      []AlignedEvent
+	started     map[string]time.Time // replica → start time
+}
+
+// modelsWithData counts the models the analysis could judge.
+func (f *facts) modelsWithData() int {
+	n := 0
+	for _, m := range f.models {
+		if !math.IsNaN(m.ratio) || !math.IsNaN(m.slowFrac) {
+			n++
+		}
+	}
+	return n
+}
+
+// breadth is the share of judged models that carry the spike.
+func (f *facts) breadth() float64 {
+	n := f.modelsWithData()
+	if n == 0 {
+		return 0
+	}
+	return float64(len(f.affected)) / float64(n)
+}
+
+// impact returns a model's impact record.
+func (f *facts) impact(model string) (modelImpact, bool) {
+	for _, m := range f.models {
+		if m.model == model {
+			return m, true
+		}
+	}
+	return modelImpact{}, false
+}
+
+// qpsRatio is a model's request rate during the spike over before, from
+// its QPS curve, or from sample weights when there is no curve.
+func (f *facts) qpsRatio(model string) float64 {
+	if c := f.cs.model(RoleQPS, model, ""); c != nil {
+		r := safeRatio(periodMedian(c, f.ph.Onset, f.ph.DuringTo), periodMedian(c, f.ph.BeforeFrom, f.ph.BeforeTo))
+		if !math.IsNaN(r) {
+			return r
+		}
+	}
+	if st := f.ss.byModel[model]; st != nil && st.beforeW > 0 && st.beforeSpanS > 0 && st.duringSpanS > 0 {
+		return (st.duringW / st.duringSpanS) / (st.beforeW / st.beforeSpanS)
+	}
+	return math.NaN()
+}
+
+// affectedQPSRatio is the traffic change over the affected models, weighted
+// by their traffic (the median model when weights are unknown).
+func (f *facts) affectedQPSRatio() float64 {
+	var rs []float64
+	for _, m := range f.affected {
+		if r := f.qpsRatio(m); !math.IsNaN(r) {
+			rs = append(rs, r)
+		}
+	}
+	return median(rs)
+}
+
+// curveDeviation returns the deviation of the model-level curve of role
+// (and stage), NaN when absent.
+func (f *facts) modelDeviation(role Role, model, stage string) CurveDeviation {
+	c := f.cs.model(role, model, stage)
+	if c == nil {
+		return CurveDeviation{Deviation: math.NaN(), Before: math.NaN(), During: math.NaN()}
+	}
+	return deviation(c, f.ph)
+}
+
+// topConcentration returns the strongest single-dimension concentration row
+// of dim (largest support × log RR), or false.
+func (f *facts) topConcentration(dim string) (Concentration, bool) {
+	var best Concentration
+	var bs float64
+	for _, c := range f.conc {
+		v, ok := c.Dims[dim]
+		if !ok || len(c.Dims) != 1 || v == "" {
+			continue
+		}
+		s := c.Support * math.Log(math.Max(c.RiskRatio, 1))
+		if s > bs {
+			best, bs = c, s
+		}
+	}
+	return best, bs > 0
+}
+
+// concentrationOf returns the row for dim=value alone, if it passed the
+// concentration filters.
+func (f *facts) concentrationOf(dim, value string) (Concentration, bool) {
+	for _, c := range f.conc {
+		if len(c.Dims) == 1 && c.Dims[dim] == value {
+			return c, true
+		}
+	}
+	return Concentration{}, false
+}
+
+// concStrength maps a concentration row onto 0..1: it needs both a high
+// risk ratio and a large share of the slow requests.
+func concStrength(c Concentration) float64 {
+	return strength(c.RiskRatio-1, 4) * ramp(c.Support, 0.1, 0.5)
+}
+
+// versionStat is one version's traffic and tail in the analysis window.
+type versionStat struct {
+	version                  string
+	weightBefore, weightDur  float64 // requests represented
+	slowDur, slowBefore      float64 // weighted slow requests
+	p99During, p99Before     float64
+	shareBefore, shareDuring float64
+}
+
+func (v versionStat) slowFracDuring() float64 { return safeRatio(v.slowDur, v.weightDur) }
+
+// versionStats splits one model's samples by version.
+func (f *facts) versionStats(model string) []versionStat {
+	type acc struct {
+		v    versionStat
+		b, d []weighted
+	}
+	per := map[string]*acc{}
+	var tb, td float64
+	for phase, list := range [2][]int32{f.ss.before, f.ss.during} {
+		for _, i := range list {
+			s := &f.ss.all[i]
+			if s.Model != model || s.Version == "" {
+				continue
+			}
+			a := per[s.Version]
+			if a == nil {
+				a = &acc{v: versionStat{version: s.Version}}
+				per[s.Version] = a
+			}
+			w := weighted{s.TotalMs, s.SampleRate}
+			if phase == 0 {
+				a.b = append(a.b, w)
+				a.v.weightBefore += s.SampleRate
+				tb += s.SampleRate
+				if f.ss.slow[i] {
+					a.v.slowBefore += s.SampleRate
+				}
+			} else {
+				a.d = append(a.d, w)
+				a.v.weightDur += s.SampleRate
+				td += s.SampleRate
+				if f.ss.slow[i] {
+					a.v.slowDur += s.SampleRate
+				}
+			}
+		}
+	}
+	out := make([]versionStat, 0, len(per))
+	for _, a := range per {
+		a.v.p99Before, a.v.p99During = weightedQuantile(a.b, 0.99), weightedQuantile(a.d, 0.99)
+		a.v.shareBefore, a.v.shareDuring = safeRatio(a.v.weightBefore, tb), safeRatio(a.v.weightDur, td)
+		out = append(out, a.v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	return out
+}
+
+// gpuUtilDuring is the median GPU utilisation (%) during the spike over the
+// replicas of the affected models (NaN without GPU curves).
+func (f *facts) gpuUtilDuring() float64 {
+	var vs []float64
+	for _, m := range f.affected {
+		for _, c := range f.cs.get(RoleGPUUtil, LevelReplica, Scope{Model: m}, "") {
+			if v := periodMedian(c, f.ph.Onset, f.ph.DuringTo); !math.IsNaN(v) {
+				vs = append(vs, v)
+			}
+		}
+	}
+	return median(vs)
+}
+
+// startedNear lists replicas of model that started in [onset − window,
+// onset + alignSkew].
+func (f *facts) startedNear(model string, window time.Duration) []string {
+	var out []string
+	for rep, t := range f.started {
+		if f.replicaModel(rep) != model {
+			continue
+		}
+		if t.After(f.ph.Onset.Add(-window)) && !t.After(f.ph.Onset.Add(alignSkew)) {
+			out = append(out, rep)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// replicaModel finds which model a replica serves, from curves or samples.
+func (f *facts) replicaModel(rep string) string {
+	for m, rs := range f.reps {
+		for _, r := range rs {
+			if r.replica == rep {
+				return m
+			}
+		}
+	}
+	for _, e := range f.events {
+		if e.Replica == rep && e.Model != "" {
+			return e.Model
+		}
+	}
+	return ""
+}
+
+// frontShare is the share of the growth in the stages before the model
+// server (gateway, auth, route).
+func (f *facts) frontShare() float64 {
+	return stageShare(f.stages, "gateway") + stageShare(f.stages, "auth") + stageShare(f.stages, "route")
+}

@@ -1,0 +1,183 @@
+package correlate
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// localReplicaCause: one replica or one node is sick. Signature: a few
+// replicas far above their peers at the same instant (cross-sectional z),
+// the slow requests concentrated on them or their node, maybe a node fault
+// or restart. It is argued against when those replicas simply got more
+// traffic (routing) or are brand new (cold start).
+func localReplicaCause(f *facts) Cause {
+	b := newCause(CatLocalReplica)
+	var outliers []replicaImpact
+	total := 0
+	for _, m := range f.affected {
+		total += len(f.reps[m])
+		for _, r := range f.reps[m] {
+			if r.outlier {
+				outliers = append(outliers, r)
+			}
+		}
+	}
+	sort.Slice(outliers, func(i, j int) bool { return outliers[i].crossZ > outliers[j].crossZ })
+	target := Target{}
+	if len(outliers) > 0 {
+		top := outliers[0]
+		b.support("replica_outlier", top.crossZ, ramp(top.crossZ, 3, 10), 0.30,
+			"%s's P99 is %s while its peers sit at a median of %s (robust z %.1f across replicas).", top.replica, fmtMs(top.during), fmtMs(peerMedian(f.reps[top.model])), top.crossZ)
+		if total > 0 && float64(len(outliers)) > 0.5*float64(total) {
+			b.oppose("most_replicas_slow", float64(len(outliers))/float64(total), 1, 0.3, "%d of %d replicas stand out, which is not local.", len(outliers), total)
+		}
+		// Node or replica? Several outliers on one node (across models) point at the node.
+		perNode := map[string][]replicaImpact{}
+		for _, r := range outliers {
+			if r.node != "" {
+				perNode[r.node] = append(perNode[r.node], r)
+			}
+		}
+		bestNode, bestN := "", 0
+		for n, rs := range perNode {
+			if len(rs) > bestN || (len(rs) == bestN && n < bestNode) {
+				bestNode, bestN = n, len(rs)
+			}
+		}
+		models := map[string]bool{}
+		for _, r := range perNode[bestNode] {
+			models[r.model] = true
+		}
+		if bestN >= 2 && bestN*2 > len(outliers) {
+			target.Node = bestNode
+			for _, r := range perNode[bestNode] {
+				target.Replicas = append(target.Replicas, r.replica)
+			}
+			b.support("same_node", float64(bestN), ramp(float64(len(models)), 0, 2), 0.10,
+				"%d slow replicas (%d models) share node %s.", bestN, len(models), bestNode)
+		} else {
+			target.Replica, target.Node = top.replica, top.node
+			if target.Node != "" && len(perNode[target.Node]) == 1 {
+				target.Node = "" // one replica: name the replica, not its node
+			}
+		}
+		// Counter: the outliers got more of the traffic → routing.
+		var loadUp float64
+		for _, r := range outliers {
+			if v := safeRatio(r.loadDuring, r.loadBefore); v > loadUp {
+				loadUp = v
+			}
+		}
+		if loadUp > 1.3 {
+			b.oppose("outlier_got_more_traffic", loadUp, ramp(loadUp, 1.3, 2), 0.45, "The slow replica's share of traffic grew ×%.1f: it is overloaded, not sick.", loadUp)
+		}
+		// Counter: youth explains the outliers → cold start. Only if being
+		// young makes a replica more likely to stand out than being warm.
+		var youngN, youngOut, warmN, warmOut int
+		for _, m := range f.affected {
+			for _, r := range f.reps[m] {
+				if r.young {
+					youngN++
+					if r.outlier {
+						youngOut++
+					}
+				} else {
+					warmN++
+					if r.outlier {
+						warmOut++
+					}
+				}
+			}
+		}
+		if youngOut > 0 {
+			lift := float64(youngOut)/float64(youngN) - float64(warmOut)/float64(max(warmN, 1))
+			b.oppose("outliers_are_new", lift, ramp(lift, 0.1, 0.6), 0.45,
+				"%d of %d new replicas stand out against %d of %d warm ones: youth, not the host, explains it.", youngOut, youngN, warmOut, warmN)
+		}
+	}
+	if loc, ok := f.topLocal(); ok {
+		b.support("slow_requests_concentrated", loc.RiskRatio, concStrength(loc), 0.30,
+			"%.0f%% of slow requests ran on %s (%.0f%% of the others); risk ratio %.1f.", loc.SelectionPct, dimString(loc), loc.BaselinePct, loc.RiskRatio)
+		if len(outliers) == 0 {
+			if v, ok := loc.Dims["node"]; ok {
+				target.Node = v
+			}
+			if v, ok := loc.Dims["replica"]; ok {
+				target.Replica = v
+			}
+		}
+	}
+	if target.Node == "" && target.Replica == "" {
+		b.oppose("no_outlier", 0, 1, 0.2, "No replica or node stands out from its peers.")
+		return b.done("No single replica or node stands out.", target)
+	}
+	// Fault events on the suspect.
+	ev, w := bestEvent(f.events, func(e AlignedEvent) bool {
+		return (target.Node != "" && e.Node == target.Node) || (target.Replica != "" && e.Replica == target.Replica) || containsStr(target.Replicas, e.Replica)
+	}, KindNodeFault, KindReplicaRestart)
+	if ev != nil {
+		b.support("fault_event", -ev.OffsetS, w/math.Max(ev.ScopeMatch, 0.01), 0.15, "%s on %s at %s, %s.", ev.Kind, firstNonEmpty(ev.Node, ev.Replica), ev.Time.Format("15:04:05"), ago(*ev))
+	}
+	if target.Node != "" {
+		if d := f.nodeDeviation(target.Node); d.Key != "" {
+			b.support("node_resources", d.Deviation, strength(math.Abs(d.Deviation), 5), 0.10,
+				"Node %s's %s moved from %.2f to %.2f (%.1f IQRs).", target.Node, d.Role, d.Before, d.During, d.Deviation)
+		}
+	}
+	where := "replica " + target.Replica
+	if target.Node != "" {
+		where = "node " + target.Node
+	}
+	return b.done(fmt.Sprintf("Requests served by %s are much slower than on its peers.", where), target)
+}
+
+func peerMedian(rs []replicaImpact) float64 {
+	var v []float64
+	for _, r := range rs {
+		if !math.IsNaN(r.during) {
+			v = append(v, r.during)
+		}
+	}
+	return median(v)
+}
+
+// nodeDeviation returns the node-level curve that moved most after the onset.
+func (f *facts) nodeDeviation(node string) CurveDeviation {
+	var best CurveDeviation
+	for _, role := range []Role{RoleNodeCPU, RoleNodeMemory, RoleNodeNetwork} {
+		for _, c := range f.cs.get(role, LevelNode, Scope{Node: node}, "") {
+			d := deviation(c, f.ph)
+			if !math.IsNaN(d.Deviation) && math.Abs(d.Deviation) > math.Abs(best.Deviation) {
+				best = d
+			}
+		}
+	}
+	for _, role := range []Role{RoleGPUUtil, RoleGPUMemUsed} {
+		for _, c := range f.cs.get(role, LevelReplica, Scope{Node: node}, "") {
+			d := deviation(c, f.ph)
+			if !math.IsNaN(d.Deviation) && math.Abs(d.Deviation) > math.Abs(best.Deviation) {
+				best = d
+			}
+		}
+	}
+	return best
+}
+
+func containsStr(xs []string, v string) bool {
+	for _, x := range xs {
+		if x == v && v != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func firstNonEmpty(xs ...string) string {
+	for _, x := range xs {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}

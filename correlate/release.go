@@ -1,0 +1,181 @@
+package correlate
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+)
+
+// releaseCause: a new version of one model made it slower. Like Datadog's
+// faulty-deployment detection it wants three things at once — a deploy
+// shortly before the onset (temporal), the new version slower than the old
+// one in the same window (impact), and the slow requests concentrated on
+// it — and it is argued against when other models slowed down too or when
+// something else (a node, a replica) explains the slow requests better.
+func releaseCause(f *facts) Cause {
+	var best Cause
+	for _, m := range f.affected {
+		if c := releaseFor(f, m); c.Score > best.Score || best.Category == "" {
+			best = c
+		}
+	}
+	if best.Category == "" {
+		return newCause(CatRelease).done("No model carries a spike, so no release can be blamed.", Target{})
+	}
+	return best
+}
+
+func releaseFor(f *facts, m string) Cause {
+	b := newCause(CatRelease)
+	ev, w := bestEvent(f.events, func(e AlignedEvent) bool { return e.Model == m }, KindDeploy, KindRollback)
+	vs := f.versionStats(m)
+	newVer := ""
+	if ev != nil {
+		newVer = ev.Version
+		b.support("deploy_before_onset", -ev.OffsetS, w, 0.30, "%s of %s%s at %s, %s.", ev.Kind, m, verSuffix(ev.Version), ev.Time.Format("15:04:05"), ago(*ev))
+	}
+	// The version that gained traffic around the onset is the new one, even
+	// when nobody pushed a deploy event.
+	var gainer versionStat
+	for _, v := range vs {
+		if g := v.shareDuring - v.shareBefore; g > gainer.shareDuring-gainer.shareBefore {
+			gainer = v
+		}
+	}
+	if newVer == "" && gainer.version != "" {
+		newVer = gainer.version
+		gain := gainer.shareDuring - gainer.shareBefore
+		if ev == nil {
+			b.support("new_version_took_traffic", gain, 0.8*ramp(gain, 0.1, 0.5), 0.30,
+				"%s %s went from %.0f%% to %.0f%% of the model's traffic around the onset (no deploy event was pushed).",
+				m, gainer.version, 100*gainer.shareBefore, 100*gainer.shareDuring)
+		}
+	}
+	if newVer == "" {
+		b.oppose("no_new_version", 0, 1, 0.2, "No deploy of %s and no new version taking traffic near the onset.", m)
+		return b.done(fmt.Sprintf("No recent release of %s was found.", m), Target{Model: m})
+	}
+	// Impact: the new version against the old ones, in the same window.
+	var nv, old versionStat
+	var oldW float64
+	for _, v := range vs {
+		if v.version == newVer {
+			nv = v
+		} else if v.weightDur > oldW {
+			old, oldW = v, v.weightDur
+		}
+	}
+	switch {
+	case nv.weightDur > 0 && old.weightDur > 0 && !math.IsNaN(nv.p99During) && !math.IsNaN(old.p99During):
+		r := safeRatio(nv.p99During, old.p99During)
+		fr := safeRatio(nv.slowFracDuring()+0.005, old.slowFracDuring()+0.005)
+		b.support("new_version_slower", r, math.Max(ramp(r, 1.1, 1.6), ramp(fr, 1.5, 4)), 0.35,
+			"%s P99 is %s against %s on %s in the same window (×%.2f); %.0f%% vs %.0f%% of their requests are slow.",
+			newVer, fmtMs(nv.p99During), fmtMs(old.p99During), old.version, r, 100*nv.slowFracDuring(), 100*old.slowFracDuring())
+		if r < 1.1 && fr < 1.5 {
+			b.oppose("new_version_not_slower", r, ramp(1.15-r, 0, 0.15), 0.5,
+				"The new version's requests are no slower than the old version's in the same window (P99 %s vs %s).", fmtMs(nv.p99During), fmtMs(old.p99During))
+		}
+	case nv.weightDur > 0 && !math.IsNaN(nv.p99During):
+		// Rollout complete: only a comparison across time is left, which a
+		// coincident traffic change can also explain, so it counts less.
+		ref := math.NaN()
+		for _, v := range vs {
+			if v.version != newVer && !math.IsNaN(v.p99Before) {
+				ref = v.p99Before
+			}
+		}
+		if r := safeRatio(nv.p99During, ref); !math.IsNaN(r) {
+			b.support("new_version_slower", r, 0.7*ramp(r, 1.2, 2), 0.35,
+				"%s P99 during the spike is %s against %s for the previous version before (×%.2f).", newVer, fmtMs(nv.p99During), fmtMs(ref), r)
+		}
+	}
+	if c, ok := f.concentrationOf("version", newVer); ok {
+		b.support("slow_requests_on_new_version", c.RiskRatio, concStrength(c), 0.15,
+			"%.0f%% of slow requests ran on %s (%.0f%% of the others); risk ratio %.1f.", c.SelectionPct, newVer, c.BaselinePct, c.RiskRatio)
+	}
+	// Scope: a bad release hits its own model; other models slowing down at
+	// the same time point elsewhere.
+	others := 0
+	for _, a := range f.affected {
+		if a == m {
+			continue
+		}
+		if _, dw := bestEvent(f.events, func(e AlignedEvent) bool { return e.Model == a }, KindDeploy, KindRollback); dw < 0.2 {
+			others++
+		}
+	}
+	if n := f.modelsWithData() - 1; n > 0 {
+		frac := float64(others) / float64(n)
+		if others == 0 {
+			b.support("only_this_model", 1, 1, 0.10, "Only %s slowed down; the other %d models did not.", m, n)
+		} else {
+			b.oppose("other_models_slowed", frac, ramp(frac, 0, 0.5), 0.35, "%d other model(s) without a release slowed down at the same time.", others)
+		}
+	}
+	if loc, ok := f.topLocal(); ok {
+		vc, _ := f.concentrationOf("version", newVer)
+		if d := concStrength(loc) - concStrength(vc); d > 0.2 {
+			b.oppose("localised_elsewhere", loc.RiskRatio, d, 0.3, "Slow requests concentrate on %s (risk ratio %.1f) more than on the new version.", dimString(loc), loc.RiskRatio)
+		}
+	}
+	if ev == nil {
+		if late := firstEvent(f.events, func(e AlignedEvent) bool {
+			return e.Model == m && (e.Kind == KindDeploy || e.Kind == KindRollback) && e.OffsetS > alignSkew.Seconds()
+		}); late != nil {
+			b.oppose("deploy_after_onset", late.OffsetS, 1, 0.1, "%s's deploy came %s, too late to have caused it.", m, ago(*late))
+		}
+	}
+	sum := fmt.Sprintf("%s %s is slower than the version it replaces.", m, newVer)
+	return b.done(sum, Target{Model: m, Version: newVer})
+}
+
+func verSuffix(v string) string {
+	if v == "" {
+		return ""
+	}
+	return " to " + v
+}
+
+// topLocal returns the strongest replica or node concentration.
+func (f *facts) topLocal() (Concentration, bool) {
+	r, okR := f.topConcentration("replica")
+	n, okN := f.topConcentration("node")
+	switch {
+	case okR && okN:
+		if concStrength(n) >= concStrength(r) {
+			return n, true
+		}
+		return r, true
+	case okN:
+		return n, true
+	}
+	return r, okR
+}
+
+func dimString(c Concentration) string {
+	s := ""
+	for _, k := range []string{"model", "version", "tenant", "replica", "node", "entry", "status", "batch_size", "replica_age"} {
+		if v, ok := c.Dims[k]; ok {
+			if s != "" {
+				s += " and "
+			}
+			s += k + " " + v
+		}
+	}
+	return s
+}
+
+// mentions reports whether an event's summary or attributes talk about any
+// of the words (config changes are free text).
+func mentions(e Event, re *regexp.Regexp) bool {
+	if re.MatchString(e.Summary) {
+		return true
+	}
+	for k, v := range e.Attrs {
+		if re.MatchString(k) || re.MatchString(fmt.Sprint(v)) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,100 @@
+package correlate
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+)
+
+var routingWords = regexp.MustCompile(`(?i)rout|weight|sticky|balanc|affinity|shard`)
+
+// routingCause: traffic piles onto a few replicas. Signature: the imbalance
+// index (busiest replica's share × replica count) jumps while the model's
+// total traffic stays normal, the busy replicas are the slow ones and their
+// queues grow; often a routing change came just before.
+func routingCause(f *facts) Cause {
+	var best Cause
+	for _, m := range f.affected {
+		if c := routingFor(f, m); best.Category == "" || c.Score > best.Score {
+			best = c
+		}
+	}
+	if best.Category == "" {
+		return newCause(CatRouting).done("No model carries a spike.", Target{})
+	}
+	return best
+}
+
+func routingFor(f *facts, m string) Cause {
+	b := newCause(CatRouting)
+	reps := f.reps[m]
+	ib, id := imbalance(f.cs, f.ph, m)
+	if math.IsNaN(ib) || math.IsNaN(id) {
+		// No replica curves: fall back to relative loads from samples.
+		ib, id = math.NaN(), math.NaN()
+		for _, r := range reps {
+			if !math.IsNaN(r.loadBefore) && (math.IsNaN(ib) || r.loadBefore > ib) {
+				ib = r.loadBefore
+			}
+			if !math.IsNaN(r.loadDuring) && (math.IsNaN(id) || r.loadDuring > id) {
+				id = r.loadDuring
+			}
+		}
+	}
+	var busy []string
+	if !math.IsNaN(ib) && !math.IsNaN(id) {
+		ratio := safeRatio(id, ib)
+		b.support("traffic_skew", ratio, ramp(ratio, 1.2, 2), 0.35,
+			"The busiest %s replica's load went from %.1f× to %.1f× the average.", m, ib, id)
+		if ratio < 1.1 {
+			b.oppose("traffic_balanced", ratio, ramp(1.15-ratio, 0, 0.15), 0.3, "Traffic stayed balanced across %s's replicas.", m)
+		}
+		slowBusy := 0
+		for _, r := range reps {
+			if safeRatio(r.loadDuring, r.loadBefore) >= 1.3 {
+				busy = append(busy, r.replica)
+				if r.outlier || r.crossZ >= 3 {
+					slowBusy++
+				}
+			}
+		}
+		if len(busy) > 0 {
+			fr := float64(slowBusy) / float64(len(busy))
+			b.support("busy_replicas_slow", fr, fr, 0.25, "%d of the %d replicas that took more traffic are the slow ones.", slowBusy, len(busy))
+			var qd float64
+			for _, r := range reps {
+				if containsStr(busy, r.replica) && !math.IsNaN(r.queueDev) {
+					qd = math.Max(qd, r.queueDev)
+				}
+			}
+			if qd > 0 {
+				b.support("busy_replicas_queue", qd, strength(qd, 5), 0.10, "Their queues grew (%.1f IQRs).", qd)
+			}
+		}
+	}
+	ev, w := bestEvent(f.events, func(e AlignedEvent) bool {
+		return (e.Model == "" || e.Model == m) && (e.Kind == KindRouteChange || mentions(e.Event, routingWords))
+	}, KindRouteChange, KindConfigChange)
+	if ev != nil {
+		b.support("routing_change", -ev.OffsetS, w, 0.15, "%s %q at %s, %s.", ev.Kind, ev.Summary, ev.Time.Format("15:04:05"), ago(*ev))
+	}
+	if q := f.qpsRatio(m); !math.IsNaN(q) {
+		b.support("total_traffic_normal", q, ramp(1.3-q, 0, 0.15), 0.10, "%s's total traffic is steady (×%.2f); only its distribution changed.", m, q)
+		if q > 1.25 {
+			b.oppose("traffic_up", q, ramp(q, 1.25, 1.8), 0.3, "%s's total traffic rose ×%.2f.", m, q)
+		}
+	}
+	if len(f.affected) == 1 {
+		b.support("one_model", 1, 1, 0.05, "Only %s slowed down.", m)
+	}
+	sort.Strings(busy)
+	return b.done(fmt.Sprintf("Routing piles %s's traffic onto %s.", m, orDefault(list(busy), "a few replicas")), Target{Model: m, Replicas: busy})
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}

@@ -1,0 +1,182 @@
+package correlate
+
+import (
+	"math"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// sampleStats summarises one model's samples before and during the spike.
+type sampleStats struct {
+	model        string
+	beforeN      int
+	duringN      int
+	beforeW      float64 // weighted counts (requests represented)
+	duringW      float64
+	p99Before    float64 // weighted P99 of total_ms
+	p99During    float64
+	slowMs       float64 // threshold: max(P99 before, SLO)
+	slowDuringW  float64 // weighted slow requests during
+	slowBeforeW  float64
+	beforeSpanS  float64 // seconds covered, to turn weights into rates
+	duringSpanS  float64
+}
+
+// slowFracDuring is the weighted share of requests over the threshold
+// during the spike; slowFracBefore the same before (≈ 1 % by construction).
+func (m sampleStats) slowFracDuring() float64 { return safeRatio(m.slowDuringW, m.duringW) }
+func (m sampleStats) slowFracBefore() float64 { return safeRatio(m.slowBeforeW, m.beforeW) }
+
+// sampleSet is the samples of an analysis split into phases, with each
+// model's slowness threshold.
+type sampleSet struct {
+	all     []Sample
+	before  []int32
+	during  []int32
+	byModel map[string]*sampleStats
+	slow    []bool // per sample: over its model's threshold
+	started map[string]time.Time // replica → start time, from replica_start events
+}
+
+// newSampleSet splits samples into phases and labels the slow ones: a
+// sample is slow when its total exceeds its model's P99 before the onset
+// (or the model's SLO, when that is higher), as in MacroBase's "outlier =
+// above the 99th percentile" with the SLO as a floor.
+func newSampleSet(samples []Sample, ph phases, slo func(string) (float64, bool), started map[string]time.Time) *sampleSet {
+	ss := &sampleSet{all: samples, byModel: map[string]*sampleStats{}, slow: make([]bool, len(samples)), started: started}
+	perModel := map[string]*[2][]weighted{}
+	for i := range samples {
+		s := &samples[i]
+		var k int
+		switch {
+		case ph.inBefore(s.Time):
+			ss.before = append(ss.before, int32(i))
+			k = 0
+		case ph.inDuring(s.Time):
+			ss.during = append(ss.during, int32(i))
+			k = 1
+		default:
+			continue
+		}
+		m := perModel[s.Model]
+		if m == nil {
+			m = &[2][]weighted{}
+			perModel[s.Model] = m
+		}
+		m[k] = append(m[k], weighted{s.TotalMs, s.SampleRate})
+	}
+	for model, m := range perModel {
+		st := &sampleStats{model: model, beforeN: len(m[0]), duringN: len(m[1])}
+		st.p99Before = weightedQuantile(m[0], 0.99)
+		st.p99During = weightedQuantile(m[1], 0.99)
+		st.slowMs = st.p99Before
+		if math.IsNaN(st.slowMs) {
+			// No baseline samples: fall back to the during P90 so that "slow"
+			// still means the tail.
+			st.slowMs = weightedQuantile(m[1], 0.90)
+		}
+		if v, ok := slo(model); ok && v > st.slowMs {
+			st.slowMs = v
+		}
+		st.beforeSpanS = ph.BeforeTo.Sub(ph.BeforeFrom).Seconds()
+		st.duringSpanS = ph.DuringTo.Sub(ph.Onset).Seconds()
+		ss.byModel[model] = st
+	}
+	for phase, list := range [2][]int32{ss.before, ss.during} {
+		for _, i := range list {
+			s := &samples[i]
+			st := ss.byModel[s.Model]
+			slow := s.TotalMs > st.slowMs
+			ss.slow[i] = slow
+			w, slowW := &st.beforeW, &st.slowBeforeW
+			if phase == 1 {
+				w, slowW = &st.duringW, &st.slowDuringW
+			}
+			*w += s.SampleRate
+			if slow {
+				*slowW += s.SampleRate
+			}
+		}
+	}
+	return ss
+}
+
+// models returns the models with samples, sorted.
+func (ss *sampleSet) models() []string {
+	out := make([]string, 0, len(ss.byModel))
+	for m := range ss.byModel {
+		out = append(out, m)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// batchBucket groups batch sizes into powers of two, so the dimension has a
+// handful of values: "1", "2", "3-4", "5-8", …
+func batchBucket(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	if n <= 2 {
+		return strconv.Itoa(n)
+	}
+	hi := 4
+	for hi < n {
+		hi *= 2
+	}
+	return strconv.Itoa(hi/2+1) + "-" + strconv.Itoa(hi)
+}
+
+// youngAge is how long a replica counts as warming up after it started.
+const youngAge = 15 * time.Minute
+
+// replicaAge labels a sample "young" when its replica started less than
+// youngAge before the request, "warm" when it started earlier, and "" when
+// the start is unknown (a replica older than the pulled history).
+func (ss *sampleSet) replicaAge(s *Sample) string {
+	st, ok := ss.started[s.Replica]
+	if !ok {
+		return "warm"
+	}
+	if age := s.Time.Sub(st); age >= 0 && age < youngAge {
+		return "young"
+	}
+	return "warm"
+}
+
+// concentrationTable builds the table for concentrate over the during
+// samples of the given models (all when models is empty): selection = slow
+// samples, baseline = the other samples of the same window, which removes
+// time confounders such as the traffic mix.
+func (ss *sampleSet) concentrationTable(models map[string]bool) concTable {
+	rows := make([]int32, 0, len(ss.during))
+	for _, i := range ss.during {
+		if len(models) == 0 || models[ss.all[i].Model] {
+			rows = append(rows, i)
+		}
+	}
+	n := len(ss.all)
+	enc := func(name string, f func(s *Sample) string) dimension {
+		return encodeDimension(name, n, rows, func(i int32) string { return f(&ss.all[i]) })
+	}
+	dims := []dimension{
+		enc("model", func(s *Sample) string { return s.Model }),
+		enc("version", func(s *Sample) string { return s.Version }),
+		enc("tenant", func(s *Sample) string { return s.Tenant }),
+		enc("replica", func(s *Sample) string { return s.Replica }),
+		enc("node", func(s *Sample) string { return s.Node }),
+		enc("entry", func(s *Sample) string { return s.Entry }),
+		enc("status", func(s *Sample) string { return s.Status }),
+		enc("batch_size", func(s *Sample) string { return batchBucket(s.BatchSize) }),
+	}
+	if len(ss.started) > 0 {
+		dims = append(dims, enc("replica_age", ss.replicaAge))
+	}
+	t := concTable{dims: dims, slow: ss.slow, rows: rows, weight: make([]float64, n), latency: make([]float64, n)}
+	for i := range ss.all {
+		t.weight[i] = ss.all[i].SampleRate
+		t.latency[i] = ss.all[i].TotalMs
+	}
+	return t
+}

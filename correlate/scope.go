@@ -1,0 +1,388 @@
+package correlate
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// modelImpact is how much one model's latency rose, from curves and samples.
+type modelImpact struct {
+	model     string
+	before    float64 // P99 median before (ms), curves or samples
+	during    float64 // P99 median during
+	ratio     float64 // during / before
+	dev       float64 // robust deviation of the P99 curve (NaN without curves)
+	slowFrac  float64 // weighted share of requests over the threshold during (NaN without samples)
+	slowBase  float64 // the same before
+	affected  bool
+	fromCurve bool
+}
+
+// Thresholds for "this model carries the spike". They are deliberately
+// generic: a 20 % rise that is also 3 IQRs away from the baseline, or three
+// times the usual share of slow requests.
+const (
+	affectedRatio    = 1.2
+	affectedDev      = 3
+	affectedSlowLift = 3
+	affectedSlowMin  = 0.03
+)
+
+// modelImpacts measures every model's latency change.
+func modelImpacts(cs *curveSet, ss *sampleSet, ph phases) []modelImpact {
+	seen := map[string]*modelImpact{}
+	var order []string
+	get := func(m string) *modelImpact {
+		if mi := seen[m]; mi != nil {
+			return mi
+		}
+		mi := &modelImpact{model: m, before: math.NaN(), during: math.NaN(), ratio: math.NaN(), dev: math.NaN(), slowFrac: math.NaN(), slowBase: math.NaN()}
+		seen[m] = mi
+		order = append(order, m)
+		return mi
+	}
+	for _, role := range []Role{RoleLatencyP99, RoleLatencyP95} {
+		for _, c := range cs.get(role, LevelModel, Scope{}, "") {
+			mi := get(c.Scope.Model)
+			if mi.fromCurve {
+				continue // P99 preferred; P95 only where P99 is missing
+			}
+			d := deviation(c, ph)
+			if math.IsNaN(d.Before) {
+				continue
+			}
+			mi.before, mi.during, mi.dev, mi.fromCurve = d.Before, d.During, d.Deviation, true
+			mi.ratio = safeRatio(mi.during, mi.before)
+		}
+	}
+	for _, m := range ss.models() {
+		st := ss.byModel[m]
+		mi := get(m)
+		mi.slowFrac, mi.slowBase = st.slowFracDuring(), st.slowFracBefore()
+		if !mi.fromCurve && !math.IsNaN(st.p99Before) {
+			mi.before, mi.during = st.p99Before, st.p99During
+			mi.ratio = safeRatio(mi.during, mi.before)
+		}
+	}
+	out := make([]modelImpact, 0, len(order))
+	for _, m := range order {
+		mi := seen[m]
+		byCurve := mi.fromCurve && mi.ratio >= affectedRatio && mi.dev >= affectedDev
+		bySamples := !math.IsNaN(mi.slowFrac) && mi.slowFrac >= affectedSlowMin &&
+			mi.slowFrac >= affectedSlowLift*math.Max(mi.slowBase, 0.01)
+		if mi.fromCurve {
+			// Curves are the fuller picture; samples only confirm.
+			mi.affected = byCurve || (bySamples && mi.ratio >= 1.1)
+		} else {
+			mi.affected = bySamples || (!math.IsNaN(mi.ratio) && mi.ratio >= 1.5)
+		}
+		out = append(out, *mi)
+	}
+	sort.Slice(out, func(i, j int) bool { return impactScore(out[i]) > impactScore(out[j]) })
+	return out
+}
+
+// impactScore orders models by how hard they were hit.
+func impactScore(m modelImpact) float64 {
+	s := 0.0
+	if m.affected {
+		s += 100
+	}
+	if !math.IsNaN(m.ratio) {
+		s += math.Min(m.ratio, 50)
+	}
+	return s
+}
+
+// replicaImpact is one replica's latency and traffic change.
+type replicaImpact struct {
+	replica, model, version, node string
+	before, during                float64 // P99 medians (ms)
+	ratio                         float64
+	crossZ                        float64 // robust z of its during P99 among the model's replicas
+	qpsBefore, qpsDuring          float64
+	loadBefore, loadDuring        float64 // its QPS over the mean QPS of the replicas live at the same instant (median over the period)
+	queueDev                      float64
+	young                         bool
+	outlier                       bool
+}
+
+// replicaImpacts compares every replica of a model with its peers at the
+// same time (methods §7F "cross-sectional robust z"), from replica-level
+// curves, or from samples when there are no curves.
+func replicaImpacts(cs *curveSet, ss *sampleSet, ph phases, model string) []replicaImpact {
+	byRep := map[string]*replicaImpact{}
+	var order []string
+	get := func(sc Scope) *replicaImpact {
+		r := byRep[sc.Replica]
+		if r == nil {
+			r = &replicaImpact{replica: sc.Replica, model: model, before: math.NaN(), during: math.NaN(), ratio: math.NaN(),
+				qpsBefore: math.NaN(), qpsDuring: math.NaN(), loadBefore: math.NaN(), loadDuring: math.NaN(), queueDev: math.NaN()}
+			byRep[sc.Replica] = r
+			order = append(order, sc.Replica)
+		}
+		if sc.Version != "" {
+			r.version = sc.Version
+		}
+		if sc.Node != "" {
+			r.node = sc.Node
+		}
+		return r
+	}
+	for _, c := range cs.get(RoleLatencyP99, LevelReplica, Scope{Model: model}, "") {
+		r := get(c.Scope)
+		r.before, r.during = periodMedian(c, ph.BeforeFrom, ph.BeforeTo), periodMedian(c, ph.Onset, ph.DuringTo)
+	}
+	qpsCurves := cs.get(RoleQPS, LevelReplica, Scope{Model: model}, "")
+	for _, c := range qpsCurves {
+		r := get(c.Scope)
+		r.qpsBefore, r.qpsDuring = periodMedian(c, ph.BeforeFrom, ph.BeforeTo), periodMedian(c, ph.Onset, ph.DuringTo)
+	}
+	loads := relativeLoads(qpsCurves)
+	for _, c := range qpsCurves {
+		r := get(c.Scope)
+		r.loadBefore = periodMedian(loads[c.Scope.Replica], ph.BeforeFrom, ph.BeforeTo)
+		r.loadDuring = periodMedian(loads[c.Scope.Replica], ph.Onset, ph.DuringTo)
+	}
+	for _, c := range cs.get(RoleQueue, LevelReplica, Scope{Model: model}, "") {
+		r := get(c.Scope)
+		r.queueDev = deviation(c, ph).Deviation
+	}
+	if len(order) == 0 && ss != nil {
+		samplesReplicaImpacts(ss, ph, model, get)
+	}
+	out := make([]replicaImpact, 0, len(order))
+	var durs []float64
+	for _, name := range order {
+		r := byRep[name]
+		r.ratio = safeRatio(r.during, r.before)
+		if !math.IsNaN(r.during) {
+			durs = append(durs, r.during)
+		}
+		if ss != nil {
+			if st, ok := ss.started[name]; ok && st.After(ph.Onset.Add(-youngAge)) && st.Before(ph.DuringTo) {
+				r.young = true
+			}
+		}
+	}
+	peer := robust(durs, 0.05, 1)
+	for _, name := range order {
+		r := byRep[name]
+		r.crossZ = (r.during - peer.Median) / peer.Scale
+		out = append(out, *r)
+	}
+	// A replica is an outlier when it is far above its peers now; with few
+	// replicas the median is shaky, so also ask for a clear absolute gap.
+	for i := range out {
+		r := &out[i]
+		r.outlier = len(out) >= 2 && r.crossZ >= 4 && r.during >= 1.3*peer.Median
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].crossZ > out[j].crossZ })
+	return out
+}
+
+// samplesReplicaImpacts fills replica latencies from samples when no
+// replica curves exist: the weighted P99 of each replica before and during.
+func samplesReplicaImpacts(ss *sampleSet, ph phases, model string, get func(Scope) *replicaImpact) {
+	type acc struct{ b, d []weighted }
+	per := map[string]*acc{}
+	scope := map[string]Scope{}
+	for phase, list := range [2][]int32{ss.before, ss.during} {
+		for _, i := range list {
+			s := &ss.all[i]
+			if s.Model != model || s.Replica == "" {
+				continue
+			}
+			a := per[s.Replica]
+			if a == nil {
+				a = &acc{}
+				per[s.Replica] = a
+				scope[s.Replica] = Scope{Model: s.Model, Version: s.Version, Replica: s.Replica, Node: s.Node}
+			}
+			w := weighted{s.TotalMs, s.SampleRate}
+			if phase == 0 {
+				a.b = append(a.b, w)
+			} else {
+				a.d = append(a.d, w)
+			}
+		}
+	}
+	names := make([]string, 0, len(per))
+	for n := range per {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var totB, totD float64
+	var nB, nD int
+	for _, n := range names {
+		r := get(scope[n])
+		a := per[n]
+		r.before, r.during = weightedQuantile(a.b, 0.99), weightedQuantile(a.d, 0.99)
+		var wb, wd float64
+		for _, x := range a.b {
+			wb += x.W
+		}
+		for _, x := range a.d {
+			wd += x.W
+		}
+		r.qpsBefore = wb / ph.BeforeTo.Sub(ph.BeforeFrom).Seconds()
+		r.qpsDuring = wd / ph.DuringTo.Sub(ph.Onset).Seconds()
+		if wb > 0 {
+			totB += r.qpsBefore
+			nB++
+		}
+		if wd > 0 {
+			totD += r.qpsDuring
+			nD++
+		}
+	}
+	for _, n := range names {
+		r := get(scope[n])
+		if r.qpsBefore > 0 {
+			r.loadBefore = r.qpsBefore / (totB / float64(nB))
+		}
+		if r.qpsDuring > 0 {
+			r.loadDuring = r.qpsDuring / (totD / float64(nD))
+		}
+	}
+}
+
+// scopeReport turns impacts into the article's step 1: which part of the
+// fleet carries the spike.
+func scopeReport(models []modelImpact, reps map[string][]replicaImpact, conc []Concentration) ScopeReport {
+	var sr ScopeReport
+	withData := 0
+	for _, m := range models {
+		if !math.IsNaN(m.ratio) || !math.IsNaN(m.slowFrac) {
+			withData++
+		}
+		if m.affected {
+			sr.Models = append(sr.Models, m.model)
+		}
+	}
+	nodes := map[string]bool{}
+	totalReps := 0
+	for _, m := range sr.Models {
+		totalReps += len(reps[m])
+		for _, r := range reps[m] {
+			if r.outlier {
+				sr.Replicas = append(sr.Replicas, r.replica)
+				if r.node != "" && !nodes[r.node] {
+					nodes[r.node] = true
+					sr.Nodes = append(sr.Nodes, r.node)
+				}
+			}
+		}
+	}
+	for _, c := range conc {
+		if len(c.Dims) != 1 || c.Support < 0.3 {
+			continue
+		}
+		if v, ok := c.Dims["version"]; ok {
+			sr.Versions = appendUnique(sr.Versions, v)
+		}
+		if v, ok := c.Dims["tenant"]; ok {
+			sr.Tenants = appendUnique(sr.Tenants, v)
+		}
+	}
+	sort.Strings(sr.Models)
+	switch {
+	case len(sr.Models) == 0:
+		sr.Breadth = "none"
+		sr.Summary = "No model's latency rose clearly in this window."
+	case len(sr.Replicas) > 0 && len(sr.Replicas)*3 <= totalReps:
+		sr.Breadth = "replicas"
+		where := strings.Join(sr.Replicas, ", ")
+		if len(sr.Nodes) == 1 {
+			where += " (node " + sr.Nodes[0] + ")"
+		}
+		sr.Summary = fmt.Sprintf("Narrow: %d of %d replicas of %s carry the spike: %s.", len(sr.Replicas), totalReps, strings.Join(sr.Models, ", "), where)
+	case len(sr.Versions) == 1 && len(sr.Models) == 1:
+		sr.Breadth = "version"
+		sr.Summary = fmt.Sprintf("Narrow: %s version %s carries the spike.", sr.Models[0], sr.Versions[0])
+	case len(sr.Models) >= 2 && float64(len(sr.Models)) >= 0.6*float64(withData):
+		sr.Breadth = "fleet"
+		sr.Summary = fmt.Sprintf("Broad: %d of %d models slowed down together (%s).", len(sr.Models), withData, strings.Join(sr.Models, ", "))
+	case len(sr.Models) == 1:
+		sr.Breadth = "model"
+		sr.Summary = fmt.Sprintf("One model slowed down across its replicas: %s.", sr.Models[0])
+	default:
+		sr.Breadth = "models"
+		sr.Summary = fmt.Sprintf("Several models slowed down: %s.", strings.Join(sr.Models, ", "))
+	}
+	if len(sr.Tenants) == 1 && sr.Breadth != "none" {
+		sr.Summary += " Slow requests concentrate on tenant " + sr.Tenants[0] + "."
+	}
+	return sr
+}
+
+func appendUnique(xs []string, v string) []string {
+	for _, x := range xs {
+		if x == v {
+			return xs
+		}
+	}
+	return append(xs, v)
+}
+
+// relativeLoads turns per-replica QPS curves into relative-load curves: at
+// each instant, a replica's QPS over the mean QPS of the replicas that
+// reported at that instant. Computing it per instant, among the replicas
+// alive then, keeps rollouts (replicas coming and going) from looking like
+// traffic shifts.
+func relativeLoads(qps []*Curve) map[string]*Curve {
+	type agg struct {
+		sum float64
+		n   int
+	}
+	at := map[int64]*agg{}
+	for _, c := range qps {
+		for _, p := range c.Points {
+			if math.IsNaN(p.V) {
+				continue
+			}
+			a := at[p.T]
+			if a == nil {
+				a = &agg{}
+				at[p.T] = a
+			}
+			a.sum += p.V
+			a.n++
+		}
+	}
+	out := make(map[string]*Curve, len(qps))
+	for _, c := range qps {
+		lc := &Curve{Role: c.Role, Level: c.Level, Scope: c.Scope, Points: make([]Point, 0, len(c.Points))}
+		for _, p := range c.Points {
+			a := at[p.T]
+			if a == nil || a.n < 2 || a.sum <= 0 || math.IsNaN(p.V) {
+				continue
+			}
+			lc.Points = append(lc.Points, Point{T: p.T, V: p.V / (a.sum / float64(a.n))})
+		}
+		out[c.Scope.Replica] = lc
+	}
+	return out
+}
+
+// imbalance returns, for a model, the median over each period of the
+// busiest live replica's relative load (1 = perfectly even).
+func imbalance(cs *curveSet, ph phases, model string) (before, during float64) {
+	loads := relativeLoads(cs.get(RoleQPS, LevelReplica, Scope{Model: model}, ""))
+	maxAt := map[int64]float64{}
+	for _, c := range loads {
+		for _, p := range c.Points {
+			if p.V > maxAt[p.T] {
+				maxAt[p.T] = p.V
+			}
+		}
+	}
+	pts := make([]Point, 0, len(maxAt))
+	for t, v := range maxAt {
+		pts = append(pts, Point{T: t, V: v})
+	}
+	sort.Slice(pts, func(i, j int) bool { return pts[i].T < pts[j].T })
+	return median(values(pts, ph.BeforeFrom, ph.BeforeTo)), median(values(pts, ph.Onset, ph.DuringTo))
+}

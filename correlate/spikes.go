@@ -1,0 +1,395 @@
+package correlate
+
+import (
+	"math"
+	"sort"
+	"time"
+)
+
+// SpikeOptions tune DetectSpikes. The zero value of a field means its
+// default (see DefaultSpikeOptions), so callers set only what they change.
+type SpikeOptions struct {
+	Direction      Direction     // Up (default), Down or Both
+	Step           time.Duration // expected spacing of points; default 15s
+	BaselineWindow time.Duration // trailing baseline length; default 60m
+	BaselineGap    time.Duration // most recent stretch left out of the baseline; default 5m
+	MinBaseline    int           // fewest baseline points for a causal verdict; default 20
+	Z              float64       // robust z a point must reach; default 4
+	MinRatio       float64       // x/baseline must reach this (Up) or 1/this (Down); default 1.3
+	MinDelta       float64       // |x − baseline| must reach this, in the series' unit; default 0
+	ScaleFloor     float64       // scale floor as a fraction of |baseline|; default 0.05
+	Persist        int           // consecutive points over the threshold; default 2
+	EndZ           float64       // a spike ends when z falls below this …; default 2
+	EndPersist     int           // … for this many consecutive points; default 3
+	OnsetLookback  time.Duration // how far before Start the onset may lie; default 20m
+	SLO            float64       // SLO in the series' unit (0 = none), for Severity
+}
+
+// DefaultSpikeOptions returns the defaults: a trailing 60-minute median/MAD
+// baseline (the last 5 minutes left out so a slow ramp does not hide
+// itself), z ≥ 4 and ×1.3 for two consecutive points (30 s at a 15 s step),
+// end after three points back under z = 2, onset by a two-level
+// least-squares change point searched up to 20 minutes before the start.
+func DefaultSpikeOptions() SpikeOptions {
+	return SpikeOptions{
+		Direction:      Up,
+		Step:           15 * time.Second,
+		BaselineWindow: 60 * time.Minute,
+		BaselineGap:    5 * time.Minute,
+		MinBaseline:    20,
+		Z:              4,
+		MinRatio:       1.3,
+		ScaleFloor:     0.05,
+		Persist:        2,
+		EndZ:           2,
+		EndPersist:     3,
+		OnsetLookback:  20 * time.Minute,
+	}
+}
+
+func (o SpikeOptions) withDefaults() SpikeOptions {
+	d := DefaultSpikeOptions()
+	if o.Direction == "" {
+		o.Direction = d.Direction
+	}
+	if o.Step <= 0 {
+		o.Step = d.Step
+	}
+	if o.BaselineWindow <= 0 {
+		o.BaselineWindow = d.BaselineWindow
+	}
+	if o.BaselineGap <= 0 {
+		o.BaselineGap = d.BaselineGap
+	}
+	if o.MinBaseline <= 0 {
+		o.MinBaseline = d.MinBaseline
+	}
+	if o.Z <= 0 {
+		o.Z = d.Z
+	}
+	if o.MinRatio <= 0 {
+		o.MinRatio = d.MinRatio
+	}
+	if o.ScaleFloor <= 0 {
+		o.ScaleFloor = d.ScaleFloor
+	}
+	if o.Persist <= 0 {
+		o.Persist = d.Persist
+	}
+	if o.EndZ <= 0 {
+		o.EndZ = d.EndZ
+	}
+	if o.EndPersist <= 0 {
+		o.EndPersist = d.EndPersist
+	}
+	if o.OnsetLookback <= 0 {
+		o.OnsetLookback = d.OnsetLookback
+	}
+	return o
+}
+
+// DetectSpikes finds sustained departures of points (sorted by time) from a
+// trailing robust baseline. The verdict at each point uses only earlier
+// points, so DetectedAt is when a live run would have raised the spike.
+// While a spike lasts, its pre-spike baseline is frozen so the spike cannot
+// become its own baseline. Points too early to have MinBaseline history are
+// judged against the whole series' robust statistics instead (an offline
+// fallback that finds spikes at the very start of a window); such spikes
+// are marked detected no earlier than the first causal point.
+//
+// Adding a constant to every point, or scaling every point by a positive
+// factor, leaves Start, End and Onset unchanged.
+func DetectSpikes(points []Point, opt SpikeOptions) []Spike {
+	opt = opt.withDefaults()
+	if len(points) == 0 {
+		return nil
+	}
+	var spikes []Spike
+	dirs := []Direction{opt.Direction}
+	if opt.Direction == Both {
+		dirs = []Direction{Up, Down}
+	}
+	for _, dir := range dirs {
+		spikes = append(spikes, detectDirection(points, opt, dir)...)
+	}
+	if opt.Direction == Both {
+		sortSpikes(spikes)
+	}
+	return spikes
+}
+
+// detectDirection runs the detector for one direction.
+func detectDirection(points []Point, opt SpikeOptions, dir Direction) []Spike {
+	sign := 1.0
+	if dir == Down {
+		sign = -1
+	}
+	n := len(points)
+	windowMs := opt.BaselineWindow.Milliseconds()
+	gapMs := opt.BaselineGap.Milliseconds()
+	maxGapMs := 4 * opt.Step.Milliseconds()
+
+	values := make([]float64, n)
+	for i, p := range points {
+		values[i] = p.V
+	}
+	global := robust(values, opt.ScaleFloor, 1e-9)
+
+	var (
+		spikes      []Spike
+		win         sortedWindow
+		lo, hi      int  // window holds eligible points with index in [lo, hi)
+		skipBelow   int  // points before this index never enter the window (they were a spike)
+		firstCausal = -1 // first index judged against a full trailing window
+		run         int  // consecutive candidate points
+		runStart    int
+		active      *Spike
+		frozen      robustStats
+		below       int
+		lastT       int64
+	)
+	inWindow := func(j int) bool { return j >= skipBelow && !math.IsNaN(points[j].V) }
+	for i, p := range points {
+		if i > 0 && p.T-lastT > maxGapMs && active == nil {
+			run = 0 // a gap breaks persistence
+		}
+		lastT = p.T
+		// Slide the trailing window: admit points at least BaselineGap old,
+		// drop those older than BaselineWindow. It keeps sliding during a
+		// spike so it is current when the spike ends.
+		for hi < i && points[hi].T <= p.T-gapMs {
+			if inWindow(hi) {
+				win.add(points[hi].V)
+			}
+			hi++
+		}
+		for lo < hi && points[lo].T < p.T-windowMs {
+			if inWindow(lo) {
+				win.remove(points[lo].V)
+			}
+			lo++
+		}
+		if math.IsNaN(p.V) {
+			continue
+		}
+		var base robustStats
+		switch {
+		case active != nil:
+			base = frozen
+		case win.len() >= opt.MinBaseline:
+			base = win.stats(opt.ScaleFloor, 1e-9)
+			if firstCausal < 0 {
+				firstCausal = i
+			}
+		default:
+			base = global
+		}
+		z := sign * (p.V - base.Median) / base.Scale
+
+		if active != nil {
+			if z < opt.EndZ {
+				below++
+				if below >= opt.EndPersist {
+					last := i - opt.EndPersist
+					active.End = points[last].Time()
+					spikes = append(spikes, *active)
+					// The spike's points must not become the next baseline.
+					for j := max(lo, skipBelow); j < hi && j <= last; j++ {
+						if inWindow(j) && j >= activeOnsetIdx(active, points) {
+							win.remove(points[j].V)
+						}
+					}
+					skipBelow = last + 1
+					active, below, run = nil, 0, 0
+				}
+				continue
+			}
+			below = 0
+			if sign*(p.V-active.PeakValue) > 0 {
+				active.PeakValue, active.PeakTime = p.V, p.Time()
+			}
+			active.Score = math.Max(active.Score, z)
+			continue
+		}
+
+		ratio := safeRatio(p.V, base.Median)
+		if dir == Down {
+			ratio = safeRatio(base.Median, p.V)
+		}
+		candidate := z >= opt.Z && (math.IsNaN(ratio) || ratio >= opt.MinRatio) &&
+			math.Abs(p.V-base.Median) >= opt.MinDelta
+		if !candidate {
+			run = 0
+			continue
+		}
+		if run == 0 {
+			runStart = i
+		}
+		run++
+		if run < opt.Persist {
+			continue
+		}
+		detected := p.Time()
+		if firstCausal < 0 || i < firstCausal {
+			// Judged against the whole series: a live run could not have
+			// known before it had a full baseline.
+			detected = points[n-1].Time()
+			if fc := firstIndexWithHistory(points, windowMs, gapMs, opt.MinBaseline); fc < n && points[fc].T > p.T {
+				detected = points[fc].Time()
+			}
+		}
+		active = &Spike{
+			Start:      points[runStart].Time(),
+			Onset:      points[runStart].Time(), // refined by locateOnsets
+			DetectedAt: detected,
+			Baseline:   base.Median,
+			Direction:  dir,
+			SLOMs:      opt.SLO,
+			PeakValue:  p.V,
+			PeakTime:   p.Time(),
+			Score:      z,
+		}
+		for j := runStart; j < i; j++ {
+			if !math.IsNaN(points[j].V) && sign*(points[j].V-active.PeakValue) > 0 {
+				active.PeakValue, active.PeakTime = points[j].V, points[j].Time()
+			}
+		}
+		frozen = base
+		below = 0
+	}
+	if active != nil {
+		active.End = points[n-1].Time()
+		active.Ongoing = true
+		spikes = append(spikes, *active)
+	}
+	locateOnsets(spikes, points, opt, sign)
+	for i := range spikes {
+		spikes[i].Severity = severity(spikes[i], points, opt)
+	}
+	return spikes
+}
+
+// locateOnsets refines each spike's onset with a two-level least-squares
+// change point: with lo the baseline and hi the spike's typical level, the
+// step time τ minimising Σ_{t<τ}(x−lo)² + Σ_{t≥τ}(x−hi)² is the argmin of
+// the running sum of (x − (lo+hi)/2). For a step that is the step; for a
+// ramp it is where the ramp crosses half-way, which is what "when did it
+// start" means to someone aligning events with a gradual rise. The search
+// runs from OnsetLookback before Start (not past the previous spike) to the
+// end of the spike's first stretch.
+func locateOnsets(spikes []Spike, points []Point, opt SpikeOptions, sign float64) {
+	lookMs := opt.OnsetLookback.Milliseconds()
+	var prevEnd int64 = math.MinInt64
+	for k := range spikes {
+		sp := &spikes[k]
+		startMs, endMs := sp.Start.UnixMilli(), sp.End.UnixMilli()
+		hiEnd := min(endMs, startMs+lookMs)
+		var hiVals []float64
+		for _, p := range points {
+			if p.T >= startMs && p.T <= hiEnd && !math.IsNaN(p.V) {
+				hiVals = append(hiVals, p.V)
+			}
+		}
+		hi := median(hiVals)
+		mid := (sp.Baseline + hi) / 2
+		from := max(startMs-lookMs, prevEnd+1)
+		var sum, best float64
+		bestT := startMs
+		first := true
+		for _, p := range points {
+			if p.T < from || p.T > hiEnd || math.IsNaN(p.V) {
+				continue
+			}
+			if first {
+				// τ at the first point: everything belongs to the high level.
+				best, bestT, first = 0, p.T, false
+			}
+			sum += sign * (p.V - mid)
+			if -sum > best {
+				// The running sum dips lowest just before the level turns high.
+				best = -sum
+				bestT = nextT(points, p.T)
+			}
+		}
+		sp.Onset = time.UnixMilli(bestT).UTC()
+		prevEnd = endMs
+	}
+}
+
+// nextT returns the time of the point after the one at t.
+func nextT(points []Point, t int64) int64 {
+	i := sort.Search(len(points), func(i int) bool { return points[i].T > t })
+	if i < len(points) {
+		return points[i].T
+	}
+	return t
+}
+
+// activeOnsetIdx finds the index of a spike's onset in points.
+func activeOnsetIdx(s *Spike, points []Point) int {
+	t := s.Onset.UnixMilli()
+	i := sort.Search(len(points), func(i int) bool { return points[i].T >= t })
+	return i
+}
+
+// firstIndexWithHistory returns the first index whose trailing window
+// (BaselineWindow, minus BaselineGap) holds at least min points.
+func firstIndexWithHistory(points []Point, windowMs, gapMs int64, min int) int {
+	lo, hi := 0, 0
+	for i, p := range points {
+		for hi < i && points[hi].T <= p.T-gapMs {
+			hi++
+		}
+		for lo < hi && points[lo].T < p.T-windowMs {
+			lo++
+		}
+		if hi-lo >= min {
+			return i
+		}
+	}
+	return len(points)
+}
+
+// severity grades a spike: "page" when it breached the SLO (or, without an
+// SLO, doubled the baseline) for at least five minutes or is still going,
+// "ticket" when it breached at all, "info" otherwise.
+func severity(s Spike, points []Point, opt SpikeOptions) string {
+	threshold := opt.SLO
+	if threshold <= 0 {
+		threshold = 2 * s.Baseline
+	}
+	if s.Direction == Down {
+		// A drop (of QPS, say) has no SLO: grade it by how far it fell.
+		if s.PeakValue <= s.Baseline/2 {
+			return "page"
+		}
+		return "ticket"
+	}
+	var over time.Duration
+	var prev int64 = -1
+	for _, p := range points {
+		t := p.Time()
+		if t.Before(s.Start) || t.After(s.End) {
+			continue
+		}
+		if p.V >= threshold && prev >= 0 {
+			over += time.Duration(p.T-prev) * time.Millisecond
+		}
+		prev = p.T
+	}
+	switch {
+	case s.PeakValue >= threshold && (over >= 5*time.Minute || s.Ongoing):
+		return "page"
+	case s.PeakValue >= threshold || s.PeakValue >= s.Baseline*opt.MinRatio:
+		return "ticket"
+	}
+	return "info"
+}
+
+func sortSpikes(s []Spike) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j].Onset.Before(s[j-1].Onset); j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}

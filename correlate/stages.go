@@ -1,0 +1,204 @@
+package correlate
+
+import (
+	"math"
+	"sort"
+)
+
+// tailQ is the tail the stage attribution compares: the slowest 5 % of
+// requests of each period. P99 itself is too thin a slice of head-sampled
+// data; the top 5 % moves with it and has enough samples for an interval.
+const tailQ = 0.95
+
+// stageAttributionFromSamples says how many milliseconds of the tail's
+// growth each stage explains: for every model, the weighted mean time per
+// stage of the slowest 5 % during the spike minus the same before, pooled
+// over models by their slow traffic. The interval is a normal approximation
+// using Kish's effective sample size for the weights.
+func stageAttributionFromSamples(ss *sampleSet, models []string) []StageShare {
+	type acc struct{ d, v, w float64 } // weighted sums of delta, variance
+	var (
+		pooled [NumStages]acc
+		before [NumStages]acc
+		during [NumStages]acc
+		any    bool
+	)
+	for _, m := range models {
+		st := ss.byModel[m]
+		if st == nil {
+			continue
+		}
+		bt := tailOf(ss, ss.before, m)
+		dt := tailOf(ss, ss.during, m)
+		if len(bt) < 3 || len(dt) < 3 {
+			continue
+		}
+		w := st.slowDuringW
+		if w <= 0 {
+			w = 1
+		}
+		for k := 0; k < NumStages; k++ {
+			mb, vb, nb := stageMoments(ss, bt, k)
+			md, vd, nd := stageMoments(ss, dt, k)
+			if math.IsNaN(mb) || math.IsNaN(md) {
+				continue
+			}
+			any = true
+			pooled[k].d += w * (md - mb)
+			pooled[k].v += w * w * (vb/nb + vd/nd)
+			pooled[k].w += w
+			before[k].d += w * mb
+			before[k].w += w
+			during[k].d += w * md
+			during[k].w += w
+		}
+	}
+	if !any {
+		return nil
+	}
+	out := make([]StageShare, 0, NumStages)
+	for k := 0; k < NumStages; k++ {
+		if pooled[k].w == 0 {
+			continue
+		}
+		d := pooled[k].d / pooled[k].w
+		se := math.Sqrt(pooled[k].v) / pooled[k].w
+		out = append(out, StageShare{
+			Stage:     Stage(k).String(),
+			BeforeMs:  before[k].d / before[k].w,
+			DuringMs:  during[k].d / during[k].w,
+			DeltaMs:   d,
+			DeltaLoMs: d - 1.96*se,
+			DeltaHiMs: d + 1.96*se,
+		})
+	}
+	fillShares(out)
+	return out
+}
+
+// tailOf returns the samples of model m in list at or above its weighted
+// tailQ quantile.
+func tailOf(ss *sampleSet, list []int32, m string) []int32 {
+	var ws []weighted
+	var idx []int32
+	for _, i := range list {
+		if ss.all[i].Model == m {
+			ws = append(ws, weighted{ss.all[i].TotalMs, ss.all[i].SampleRate})
+			idx = append(idx, i)
+		}
+	}
+	if len(ws) == 0 {
+		return nil
+	}
+	cut := weightedQuantile(append([]weighted(nil), ws...), tailQ)
+	var out []int32
+	for _, i := range idx {
+		if ss.all[i].TotalMs >= cut {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// stageMoments returns the weighted mean and variance of stage k over the
+// samples, and Kish's effective sample size. NaN mean when no sample
+// reported the stage.
+func stageMoments(ss *sampleSet, list []int32, k int) (mean, variance, neff float64) {
+	var sw, sw2, sx float64
+	for _, i := range list {
+		v := ss.all[i].StagesMs[k]
+		if math.IsNaN(v) {
+			continue
+		}
+		w := ss.all[i].SampleRate
+		sw += w
+		sw2 += w * w
+		sx += w * v
+	}
+	if sw == 0 {
+		return math.NaN(), 0, 1
+	}
+	mean = sx / sw
+	var sv float64
+	for _, i := range list {
+		v := ss.all[i].StagesMs[k]
+		if math.IsNaN(v) {
+			continue
+		}
+		sv += ss.all[i].SampleRate * (v - mean) * (v - mean)
+	}
+	variance = sv / sw
+	neff = sw * sw / sw2
+	return mean, variance, math.Max(neff, 1)
+}
+
+// stageAttributionFromCurves is the fallback without samples: the change in
+// each model's mean time per stage (stage_time curves), before vs during.
+// Means move less than tails, so shares are reliable but deltas understate
+// the P99 growth; the UI says which source was used.
+func stageAttributionFromCurves(cs *curveSet, models []string, ph phases) []StageShare {
+	var out []StageShare
+	for k := 0; k < NumStages; k++ {
+		name := Stage(k).String()
+		var b, d []float64
+		for _, m := range models {
+			c := cs.model(RoleStageTime, m, name)
+			if c == nil {
+				continue
+			}
+			vb, vd := periodMedian(c, ph.BeforeFrom, ph.BeforeTo), periodMedian(c, ph.Onset, ph.DuringTo)
+			if math.IsNaN(vb) || math.IsNaN(vd) {
+				continue
+			}
+			b, d = append(b, vb), append(d, vd)
+		}
+		if len(b) == 0 {
+			continue
+		}
+		mb, md := mean(b), mean(d)
+		out = append(out, StageShare{Stage: name, BeforeMs: mb, DuringMs: md, DeltaMs: md - mb, DeltaLoMs: md - mb, DeltaHiMs: md - mb})
+	}
+	fillShares(out)
+	return out
+}
+
+// fillShares sets each stage's share of the positive growth.
+func fillShares(out []StageShare) {
+	var pos float64
+	for _, s := range out {
+		pos += math.Max(s.DeltaMs, 0)
+	}
+	for i := range out {
+		if pos > 0 {
+			out[i].Share = math.Max(out[i].DeltaMs, 0) / pos
+		}
+	}
+}
+
+// stageShare returns the share of the named stage (0 when absent).
+func stageShare(stages []StageShare, name string) float64 {
+	for _, s := range stages {
+		if s.Stage == name {
+			return s.Share
+		}
+	}
+	return 0
+}
+
+// dominantStages lists stages by share, largest first.
+func dominantStages(stages []StageShare) []StageShare {
+	out := append([]StageShare(nil), stages...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Share > out[j].Share })
+	return out
+}
+
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
