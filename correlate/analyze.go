@@ -10,11 +10,11 @@ import (
 // back at least an hour before the window so the baseline is complete;
 // samples may cover the same range.
 type Input struct {
-	Window  Window    // the incident window
-	Scope   Scope     // restricts the spikes considered (zero = whole fleet)
-	Curves  []Curve   // curves of any role and level
-	Events  []Event   // events, pushed and derived
-	Samples []Sample  // request samples
+	Window  Window   // the incident window
+	Scope   Scope    // restricts the spikes considered (zero = whole fleet)
+	Curves  []Curve  // curves of any role and level
+	Events  []Event  // events, pushed and derived
+	Samples []Sample // request samples
 	Step    time.Duration
 	// SLO returns a model's latency SLO in ms; nil or false = unknown.
 	SLO func(model string) (float64, bool)

@@ -9,18 +9,18 @@ import (
 
 // sampleStats summarises one model's samples before and during the spike.
 type sampleStats struct {
-	model        string
-	beforeN      int
-	duringN      int
-	beforeW      float64 // weighted counts (requests represented)
-	duringW      float64
-	p99Before    float64 // weighted P99 of total_ms
-	p99During    float64
-	slowMs       float64 // threshold: max(P99 before, SLO)
-	slowDuringW  float64 // weighted slow requests during
-	slowBeforeW  float64
-	beforeSpanS  float64 // seconds covered, to turn weights into rates
-	duringSpanS  float64
+	model       string
+	beforeN     int
+	duringN     int
+	beforeW     float64 // weighted counts (requests represented)
+	duringW     float64
+	p99Before   float64 // weighted P99 of total_ms
+	p99During   float64
+	slowMs      float64 // threshold: max(P99 before, SLO)
+	slowDuringW float64 // weighted slow requests during
+	slowBeforeW float64
+	beforeSpanS float64 // seconds covered, to turn weights into rates
+	duringSpanS float64
 }
 
 // slowFracDuring is the weighted share of requests over the threshold
@@ -35,7 +35,7 @@ type sampleSet struct {
 	before  []int32
 	during  []int32
 	byModel map[string]*sampleStats
-	slow    []bool // per sample: over its model's threshold
+	slow    []bool               // per sample: over its model's threshold
 	started map[string]time.Time // replica → start time, from replica_start events
 }
 
