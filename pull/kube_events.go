@@ -144,10 +144,21 @@ func (in *kubeInput) appearances(pods map[string]*pod) []*versionAppearance {
 			}
 		}
 	}
+	// Only a step where kube_pod_labels had data can tell that a version
+	// was not there: at the start of the data, or after a scrape gap,
+	// every version would otherwise look new.
+	data := make([]bool, len(in.grid))
+	for _, p := range pods {
+		for i, v := range p.seen {
+			if present(v) {
+				data[i] = true
+			}
+		}
+	}
 	var out []*versionAppearance
 	for k, h := range has {
 		for i := 1; i < len(h); i++ {
-			if h[i] && !h[i-1] {
+			if h[i] && !h[i-1] && data[i-1] {
 				out = append(out, &versionAppearance{model: k.model, version: k.version, at: i})
 			}
 		}
@@ -321,9 +332,16 @@ func (in *kubeInput) scales() []correlate.Event {
 	return out
 }
 
-// starts: a pod whose start time series appears inside the input, or whose
-// start time lies in it. The event is at the pod's reported start time.
+// starts: a pod whose reported start time lies inside the data (after the
+// first start-time sample of any pod). The event is at that start time.
 func (in *kubeInput) starts(pods map[string]*pod, deploys, scales []correlate.Event) []correlate.Event {
+	dataStart := int64(math.MaxInt64) // first grid time with any start-time series
+	for _, s := range in.podStart {
+		for _, v := range s.Values {
+			dataStart = min(dataStart, int64(v.Timestamp))
+			break
+		}
+	}
 	var out []correlate.Event
 	for _, s := range in.podStart {
 		ns, name := string(s.Metric["namespace"]), string(s.Metric["pod"])
@@ -338,14 +356,14 @@ func (in *kubeInput) starts(pods map[string]*pod, deploys, scales []correlate.Ev
 		if first < 0 {
 			continue
 		}
+		// The start time itself says whether the pod started inside the
+		// data: appearance would also count pods that were merely not
+		// scraped for a while, or that ran before the data begins.
 		startMs := int64(tr[first] * 1000)
-		if first == 0 && startMs < in.grid[0] {
-			continue // already running when the data begins
+		if startMs < dataStart || startMs > in.grid[len(in.grid)-1] {
+			continue
 		}
-		at := time.UnixMilli(in.grid[first]).UTC()
-		if startMs <= in.grid[first] && startMs >= in.grid[first]-10*time.Minute.Milliseconds() {
-			at = time.UnixMilli(startMs).UTC()
-		}
+		at := time.UnixMilli(startMs).UTC()
 		p := pods[ns+"/"+name]
 		if p == nil {
 			p = &pod{ns: ns, name: name}

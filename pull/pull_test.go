@@ -1,0 +1,268 @@
+package pull
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/internal/promtest"
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/store/storetest"
+)
+
+var t0 = time.Date(2026, 10, 6, 6, 0, 0, 0, time.UTC)
+
+func tpod(name, model, version, node string, from, to int) tPod {
+	return tPod{name: name, model: model, version: version, node: node, from: from, to: to,
+		qps: 10, batch: 4, stageMs: 5, gpuUtil: 50}
+}
+
+// eventsFleet has, in one hour at 15 s: a rollout of chat v1 → v2 (step
+// 80), a manual scale-down of embed that also bumps its generation (step
+// 100), an HPA scale-up of chat followed by its spec (140, 142) and the new
+// replica (144), a NotReady flap of n3 (170–180) and two restarts of one
+// chat replica (190, 200).
+func eventsFleet() *tFleet {
+	restarting := tpod("chat-bbbb-1", "chat", "v2", "n1", 80, 240)
+	restarting.restarts = []int{190, 200}
+	return &tFleet{
+		start: t0, step: 15 * time.Second, steps: 240,
+		nodes: []string{"n1", "n2", "n3"},
+		pods: []tPod{
+			tpod("chat-aaaa-1", "chat", "v1", "n1", 0, 90),
+			tpod("chat-aaaa-2", "chat", "v1", "n2", 0, 90),
+			restarting,
+			tpod("chat-bbbb-2", "chat", "v2", "n3", 80, 240),
+			tpod("chat-bbbb-3", "chat", "v2", "n2", 144, 240),
+			tpod("embed-cccc-1", "embed", "v5", "n2", 0, 240),
+			tpod("embed-cccc-2", "embed", "v5", "n3", 0, 100),
+		},
+		deploys: []tDeploy{
+			{name: "chat", generation: []tChange{{0, 1}, {80, 2}}, spec: []tChange{{0, 2}, {142, 3}}, hpa: []tChange{{0, 2}, {140, 3}}},
+			{name: "embed", generation: []tChange{{0, 1}, {100, 2}}, spec: []tChange{{0, 2}, {100, 1}}},
+		},
+		notReady: map[string][][2]int{"n3": {{170, 180}}},
+	}
+}
+
+// wantFleetEvents is what eventsFleet must yield, and nothing else.
+var wantFleetEvents = []string{
+	"deploy@80 model=chat version=v2",
+	"replica_start@80 model=chat version=v2 replica=chat-bbbb-1 node=n1",
+	"replica_start@80 model=chat version=v2 replica=chat-bbbb-2 node=n3",
+	"scale_down@100 model=embed",
+	"scale_up@140 model=chat",
+	"replica_start@144 model=chat version=v2 replica=chat-bbbb-3 node=n2",
+	"node_fault@170 node=n3",
+	"node_recovered@180 node=n3",
+	"replica_restart@190 model=chat version=v2 replica=chat-bbbb-1 node=n1",
+	"replica_restart@200 model=chat version=v2 replica=chat-bbbb-1 node=n1",
+}
+
+func runFleet(t testing.TB, f *tFleet) *promtest.Prometheus {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := f.write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return promtest.Run(t, &buf)
+}
+
+func newPuller(t testing.TB, st *store.Store, url, yaml string, now time.Time) *Puller {
+	t.Helper()
+	cfg, err := ParseConfig("test.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(cfg, url, st, Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func eventStrings(t testing.TB, st *store.Store, f *tFleet) []string {
+	t.Helper()
+	evs, err := st.Events(context.Background(), store.EventFilter{From: f.start.Add(-24 * time.Hour), To: f.end().Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range evs {
+		step := int(e.Time.Sub(f.start) / f.step)
+		out = append(out, fmt.Sprintf("%s@%d %s", e.Kind, step, e.Scope.String()))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sortedCopy(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
+}
+
+func TestKubeEventsFromHistoryAndRepull(t *testing.T) {
+	f := eventsFleet()
+	prom := runFleet(t, f)
+	st := storetest.New(t)
+	ctx := context.Background()
+	p := newPuller(t, st, prom.URL, "", f.end())
+
+	pr, err := p.History(ctx, f.start, f.end(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr.SourcesDone != pr.Sources || pr.Points == 0 {
+		t.Fatalf("progress = %+v", pr)
+	}
+	got := eventStrings(t, st, f)
+	if strings.Join(got, "\n") != strings.Join(sortedCopy(wantFleetEvents), "\n") {
+		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(sortedCopy(wantFleetEvents), "\n"))
+	}
+	evs, _ := st.Events(ctx, store.EventFilter{From: f.start, To: f.end().Add(time.Minute), Kinds: []correlate.EventKind{correlate.KindDeploy, correlate.KindScaleUp}})
+	for _, e := range evs {
+		switch e.Kind {
+		case correlate.KindDeploy:
+			if e.Attrs["from_version"] != "v1" || e.Attrs["to_version"] != "v2" || !strings.Contains(e.Summary, "v1 → v2") {
+				t.Errorf("deploy = %+v", e)
+			}
+		case correlate.KindScaleUp:
+			if e.Attrs["from"] != 2.0 || e.Attrs["to"] != 3.0 || !strings.Contains(e.Summary, "2 → 3") {
+				t.Errorf("scale_up = %+v", e)
+			}
+		}
+	}
+
+	// Re-pulling the same range leaves exactly the same rows.
+	var points, distinct int
+	count := func() {
+		t.Helper()
+		if err := st.DB().QueryRow(ctx, `SELECT count(*), count(DISTINCT (series_id, time)) FROM points`).Scan(&points, &distinct); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count()
+	before := points
+	if _, err := p.History(ctx, f.start, f.end(), nil); err != nil {
+		t.Fatal(err)
+	}
+	count()
+	if points != before || points != distinct {
+		t.Fatalf("after re-pull: %d points (%d distinct), before %d", points, distinct, before)
+	}
+	if got2 := eventStrings(t, st, f); strings.Join(got2, "\n") != strings.Join(got, "\n") {
+		t.Fatalf("events changed on re-pull:\n%s", strings.Join(got2, "\n"))
+	}
+}
+
+// The live loop sees the same history in small steps; the events must be
+// exactly those of one history pull, whatever the window edges cut.
+func TestKubeEventsIncrementalMatchHistory(t *testing.T) {
+	f := eventsFleet()
+	prom := runFleet(t, f)
+	st := storetest.New(t)
+	ctx := context.Background()
+	now := f.start.Add(20 * time.Minute)
+	cfg, err := ParseConfig("test.yaml", []byte("lookback: 20m\ndelay: 0s\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only the events source: curves are covered elsewhere and slow this down.
+	cfg.Queries = nil
+	p, err := New(cfg, prom.URL, st, Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ; !now.After(f.end().Add(7 * time.Minute)); now = now.Add(7 * time.Minute) {
+		if err := p.Tick(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := eventStrings(t, st, f); strings.Join(got, "\n") != strings.Join(sortedCopy(wantFleetEvents), "\n") {
+		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(sortedCopy(wantFleetEvents), "\n"))
+	}
+	evs, _ := st.Events(ctx, store.EventFilter{From: f.start, To: f.end(), Kinds: []correlate.EventKind{correlate.KindDeploy}})
+	if len(evs) != 1 || evs[0].Version != "v2" {
+		t.Fatalf("deploy = %+v", evs)
+	}
+}
+
+func curveAt(t testing.TB, cs []correlate.Curve, key string, at time.Time) float64 {
+	t.Helper()
+	for _, c := range cs {
+		if c.Key() != key {
+			continue
+		}
+		for _, p := range c.Points {
+			if p.T == at.UnixMilli() {
+				return p.V
+			}
+		}
+		t.Fatalf("%s has no point at %s (%d points)", key, at.Format(time.RFC3339), len(c.Points))
+	}
+	keys := make([]string, 0, len(cs))
+	for _, c := range cs {
+		keys = append(keys, c.Key())
+	}
+	t.Fatalf("no curve %s; have:\n%s", key, strings.Join(keys, "\n"))
+	return 0
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs(b)) }
+
+func TestInferencePresetCurves(t *testing.T) {
+	f := eventsFleet()
+	prom := runFleet(t, f)
+	st := storetest.New(t)
+	ctx := context.Background()
+	p := newPuller(t, st, prom.URL, "", f.end())
+	if _, err := p.History(ctx, f.start, f.end(), nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := st.Curves(ctx, store.CurveFilter{From: f.start, To: f.end().Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := f.start.Add(40 * f.step) // before the rollout: chat has two v1 replicas
+	for key, want := range map[string]float64{
+		"latency_p99|model|model=chat":                                                          99.5,
+		"latency_p95|model|model=chat":                                                          97.5,
+		"latency_p50|model|model=chat":                                                          75,
+		"latency_p99|version|model=chat version=v1":                                             99.5,
+		"latency_p99|replica|model=chat version=v1 replica=chat-aaaa-1 node=n1":                 99.5,
+		"qps|model|model=chat":                                                                  20,
+		"qps|replica|model=chat version=v1 replica=chat-aaaa-2 node=n2":                         10,
+		"queue|model|model=chat":                                                                4,
+		"batch_size|model|model=chat":                                                           4,
+		"stage_time|model|model=chat|stage=exec":                                                5,
+		"stage_time|replica|model=chat version=v1 replica=chat-aaaa-1 node=n1|stage=batch_wait": 5,
+		// DCGM knows only pod and Hostname: model and version come from
+		// the kube_pod_labels join.
+		"gpu_util|replica|model=chat version=v1 replica=chat-aaaa-1 node=n1":       50,
+		"gpu_mem_used|replica|model=chat version=v1 replica=chat-aaaa-1 node=n1":   30000,
+		"gpu_mem_free|replica|model=embed version=v5 replica=embed-cccc-1 node=n2": 50000,
+		"gpu_util|node|node=n2":     50,
+		"node_cpu|node|node=n1":     0.25,
+		"node_memory|node|node=n3":  0.25,
+		"node_network|node|node=n2": 1e6,
+	} {
+		if got := curveAt(t, cs, key, at); !near(got, want) {
+			t.Errorf("%s = %v, want %v", key, got, want)
+		}
+	}
+	for _, c := range cs {
+		if c.Role == correlate.RoleErrorRate {
+			t.Errorf("error_rate curve without an errors metric: %s", c.Key())
+		}
+		if c.Level == correlate.LevelReplica && (c.Scope.Model == "" || c.Scope.Version == "" || c.Scope.Node == "") {
+			t.Errorf("replica curve without model/version/node: %s", c.Key())
+		}
+	}
+}
