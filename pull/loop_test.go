@@ -1,0 +1,223 @@
+package pull
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/internal/promtest"
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/store/storetest"
+)
+
+// Prometheus is down when the loop starts: the round fails, the missed
+// range is recorded as a gap per source; once Prometheus is up the next
+// round catches up, the gaps close, and every (series, time) holds exactly
+// one point.
+func TestOutageGapFilledWithoutDuplicates(t *testing.T) {
+	f := eventsFleet()
+	var buf bytes.Buffer
+	if err := f.write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	prom := promtest.New(t)
+	prom.Backfill(t, &buf)
+	st := storetest.New(t)
+	ctx := context.Background()
+	now := f.end().Add(30 * time.Second)
+	p := newPuller(t, st, prom.URL, "lookback: 70m\n", now)
+	reg := prometheus.NewPedanticRegistry()
+	if err := p.RegisterMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+
+	err := p.Tick(ctx)
+	if err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("tick with Prometheus down: %v", err)
+	}
+	gaps, err := st.PullGaps(ctx, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gaps) != len(p.Sources()) {
+		t.Fatalf("%d open gaps, want one per source (%d)", len(gaps), len(p.Sources()))
+	}
+	for _, g := range gaps {
+		if g.Reason != store.GapOutage || g.FilledAt != nil || !g.To.After(g.From) || !strings.Contains(g.Error, "connection refused") {
+			t.Fatalf("gap = %+v", g)
+		}
+	}
+	if v := gaugeValue(t, reg, "waterline_pull_open_gaps"); v != float64(len(p.Sources())) {
+		t.Errorf("waterline_pull_open_gaps = %v", v)
+	}
+
+	prom.Start(t)
+	if err := p.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if gaps, _ = st.PullGaps(ctx, time.Time{}); len(gaps) != 0 {
+		t.Fatalf("gaps still open after catch-up: %+v", gaps)
+	}
+	filled, _ := st.PullGaps(ctx, now.Add(-time.Hour))
+	if len(filled) != len(p.Sources()) {
+		t.Fatalf("%d filled gaps, want %d", len(filled), len(p.Sources()))
+	}
+	// A second round re-reads only the overlap: still one point per time.
+	if err := p.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var n, distinct int
+	if err := st.DB().QueryRow(ctx, `SELECT count(*), count(DISTINCT (series_id, time)) FROM points`).Scan(&n, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 || n != distinct {
+		t.Fatalf("%d points, %d distinct", n, distinct)
+	}
+	// node_memory has a value at every step of the fleet: the caught-up
+	// curve is complete, from the first step to the last.
+	cs, err := st.Curves(ctx, store.CurveFilter{From: f.start.Add(-time.Hour), To: now.Add(time.Hour),
+		Roles: []correlate.Role{correlate.RoleNodeMemory}, Scope: correlate.Scope{Node: "n1"}})
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("curves = %v, %v", cs, err)
+	}
+	if pts := cs[0].Points; len(pts) != f.steps || pts[0].T != f.start.UnixMilli() || pts[len(pts)-1].T != f.end().UnixMilli() {
+		t.Fatalf("node_memory: %d points from %v to %v, want %d from %v", len(pts), pts[0].Time(), pts[len(pts)-1].Time(), f.steps, f.start)
+	}
+	srcs, err := st.PullSources(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range srcs {
+		if s.ErrorsTotal != 1 || s.LastError != "" || s.LastSuccess == nil || s.Cursor.Before(f.end()) {
+			t.Errorf("source %+v", s)
+		}
+	}
+	if got := eventStrings(t, st, f); len(got) != len(wantFleetEvents) {
+		t.Errorf("events after catch-up:\n%s", strings.Join(got, "\n"))
+	}
+	if v := gaugeValue(t, reg, "waterline_pull_open_gaps"); v != 0 {
+		t.Errorf("waterline_pull_open_gaps = %v after catch-up", v)
+	}
+}
+
+// gaugeValue gathers the value of one gauge without labels from reg.
+func gaugeValue(t testing.TB, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+// Two replicas run the loop on one database: one pulls, the other waits;
+// when the first stops, the second takes over.
+func TestOnePullerAndFailover(t *testing.T) {
+	f := eventsFleet()
+	prom := runFleet(t, f)
+	url := storetest.NewDatabase(t)
+	ctx := context.Background()
+	mk := func() *Puller {
+		pool := newTestPool(t, url)
+		p := newPuller(t, store.New(pool), prom.URL, "presets: [node]\n", f.end())
+		return p
+	}
+	a, b := mk(), mk()
+	actx, stopA := context.WithCancel(ctx)
+	bctx, stopB := context.WithCancel(ctx)
+	defer stopB()
+	doneA, doneB := make(chan error, 1), make(chan error, 1)
+	go func() { doneA <- a.Run(actx, 100*time.Millisecond) }()
+	waitFor(t, "a becomes the puller", func() bool { return a.isLeader() })
+	go func() { doneB <- b.Run(bctx, 100*time.Millisecond) }()
+	time.Sleep(500 * time.Millisecond)
+	if b.isLeader() {
+		t.Fatal("two pullers at once")
+	}
+	stopA()
+	if err := <-doneA; err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "b takes over", func() bool { return b.isLeader() })
+	srcs, err := store.New(newTestPool(t, url)).PullSources(ctx)
+	if err != nil || len(srcs) != 3 {
+		t.Fatalf("sources = %+v, %v", srcs, err)
+	}
+	stopB()
+	<-doneB
+}
+
+func (p *Puller) isLeader() bool {
+	p.met.mu.Lock()
+	defer p.met.mu.Unlock()
+	return p.met.leader
+}
+
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestValidateNamesRejectedQuery(t *testing.T) {
+	f := eventsFleet()
+	prom := runFleet(t, f)
+	cfg, err := ParseConfig("w.yaml", []byte(`presets: [node]
+queries:
+  - role: qps
+    level: model
+    labels: {model: model}
+    expr: sum by (model) (rate(inference_request_duration_seconds_count[1m])
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cfg.Validate(context.Background(), prom.URL, f.end())
+	for _, want := range []string{"w.yaml:3", `query "qps@model"`, "Prometheus rejected", "rate(inference_request_duration_seconds_count[1m])", "parse error"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("err = %v, want it to contain %q", err, want)
+		}
+	}
+	// The same query fails the pull with the query named, without retries.
+	st := storetest.New(t)
+	p, _ := New(cfg, prom.URL, st, Options{Now: f.end})
+	_, err = p.History(context.Background(), f.start, f.end(), nil)
+	if err == nil || !strings.Contains(err.Error(), `query "qps@model"`) {
+		t.Fatalf("history err = %v", err)
+	}
+	good, _ := ParseConfig("ok.yaml", []byte("presets: [inference]\n"))
+	if err := good.Validate(context.Background(), prom.URL, f.end()); err != nil {
+		t.Fatalf("built-in preset rejected: %v", err)
+	}
+	prom.Stop(t)
+	if err := good.Validate(context.Background(), prom.URL, f.end()); err == nil || !strings.Contains(err.Error(), "cannot validate") {
+		t.Fatalf("unreachable: %v", err)
+	}
+}
+
+func newTestPool(t testing.TB, url string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
