@@ -1,0 +1,102 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"time"
+)
+
+// Target says what a cause hit, in the shape of a cause target of DESIGN
+// §4. Only the fields that apply are set.
+type Target struct {
+	Model    string   `json:"model,omitempty"`
+	Version  string   `json:"version,omitempty"`
+	Tenant   string   `json:"tenant,omitempty"`
+	Replica  string   `json:"replica,omitempty"`
+	Node     string   `json:"node,omitempty"`
+	Replicas []string `json:"replicas,omitempty"`
+	Models   []string `json:"models,omitempty"`
+}
+
+// Truth is what really happened, for judging an analysis: the category,
+// its target, when its effect began (Onset: the first request it touched,
+// which for a rollout or a scale-up is when the first new replica took
+// traffic, not when the change was pushed) and ended, and the P99 of the
+// affected requests before and during it, measured from the simulated
+// requests themselves.
+type Truth struct {
+	Category  string     `json:"category"`
+	Target    Target     `json:"target"`
+	Onset     *time.Time `json:"onset"`
+	Recovered *time.Time `json:"recovered"`
+	Notes     []string   `json:"notes"`
+
+	// ChangeTime is when the cause was set off (the deploy, the push).
+	ChangeTime *time.Time `json:"change_time,omitempty"`
+	// CauseEventID is the pushed event that announced the cause, if any.
+	CauseEventID string `json:"cause_event_id,omitempty"`
+	// CauseEventHidden is true when that event was withheld.
+	CauseEventHidden bool    `json:"cause_event_hidden,omitempty"`
+	Strength         float64 `json:"strength"`
+	// MeasuredOn names the requests the P99s are computed over.
+	MeasuredOn  string  `json:"measured_on"`
+	P99BeforeMs float64 `json:"p99_before_ms"`
+	P99DuringMs float64 `json:"p99_during_ms"`
+}
+
+// measureScope is where and when the truth's P99s are taken: the entry
+// times of the "before" and "during" windows (seconds from the start). The
+// requests counted are those of models or pods marked measured.
+type measureScope struct {
+	from0, to0, from1, to1 float64
+	what                   string
+}
+
+// Truth returns the injected cause. It runs the simulation if it has not
+// run yet, to measure the P99s.
+func (f *Fleet) Truth() Truth {
+	f.run()
+	t := f.truth
+	t.Notes = append([]string(nil), t.Notes...)
+	t.MeasuredOn = f.measured.what
+	var all0, all1 []float64
+	n := 0
+	for i := range f.models {
+		all0 = append(all0, f.before[i]...)
+		all1 = append(all1, f.during[i]...)
+		if len(f.before[i]) > 0 {
+			n++
+		}
+	}
+	t.P99BeforeMs = round3(quantile(all0, 0.99) * 1000)
+	t.P99DuringMs = round3(quantile(all1, 0.99) * 1000)
+	if t.P99BeforeMs > 0 {
+		t.Notes = append(t.Notes, fmt.Sprintf("p99 %s: %.0f ms before -> %.0f ms during (x%.2f)",
+			f.measured.what, t.P99BeforeMs, t.P99DuringMs, t.P99DuringMs/t.P99BeforeMs))
+	}
+	// With several models measured the pooled P99 is the slowest model's;
+	// each model's own shift says more.
+	for i, m := range f.models {
+		if n < 2 || len(f.before[i]) == 0 {
+			continue
+		}
+		b, d := quantile(f.before[i], 0.99)*1000, quantile(f.during[i], 0.99)*1000
+		t.Notes = append(t.Notes, fmt.Sprintf("p99 %s: %.0f ms -> %.0f ms (x%.2f)", m.spec.name, b, d, d/b))
+	}
+	return t
+}
+
+// quantile is the q-quantile of xs (nearest rank), 0 when empty. It sorts
+// a copy.
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	i := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
