@@ -1,0 +1,167 @@
+package pull
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waterline-dev/waterline/internal/promtest"
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/store/storetest"
+)
+
+// omBuilder writes OpenMetrics families of constant-rate counters and
+// constant gauges over n steps of 15 s from t0.
+type omBuilder struct {
+	b     strings.Builder
+	steps int
+}
+
+func (o *omBuilder) family(name, typ string) { fmt.Fprintf(&o.b, "# TYPE %s %s\n", name, typ) }
+
+// counter writes a series growing by perSec per second.
+func (o *omBuilder) counter(series string, perSec float64) {
+	for i := 0; i < o.steps; i++ {
+		fmt.Fprintf(&o.b, "%s %g %d\n", series, perSec*15*float64(i), t0.Add(time.Duration(i)*15*time.Second).Unix())
+	}
+}
+
+func (o *omBuilder) gauge(series string, v float64) {
+	for i := 0; i < o.steps; i++ {
+		fmt.Fprintf(&o.b, "%s %g %d\n", series, v, t0.Add(time.Duration(i)*15*time.Second).Unix())
+	}
+}
+
+func (o *omBuilder) run(t testing.TB) *promtest.Prometheus {
+	o.b.WriteString("# EOF\n")
+	return promtest.Run(t, strings.NewReader(o.b.String()))
+}
+
+func pullPreset(t *testing.T, prom *promtest.Prometheus, yaml string, steps int) map[string]float64 {
+	t.Helper()
+	st := storetest.New(t)
+	end := t0.Add(time.Duration(steps-1) * 15 * time.Second)
+	p := newPuller(t, st, prom.URL, yaml, end)
+	if err := p.cfg.Validate(context.Background(), prom.URL, end); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.History(context.Background(), t0, end, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := st.Curves(context.Background(), store.CurveFilter{From: t0, To: end.Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The value of each curve in the middle of the range, by key.
+	mid := t0.Add(time.Duration(steps/2) * 15 * time.Second).UnixMilli()
+	out := map[string]float64{}
+	for _, c := range cs {
+		for _, pt := range c.Points {
+			if pt.T == mid {
+				out[c.Key()] = pt.V
+			}
+		}
+	}
+	return out
+}
+
+func checkCurves(t *testing.T, got map[string]float64, want map[string]float64) {
+	t.Helper()
+	for k, w := range want {
+		v, ok := got[k]
+		if !ok {
+			keys := make([]string, 0, len(got))
+			for k := range got {
+				keys = append(keys, k)
+			}
+			t.Errorf("no curve %s; have %s", k, strings.Join(keys, ", "))
+			continue
+		}
+		if !near(v, w) {
+			t.Errorf("%s = %v, want %v", k, v, w)
+		}
+	}
+}
+
+// Triton's own metric names (nv_inference_*), labels model and version, pod
+// and node added by the Kubernetes scrape config.
+func TestTritonPreset(t *testing.T) {
+	o := &omBuilder{steps: 40}
+	lb := `model="resnet50",version="1",pod="triton-0",node="n1"`
+	for _, c := range []struct {
+		name   string
+		perSec float64
+	}{
+		{"nv_inference_request_success", 10}, {"nv_inference_request_failure", 0.5},
+		{"nv_inference_count", 30}, {"nv_inference_exec_count", 10},
+		{"nv_inference_queue_duration_us", 10 * 2000}, {"nv_inference_compute_infer_duration_us", 10 * 8000},
+	} {
+		o.family(c.name, "counter")
+		o.counter(c.name+"{"+lb+"}", c.perSec)
+	}
+	o.family("nv_inference_pending_request_count", "gauge")
+	o.gauge("nv_inference_pending_request_count{"+lb+"}", 3)
+	o.family("nv_inference_request_summary_us", "summary")
+	for q, v := range map[string]float64{"0.5": 20000, "0.95": 40000, "0.99": 60000} {
+		o.gauge(`nv_inference_request_summary_us{`+lb+`,quantile="`+q+`"}`, v)
+	}
+	o.counter("nv_inference_request_summary_us_count{"+lb+"}", 10)
+	o.counter("nv_inference_request_summary_us_sum{"+lb+"}", 10*25000)
+	got := pullPreset(t, o.run(t), "presets: [triton]\n", o.steps)
+	rep := "model=resnet50 version=1 replica=triton-0 node=n1"
+	checkCurves(t, got, map[string]float64{
+		"qps|model|model=resnet50":                    10.5,
+		"qps|replica|" + rep:                          10.5,
+		"error_rate|model|model=resnet50":             0.5 / 10.5,
+		"batch_size|model|model=resnet50":             3,
+		"stage_time|model|model=resnet50|stage=queue": 2,
+		"stage_time|model|model=resnet50|stage=exec":  8,
+		"stage_time|replica|" + rep + "|stage=exec":   8,
+		"queue|model|model=resnet50":                  3,
+		"latency_p50|model|model=resnet50":            20,
+		"latency_p99|model|model=resnet50":            60,
+		"latency_p99|replica|" + rep:                  60,
+	})
+}
+
+// vLLM's names (vllm:*, model_name); the replica's version comes from
+// kube_pod_labels through the pod join.
+func TestVLLMPreset(t *testing.T) {
+	o := &omBuilder{steps: 40}
+	lb := `model_name="llama-3-8b",pod="vllm-0",node="n2"`
+	o.family("vllm:e2e_request_latency_seconds", "histogram")
+	for _, le := range []struct {
+		le     string
+		perSec float64
+	}{{"0.1", 0}, {"0.2", 4}, {"+Inf", 4}} {
+		o.counter(`vllm:e2e_request_latency_seconds_bucket{`+lb+`,le="`+le.le+`"}`, le.perSec)
+	}
+	o.counter("vllm:e2e_request_latency_seconds_count{"+lb+"}", 4)
+	o.counter("vllm:e2e_request_latency_seconds_sum{"+lb+"}", 4*0.15)
+	o.family("vllm:request_queue_time_seconds", "histogram")
+	o.counter(`vllm:request_queue_time_seconds_bucket{`+lb+`,le="+Inf"}`, 4)
+	o.counter("vllm:request_queue_time_seconds_count{"+lb+"}", 4)
+	o.counter("vllm:request_queue_time_seconds_sum{"+lb+"}", 4*0.012)
+	o.family("vllm:num_requests_waiting", "gauge")
+	o.gauge("vllm:num_requests_waiting{"+lb+"}", 5)
+	o.family("vllm:num_requests_running", "gauge")
+	o.gauge("vllm:num_requests_running{"+lb+"}", 12)
+	o.family("vllm:gpu_cache_usage_perc", "gauge")
+	o.gauge("vllm:gpu_cache_usage_perc{"+lb+"}", 0.4)
+	o.family("kube_pod_labels", "gauge")
+	o.gauge(`kube_pod_labels{namespace="llm",pod="vllm-0",label_app="llama-3-8b",label_version="2024-07"}`, 1)
+	got := pullPreset(t, o.run(t), "presets: [vllm, kube-state-metrics]\n", o.steps)
+	rep := "model=llama-3-8b version=2024-07 replica=vllm-0 node=n2"
+	checkCurves(t, got, map[string]float64{
+		"latency_p50|model|model=llama-3-8b":            150,
+		"latency_p99|model|model=llama-3-8b":            199,
+		"latency_p99|replica|" + rep:                    199,
+		"qps|model|model=llama-3-8b":                    4,
+		"stage_time|model|model=llama-3-8b|stage=queue": 12,
+		"queue|replica|" + rep:                          5,
+		"batch_size|replica|" + rep:                     12,
+		"kv_cache|replica|" + rep:                       0.4,
+	})
+}
