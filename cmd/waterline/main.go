@@ -39,6 +39,7 @@ type command struct {
 var commands = map[string]command{
 	"serve":   {"run the HTTP server and the pull loop", runServe},
 	"migrate": {"apply database migrations and exit", runMigrate},
+	"pull":    {"pull a range of history from Prometheus: pull --from T --to T", runPull},
 	"token":   {"manage API tokens: token create --name N --scope read|write|admin", runToken},
 }
 

@@ -72,6 +72,9 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBG()
 	go maintainLoop(bg, st, c, log)
+	if err := startPullLoop(bg, c, st, reg, log); err != nil {
+		return err
+	}
 
 	log.Info("waterline serving", "addr", ln.Addr().String(), "public_url", c.PublicURL)
 	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())

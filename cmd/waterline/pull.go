@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/waterline-dev/waterline/pull"
+	"github.com/waterline-dev/waterline/store"
+)
+
+// runPull implements "waterline pull --from T --to T": pull one range of
+// history from Prometheus into Postgres and exit. Progress goes to stderr;
+// a rerun of an interrupted range resumes it; pulling a range again is
+// harmless (points are upserted, event ids are deterministic).
+func runPull(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
+	var fromS, toS string
+	c, rest, err := parseConfig("pull", args, env, stderr, func(fs *flag.FlagSet) {
+		fs.StringVar(&fromS, "from", "", "start of the range: RFC 3339 (2026-10-06T06:00:00Z) or Unix seconds")
+		fs.StringVar(&toS, "to", "", "end of the range, included: RFC 3339 or Unix seconds")
+	})
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return fmt.Errorf("unexpected arguments: %s", strings.Join(rest, " "))
+	}
+	from, err := parseTimeArg("--from", fromS)
+	if err != nil {
+		return err
+	}
+	to, err := parseTimeArg("--to", toS)
+	if err != nil {
+		return err
+	}
+	if !to.After(from) {
+		return fmt.Errorf("--to (%s) must be after --from (%s)", to.Format(time.RFC3339), from.Format(time.RFC3339))
+	}
+	if c.PrometheusURL == "" {
+		return errors.New("PROMETHEUS_URL (or -prometheus-url) is required, e.g. http://127.0.0.1:9090")
+	}
+	cfg, err := pull.LoadConfig(c.ConfigFile)
+	if err != nil {
+		return err
+	}
+	pool, err := openPool(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := store.Migrate(ctx, pool); err != nil {
+		return err
+	}
+	// Validating first turns a bad query or an unreachable Prometheus into
+	// one clear line before any work starts.
+	if err := cfg.Validate(ctx, c.PrometheusURL, to); err != nil {
+		return err
+	}
+	log := newLogger(c, stderr)
+	p, err := pull.New(cfg, c.PrometheusURL, store.New(pool), pull.Options{Log: log})
+	if err != nil {
+		return err
+	}
+	var last time.Time
+	pr, err := p.History(ctx, from, to, func(pr pull.Progress) {
+		if time.Since(last) < time.Second && pr.SourcesDone < pr.Sources {
+			return
+		}
+		last = time.Now()
+		fmt.Fprintf(stderr, "pull: %d/%d sources, %d/%d chunks, %d points, %d events, %.1fs\n",
+			pr.SourcesDone, pr.Sources, pr.ChunksDone, pr.Chunks, pr.Points, pr.Events, pr.Elapsed.Seconds())
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("interrupted after %d of %d chunks; run the same command again to resume", pr.ChunksDone, pr.Chunks)
+		}
+		return err
+	}
+	rate := float64(pr.Points) / max(pr.Elapsed.Seconds(), 1e-9)
+	fmt.Fprintf(stderr, "pulled %s – %s: %d points, %d events from %d sources in %.1fs (%.0f points/s)\n",
+		from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339), pr.Points, pr.Events, pr.Sources, pr.Elapsed.Seconds(), rate)
+	return nil
+}
+
+// parseTimeArg reads RFC 3339 or Unix seconds.
+func parseTimeArg(flagName, v string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, fmt.Errorf("%s is required", flagName)
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t.UTC(), nil
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil {
+		return time.UnixMilli(int64(s * 1000)).UTC(), nil
+	}
+	return time.Time{}, fmt.Errorf("%s: want RFC 3339 (2026-10-06T06:00:00Z) or Unix seconds, got %q", flagName, v)
+}
+
+// startPullLoop loads and checks WATERLINE_CONFIG (even when pulling is
+// off, so a broken file fails serve at start) and, with PROMETHEUS_URL set
+// and a non-zero WATERLINE_PULL_INTERVAL, starts the pull loop in the
+// background until ctx ends. The puller's health joins /metrics via reg.
+func startPullLoop(ctx context.Context, c config, st *store.Store, reg prometheus.Registerer, log *slog.Logger) error {
+	cfg, err := pull.LoadConfig(c.ConfigFile)
+	if err != nil {
+		return err
+	}
+	if c.PrometheusURL == "" || c.PullInterval == 0 {
+		log.Info("pull loop off", "prometheus_url_set", c.PrometheusURL != "", "interval", c.PullInterval)
+		return nil
+	}
+	if err := cfg.Validate(ctx, c.PrometheusURL, time.Now()); err != nil {
+		var qe *pull.QueryError
+		if errors.As(err, &qe) && qe.Rejected {
+			return err
+		}
+		log.Warn("pull: queries not validated; the loop will retry", "err", err)
+	}
+	p, err := pull.New(cfg, c.PrometheusURL, st, pull.Options{Log: log})
+	if err != nil {
+		return err
+	}
+	if err := p.RegisterMetrics(reg); err != nil {
+		return err
+	}
+	go func() { _ = p.Run(ctx, c.PullInterval) }()
+	return nil
+}
