@@ -20,6 +20,6 @@ CREATE TABLE spikes (
     score       double precision NOT NULL,
     severity    text NOT NULL,
     incident_id bigint REFERENCES incidents (id) ON DELETE SET NULL,
-    UNIQUE (series_key, onset)
+    UNIQUE (series_key, start_at)
 );
 CREATE INDEX spikes_onset_idx ON spikes (onset);

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -69,4 +70,33 @@ func (s *Store) FinishAnalysis(ctx context.Context, incidentID int64, version in
 	_, err := s.db.Exec(ctx, `UPDATE analyses SET status = $3, result = $4, error = $5, finished_at = now()
 		WHERE incident_id = $1 AND version = $2`, incidentID, version, status, result, failure)
 	return wrap("finish analysis", err)
+}
+
+// WindowDigest fingerprints the data an analysis of [from, to) reads —
+// sample and event counts and newest times, and pull progress — so the
+// analyser can tell cheaply whether anything new arrived since the last
+// analysis. It uses only indexed ranges and the small pull_cursors table.
+func (s *Store) WindowDigest(ctx context.Context, from, to time.Time) (string, error) {
+	var (
+		nSamples, nEvents, points int64
+		maxSample, maxEvent, pull *time.Time
+	)
+	err := s.db.QueryRow(ctx, `
+		SELECT (SELECT count(*) FROM samples WHERE time >= $1 AND time < $2),
+		       (SELECT max(time) FROM samples WHERE time >= $1 AND time < $2),
+		       (SELECT count(*) FROM events WHERE time >= $1 - interval '1 hour' AND time < $2),
+		       (SELECT max(ingested_at) FROM events WHERE time >= $1 - interval '1 hour' AND time < $2),
+		       (SELECT max(cursor_at) FROM pull_cursors),
+		       (SELECT COALESCE(sum(points_total), 0) FROM pull_cursors)`, from, to).
+		Scan(&nSamples, &maxSample, &nEvents, &maxEvent, &pull, &points)
+	if err != nil {
+		return "", wrap("window digest", err)
+	}
+	f := func(t *time.Time) string {
+		if t == nil {
+			return "-"
+		}
+		return t.UTC().Format(time.RFC3339Nano)
+	}
+	return fmt.Sprintf("s%d@%s e%d@%s p%d@%s", nSamples, f(maxSample), nEvents, f(maxEvent), points, f(pull)), nil
 }

@@ -1,0 +1,186 @@
+package diagnose
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/store"
+)
+
+// DetectorOptions configure the background detector; zero fields take
+// defaults.
+type DetectorOptions struct {
+	Interval      time.Duration // how often to look; default 1m
+	Lookback      time.Duration // how much recent data each pass judges; default 2h
+	Merge         time.Duration // spikes closer than this join one incident; default 30m
+	OpenIncidents bool          // open incidents for severe spikes
+	MinSeverity   string        // "page" (default) or "ticket"
+	SLO           SLOFunc
+	Log           *slog.Logger
+	Now           func() time.Time
+	// OnIncident is called for every incident the detector opened or
+	// extended (to queue its analysis). It must not block.
+	OnIncident func(id int64)
+}
+
+// Detector records latency spikes as data arrives and opens incidents for
+// the severe ones, merging spikes that come close together.
+type Detector struct {
+	st  *store.Store
+	opt DetectorOptions
+}
+
+// NewDetector returns a Detector over st.
+func NewDetector(st *store.Store, opt DetectorOptions) *Detector {
+	if opt.Interval <= 0 {
+		opt.Interval = time.Minute
+	}
+	if opt.Lookback <= 0 {
+		opt.Lookback = 2 * time.Hour
+	}
+	if opt.Merge <= 0 {
+		opt.Merge = 30 * time.Minute
+	}
+	if opt.MinSeverity == "" {
+		opt.MinSeverity = "page"
+	}
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	return &Detector{st: st, opt: opt}
+}
+
+// Run calls Once every Interval until ctx ends.
+func (d *Detector) Run(ctx context.Context) {
+	tick := time.NewTicker(d.opt.Interval)
+	defer tick.Stop()
+	for {
+		if err := d.Once(ctx); err != nil && ctx.Err() == nil {
+			d.opt.Log.Warn("spike detection failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// Once judges the last Lookback of latency curves, records every spike and
+// opens, joins or closes detector incidents.
+func (d *Detector) Once(ctx context.Context) error {
+	now := d.opt.Now()
+	spikes, err := Spikes(ctx, d.st, SpikeQuery{From: now.Add(-d.opt.Lookback), To: now}, d.opt.SLO)
+	if err != nil {
+		return err
+	}
+	for _, sp := range spikes {
+		key := correlate.Curve{Role: sp.Role, Level: sp.Level, Scope: sp.Scope}.Key()
+		id, _, incident, err := d.st.RecordSpike(ctx, key, sp)
+		if err != nil {
+			return err
+		}
+		if incident != nil || !d.opt.OpenIncidents || !d.severeEnough(sp) || sp.Role == correlate.RoleLatencyP50 {
+			continue
+		}
+		inc, err := d.st.OpenDetectorIncident(ctx, sp.Onset, d.opt.Merge)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			inc, err = d.st.CreateIncident(ctx, store.NewIncident{
+				Title:  fmt.Sprintf("%s spike on %s (%s → %s)", quantileName(sp.Role), sp.Scope.Model, fmtMs(sp.Baseline), fmtMs(sp.PeakValue)),
+				Source: store.SourceDetector,
+				Start:  sp.Onset.Add(-30 * time.Minute),
+				Scope:  correlate.Scope{Model: sp.Scope.Model},
+			})
+			if err != nil {
+				return err
+			}
+			d.opt.Log.Info("detector opened incident", "incident", inc.ID, "model", sp.Scope.Model, "onset", sp.Onset)
+		case err != nil:
+			return err
+		case inc.End != nil:
+			if err := d.st.SetIncidentEnd(ctx, inc.ID, nil); err != nil { // a new spike reopens the window
+				return err
+			}
+		}
+		if err := d.st.AttachSpike(ctx, id, inc.ID); err != nil {
+			return err
+		}
+		if d.opt.OnIncident != nil {
+			d.opt.OnIncident(inc.ID)
+		}
+	}
+	return d.closeQuiet(ctx, now)
+}
+
+// closeQuiet closes detector incidents whose spikes have all ended: the
+// window ends 15 minutes after the last spike, and once Merge has passed
+// without a new spike the incident is resolved.
+func (d *Detector) closeQuiet(ctx context.Context, now time.Time) error {
+	page, _, err := d.st.ListIncidents(ctx, store.IncidentFilter{Status: store.IncidentOpen, Limit: 500})
+	if err != nil {
+		return err
+	}
+	for _, in := range page {
+		if in.Source != store.SourceDetector {
+			continue
+		}
+		ongoing, lastEnd, ok, err := d.st.IncidentSpikeSpan(ctx, in.ID)
+		if err != nil {
+			return err
+		}
+		if !ok || ongoing {
+			continue
+		}
+		end := lastEnd.Add(15 * time.Minute)
+		if in.End == nil || !in.End.Equal(end) {
+			if err := d.st.SetIncidentEnd(ctx, in.ID, &end); err != nil {
+				return err
+			}
+			if d.opt.OnIncident != nil {
+				d.opt.OnIncident(in.ID)
+			}
+		}
+		if now.Sub(lastEnd) > d.opt.Merge {
+			if _, err := d.st.ResolveIncident(ctx, in.ID, now); err != nil {
+				return err
+			}
+			if d.opt.OnIncident != nil {
+				d.opt.OnIncident(in.ID)
+			}
+		}
+	}
+	return nil
+}
+
+func (d *Detector) severeEnough(sp correlate.Spike) bool {
+	switch d.opt.MinSeverity {
+	case "ticket":
+		return sp.Severity == "page" || sp.Severity == "ticket"
+	}
+	return sp.Severity == "page"
+}
+
+func quantileName(r correlate.Role) string {
+	switch r {
+	case correlate.RoleLatencyP50:
+		return "P50"
+	case correlate.RoleLatencyP95:
+		return "P95"
+	}
+	return "P99"
+}
+
+func fmtMs(v float64) string {
+	if v >= 1000 {
+		return fmt.Sprintf("%.2fs", v/1000)
+	}
+	return fmt.Sprintf("%.0fms", v)
+}

@@ -1,0 +1,54 @@
+package diagnose
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/store"
+)
+
+// latencyRoles are the quantiles spikes are detected on by default.
+var latencyRoles = []correlate.Role{correlate.RoleLatencyP99, correlate.RoleLatencyP95, correlate.RoleLatencyP50}
+
+// SpikeQuery selects latency spikes from stored curves.
+type SpikeQuery struct {
+	From, To  time.Time
+	Scope     correlate.Scope   // model etc.; empty = all
+	Levels    []correlate.Level // default: model
+	Direction correlate.Direction
+}
+
+// Spikes detects spikes on the stored latency curves and returns those
+// whose onset lies in [From, To), oldest first. Curves are read from an
+// hour before From so the trailing baseline is complete at From.
+func Spikes(ctx context.Context, st *store.Store, q SpikeQuery, slo SLOFunc) ([]correlate.Spike, error) {
+	levels := q.Levels
+	if len(levels) == 0 {
+		levels = []correlate.Level{correlate.LevelModel}
+	}
+	curves, err := st.Curves(ctx, store.CurveFilter{From: q.From.Add(-curveLead), To: q.To, Roles: latencyRoles, Levels: levels, Scope: q.Scope})
+	if err != nil {
+		return nil, err
+	}
+	step := stepOf(curves)
+	var out []correlate.Spike
+	for _, c := range curves {
+		opt := correlate.SpikeOptions{Step: step, Direction: q.Direction}
+		if slo != nil && c.Role != correlate.RoleLatencyP50 {
+			if v, ok := slo(c.Scope.Model); ok {
+				opt.SLO = v
+			}
+		}
+		for _, s := range correlate.DetectSpikes(c.Points, opt) {
+			if s.Onset.Before(q.From) || !s.Onset.Before(q.To) {
+				continue
+			}
+			s.Role, s.Level, s.Scope = c.Role, c.Level, c.Scope
+			out = append(out, s)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Onset.Before(out[j].Onset) })
+	return out, nil
+}

@@ -1,0 +1,105 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+)
+
+// RecordedSpike is a spike the background detector stored.
+type RecordedSpike struct {
+	ID         int64
+	SeriesKey  string
+	IncidentID *int64
+	correlate.Spike
+}
+
+// RecordSpike stores a detected spike, or updates it when the same series
+// already has a spike with the same start (its onset, end and peak move as
+// more data arrives). created is true for a spike not seen before.
+func (s *Store) RecordSpike(ctx context.Context, seriesKey string, sp correlate.Spike) (id int64, created bool, incidentID *int64, err error) {
+	err = s.db.QueryRow(ctx, `
+		INSERT INTO spikes (series_key, role, level, model, version, replica, node, onset, start_at, end_at, ongoing,
+		                    peak_time, peak_value, baseline, direction, detected_at, score, severity)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+		ON CONFLICT (series_key, start_at) DO UPDATE SET
+		  onset = EXCLUDED.onset, end_at = EXCLUDED.end_at, ongoing = EXCLUDED.ongoing, peak_time = EXCLUDED.peak_time,
+		  peak_value = EXCLUDED.peak_value, score = EXCLUDED.score, severity = EXCLUDED.severity
+		RETURNING id, (xmax = 0), incident_id`,
+		seriesKey, string(sp.Role), string(sp.Level), sp.Scope.Model, sp.Scope.Version, sp.Scope.Replica, sp.Scope.Node,
+		sp.Onset, sp.Start, sp.End, sp.Ongoing, sp.PeakTime, sp.PeakValue, sp.Baseline, string(sp.Direction),
+		sp.DetectedAt, sp.Score, sp.Severity).Scan(&id, &created, &incidentID)
+	return id, created, incidentID, wrap("record spike", err)
+}
+
+// AttachSpike links a recorded spike to the incident it opened or joined.
+func (s *Store) AttachSpike(ctx context.Context, spikeID, incidentID int64) error {
+	_, err := s.db.Exec(ctx, `UPDATE spikes SET incident_id = $2 WHERE id = $1`, spikeID, incidentID)
+	return wrap("attach spike", err)
+}
+
+// RecordedSpikes returns recorded spikes with onset in [from, to), newest first.
+func (s *Store) RecordedSpikes(ctx context.Context, from, to time.Time, limit int) ([]RecordedSpike, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := s.db.Query(ctx, `
+		SELECT id, series_key, incident_id, role, level, model, version, replica, node, onset, start_at, end_at, ongoing,
+		       peak_time, peak_value, baseline, direction, detected_at, score, severity
+		FROM spikes WHERE onset >= $1 AND onset < $2 ORDER BY onset DESC LIMIT $3`, from, to, limit)
+	if err != nil {
+		return nil, wrap("recorded spikes", err)
+	}
+	defer rows.Close()
+	var out []RecordedSpike
+	for rows.Next() {
+		var (
+			r                RecordedSpike
+			role, level, dir string
+		)
+		if err := rows.Scan(&r.ID, &r.SeriesKey, &r.IncidentID, &role, &level, &r.Scope.Model, &r.Scope.Version, &r.Scope.Replica,
+			&r.Scope.Node, &r.Onset, &r.Start, &r.End, &r.Ongoing, &r.PeakTime, &r.PeakValue, &r.Baseline, &dir,
+			&r.DetectedAt, &r.Score, &r.Severity); err != nil {
+			return nil, wrap("recorded spikes", err)
+		}
+		r.Role, r.Level, r.Direction = correlate.Role(role), correlate.Level(level), correlate.Direction(dir)
+		out = append(out, r)
+	}
+	return out, wrap("recorded spikes", rows.Err())
+}
+
+// OpenDetectorIncident returns the open, detector-made incident whose
+// window a spike at onset joins: it started before onset and either is
+// still open-ended or ended less than merge before onset. ErrNotFound if
+// none.
+func (s *Store) OpenDetectorIncident(ctx context.Context, onset time.Time, merge time.Duration) (Incident, error) {
+	in, err := scanIncident(s.db.QueryRow(ctx, incidentSelect+`
+		WHERE i.source = 'detector' AND i.status = 'open' AND i.start_at <= $1
+		  AND (i.end_at IS NULL OR i.end_at + $2 * interval '1 second' >= $1)
+		ORDER BY i.start_at DESC LIMIT 1`, onset, merge.Seconds()))
+	if err != nil {
+		return Incident{}, wrap("open detector incident", err)
+	}
+	return in, nil
+}
+
+// SetIncidentEnd sets (or clears, with nil) an incident's window end.
+func (s *Store) SetIncidentEnd(ctx context.Context, id int64, end *time.Time) error {
+	_, err := s.db.Exec(ctx, `UPDATE incidents SET end_at = $2, updated_at = now() WHERE id = $1`, id, end)
+	return wrap("set incident end", err)
+}
+
+// IncidentSpikeSpan returns, for an incident's recorded spikes, whether any
+// is still ongoing and the latest end. ok is false when it has none.
+func (s *Store) IncidentSpikeSpan(ctx context.Context, incidentID int64) (ongoing bool, lastEnd time.Time, ok bool, err error) {
+	var end *time.Time
+	err = s.db.QueryRow(ctx, `SELECT COALESCE(bool_or(ongoing), false), max(end_at) FROM spikes WHERE incident_id = $1`, incidentID).Scan(&ongoing, &end)
+	if err != nil {
+		return false, time.Time{}, false, wrap("incident spikes", err)
+	}
+	if end == nil {
+		return false, time.Time{}, false, nil
+	}
+	return ongoing, end.UTC(), true, nil
+}
