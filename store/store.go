@@ -8,6 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -82,4 +85,29 @@ func wrap(op string, err error) error {
 func IsUniqueViolation(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "23505"
+}
+
+// IsUnavailable reports whether err means the database could not be
+// reached or went away mid-operation (a restart, a fail-over, a dropped
+// connection): nothing was committed, and the same call may succeed later.
+func IsUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var (
+		pgErr   *pgconn.PgError
+		connErr *pgconn.ConnectError
+		netErr  net.Error
+	)
+	switch {
+	case errors.As(err, &pgErr):
+		// 08: connection exception; 57P: operator intervention (shutdown,
+		// crash, cannot connect now).
+		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P")
+	case errors.As(err, &connErr), errors.As(err, &netErr):
+		return true
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return true
+	}
+	return pgconn.SafeToRetry(err)
 }

@@ -78,6 +78,12 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		status, body = he.Code, apiError{Error: fmt.Sprint(he.Message)}
 	case errors.Is(err, context.DeadlineExceeded):
 		status, body = http.StatusServiceUnavailable, apiError{Error: "request timed out"}
+	case store.IsUnavailable(err):
+		// The client (Alertmanager, a gateway) should retry, which 503 and
+		// Retry-After say; writes are idempotent, so a retry after a commit
+		// whose answer was lost stores nothing twice.
+		c.Response().Header().Set("Retry-After", "1")
+		status, body = http.StatusServiceUnavailable, apiError{Error: "database unavailable; retry shortly (writes are idempotent, so retrying is safe)"}
 	}
 	if status >= 500 {
 		s.log.ErrorContext(req.Context(), "request failed", "request_id", requestID(c),
