@@ -13,7 +13,7 @@ import (
 
 // LeaseName is the advisory lock that elects the one puller among serve
 // replicas.
-const LeaseName = "pull"
+const LeaseName = store.PullLease
 
 // Run is the live pull loop of serve: it campaigns for the pull lease and,
 // while it holds it, pulls every source up to now every interval. When a

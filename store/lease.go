@@ -9,6 +9,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
+// PullLease names the lease of the pull loop, so that the HTTP layer can
+// tell whether some replica is pulling.
+const PullLease = "pull"
+
 // Lease is a Postgres session advisory lock held on one dedicated
 // connection: whoever holds it is the only one doing a job (the pull loop)
 // across several serve replicas. When the holder dies its connection

@@ -23,5 +23,7 @@ func (s *Server) routes(e *echo.Echo) {
 	api.POST("/incidents", s.handleIncidentsCreate, write)
 	api.GET("/incidents", s.handleIncidentsList, read)
 	api.GET("/incidents/:id", s.handleIncidentsGet, read)
+	api.GET("/timeline", s.handleTimelineGet, read)
+	api.GET("/pull/status", s.handlePullStatusGet, read)
 	api.POST("/incidents/:id/resolve", s.handleIncidentsResolve, write)
 }

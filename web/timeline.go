@@ -1,0 +1,270 @@
+package web
+
+import (
+	"math"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/store"
+)
+
+// Timeline limits. Like Prometheus, a curve may have at most 11,000
+// points; by default a window is cut into ~300 buckets, enough for a
+// chart and small for a 24 h window.
+const (
+	timelineMaxPoints     = 11000
+	timelineDefaultPoints = 300
+	timelineMinStep       = 15 * time.Second
+)
+
+// timelineRoles is the role vocabulary (correlate.Role*) the timeline
+// accepts in ?roles=.
+var timelineRoles = []correlate.Role{
+	correlate.RoleLatencyP50, correlate.RoleLatencyP95, correlate.RoleLatencyP99, correlate.RoleQPS,
+	correlate.RoleErrorRate, correlate.RoleQueue, correlate.RoleBatchSize, correlate.RoleStageTime,
+	correlate.RoleGPUUtil, correlate.RoleGPUMemUsed, correlate.RoleGPUMemFree, correlate.RoleNodeCPU,
+	correlate.RoleNodeMemory, correlate.RoleNodeNetwork, correlate.RoleKVCache,
+}
+
+// timelineMaxRoles keep the maximum of each bucket when downsampled, so
+// that a latency spike shorter than a bucket still shows at its height.
+var timelineMaxRoles = []correlate.Role{
+	correlate.RoleLatencyP50, correlate.RoleLatencyP95, correlate.RoleLatencyP99,
+	correlate.RoleErrorRate, correlate.RoleQueue,
+}
+
+var timelineLevels = []correlate.Level{correlate.LevelFleet, correlate.LevelModel, correlate.LevelVersion,
+	correlate.LevelReplica, correlate.LevelNode}
+
+// timelineView is the answer of GET /api/v1/timeline: curves sorted by
+// role and scope, all on one grid of Step-wide buckets (each point at its
+// bucket's start), the events of the window, and spikes (filled by the
+// detector once it lands; always a list).
+type timelineView struct {
+	From        time.Time         `json:"from"`
+	To          time.Time         `json:"to"`
+	StepSeconds float64           `json:"step_seconds"`
+	Scope       correlate.Scope   `json:"scope"`
+	Curves      []correlate.Curve `json:"curves"`
+	Events      []correlate.Event `json:"events"`
+	Spikes      []correlate.Spike `json:"spikes"`
+}
+
+// handleTimelineGet is GET /api/v1/timeline?from=&to=&model=&version=
+// &tenant=&replica=&node=&step=&roles=&levels=.
+//
+// Which curves: those whose scope matches every filter given. Without
+// replica or node filter (and without levels=), replica curves are left
+// out — a fleet has hundreds — and the fleet, model, version and node
+// levels shown. A filter on part of the fleet brings context along: the
+// node curves of the nodes its replicas ran on and, for one replica, its
+// model's curves.
+func (s *Server) handleTimelineGet(c echo.Context) error {
+	ctx := c.Request().Context()
+	from, to, err := timelineWindow(c)
+	if err != nil {
+		return err
+	}
+	step, err := timelineStep(c, from, to)
+	if err != nil {
+		return err
+	}
+	roles, err := timelineRoleList(c.QueryParam("roles"))
+	if err != nil {
+		return err
+	}
+	levels, explicitLevels, err := timelineLevelList(c.QueryParam("levels"))
+	if err != nil {
+		return err
+	}
+	scope := correlate.Scope{
+		Model: c.QueryParam("model"), Version: c.QueryParam("version"), Tenant: c.QueryParam("tenant"),
+		Replica: c.QueryParam("replica"), Node: c.QueryParam("node"),
+	}
+	if !explicitLevels && scope.Replica == "" && scope.Node == "" {
+		levels = []correlate.Level{correlate.LevelFleet, correlate.LevelModel, correlate.LevelVersion, correlate.LevelNode}
+	}
+	base := store.CurveFilter{From: from, To: to.Add(time.Nanosecond), Roles: roles, Step: step, MaxRoles: timelineMaxRoles}
+
+	f := base
+	f.Levels, f.Scope = levels, scope
+	curves, err := s.store.Curves(ctx, f)
+	if err != nil {
+		return err
+	}
+	evScope := scope
+	if !explicitLevels && scope.Node == "" && (scope.Model != "" || scope.Version != "" || scope.Replica != "" || scope.Tenant != "") {
+		// Context: where the selected replicas ran, and for one replica
+		// its model as a whole.
+		reps, err := s.store.CurveSeries(ctx, store.CurveFilter{From: from, To: to.Add(time.Nanosecond),
+			Levels: []correlate.Level{correlate.LevelReplica}, Scope: scope})
+		if err != nil {
+			return err
+		}
+		nodes, models := map[string]bool{}, map[string]bool{}
+		for _, r := range reps {
+			if r.Scope.Node != "" {
+				nodes[r.Scope.Node] = true
+			}
+			if r.Scope.Model != "" {
+				models[r.Scope.Model] = true
+			}
+		}
+		if len(nodes) > 0 {
+			nf := base
+			nf.Levels, nf.Nodes = []correlate.Level{correlate.LevelNode}, sortedSet(nodes)
+			more, err := s.store.Curves(ctx, nf)
+			if err != nil {
+				return err
+			}
+			curves = append(curves, more...)
+		}
+		if scope.Replica != "" && scope.Model == "" && len(models) == 1 {
+			evScope.Model = sortedSet(models)[0]
+			mf := base
+			mf.Levels, mf.Scope = []correlate.Level{correlate.LevelModel}, correlate.Scope{Model: evScope.Model}
+			more, err := s.store.Curves(ctx, mf)
+			if err != nil {
+				return err
+			}
+			curves = append(curves, more...)
+		}
+		if scope.Replica != "" && len(nodes) == 1 {
+			evScope.Node = sortedSet(nodes)[0]
+		}
+	}
+	sort.SliceStable(curves, func(i, j int) bool { return curves[i].Key() < curves[j].Key() })
+	events, err := s.store.Events(ctx, store.EventFilter{From: from, To: to.Add(time.Nanosecond), Scope: evScope, Limit: 5000})
+	if err != nil {
+		return err
+	}
+	if curves == nil {
+		curves = []correlate.Curve{}
+	}
+	if events == nil {
+		events = []correlate.Event{}
+	}
+	return c.JSON(http.StatusOK, timelineView{From: from, To: to, StepSeconds: step.Seconds(), Scope: scope,
+		Curves: curves, Events: events, Spikes: []correlate.Spike{}})
+}
+
+// timelineWindow reads from and to (RFC 3339 or Unix seconds, both
+// required, from before to).
+func timelineWindow(c echo.Context) (from, to time.Time, err error) {
+	if from, err = timelineTime(c, "from"); err != nil {
+		return
+	}
+	if to, err = timelineTime(c, "to"); err != nil {
+		return
+	}
+	if !from.Before(to) {
+		err = badInput("to", "end timestamp must be after start timestamp (from=%s, to=%s)", from.Format(time.RFC3339), to.Format(time.RFC3339))
+	}
+	return
+}
+
+func timelineTime(c echo.Context, name string) (time.Time, error) {
+	v := strings.TrimSpace(c.QueryParam(name))
+	if v == "" {
+		return time.Time{}, badInput(name, "required: an RFC 3339 time or Unix seconds")
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t.UTC(), nil
+	}
+	if f, err := strconv.ParseFloat(v, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
+		return time.UnixMilli(int64(f * 1000)).UTC(), nil
+	}
+	return time.Time{}, badInput(name, "cannot parse %q to a valid timestamp", v)
+}
+
+// timelineStep reads step (a duration or seconds), by default the window
+// cut into ~300 buckets of whole seconds, at least the scrape step.
+func timelineStep(c echo.Context, from, to time.Time) (time.Duration, error) {
+	span := to.Sub(from)
+	v := strings.TrimSpace(c.QueryParam("step"))
+	if v == "" {
+		step := (span/timelineDefaultPoints + time.Second - 1).Truncate(time.Second)
+		return max(step, timelineMinStep), nil
+	}
+	step, err := time.ParseDuration(v)
+	if err != nil {
+		f, ferr := strconv.ParseFloat(v, 64)
+		if ferr != nil {
+			return 0, badInput("step", "cannot parse %q to a valid duration", v)
+		}
+		step = time.Duration(f * float64(time.Second))
+	}
+	if step < time.Second {
+		return 0, badInput("step", "zero, negative or sub-second query resolution step widths are not accepted; try a positive duration such as 60s")
+	}
+	if span/step > timelineMaxPoints {
+		return 0, badInput("step", "exceeded maximum resolution of 11,000 points per timeseries; try decreasing the query resolution (?step=%s)",
+			(span/timelineMaxPoints + time.Second).Truncate(time.Second))
+	}
+	return step, nil
+}
+
+// timelineRoleList reads roles=latency_p99,qps; empty means all.
+func timelineRoleList(v string) ([]correlate.Role, error) {
+	var out []correlate.Role
+	for _, r := range splitList(v) {
+		ok := false
+		for _, k := range timelineRoles {
+			if correlate.Role(r) == k {
+				ok = true
+			}
+		}
+		if !ok {
+			names := make([]string, len(timelineRoles))
+			for i, k := range timelineRoles {
+				names[i] = string(k)
+			}
+			return nil, badInput("roles", "unknown role %q; known roles: %s", r, strings.Join(names, ", "))
+		}
+		out = append(out, correlate.Role(r))
+	}
+	return out, nil
+}
+
+// timelineLevelList reads levels=model,replica; explicit reports whether
+// the parameter was given.
+func timelineLevelList(v string) (out []correlate.Level, explicit bool, err error) {
+	for _, l := range splitList(v) {
+		ok := false
+		for _, k := range timelineLevels {
+			if correlate.Level(l) == k {
+				ok = true
+			}
+		}
+		if !ok {
+			return nil, false, badInput("levels", "unknown level %q; known levels: fleet, model, version, replica, node", l)
+		}
+		out = append(out, correlate.Level(l))
+	}
+	return out, len(out) > 0, nil
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func sortedSet(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
