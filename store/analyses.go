@@ -100,3 +100,10 @@ func (s *Store) WindowDigest(ctx context.Context, from, to time.Time) (string, e
 	}
 	return fmt.Sprintf("s%d@%s e%d@%s p%d@%s", nSamples, f(maxSample), nEvents, f(maxEvent), points, f(pull)), nil
 }
+
+// AnalysisVersion returns one version of an incident's analysis, or ErrNotFound.
+func (s *Store) AnalysisVersion(ctx context.Context, incidentID int64, version int) (AnalysisRecord, error) {
+	return s.scanAnalysis(s.db.QueryRow(ctx, `
+		SELECT incident_id, version, status, inputs_digest, result, error, created_at, finished_at
+		FROM analyses WHERE incident_id = $1 AND version = $2`, incidentID, version))
+}

@@ -26,4 +26,6 @@ func (s *Server) routes(e *echo.Echo) {
 	api.GET("/timeline", s.handleTimelineGet, read)
 	api.GET("/pull/status", s.handlePullStatusGet, read)
 	api.POST("/incidents/:id/resolve", s.handleIncidentsResolve, write)
+	api.GET("/incidents/:id/analysis", s.handleAnalysisGet, read)
+	api.GET("/spikes", s.handleSpikesList, read)
 }

@@ -43,6 +43,10 @@ type Deps struct {
 	// goroutine: it must not block — hand the id to a worker, e.g. by a
 	// non-blocking channel send.
 	OnIncidentChanged func(id int64)
+	// SLO returns a model's latency SLO in ms, for spike severity; nil = none known.
+	SLO func(model string) (float64, bool)
+	// QueryRange runs ad-hoc PromQL (GET /api/v1/spikes?query=); nil = no Prometheus.
+	QueryRange QueryRangeFunc
 }
 
 // Server serves Waterline's HTTP surface.
@@ -58,6 +62,8 @@ type Server struct {
 	echo    *echo.Echo
 
 	onIncidentChanged func(id int64)
+	slo               func(model string) (float64, bool)
+	queryRange        QueryRangeFunc
 }
 
 // NewServer wires the routes. It registers its metrics on deps.Registry.
@@ -71,6 +77,8 @@ func NewServer(cfg Config, deps Deps) *Server {
 		gather: deps.Gatherer,
 
 		onIncidentChanged: deps.OnIncidentChanged,
+		slo:               deps.SLO,
+		queryRange:        deps.QueryRange,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -104,33 +104,39 @@ func parseTimeArg(flagName, v string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("%s: want RFC 3339 (2026-10-06T06:00:00Z) or Unix seconds, got %q", flagName, v)
 }
 
-// startPullLoop loads and checks WATERLINE_CONFIG (even when pulling is
-// off, so a broken file fails serve at start) and, with PROMETHEUS_URL set
-// and a non-zero WATERLINE_PULL_INTERVAL, starts the pull loop in the
-// background until ctx ends. The puller's health joins /metrics via reg.
-func startPullLoop(ctx context.Context, c config, st *store.Store, reg prometheus.Registerer, log *slog.Logger) error {
+// setupPull loads and checks WATERLINE_CONFIG (even when pulling is off,
+// so a broken file fails serve at start, and because its SLOs are used
+// anyway) and, with PROMETHEUS_URL set, builds the Puller (also used for
+// ad-hoc PromQL). With a non-zero WATERLINE_PULL_INTERVAL it starts the pull
+// loop in the background until ctx ends; the puller's health joins
+// /metrics via reg.
+func setupPull(ctx context.Context, c config, st *store.Store, reg prometheus.Registerer, log *slog.Logger) (*pull.Config, *pull.Puller, error) {
 	cfg, err := pull.LoadConfig(c.ConfigFile)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	if c.PrometheusURL == "" || c.PullInterval == 0 {
-		log.Info("pull loop off", "prometheus_url_set", c.PrometheusURL != "", "interval", c.PullInterval)
-		return nil
+	if c.PrometheusURL == "" {
+		log.Info("pull off: PROMETHEUS_URL is not set")
+		return cfg, nil, nil
 	}
 	if err := cfg.Validate(ctx, c.PrometheusURL, time.Now()); err != nil {
 		var qe *pull.QueryError
 		if errors.As(err, &qe) && qe.Rejected {
-			return err
+			return nil, nil, err
 		}
 		log.Warn("pull: queries not validated; the loop will retry", "err", err)
 	}
 	p, err := pull.New(cfg, c.PrometheusURL, st, pull.Options{Log: log})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if err := p.RegisterMetrics(reg); err != nil {
-		return err
+		return nil, nil, err
+	}
+	if c.PullInterval == 0 {
+		log.Info("pull loop off", "interval", c.PullInterval)
+		return cfg, p, nil
 	}
 	go func() { _ = p.Run(ctx, c.PullInterval) }()
-	return nil
+	return cfg, p, nil
 }

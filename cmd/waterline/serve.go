@@ -42,6 +42,13 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBG()
+	pullCfg, puller, err := setupPull(bg, c, st, reg, log)
+	if err != nil {
+		return err
+	}
+	analyzer, detector := newDiagnosis(c, st, pullCfg.SLOFor, log)
 	srv := web.NewServer(web.Config{
 		PublicURL:       c.PublicURL,
 		IngestMaxBytes:  c.IngestMaxBytes,
@@ -57,6 +64,10 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 		Registry: reg,
 		Gatherer: reg,
 		Ready:    func(ctx context.Context) error { return ready(ctx, pool) },
+
+		OnIncidentChanged: analyzer.Enqueue,
+		SLO:               pullCfg.SLOFor,
+		QueryRange:        adhocQuery(puller),
 	})
 
 	ln, err := net.Listen("tcp", c.Addr)
@@ -69,11 +80,10 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopBG()
 	go maintainLoop(bg, st, c, log)
-	if err := startPullLoop(bg, c, st, reg, log); err != nil {
-		return err
+	go analyzer.Run(bg)
+	if detector != nil {
+		go detector.Run(bg)
 	}
 
 	log.Info("waterline serving", "addr", ln.Addr().String(), "public_url", c.PublicURL)
