@@ -269,4 +269,3 @@ func getTimeline(t *testing.T, dbURL string, from, to time.Time) timelineAnswer 
 	sort.Slice(tl.Events, func(i, j int) bool { return tl.Events[i].Time.Before(tl.Events[j].Time) })
 	return tl
 }
-
