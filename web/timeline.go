@@ -204,8 +204,8 @@ func timelineStep(c echo.Context, from, to time.Time) (time.Duration, error) {
 		return 0, badInput("step", "zero, negative or sub-second query resolution step widths are not accepted; try a positive duration such as 60s")
 	}
 	if span/step > timelineMaxPoints {
-		return 0, badInput("step", "exceeded maximum resolution of 11,000 points per timeseries; try decreasing the query resolution (?step=%s)",
-			(span/timelineMaxPoints + time.Second).Truncate(time.Second))
+		return 0, badInput("step", "exceeded maximum resolution of 11,000 points per timeseries; try decreasing the query resolution (?step=%ds)",
+			int64((span/timelineMaxPoints+time.Second)/time.Second))
 	}
 	return step, nil
 }

@@ -1,0 +1,235 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/store"
+)
+
+// seedCurves writes 24 h of curves at 15 s ending at testNow: chat's model
+// p99 at 100 ms with one 15-second spike to 900 ms, qps 10, two chat
+// replicas on n1 and n2 and one embed replica on n3, and node CPU for all
+// three nodes.
+func seedCurves(t *testing.T, st *store.Store) (from, spikeAt time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	from = testNow.Add(-24 * time.Hour)
+	spikeAt = from.Add(10*time.Hour + 15*time.Second)
+	n := int(24 * time.Hour / (15 * time.Second))
+	series := func(role correlate.Role, level correlate.Level, scope correlate.Scope, v func(time.Time) float64) correlate.Curve {
+		c := correlate.Curve{Role: role, Level: level, Scope: scope}
+		for i := 0; i < n; i++ {
+			at := from.Add(time.Duration(i) * 15 * time.Second)
+			c.Points = append(c.Points, correlate.Point{T: at.UnixMilli(), V: v(at)})
+		}
+		return c
+	}
+	flat := func(x float64) func(time.Time) float64 { return func(time.Time) float64 { return x } }
+	curves := []correlate.Curve{
+		series(correlate.RoleLatencyP99, correlate.LevelModel, correlate.Scope{Model: "chat"}, func(at time.Time) float64 {
+			if at.Equal(spikeAt) {
+				return 900
+			}
+			return 100
+		}),
+		series(correlate.RoleQPS, correlate.LevelModel, correlate.Scope{Model: "chat"}, flat(10)),
+		series(correlate.RoleQPS, correlate.LevelModel, correlate.Scope{Model: "embed"}, flat(5)),
+		series(correlate.RoleQPS, correlate.LevelReplica, correlate.Scope{Model: "chat", Version: "v1", Replica: "chat-a", Node: "n1"}, flat(5)),
+		series(correlate.RoleQPS, correlate.LevelReplica, correlate.Scope{Model: "chat", Version: "v1", Replica: "chat-b", Node: "n2"}, flat(5)),
+		series(correlate.RoleQPS, correlate.LevelReplica, correlate.Scope{Model: "embed", Version: "v5", Replica: "embed-a", Node: "n3"}, flat(5)),
+		series(correlate.RoleNodeCPU, correlate.LevelNode, correlate.Scope{Node: "n1"}, flat(0.5)),
+		series(correlate.RoleNodeCPU, correlate.LevelNode, correlate.Scope{Node: "n2"}, flat(0.5)),
+		series(correlate.RoleNodeCPU, correlate.LevelNode, correlate.Scope{Node: "n3"}, flat(0.5)),
+	}
+	defs := make([]store.SeriesDef, len(curves))
+	for i, c := range curves {
+		defs[i] = store.SeriesDef{Curve: c}
+	}
+	ids, err := st.EnsureSeries(ctx, defs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.EnsurePartitions(ctx, store.TablePoints, from, testNow); err != nil {
+		t.Fatal(err)
+	}
+	batch := make([]store.SeriesPoints, len(curves))
+	for i, c := range curves {
+		batch[i] = store.SeriesPoints{SeriesID: ids[c.Key()], Points: c.Points}
+	}
+	if _, err := st.UpsertPoints(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	evs := []correlate.Event{
+		{ID: "d1", Kind: correlate.KindDeploy, Time: spikeAt.Add(-5 * time.Minute), Scope: correlate.Scope{Model: "chat", Version: "v1"}},
+		{ID: "d2", Kind: correlate.KindDeploy, Time: spikeAt, Scope: correlate.Scope{Model: "embed", Version: "v5"}},
+		{ID: "f1", Kind: correlate.KindNodeFault, Time: spikeAt, Scope: correlate.Scope{Node: "n1"}},
+		{ID: "f2", Kind: correlate.KindNodeFault, Time: spikeAt, Scope: correlate.Scope{Node: "n3"}},
+	}
+	if _, _, err := st.InsertEvents(ctx, evs); err != nil {
+		t.Fatal(err)
+	}
+	return from, spikeAt
+}
+
+type timelineBody struct {
+	StepSeconds float64           `json:"step_seconds"`
+	Curves      []correlate.Curve `json:"curves"`
+	Events      []correlate.Event `json:"events"`
+	Spikes      []any             `json:"spikes"`
+}
+
+func (e *apiEnv) timeline(q url.Values) (response, timelineBody) {
+	e.t.Helper()
+	r := e.do(request{method: "GET", path: "/api/v1/timeline?" + q.Encode(), token: e.read})
+	var b timelineBody
+	if r.status == 200 {
+		if err := json.Unmarshal(r.body, &b); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	return r, b
+}
+
+func keys(b timelineBody) string {
+	var out []string
+	for _, c := range b.Curves {
+		out = append(out, c.Key())
+	}
+	return strings.Join(out, "\n")
+}
+
+func TestTimelineDownsamplesAndScopes(t *testing.T) {
+	e := newAPIEnv(t)
+	from, spikeAt := seedCurves(t, e.st)
+	win := url.Values{"from": {from.Format(time.RFC3339)}, "to": {testNow.Format(time.RFC3339)}}
+
+	r, b := e.timeline(win)
+	if r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	if b.StepSeconds != 288 || b.Spikes == nil {
+		t.Fatalf("step %v, spikes %v; want the default 24h/300 = 288s and an empty list", b.StepSeconds, b.Spikes)
+	}
+	// No replica curves without a replica or node filter.
+	if got := keys(b); strings.Contains(got, "|replica|") || !strings.Contains(got, "node_cpu|node|node=n3") {
+		t.Fatalf("curves:\n%s", got)
+	}
+	for _, c := range b.Curves {
+		if len(c.Points) > 301 {
+			t.Errorf("%s: %d points, want ≤ 301", c.Key(), len(c.Points))
+		}
+		if c.Role == correlate.RoleLatencyP99 {
+			peak := 0.0
+			for _, p := range c.Points {
+				peak = max(peak, p.V)
+			}
+			if peak != 900 {
+				t.Errorf("downsampled p99 peak = %v, want the 900 ms spike kept", peak)
+			}
+		}
+		if c.Role == correlate.RoleQPS && c.Scope.Model == "chat" && c.Points[0].V != 10 {
+			t.Errorf("qps bucket = %v, want the mean 10", c.Points[0].V)
+		}
+	}
+
+	// One model: its curves and the nodes its replicas ran on.
+	q := url.Values{"model": {"chat"}}
+	for k, v := range win {
+		q[k] = v
+	}
+	_, b = e.timeline(q)
+	if got := keys(b); got != "latency_p99|model|model=chat\nnode_cpu|node|node=n1\nnode_cpu|node|node=n2\nqps|model|model=chat" {
+		t.Fatalf("model=chat curves:\n%s", got)
+	}
+	// One replica: its curves, its node and its model; events of its
+	// model and node only.
+	q = url.Values{"replica": {"chat-a"}, "step": {"60s"}, "from": {spikeAt.Add(-time.Hour).Format(time.RFC3339)}, "to": {spikeAt.Add(time.Hour).Format(time.RFC3339)}}
+	_, b = e.timeline(q)
+	if got := keys(b); got != "latency_p99|model|model=chat\nnode_cpu|node|node=n1\nqps|model|model=chat\nqps|replica|model=chat version=v1 replica=chat-a node=n1" {
+		t.Fatalf("replica=chat-a curves:\n%s", got)
+	}
+	var ids []string
+	for _, ev := range b.Events {
+		ids = append(ids, ev.ID)
+	}
+	if strings.Join(ids, ",") != "d1,f1" {
+		t.Fatalf("replica=chat-a events = %v, want d1 (its model's deploy) and f1 (its node's fault)", ids)
+	}
+	if n := len(b.Curves[0].Points); n != 121 {
+		t.Errorf("2 h at step=60s, both ends included: %d points, want 121", n)
+	}
+	// roles= narrows.
+	q.Set("roles", "qps")
+	if _, b = e.timeline(q); len(b.Curves) != 2 {
+		t.Fatalf("roles=qps: %s", keys(b))
+	}
+}
+
+func TestTimelineBadParameters(t *testing.T) {
+	e := newAPIEnv(t)
+	at := testNow.Format(time.RFC3339)
+	for _, tc := range []struct {
+		query, field, msg string
+	}{
+		{"to=" + at, "from", "required"},
+		{"from=yesterday&to=" + at, "from", `cannot parse "yesterday"`},
+		{"from=" + at + "&to=" + at, "to", "end timestamp must be after start timestamp"},
+		{"from=" + testNow.Add(-30*24*time.Hour).Format(time.RFC3339) + "&to=" + at + "&step=15s", "step", "exceeded maximum resolution of 11,000 points per timeseries; try decreasing the query resolution (?step=236s)"},
+		{"from=0&to=" + at + "&step=0", "step", "not accepted"},
+		{"from=0&to=" + at + "&roles=latency_p99,latency_p999", "roles", `unknown role "latency_p999"`},
+		{"from=0&to=" + at + "&levels=pod", "levels", `unknown level "pod"`},
+	} {
+		r := e.do(request{method: "GET", path: "/api/v1/timeline?" + tc.query, token: e.read})
+		if r.status != 400 || r.err.Field != tc.field || !strings.Contains(r.err.Error, tc.msg) {
+			t.Errorf("%s: %d %+v; want 400 on %s with %q", tc.query, r.status, r.err, tc.field, tc.msg)
+		}
+	}
+	if r := e.do(request{method: "GET", path: "/api/v1/timeline?from=0&to=1"}); r.status != 401 {
+		t.Errorf("no token: %d", r.status)
+	}
+}
+
+func TestPullStatus(t *testing.T) {
+	e := newAPIEnv(t)
+	ctx := context.Background()
+	cursor := testNow.Add(-90 * time.Second)
+	if err := e.st.AdvancePullCursor(ctx, "inference/qps@model", cursor, testNow, 120); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.RecordPullError(ctx, "node/node_cpu@node", cursor, testNow, testNow, "connection refused", true); err != nil {
+		t.Fatal(err)
+	}
+	r := e.do(request{method: "GET", path: "/api/v1/pull/status", token: e.read})
+	if r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	var v struct {
+		LeaderActive bool `json:"leader_active"`
+		Sources      []struct {
+			Source     string  `json:"source"`
+			LagSeconds float64 `json:"lag_seconds"`
+			LastError  string  `json:"last_error"`
+		} `json:"sources"`
+		OpenGaps []store.PullGap `json:"open_gaps"`
+		Summary  struct {
+			Failing       int     `json:"failing"`
+			MaxLagSeconds float64 `json:"max_lag_seconds"`
+			PointsTotal   int64   `json:"points_total"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal(r.body, &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.LeaderActive || len(v.Sources) != 2 || v.Sources[0].LagSeconds != 90 || v.Sources[1].LastError != "connection refused" {
+		t.Fatalf("status = %+v", v)
+	}
+	if len(v.OpenGaps) != 1 || v.OpenGaps[0].Source != "node/node_cpu@node" || v.Summary.Failing != 1 || v.Summary.PointsTotal != 120 {
+		t.Fatalf("status = %+v", v)
+	}
+}
