@@ -409,7 +409,7 @@ func (e *engine) finish(r *replica, w *waiting, mid [5]float64, n int, gpuDone f
 		a.cpu[i] += m.spec.cpuPerReq
 		a.rx[i] += m.spec.payload
 	}
-	if entry < 0 || done >= f.dur {
+	if entry < 0 || done > f.stepTime(f.nSteps-1) {
 		return
 	}
 	id := mix(e.seqBase ^ w.seq)

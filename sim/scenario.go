@@ -59,7 +59,7 @@ func (f *Fleet) inject(r *rand.Rand) error {
 		err = f.injectRouting(r, &c, u, end)
 	case Ingress:
 		f.gateway.cut = effect{from: onset, to: end, ramp: 60}
-		f.gateway.cutTo = math.Min(0.975, 0.87+0.05*s)
+		f.gateway.cutTo = math.Min(0.93, 0.82+0.06*s)
 		e := f.changeEvent(correlate.KindConfigChange, "platform-config", "",
 			"ingress-gateway: cpu limit 4 -> 1.5 cores per replica", onset,
 			map[string]any{"component": "ingress-gateway", "key": "resources.limits.cpu", "from": "4", "to": "1.5"})
@@ -294,7 +294,7 @@ func (f *Fleet) injectColdStart(r *rand.Rand, c *cause, s float64) error {
 		return err
 	}
 	before := len(f.livePods(m, c.action))
-	pods, err := f.scaleUp(r, m, c.action, 2, 5*s, 150)
+	pods, err := f.scaleUp(r, m, c.action, 2, 4*s, 150)
 	if err != nil {
 		return err
 	}
@@ -307,7 +307,7 @@ func (f *Fleet) injectColdStart(r *rand.Rand, c *cause, s float64) error {
 	c.model, c.effect, c.recovered = m, pods[0].ready, rec
 	f.truth.Target = t
 	f.truth.Notes = append(f.truth.Notes,
-		fmt.Sprintf("scheduled pre-scale of %s %d -> %d replicas; new pods pass readiness before their weights are resident: exec x%.1f at first, fading with tau %.0f s", m.spec.name, before, before+len(pods), 1+5*s, 150.0))
+		fmt.Sprintf("scheduled pre-scale of %s %d -> %d replicas; new pods pass readiness before their weights are resident: exec x%.1f at first, fading with tau %.0f s", m.spec.name, before, before+len(pods), 1+4*s, 150.0))
 	f.markModel(m)
 	return nil
 }
@@ -325,8 +325,8 @@ func (f *Fleet) injectDownstream(c *cause, s, end float64) error {
 	}
 	d := &f.depend
 	d.slow = effect{from: c.action, to: end, ramp: 60}
-	d.mul = 1 + 3*s
-	d.sigma2 = d.sigma + 0.3*math.Min(s, 1.5)
+	d.mul = 1 + 5*s
+	d.sigma2 = d.sigma + 0.45*math.Min(s, 1.5)
 	f.truth.Target = Target{Models: names}
 	f.truth.Notes = append(f.truth.Notes,
 		fmt.Sprintf("%s degraded: median call latency x%.1f, spread %.2f -> %.2f; callers: %v", dependencyName, d.mul, d.sigma, d.sigma2, names))
@@ -335,7 +335,29 @@ func (f *Fleet) injectDownstream(c *cause, s, end float64) error {
 }
 
 func (f *Fleet) injectRouting(r *rand.Rand, c *cause, u, end float64) error {
-	m, err := f.pickModel(r, func(m *model) bool { return len(f.livePods(m, c.action)) >= 2 })
+	// Piling traffic onto one replica only hurts if that replica then runs
+	// near its capacity: prefer models where the skew can get there.
+	reach := func(m *model) float64 {
+		live := f.livePods(m, c.action)
+		if len(live) < 2 {
+			return 0
+		}
+		capMin := math.Inf(1)
+		for _, p := range live {
+			capMin = math.Min(capMin, capacityPerReplica(m, p))
+		}
+		return 0.92 * f.nominalRate(m, c.action) / capMin
+	}
+	best := 0.0
+	for _, m := range f.models {
+		best = math.Max(best, reach(m))
+	}
+	m, err := f.pickModel(r, func(m *model) bool {
+		if f.opts.Target != "" {
+			return reach(m) > 0
+		}
+		return reach(m) > 0 && reach(m) >= math.Min(u, best)
+	})
 	if err != nil {
 		return err
 	}

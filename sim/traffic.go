@@ -93,7 +93,7 @@ type gatewayPlan struct {
 // load of the window and follows the fleet's total rate tick by tick.
 func (f *Fleet) planGateway() {
 	g := &f.gateway
-	g.service = 0.003
+	g.service = 0.004
 	n := len(f.models[0].rates)
 	totals := make([]float64, n)
 	mean := 0.0
@@ -122,7 +122,7 @@ func (f *Fleet) planGateway() {
 		if lv := g.cut.level(t); lv > 0 {
 			c = capacity / (1 + (cutFactor-1)*lv)
 		}
-		g.rho[k] = math.Min(0.985, tot/c)
+		g.rho[k] = math.Min(0.96, tot/c)
 	}
 }
 
