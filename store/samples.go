@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -52,8 +51,8 @@ func (s *Store) InsertSamples(ctx context.Context, samples []correlate.Sample) (
 // INSERT … ON CONFLICT DO NOTHING. Partitions are created before any
 // transaction touches samples, because creating one locks the parent.
 func (s *Store) InsertSampleStream(ctx context.Context, next SampleStream) (accepted, duplicates int, err error) {
-	buf := make([]correlate.Sample, 1, 1024)
-	if err := next(&buf[0]); err != nil {
+	buf := &sampleBuf{}
+	if err := next(buf.add()); err != nil {
 		if errors.Is(err, io.EOF) {
 			return 0, 0, nil
 		}
@@ -61,7 +60,7 @@ func (s *Store) InsertSampleStream(ctx context.Context, next SampleStream) (acce
 	}
 	// A request usually covers minutes; its neighbour days cover one that
 	// crosses midnight without a second round of DDL.
-	first := buf[0].Time.UTC().Truncate(24 * time.Hour)
+	first := buf.at(0).Time.UTC().Truncate(24 * time.Hour)
 	if err := s.EnsurePartitions(ctx, TableSamples, first.Add(-24*time.Hour), first, first.Add(24*time.Hour)); err != nil {
 		return 0, 0, err
 	}
@@ -78,12 +77,10 @@ func (s *Store) InsertSampleStream(ctx context.Context, next SampleStream) (acce
 		return 0, 0, wrap("insert samples", fast)
 	}
 	// Slow path: read the rest of the stream, then insert what is new.
-	buf = src.buf
 	for {
-		buf = append(buf, correlate.Sample{})
-		err := next(&buf[len(buf)-1])
+		err := next(buf.add())
 		if errors.Is(err, io.EOF) {
-			buf = buf[:len(buf)-1]
+			buf.pop()
 			break
 		}
 		if err != nil {
@@ -93,9 +90,9 @@ func (s *Store) InsertSampleStream(ctx context.Context, next SampleStream) (acce
 	if isNoPartition(fast) {
 		s.forgetPartitions(TableSamples) // dropped behind our back (retention elsewhere)
 	}
-	times := make([]time.Time, len(buf))
-	for i := range buf {
-		times[i] = buf[i].Time
+	times := make([]time.Time, buf.len())
+	for i := range times {
+		times[i] = buf.at(i).Time
 	}
 	if err := s.EnsurePartitions(ctx, TableSamples, times...); err != nil {
 		return 0, 0, err
@@ -110,7 +107,7 @@ func (s *Store) InsertSampleStream(ctx context.Context, next SampleStream) (acce
 	if err != nil {
 		return 0, 0, wrap("insert samples", err)
 	}
-	return int(tag.RowsAffected()), len(buf) - int(tag.RowsAffected()), nil
+	return int(tag.RowsAffected()), buf.len() - int(tag.RowsAffected()), nil
 }
 
 // copySamplesFast COPYs src into samples in one transaction. It returns the
@@ -119,10 +116,7 @@ func (s *Store) copySamplesFast(ctx context.Context, src *sampleCopySource) (int
 	var n int64
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		var err error
-		n, err = tx.CopyFrom(ctx, pgx.Identifier{TableSamples}, sampleColumns, src)
-		if src.err != nil {
-			return src.err
-		}
+		n, err = copySamples(ctx, tx, TableSamples, src.nextRow)
 		return err
 	})
 	return n, err
@@ -132,21 +126,20 @@ func (s *Store) copySamplesFast(ctx context.Context, src *sampleCopySource) (int
 // table. ON CONFLICT waits for a concurrent writer of the same key and then
 // skips it, and the ORDER BY makes concurrent writers take row locks in the
 // same order, so overlapping writes neither fail nor deadlock.
-func (s *Store) insertSamplesSlow(ctx context.Context, buf []correlate.Sample) (pgconn.CommandTag, error) {
+func (s *Store) insertSamplesSlow(ctx context.Context, buf *sampleBuf) (pgconn.CommandTag, error) {
 	var tag pgconn.CommandTag
 	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `CREATE TEMP TABLE samples_staging (LIKE samples INCLUDING DEFAULTS) ON COMMIT DROP`); err != nil {
 			return err
 		}
 		i := 0
-		rows := &sampleRows{next: func() *correlate.Sample {
-			if i == len(buf) {
-				return nil
+		if _, err := copySamples(ctx, tx, "samples_staging", func() (*correlate.Sample, error) {
+			if i == buf.len() {
+				return nil, nil
 			}
 			i++
-			return &buf[i-1]
-		}}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"samples_staging"}, sampleColumns, rows); err != nil {
+			return buf.at(i - 1), nil
+		}); err != nil {
 			return err
 		}
 		var err error
@@ -166,75 +159,39 @@ var errNeedSlowPath = errors.New("sample day needs a new partition")
 type sampleCopySource struct {
 	store   *Store
 	next    SampleStream
-	buf     []correlate.Sample
+	buf     *sampleBuf
 	pending bool // buf's last element is read but not yet handed to COPY
 	days    map[time.Time]bool
-	err     error
-	vals    []any
+	err     error // the stream's error, or errNeedSlowPath
 }
 
-func (c *sampleCopySource) Next() bool {
+// nextRow returns the next sample for COPY, nil at the end.
+func (c *sampleCopySource) nextRow() (*correlate.Sample, error) {
 	if c.err != nil {
-		return false
+		return nil, c.err
 	}
 	if c.pending {
 		c.pending = false
 	} else {
-		c.buf = append(c.buf, correlate.Sample{})
-		if err := c.next(&c.buf[len(c.buf)-1]); err != nil {
-			c.buf = c.buf[:len(c.buf)-1]
-			if !errors.Is(err, io.EOF) {
-				c.err = err
+		if err := c.next(c.buf.add()); err != nil {
+			c.buf.pop()
+			if errors.Is(err, io.EOF) {
+				return nil, nil
 			}
-			return false
+			c.err = err
+			return nil, err
 		}
 	}
-	day := c.buf[len(c.buf)-1].Time.UTC().Truncate(24 * time.Hour)
+	x := c.buf.at(c.buf.len() - 1)
+	day := x.Time.UTC().Truncate(24 * time.Hour)
 	if !c.days[day] {
 		if !c.store.partitionKnown(TableSamples, day) {
 			c.err = errNeedSlowPath
-			return false
+			return nil, c.err
 		}
 		c.days[day] = true
 	}
-	return true
-}
-
-func (c *sampleCopySource) Values() ([]any, error) {
-	c.vals = sampleValues(c.vals, &c.buf[len(c.buf)-1])
-	return c.vals, nil
-}
-
-func (c *sampleCopySource) Err() error { return c.err }
-
-// sampleRows is a CopyFromSource over samples already in memory.
-type sampleRows struct {
-	next func() *correlate.Sample
-	cur  *correlate.Sample
-	vals []any
-}
-
-func (r *sampleRows) Next() bool { r.cur = r.next(); return r.cur != nil }
-func (r *sampleRows) Values() ([]any, error) {
-	r.vals = sampleValues(r.vals, r.cur)
-	return r.vals, nil
-}
-func (r *sampleRows) Err() error { return nil }
-
-// sampleValues lays out one sample in sampleColumns order. It hands pgx
-// pointers, not values, so building a row allocates nothing: pgx encodes
-// the row before asking for the next one.
-func sampleValues(vals []any, x *correlate.Sample) []any {
-	vals = append(vals[:0], &x.Time, &x.RequestID, &x.Model, &x.Version, &x.Tenant, &x.Replica, &x.Node, &x.Entry,
-		&x.BatchSize, &x.Status, &x.TotalMs)
-	for i := range x.StagesMs {
-		if math.IsNaN(x.StagesMs[i]) {
-			vals = append(vals, nil)
-		} else {
-			vals = append(vals, &x.StagesMs[i])
-		}
-	}
-	return append(vals, &x.SampleRate)
+	return x, nil
 }
 
 func isNoPartition(err error) bool {
@@ -247,3 +204,31 @@ func isDeadlock(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "40P01"
 }
+
+// sampleBuf holds a request's samples in fixed-size chunks: growing it
+// never copies what is already there (a plain slice would, on the hot
+// path, and the samples hold pointers the GC must then rescan).
+type sampleBuf struct {
+	chunks [][]correlate.Sample
+	n      int
+}
+
+const sampleChunk = 1024
+
+// add appends a zero sample and returns it.
+func (b *sampleBuf) add() *correlate.Sample {
+	if b.n == len(b.chunks)*sampleChunk {
+		b.chunks = append(b.chunks, make([]correlate.Sample, sampleChunk))
+	}
+	x := &b.chunks[b.n/sampleChunk][b.n%sampleChunk]
+	*x = correlate.Sample{}
+	b.n++
+	return x
+}
+
+// pop drops the last sample.
+func (b *sampleBuf) pop() { b.n-- }
+
+func (b *sampleBuf) len() int { return b.n }
+
+func (b *sampleBuf) at(i int) *correlate.Sample { return &b.chunks[i/sampleChunk][i%sampleChunk] }

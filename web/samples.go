@@ -42,14 +42,17 @@ func (s *Server) handleSamplesCreate(c echo.Context) error {
 	defer body.close()
 	now := s.now()
 	var w sampleWire
+	fast := sampleParser{intern: map[string]string{}}
 	next := func(dst *correlate.Sample) error {
 		raw, line, err := body.records.next()
 		if err != nil {
 			return err // io.EOF ends the stream
 		}
-		w = sampleWire{StagesMs: noStages}
-		if err := decodeRecord(raw, line, &w); err != nil {
-			return err
+		if !fast.parse(raw, &w) {
+			w = sampleWire{StagesMs: noStages}
+			if err := decodeRecord(raw, line, &w); err != nil {
+				return err
+			}
 		}
 		return s.checkSample(&w, line, now, dst)
 	}
@@ -89,8 +92,8 @@ func (s *Server) checkSample(w *sampleWire, line int, now time.Time, dst *correl
 	if *w.TotalMs < 0 {
 		return bad("total_ms", "must not be negative, got %v", *w.TotalMs)
 	}
-	if w.BatchSize < 0 {
-		return bad("batch_size", "must not be negative, got %d", w.BatchSize)
+	if w.BatchSize < 0 || w.BatchSize > maxBatchSize {
+		return bad("batch_size", "want 0 (unknown) to %d, got %d", maxBatchSize, w.BatchSize)
 	}
 	rate := 1.0
 	if w.SampleRate != nil {
@@ -106,6 +109,9 @@ func (s *Server) checkSample(w *sampleWire, line int, now time.Time, dst *correl
 	}
 	return nil
 }
+
+// maxBatchSize bounds batch_size well inside the int32 column.
+const maxBatchSize = 1 << 20
 
 // maxLabelLen bounds ids and dimension values: they are labels, not text.
 const maxLabelLen = 256
