@@ -116,7 +116,9 @@ func newEngine(f *Fleet, m *model) *engine {
 		hotIdx:  -1,
 	}
 	for _, p := range f.modelPods(m) {
-		e.reps = append(e.reps, &replica{p: p})
+		// The GPU starts idle: a zero busyUntil would hold the whole warm-up
+		// back until the window start.
+		e.reps = append(e.reps, &replica{p: p, busyUntil: math.Inf(-1)})
 	}
 	return e
 }

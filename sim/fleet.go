@@ -31,6 +31,7 @@ type Fleet struct {
 	pods    []*pod // every pod of the window, in creation order
 	tenants []string
 
+	pick     *rand.Rand // target choices
 	gateway  gatewayPlan
 	depend   dependencyPlan
 	events   []correlate.Event

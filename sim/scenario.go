@@ -33,6 +33,10 @@ func (f *Fleet) inject(r *rand.Rand) error {
 		end = onset + o.EffectDuration.Seconds()
 	}
 	s := o.Strength
+	// Targets are drawn from their own stream keyed by the scenario, so one
+	// seed hits different models in different scenarios while the fleet
+	// itself stays the same.
+	f.pick = rand.New(rand.NewPCG(uint64(o.Seed), hashStr(o.Seed, "target", string(o.Scenario))))
 	f.depend = dependencyPlan{median: 0.014, sigma: 0.35, mul: 1, sigma2: 0.35, timeout: 1}
 	c := cause{action: onset, effect: onset, recovered: end}
 	tr := &f.truth
@@ -138,7 +142,7 @@ func (f *Fleet) pickModel(r *rand.Rand, ok func(*model) bool) (*model, error) {
 	if len(cand) == 0 {
 		return nil, fmt.Errorf("no model of this fleet is eligible for %s", f.opts.Scenario)
 	}
-	return cand[r.IntN(len(cand))], nil
+	return cand[f.pick.IntN(len(cand))], nil
 }
 
 func anyModel(*model) bool { return true }
@@ -221,7 +225,7 @@ func (f *Fleet) injectLocal(r *rand.Rand, c *cause, s, end float64) error {
 	if len(cand) == 0 {
 		return fmt.Errorf("local_replica: no node named %q runs a pod at the onset", f.opts.Target)
 	}
-	n := cand[r.IntN(len(cand))]
+	n := cand[f.pick.IntN(len(cand))]
 	n.throttle = effect{from: c.action, to: end, ramp: 60}
 	n.slowdown = 1 + 0.9*s
 	c.node = n
