@@ -1,0 +1,25 @@
+# The README's two commands: `make demo` and `make test`.
+GO ?= go
+
+.PHONY: demo test build bench
+
+# Build and run Waterline; a private Postgres unless DATABASE_URL is set.
+demo:
+	scripts/demo.sh
+
+# The whole test suite, as CI runs it.
+test:
+	scripts/test-deps.sh
+	scripts/test-postgres.sh
+	@unformatted=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	@if [ -n "$$(git ls-files -co --exclude-standard '*.templ')" ]; then $(GO) tool templ generate -check; fi
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+build:
+	$(GO) build -o bin/waterline ./cmd/waterline
+
+# Ingest throughput next to a raw COPY (not part of test).
+bench:
+	bench/ingest.sh
