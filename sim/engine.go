@@ -308,7 +308,7 @@ func (e *engine) dispatch(r *replica, d float64) {
 		end := w.arr + m.timeout
 		busy := math.Min(math.Max(r.busyUntil-w.arr, 0), m.timeout)
 		e.f.spread(r.p.agg.queue, w.arr, end, 1)
-		e.finish(r, &w, [5]float64{busy, m.timeout - busy}, 0, end, statusTimeout)
+		e.finish(r, &w, [3]float64{busy, m.timeout - busy}, 0, end, statusTimeout)
 	}
 	n := min(r.pending(), m.spec.maxBatch)
 	if n == 0 {
@@ -320,7 +320,7 @@ func (e *engine) dispatch(r *replica, d float64) {
 		w := r.q[r.head+i]
 		busy := math.Min(math.Max(prevFree-w.arr, 0), d-w.arr)
 		e.f.spread(r.p.agg.queue, w.arr, d, 1)
-		e.finish(r, &w, [5]float64{busy, d - w.arr - busy, ex}, n, d+ex, statusOK)
+		e.finish(r, &w, [3]float64{busy, d - w.arr - busy, ex}, n, d+ex, statusOK)
 	}
 	r.head += n
 	r.busyUntil = d + ex
@@ -365,7 +365,7 @@ var statusNames = [...]string{"ok", "error", "timeout"}
 // finish completes one request: w waited mid[0] (queue) + mid[1]
 // (batch_wait), ran mid[2] (exec) in a batch of n, and leaves the GPU at
 // gpuDone; postprocess and the downstream call follow.
-func (e *engine) finish(r *replica, w *waiting, mid [5]float64, n int, gpuDone float64, st uint8) {
+func (e *engine) finish(r *replica, w *waiting, mid [3]float64, n int, gpuDone float64, st uint8) {
 	f, m := e.f, e.m
 	var stages [correlate.NumStages]float64
 	stages[correlate.StageGateway] = w.front[0]

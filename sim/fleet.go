@@ -279,7 +279,7 @@ func (f *Fleet) schedule(p *pod, r *rand.Rand) error {
 	return nil
 }
 
-// release frees p's GPU from t on (the pod terminates).
+// releaseGPU frees p's GPU from t on (the pod terminates).
 func (f *Fleet) releaseGPU(p *pod, t float64) {
 	use := p.node.gpuUse[p.gpu]
 	for i := range use {
@@ -298,7 +298,7 @@ func overlaps(use []interval, from, to float64) bool {
 	return false
 }
 
-// modelPods returns the pods of m alive at some point in [from, to).
+// modelPods returns every pod m has over the window, in creation order.
 func (f *Fleet) modelPods(m *model) []*pod {
 	var out []*pod
 	for _, p := range f.pods {
