@@ -284,8 +284,11 @@ func (e *engine) advance(r *replica, t float64) {
 		}
 		e.dispatch(r, d)
 	}
-	if r.head > 0 && r.head == len(r.q) {
-		r.q, r.head = r.q[:0], 0
+	// Reclaim the consumed head of the queue; a replica that never drains
+	// completely would otherwise keep every request it ever queued.
+	if r.head > 0 && (r.head == len(r.q) || r.head >= 1024 && 2*r.head >= len(r.q)) {
+		n := copy(r.q, r.q[r.head:])
+		r.q, r.head = r.q[:n], 0
 	}
 }
 
