@@ -106,7 +106,19 @@ slos:
 			t.Errorf("SLOFor(%s) = %v, %v; want %v", model, got, ok, want)
 		}
 	}
+	if c2, err := ParseConfig("w.yaml", []byte("rate_window: 2m\n")); err != nil || !strings.Contains(queryByName(c2, "inference/qps@model").Expr, "[120s]") {
+		t.Errorf("rate_window not applied to the presets: %v", err)
+	}
 	if c.TierOf("chat-7b") != "realtime" || c.TierOf("other") != "batch" {
 		t.Errorf("tiers: %q %q", c.TierOf("chat-7b"), c.TierOf("other"))
 	}
+}
+
+func queryByName(c *Config, name string) Query {
+	for _, q := range c.Queries {
+		if q.Name == name {
+			return q
+		}
+	}
+	return Query{}
 }

@@ -16,6 +16,7 @@ import (
 //	presets: [inference, vllm]      # default [inference]; [] for none
 //	disable: [inference/error_rate@model]
 //	step: 15s                        # also lookback, delay, overlap, max_chunk
+//	rate_window: 2m                  # rate() window of the presets (default 1m, for 15 s scrapes)
 //	parallelism: 4
 //	kube_events: {model_label: label_app, model_from_deployment: '^(.+)-server$'}
 //	queries:
@@ -34,6 +35,7 @@ type fileYAML struct {
 	Delay       *durYAML    `yaml:"delay"`
 	Overlap     *durYAML    `yaml:"overlap"`
 	MaxChunk    *durYAML    `yaml:"max_chunk"`
+	RateWindow  *durYAML    `yaml:"rate_window"`
 	Parallelism *int        `yaml:"parallelism"`
 	Kube        *kubeYAML   `yaml:"kube_events"`
 	Queries     []queryYAML `yaml:"queries"`
@@ -134,7 +136,7 @@ func (f *fileYAML) apply(c *Config, origin, preset string, byName map[string]Que
 		dst *time.Duration
 		key string
 	}{{f.Step, &c.Step, "step"}, {f.Lookback, &c.Lookback, "lookback"}, {f.Delay, &c.Delay, "delay"},
-		{f.Overlap, &c.Overlap, "overlap"}, {f.MaxChunk, &c.MaxChunk, "max_chunk"}} {
+		{f.Overlap, &c.Overlap, "overlap"}, {f.MaxChunk, &c.MaxChunk, "max_chunk"}, {f.RateWindow, &c.RateWindow, "rate_window"}} {
 		if set.src != nil {
 			*set.dst = set.src.d
 		}

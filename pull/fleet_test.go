@@ -22,6 +22,9 @@ type tFleet struct {
 	// notReady holds, per node, step ranges [from, to) with Ready=false.
 	notReady map[string][][2]int
 	deploys  []tDeploy
+	// lo, hi restrict the output to steps [lo, hi) (hi 0: all), so a big
+	// fleet can be written one backfill window at a time.
+	lo, hi int
 }
 
 // tPod lives in steps [from, to); its requests all take latency seconds,
@@ -74,16 +77,18 @@ func (f *tFleet) write(out io.Writer) error {
 	podLabels := func(p tPod) string {
 		return fmt.Sprintf(`model="%s",version="%s",pod="%s",node="%s",namespace="inference"`, p.model, p.version, p.name, p.node)
 	}
+	hi := f.hi
+	if hi == 0 {
+		hi = f.steps
+	}
 	// counter emits a counter per pod that grows by inc per step of life.
 	counter := func(p tPod, series string, inc float64) {
-		v := 0.0
-		for i := p.from; i < p.to && i < f.steps; i++ {
-			v += inc
-			fmt.Fprintf(w, "%s %g %d\n", series, v, f.ts(i))
+		for i := max(p.from, f.lo); i < p.to && i < hi; i++ {
+			fmt.Fprintf(w, "%s %g %d\n", series, inc*float64(i-p.from+1), f.ts(i))
 		}
 	}
 	gauge := func(from, to int, series string, val func(i int) float64) {
-		for i := max(from, 0); i < to && i < f.steps; i++ {
+		for i := max(from, f.lo); i < to && i < hi; i++ {
 			if v := val(i); !math.IsNaN(v) {
 				fmt.Fprintf(w, "%s %g %d\n", series, v, f.ts(i))
 			}
@@ -158,7 +163,9 @@ func (f *tFleet) write(out io.Writer) error {
 		}
 	}
 	f.writeKube(w, gauge)
-	fmt.Fprintln(w, "# EOF")
+	if f.lo == 0 && f.hi == 0 {
+		fmt.Fprintln(w, "# EOF")
+	}
 	return w.Flush()
 }
 

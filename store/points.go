@@ -20,7 +20,8 @@ type SeriesPoints struct {
 // value, the newest written: re-pulling an overlapping range overwrites
 // instead of duplicating. Rows are COPYed into a temporary table and merged
 // with one INSERT … ON CONFLICT, which is an order of magnitude faster than
-// row-by-row upserts. The day partitions must exist (EnsurePartitions,
+// row-by-row upserts; into a range still empty for these series they are
+// COPYed directly. Each batch's points must be sorted by time. The day partitions must exist (EnsurePartitions,
 // outside the caller's transaction); a batch must not repeat a
 // (series, time). Run it inside InTx to commit the points together with
 // the caller's progress.
@@ -32,7 +33,46 @@ func (s *Store) UpsertPoints(ctx context.Context, batch []SeriesPoints) (int64, 
 	if total == 0 {
 		return 0, nil
 	}
-	var n int64
+	var (
+		n        int64
+		ids      = make([]int64, 0, len(batch))
+		min, max int64
+	)
+	for _, b := range batch {
+		if len(b.Points) == 0 {
+			continue
+		}
+		ids = append(ids, b.SeriesID)
+		if first := b.Points[0].T; min == 0 || first < min {
+			min = first
+		}
+		if last := b.Points[len(b.Points)-1].T; last > max {
+			max = last
+		}
+	}
+	// Fast path: a range none of these series has points in yet (the first
+	// pull of history, the live loop's new minutes) is COPYed straight into
+	// points, half the work of staging and merging. A concurrent writer
+	// that got there first makes the COPY fail on the key; the savepoint
+	// then falls back to the merge.
+	var exists bool
+	if err := s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM points WHERE series_id = ANY($1) AND time >= $2 AND time <= $3)`,
+		ids, time.UnixMilli(min), time.UnixMilli(max)).Scan(&exists); err != nil {
+		return 0, wrap("upsert points", err)
+	}
+	if !exists {
+		err := pgxBeginOwn(ctx, s.db, func(tx DB) error {
+			var err error
+			n, err = tx.CopyFrom(ctx, pgx.Identifier{"points"}, []string{"series_id", "time", "value"}, &pointsSource{batch: batch, j: -1})
+			return err
+		})
+		if err == nil {
+			return n, nil
+		}
+		if !IsUniqueViolation(err) {
+			return 0, wrap("upsert points", err)
+		}
+	}
 	err := pgxBeginOwn(ctx, s.db, func(tx DB) error {
 		// ON COMMIT DROP keeps pooled sessions clean; the table lives only
 		// in this (sub)transaction's top-level transaction, so a second call

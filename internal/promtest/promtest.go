@@ -103,6 +103,64 @@ func (p *Prometheus) Backfill(t testing.TB, om io.Reader) {
 	}
 }
 
+// BackfillWindows backfills [from, to) one 2-hour-aligned window at a
+// time: write produces the OpenMetrics text of the samples in [lo, hi)
+// (without "# EOF"), so a large generated fixture is written once and
+// never split or re-read. Two windows are written and converted at once.
+func (p *Prometheus) BackfillWindows(t testing.TB, from, to time.Time, write func(w io.Writer, lo, hi time.Time) error) {
+	t.Helper()
+	dir := filepath.Join(p.dir, "om")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const win = 2 * time.Hour
+	sem := make(chan struct{}, 2)
+	errs := make(chan error, 1+int(to.Sub(from)/win))
+	var wg sync.WaitGroup
+	for lo := from.Truncate(win); lo.Before(to); lo = lo.Add(win) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			name := filepath.Join(dir, fmt.Sprintf("w%d.om", lo.Unix()))
+			err := func() error {
+				f, err := os.Create(name)
+				if err != nil {
+					return err
+				}
+				bw := bufio.NewWriterSize(f, 1<<20)
+				if err := write(bw, lo, lo.Add(win)); err != nil {
+					f.Close()
+					return err
+				}
+				bw.WriteString("# EOF\n")
+				if err := bw.Flush(); err != nil {
+					f.Close()
+					return err
+				}
+				return f.Close()
+			}()
+			if err == nil {
+				var out []byte
+				out, err = exec.Command("promtool", "tsdb", "create-blocks-from", "openmetrics", name, p.data).CombinedOutput()
+				if err != nil {
+					err = fmt.Errorf("promtool %s: %v\n%s", filepath.Base(name), err, out)
+				}
+			}
+			_ = os.Remove(name)
+			if err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("promtest: %v", err)
+	}
+}
+
 // splitByWindow copies OpenMetrics text into one file per window of the
 // sample timestamps, repeating each family's metadata lines in every file
 // that has samples of that family.
