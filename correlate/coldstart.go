@@ -88,6 +88,41 @@ func coldStartFor(f *facts, m string) Cause {
 	if len(f.affected) == 1 {
 		b.support("one_model", 1, 1, 0.10, "Only %s slowed down.", m)
 	}
+	// Replicas that come with a rollout are new pods of a new version, not
+	// extra capacity: without a scale-up, that is a release's business.
+	if ev == nil {
+		if fr, ver := f.youngOnNewVersion(m, youngSet); fr > 0 {
+			b.oppose("rollout_not_scale_up", fr, fr, 0.4,
+				"The new replicas run %s, a version the warm ones do not: they came with a rollout, and no scale-up was seen.", ver)
+		}
+	}
 	sort.Strings(young)
 	return b.done(fmt.Sprintf("New %s replicas took traffic before they were warm.", m), Target{Model: m, Replicas: young})
+}
+
+// youngOnNewVersion returns the share of young replicas whose version no
+// warm replica of the model runs, and that version.
+func (f *facts) youngOnNewVersion(m string, young map[string]bool) (float64, string) {
+	warm := map[string]bool{}
+	for _, r := range f.reps[m] {
+		if !young[r.replica] && r.version != "" {
+			warm[r.version] = true
+		}
+	}
+	n, newer := 0, 0
+	ver := ""
+	for _, r := range f.reps[m] {
+		if !young[r.replica] || r.version == "" {
+			continue
+		}
+		n++
+		if !warm[r.version] {
+			newer++
+			ver = r.version
+		}
+	}
+	if n == 0 || len(warm) == 0 {
+		return 0, ""
+	}
+	return float64(newer) / float64(n), ver
 }

@@ -136,8 +136,69 @@ type versionStat struct {
 
 func (v versionStat) slowFracDuring() float64 { return safeRatio(v.slowDur, v.weightDur) }
 
-// versionStats splits one model's samples by version.
+// versionStats splits one model's traffic by version: from samples when
+// they cover the model, else from version-level curves.
 func (f *facts) versionStats(model string) []versionStat {
+	if vs := f.versionStatsFromSamples(model); len(vs) > 0 {
+		return vs
+	}
+	return f.versionStatsFromCurves(model)
+}
+
+// versionStatsFromCurves reads each version's P99 and traffic from
+// version-level curves (slow fractions stay unknown).
+func (f *facts) versionStatsFromCurves(model string) []versionStat {
+	per := map[string]*versionStat{}
+	get := func(v string) *versionStat {
+		if per[v] == nil {
+			per[v] = &versionStat{version: v, p99Before: math.NaN(), p99During: math.NaN(), slowDur: math.NaN(), slowBefore: math.NaN()}
+		}
+		return per[v]
+	}
+	for _, c := range f.cs.get(RoleLatencyP99, LevelVersion, Scope{Model: model}, "") {
+		if c.Scope.Version == "" {
+			continue
+		}
+		v := get(c.Scope.Version)
+		v.p99Before, v.p99During = periodMedian(c, f.ph.BeforeFrom, f.ph.BeforeTo), periodMedian(c, f.ph.Onset, f.ph.DuringTo)
+	}
+	var tb, td float64
+	for _, c := range f.cs.get(RoleQPS, LevelVersion, Scope{Model: model}, "") {
+		if c.Scope.Version == "" {
+			continue
+		}
+		v := get(c.Scope.Version)
+		// Mean rate × span: requests in each phase (missing points = no traffic).
+		v.weightBefore = sum(values(c.Points, f.ph.BeforeFrom, f.ph.BeforeTo))
+		v.weightDur = sum(values(c.Points, f.ph.Onset, f.ph.DuringTo))
+		tb += v.weightBefore
+		td += v.weightDur
+	}
+	out := make([]versionStat, 0, len(per))
+	for _, v := range per {
+		v.shareBefore, v.shareDuring = safeRatio(v.weightBefore, tb), safeRatio(v.weightDur, td)
+		if math.IsNaN(v.shareBefore) {
+			v.shareBefore = 0
+		}
+		if math.IsNaN(v.shareDuring) {
+			v.shareDuring = 0
+		}
+		out = append(out, *v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	return out
+}
+
+func sum(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s
+}
+
+// versionStatsFromSamples splits one model's samples by version.
+func (f *facts) versionStatsFromSamples(model string) []versionStat {
 	type acc struct {
 		v    versionStat
 		b, d []weighted

@@ -69,10 +69,15 @@ func releaseFor(f *facts, m string) Cause {
 	case nv.weightDur > 0 && old.weightDur > 0 && !math.IsNaN(nv.p99During) && !math.IsNaN(old.p99During):
 		r := safeRatio(nv.p99During, old.p99During)
 		fr := safeRatio(nv.slowFracDuring()+0.005, old.slowFracDuring()+0.005)
-		b.support("new_version_slower", r, math.Max(ramp(r, 1.1, 1.6), ramp(fr, 1.5, 4)), 0.35,
-			"%s P99 is %s against %s on %s in the same window (×%.2f); %.0f%% vs %.0f%% of their requests are slow.",
-			newVer, fmtMs(nv.p99During), fmtMs(old.p99During), old.version, r, 100*nv.slowFracDuring(), 100*old.slowFracDuring())
-		if r < 1.1 && fr < 1.5 {
+		if math.IsNaN(fr) {
+			b.support("new_version_slower", r, ramp(r, 1.1, 1.6), 0.35,
+				"%s P99 is %s against %s on %s in the same window (×%.2f).", newVer, fmtMs(nv.p99During), fmtMs(old.p99During), old.version, r)
+		} else {
+			b.support("new_version_slower", r, math.Max(ramp(r, 1.1, 1.6), ramp(fr, 1.5, 4)), 0.35,
+				"%s P99 is %s against %s on %s in the same window (×%.2f); %.0f%% vs %.0f%% of their requests are slow.",
+				newVer, fmtMs(nv.p99During), fmtMs(old.p99During), old.version, r, 100*nv.slowFracDuring(), 100*old.slowFracDuring())
+		}
+		if r < 1.1 && !(fr >= 1.5) {
 			b.oppose("new_version_not_slower", r, ramp(1.15-r, 0, 0.15), 0.5,
 				"The new version's requests are no slower than the old version's in the same window (P99 %s vs %s).", fmtMs(nv.p99During), fmtMs(old.p99During))
 		}
