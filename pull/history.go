@@ -47,12 +47,29 @@ func (p *Puller) History(ctx context.Context, from, to time.Time, progress func(
 	}
 	var jobs []job
 	var pr Progress
+	// Resume when the last run over this range did not finish: its sources
+	// that did finish are done, the others go on from their progress.
+	latest, err := p.st.HistoryGaps(ctx, w.from, w.to)
+	if err != nil {
+		return pr, err
+	}
+	resume := false
 	for _, src := range p.Sources() {
-		g, err := p.st.OpenHistoryGap(ctx, src, w.from, w.to, now)
-		if err != nil {
-			return pr, err
+		if g, ok := latest[src]; ok && g.FilledAt == nil {
+			resume = true
 		}
-		cs := chunks(g.Done, g.To, step, p.cfg.MaxChunk)
+	}
+	for _, src := range p.Sources() {
+		g, ok := latest[src]
+		if !resume || !ok {
+			if g, err = p.st.OpenHistoryGap(ctx, src, w.from, w.to, now); err != nil {
+				return pr, err
+			}
+		}
+		var cs []window
+		if g.FilledAt == nil {
+			cs = chunks(g.Done, g.To, step, p.cfg.MaxChunk)
+		}
 		jobs = append(jobs, job{src, g, cs})
 		pr.Chunks += len(cs)
 	}
@@ -98,7 +115,7 @@ func (p *Puller) History(ctx context.Context, from, to time.Time, progress func(
 			return nil
 		})
 	}
-	err := g.Wait()
+	err = g.Wait()
 	mu.Lock()
 	defer mu.Unlock()
 	pr.Elapsed = time.Since(start)

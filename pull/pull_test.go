@@ -266,3 +266,68 @@ func TestInferencePresetCurves(t *testing.T) {
 		}
 	}
 }
+
+// An interrupted history pull resumes from each source's committed
+// progress instead of starting over, and ends with the same data.
+func TestHistoryResumes(t *testing.T) {
+	f := eventsFleet()
+	prom := runFleet(t, f)
+	st := storetest.New(t)
+	p := newPuller(t, st, prom.URL, "max_chunk: 10m\nparallelism: 2\n", f.end())
+	ctx, cancel := context.WithCancel(context.Background())
+	first, err := p.History(ctx, f.start, f.end(), func(pr Progress) {
+		if pr.ChunksDone >= 20 {
+			cancel()
+		}
+	})
+	if err == nil || first.ChunksDone >= first.Chunks {
+		t.Fatalf("first run was not interrupted: %+v, %v", first, err)
+	}
+	second, err := p.History(context.Background(), f.start, f.end(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Chunks > first.Chunks-first.ChunksDone {
+		t.Fatalf("resumed run planned %d chunks; %d of %d were already done", second.Chunks, first.ChunksDone, first.Chunks)
+	}
+	if got := eventStrings(t, st, f); strings.Join(got, "\n") != strings.Join(sortedCopy(wantFleetEvents), "\n") {
+		t.Fatalf("events after resume:\n%s", strings.Join(got, "\n"))
+	}
+	cs, err := st.Curves(context.Background(), store.CurveFilter{From: f.start, To: f.end().Add(time.Minute),
+		Roles: []correlate.Role{correlate.RoleNodeMemory}, Scope: correlate.Scope{Node: "n2"}})
+	if err != nil || len(cs) != 1 || len(cs[0].Points) != f.steps {
+		t.Fatalf("node_memory after resume: %v, %v", cs, err)
+	}
+	// A finished range pulled again is a new, complete job.
+	third, err := p.History(context.Background(), f.start, f.end(), nil)
+	if err != nil || third.Chunks != first.Chunks {
+		t.Fatalf("re-pull: %+v, %v; want all %d chunks", third, err, first.Chunks)
+	}
+}
+
+func TestChunksRespectPointLimitAndGrid(t *testing.T) {
+	step := 15 * time.Second
+	from := time.Date(2026, 10, 1, 0, 0, 7, 0, time.UTC)
+	to := from.Add(30 * 24 * time.Hour)
+	cs := chunks(from, to, step, 0)
+	if len(cs) < 2 {
+		t.Fatalf("%d chunks", len(cs))
+	}
+	for i, c := range cs {
+		if n := c.to.Sub(c.from) / step; n > maxPointsPerSeries {
+			t.Fatalf("chunk %d has %d points", i, n)
+		}
+		if c.from.UnixNano()%int64(step) != 0 || c.to.UnixNano()%int64(step) != 0 {
+			t.Fatalf("chunk %d off the grid: %v", i, c)
+		}
+		if i > 0 && !c.from.Equal(cs[i-1].to) {
+			t.Fatalf("chunks %d and %d do not meet", i-1, i)
+		}
+	}
+	if !cs[0].from.Equal(alignUp(from, step)) || !cs[len(cs)-1].to.Equal(alignUp(to, step)) {
+		t.Fatalf("chunks cover %v – %v", cs[0].from, cs[len(cs)-1].to)
+	}
+	if got := chunks(from, from.Add(3*time.Hour), step, time.Hour); len(got) != 4 {
+		t.Fatalf("3 h in 1 h chunks from an unaligned start: %d chunks", len(got))
+	}
+}

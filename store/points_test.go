@@ -180,7 +180,7 @@ func TestPullCursorsAndGaps(t *testing.T) {
 		t.Fatalf("sources = %+v, %v", srcs, err)
 	}
 
-	// History jobs resume: the same range returns the same unfinished gap.
+	// History jobs: the newest job per source over exactly a range.
 	g1, err := st.OpenHistoryGap(ctx, "q", t0, now, now)
 	if err != nil {
 		t.Fatal(err)
@@ -188,16 +188,22 @@ func TestPullCursorsAndGaps(t *testing.T) {
 	if err := st.AdvanceGap(ctx, g1.ID, t0.Add(30*time.Minute), now); err != nil {
 		t.Fatal(err)
 	}
-	g2, err := st.OpenHistoryGap(ctx, "q", t0, now, now)
-	if err != nil || g2.ID != g1.ID || !g2.Done.Equal(t0.Add(30*time.Minute)) {
-		t.Fatalf("resumed gap = %+v, %v; want id %d done at +30m", g2, err, g1.ID)
+	hg, err := st.HistoryGaps(ctx, t0, now)
+	if err != nil || hg["q"].ID != g1.ID || !hg["q"].Done.Equal(t0.Add(30*time.Minute)) || hg["q"].FilledAt != nil {
+		t.Fatalf("history gaps = %+v, %v; want job %d done at +30m", hg, err, g1.ID)
 	}
 	if err := st.AdvanceGap(ctx, g1.ID, now, now); err != nil {
 		t.Fatal(err)
 	}
-	g3, err := st.OpenHistoryGap(ctx, "q", t0, now, now)
-	if err != nil || g3.ID == g1.ID {
-		t.Fatalf("after completion a rerun must start a new job, got %+v", g3)
+	g2, err := st.OpenHistoryGap(ctx, "q", t0, now, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hg, _ = st.HistoryGaps(ctx, t0, now); hg["q"].ID != g2.ID || hg["q"].FilledAt != nil {
+		t.Fatalf("newest job = %+v, want %d", hg["q"], g2.ID)
+	}
+	if hg, _ = st.HistoryGaps(ctx, t0, now.Add(time.Second)); len(hg) != 0 {
+		t.Fatalf("another range: %+v", hg)
 	}
 }
 
@@ -223,6 +229,30 @@ func TestLeaseOneHolderAndFailover(t *testing.T) {
 	lb, ok, err := b.TryLease(ctx, "pull")
 	if err != nil || !ok {
 		t.Fatalf("fail-over: ok=%v err=%v", ok, err)
+	}
+	// The holder dies (its session is killed): the holder notices, and the
+	// lock is free for the next replica.
+	if _, err := a.DB().Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks
+		WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`); err != nil {
+		t.Fatal(err)
+	}
+	if err := lb.Check(ctx); err == nil {
+		t.Fatal("lease still reported held after its session was killed")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		la, ok, err := a.TryLease(ctx, "pull")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			la.Release()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("lease not free after its holder died")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	lb.Release()
 }

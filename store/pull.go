@@ -105,17 +105,31 @@ func (s *Store) RecordPullError(ctx context.Context, source string, from, to, no
 	})
 }
 
-// OpenHistoryGap returns the unfinished history job of source over exactly
-// [from, to), or opens a new one: rerunning an interrupted
-// "waterline pull" resumes from its progress instead of starting over.
-func (s *Store) OpenHistoryGap(ctx context.Context, source string, from, to, now time.Time) (PullGap, error) {
-	g, err := s.scanGap(s.db.QueryRow(ctx, `
-		SELECT id, source, reason, from_at, to_at, done_to, error, opened_at, filled_at FROM pull_gaps
-		WHERE source = $1 AND reason = 'history' AND filled_at IS NULL AND from_at = $2 AND to_at = $3
-		ORDER BY id LIMIT 1`, source, from, to))
-	if !errors.Is(err, ErrNotFound) {
-		return g, err
+// HistoryGaps returns, per source, the newest history job over exactly
+// [from, to): filled or not. A rerun of an interrupted "waterline pull"
+// resumes these instead of starting over.
+func (s *Store) HistoryGaps(ctx context.Context, from, to time.Time) (map[string]PullGap, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT DISTINCT ON (source) id, source, reason, from_at, to_at, done_to, error, opened_at, filled_at FROM pull_gaps
+		WHERE reason = 'history' AND from_at = $1 AND to_at = $2
+		ORDER BY source, id DESC`, from, to)
+	if err != nil {
+		return nil, wrap("history gaps", err)
 	}
+	defer rows.Close()
+	out := map[string]PullGap{}
+	for rows.Next() {
+		g, err := s.scanGap(rows)
+		if err != nil {
+			return nil, err
+		}
+		out[g.Source] = g
+	}
+	return out, wrap("history gaps", rows.Err())
+}
+
+// OpenHistoryGap opens a new history job of source over [from, to).
+func (s *Store) OpenHistoryGap(ctx context.Context, source string, from, to, now time.Time) (PullGap, error) {
 	return s.scanGap(s.db.QueryRow(ctx, `
 		INSERT INTO pull_gaps (source, reason, from_at, to_at, done_to, opened_at)
 		VALUES ($1, 'history', $2, $3, $2, $4)

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -268,4 +269,50 @@ func getTimeline(t *testing.T, dbURL string, from, to time.Time) timelineAnswer 
 	}
 	sort.Slice(tl.Events, func(i, j int) bool { return tl.Events[i].Time.Before(tl.Events[j].Time) })
 	return tl
+}
+
+// waterline pull fails fast, non-zero, with one clear line.
+func TestPullCommandErrors(t *testing.T) {
+	dbURL := storetest.NewDatabase(t)
+	closed := "http://" + freeAddr(t)
+	at := "2026-10-06T06:00:00Z"
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"pull", "--to", at}, nil, "--from is required"},
+		{[]string{"pull", "--from", "yesterday", "--to", at}, nil, `--from: want RFC 3339`},
+		{[]string{"pull", "--from", at, "--to", at}, nil, "must be after --from"},
+		{[]string{"pull", "--from", "1791266400", "--to", "1791270000"}, map[string]string{"DATABASE_URL": dbURL}, "PROMETHEUS_URL (or -prometheus-url) is required"},
+		{[]string{"pull", "--from", at, "--to", "2026-10-06T07:00:00Z"}, map[string]string{"DATABASE_URL": dbURL, "PROMETHEUS_URL": closed},
+			"cannot validate queries against " + closed},
+		{[]string{"pull", "--from", at, "--to", "2026-10-06T07:00:00Z"}, map[string]string{"DATABASE_URL": dbURL, "PROMETHEUS_URL": closed,
+			"WATERLINE_CONFIG": writeFile(t, "bad.yaml", "queries:\n  - {role: p99, level: model, labels: {model: m}, expr: x}\n")},
+			`bad.yaml:2: queries[0]: unknown role "p99"`},
+	} {
+		err := run(context.Background(), tc.args, func(k string) string { return tc.env[k] }, &bytes.Buffer{}, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
