@@ -11,6 +11,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -264,11 +265,13 @@ func (r *recordReader) readErr(err error, line int) error {
 	case errors.Is(err, gzip.ErrChecksum), errors.Is(err, gzip.ErrHeader), errors.As(err, &fe):
 		return &inputError{Status: http.StatusBadRequest, Line: line, Field: "Content-Encoding", Msg: "body is not valid gzip: " + err.Error()}
 	}
-	var me *http.MaxBytesError
-	if errors.As(err, &me) {
-		return &inputError{Status: http.StatusRequestEntityTooLarge, Line: line, Msg: err.Error()}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return &inputError{Status: http.StatusRequestTimeout, Line: line,
+			Msg: "the request body did not arrive within the request time limit"}
 	}
-	return err
+	// Any other read error is the client's connection failing; it is not
+	// the database's (so not a 503).
+	return &inputError{Status: http.StatusBadRequest, Line: line, Msg: "reading the request body failed: " + err.Error()}
 }
 
 func isSyntax(err error) bool {

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"strings"
@@ -295,5 +297,33 @@ func TestSamplesConcurrentClients(t *testing.T) {
 	}
 	if n := e.count(`SELECT count(*) FROM samples`); n != clients*own+shared {
 		t.Fatalf("%d rows, want %d", n, clients*own+shared)
+	}
+}
+
+func TestSamplesSlowBodyTimesOut(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t, func(c *web.Config) { c.RequestTimeout = 500 * time.Millisecond })
+	pr, pw := io.Pipe()
+	go func() {
+		_, _ = pw.Write(ndjson(0, 100))
+		time.Sleep(3 * time.Second) // a stalled client
+		pw.CloseWithError(errors.New("gave up"))
+	}()
+	req, _ := http.NewRequest("POST", e.srv.URL+"/api/v1/samples", pr)
+	req.Header.Set("Authorization", "Bearer "+e.write)
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	start := time.Now()
+	res, err := http.DefaultClient.Do(req)
+	if err == nil {
+		res.Body.Close()
+		if res.StatusCode != http.StatusRequestTimeout {
+			t.Fatalf("stalled upload answered %d, want 408", res.StatusCode)
+		}
+	}
+	if d := time.Since(start); d > 2500*time.Millisecond {
+		t.Fatalf("the server waited %v for a stalled body; the limit is 500ms", d)
+	}
+	if n := e.count(`SELECT count(*) FROM samples`); n != 0 {
+		t.Fatalf("%d samples stored from a timed-out request", n)
 	}
 }
