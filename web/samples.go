@@ -35,6 +35,12 @@ type sampleWire struct {
 // handleSamplesCreate is POST /api/v1/samples: request samples, streamed
 // from the body straight into the database's COPY, all-or-nothing.
 func (s *Server) handleSamplesCreate(c echo.Context) error {
+	select {
+	case s.ingestSlots <- struct{}{}:
+		defer func() { <-s.ingestSlots }()
+	case <-c.Request().Context().Done():
+		return c.Request().Context().Err()
+	}
 	body, err := s.openIngestBody(c)
 	if err != nil {
 		return s.ingestFailed(c, "samples", err)

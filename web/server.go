@@ -5,6 +5,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -26,6 +27,10 @@ type Config struct {
 	RequestTimeout  time.Duration // per-request time limit
 	AlertLookback   time.Duration // incident start = earliest startsAt − lookback
 	AuthProxyHeader string        // trusted user header from an auth proxy; empty = off
+	// IngestConcurrency bounds sample ingest requests handled at once (each
+	// holds its samples in memory and a database connection); more wait
+	// their turn. 0 = 4.
+	IngestConcurrency int
 }
 
 // Deps are the collaborators the server needs.
@@ -62,6 +67,7 @@ type Server struct {
 	echo    *echo.Echo
 
 	onIncidentChanged func(id int64)
+	ingestSlots       chan struct{} // one token per sample ingest in progress
 	slo               func(model string) (float64, bool)
 	queryRange        QueryRangeFunc
 }
@@ -77,6 +83,7 @@ func NewServer(cfg Config, deps Deps) *Server {
 		gather: deps.Gatherer,
 
 		onIncidentChanged: deps.OnIncidentChanged,
+		ingestSlots:       make(chan struct{}, cmp.Or(cfg.IngestConcurrency, 4)),
 		slo:               deps.SLO,
 		queryRange:        deps.QueryRange,
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -19,6 +20,12 @@ func openPool(ctx context.Context, c config) (*pgxpool.Pool, error) {
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	cfg.MaxConnIdleTime = 5 * time.Minute
+	// pgxpool's default (4 on a 2-core machine) is too few: an ingest holds
+	// a connection while its body streams in, and reads must still get
+	// one. The URL's pool_max_conns wins when given.
+	if !strings.Contains(c.DatabaseURL, "pool_max_conns") {
+		cfg.MaxConns = 16
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to Postgres: %w", err)
