@@ -75,7 +75,7 @@ func (s *Server) handleIncidentsCreate(c echo.Context) error {
 		if errors.As(err, &me) {
 			return &inputError{Status: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("body larger than %d bytes", maxIncidentBody)}
 		}
-		return err
+		return badInput("", "reading the request body failed: %v", err)
 	}
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return badInput("", `empty body: send {"title", "start", "end", "scope"?}`)
