@@ -134,7 +134,7 @@ func latencySpikes(cs *curveSet, in Input) []Spike {
 
 // pickOnset chooses the incident's onset: the strongest P99 spike (P95 if
 // there is no P99 spike) sets the time, and the earliest P99/P95 onset of
-// another model within ten minutes of it wins, because a cause must come
+// another model within five minutes of it wins, because a cause must come
 // before every symptom.
 func pickOnset(spikes []Spike, in Input) (onset, end time.Time, ok bool) {
 	var primary *Spike
@@ -160,7 +160,7 @@ func pickOnset(spikes []Spike, in Input) (onset, end time.Time, ok bool) {
 		if s.Role == RoleLatencyP50 {
 			continue
 		}
-		if d := primary.Onset.Sub(s.Onset); d > 0 && d <= 10*time.Minute && s.Onset.Before(onset) {
+		if d := primary.Onset.Sub(s.Onset); d > 0 && d <= 5*time.Minute && s.Onset.Before(onset) {
 			onset = s.Onset
 		}
 	}

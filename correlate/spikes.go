@@ -18,7 +18,10 @@ type SpikeOptions struct {
 	MinRatio       float64       // x/baseline must reach this (Up) or 1/this (Down); default 1.3
 	MinDelta       float64       // |x − baseline| must reach this, in the series' unit; default 0
 	ScaleFloor     float64       // scale floor as a fraction of |baseline|; default 0.05
-	Persist        int           // consecutive points over the threshold; default 2
+	Persist        int           // consecutive points a strong departure needs; default 2
+	StrongZ        float64       // a departure is strong at this z …; default 8
+	StrongRatio    float64       // … and this ratio; default 1.5
+	PersistWeak    int           // a weaker one needs 80 % of this many recent points; default 12
 	EndZ           float64       // a spike ends when z falls below this …; default 2
 	EndPersist     int           // … for this many consecutive points; default 3
 	OnsetLookback  time.Duration // how far before Start the onset may lie; default 20m
@@ -27,9 +30,13 @@ type SpikeOptions struct {
 
 // DefaultSpikeOptions returns the defaults: a trailing 60-minute median/MAD
 // baseline (the last 5 minutes left out so a slow ramp does not hide
-// itself), z ≥ 4 and ×1.3 for two consecutive points (30 s at a 15 s step),
-// end after three points back under z = 2, onset by a two-level
-// least-squares change point searched up to 20 minutes before the start.
+// itself); a point departs at z ≥ 4 and ×1.3; a strong departure (z ≥ 8,
+// ×1.5) is a spike after two consecutive points (30 s at a 15 s step), a
+// weaker one only when it holds for 80 % of three minutes — the short
+// window for fast burns, the long one so that P99 noise from a bursty
+// minute stays quiet (the multi-window idea of SLO burn-rate alerts). A
+// spike ends after three points back under z = 2; its onset is a two-level
+// least-squares change point searched up to 20 minutes before its start.
 func DefaultSpikeOptions() SpikeOptions {
 	return SpikeOptions{
 		Direction:      Up,
@@ -41,6 +48,9 @@ func DefaultSpikeOptions() SpikeOptions {
 		MinRatio:       1.3,
 		ScaleFloor:     0.05,
 		Persist:        2,
+		StrongZ:        8,
+		StrongRatio:    1.5,
+		PersistWeak:    12,
 		EndZ:           2,
 		EndPersist:     3,
 		OnsetLookback:  20 * time.Minute,
@@ -75,6 +85,15 @@ func (o SpikeOptions) withDefaults() SpikeOptions {
 	}
 	if o.Persist <= 0 {
 		o.Persist = d.Persist
+	}
+	if o.StrongZ <= 0 {
+		o.StrongZ = d.StrongZ
+	}
+	if o.StrongRatio <= 0 {
+		o.StrongRatio = d.StrongRatio
+	}
+	if o.PersistWeak <= 0 {
+		o.PersistWeak = d.PersistWeak
 	}
 	if o.EndZ <= 0 {
 		o.EndZ = d.EndZ
@@ -141,8 +160,9 @@ func detectDirection(points []Point, opt SpikeOptions, dir Direction) []Spike {
 		lo, hi      int  // window holds eligible points with index in [lo, hi)
 		skipBelow   int  // points before this index never enter the window (they were a spike)
 		firstCausal = -1 // first index judged against a full trailing window
-		run         int  // consecutive candidate points
-		runStart    int
+		strongRun   int   // consecutive strong departures
+		runStart    int   // first point of the current strong run
+		recent      []int // indexes of departing points among the last PersistWeak points
 		active      *Spike
 		frozen      robustStats
 		below       int
@@ -151,7 +171,7 @@ func detectDirection(points []Point, opt SpikeOptions, dir Direction) []Spike {
 	inWindow := func(j int) bool { return j >= skipBelow && !math.IsNaN(points[j].V) }
 	for i, p := range points {
 		if i > 0 && p.T-lastT > maxGapMs && active == nil {
-			run = 0 // a gap breaks persistence
+			strongRun, recent = 0, recent[:0] // a gap breaks persistence
 		}
 		lastT = p.T
 		// Slide the trailing window: admit points at least BaselineGap old,
@@ -200,7 +220,7 @@ func detectDirection(points []Point, opt SpikeOptions, dir Direction) []Spike {
 						}
 					}
 					skipBelow = last + 1
-					active, below, run = nil, 0, 0
+					active, below, strongRun, recent = nil, 0, 0, recent[:0]
 				}
 				continue
 			}
@@ -218,15 +238,28 @@ func detectDirection(points []Point, opt SpikeOptions, dir Direction) []Spike {
 		}
 		candidate := z >= opt.Z && (math.IsNaN(ratio) || ratio >= opt.MinRatio) &&
 			math.Abs(p.V-base.Median) >= opt.MinDelta
+		strong := candidate && z >= opt.StrongZ && (math.IsNaN(ratio) || ratio >= opt.StrongRatio)
+		for len(recent) > 0 && recent[0] <= i-opt.PersistWeak {
+			recent = recent[1:]
+		}
 		if !candidate {
-			run = 0
+			strongRun = 0
 			continue
 		}
-		if run == 0 {
-			runStart = i
+		recent = append(recent, i)
+		if !strong {
+			strongRun = 0
+		} else {
+			if strongRun == 0 {
+				runStart = i
+			}
+			strongRun++
 		}
-		run++
-		if run < opt.Persist {
+		switch {
+		case strongRun >= opt.Persist:
+		case 5*len(recent) >= 4*opt.PersistWeak:
+			runStart = recent[0]
+		default:
 			continue
 		}
 		detected := p.Time()
