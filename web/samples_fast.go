@@ -20,6 +20,9 @@ type sampleParser struct {
 	b      []byte
 	i      int
 	intern map[string]string // low-cardinality values shared within a request
+	// Storage the decoded wire's pointers point into, so a record costs no
+	// allocation for them; each record is consumed before the next parse.
+	totalMs, sampleRate float64
 }
 
 // parse fills w from b and reports whether it could.
@@ -103,7 +106,8 @@ func (p *sampleParser) value(key []byte, w *sampleWire) bool {
 			return true
 		}
 		v, ok := p.float()
-		w.TotalMs = &v
+		p.totalMs = v
+		w.TotalMs = &p.totalMs
 		return ok
 	case "sample_rate":
 		if p.null() {
@@ -111,7 +115,8 @@ func (p *sampleParser) value(key []byte, w *sampleWire) bool {
 			return true
 		}
 		v, ok := p.float()
-		w.SampleRate = &v
+		p.sampleRate = v
+		w.SampleRate = &p.sampleRate
 		return ok
 	case "stages_ms":
 		return p.stages(&w.StagesMs)
