@@ -208,10 +208,18 @@ func TestShutdownFinishesInFlightIngest(t *testing.T) {
 	waitForCopy(t, db)
 	stopped := make(chan error, 1)
 	go func() { stopped <- s.stop() }()
-	time.Sleep(300 * time.Millisecond) // shutdown has begun: the listener is closed
-	if res, err := http.Get(s.base + "/healthz"); err == nil {
+	// Shutdown closes the listener first: new connections are refused
+	// while the request above is still in flight.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		res, err := http.Get(s.base + "/healthz")
+		if err != nil {
+			break
+		}
 		res.Body.Close()
-		t.Fatalf("a new request was accepted during shutdown")
+		if time.Now().After(deadline) {
+			t.Fatalf("new requests still accepted 10s after shutdown began")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if _, err := pw.Write(body[half:]); err != nil {
 		r := <-resc
