@@ -1,0 +1,120 @@
+// Waterline timeline: one crosshair across every lane, and drag-to-zoom.
+// The lanes are server-rendered SVG; this script only reads their data-
+// attributes (window bounds, the URL of the current view) and navigates.
+// Zooming goes through htmx (hx-push-url) when it is loaded, so the URL,
+// back/forward and shared links always reproduce the view; without htmx
+// it is a plain page load of the same URL.
+(function () {
+  "use strict";
+
+  function timeline(el) { return el && el.closest ? el.closest(".tl") : null; }
+
+  // frac is the horizontal position of a mouse event within the plot area
+  // of the timeline, 0..1.
+  function frac(tl, ev) {
+    var ov = tl.querySelector(".tl-overlay");
+    var r = ov.getBoundingClientRect();
+    var f = (ev.clientX - r.left) / r.width;
+    return Math.max(0, Math.min(1, f));
+  }
+
+  function fmt(ms) {
+    return new Date(ms).toISOString().slice(11, 19) + " UTC";
+  }
+
+  function timeAt(tl, f) {
+    var from = Number(tl.dataset.from), to = Number(tl.dataset.to);
+    return from + f * (to - from);
+  }
+
+  // go loads url into the timeline's target region, pushing it to the
+  // history; one persistent hidden link carries the htmx attributes.
+  function go(tl, url) {
+    var target = tl.dataset.target;
+    if (!window.htmx || !target) { window.location.assign(url); return; }
+    var a = document.getElementById("tl-go");
+    if (!a) {
+      a = document.createElement("a");
+      a.id = "tl-go";
+      a.hidden = true;
+      document.body.appendChild(a);
+    }
+    a.setAttribute("hx-get", url);
+    a.setAttribute("hx-target", target);
+    a.setAttribute("hx-select", target);
+    a.setAttribute("hx-swap", "outerHTML");
+    a.setAttribute("hx-push-url", "true");
+    a.setAttribute("hx-indicator", target);
+    window.htmx.process(a);
+    window.htmx.trigger(a, "click");
+  }
+
+  function zoomURL(tl, t0, t1) {
+    var u = new URL(tl.dataset.url, window.location.href);
+    u.searchParams.set("from", new Date(Math.floor(t0 / 1000) * 1000).toISOString().replace(".000Z", "Z"));
+    u.searchParams.set("to", new Date(Math.ceil(t1 / 1000) * 1000).toISOString().replace(".000Z", "Z"));
+    u.searchParams.delete("page");
+    return u.pathname + u.search;
+  }
+
+  var drag = null; // {tl, f0}
+
+  document.addEventListener("mousemove", function (ev) {
+    var tl = drag ? drag.tl : timeline(ev.target);
+    document.querySelectorAll(".tl-cross").forEach(function (c) {
+      if (!tl || !tl.contains(c)) c.style.display = "none";
+    });
+    if (!tl || (!drag && !ev.target.closest(".tl-plot"))) return;
+    var f = frac(tl, ev);
+    var cross = tl.querySelector(".tl-cross");
+    cross.style.display = "block";
+    cross.style.left = (f * 100) + "%";
+    cross.firstElementChild.textContent = fmt(timeAt(tl, f));
+    if (drag) {
+      var sel = tl.querySelector(".tl-sel");
+      var a = Math.min(drag.f0, f), b = Math.max(drag.f0, f);
+      sel.style.display = "block";
+      sel.style.left = (a * 100) + "%";
+      sel.style.width = ((b - a) * 100) + "%";
+    }
+  });
+
+  document.addEventListener("mousedown", function (ev) {
+    if (ev.button !== 0) return;
+    var plot = ev.target.closest(".tl-plot");
+    var tl = timeline(plot);
+    if (!tl || ev.target.closest("a")) return;
+    ev.preventDefault();
+    drag = { tl: tl, f0: frac(tl, ev), x0: ev.clientX };
+  });
+
+  document.addEventListener("mouseup", function (ev) {
+    if (!drag) return;
+    var d = drag;
+    drag = null;
+    d.tl.querySelector(".tl-sel").style.display = "none";
+    if (Math.abs(ev.clientX - d.x0) < 6) return; // a click, not a drag
+    var f = frac(d.tl, ev);
+    var t0 = timeAt(d.tl, Math.min(d.f0, f)), t1 = timeAt(d.tl, Math.max(d.f0, f));
+    if (t1 - t0 < 60000) t1 = t0 + 60000; // at least a minute
+    go(d.tl, zoomURL(d.tl, t0, t1));
+  });
+
+  document.addEventListener("keydown", function (ev) {
+    if (ev.key === "Escape" && drag) {
+      drag.tl.querySelector(".tl-sel").style.display = "none";
+      drag = null;
+    }
+  });
+
+  // Copy buttons (share link).
+  document.addEventListener("click", function (ev) {
+    var b = ev.target.closest("[data-copy]");
+    if (!b) return;
+    var input = document.getElementById(b.dataset.copy);
+    if (!input) return;
+    input.select();
+    if (navigator.clipboard) navigator.clipboard.writeText(input.value);
+    b.textContent = "Copied";
+  });
+})();

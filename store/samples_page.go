@@ -1,0 +1,230 @@
+package store
+
+import (
+	"context"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/waterline-dev/waterline/correlate"
+)
+
+// SampleQuery selects one page of samples for the sample table: a window,
+// exact matches on the dimensions that are set, slow or not slow against a
+// per-model threshold, an order and a page.
+type SampleQuery struct {
+	From, To time.Time // half-open [From, To)
+	Scope    correlate.Scope
+	Entry    string
+	Status   string
+	// BatchMin..BatchMax bounds batch_size when BatchMax > 0 (a
+	// concentration row's bucket such as "5-8").
+	BatchMin, BatchMax int
+	// Slow picks the slow samples (total_ms at or over the model's
+	// threshold), NotSlow the others; neither picks all.
+	Slow, NotSlow bool
+	SlowMs        map[string]float64 // per model
+	DefaultSlowMs float64            // for models not in SlowMs
+	// Sort is "time", "total" or a stage name; Desc reverses it.
+	Sort   string
+	Desc   bool
+	Offset int
+	Limit  int // 1..500; 0 = 25
+}
+
+// SamplePage is one page of a SampleQuery and how many samples match.
+type SamplePage struct {
+	Samples []correlate.Sample
+	Total   int
+}
+
+// sampleSortColumn maps a SampleQuery.Sort onto a column; unknown sorts
+// order by total.
+func sampleSortColumn(sort string) string {
+	switch sort {
+	case "time":
+		return "time"
+	case "", "total":
+		return "total_ms"
+	}
+	if _, ok := correlate.ParseStage(sort); ok {
+		return sort + "_ms"
+	}
+	return "total_ms"
+}
+
+func (q SampleQuery) limit() int {
+	if q.Limit <= 0 {
+		return 25
+	}
+	return min(q.Limit, 500)
+}
+
+// SamplesPage returns one page of q. The threshold of each model comes in
+// as two arrays joined in SQL, so one statement serves every model mix.
+func (s *Store) SamplesPage(ctx context.Context, q SampleQuery) (SamplePage, error) {
+	models, ms := make([]string, 0, len(q.SlowMs)), make([]float64, 0, len(q.SlowMs))
+	for m, v := range q.SlowMs {
+		models, ms = append(models, m), append(ms, v)
+	}
+	slow := 0
+	switch {
+	case q.Slow:
+		slow = 1
+	case q.NotSlow:
+		slow = -1
+	}
+	dir := "ASC"
+	if q.Desc {
+		dir = "DESC"
+	}
+	where := `time >= $1 AND time < $2
+		  AND ($3 = '' OR model = $3) AND ($4 = '' OR version = $4) AND ($5 = '' OR tenant = $5)
+		  AND ($6 = '' OR replica = $6) AND ($7 = '' OR node = $7) AND ($8 = '' OR entry = $8) AND ($9 = '' OR status = $9)
+		  AND ($10 = 0 OR batch_size BETWEEN $11 AND $10)
+		  AND ($12 = 0 OR (($12 = 1) = (total_ms >= COALESCE(
+		        (SELECT u.ms FROM unnest($13::text[], $14::float8[]) u(m, ms) WHERE u.m = samples.model), $15::float8))))`
+	args := []any{q.From, q.To, q.Scope.Model, q.Scope.Version, q.Scope.Tenant, q.Scope.Replica, q.Scope.Node,
+		q.Entry, q.Status, q.BatchMax, q.BatchMin, slow, models, ms, q.DefaultSlowMs}
+	var page SamplePage
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM samples WHERE `+where, args...).Scan(&page.Total); err != nil {
+		return SamplePage{}, wrap("samples page", err)
+	}
+	if page.Total == 0 {
+		return page, nil
+	}
+	formats := make(pgx.QueryResultFormats, len(sampleColumns))
+	for i := range formats {
+		formats[i] = pgx.BinaryFormatCode
+	}
+	col := sampleSortColumn(q.Sort)
+	rows, err := s.db.Query(ctx, `
+		SELECT time, request_id, model, version, tenant, replica, node, entry, batch_size, status, total_ms,
+		       gateway_ms, auth_ms, route_ms, queue_ms, batch_wait_ms, exec_ms, postprocess_ms, downstream_ms, sample_rate
+		FROM samples WHERE `+where+`
+		ORDER BY `+col+` `+dir+` NULLS LAST, time, request_id
+		LIMIT `+itoa(q.limit())+` OFFSET `+itoa(max(q.Offset, 0)),
+		append([]any{formats}, args...)...)
+	if err != nil {
+		return SamplePage{}, wrap("samples page", err)
+	}
+	defer rows.Close()
+	intern := interner{}
+	for rows.Next() {
+		var x correlate.Sample
+		if err := decodeSampleRow(rows.RawValues(), &x, intern); err != nil {
+			return SamplePage{}, wrap("samples page", err)
+		}
+		page.Samples = append(page.Samples, x)
+	}
+	return page, wrap("samples page", rows.Err())
+}
+
+// SampleByID returns the sample with request id rid in [from, to), or
+// ErrNotFound.
+func (s *Store) SampleByID(ctx context.Context, from, to time.Time, rid string) (correlate.Sample, error) {
+	var out []correlate.Sample
+	formats := make(pgx.QueryResultFormats, len(sampleColumns))
+	for i := range formats {
+		formats[i] = pgx.BinaryFormatCode
+	}
+	rows, err := s.db.Query(ctx, `
+		SELECT time, request_id, model, version, tenant, replica, node, entry, batch_size, status, total_ms,
+		       gateway_ms, auth_ms, route_ms, queue_ms, batch_wait_ms, exec_ms, postprocess_ms, downstream_ms, sample_rate
+		FROM samples WHERE time >= $1 AND time < $2 AND request_id = $3 ORDER BY time LIMIT 1`, formats, from, to, rid)
+	if err != nil {
+		return correlate.Sample{}, wrap("sample", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var x correlate.Sample
+		if err := decodeSampleRow(rows.RawValues(), &x, interner{}); err != nil {
+			return correlate.Sample{}, wrap("sample", err)
+		}
+		out = append(out, x)
+	}
+	if err := rows.Err(); err != nil {
+		return correlate.Sample{}, wrap("sample", err)
+	}
+	if len(out) == 0 {
+		return correlate.Sample{}, ErrNotFound
+	}
+	return out[0], nil
+}
+
+// Matches reports whether x passes q's filters (window, dimensions,
+// slowness): the in-memory twin of the WHERE clause of SamplesPage, used
+// on frozen snapshots.
+func (q SampleQuery) Matches(x *correlate.Sample) bool {
+	if x.Time.Before(q.From) || !x.Time.Before(q.To) {
+		return false
+	}
+	sc := q.Scope
+	if (sc.Model != "" && x.Model != sc.Model) || (sc.Version != "" && x.Version != sc.Version) ||
+		(sc.Tenant != "" && x.Tenant != sc.Tenant) || (sc.Replica != "" && x.Replica != sc.Replica) ||
+		(sc.Node != "" && x.Node != sc.Node) || (q.Entry != "" && x.Entry != q.Entry) || (q.Status != "" && x.Status != q.Status) {
+		return false
+	}
+	if q.BatchMax > 0 && (x.BatchSize < q.BatchMin || x.BatchSize > q.BatchMax) {
+		return false
+	}
+	if q.Slow || q.NotSlow {
+		thr, ok := q.SlowMs[x.Model]
+		if !ok {
+			thr = q.DefaultSlowMs
+		}
+		if (x.TotalMs >= thr) != q.Slow {
+			return false
+		}
+	}
+	return true
+}
+
+// PageOf applies q to samples in memory (filter, order, page), with the
+// same order as SamplesPage: the sort column (NaN last), then time and
+// request id.
+func (q SampleQuery) PageOf(samples []correlate.Sample) SamplePage {
+	var sel []correlate.Sample
+	for i := range samples {
+		if q.Matches(&samples[i]) {
+			sel = append(sel, samples[i])
+		}
+	}
+	key := func(x *correlate.Sample) float64 {
+		switch col := sampleSortColumn(q.Sort); col {
+		case "time":
+			return float64(x.Time.UnixMicro())
+		case "total_ms":
+			return x.TotalMs
+		default:
+			st, _ := correlate.ParseStage(strings.TrimSuffix(col, "_ms"))
+			return x.StagesMs[st]
+		}
+	}
+	sort.SliceStable(sel, func(i, j int) bool {
+		a, b := key(&sel[i]), key(&sel[j])
+		an, bn := math.IsNaN(a), math.IsNaN(b)
+		if an != bn {
+			return bn
+		}
+		if !an && a != b {
+			if q.Desc {
+				return a > b
+			}
+			return a < b
+		}
+		if !sel[i].Time.Equal(sel[j].Time) {
+			return sel[i].Time.Before(sel[j].Time)
+		}
+		return sel[i].RequestID < sel[j].RequestID
+	})
+	page := SamplePage{Total: len(sel)}
+	lo := min(max(q.Offset, 0), len(sel))
+	hi := min(lo+q.limit(), len(sel))
+	page.Samples = slices.Clone(sel[lo:hi])
+	return page
+}

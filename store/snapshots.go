@@ -1,0 +1,180 @@
+package store
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+)
+
+// Snapshot is a frozen copy of what an incident page shows — downsampled
+// curves, events, samples (the slow ones and a capped baseline) and the
+// analysis — kept after Prometheus and sample retention drop the data, so
+// a permalink stays complete. It answers the same queries as the live
+// store (Curves, CurveSeries, Events, SamplesPage, SampleByID), in memory.
+type Snapshot struct {
+	IncidentID    int64
+	CreatedAt     time.Time
+	FrozenCurves  []correlate.Curve
+	FrozenEvents  []correlate.Event
+	FrozenSamples []correlate.Sample
+	Analysis      json.RawMessage // a correlate.Analysis, as stored in analyses.result
+}
+
+// snapSample is a Sample on the wire: JSON has no NaN, so unreported
+// stages are null.
+type snapSample struct {
+	RequestID  string     `json:"id"`
+	Time       time.Time  `json:"t"`
+	Model      string     `json:"m"`
+	Version    string     `json:"v,omitempty"`
+	Tenant     string     `json:"te,omitempty"`
+	Replica    string     `json:"r,omitempty"`
+	Node       string     `json:"n,omitempty"`
+	Entry      string     `json:"e,omitempty"`
+	BatchSize  int        `json:"b,omitempty"`
+	Status     string     `json:"s,omitempty"`
+	TotalMs    float64    `json:"ms"`
+	StagesMs   []*float64 `json:"st"`
+	SampleRate float64    `json:"rate"`
+}
+
+func toSnapSamples(in []correlate.Sample) []snapSample {
+	out := make([]snapSample, len(in))
+	for i, x := range in {
+		st := make([]*float64, correlate.NumStages)
+		for j, v := range x.StagesMs {
+			if !math.IsNaN(v) {
+				v := v
+				st[j] = &v
+			}
+		}
+		out[i] = snapSample{RequestID: x.RequestID, Time: x.Time, Model: x.Model, Version: x.Version, Tenant: x.Tenant,
+			Replica: x.Replica, Node: x.Node, Entry: x.Entry, BatchSize: x.BatchSize, Status: x.Status, TotalMs: x.TotalMs,
+			StagesMs: st, SampleRate: x.SampleRate}
+	}
+	return out
+}
+
+func fromSnapSamples(in []snapSample) []correlate.Sample {
+	out := make([]correlate.Sample, len(in))
+	for i, x := range in {
+		s := correlate.Sample{RequestID: x.RequestID, Time: x.Time.UTC(), Model: x.Model, Version: x.Version, Tenant: x.Tenant,
+			Replica: x.Replica, Node: x.Node, Entry: x.Entry, BatchSize: x.BatchSize, Status: x.Status, TotalMs: x.TotalMs,
+			SampleRate: x.SampleRate}
+		for j := range s.StagesMs {
+			s.StagesMs[j] = math.NaN()
+			if j < len(x.StagesMs) && x.StagesMs[j] != nil {
+				s.StagesMs[j] = *x.StagesMs[j]
+			}
+		}
+		out[i] = s
+	}
+	return out
+}
+
+func gzipJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if err := json.NewEncoder(zw).Encode(v); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func gunzipJSON(b []byte, v any) error {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	defer zr.Close()
+	dec := json.NewDecoder(io.LimitReader(zr, 1<<30))
+	return dec.Decode(v)
+}
+
+// SaveSnapshot stores (or replaces) the incident's snapshot; each part is
+// gzip-compressed JSON. ErrNotFound when the incident does not exist.
+func (s *Store) SaveSnapshot(ctx context.Context, sn Snapshot) error {
+	curves, err := gzipJSON(sn.FrozenCurves)
+	if err != nil {
+		return wrap("save snapshot", err)
+	}
+	events, err := gzipJSON(sn.FrozenEvents)
+	if err != nil {
+		return wrap("save snapshot", err)
+	}
+	samples, err := gzipJSON(toSnapSamples(sn.FrozenSamples))
+	if err != nil {
+		return wrap("save snapshot", err)
+	}
+	analysis := sn.Analysis
+	if len(analysis) == 0 {
+		analysis = json.RawMessage("null")
+	}
+	an, err := gzipJSON(analysis)
+	if err != nil {
+		return wrap("save snapshot", err)
+	}
+	tag, err := s.db.Exec(ctx, `
+		INSERT INTO snapshots (incident_id, created_at, curves, events, samples, analysis)
+		SELECT id, $2, $3, $4, $5, $6 FROM incidents WHERE id = $1
+		ON CONFLICT (incident_id) DO UPDATE SET created_at = EXCLUDED.created_at, curves = EXCLUDED.curves,
+		  events = EXCLUDED.events, samples = EXCLUDED.samples, analysis = EXCLUDED.analysis`,
+		sn.IncidentID, sn.CreatedAt, curves, events, samples, an)
+	if err != nil {
+		return wrap("save snapshot", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// SnapshotTime returns when the incident's snapshot was taken; ok is false
+// when it has none. It reads no payload, so pages can check it cheaply.
+func (s *Store) SnapshotTime(ctx context.Context, incidentID int64) (at time.Time, ok bool, err error) {
+	err = s.db.QueryRow(ctx, `SELECT created_at FROM snapshots WHERE incident_id = $1`, incidentID).Scan(&at)
+	if err = translate(err); err == ErrNotFound {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, wrap("snapshot time", err)
+	}
+	return at.UTC(), true, nil
+}
+
+// LoadSnapshot reads and decodes the incident's snapshot, or ErrNotFound.
+func (s *Store) LoadSnapshot(ctx context.Context, incidentID int64) (*Snapshot, error) {
+	var curves, events, samples, analysis []byte
+	sn := &Snapshot{IncidentID: incidentID}
+	err := s.db.QueryRow(ctx, `SELECT created_at, curves, events, samples, analysis FROM snapshots WHERE incident_id = $1`,
+		incidentID).Scan(&sn.CreatedAt, &curves, &events, &samples, &analysis)
+	if err != nil {
+		return nil, wrap("load snapshot", err)
+	}
+	sn.CreatedAt = sn.CreatedAt.UTC()
+	var ss []snapSample
+	for _, p := range []struct {
+		name string
+		b    []byte
+		v    any
+	}{{"curves", curves, &sn.FrozenCurves}, {"events", events, &sn.FrozenEvents}, {"samples", samples, &ss}, {"analysis", analysis, &sn.Analysis}} {
+		if err := gunzipJSON(p.b, p.v); err != nil {
+			return nil, wrap("load snapshot", fmt.Errorf("%s: %w", p.name, err))
+		}
+	}
+	sn.FrozenSamples = fromSnapSamples(ss)
+	if string(sn.Analysis) == "null" {
+		sn.Analysis = nil
+	}
+	return sn, nil
+}
