@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -38,19 +39,27 @@ type pullStatusSummary struct {
 
 // handlePullStatusGet is GET /api/v1/pull/status.
 func (s *Server) handlePullStatusGet(c echo.Context) error {
-	ctx := c.Request().Context()
+	v, err := s.pullStatus(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+// pullStatus reads the pull health the API and the home page show.
+func (s *Server) pullStatus(ctx context.Context) (pullStatusView, error) {
 	now := s.now()
 	srcs, err := s.store.PullSources(ctx)
 	if err != nil {
-		return err
+		return pullStatusView{}, err
 	}
 	gaps, err := s.store.PullGaps(ctx, now.Add(-24*time.Hour))
 	if err != nil {
-		return err
+		return pullStatusView{}, err
 	}
 	held, err := s.store.LeaseHeld(ctx, store.PullLease)
 	if err != nil {
-		return err
+		return pullStatusView{}, err
 	}
 	v := pullStatusView{LeaderActive: held, Sources: []pullSourceView{}, OpenGaps: []store.PullGap{}, FilledGaps: []store.PullGap{}}
 	for _, src := range srcs {
@@ -75,5 +84,5 @@ func (s *Server) handlePullStatusGet(c echo.Context) error {
 		}
 	}
 	v.Summary.OpenGaps = len(v.OpenGaps)
-	return c.JSON(http.StatusOK, v)
+	return v, nil
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"math"
 	"net/http"
 	"sort"
@@ -87,6 +88,36 @@ func (s *Server) handleTimelineGet(c echo.Context) error {
 		Model: c.QueryParam("model"), Version: c.QueryParam("version"), Tenant: c.QueryParam("tenant"),
 		Replica: c.QueryParam("replica"), Node: c.QueryParam("node"),
 	}
+	v, err := s.timeline(ctx, s.store, timelineQuery{From: from, To: to, Step: step, Roles: roles,
+		Levels: levels, ExplicitLevels: explicitLevels, Scope: scope})
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, v)
+}
+
+// timelineSource is what a timeline reads: the live store, or an
+// incident's frozen snapshot (store.Snapshot answers the same queries).
+type timelineSource interface {
+	Curves(ctx context.Context, f store.CurveFilter) ([]correlate.Curve, error)
+	CurveSeries(ctx context.Context, f store.CurveFilter) ([]correlate.Curve, error)
+	Events(ctx context.Context, f store.EventFilter) ([]correlate.Event, error)
+}
+
+// timelineQuery is a parsed timeline request.
+type timelineQuery struct {
+	From, To       time.Time
+	Step           time.Duration
+	Roles          []correlate.Role
+	Levels         []correlate.Level
+	ExplicitLevels bool
+	Scope          correlate.Scope
+}
+
+// timeline selects the curves and events of q from src; the JSON API and
+// the UI's lanes share it so both show the same data.
+func (s *Server) timeline(ctx context.Context, src timelineSource, q timelineQuery) (timelineView, error) {
+	from, to, step, roles, levels, explicitLevels, scope := q.From, q.To, q.Step, q.Roles, q.Levels, q.ExplicitLevels, q.Scope
 	if !explicitLevels && scope.Replica == "" && scope.Node == "" {
 		levels = []correlate.Level{correlate.LevelFleet, correlate.LevelModel, correlate.LevelVersion, correlate.LevelNode}
 	}
@@ -94,18 +125,18 @@ func (s *Server) handleTimelineGet(c echo.Context) error {
 
 	f := base
 	f.Levels, f.Scope = levels, scope
-	curves, err := s.store.Curves(ctx, f)
+	curves, err := src.Curves(ctx, f)
 	if err != nil {
-		return err
+		return timelineView{}, err
 	}
 	evScope := scope
 	if !explicitLevels && scope.Node == "" && (scope.Model != "" || scope.Version != "" || scope.Replica != "" || scope.Tenant != "") {
 		// Context: where the selected replicas ran, and for one replica
 		// its model as a whole.
-		reps, err := s.store.CurveSeries(ctx, store.CurveFilter{From: from, To: to.Add(time.Nanosecond),
+		reps, err := src.CurveSeries(ctx, store.CurveFilter{From: from, To: to.Add(time.Nanosecond),
 			Levels: []correlate.Level{correlate.LevelReplica}, Scope: scope})
 		if err != nil {
-			return err
+			return timelineView{}, err
 		}
 		nodes, models := map[string]bool{}, map[string]bool{}
 		for _, r := range reps {
@@ -119,9 +150,9 @@ func (s *Server) handleTimelineGet(c echo.Context) error {
 		if len(nodes) > 0 {
 			nf := base
 			nf.Levels, nf.Nodes = []correlate.Level{correlate.LevelNode}, sortedSet(nodes)
-			more, err := s.store.Curves(ctx, nf)
+			more, err := src.Curves(ctx, nf)
 			if err != nil {
-				return err
+				return timelineView{}, err
 			}
 			curves = append(curves, more...)
 		}
@@ -129,9 +160,9 @@ func (s *Server) handleTimelineGet(c echo.Context) error {
 			evScope.Model = sortedSet(models)[0]
 			mf := base
 			mf.Levels, mf.Scope = []correlate.Level{correlate.LevelModel}, correlate.Scope{Model: evScope.Model}
-			more, err := s.store.Curves(ctx, mf)
+			more, err := src.Curves(ctx, mf)
 			if err != nil {
-				return err
+				return timelineView{}, err
 			}
 			curves = append(curves, more...)
 		}
@@ -140,9 +171,9 @@ func (s *Server) handleTimelineGet(c echo.Context) error {
 		}
 	}
 	sort.SliceStable(curves, func(i, j int) bool { return curves[i].Key() < curves[j].Key() })
-	events, err := s.store.Events(ctx, store.EventFilter{From: from, To: to.Add(time.Nanosecond), Scope: evScope, Limit: 5000})
+	events, err := src.Events(ctx, store.EventFilter{From: from, To: to.Add(time.Nanosecond), Scope: evScope, Limit: 5000})
 	if err != nil {
-		return err
+		return timelineView{}, err
 	}
 	if curves == nil {
 		curves = []correlate.Curve{}
@@ -150,8 +181,8 @@ func (s *Server) handleTimelineGet(c echo.Context) error {
 	if events == nil {
 		events = []correlate.Event{}
 	}
-	return c.JSON(http.StatusOK, timelineView{From: from, To: to, StepSeconds: step.Seconds(), Scope: scope,
-		Curves: curves, Events: events, Spikes: []correlate.Spike{}})
+	return timelineView{From: from, To: to, StepSeconds: step.Seconds(), Scope: scope,
+		Curves: curves, Events: events, Spikes: []correlate.Spike{}}, nil
 }
 
 // timelineWindow reads from and to (RFC 3339 or Unix seconds, both
