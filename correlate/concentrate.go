@@ -141,9 +141,9 @@ func concentrate(t concTable, opt ConcentrationOptions) []Concentration {
 	for d := range t.dims {
 		frequent[d] = make([]bool, len(single[d]))
 		for code, c := range single[d] {
-			// A value every row has (one version after a full rollout) has
-			// nothing to contrast with.
-			if c.total == 0 || c.slow/totSlow < opt.MinSupport || c.total >= 0.99*totAll {
+			// A value nearly every fast request has too (one version after
+			// a full rollout, "warm" replicas) has nothing to contrast with.
+			if c.total == 0 || c.slow/totSlow < opt.MinSupport || (c.total-c.slow) >= 0.9*(totAll-totSlow) {
 				continue
 			}
 			frequent[d][code] = true

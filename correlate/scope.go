@@ -101,7 +101,7 @@ type replicaImpact struct {
 	replica, model, version, node string
 	before, during                float64 // P99 medians (ms)
 	ratio                         float64
-	crossZ                        float64 // robust z of its during P99 among the model's replicas
+	crossZ                        float64 // robust z of its during P99 against the other replicas of its model
 	qpsBefore, qpsDuring          float64
 	loadBefore, loadDuring        float64 // its QPS over the mean QPS of the replicas live at the same instant (median over the period)
 	queueDev                      float64
@@ -154,31 +154,19 @@ func replicaImpacts(cs *curveSet, ss *sampleSet, ph phases, model string) []repl
 		samplesReplicaImpacts(ss, ph, model, get)
 	}
 	out := make([]replicaImpact, 0, len(order))
-	var durs []float64
 	for _, name := range order {
 		r := byRep[name]
 		r.ratio = safeRatio(r.during, r.before)
-		if !math.IsNaN(r.during) {
-			durs = append(durs, r.during)
-		}
 		if ss != nil {
 			if st, ok := ss.started[name]; ok && st.After(ph.Onset.Add(-youngAge)) && st.Before(ph.DuringTo) {
 				r.young = true
 			}
 		}
 	}
-	peer := robust(durs, 0.05, 1)
 	for _, name := range order {
-		r := byRep[name]
-		r.crossZ = (r.during - peer.Median) / peer.Scale
-		out = append(out, *r)
+		out = append(out, *byRep[name])
 	}
-	// A replica is an outlier when it is far above its peers now; with few
-	// replicas the median is shaky, so also ask for a clear absolute gap.
-	for i := range out {
-		r := &out[i]
-		r.outlier = len(out) >= 2 && r.crossZ >= 4 && r.during >= 1.3*peer.Median
-	}
+	markOutliers(out)
 	sort.Slice(out, func(i, j int) bool { return out[i].crossZ > out[j].crossZ })
 	return out
 }
@@ -385,4 +373,41 @@ func imbalance(cs *curveSet, ph phases, model string) (before, during float64) {
 	}
 	sort.Slice(pts, func(i, j int) bool { return pts[i].T < pts[j].T })
 	return median(values(pts, ph.BeforeFrom, ph.BeforeTo)), median(values(pts, ph.Onset, ph.DuringTo))
+}
+
+// markOutliers compares every replica with its peers of the same model at
+// the same time, leaving the replica itself out of the reference (with two
+// or three replicas a median that includes the suspect is no reference at
+// all). A replica stands out when it is 1.5× slower than its peers' median
+// now, it got worse more than they did (a replica that was always slower —
+// an older GPU, say — is not news), and, with enough peers to estimate a
+// spread, sits 4 robust z above them.
+func markOutliers(reps []replicaImpact) {
+	for i := range reps {
+		r := &reps[i]
+		r.crossZ = math.NaN()
+		if math.IsNaN(r.during) {
+			continue
+		}
+		var peers, peerRatios []float64
+		for j := range reps {
+			if j == i {
+				continue
+			}
+			if !math.IsNaN(reps[j].during) {
+				peers = append(peers, reps[j].during)
+			}
+			if !math.IsNaN(reps[j].ratio) {
+				peerRatios = append(peerRatios, reps[j].ratio)
+			}
+		}
+		if len(peers) == 0 {
+			continue
+		}
+		ps := robust(peers, 0.1, 1)
+		r.crossZ = (r.during - ps.Median) / ps.Scale
+		rel := safeRatio(r.during, ps.Median)
+		grew := math.IsNaN(r.ratio) || (r.ratio >= 1.3 && (len(peerRatios) == 0 || r.ratio >= 1.2*median(peerRatios)))
+		r.outlier = rel >= 1.5 && grew && (len(peers) < 4 || r.crossZ >= 4)
+	}
 }

@@ -157,9 +157,9 @@ func detectDirection(points []Point, opt SpikeOptions, dir Direction) []Spike {
 	var (
 		spikes      []Spike
 		win         sortedWindow
-		lo, hi      int  // window holds eligible points with index in [lo, hi)
-		skipBelow   int  // points before this index never enter the window (they were a spike)
-		firstCausal = -1 // first index judged against a full trailing window
+		lo, hi      int   // window holds eligible points with index in [lo, hi)
+		skipBelow   int   // points before this index never enter the window (they were a spike)
+		firstCausal = -1  // first index judged against a full trailing window
 		strongRun   int   // consecutive strong departures
 		runStart    int   // first point of the current strong run
 		recent      []int // indexes of departing points among the last PersistWeak points
