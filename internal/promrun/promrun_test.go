@@ -1,9 +1,10 @@
-package promtest
+package promrun
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -12,7 +13,8 @@ import (
 )
 
 func TestBackfillSplitAndRestart(t *testing.T) {
-	// 5 hours of a gauge and a counter at 60 s: three 2-hour windows.
+	// 5 hours of a gauge and a counter at 60 s from 05:30: four 2-hour
+	// windows (04–06, 06–08, 08–10, 10–12).
 	t0 := time.Date(2026, 10, 6, 5, 30, 0, 0, time.UTC)
 	var b strings.Builder
 	b.WriteString("# HELP g A gauge.\n# TYPE g gauge\n")
@@ -24,7 +26,22 @@ func TestBackfillSplitAndRestart(t *testing.T) {
 		fmt.Fprintf(&b, "c_total %d %d\n", 2*i, t0.Add(time.Duration(i)*time.Minute).Unix())
 	}
 	b.WriteString("# EOF\n")
-	p := Run(t, strings.NewReader(b.String()))
+	p, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	done := 0
+	p.Progress = func(d, total int) { done, _ = d, total }
+	if err := p.Backfill(context.Background(), strings.NewReader(b.String())); err != nil {
+		t.Fatal(err)
+	}
+	if done != 4 {
+		t.Fatalf("progress reported %d windows done, want 4", done)
+	}
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	count := func(q string) float64 {
 		t.Helper()
 		u := p.URL + "/api/v1/query?" + url.Values{"query": {q}, "time": {fmt.Sprint(t0.Add(299 * time.Minute).Unix())}}.Encode()
@@ -54,12 +71,51 @@ func TestBackfillSplitAndRestart(t *testing.T) {
 	if n := count(`count_over_time(c_total[6h])`); n != 300 {
 		t.Fatalf("counter samples = %v, want 300", n)
 	}
-	p.Stop(t)
+	p.Stop()
+	if p.Running() {
+		t.Fatal("Running after Stop")
+	}
 	if _, err := http.Get(p.URL + "/-/ready"); err == nil {
 		t.Fatal("prometheus still answers after Stop")
 	}
-	p.Start(t)
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if n := count(`count_over_time(g[6h])`); n != 300 {
 		t.Fatalf("after restart: %v samples", n)
+	}
+}
+
+func TestBackfillWindowsAndBadInput(t *testing.T) {
+	p, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	t0 := time.Date(2026, 10, 6, 5, 0, 0, 0, time.UTC)
+	err = p.BackfillWindows(context.Background(), t0, t0.Add(3*time.Hour), func(w io.Writer, lo, hi time.Time) error {
+		fmt.Fprintf(w, "# TYPE g gauge\n")
+		for ts := lo; ts.Before(hi); ts = ts.Add(time.Minute) {
+			fmt.Fprintf(w, "g 1 %d\n", ts.Unix())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A sample without a timestamp cannot be placed in a window: the
+	// split refuses it and says why.
+	err = p.Backfill(context.Background(), strings.NewReader("# TYPE h gauge\nh 1\n# EOF\n"))
+	if err == nil || !strings.Contains(err.Error(), "timestamp") {
+		t.Fatalf("bad input: err = %v, want a timestamp complaint", err)
+	}
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !p.Running() {
+		t.Fatal("not running after Start")
+	}
+	if err := p.Start(context.Background()); err == nil {
+		t.Fatal("second Start succeeded")
 	}
 }

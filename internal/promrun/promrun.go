@@ -1,0 +1,309 @@
+// Package promrun runs a real Prometheus over backfilled data: OpenMetrics
+// text is turned into TSDB blocks with "promtool tsdb create-blocks-from
+// openmetrics", then Debian's prometheus binary serves them on a free
+// loopback port. `waterline demo` uses it directly; tests use it through
+// internal/promtest.
+package promrun
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Binaries are the programs a Server needs, both from Debian's
+// "prometheus" package.
+var Binaries = []string{"prometheus", "promtool"}
+
+// ErrMissing is returned (wrapped) by New when a binary is not on $PATH.
+var ErrMissing = errors.New("not installed")
+
+// Server is one Prometheus over a TSDB directory of its own. Its methods
+// are safe for concurrent use.
+type Server struct {
+	// URL is the base URL, e.g. http://127.0.0.1:41234. It stays the same
+	// across Stop and Start.
+	URL string
+	// Progress, if set, is told how many backfill windows of how many are
+	// done, after each one.
+	Progress func(done, total int)
+
+	dir  string
+	data string
+	addr string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+	log  *os.File
+}
+
+// New prepares a Prometheus (not started) in dir, which it creates; the
+// TSDB, the config and the log live there. The caller removes dir. It
+// fails with ErrMissing when prometheus or promtool is not installed.
+func New(dir string) (*Server, error) {
+	if err := LookPath(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("promrun: %w", err)
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{dir: dir, data: filepath.Join(dir, "tsdb"), addr: addr, URL: "http://" + addr}
+	// Nothing is scraped: the data is all backfilled.
+	cfg := "global:\n  scrape_interval: 15s\nscrape_configs: []\n"
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
+		return nil, fmt.Errorf("promrun: %w", err)
+	}
+	return s, nil
+}
+
+// LookPath checks that prometheus and promtool are installed.
+func LookPath() error {
+	for _, bin := range Binaries {
+		if _, err := exec.LookPath(bin); err != nil {
+			return fmt.Errorf("promrun: %s %w (Debian package \"prometheus\")", bin, ErrMissing)
+		}
+	}
+	return nil
+}
+
+// Dir is the directory holding the TSDB, the config and prometheus.log.
+func (s *Server) Dir() string { return s.dir }
+
+// windowSize is promtool's fixed block length: it cuts 2-hour blocks and
+// re-reads its whole input for each, so inputs are split to match.
+const windowSize = 2 * time.Hour
+
+// Backfill writes om (OpenMetrics text, ending with "# EOF") into the
+// TSDB. The input is first split into one file per 2-hour-aligned window
+// and promtool runs once per window (two at a time), which keeps a
+// 24-hour fleet linear instead of quadratic. Samples of one series must
+// be in time order and timestamps in seconds.
+func (s *Server) Backfill(ctx context.Context, om io.Reader) error {
+	files, err := splitByWindow(om, filepath.Join(s.dir, "om"), windowSize)
+	if err != nil {
+		return fmt.Errorf("promrun: split openmetrics: %w", err)
+	}
+	jobs := make([]func() (string, error), len(files))
+	for i, f := range files {
+		jobs[i] = func() (string, error) { return f, nil }
+	}
+	return s.convert(ctx, jobs)
+}
+
+// BackfillWindows backfills [from, to) one 2-hour-aligned window at a
+// time: write produces the OpenMetrics text of the samples in [lo, hi)
+// (without "# EOF"), so a large generated fixture is written once and
+// never split or re-read. Two windows are written and converted at once.
+func (s *Server) BackfillWindows(ctx context.Context, from, to time.Time, write func(w io.Writer, lo, hi time.Time) error) error {
+	dir := filepath.Join(s.dir, "om")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("promrun: %w", err)
+	}
+	var jobs []func() (string, error)
+	for lo := from.Truncate(windowSize); lo.Before(to); lo = lo.Add(windowSize) {
+		jobs = append(jobs, func() (string, error) {
+			name := filepath.Join(dir, fmt.Sprintf("w%d.om", lo.Unix()))
+			f, err := os.Create(name)
+			if err != nil {
+				return "", err
+			}
+			bw := bufio.NewWriterSize(f, 1<<20)
+			err = write(bw, lo, lo.Add(windowSize))
+			if err == nil {
+				_, err = bw.WriteString("# EOF\n")
+			}
+			if err == nil {
+				err = bw.Flush()
+			}
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			return name, err
+		})
+	}
+	return s.convert(ctx, jobs)
+}
+
+// convert runs each job (which yields an OpenMetrics file) and promtool
+// on its file, two at a time, removing the files as it goes.
+func (s *Server) convert(ctx context.Context, jobs []func() (string, error)) error {
+	sem := make(chan struct{}, 2)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+		done     int
+	)
+	for _, job := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			name, err := job()
+			if err == nil && ctx.Err() != nil {
+				err = ctx.Err()
+			}
+			if err == nil {
+				var out []byte
+				out, err = exec.CommandContext(ctx, "promtool", "tsdb", "create-blocks-from", "openmetrics", name, s.data).CombinedOutput()
+				if err != nil {
+					err = fmt.Errorf("promtool %s: %v\n%s", filepath.Base(name), err, bytes.TrimSpace(out))
+				}
+			}
+			if name != "" {
+				_ = os.Remove(name)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+			done++
+			if s.Progress != nil {
+				s.Progress(done, len(jobs))
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return fmt.Errorf("promrun: %w", firstErr)
+	}
+	return nil
+}
+
+// Start runs Prometheus on the TSDB and waits until it is ready (at most
+// a minute, or until ctx ends).
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return errors.New("promrun: already running")
+	}
+	logf, err := os.OpenFile(filepath.Join(s.dir, "prometheus.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("promrun: %w", err)
+	}
+	cmd := exec.Command("prometheus",
+		"--config.file="+filepath.Join(s.dir, "prometheus.yml"),
+		"--storage.tsdb.path="+s.data,
+		// Retention counts from the newest block: old data must not be
+		// deleted at start.
+		"--storage.tsdb.retention.time=100y",
+		"--web.listen-address="+s.addr,
+		"--log.level=warn")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Its own process group: a Ctrl-C in the terminal reaches only our
+	// process, which then stops Prometheus in order.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("promrun: start prometheus: %w", err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	s.cmd, s.done, s.log = cmd, done, logf
+
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		select {
+		case <-done:
+			s.stopLocked()
+			return fmt.Errorf("promrun: prometheus exited early; log:\n%s", s.LogTail())
+		default:
+		}
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		req, _ := http.NewRequestWithContext(rctx, http.MethodGet, s.URL+"/-/ready", nil)
+		resp, err := http.DefaultClient.Do(req)
+		cancel()
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			s.stopLocked()
+			if ctx.Err() != nil {
+				return fmt.Errorf("promrun: waiting for prometheus: %w", ctx.Err())
+			}
+			return fmt.Errorf("promrun: prometheus not ready at %s after 60s; log:\n%s", s.URL, s.LogTail())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Stop stops Prometheus (no-op when stopped): SIGINT, then SIGKILL after
+// 20 s. Its data stays for Start.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopLocked()
+}
+
+func (s *Server) stopLocked() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-s.done:
+	case <-time.After(20 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+	s.log.Close()
+	s.cmd, s.done, s.log = nil, nil, nil
+}
+
+// Running reports whether the process is up (started and not exited).
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return false
+	}
+	select {
+	case <-s.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// LogTail returns the end of prometheus.log, for error messages.
+func (s *Server) LogTail() string {
+	b, _ := os.ReadFile(filepath.Join(s.dir, "prometheus.log"))
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(bytes.TrimSpace(b))
+}
+
+// freeAddr returns a loopback address with a port nobody listens on now.
+// Another process could take it before Prometheus binds it; Start then
+// fails loudly.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("promrun: free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
