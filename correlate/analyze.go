@@ -33,6 +33,10 @@ func Analyze(in Input) Analysis {
 	}
 	cs := newCurveSet(in.Curves)
 	spikes := latencySpikes(cs, in)
+	if len(cs.get(RoleLatencyP99, LevelModel, Scope{}, "")) == 0 && len(in.Samples) > 0 {
+		// No latency curves (nothing pulled): find the spike in the samples.
+		spikes = latencySpikes(newCurveSet(sampleLatencyCurves(in.Samples, time.Minute)), Input{Window: in.Window, Scope: in.Scope, Step: time.Minute, SLO: in.SLO})
+	}
 	onset, spikeEnd, found := pickOnset(spikes, in)
 	if !found {
 		onset = fallbackOnset(in)
@@ -42,7 +46,7 @@ func Analyze(in Input) Analysis {
 
 	started := replicaStarts(in.Events, cs, dataFrom, in.Step)
 	ss := newSampleSet(in.Samples, ph, in.SLO, started)
-	f := &facts{ph: ph, cs: cs, ss: ss, started: started, reps: map[string][]replicaImpact{}, affectedSet: map[string]bool{}}
+	f := &facts{ph: ph, cs: cs, ss: ss, started: started, reps: map[string][]replicaImpact{}, allReps: map[string][]replicaImpact{}, affectedSet: map[string]bool{}}
 	f.models = modelImpacts(cs, ss, ph)
 	for _, m := range f.models {
 		if m.affected && (in.Scope.Model == "" || in.Scope.Model == m.model) {
@@ -50,8 +54,14 @@ func Analyze(in Input) Analysis {
 			f.affectedSet[m.model] = true
 		}
 	}
+	for _, m := range f.models {
+		// Every model's replicas, not only the affected ones': a sick node
+		// slows every pod on it, including those of models whose overall
+		// P99 barely moved.
+		f.allReps[m.model] = replicaImpacts(cs, ss, ph, m.model)
+	}
 	for _, m := range f.affected {
-		f.reps[m] = replicaImpacts(cs, ss, ph, m)
+		f.reps[m] = f.allReps[m]
 	}
 
 	// Samples: concentration over the affected models' traffic, and stage
@@ -82,6 +92,7 @@ func Analyze(in Input) Analysis {
 		Concentration: f.conc,
 		Events:        f.events,
 		Deviations:    topDeviations(cs, ph, 50),
+		Replicas:      replicaComparisons(f),
 		Causes:        rankCauses(f),
 		Samples:       sampleSummary(ss),
 	}
@@ -270,4 +281,63 @@ func sampleSummary(ss *sampleSet) SampleSummary {
 		}
 	}
 	return s
+}
+
+// sampleLatencyCurves builds per-model P50/P95/P99 curves from samples in
+// buckets of step, weighting each sample by its sample_rate. Buckets with
+// fewer than 20 samples are left out: their quantiles are noise.
+func sampleLatencyCurves(samples []Sample, step time.Duration) []Curve {
+	type key struct {
+		model  string
+		bucket int64
+	}
+	buckets := map[key][]weighted{}
+	for _, s := range samples {
+		k := key{s.Model, s.Time.Truncate(step).UnixMilli()}
+		buckets[k] = append(buckets[k], weighted{s.TotalMs, s.SampleRate})
+	}
+	byModel := map[string][]key{}
+	for k, v := range buckets {
+		if len(v) >= 20 {
+			byModel[k.model] = append(byModel[k.model], k)
+		}
+	}
+	var out []Curve
+	for m, ks := range byModel {
+		sort.Slice(ks, func(i, j int) bool { return ks[i].bucket < ks[j].bucket })
+		for _, q := range []struct {
+			role Role
+			q    float64
+		}{{RoleLatencyP50, 0.5}, {RoleLatencyP95, 0.95}, {RoleLatencyP99, 0.99}} {
+			c := Curve{Role: q.role, Level: LevelModel, Scope: Scope{Model: m}}
+			for _, k := range ks {
+				c.Points = append(c.Points, Point{T: k.bucket, V: weightedQuantile(buckets[k], q.q)})
+			}
+			out = append(out, c)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
+	return out
+}
+
+// replicaComparisons lists the affected models' replicas against their
+// peers, outliers first.
+func replicaComparisons(f *facts) []ReplicaComparison {
+	out := []ReplicaComparison{}
+	for _, m := range f.affected {
+		for _, r := range f.reps[m] {
+			out = append(out, ReplicaComparison{
+				Replica: r.replica, Model: r.model, Version: r.version, Node: r.node,
+				P99BeforeMs: finite(r.before), P99DuringMs: finite(r.during), PeerP99Ms: finite(r.peerMedian), PeerZ: finite(r.crossZ),
+				LoadBefore: finite(r.loadBefore), LoadDuring: finite(r.loadDuring), Young: r.young, Outlier: r.outlier,
+			})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Outlier != out[j].Outlier {
+			return out[i].Outlier
+		}
+		return out[i].PeerZ > out[j].PeerZ
+	})
+	return out
 }

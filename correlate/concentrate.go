@@ -234,14 +234,36 @@ func concentrate(t concTable, opt ConcentrationOptions) []Concentration {
 		}
 		out = append(out, row)
 	}
-	// Rank by how much of the P99 each explains, then by risk ratio.
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].P99DeltaMs != out[j].P99DeltaMs {
-			return out[i].P99DeltaMs > out[j].P99DeltaMs
+	// Rank by influence, Scorpion's counterfactual divided by a power of the
+	// group's size: removing a whole node takes the bad replica's requests
+	// with it and more, so the raw P99 drop would favour ever broader
+	// groups; per √(share of requests) the culprit itself ranks first.
+	influence := func(c Concentration, total float64) float64 {
+		if c.P99DeltaMs <= 0 || total <= 0 {
+			return 0
+		}
+		return c.P99DeltaMs / math.Sqrt(total/totAll)
+	}
+	infl := make([]float64, len(out))
+	for i := range out {
+		infl[i] = influence(out[i], cands[i].c.total)
+	}
+	idx := make([]int, len(out))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool {
+		i, j := idx[a], idx[b]
+		if infl[i] != infl[j] {
+			return infl[i] > infl[j]
 		}
 		return out[i].RiskRatio > out[j].RiskRatio
 	})
-	return out
+	ranked := make([]Concentration, len(out))
+	for k, i := range idx {
+		ranked[k] = out[i]
+	}
+	return ranked
 }
 
 // tailQuantile returns the weighted P99 of the rows in order (sorted by

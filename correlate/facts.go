@@ -16,6 +16,7 @@ type facts struct {
 	affected    []string // models carrying the spike, most impacted first
 	affectedSet map[string]bool
 	reps        map[string][]replicaImpact // per affected model
+	allReps     map[string][]replicaImpact // per model
 	stages      []StageShare
 	stageSource string // "samples", "curves" or ""
 	conc        []Concentration
@@ -276,7 +277,7 @@ func (f *facts) startedNear(model string, window time.Duration) []string {
 
 // replicaModel finds which model a replica serves, from curves or samples.
 func (f *facts) replicaModel(rep string) string {
-	for m, rs := range f.reps {
+	for m, rs := range f.allReps {
 		for _, r := range rs {
 			if r.replica == rep {
 				return m
@@ -295,4 +296,66 @@ func (f *facts) replicaModel(rep string) string {
 // server (gateway, auth, route).
 func (f *facts) frontShare() float64 {
 	return stageShare(f.stages, "gateway") + stageShare(f.stages, "auth") + stageShare(f.stages, "route")
+}
+
+// nodeImpact says how much the replicas on one node worsened against their
+// own models' other replicas.
+type nodeImpact struct {
+	node     string
+	replicas []replicaImpact // on this node, with a before and a during
+	excess   float64         // median of (replica's P99 change / its peers' change)
+	worse    int             // replicas whose change exceeds their peers' by 20 %
+	models   int             // distinct models among them
+}
+
+// nodeImpacts compares nodes by how much more their replicas' P99 rose
+// than the same models' replicas elsewhere. A node fault shows as every
+// pod on it getting worse, whatever the model; aggregating over the node
+// catches faults too mild to make any single replica an outlier.
+func (f *facts) nodeImpacts() []nodeImpact {
+	per := map[string]*nodeImpact{}
+	models := map[string]map[string]bool{}
+	var excess = map[string][]float64{}
+	for m, reps := range f.allReps {
+		for i, r := range reps {
+			if r.node == "" || math.IsNaN(r.ratio) {
+				continue
+			}
+			var peer []float64
+			for j, o := range reps {
+				if j != i && o.node != r.node && !math.IsNaN(o.ratio) {
+					peer = append(peer, o.ratio)
+				}
+			}
+			if len(peer) == 0 {
+				continue
+			}
+			rel := r.ratio / median(peer)
+			n := per[r.node]
+			if n == nil {
+				n = &nodeImpact{node: r.node}
+				per[r.node] = n
+				models[r.node] = map[string]bool{}
+			}
+			n.replicas = append(n.replicas, r)
+			excess[r.node] = append(excess[r.node], rel)
+			if rel >= 1.2 {
+				n.worse++
+			}
+			models[r.node][m] = true
+		}
+	}
+	out := make([]nodeImpact, 0, len(per))
+	for name, n := range per {
+		n.excess = median(excess[name])
+		n.models = len(models[name])
+		out = append(out, *n)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].excess != out[j].excess {
+			return out[i].excess > out[j].excess
+		}
+		return out[i].node < out[j].node
+	})
+	return out
 }

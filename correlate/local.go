@@ -24,15 +24,18 @@ func localReplicaCause(f *facts) Cause {
 		}
 	}
 	sort.Slice(outliers, func(i, j int) bool { return outliers[i].crossZ > outliers[j].crossZ })
+	sick := f.sickNode()
 	target := Target{}
-	if len(outliers) > 0 {
-		top := outliers[0]
-		b.support("replica_outlier", top.crossZ, ramp(top.crossZ, 3, 10), 0.30,
-			"%s's P99 is %s while its peers sit at a median of %s (robust z %.1f across replicas).", top.replica, fmtMs(top.during), fmtMs(peerMedian(f.reps[top.model])), top.crossZ)
-		if total > 0 && float64(len(outliers)) > 0.5*float64(total) {
-			b.oppose("most_replicas_slow", float64(len(outliers))/float64(total), 1, 0.3, "%d of %d replicas stand out, which is not local.", len(outliers), total)
+	var suspects []replicaImpact
+	switch {
+	case sick != nil:
+		target.Node = sick.node
+		for _, r := range sick.replicas {
+			target.Replicas = append(target.Replicas, r.replica)
 		}
-		// Node or replica? Several outliers on one node (across models) point at the node.
+		suspects = sick.replicas
+	case len(outliers) > 0:
+		suspects = outliers
 		perNode := map[string][]replicaImpact{}
 		for _, r := range outliers {
 			if r.node != "" {
@@ -45,26 +48,37 @@ func localReplicaCause(f *facts) Cause {
 				bestNode, bestN = n, len(rs)
 			}
 		}
-		models := map[string]bool{}
-		for _, r := range perNode[bestNode] {
-			models[r.model] = true
-		}
 		if bestN >= 2 && bestN*2 > len(outliers) {
 			target.Node = bestNode
 			for _, r := range perNode[bestNode] {
 				target.Replicas = append(target.Replicas, r.replica)
 			}
-			b.support("same_node", float64(bestN), ramp(float64(len(models)), 0, 2), 0.10,
-				"%d slow replicas (%d models) share node %s.", bestN, len(models), bestNode)
 		} else {
-			target.Replica, target.Node = top.replica, top.node
-			if target.Node != "" && len(perNode[target.Node]) == 1 {
-				target.Node = "" // one replica: name the replica, not its node
-			}
+			target.Replica = outliers[0].replica
 		}
-		// Counter: the outliers got more of the traffic → routing.
+	}
+	sort.Strings(target.Replicas)
+	if len(outliers) > 0 {
+		top := outliers[0]
+		b.support("replica_outlier", top.crossZ, ramp(top.crossZ, 3, 10), 0.20,
+			"%s's P99 is %s while its peers sit at a median of %s (robust z %.1f across replicas).", top.replica, fmtMs(top.during), fmtMs(top.peerMedian), top.crossZ)
+		if total > 0 && float64(len(outliers)) > 0.5*float64(total) {
+			b.oppose("most_replicas_slow", float64(len(outliers))/float64(total), 1, 0.3, "%d of %d replicas stand out, which is not local.", len(outliers), total)
+		}
+	}
+	if sick != nil {
+		b.support("node_replicas_slowed", sick.excess, ramp(sick.excess, 1.15, 1.6), 0.25,
+			"%d of the %d pods on node %s (%d models) got slower than the same models' pods elsewhere (×%.2f their peers' change).",
+			sick.worse, len(sick.replicas), sick.node, sick.models, sick.excess)
+		if sick.models >= 2 {
+			b.support("same_node", float64(sick.models), ramp(float64(sick.models), 1, 2), 0.10,
+				"Pods of %d different models slowed down on the same node.", sick.models)
+		}
+	}
+	if len(suspects) > 0 {
+		// Counter: the suspects got more of the traffic → routing.
 		var loadUp float64
-		for _, r := range outliers {
+		for _, r := range suspects {
 			if v := safeRatio(r.loadDuring, r.loadBefore); v > loadUp {
 				loadUp = v
 			}
@@ -99,7 +113,7 @@ func localReplicaCause(f *facts) Cause {
 	if loc, ok := f.topLocal(); ok {
 		b.support("slow_requests_concentrated", loc.RiskRatio, concStrength(loc), 0.30,
 			"%.0f%% of slow requests ran on %s (%.0f%% of the others); risk ratio %.1f.", loc.SelectionPct, dimString(loc), loc.BaselinePct, loc.RiskRatio)
-		if len(outliers) == 0 {
+		if target.Node == "" && target.Replica == "" {
 			if v, ok := loc.Dims["node"]; ok {
 				target.Node = v
 			}
@@ -130,6 +144,23 @@ func localReplicaCause(f *facts) Cause {
 		where = "node " + target.Node
 	}
 	return b.done(fmt.Sprintf("Requests served by %s are much slower than on its peers.", where), target)
+}
+
+// sickNode returns the node whose pods got worse than their peers
+// elsewhere, clearly more than any other node's, or nil.
+func (f *facts) sickNode() *nodeImpact {
+	nodes := f.nodeImpacts()
+	if len(nodes) == 0 {
+		return nil
+	}
+	n := nodes[0]
+	if len(n.replicas) < 2 || n.excess < 1.2 || 3*n.worse < 2*len(n.replicas) {
+		return nil
+	}
+	if len(nodes) > 1 && n.excess < 1.1*nodes[1].excess {
+		return nil
+	}
+	return &n
 }
 
 func peerMedian(rs []replicaImpact) float64 {

@@ -152,20 +152,21 @@ type Window struct {
 // GET /api/v1/incidents/{id}/analysis returns (with its status) and what
 // snapshots freeze.
 type Analysis struct {
-	Window        Window           `json:"window"`
-	Onset         *time.Time       `json:"onset"`
-	Spikes        []Spike          `json:"spikes"`
-	Scope         ScopeReport      `json:"scope"`
-	Causes        []Cause          `json:"causes"`
-	Stages        []StageShare     `json:"stages"`
-	StageSource   string           `json:"stage_source"` // "samples", "curves" or "" (no data)
-	Concentration []Concentration  `json:"concentration"`
-	Events        []AlignedEvent   `json:"events"`
-	Deviations    []CurveDeviation `json:"deviations"`
-	P99BeforeMs   float64          `json:"p99_before_ms"`
-	P99DuringMs   float64          `json:"p99_during_ms"`
-	Samples       SampleSummary    `json:"samples"`
-	Checklist     []ChecklistStep  `json:"checklist"`
+	Window        Window              `json:"window"`
+	Onset         *time.Time          `json:"onset"`
+	Spikes        []Spike             `json:"spikes"`
+	Scope         ScopeReport         `json:"scope"`
+	Causes        []Cause             `json:"causes"`
+	Stages        []StageShare        `json:"stages"`
+	StageSource   string              `json:"stage_source"` // "samples", "curves" or "" (no data)
+	Concentration []Concentration     `json:"concentration"`
+	Events        []AlignedEvent      `json:"events"`
+	Deviations    []CurveDeviation    `json:"deviations"`
+	Replicas      []ReplicaComparison `json:"replicas"`
+	P99BeforeMs   float64             `json:"p99_before_ms"`
+	P99DuringMs   float64             `json:"p99_during_ms"`
+	Samples       SampleSummary       `json:"samples"`
+	Checklist     []ChecklistStep     `json:"checklist"`
 }
 
 // SampleSummary counts the samples the analysis used.
@@ -181,4 +182,21 @@ type SampleSummary struct {
 type ChecklistStep struct {
 	Step   string `json:"step"`
 	Answer string `json:"answer"`
+}
+
+// ReplicaComparison is one replica of an affected model against its peers
+// at the same time (the article's "is it one replica or all of them?").
+type ReplicaComparison struct {
+	Replica     string  `json:"replica"`
+	Model       string  `json:"model"`
+	Version     string  `json:"version,omitempty"`
+	Node        string  `json:"node,omitempty"`
+	P99BeforeMs float64 `json:"p99_before_ms"`
+	P99DuringMs float64 `json:"p99_during_ms"`
+	PeerP99Ms   float64 `json:"peer_p99_ms"` // median P99 of the other replicas during
+	PeerZ       float64 `json:"peer_z"`      // robust z against them
+	LoadBefore  float64 `json:"load_before"` // QPS over the mean of live replicas (1 = fair share)
+	LoadDuring  float64 `json:"load_during"`
+	Young       bool    `json:"young"`   // started shortly before the onset
+	Outlier     bool    `json:"outlier"` // stands out from its peers
 }

@@ -102,6 +102,7 @@ type replicaImpact struct {
 	before, during                float64 // P99 medians (ms)
 	ratio                         float64
 	crossZ                        float64 // robust z of its during P99 against the other replicas of its model
+	peerMedian                    float64 // the other replicas' median P99 during
 	qpsBefore, qpsDuring          float64
 	loadBefore, loadDuring        float64 // its QPS over the mean QPS of the replicas live at the same instant (median over the period)
 	queueDev                      float64
@@ -378,14 +379,15 @@ func imbalance(cs *curveSet, ph phases, model string) (before, during float64) {
 // markOutliers compares every replica with its peers of the same model at
 // the same time, leaving the replica itself out of the reference (with two
 // or three replicas a median that includes the suspect is no reference at
-// all). A replica stands out when it is 1.5× slower than its peers' median
-// now, it got worse more than they did (a replica that was always slower —
-// an older GPU, say — is not news), and, with enough peers to estimate a
-// spread, sits 4 robust z above them.
+// all). A replica stands out when it got worse than its peers did and is
+// now clearly above them: 1.5× their median P99, or 1.2× when its own P99
+// rose 1.5× more than theirs (a mild fault on a replica that is usually
+// faster than average); with enough peers to estimate a spread it must
+// also sit 4 robust z above them.
 func markOutliers(reps []replicaImpact) {
 	for i := range reps {
 		r := &reps[i]
-		r.crossZ = math.NaN()
+		r.crossZ, r.peerMedian = math.NaN(), math.NaN()
 		if math.IsNaN(r.during) {
 			continue
 		}
@@ -405,9 +407,22 @@ func markOutliers(reps []replicaImpact) {
 			continue
 		}
 		ps := robust(peers, 0.1, 1)
+		r.peerMedian = ps.Median
 		r.crossZ = (r.during - ps.Median) / ps.Scale
 		rel := safeRatio(r.during, ps.Median)
-		grew := math.IsNaN(r.ratio) || (r.ratio >= 1.3 && (len(peerRatios) == 0 || r.ratio >= 1.2*median(peerRatios)))
-		r.outlier = rel >= 1.5 && grew && (len(peers) < 4 || r.crossZ >= 4)
+		spread := len(peers) < 4 || r.crossZ >= 4
+		if math.IsNaN(r.ratio) {
+			// New replica: only its level against the peers can tell.
+			r.outlier = rel >= 1.5 && spread
+			continue
+		}
+		// It got worse, and worse than its peers did: a replica that was
+		// always slower (an older GPU, say) is not news.
+		peerChange := 1.0
+		if len(peerRatios) > 0 {
+			peerChange = median(peerRatios)
+		}
+		grewAlone := r.ratio >= 1.3 && r.ratio >= 1.3*peerChange
+		r.outlier = grewAlone && spread && (rel >= 1.5 || (rel >= 1.2 && r.ratio >= 1.5*peerChange))
 	}
 }
