@@ -62,19 +62,5 @@ func batchingCause(f *facts) Cause {
 // sampleStageGrowth is a model's weighted mean time in stage k during minus
 // before, from samples (NaN without them).
 func (f *facts) sampleStageGrowth(model string, k Stage) float64 {
-	var sums [2][2]float64
-	for phase, list := range [2][]int32{f.ss.before, f.ss.during} {
-		for _, i := range list {
-			s := &f.ss.all[i]
-			if s.Model != model || math.IsNaN(s.StagesMs[k]) {
-				continue
-			}
-			sums[phase][0] += s.SampleRate * s.StagesMs[k]
-			sums[phase][1] += s.SampleRate
-		}
-	}
-	if sums[0][1] == 0 || sums[1][1] == 0 {
-		return math.NaN()
-	}
-	return sums[1][0]/sums[1][1] - sums[0][0]/sums[0][1]
+	return f.ss.byModel[model].stageGrowth(k)
 }

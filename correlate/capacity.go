@@ -65,24 +65,31 @@ func capacityCause(f *facts) Cause {
 // traffic during the spike.
 func (f *facts) tenantSurge() (tenant string, ratio, shareDuring float64) {
 	type acc struct{ b, d float64 }
-	per := map[string]*acc{}
+	var tenants smallIndex
+	var per []acc
 	var totD float64
-	for phase, list := range [2][]int32{f.ss.before, f.ss.during} {
-		for _, i := range list {
-			s := &f.ss.all[i]
-			if !f.affectedSet[s.Model] || s.Tenant == "" {
-				continue
-			}
-			a := per[s.Tenant]
-			if a == nil {
-				a = &acc{}
-				per[s.Tenant] = a
-			}
-			if phase == 0 {
-				a.b += s.SampleRate
-			} else {
-				a.d += s.SampleRate
-				totD += s.SampleRate
+	for _, m := range f.affected {
+		st := f.ss.byModel[m]
+		if st == nil {
+			continue
+		}
+		for phase, list := range st.phase {
+			for _, i := range list {
+				s := &f.ss.all[i]
+				if s.Tenant == "" {
+					continue
+				}
+				ti := tenants.get(s.Tenant)
+				if ti == len(per) {
+					per = append(per, acc{})
+				}
+				a := &per[ti]
+				if phase == 0 {
+					a.b += s.SampleRate
+				} else {
+					a.d += s.SampleRate
+					totD += s.SampleRate
+				}
 			}
 		}
 	}
@@ -90,13 +97,10 @@ func (f *facts) tenantSurge() (tenant string, ratio, shareDuring float64) {
 	if bs <= 0 || ds <= 0 || totD == 0 {
 		return "", 0, 0
 	}
-	var names []string
-	for t := range per {
-		names = append(names, t)
-	}
+	names := append([]string(nil), tenants.vals...)
 	sort.Strings(names)
 	for _, t := range names {
-		a := per[t]
+		a := per[tenants.get(t)]
 		if a.b == 0 || a.d/totD < 0.1 {
 			continue
 		}

@@ -1,7 +1,9 @@
 package correlate
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -14,35 +16,19 @@ type dimension struct {
 }
 
 // encodeDimension dictionary-encodes one string column over the given rows
-// of an n-row table (other rows get -1). Consecutive rows often repeat a
-// value, so the last lookup is cached.
+// of an n-row table (other rows, and empty values, get -1).
 func encodeDimension(name string, n int, rows []int32, get func(i int32) string) dimension {
 	d := dimension{name: name, codes: make([]int32, n)}
 	for i := range d.codes {
 		d.codes[i] = -1
 	}
-	idx := map[string]int32{}
-	var lastV string
-	lastC := int32(-2)
+	var idx smallIndex
 	for _, i := range rows {
-		v := get(i)
-		if lastC != -2 && v == lastV {
-			d.codes[i] = lastC
-			continue
+		if v := get(i); v != "" {
+			d.codes[i] = int32(idx.get(v))
 		}
-		if v == "" {
-			d.codes[i] = -1
-			continue
-		}
-		c, ok := idx[v]
-		if !ok {
-			c = int32(len(d.values))
-			idx[v] = c
-			d.values = append(d.values, v)
-		}
-		d.codes[i] = c
-		lastV, lastC = v, c
 	}
+	d.values = idx.vals
 	return d
 }
 
@@ -152,26 +138,54 @@ func concentrate(t concTable, opt ConcentrationOptions) []Concentration {
 			}
 		}
 	}
-	// Order 2 over frequent items only (Apriori pruning), in a map since
-	// the pair space is sparse.
-	pairs := map[[2]item]*counts{}
-	var buf []item
-	for _, r := range t.rows {
-		buf = buf[:0]
-		for d := range t.dims {
-			if c := t.dims[d].codes[r]; c >= 0 && frequent[d][c] {
-				buf = append(buf, item{int32(d), c})
+	// Order 2 over frequent items only (Apriori pruning). At most
+	// 1/MinSupport values of a dimension can be frequent, so each pair of
+	// dimensions gets a small dense table indexed by compact codes.
+	nd := len(t.dims)
+	compact := make([][]int32, nd) // dimension code → compact frequent code, or -1
+	nfreq := make([]int, nd)
+	var freqCodes [][]int32 // compact code → dimension code
+	for d := range t.dims {
+		compact[d] = make([]int32, len(single[d]))
+		var fc []int32
+		for code := range single[d] {
+			compact[d][code] = -1
+			if frequent[d][code] {
+				compact[d][code] = int32(len(fc))
+				fc = append(fc, int32(code))
 			}
 		}
+		nfreq[d] = len(fc)
+		freqCodes = append(freqCodes, fc)
+	}
+	pairTab := make([][][]counts, nd)
+	for a := 0; a < nd; a++ {
+		pairTab[a] = make([][]counts, nd)
+		for b := a + 1; b < nd; b++ {
+			if nfreq[a] > 0 && nfreq[b] > 0 {
+				pairTab[a][b] = make([]counts, nfreq[a]*nfreq[b])
+			}
+		}
+	}
+	fcRow := make([]int32, nd)
+	for _, r := range t.rows {
 		w, s := t.weight[r], t.slow[r]
-		for i := 0; i < len(buf); i++ {
-			for j := i + 1; j < len(buf); j++ {
-				k := [2]item{buf[i], buf[j]}
-				pc := pairs[k]
-				if pc == nil {
-					pc = &counts{}
-					pairs[k] = pc
+		for d := 0; d < nd; d++ {
+			fcRow[d] = -1
+			if c := t.dims[d].codes[r]; c >= 0 {
+				fcRow[d] = compact[d][c]
+			}
+		}
+		for a := 0; a < nd; a++ {
+			if fcRow[a] < 0 {
+				continue
+			}
+			base := int(fcRow[a])
+			for b := a + 1; b < nd; b++ {
+				if fcRow[b] < 0 {
+					continue
 				}
+				pc := &pairTab[a][b][base*nfreq[b]+int(fcRow[b])]
 				pc.total += w
 				if s {
 					pc.slow += w
@@ -179,14 +193,20 @@ func concentrate(t concTable, opt ConcentrationOptions) []Concentration {
 			}
 		}
 	}
-	for k, c := range pairs {
-		if c.slow/totSlow < opt.MinSupport {
-			continue
-		}
-		r := rr(*c)
-		best := math.Max(rr(single[k[0].dim][k[0].code]), rr(single[k[1].dim][k[1].code]))
-		if r >= opt.MinRiskRatio && r >= opt.PairGain*best {
-			cands = append(cands, cand{items: []item{k[0], k[1]}, c: *c, rr: r})
+	for a := 0; a < nd; a++ {
+		for b := a + 1; b < nd; b++ {
+			for k, c := range pairTab[a][b] {
+				if c.total == 0 || c.slow/totSlow < opt.MinSupport {
+					continue
+				}
+				ia := item{int32(a), freqCodes[a][k/nfreq[b]]}
+				ib := item{int32(b), freqCodes[b][k%nfreq[b]]}
+				r := rr(c)
+				best := math.Max(rr(single[a][ia.code]), rr(single[b][ib.code]))
+				if r >= opt.MinRiskRatio && r >= opt.PairGain*best {
+					cands = append(cands, cand{items: []item{ia, ib}, c: c, rr: r})
+				}
+			}
 		}
 	}
 	sort.Slice(cands, func(i, j int) bool {
@@ -196,10 +216,11 @@ func concentrate(t concTable, opt ConcentrationOptions) []Concentration {
 		return cands[i].rr > cands[j].rr
 	})
 
-	// Counterfactual P99 for the strongest candidates: one sort of the rows
-	// by latency, then one walk per candidate.
-	order := append([]int32(nil), t.rows...)
-	sort.Slice(order, func(i, j int) bool { return t.latency[order[i]] > t.latency[order[j]] })
+	// Counterfactual P99 for the strongest candidates: the rows ordered by
+	// latency, slowest first, then one walk per candidate. Only the tail
+	// is ever walked, so only the slowest rows are sorted (all of them if a
+	// walk runs past that head).
+	order := slowestFirst(t, t.rows, 0.05)
 	p99All := tailQuantile(order, t, nil)
 	out := make([]Concentration, 0, min(len(cands), opt.Top))
 	for i, c := range cands {
@@ -266,11 +287,45 @@ func concentrate(t concTable, opt ConcentrationOptions) []Concentration {
 	return ranked
 }
 
-// tailQuantile returns the weighted P99 of the rows in order (sorted by
-// latency, descending), skipping rows for which exclude is true.
-func tailQuantile(order []int32, t concTable, exclude func(int32) bool) float64 {
+// tailRows is a latency-ordered head of the rows (slowest first) and, for
+// walks that go past it, the full ordering made on demand.
+type tailRows struct {
+	head []int32
+	all  []int32 // nil until needed
+	rows []int32
+	t    concTable
+}
+
+// slowestFirst orders the slowest share of rows (by a sampled cut-off).
+func slowestFirst(t concTable, rows []int32, share float64) *tailRows {
+	tr := &tailRows{rows: rows, t: t}
+	if len(rows) == 0 {
+		return tr
+	}
+	stride := max(1, len(rows)/20000)
+	var probe []float64
+	for i := 0; i < len(rows); i += stride {
+		probe = append(probe, t.latency[rows[i]])
+	}
+	cut := quantile(probe, 1-share)
+	for _, r := range rows {
+		if t.latency[r] >= cut {
+			tr.head = append(tr.head, r)
+		}
+	}
+	sortByLatency(tr.head, t.latency)
+	return tr
+}
+
+func sortByLatency(rows []int32, lat []float64) {
+	slices.SortFunc(rows, func(a, b int32) int { return cmp.Compare(lat[b], lat[a]) })
+}
+
+// tailQuantile returns the weighted P99 of the rows, skipping those for
+// which exclude is true.
+func tailQuantile(tr *tailRows, t concTable, exclude func(int32) bool) float64 {
 	var total float64
-	for _, r := range order {
+	for _, r := range tr.rows {
 		if exclude == nil || !exclude(r) {
 			total += t.weight[r]
 		}
@@ -279,15 +334,26 @@ func tailQuantile(order []int32, t concTable, exclude func(int32) bool) float64 
 		return math.NaN()
 	}
 	target := 0.01 * total
-	var cum float64
-	for _, r := range order {
-		if exclude != nil && exclude(r) {
-			continue
+	walk := func(order []int32) (float64, bool) {
+		var cum float64
+		for _, r := range order {
+			if exclude != nil && exclude(r) {
+				continue
+			}
+			cum += t.weight[r]
+			if cum >= target {
+				return t.latency[r], true
+			}
 		}
-		cum += t.weight[r]
-		if cum >= target {
-			return t.latency[r]
-		}
+		return 0, false
 	}
-	return t.latency[order[len(order)-1]]
+	if v, ok := walk(tr.head); ok {
+		return v
+	}
+	if tr.all == nil {
+		tr.all = append([]int32(nil), tr.rows...)
+		sortByLatency(tr.all, t.latency)
+	}
+	v, _ := walk(tr.all)
+	return v
 }

@@ -206,10 +206,14 @@ func (f *facts) versionStatsFromSamples(model string) []versionStat {
 	}
 	per := map[string]*acc{}
 	var tb, td float64
-	for phase, list := range [2][]int32{f.ss.before, f.ss.during} {
+	st := f.ss.byModel[model]
+	if st == nil {
+		return nil
+	}
+	for phase, list := range st.phase {
 		for _, i := range list {
 			s := &f.ss.all[i]
-			if s.Model != model || s.Version == "" {
+			if s.Version == "" {
 				continue
 			}
 			a := per[s.Version]

@@ -21,6 +21,11 @@ type sampleStats struct {
 	slowBeforeW float64
 	beforeSpanS float64 // seconds covered, to turn weights into rates
 	duringSpanS float64
+	phase       [2][]int32 // the model's sample indexes before and during
+	// stageSum and stageW accumulate each stage's weighted time per phase,
+	// for stage means without another pass over the samples.
+	stageSum [2][NumStages]float64
+	stageW   [2][NumStages]float64
 }
 
 // slowFracDuring is the weighted share of requests over the threshold
@@ -45,7 +50,11 @@ type sampleSet struct {
 // above the 99th percentile" with the SLO as a floor.
 func newSampleSet(samples []Sample, ph phases, slo func(string) (float64, bool), started map[string]time.Time) *sampleSet {
 	ss := &sampleSet{all: samples, byModel: map[string]*sampleStats{}, slow: make([]bool, len(samples)), started: started}
-	perModel := map[string]*[2][]weighted{}
+	// Per model, by a dense number: one small-index lookup per sample
+	// instead of several map writes.
+	var models smallIndex
+	var tot [][2][]weighted
+	var idx [][2][]int32
 	for i := range samples {
 		s := &samples[i]
 		var k int
@@ -59,15 +68,17 @@ func newSampleSet(samples []Sample, ph phases, slo func(string) (float64, bool),
 		default:
 			continue
 		}
-		m := perModel[s.Model]
-		if m == nil {
-			m = &[2][]weighted{}
-			perModel[s.Model] = m
+		mi := models.get(s.Model)
+		if mi == len(tot) {
+			tot = append(tot, [2][]weighted{})
+			idx = append(idx, [2][]int32{})
 		}
-		m[k] = append(m[k], weighted{s.TotalMs, s.SampleRate})
+		tot[mi][k] = append(tot[mi][k], weighted{s.TotalMs, s.SampleRate})
+		idx[mi][k] = append(idx[mi][k], int32(i))
 	}
-	for model, m := range perModel {
-		st := &sampleStats{model: model, beforeN: len(m[0]), duringN: len(m[1])}
+	for mi, model := range models.vals {
+		m := tot[mi]
+		st := &sampleStats{model: model, beforeN: len(m[0]), duringN: len(m[1]), phase: idx[mi]}
 		st.p99Before = weightedQuantile(m[0], 0.99)
 		st.p99During = weightedQuantile(m[1], 0.99)
 		st.slowMs = st.p99Before
@@ -96,6 +107,12 @@ func newSampleSet(samples []Sample, ph phases, slo func(string) (float64, bool),
 			*w += s.SampleRate
 			if slow {
 				*slowW += s.SampleRate
+			}
+			for k, v := range s.StagesMs {
+				if !math.IsNaN(v) {
+					st.stageSum[phase][k] += s.SampleRate * v
+					st.stageW[phase][k] += s.SampleRate
+				}
 			}
 		}
 	}
@@ -179,4 +196,13 @@ func (ss *sampleSet) concentrationTable(models map[string]bool) concTable {
 		t.latency[i] = ss.all[i].TotalMs
 	}
 	return t
+}
+
+// stageGrowth is a model's weighted mean time in stage k during the spike
+// minus before (NaN when either phase has no such sample).
+func (m *sampleStats) stageGrowth(k Stage) float64 {
+	if m == nil || m.stageW[0][k] == 0 || m.stageW[1][k] == 0 {
+		return math.NaN()
+	}
+	return m.stageSum[1][k]/m.stageW[1][k] - m.stageSum[0][k]/m.stageW[0][k]
 }

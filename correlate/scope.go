@@ -178,10 +178,14 @@ func samplesReplicaImpacts(ss *sampleSet, ph phases, model string, get func(Scop
 	type acc struct{ b, d []weighted }
 	per := map[string]*acc{}
 	scope := map[string]Scope{}
-	for phase, list := range [2][]int32{ss.before, ss.during} {
+	st := ss.byModel[model]
+	if st == nil {
+		return
+	}
+	for phase, list := range st.phase {
 		for _, i := range list {
 			s := &ss.all[i]
-			if s.Model != model || s.Replica == "" {
+			if s.Replica == "" {
 				continue
 			}
 			a := per[s.Replica]

@@ -28,8 +28,8 @@ func stageAttributionFromSamples(ss *sampleSet, models []string) []StageShare {
 		if st == nil {
 			continue
 		}
-		bt := tailOf(ss, ss.before, m)
-		dt := tailOf(ss, ss.during, m)
+		bt := tailOf(ss, st.phase[0])
+		dt := tailOf(ss, st.phase[1])
 		if len(bt) < 3 || len(dt) < 3 {
 			continue
 		}
@@ -76,23 +76,19 @@ func stageAttributionFromSamples(ss *sampleSet, models []string) []StageShare {
 	return out
 }
 
-// tailOf returns the samples of model m in list at or above its weighted
-// tailQ quantile.
-func tailOf(ss *sampleSet, list []int32, m string) []int32 {
-	var ws []weighted
-	var idx []int32
-	for _, i := range list {
-		if ss.all[i].Model == m {
-			ws = append(ws, weighted{ss.all[i].TotalMs, ss.all[i].SampleRate})
-			idx = append(idx, i)
-		}
-	}
-	if len(ws) == 0 {
+// tailOf returns the samples of one model's phase list at or above their
+// weighted tailQ quantile.
+func tailOf(ss *sampleSet, list []int32) []int32 {
+	if len(list) == 0 {
 		return nil
 	}
-	cut := weightedQuantile(append([]weighted(nil), ws...), tailQ)
+	ws := make([]weighted, len(list))
+	for k, i := range list {
+		ws[k] = weighted{ss.all[i].TotalMs, ss.all[i].SampleRate}
+	}
+	cut := weightedQuantile(ws, tailQ)
 	var out []int32
-	for _, i := range idx {
+	for _, i := range list {
 		if ss.all[i].TotalMs >= cut {
 			out = append(out, i)
 		}

@@ -1,7 +1,9 @@
 package correlate
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -99,7 +101,7 @@ func weightedQuantile(xs []weighted, q float64) float64 {
 	if len(xs) == 0 {
 		return math.NaN()
 	}
-	sort.Slice(xs, func(i, j int) bool { return xs[i].V < xs[j].V })
+	slices.SortFunc(xs, func(a, b weighted) int { return cmp.Compare(a.V, b.V) })
 	return weightedQuantileSorted(xs, q)
 }
 

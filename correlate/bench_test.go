@@ -1,0 +1,123 @@
+package correlate
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// BenchmarkConcentrate1M: all dimensions (9) and pairs over 1,000,000
+// samples, the counterfactual P99 included (issue target ≤ 0.5 s).
+func BenchmarkConcentrate1M(b *testing.B) {
+	samples := plantedSamples(1_000_000, 0.3, 0.01, 1)
+	started := map[string]time.Time{"r-3": t0}
+	b.ResetTimer()
+	for b.Loop() {
+		ss := &sampleSet{all: samples, slow: make([]bool, len(samples)), byModel: map[string]*sampleStats{}, started: started}
+		ss.during = make([]int32, len(samples))
+		for i := range samples {
+			ss.during[i] = int32(i)
+			ss.slow[i] = samples[i].TotalMs > 200
+		}
+		rows := concentrate(ss.concentrationTable(nil), ConcentrationOptions{})
+		if len(rows) == 0 {
+			b.Fatal("nothing found")
+		}
+	}
+}
+
+// BenchmarkDetectSpikes50Models24h: P50, P95 and P99 of 50 models over 24 h
+// at 15 s (150 series × 5,760 points; issue target ≤ 1 s for 50 models).
+func BenchmarkDetectSpikes50Models24h(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	var curves [][]Point
+	for m := 0; m < 150; m++ {
+		pts := make([]Point, 5760)
+		for i := range pts {
+			v := 200 * (1 + 0.2*math.Sin(2*math.Pi*float64(i)/5760)) * math.Exp(0.1*rng.NormFloat64())
+			if i > 3000 && i < 3100 && m%10 == 0 {
+				v *= 4
+			}
+			pts[i] = Point{T: t0.Add(time.Duration(i) * 15 * time.Second).UnixMilli(), V: v}
+		}
+		curves = append(curves, pts)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		n := 0
+		for _, c := range curves {
+			n += len(DetectSpikes(c, SpikeOptions{}))
+		}
+		if n < 15 {
+			b.Fatalf("found %d spikes, want the 15 planted ones", n)
+		}
+	}
+}
+
+// BenchmarkAnalyzeGo is the Go side of an incident analysis: 1,000 curves
+// of 540 points (135 min at 15 s) and the samples of a generated fleet
+// scaled to about a million.
+func BenchmarkAnalyzeGo(b *testing.B) {
+	in := benchInput(1_000_000, 1000)
+	b.ReportMetric(float64(len(in.Samples)), "samples")
+	b.ResetTimer()
+	for b.Loop() {
+		a := Analyze(in)
+		if len(a.Causes) == 0 {
+			b.Fatal("no causes")
+		}
+	}
+}
+
+// benchInput makes an input with n samples and c curves over a 135-minute
+// window whose last 45 minutes have one slow node.
+func benchInput(n, c int) Input {
+	rng := rand.New(rand.NewPCG(2, 2))
+	from := t0
+	onset := t0.Add(90 * time.Minute)
+	to := t0.Add(135 * time.Minute)
+	span := to.Sub(from.Add(-60 * time.Minute))
+	in := Input{Window: Window{From: from, To: to}, Step: 15 * time.Second}
+	for i := 0; i < c; i++ {
+		model := fmt.Sprintf("m%d", i%10)
+		cur := Curve{Role: RoleLatencyP99, Level: LevelReplica, Scope: Scope{Model: model, Replica: fmt.Sprintf("%s-r%d", model, i/10%40), Node: fmt.Sprintf("n%d", i%25)}}
+		switch {
+		case i < 10:
+			cur.Level, cur.Scope = LevelModel, Scope{Model: model}
+		case i%4 == 1:
+			cur.Role = RoleQPS
+		case i%4 == 2:
+			cur.Role, cur.Stage = RoleStageTime, Stage(i%NumStages).String()
+		}
+		for t := from.Add(-60 * time.Minute); t.Before(to); t = t.Add(15 * time.Second) {
+			v := 100 * math.Exp(0.1*rng.NormFloat64())
+			if !t.Before(onset) && (cur.Scope.Node == "n3" || cur.Level == LevelModel) {
+				v *= 2
+			}
+			cur.Points = append(cur.Points, Point{T: t.UnixMilli(), V: v})
+		}
+		in.Curves = append(in.Curves, cur)
+	}
+	in.Samples = make([]Sample, n)
+	for i := range in.Samples {
+		ts := from.Add(-60 * time.Minute).Add(time.Duration(rng.Int64N(int64(span))))
+		rep := rng.IntN(400)
+		node := fmt.Sprintf("n%d", rep%25)
+		s := Sample{RequestID: fmt.Sprint(i), Time: ts, Model: fmt.Sprintf("m%d", rep%10), Version: "v1",
+			Tenant: fmt.Sprintf("t%d", rng.IntN(20)), Replica: fmt.Sprintf("m%d-r%d", rep%10, rep/10), Node: node,
+			Entry: "/v1/x", BatchSize: 1 + rng.IntN(16), Status: "ok", SampleRate: 1}
+		for k := range s.StagesMs {
+			s.StagesMs[k] = 10 * math.Exp(0.3*rng.NormFloat64())
+		}
+		if !ts.Before(onset) && node == "n3" {
+			s.StagesMs[StageExec] *= 5
+		}
+		for _, v := range s.StagesMs {
+			s.TotalMs += v
+		}
+		in.Samples[i] = s
+	}
+	return in
+}
