@@ -228,3 +228,13 @@ func (q SampleQuery) PageOf(samples []correlate.Sample) SamplePage {
 	page.Samples = slices.Clone(sel[lo:hi])
 	return page
 }
+
+// SampleTenants lists the distinct tenants of the samples in [from, to):
+// the names a public preview must not show.
+func (s *Store) SampleTenants(ctx context.Context, from, to time.Time) ([]string, error) {
+	rows, err := s.db.Query(ctx, `SELECT DISTINCT tenant FROM samples WHERE time >= $1 AND time < $2 AND tenant <> ''`, from, to)
+	if err != nil {
+		return nil, wrap("sample tenants", err)
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}

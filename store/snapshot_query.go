@@ -164,3 +164,17 @@ func sortCurves(cs []correlate.Curve) {
 		return false
 	})
 }
+
+// SampleTenants is Store.SampleTenants over the frozen samples.
+func (sn *Snapshot) SampleTenants(_ context.Context, from, to time.Time) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range sn.FrozenSamples {
+		if x.Tenant != "" && !seen[x.Tenant] && !x.Time.Before(from) && x.Time.Before(to) {
+			seen[x.Tenant] = true
+			out = append(out, x.Tenant)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}

@@ -96,6 +96,9 @@ func (s *Server) handleAlertmanager(c echo.Context) error {
 	if out.Changed() {
 		s.incidentChanged(out.IncidentID)
 	}
+	if out.Resolved {
+		s.snapshotOnResolve(req.Context(), out.IncidentID) // the permalink outlives retention
+	}
 	return c.JSON(http.StatusOK, alertResult{
 		IncidentID: out.IncidentID, URL: s.incidentURL(out.IncidentID), Opened: out.Opened, Extended: out.Extended,
 		Resolved: out.Resolved, Alerts: len(g.Alerts), NewAlerts: out.NewAlerts,

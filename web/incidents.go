@@ -217,6 +217,7 @@ func (s *Server) handleIncidentsResolve(c echo.Context) error {
 	}
 	if before.Status != in.Status {
 		s.incidentChanged(id)
+		s.snapshotOnResolve(c.Request().Context(), id) // the permalink outlives retention
 	}
 	return c.JSON(http.StatusOK, s.incidentView(in))
 }

@@ -1,7 +1,10 @@
 package web
 
 import (
+	"net/http"
+
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/waterline-dev/waterline/store"
 )
@@ -28,4 +31,28 @@ func (s *Server) routes(e *echo.Echo) {
 	api.POST("/incidents/:id/resolve", s.handleIncidentsResolve, write)
 	api.GET("/incidents/:id/analysis", s.handleAnalysisGet, read)
 	api.GET("/spikes", s.handleSpikesList, read)
+
+	// UI (htmx + templ). Pages need a browser session (or a trusted auth
+	// proxy user); changes need write scope and a CSRF token. Share links
+	// need neither: the token in the path is the capability.
+	gz := middleware.GzipWithConfig(middleware.GzipConfig{Level: 5, MinLength: 1024})
+	uiRead, uiWrite := s.uiAuth(store.ScopeRead), s.uiAuth(store.ScopeWrite)
+	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", staticHandler())), gz)
+	e.GET("/login", s.handleLoginForm)
+	e.POST("/login", s.handleLogin)
+	e.POST("/logout", s.handleLogout, uiRead)
+	e.GET("/", s.handleHome, gz, uiRead)
+	e.GET("/explore", s.handleExplore, gz, uiRead)
+	e.GET("/incidents/:id", s.handleIncidentPage, gz, uiRead)
+	e.GET("/incidents/:id/status", s.handleIncidentStatus, uiRead)
+	e.GET("/incidents/:id/samples/:rid", s.handleSampleDetail, gz, uiRead)
+	e.GET("/incidents/:id/export.md", s.handleIncidentExport, gz, uiRead)
+	e.GET("/incidents/:id/og.png", s.handleIncidentOGImage, uiRead)
+	e.POST("/incidents/:id/share", s.handleIncidentShare, uiWrite)
+	e.POST("/incidents/:id/share/revoke", s.handleIncidentShareRevoke, uiWrite)
+	e.POST("/incidents/:id/freeze", s.handleIncidentFreeze, uiWrite)
+	e.POST("/incidents/:id/resolve", s.handleIncidentResolveUI, uiWrite)
+	e.GET("/s/:token", s.handleSharePage, gz)
+	e.GET("/s/:token/samples/:rid", s.handleShareSampleDetail, gz)
+	e.GET("/s/:token/og.png", s.handleShareOGImage)
 }

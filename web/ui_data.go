@@ -1,0 +1,228 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/store"
+)
+
+// pageSource is what an incident page reads: the live store, or the
+// incident's frozen snapshot (store.Snapshot answers the same queries in
+// memory), so every page renders the same way from either.
+type pageSource interface {
+	timelineSource
+	SamplesPage(ctx context.Context, q store.SampleQuery) (store.SamplePage, error)
+	SampleByID(ctx context.Context, from, to time.Time, rid string) (correlate.Sample, error)
+	SampleTenants(ctx context.Context, from, to time.Time) ([]string, error)
+}
+
+// incidentData is everything about one incident a page may show.
+type incidentData struct {
+	inc         store.Incident
+	an          *correlate.Analysis // newest ready analysis (or the snapshot's), nil if none
+	status      string              // newest analysis status; "" when none was started
+	version     int
+	computedAt  time.Time
+	recomputing bool
+	errMsg      string
+	snap        *store.Snapshot // nil when none, or when live data was asked for
+	snapAt      *time.Time
+	src         pageSource
+}
+
+// viewCache keeps decoded analyses and snapshots: both are immutable once
+// written (a new analysis is a new version, a re-freeze a new created_at),
+// and decoding them is most of the cost of a page.
+type viewCache struct {
+	mu        sync.Mutex
+	analyses  map[int64]cachedAnalysis
+	snapshots map[int64]*store.Snapshot
+}
+
+type cachedAnalysis struct {
+	version int
+	an      *correlate.Analysis
+}
+
+const viewCacheMax = 64
+
+func (vc *viewCache) analysis(id int64, version int) *correlate.Analysis {
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
+	if a, ok := vc.analyses[id]; ok && a.version == version {
+		return a.an
+	}
+	return nil
+}
+
+func (vc *viewCache) putAnalysis(id int64, version int, an *correlate.Analysis) {
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
+	if vc.analyses == nil || len(vc.analyses) >= viewCacheMax {
+		vc.analyses = map[int64]cachedAnalysis{}
+	}
+	vc.analyses[id] = cachedAnalysis{version: version, an: an}
+}
+
+func (vc *viewCache) snapshot(id int64, at time.Time) *store.Snapshot {
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
+	if sn, ok := vc.snapshots[id]; ok && sn.CreatedAt.Equal(at) {
+		return sn
+	}
+	return nil
+}
+
+func (vc *viewCache) putSnapshot(sn *store.Snapshot) {
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
+	if vc.snapshots == nil || len(vc.snapshots) >= viewCacheMax/4 {
+		vc.snapshots = map[int64]*store.Snapshot{}
+	}
+	vc.snapshots[sn.IncidentID] = sn
+}
+
+// decodeAnalysis decodes a stored result through the cache.
+func (s *Server) decodeAnalysis(rec store.AnalysisRecord) (*correlate.Analysis, error) {
+	if an := s.views.analysis(rec.IncidentID, rec.Version); an != nil {
+		return an, nil
+	}
+	var an correlate.Analysis
+	if err := json.Unmarshal(rec.Result, &an); err != nil {
+		return nil, err
+	}
+	s.views.putAnalysis(rec.IncidentID, rec.Version, &an)
+	return &an, nil
+}
+
+// loadIncident reads an incident, its analysis state and its data source.
+// With live false a snapshot, when there is one, is the source.
+func (s *Server) loadIncident(ctx context.Context, id int64, live bool) (*incidentData, error) {
+	inc, err := s.store.Incident(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	d := &incidentData{inc: inc, src: s.store}
+	latest, err := s.store.LatestAnalysis(ctx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		s.incidentChanged(id) // nothing computed yet: make sure it is queued
+	case err != nil:
+		return nil, err
+	default:
+		d.status, d.version, d.errMsg = latest.Status, latest.Version, latest.Error
+		rec := latest
+		if latest.Status != store.AnalysisReady {
+			ready, rerr := s.store.LatestReadyAnalysis(ctx, id)
+			switch {
+			case rerr == nil:
+				rec, d.recomputing = ready, latest.Status == store.AnalysisPending
+				d.version = ready.Version
+			case !errors.Is(rerr, store.ErrNotFound):
+				return nil, rerr
+			}
+		}
+		if rec.Status == store.AnalysisReady && len(rec.Result) > 2 {
+			if d.an, err = s.decodeAnalysis(rec); err != nil {
+				return nil, err
+			}
+			d.computedAt = rec.CreatedAt
+			if rec.FinishedAt != nil {
+				d.computedAt = *rec.FinishedAt
+			}
+		}
+	}
+	at, ok, err := s.store.SnapshotTime(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		d.snapAt = &at
+	}
+	if ok && !live {
+		sn := s.views.snapshot(id, at)
+		if sn == nil {
+			if sn, err = s.store.LoadSnapshot(ctx, id); err != nil {
+				return nil, err
+			}
+			s.views.putSnapshot(sn)
+		}
+		d.snap, d.src = sn, sn
+		if d.an == nil && len(sn.Analysis) > 0 {
+			var an correlate.Analysis
+			if err := json.Unmarshal(sn.Analysis, &an); err == nil {
+				d.an, d.status = &an, store.AnalysisReady
+			}
+		}
+	}
+	return d, nil
+}
+
+// defaultWindow is the incident's window with context: half an hour
+// before the onset (or start), ten minutes after the end, never past now.
+func (d *incidentData) defaultWindow(now time.Time) (time.Time, time.Time) {
+	start := d.inc.Start
+	if d.an != nil && d.an.Onset != nil && d.an.Onset.Before(start) {
+		start = *d.an.Onset
+	}
+	end := now
+	if d.inc.End != nil {
+		end = *d.inc.End
+	}
+	from, to := start.Add(-30*time.Minute), end.Add(10*time.Minute)
+	if d.snap == nil && to.After(now) {
+		to = now
+	}
+	if !to.After(from.Add(5 * time.Minute)) {
+		to = from.Add(5 * time.Minute)
+	}
+	return from.UTC(), to.UTC()
+}
+
+// duringWindow is what the sample table shows by default: from the onset
+// (or the start) to the end.
+func (d *incidentData) duringWindow(now time.Time) (time.Time, time.Time) {
+	from := d.inc.Start
+	if d.an != nil && d.an.Onset != nil {
+		from = *d.an.Onset
+	}
+	to := now
+	if d.inc.End != nil {
+		to = *d.inc.End
+	}
+	if !to.After(from) {
+		to = from.Add(time.Minute)
+	}
+	return from, to
+}
+
+// slowThresholds returns the analysis' per-model slowness thresholds and a
+// default for other models (the lowest threshold: conservative).
+func (d *incidentData) slowThresholds() (map[string]float64, float64) {
+	if d.an == nil || len(d.an.Samples.SlowMs) == 0 {
+		if d.an != nil && d.an.P99BeforeMs > 0 {
+			return nil, d.an.P99BeforeMs
+		}
+		return nil, 0
+	}
+	def := math.Inf(1)
+	for _, v := range d.an.Samples.SlowMs {
+		def = math.Min(def, v)
+	}
+	return d.an.Samples.SlowMs, def
+}
+
+// uiStep cuts a window into about 240 buckets of whole 15-second steps:
+// enough for a laptop-wide chart, and few points per curve.
+func uiStep(from, to time.Time) time.Duration {
+	const q = 15 * time.Second
+	step := to.Sub(from) / 240
+	step = (step + q - 1) / q * q
+	return max(step, q)
+}
