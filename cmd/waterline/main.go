@@ -41,6 +41,7 @@ var commands = map[string]command{
 	"migrate": {"apply database migrations and exit", runMigrate},
 	"pull":    {"pull a range of history from Prometheus: pull --from T --to T", runPull},
 	"token":   {"manage API tokens: token create --name N --scope read|write|admin", runToken},
+	"demo":    {"a simulated fleet with an incident, end to end: demo [--scenario release|capacity|…]", runDemo},
 }
 
 // run dispatches to a subcommand. Tests call it directly.

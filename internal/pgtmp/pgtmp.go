@@ -172,6 +172,13 @@ func (c *Cluster) cleanup() {
 	}
 }
 
+// Installed reports whether the PostgreSQL server binaries Start needs
+// can be found, with the error Start would give when not.
+func Installed() error {
+	_, err := findBin()
+	return err
+}
+
 // findBin locates the directory holding initdb and pg_ctl.
 func findBin() (string, error) {
 	if d := os.Getenv("PG_BIN"); d != "" {
