@@ -3,9 +3,12 @@ GO ?= go
 
 .PHONY: demo test build bench
 
-# Build and run Waterline; a private Postgres unless DATABASE_URL is set.
-demo:
-	scripts/demo.sh
+# Build, then run the demo: a simulated fleet with one incident, end to
+# end, on a private Postgres (unless DATABASE_URL is set) and Prometheus;
+# it prints the incident page's URL and serves until Ctrl-C. Flags go in
+# DEMO_FLAGS, e.g. make demo DEMO_FLAGS="--scenario capacity --keep".
+demo: build
+	bin/waterline demo $(DEMO_FLAGS)
 
 # The whole test suite, as CI runs it.
 test:
