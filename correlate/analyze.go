@@ -32,15 +32,7 @@ func Analyze(in Input) Analysis {
 		in.Step = 15 * time.Second
 	}
 	cs := newCurveSet(in.Curves)
-	spikes := latencySpikes(cs, in)
-	if len(cs.get(RoleLatencyP99, LevelModel, Scope{}, "")) == 0 && len(in.Samples) > 0 {
-		// No latency curves (nothing pulled): find the spike in the samples.
-		spikes = latencySpikes(newCurveSet(sampleLatencyCurves(in.Samples, time.Minute)), Input{Window: in.Window, Scope: in.Scope, Step: time.Minute, SLO: in.SLO})
-	}
-	onset, spikeEnd, found := pickOnset(spikes, in)
-	if !found {
-		onset = fallbackOnset(in)
-	}
+	spikes, onset, spikeEnd, found := locate(cs, in)
 	dataFrom := in.Window.From.Add(-beforeSpan)
 	ph := newPhases(onset, spikeEnd, dataFrom, in.Window.To)
 
@@ -115,6 +107,42 @@ func Analyze(in Input) Analysis {
 		a.Events = []AlignedEvent{}
 	}
 	return a
+}
+
+// SampleSpan says which samples an analysis of in will use, judging from
+// its curves alone: the hour before the onset to the end of the spike's
+// main part. ok is false when the curves do not locate a spike; then all
+// samples of the window are needed (the spike is looked for in them).
+// Loading only this span keeps a large window's analysis fast.
+func SampleSpan(in Input) (from, to time.Time, ok bool) {
+	if len(in.Curves) == 0 {
+		return time.Time{}, time.Time{}, false
+	}
+	in.Samples = nil
+	if in.SLO == nil {
+		in.SLO = func(string) (float64, bool) { return 0, false }
+	}
+	_, onset, end, found := locate(newCurveSet(in.Curves), in)
+	if !found {
+		return time.Time{}, time.Time{}, false
+	}
+	ph := newPhases(onset, end, in.Window.From.Add(-beforeSpan), in.Window.To)
+	return ph.BeforeFrom, ph.DuringTo, true
+}
+
+// locate finds the spikes of the window and the onset: from the latency
+// curves, or from the samples when no curve was pulled; without a spike,
+// two thirds into the window.
+func locate(cs *curveSet, in Input) (spikes []Spike, onset, end time.Time, found bool) {
+	spikes = latencySpikes(cs, in)
+	if len(cs.get(RoleLatencyP99, LevelModel, Scope{}, "")) == 0 && len(in.Samples) > 0 {
+		spikes = latencySpikes(newCurveSet(sampleLatencyCurves(in.Samples, time.Minute)), Input{Window: in.Window, Scope: in.Scope, Step: time.Minute, SLO: in.SLO})
+	}
+	onset, end, found = pickOnset(spikes, in)
+	if !found {
+		onset = fallbackOnset(in)
+	}
+	return spikes, onset, end, found
 }
 
 // latencySpikes detects spikes on every model-level latency quantile within

@@ -3,6 +3,7 @@ package diagnose
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/waterline-dev/waterline/correlate"
@@ -21,8 +22,10 @@ const (
 // SLOFunc returns a model's latency SLO in ms (false when unknown).
 type SLOFunc func(model string) (float64, bool)
 
-// LoadInput reads everything the analysis of one window needs. now bounds
-// an open-ended window.
+// LoadInput reads everything the analysis of one window needs. Curves and
+// events come first; they locate the spike, so that only the samples the
+// analysis uses (an hour before the onset to the end of the spike) are
+// read — in parallel slices, the bulk of the I/O.
 func LoadInput(ctx context.Context, st *store.Store, w correlate.Window, scope correlate.Scope, slo SLOFunc) (correlate.Input, error) {
 	in := correlate.Input{Window: w, Scope: scope, Step: 15 * time.Second, SLO: slo}
 	var err error
@@ -30,16 +33,57 @@ func LoadInput(ctx context.Context, st *store.Store, w correlate.Window, scope c
 	if err != nil {
 		return in, fmt.Errorf("load curves: %w", err)
 	}
+	in.Step = stepOf(in.Curves)
 	in.Events, err = st.Events(ctx, store.EventFilter{From: w.From.Add(-eventLead), To: w.To})
 	if err != nil {
 		return in, fmt.Errorf("load events: %w", err)
 	}
-	in.Samples, err = st.Samples(ctx, store.SampleFilter{From: w.From.Add(-sampleLead), To: w.To})
+	from, to, ok := correlate.SampleSpan(in)
+	if !ok {
+		from, to = w.From.Add(-sampleLead), w.To
+	}
+	in.Samples, err = loadSamples(ctx, st, from, to, 2)
 	if err != nil {
 		return in, fmt.Errorf("load samples: %w", err)
 	}
-	in.Step = stepOf(in.Curves)
 	return in, nil
+}
+
+// loadSamples reads [from, to) in parts parallel scans, one connection
+// each; decoding rows is CPU-bound, so two parts use both cores.
+func loadSamples(ctx context.Context, st *store.Store, from, to time.Time, parts int) ([]correlate.Sample, error) {
+	span := to.Sub(from)
+	if parts < 1 || span < time.Minute {
+		parts = 1
+	}
+	out := make([][]correlate.Sample, parts)
+	errs := make([]error, parts)
+	var wg sync.WaitGroup
+	for i := 0; i < parts; i++ {
+		lo := from.Add(span * time.Duration(i) / time.Duration(parts))
+		hi := from.Add(span * time.Duration(i+1) / time.Duration(parts))
+		if i == parts-1 {
+			hi = to
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = st.Samples(ctx, store.SampleFilter{From: lo, To: hi})
+		}()
+	}
+	wg.Wait()
+	n := 0
+	for i, e := range errs {
+		if e != nil {
+			return nil, e
+		}
+		n += len(out[i])
+	}
+	all := make([]correlate.Sample, 0, n)
+	for _, part := range out {
+		all = append(all, part...)
+	}
+	return all, nil
 }
 
 // stepOf infers the curves' step from the most common spacing of the first
