@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/a-h/templ"
@@ -23,7 +24,9 @@ const (
 func render(c echo.Context, status int, cmp templ.Component) error {
 	buf := templ.GetBuffer()
 	defer templ.ReleaseBuffer(buf)
-	if err := cmp.Render(c.Request().Context(), buf); err != nil {
+	// Rendering is CPU work on data already loaded; it must also work for
+	// an error page written after the request's deadline context ended.
+	if err := cmp.Render(context.WithoutCancel(c.Request().Context()), buf); err != nil {
 		return err
 	}
 	h := c.Response().Header()

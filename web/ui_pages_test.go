@@ -1,0 +1,450 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"image/png"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"github.com/waterline-dev/waterline/web"
+)
+
+func TestUISignInRequired(t *testing.T) {
+	e := newUIEnv(t)
+	b := e.browser()
+	for _, path := range []string{"/", "/explore", e.incidentPath(), e.incidentPath() + "/export.md"} {
+		r := b.get(path)
+		if r.status != http.StatusSeeOther || r.header.Get("Location") != "/login?next="+url.QueryEscape(path) {
+			t.Errorf("GET %s without a session: %d Location %q", path, r.status, r.header.Get("Location"))
+		}
+	}
+	// htmx cannot follow a redirect into a fragment: it is told to navigate.
+	r := b.fragment(e.incidentPath(), "filtered")
+	if r.status != http.StatusUnauthorized || !strings.HasPrefix(r.header.Get("HX-Redirect"), "/login?next=") {
+		t.Errorf("htmx without a session: %d HX-Redirect %q", r.status, r.header.Get("HX-Redirect"))
+	}
+	// An API token is not a browser session, and the API keeps bearer auth.
+	if r := b.do("GET", e.incidentPath(), nil, map[string]string{"Authorization": "Bearer " + e.read}); r.status != http.StatusSeeOther {
+		t.Errorf("UI page with a bearer token: %d", r.status)
+	}
+	if r := b.get("/api/v1/incidents"); r.status != http.StatusUnauthorized {
+		t.Errorf("API with a browser (no bearer): %d", r.status)
+	}
+}
+
+func TestUILogin(t *testing.T) {
+	e := newUIEnv(t)
+	b := e.browser()
+	p := b.get("/login?next=" + url.QueryEscape(e.incidentPath()))
+	p.mustHave(t, "login page", "login")
+	csrf, _ := p.doc.Find(`input[name=csrf]`).Attr("value")
+	// Wrong token: 401 and the form again.
+	r := b.do("POST", "/login", url.Values{"csrf": {csrf}, "token": {"wl_nope"}, "next": {"/"}}, nil)
+	if r.status != http.StatusUnauthorized || r.testid("login-error").Length() == 0 {
+		t.Fatalf("bad token: %d", r.status)
+	}
+	// Missing CSRF: rejected even with a good token.
+	p = b.get("/login")
+	r = b.do("POST", "/login", url.Values{"csrf": {"forged"}, "token": {e.read}}, nil)
+	if r.status != http.StatusForbidden {
+		t.Fatalf("login without the form's CSRF token: %d", r.status)
+	}
+	p = b.get("/login")
+	csrf, _ = p.doc.Find(`input[name=csrf]`).Attr("value")
+	r = b.do("POST", "/login", url.Values{"csrf": {csrf}, "token": {e.read}, "next": {"//evil.example/x"}}, nil)
+	if r.status != http.StatusSeeOther || r.header.Get("Location") != "/" {
+		t.Fatalf("login with an off-site next: %d %q", r.status, r.header.Get("Location"))
+	}
+	ck := r.header.Get("Set-Cookie")
+	for _, want := range []string{"wl_session=", "HttpOnly", "SameSite=Lax", "Path=/"} {
+		if !strings.Contains(ck, want) {
+			t.Errorf("session cookie %q lacks %s", ck, want)
+		}
+	}
+	home := b.get("/")
+	home.mustHave(t, "home", "user", "open-incidents", "pull-health", "recent-spikes")
+	// Sign out ends the session.
+	if r := b.post("/logout", nil); r.status != http.StatusSeeOther {
+		t.Fatalf("logout: %d", r.status)
+	}
+	if r := b.get("/"); r.status != http.StatusSeeOther {
+		t.Fatalf("after logout: %d", r.status)
+	}
+}
+
+func TestUIRevokedTokenEndsSession(t *testing.T) {
+	e := newUIEnv(t)
+	b := e.browser()
+	secret, tok, err := e.st.CreateToken(context.Background(), "short-lived", "read")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.login(secret)
+	if _, err := e.pool.Exec(context.Background(), `UPDATE api_tokens SET revoked_at = now() WHERE id = $1`, tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	// The store no longer accepts the session (the server's cache forgets
+	// it within 30 s).
+	ctx := context.Background()
+	ck := ""
+	u, _ := url.Parse(e.srv.URL)
+	for _, c := range b.c.Jar.Cookies(u) {
+		if c.Name == "wl_session" {
+			ck = c.Value
+		}
+	}
+	if _, err := e.st.LookupSession(ctx, ck, testNow); err == nil {
+		t.Fatal("session of a revoked token still valid")
+	}
+}
+
+func TestUIPagesAndFragments(t *testing.T) {
+	e := newUIEnv(t)
+	b := e.browser()
+	b.login(e.read)
+	inc := e.incidentPath()
+
+	p := b.get(inc)
+	if p.status != 200 {
+		t.Fatalf("incident page: %d %.500s", p.status, p.body)
+	}
+	p.mustHave(t, "incident page", "incident-header", "checklist", "causes", "cause", "timeline", "lane-latency", "lane-stages",
+		"event-lane", "onset", "concentration", "conc-table", "sample-table", "sample-row", "stages", "aligned", "export-md")
+	if got := p.testid("cause").First().AttrOr("data-category", ""); got != "capacity" {
+		t.Errorf("first cause %q, want capacity", got)
+	}
+	if got := p.testid("p99").Text(); !strings.Contains(got, "100 ms") || !strings.Contains(got, "900 ms") {
+		t.Errorf("P99 header %q", got)
+	}
+	if n := p.testid("sample-row").Length(); n != 25 {
+		t.Errorf("%d sample rows on page 1, want 25", n)
+	}
+	if p.doc.Find("svg path").Length() == 0 {
+		t.Error("no SVG paths in the lanes")
+	}
+	if v := strings.Join(p.header.Values("Vary"), ", "); !strings.Contains(v, "HX-Request") {
+		t.Errorf("Vary %q", v)
+	}
+	// Read scope: no share/freeze/resolve buttons.
+	if p.testid("share").Length()+p.testid("freeze").Length()+p.testid("resolve").Length() != 0 {
+		t.Error("a read-only session sees write buttons")
+	}
+
+	frags := []struct{ path, target, want string }{
+		{inc + "?tenant=" + tenantA, "filtered", "filtered"},
+		{inc + "?sort=queue&page=2", "sample-table", "sample-table"},
+		{inc + "/samples/q-000400-0?t=" + sampleMs(t, e, "q-000400-0"), "sample-detail", "sample-detail-body"},
+		{"/explore?from=" + e.from.Format("2006-01-02T15:04:05Z") + "&to=" + e.to.Format("2006-01-02T15:04:05Z"), "filtered", "timeline"},
+	}
+	for _, f := range frags {
+		r := b.fragment(f.path, f.target)
+		if r.status != 200 {
+			t.Errorf("fragment %s: %d %.300s", f.path, r.status, r.body)
+			continue
+		}
+		if strings.Contains(r.body, "<html") || strings.Contains(r.body, "<head") {
+			t.Errorf("fragment %s is a full page", f.path)
+		}
+		r.mustHave(t, "fragment "+f.path, f.want)
+	}
+	// The pending-analysis poll answers HX-Refresh once the analysis is ready.
+	if r := b.fragment(inc+"/status", "analysis-banner"); r.status != 200 || r.header.Get("HX-Refresh") != "true" {
+		t.Errorf("status poll with a ready analysis: %d HX-Refresh %q", r.status, r.header.Get("HX-Refresh"))
+	}
+	for _, path := range []string{"/", "/explore", "/explore?model=chat&from=" + e.from.Format("2006-01-02T15:04:05Z")} {
+		r := b.get(path)
+		if r.status != 200 {
+			t.Errorf("GET %s: %d", path, r.status)
+		}
+		r.mustHave(t, path, "user")
+	}
+	// og.png for signed-in users too.
+	r := b.get(inc + "/og.png")
+	if r.status != 200 || r.header.Get("Content-Type") != "image/png" {
+		t.Errorf("og.png: %d %s", r.status, r.header.Get("Content-Type"))
+	}
+}
+
+func sampleMs(t *testing.T, e *uiEnv, rid string) string {
+	t.Helper()
+	var ms int64
+	if err := e.pool.QueryRow(context.Background(), `SELECT (extract(epoch FROM time) * 1000)::bigint FROM samples WHERE request_id = $1`, rid).Scan(&ms); err != nil {
+		t.Fatal(err)
+	}
+	return strconv.FormatInt(ms, 10)
+}
+
+func TestUIFiltersReachSamplesAndState(t *testing.T) {
+	e := newUIEnv(t)
+	b := e.browser()
+	b.login(e.read)
+	p := b.get(e.incidentPath())
+	// Concentration rows link to the filtered view; a non-filterable
+	// dimension (replica_age) has no link.
+	links := p.testid("conc-link")
+	if links.Length() != 2 {
+		t.Fatalf("%d concentration links, want 2 (replica_age is not filterable)", links.Length())
+	}
+	href, _ := links.First().Attr("href")
+	if href != e.incidentPath()+"?tenant="+tenantA {
+		t.Fatalf("first row links to %q", href)
+	}
+	f := b.get(href)
+	f.testid("sample-tenant").Each(func(_ int, s *goquery.Selection) {
+		if s.Text() != tenantA {
+			t.Errorf("filtered to %s, a sample row has tenant %q", tenantA, s.Text())
+		}
+	})
+	if f.testid("sample-row").Length() == 0 {
+		t.Fatal("no sample rows after filtering")
+	}
+	if f.doc.Find(`tr[aria-selected] [data-testid=conc-link]`).Text() != "tenant="+tenantA {
+		t.Error("the clicked row is not marked selected")
+	}
+	if f.testid("filter-chip").Text() != "tenant="+tenantA {
+		t.Errorf("filter chip %q", f.testid("filter-chip").Text())
+	}
+	// Baseline tab: none of the rows is slow (threshold 200 ms).
+	base := b.get(e.incidentPath() + "?tab=baseline")
+	if base.testid("sample-row").Length() == 0 {
+		t.Fatal("baseline tab is empty")
+	}
+	// A filter that matches nothing says so, with a way back.
+	none := b.get(e.incidentPath() + "?replica=nope")
+	if !strings.Contains(none.testid("samples-empty").Text(), "No samples match") {
+		t.Errorf("empty filter result: %q", none.testid("samples-empty").Text())
+	}
+	// Bad parameters are a 400 page naming the parameter.
+	bad := b.get(e.incidentPath() + "?from=yesterday")
+	if bad.doc == nil {
+		t.Fatalf("bad from: %d %s %q", bad.status, bad.header.Get("Content-Type"), bad.body)
+	}
+	if bad.status != http.StatusBadRequest || !strings.Contains(bad.testid("error").Text(), "from") {
+		t.Errorf("bad from: %d %q", bad.status, bad.testid("error").Text())
+	}
+	nf := b.get("/incidents/999999")
+	if nf.status != http.StatusNotFound {
+		t.Errorf("unknown incident: %d", nf.status)
+	}
+	nf.mustHave(t, "404 page", "error", "user")
+	if fr := b.fragment("/incidents/999999", "filtered"); fr.status != 404 || strings.Contains(fr.body, "<html") {
+		t.Errorf("404 fragment: %d %.200s", fr.status, fr.body)
+	}
+}
+
+func TestUICSRFAndScopes(t *testing.T) {
+	e := newUIEnv(t)
+	reader := e.browser()
+	reader.login(e.read)
+	writer := e.browser()
+	writer.login(e.write)
+	share := e.incidentPath() + "/share"
+	if r := reader.post(share, nil); r.status != http.StatusForbidden {
+		t.Errorf("share with read scope: %d", r.status)
+	}
+	if r := writer.post(share, url.Values{"csrf": {""}}); r.status != http.StatusForbidden {
+		t.Errorf("share without CSRF token: %d", r.status)
+	}
+	if r := writer.post(share, url.Values{"csrf": {"not-the-token"}}); r.status != http.StatusForbidden {
+		t.Errorf("share with a wrong CSRF token: %d", r.status)
+	}
+	// The header htmx sends counts as well as the form field.
+	r := writer.do("POST", share, url.Values{}, map[string]string{"X-CSRF-Token": writer.csrf})
+	if r.status != http.StatusSeeOther {
+		t.Fatalf("share with the CSRF header: %d %s", r.status, r.body)
+	}
+	if r := writer.post("/logout", url.Values{"csrf": {"x"}}); r.status != http.StatusForbidden {
+		t.Errorf("logout without CSRF: %d", r.status)
+	}
+	p := writer.get(e.incidentPath())
+	p.mustHave(t, "writer's page", "sharebox", "freeze", "resolve", "revoke")
+}
+
+func TestUIAuthProxy(t *testing.T) {
+	e := newUIEnv(t, func(c *web.Config) { c.AuthProxyHeader = "X-Forwarded-User" })
+	b := e.browser()
+	p := b.do("GET", e.incidentPath(), nil, map[string]string{"X-Forwarded-User": "alice@example.com"})
+	if p.status != 200 || p.testid("user").Text() != "alice@example.com" {
+		t.Fatalf("proxy user: %d %q", p.status, p.testid("user").Text())
+	}
+	// The session is bound to the proxy's user: without the header it is
+	// worth nothing, and another user behind the same cookie gets their own.
+	if r := b.get(e.incidentPath()); r.status != http.StatusSeeOther {
+		t.Errorf("proxy session without the header: %d", r.status)
+	}
+	r := b.do("POST", e.incidentPath()+"/freeze", url.Values{"csrf": {b.csrf}}, map[string]string{"X-Forwarded-User": "alice@example.com"})
+	if r.status != http.StatusSeeOther {
+		t.Errorf("proxy user freeze with CSRF: %d %s", r.status, r.body)
+	}
+	r = b.do("POST", e.incidentPath()+"/freeze", url.Values{}, map[string]string{"X-Forwarded-User": "alice@example.com"})
+	if r.status != http.StatusForbidden {
+		t.Errorf("proxy user freeze without CSRF: %d", r.status)
+	}
+	// Without the setting the header is ignored.
+	plain := newUIEnv(t)
+	if r := plain.browser().do("GET", plain.incidentPath(), nil, map[string]string{"X-Forwarded-User": "mallory"}); r.status != http.StatusSeeOther {
+		t.Errorf("untrusted proxy header accepted: %d", r.status)
+	}
+}
+
+func TestUIShareLink(t *testing.T) {
+	e := newUIEnv(t)
+	w := e.browser()
+	w.login(e.write)
+	if r := w.post(e.incidentPath()+"/share", nil); r.status != http.StatusSeeOther {
+		t.Fatalf("share: %d", r.status)
+	}
+	link, _ := w.get(e.incidentPath()).testid("share-url").Attr("value")
+	u, err := url.Parse(link)
+	if err != nil || !strings.HasPrefix(u.Path, "/s/") || len(u.Path) < 3+32 {
+		t.Fatalf("share URL %q", link)
+	}
+	// Sharing twice keeps the link.
+	w.post(e.incidentPath()+"/share", nil)
+	if again, _ := w.get(e.incidentPath()).testid("share-url").Attr("value"); again != link {
+		t.Errorf("second share made a new link %q", again)
+	}
+
+	anon := e.browser() // no cookie, like a chat crawler
+	p := anon.get(u.Path)
+	if p.status != 200 {
+		t.Fatalf("share link without login: %d", p.status)
+	}
+	p.mustHave(t, "share page", "causes", "timeline", "sample-table")
+	if p.doc.Find("form[method=post]").Length() != 0 || p.testid("export-md").Length() != 0 {
+		t.Error("share page offers actions")
+	}
+	if p.header.Get("Referrer-Policy") != "no-referrer" {
+		t.Errorf("Referrer-Policy %q", p.header.Get("Referrer-Policy"))
+	}
+	// Meta tags: early in <head> (before <title>, in the first 32 KB), and
+	// never a tenant name, although the title and the analysis have one.
+	head := p.body[:strings.Index(p.body, "</head>")]
+	og := strings.Index(head, `property="og:title"`)
+	if og < 0 || og > strings.Index(head, "<title>") || og > 32<<10 {
+		t.Fatalf("og:title at %d, <title> at %d", og, strings.Index(head, "<title>"))
+	}
+	tags := map[string]string{}
+	p.doc.Find(`head meta[property^="og:"], head meta[name^="twitter:"]`).Each(func(_ int, s *goquery.Selection) {
+		k := s.AttrOr("property", s.AttrOr("name", ""))
+		tags[k] = s.AttrOr("content", "")
+	})
+	for _, k := range []string{"og:title", "og:description", "og:image", "og:url", "twitter:card", "twitter:label1", "twitter:data1"} {
+		if tags[k] == "" {
+			t.Errorf("no %s", k)
+		}
+	}
+	for k, v := range tags {
+		if strings.Contains(strings.ToLower(v), tenantA) || strings.Contains(strings.ToLower(v), tenantB) {
+			t.Errorf("%s names a tenant: %q", k, v)
+		}
+	}
+	if !strings.Contains(tags["og:description"], "Capacity") || !strings.Contains(tags["og:description"], "100 ms → 900 ms") {
+		t.Errorf("og:description %q", tags["og:description"])
+	}
+	if !strings.Contains(tags["og:title"], "[tenant]") {
+		t.Errorf("og:title %q: the tenant in the title should be scrubbed", tags["og:title"])
+	}
+	// The preview image: a PNG of 1200×630, public.
+	img := anon.get(strings.TrimPrefix(tags["og:image"], "http://waterline.test"))
+	if img.status != 200 || img.header.Get("Content-Type") != "image/png" {
+		t.Fatalf("og:image %s: %d %s", tags["og:image"], img.status, img.header.Get("Content-Type"))
+	}
+	cfg, err := png.DecodeConfig(bytes.NewReader([]byte(img.body)))
+	if err != nil || cfg.Width != 1200 || cfg.Height != 630 {
+		t.Fatalf("og.png: %v %dx%d", err, cfg.Width, cfg.Height)
+	}
+	// Fragments work under the share link, read-only pages of samples too.
+	if r := anon.fragment(u.Path+"?sort=time", "sample-table"); r.status != 200 || r.testid("sample-row").Length() == 0 {
+		t.Errorf("share sample table fragment: %d", r.status)
+	}
+	// Guessing fails; revoking kills the link.
+	if r := anon.get("/s/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"); r.status != http.StatusNotFound {
+		t.Errorf("guessed token: %d", r.status)
+	}
+	w.post(e.incidentPath()+"/share/revoke", nil)
+	if r := anon.get(u.Path); r.status != http.StatusNotFound {
+		t.Errorf("revoked link: %d", r.status)
+	}
+	if r := anon.get(u.Path + "/og.png"); r.status != http.StatusNotFound {
+		t.Errorf("revoked og.png: %d", r.status)
+	}
+}
+
+func TestUIMarkdownExport(t *testing.T) {
+	e := newUIEnv(t)
+	b := e.browser()
+	b.login(e.read)
+	r := b.get(e.incidentPath() + "/export.md")
+	if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/markdown") {
+		t.Fatalf("export: %d %s", r.status, r.header.Get("Content-Type"))
+	}
+	for _, want := range []string{
+		"# Incident #", "## Likely causes", "### 1. Capacity / traffic peak — score 0.82",
+		"- ✔ Queueing explains 91% of the tail's growth. (`queue_growth` = 0.91)",
+		"- ✘ No deploy of chat in the hour before.", "- [ ] Scale chat out",
+		"## Timeline", "| deploy |", "**onset**", "## Stages", "| queue | 5.0 ms | 420 ms | +415 ms |",
+		"## Where slow requests concentrate", "| tenant=" + tenantA + " | 100% | 30% |", "## Checklist", "1. **Scope:**",
+		"Permalink:** http://waterline.test" + e.incidentPath(),
+	} {
+		if !strings.Contains(r.body, want) {
+			t.Errorf("export lacks %q:\n%s", want, r.body)
+		}
+	}
+}
+
+func TestUISnapshotOutlivesRetention(t *testing.T) {
+	e := newUIEnv(t)
+	b := e.browser()
+	b.login(e.read)
+	before := b.get(e.incidentPath())
+	rowsBefore := before.testid("sample-row").Text()
+	// Resolving through the API freezes the incident.
+	if r := e.post("/api/v1"+e.incidentPath()+"/resolve", "application/json", nil); r.status != 200 {
+		t.Fatalf("resolve: %d %s", r.status, r.body)
+	}
+	if n := e.count(`SELECT count(*) FROM snapshots WHERE incident_id = $1`, e.id); n != 1 {
+		t.Fatalf("%d snapshots after resolve", n)
+	}
+	// Retention drops everything the page was made of.
+	for _, q := range []string{`DELETE FROM samples`, `DELETE FROM points`, `DELETE FROM events`, `DELETE FROM analyses`} {
+		if _, err := e.pool.Exec(context.Background(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := b.get(e.incidentPath())
+	if after.status != 200 {
+		t.Fatalf("page after retention: %d", after.status)
+	}
+	after.mustHave(t, "frozen page", "snapshot-banner", "cause", "sample-row", "conc-table")
+	if got := after.testid("sample-row").Text(); got != rowsBefore {
+		t.Errorf("frozen sample table differs from the live one")
+	}
+	if after.doc.Find(`[data-testid=lane-latency] svg path`).Length() == 0 || after.doc.Find(`[data-testid=lane-qps] svg path`).Length() == 0 {
+		t.Error("frozen timeline has no latency or QPS curve")
+	}
+	// The live view is empty now, and says so.
+	live := b.get(e.incidentPath() + "?live=1")
+	if live.testid("sample-row").Length() != 0 {
+		t.Error("live view still shows samples after they were deleted")
+	}
+	// Filters and sample details work on the frozen copy.
+	f := b.get(e.incidentPath() + "?tenant=" + tenantB + "&tab=baseline")
+	if f.testid("sample-row").Length() == 0 {
+		t.Error("no baseline samples of tenant B in the snapshot")
+	}
+	link, _ := after.testid("sample-link").First().Attr("href")
+	if d := b.fragment(link, "sample-detail"); d.status != 200 || d.testid("sample-detail-body").Length() == 0 {
+		t.Errorf("sample detail from the snapshot: %d", d.status)
+	}
+	md := b.get(e.incidentPath() + "/export.md")
+	if !strings.Contains(md.body, "Capacity / traffic peak") {
+		t.Error("export after retention lost the analysis")
+	}
+}
