@@ -84,8 +84,8 @@ func (e *uiEnv) analysis() correlate.Analysis {
 			Tenants: []string{tenantA}},
 		Causes: []correlate.Cause{
 			{Category: correlate.CatCapacity, Score: 0.82, Target: correlate.Target{Model: "chat", Tenant: tenantA},
-				Summary: "Tenant " + tenantA + " surged past chat's capacity.",
-				Evidence: []correlate.Evidence{{Name: "queue_growth", Summary: "Queueing explains 91% of the tail's growth.", Value: 0.91, Strength: 0.9, Weight: 0.5}},
+				Summary:         "Tenant " + tenantA + " surged past chat's capacity.",
+				Evidence:        []correlate.Evidence{{Name: "queue_growth", Summary: "Queueing explains 91% of the tail's growth.", Value: 0.91, Strength: 0.9, Weight: 0.5}},
 				CounterEvidence: []correlate.Evidence{{Name: "no_deploy", Summary: "No deploy of chat in the hour before.", Value: 0, Strength: 0.3, Weight: 0.1}},
 				Actions:         []string{"Shed low-priority traffic of " + tenantA, "Scale chat out"}},
 			{Category: correlate.CatLocalReplica, Score: 0.31, Target: correlate.Target{Replica: "chat-a", Node: "n1", Replicas: []string{"chat-a"}},
@@ -104,7 +104,7 @@ func (e *uiEnv) analysis() correlate.Analysis {
 		Events: []correlate.AlignedEvent{{Event: correlate.Event{ID: "d1", Kind: correlate.KindDeploy, Time: e.spikeAt.Add(-5 * time.Minute),
 			Scope: correlate.Scope{Model: "chat", Version: "v1"}, Summary: "rollout"}, OffsetS: -300, TimeWeight: 0.8, ScopeMatch: 0.5}},
 		P99BeforeMs: 100, P99DuringMs: 900,
-		Samples:     correlate.SampleSummary{Total: 1400, Slow: 120, SlowMs: map[string]float64{"chat": 200}},
+		Samples: correlate.SampleSummary{Total: 1400, Slow: 120, SlowMs: map[string]float64{"chat": 200}},
 		Checklist: []correlate.ChecklistStep{{Step: "scope", Answer: "Only tenant " + tenantA + "."}, {Step: "timeline", Answer: "Latency rose."},
 			{Step: "samples", Answer: "Queue grew."}, {Step: "action", Answer: "Shed load."}},
 	}
