@@ -1,0 +1,265 @@
+package diagnose_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/diagnose"
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/store/storetest"
+)
+
+var t0 = time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
+
+// nodeFault writes two models × three replicas for two hours at 15 s, where
+// from onset on the replicas on node n2 are three times slower: curves
+// (model and replica P99, replica QPS) and samples.
+func nodeFault(t testing.TB, st *store.Store, onset time.Time, end time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, 1))
+	var curves []correlate.Curve
+	var samples []correlate.Sample
+	for _, m := range []string{"chat", "vision"} {
+		mc := correlate.Curve{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel, Scope: correlate.Scope{Model: m}}
+		for r := 0; r < 3; r++ {
+			sc := correlate.Scope{Model: m, Version: "v1", Replica: fmt.Sprintf("%s-%d", m, r), Node: fmt.Sprintf("n%d", r+1)}
+			rc := correlate.Curve{Role: correlate.RoleLatencyP99, Level: correlate.LevelReplica, Scope: sc}
+			qc := correlate.Curve{Role: correlate.RoleQPS, Level: correlate.LevelReplica, Scope: sc}
+			for ts := t0; ts.Before(end); ts = ts.Add(15 * time.Second) {
+				slow := sc.Node == "n2" && !ts.Before(onset)
+				v := 200 * math.Exp(0.05*rng.NormFloat64())
+				if slow {
+					v *= 3
+				}
+				rc.Points = append(rc.Points, correlate.Point{T: ts.UnixMilli(), V: v})
+				qc.Points = append(qc.Points, correlate.Point{T: ts.UnixMilli(), V: 10})
+				for k := 0; k < 2; k++ {
+					total := 80 * math.Exp(0.3*rng.NormFloat64())
+					if slow {
+						total *= 3
+					}
+					s := correlate.Sample{RequestID: fmt.Sprintf("%s-%d-%d", sc.Replica, ts.Unix(), k), Time: ts.Add(time.Duration(k) * 5 * time.Second),
+						Model: m, Version: "v1", Tenant: "t1", Replica: sc.Replica, Node: sc.Node, TotalMs: total, SampleRate: 5}
+					for i := range s.StagesMs {
+						s.StagesMs[i] = total / float64(correlate.NumStages)
+					}
+					samples = append(samples, s)
+				}
+			}
+			curves = append(curves, rc, qc)
+		}
+		for ts := t0; ts.Before(end); ts = ts.Add(15 * time.Second) {
+			v := 200 * math.Exp(0.05*rng.NormFloat64())
+			if !ts.Before(onset) {
+				v *= 2
+			}
+			mc.Points = append(mc.Points, correlate.Point{T: ts.UnixMilli(), V: v})
+		}
+		curves = append(curves, mc)
+	}
+	writeCurves(t, st, curves)
+	if _, _, err := st.InsertSamples(ctx, samples); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeCurves(t testing.TB, st *store.Store, curves []correlate.Curve) {
+	t.Helper()
+	ctx := context.Background()
+	defs := make([]store.SeriesDef, len(curves))
+	for i, c := range curves {
+		defs[i] = store.SeriesDef{Curve: c}
+	}
+	ids, err := st.EnsureSeries(ctx, defs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batch []store.SeriesPoints
+	for _, c := range curves {
+		batch = append(batch, store.SeriesPoints{SeriesID: ids[c.Key()], Points: c.Points})
+		if len(c.Points) > 0 {
+			if err := st.EnsurePartitions(ctx, store.TablePoints, c.Points[0].Time(), c.Points[len(c.Points)-1].Time()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := st.UpsertPoints(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAnalyzerVersionsAndRecompute(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	onset := t0.Add(100 * time.Minute)
+	end := t0.Add(130 * time.Minute)
+	nodeFault(t, st, onset, end)
+	winEnd := end
+	in, err := st.CreateIncident(ctx, store.NewIncident{Title: "node", Start: onset.Add(-60 * time.Minute), End: &winEnd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ready []string
+	var mu sync.Mutex
+	an := diagnose.NewAnalyzer(st, diagnose.AnalyzerOptions{OnReady: func(id int64, v int, prev, top string) {
+		mu.Lock()
+		ready = append(ready, fmt.Sprintf("%d:%s>%s", v, prev, top))
+		mu.Unlock()
+	}})
+
+	rec, err := an.Analyze(ctx, in.ID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Version != 1 || rec.Status != store.AnalysisReady {
+		t.Fatalf("first analysis: version %d status %s", rec.Version, rec.Status)
+	}
+	var a correlate.Analysis
+	if err := json.Unmarshal(rec.Result, &a); err != nil {
+		t.Fatal(err)
+	}
+	if a.Causes[0].Category != correlate.CatLocalReplica || a.Causes[0].Target.Node != "n2" {
+		t.Fatalf("top cause %s %+v, want local_replica on n2", a.Causes[0].Category, a.Causes[0].Target)
+	}
+	if a.Onset == nil || a.Onset.Sub(onset).Abs() > time.Minute {
+		t.Errorf("onset %v, want %v", a.Onset, onset)
+	}
+
+	// Same data: no new version.
+	if rec, err = an.Analyze(ctx, in.ID, false); err != nil || rec.Version != 1 {
+		t.Fatalf("unchanged data: version %d (%v), want 1", rec.Version, err)
+	}
+	// New samples in the window: a new version.
+	late := correlate.Sample{RequestID: "late", Time: onset.Add(10 * time.Minute), Model: "chat", Replica: "chat-1", Node: "n2", TotalMs: 900, SampleRate: 1}
+	if _, _, err := st.InsertSamples(ctx, []correlate.Sample{late}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err = an.Analyze(ctx, in.ID, false); err != nil || rec.Version != 2 {
+		t.Fatalf("new data: version %d (%v), want 2", rec.Version, err)
+	}
+	// Resolved incidents keep their analysis.
+	if _, err := st.ResolveIncident(ctx, in.ID, onset.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	late.RequestID, late.TotalMs = "later", 950
+	if _, _, err := st.InsertSamples(ctx, []correlate.Sample{late}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err = an.Analyze(ctx, in.ID, false); err != nil || rec.Version != 2 {
+		t.Fatalf("resolved: version %d (%v), want 2", rec.Version, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ready) != 2 || ready[0] != "1:>local_replica" || ready[1] != "2:local_replica>local_replica" {
+		t.Errorf("OnReady calls %v", ready)
+	}
+}
+
+func TestAnalyzerRunsQueue(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st := storetest.New(t)
+	onset := t0.Add(100 * time.Minute)
+	end := t0.Add(130 * time.Minute)
+	nodeFault(t, st, onset, end)
+	in, err := st.CreateIncident(ctx, store.NewIncident{Title: "node", Start: onset.Add(-60 * time.Minute), End: &end})
+	if err != nil {
+		t.Fatal(err)
+	}
+	an := diagnose.NewAnalyzer(st, diagnose.AnalyzerOptions{Refresh: time.Hour})
+	done := make(chan struct{})
+	go func() { an.Run(ctx); close(done) }()
+	for i := 0; i < 5; i++ {
+		an.Enqueue(in.ID) // bursts collapse into one analysis
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		rec, err := st.LatestAnalysis(ctx, in.ID)
+		if err == nil && rec.Status == store.AnalysisReady {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("analysis not ready: %+v %v", rec, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	rec, _ := st.LatestAnalysis(context.Background(), in.ID)
+	if rec.Version > 2 {
+		t.Errorf("five quick enqueues made %d versions", rec.Version)
+	}
+}
+
+func TestDetectorOpensMergesAndResolves(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	onset := t0.Add(100 * time.Minute)
+	spikeEnd := t0.Add(115 * time.Minute)
+	end := t0.Add(170 * time.Minute)
+	rng := rand.New(rand.NewPCG(2, 2))
+	var curves []correlate.Curve
+	for _, m := range []string{"chat", "vision"} {
+		c := correlate.Curve{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel, Scope: correlate.Scope{Model: m}}
+		for ts := t0; ts.Before(end); ts = ts.Add(15 * time.Second) {
+			v := 200 * math.Exp(0.05*rng.NormFloat64())
+			if !ts.Before(onset) && ts.Before(spikeEnd) {
+				v *= 4
+			}
+			c.Points = append(c.Points, correlate.Point{T: ts.UnixMilli(), V: v})
+		}
+		curves = append(curves, c)
+	}
+	writeCurves(t, st, curves)
+
+	var opened []int64
+	now := spikeEnd.Add(-5 * time.Minute) // the spike is still going
+	det := diagnose.NewDetector(st, diagnose.DetectorOptions{OpenIncidents: true, Merge: 30 * time.Minute,
+		Now: func() time.Time { return now }, OnIncident: func(id int64) { opened = append(opened, id) }})
+	if err := det.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	list, _, err := st.ListIncidents(ctx, store.IncidentFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].Source != store.SourceDetector || list[0].End != nil {
+		t.Fatalf("incidents %+v, want one open detector incident (both models' spikes merged)", list)
+	}
+	if err := det.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if list, _, _ = st.ListIncidents(ctx, store.IncidentFilter{}); len(list) != 1 {
+		t.Fatalf("a second pass opened another incident: %d", len(list))
+	}
+	rec, err := st.RecordedSpikes(ctx, t0, end, 10)
+	if err != nil || len(rec) < 2 {
+		t.Fatalf("recorded spikes %d (%v), want at least the two P99 spikes", len(rec), err)
+	}
+	// Long after the spike: the window closes and the incident resolves.
+	now = end
+	if err := det.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.Incident(ctx, list[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != store.IncidentResolved || got.End == nil {
+		t.Fatalf("incident %+v, want resolved with an end", got)
+	}
+	if len(opened) == 0 || opened[0] != list[0].ID {
+		t.Errorf("OnIncident calls %v", opened)
+	}
+}
