@@ -315,8 +315,8 @@ func eventLanes(events []correlate.Event, from, to time.Time, s State) ([]EventL
 				m.Text = strconv.Itoa(len(evs))
 				lines := []string{strconv.Itoa(len(evs)) + " events " + start.UTC().Format("15:04:05") + "–" + start.Add(bw).UTC().Format("15:04:05") + " UTC"}
 				for i, e := range evs {
-					if i == 4 {
-						lines = append(lines, "+"+strconv.Itoa(len(evs)-4)+" more")
+					if i == 3 {
+						lines = append(lines, "+"+strconv.Itoa(len(evs)-3)+" more")
 						break
 					}
 					lines = append(lines, e.Time.UTC().Format("15:04:05")+" "+EventLabel(e))
@@ -441,9 +441,14 @@ func buildLane(spec laneSpec, in TimelineInput) Lane {
 	for i, n := range order {
 		cls := "s" + strconv.Itoa(i)
 		lane.Legend = append(lane.Legend, LegendItem{Class: cls, Label: n})
-		for _, r := range spec.roles {
+		for k, r := range spec.roles {
 			c, ok := ents[n].curves[r]
 			if !ok {
+				continue
+			}
+			// With many entities only the top one gets its P95 and P50:
+			// eighteen lines are unreadable and heavy.
+			if k > 0 && i > 0 && len(order) > 2 {
 				continue
 			}
 			title := n
@@ -595,11 +600,18 @@ func plot(t int64, v float64, in TimelineInput, ymax float64, h int) (float64, f
 	return x, y
 }
 
+// appendXY writes one point in whole units of the lane's box (a unit is
+// about a pixel: finer coordinates would only add bytes). After an M the
+// command letter is left out, which SVG reads as implicit line-tos.
 func appendXY(b []byte, cmd byte, x, y float64) []byte {
-	b = append(b, cmd)
-	b = strconv.AppendFloat(b, math.Round(x*10)/10, 'f', -1, 64)
+	if cmd != 0 {
+		b = append(b, cmd)
+	} else {
+		b = append(b, ' ')
+	}
+	b = strconv.AppendInt(b, int64(math.Round(x)), 10)
 	b = append(b, ' ')
-	return strconv.AppendFloat(b, math.Round(y*10)/10, 'f', -1, 64)
+	return strconv.AppendInt(b, int64(math.Round(y)), 10)
 }
 
 // linePath draws points as one path, lifting the pen over gaps longer
@@ -615,7 +627,7 @@ func linePath(pts []correlate.Point, in TimelineInput, scale, ymax float64, h in
 			continue
 		}
 		x, y := plot(p.T, p.V*scale, in, ymax, h)
-		cmd := byte('L')
+		cmd := byte(0)
 		if !pen || p.T-last > gap {
 			cmd = 'M'
 		}
@@ -633,7 +645,7 @@ func areaPath(ts []int64, upper, lower []float64, in TimelineInput, ymax float64
 	b := make([]byte, 0, len(ts)*24)
 	for i, t := range ts {
 		x, y := plot(t, upper[i], in, ymax, h)
-		cmd := byte('L')
+		cmd := byte(0)
 		if i == 0 {
 			cmd = 'M'
 		}
@@ -645,7 +657,7 @@ func areaPath(ts []int64, upper, lower []float64, in TimelineInput, ymax float64
 			v = lower[i]
 		}
 		x, y := plot(ts[i], v, in, ymax, h)
-		b = appendXY(b, 'L', x, y)
+		b = appendXY(b, 0, x, y)
 	}
 	return string(append(b, 'Z'))
 }
