@@ -1,0 +1,282 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Webhook formats: what a delivery's body looks like.
+const (
+	WebhookFormatWaterline  = "waterline"
+	WebhookFormatJira       = "jira"
+	WebhookFormatServiceNow = "servicenow"
+)
+
+// Webhook events: what a delivery announces.
+const (
+	EventIncidentOpened   = "incident.opened"
+	EventAnalysisReady    = "analysis.ready"
+	EventCauseChanged     = "cause.changed"
+	EventIncidentResolved = "incident.resolved"
+)
+
+// WebhookEvents lists every event a webhook may subscribe to.
+var WebhookEvents = []string{EventIncidentOpened, EventAnalysisReady, EventCauseChanged, EventIncidentResolved}
+
+// Delivery statuses.
+const (
+	DeliveryPending   = "pending"
+	DeliveryDelivered = "delivered"
+	DeliveryFailed    = "failed"
+)
+
+// Webhook is a registered receiver. Secret is the HMAC key; the API never
+// shows it.
+type Webhook struct {
+	ID        int64
+	URL       string
+	Secret    string
+	Format    string
+	Events    []string
+	CreatedAt time.Time
+}
+
+// NewWebhook is what CreateWebhook needs.
+type NewWebhook struct {
+	URL    string
+	Secret string
+	Format string
+	Events []string
+}
+
+// CreateWebhook stores a new webhook and returns it.
+func (s *Store) CreateWebhook(ctx context.Context, n NewWebhook) (Webhook, error) {
+	w := Webhook{URL: n.URL, Secret: n.Secret, Format: n.Format, Events: n.Events}
+	err := s.db.QueryRow(ctx, `INSERT INTO webhooks (url, secret, format, events) VALUES ($1, $2, $3, $4)
+		RETURNING id, created_at`, n.URL, n.Secret, n.Format, n.Events).Scan(&w.ID, &w.CreatedAt)
+	if err != nil {
+		return Webhook{}, wrap("create webhook", err)
+	}
+	return w, nil
+}
+
+// Webhooks lists every webhook, oldest first.
+func (s *Store) Webhooks(ctx context.Context) ([]Webhook, error) {
+	rows, err := s.db.Query(ctx, `SELECT id, url, secret, format, events, created_at FROM webhooks ORDER BY id`)
+	if err != nil {
+		return nil, wrap("webhooks", err)
+	}
+	out, err := pgx.CollectRows(rows, scanWebhook)
+	return out, wrap("webhooks", err)
+}
+
+// WebhookByID returns one webhook, or ErrNotFound.
+func (s *Store) WebhookByID(ctx context.Context, id int64) (Webhook, error) {
+	rows, err := s.db.Query(ctx, `SELECT id, url, secret, format, events, created_at FROM webhooks WHERE id = $1`, id)
+	if err != nil {
+		return Webhook{}, wrap("webhook", err)
+	}
+	w, err := pgx.CollectExactlyOneRow(rows, scanWebhook)
+	return w, wrap("webhook", err)
+}
+
+func scanWebhook(row pgx.CollectableRow) (Webhook, error) {
+	var w Webhook
+	err := row.Scan(&w.ID, &w.URL, &w.Secret, &w.Format, &w.Events, &w.CreatedAt)
+	w.CreatedAt = w.CreatedAt.UTC()
+	return w, err
+}
+
+// DeleteWebhook removes a webhook and its delivery log; pending deliveries
+// are never sent. A delivery being sent right now finishes first (its row
+// is locked). It returns ErrNotFound when there is no such webhook.
+func (s *Store) DeleteWebhook(ctx context.Context, id int64) error {
+	tag, err := s.db.Exec(ctx, `DELETE FROM webhooks WHERE id = $1`, id)
+	if err != nil {
+		return wrap("delete webhook", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// NewDelivery is one message to queue for one webhook.
+type NewDelivery struct {
+	WebhookID       int64
+	IncidentID      int64
+	Event           string
+	AnalysisVersion int
+	IdempotencyKey  string
+	Body            []byte
+	DueAt           time.Time
+}
+
+// EnqueueDelivery queues a delivery unless the webhook already has one
+// with the same idempotency key (the same event noticed twice, by one
+// replica or two): queued reports whether a row was added.
+func (s *Store) EnqueueDelivery(ctx context.Context, n NewDelivery) (queued bool, err error) {
+	tag, err := s.db.Exec(ctx, `
+		INSERT INTO webhook_deliveries (webhook_id, incident_id, event, analysis_version, idempotency_key, body, next_attempt_at, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
+		ON CONFLICT (webhook_id, idempotency_key) DO NOTHING`,
+		n.WebhookID, n.IncidentID, n.Event, n.AnalysisVersion, n.IdempotencyKey, string(n.Body), n.DueAt)
+	if err != nil {
+		return false, wrap("enqueue delivery", err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// Delivery is one row of the delivery log.
+type Delivery struct {
+	ID              int64
+	WebhookID       int64
+	IncidentID      int64
+	Event           string
+	AnalysisVersion int
+	IdempotencyKey  string
+	Body            []byte
+	Status          string // DeliveryPending, DeliveryDelivered or DeliveryFailed
+	Attempts        int
+	NextAttemptAt   time.Time
+	LastAttemptAt   *time.Time
+	LastStatus      *int // HTTP status of the last attempt; nil when it got no answer
+	LastError       string
+	CreatedAt       time.Time
+	DeliveredAt     *time.Time
+}
+
+const deliveryColumns = `d.id, d.webhook_id, d.incident_id, d.event, d.analysis_version, d.idempotency_key, d.body, d.status,
+	d.attempts, d.next_attempt_at, d.last_attempt_at, d.last_status, d.last_error, d.created_at, d.delivered_at`
+
+func scanDelivery(row pgx.CollectableRow) (Delivery, error) {
+	var (
+		d    Delivery
+		body string
+	)
+	err := row.Scan(&d.ID, &d.WebhookID, &d.IncidentID, &d.Event, &d.AnalysisVersion, &d.IdempotencyKey, &body, &d.Status,
+		&d.Attempts, &d.NextAttemptAt, &d.LastAttemptAt, &d.LastStatus, &d.LastError, &d.CreatedAt, &d.DeliveredAt)
+	d.Body = []byte(body)
+	d.NextAttemptAt, d.CreatedAt = d.NextAttemptAt.UTC(), d.CreatedAt.UTC()
+	d.LastAttemptAt, d.DeliveredAt = utcPtr(d.LastAttemptAt), utcPtr(d.DeliveredAt)
+	return d, err
+}
+
+// ErrBadDeliveryCursor means a cursor was not made by Deliveries.
+var ErrBadDeliveryCursor = errors.New("bad delivery cursor")
+
+// Deliveries returns one page of a webhook's delivery log, newest first,
+// and the cursor of the next page ("" on the last). limit is 1..500 (0 =
+// 50).
+func (s *Store) Deliveries(ctx context.Context, webhookID int64, cursor string, limit int) ([]Delivery, string, error) {
+	if limit <= 0 {
+		limit = 50
+	}
+	limit = min(limit, 500)
+	var before *int64
+	if cursor != "" {
+		id, err := strconv.ParseInt(cursor, 10, 64)
+		if err != nil || id <= 0 {
+			return nil, "", ErrBadDeliveryCursor
+		}
+		before = &id
+	}
+	rows, err := s.db.Query(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d
+		WHERE d.webhook_id = $1 AND ($2::bigint IS NULL OR d.id < $2)
+		ORDER BY d.id DESC LIMIT $3`, webhookID, before, limit+1)
+	if err != nil {
+		return nil, "", wrap("deliveries", err)
+	}
+	out, err := pgx.CollectRows(rows, scanDelivery)
+	if err != nil {
+		return nil, "", wrap("deliveries", err)
+	}
+	next := ""
+	if len(out) > limit {
+		out = out[:limit]
+		next = strconv.FormatInt(out[limit-1].ID, 10)
+	}
+	return out, next, nil
+}
+
+// DueDelivery is a claimed delivery with what sending it needs.
+type DueDelivery struct {
+	Delivery
+	URL    string
+	Secret string
+}
+
+// ClaimDueDelivery locks the delivery that has waited longest among those
+// due at now, skipping rows another sender holds, and returns it with its
+// webhook's URL and secret; ErrNotFound when none is due. Call it on a
+// Store inside a transaction (InTx): the lock lasts until that
+// transaction ends, which is what keeps other senders off the row while
+// it is being sent.
+func (s *Store) ClaimDueDelivery(ctx context.Context, now time.Time) (DueDelivery, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT `+deliveryColumns+`, w.url, w.secret
+		FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+		WHERE d.status = 'pending' AND d.next_attempt_at <= $1
+		ORDER BY d.next_attempt_at, d.id
+		LIMIT 1
+		FOR UPDATE OF d SKIP LOCKED`, now)
+	if err != nil {
+		return DueDelivery{}, wrap("claim delivery", err)
+	}
+	due, err := pgx.CollectExactlyOneRow(rows, func(row pgx.CollectableRow) (DueDelivery, error) {
+		var (
+			d    DueDelivery
+			body string
+		)
+		err := row.Scan(&d.ID, &d.WebhookID, &d.IncidentID, &d.Event, &d.AnalysisVersion, &d.IdempotencyKey, &body, &d.Status,
+			&d.Attempts, &d.NextAttemptAt, &d.LastAttemptAt, &d.LastStatus, &d.LastError, &d.CreatedAt, &d.DeliveredAt,
+			&d.URL, &d.Secret)
+		d.Body = []byte(body)
+		return d, err
+	})
+	return due, wrap("claim delivery", err)
+}
+
+// Attempt is the outcome of one try at sending a delivery.
+type Attempt struct {
+	At         time.Time
+	HTTPStatus int    // 0 when no answer came (timeout, refused)
+	Err        string // what went wrong; "" on success
+	Status     string // the delivery's new status
+	NextAt     time.Time
+}
+
+// RecordAttempt writes an attempt's outcome onto its delivery.
+func (s *Store) RecordAttempt(ctx context.Context, id int64, a Attempt) error {
+	var httpStatus *int
+	if a.HTTPStatus != 0 {
+		httpStatus = &a.HTTPStatus
+	}
+	var deliveredAt *time.Time
+	if a.Status == DeliveryDelivered {
+		deliveredAt = &a.At
+	}
+	_, err := s.db.Exec(ctx, `
+		UPDATE webhook_deliveries SET attempts = attempts + 1, last_attempt_at = $2, last_status = $3,
+		       last_error = $4, status = $5, next_attempt_at = $6, delivered_at = $7
+		WHERE id = $1`, id, a.At, httpStatus, a.Err, a.Status, a.NextAt, deliveredAt)
+	return wrap("record attempt", err)
+}
+
+// FirstReadyAnalysis returns the lowest version of an incident's analysis
+// that finished ready, or ErrNotFound.
+func (s *Store) FirstReadyAnalysis(ctx context.Context, incidentID int64) (int, error) {
+	var v *int
+	err := s.db.QueryRow(ctx, `SELECT min(version) FROM analyses WHERE incident_id = $1 AND status = 'ready'`, incidentID).Scan(&v)
+	if err != nil {
+		return 0, wrap("first ready analysis", err)
+	}
+	if v == nil {
+		return 0, ErrNotFound
+	}
+	return *v, nil
+}

@@ -1,0 +1,222 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/waterline-dev/waterline/store"
+)
+
+// Options configure a Dispatcher; zero fields take defaults.
+type Options struct {
+	Workers     int           // deliveries sent at once; default 2
+	Timeout     time.Duration // per attempt; default 10s
+	BaseBackoff time.Duration // wait before the first retry (±50 %); default 5s
+	MaxBackoff  time.Duration // longest wait between attempts; default 1h
+	MaxAttempts int           // attempts before a delivery is marked failed; default 12 (about 9 h with the defaults)
+	Poll        time.Duration // how often idle workers look for due deliveries; default 1s
+	Client      *http.Client  // default: a client that does not follow redirects
+	Log         *slog.Logger
+	Now         func() time.Time
+}
+
+// Dispatcher sends queued deliveries. Several dispatchers (serve
+// replicas) may share one database: each delivery is claimed with FOR
+// UPDATE SKIP LOCKED and its row stays locked while it is sent, so no two
+// senders ever send the same row, and a delivery recorded as delivered is
+// never sent again — after a restart included.
+type Dispatcher struct {
+	st   *store.Store
+	opt  Options
+	wake chan struct{}
+}
+
+// NewDispatcher returns a Dispatcher over st, which must run on a pool
+// (each worker holds a transaction while it sends).
+func NewDispatcher(st *store.Store, opt Options) *Dispatcher {
+	if opt.Workers <= 0 {
+		opt.Workers = 2
+	}
+	if opt.Timeout <= 0 {
+		opt.Timeout = 10 * time.Second
+	}
+	if opt.BaseBackoff <= 0 {
+		opt.BaseBackoff = 5 * time.Second
+	}
+	if opt.MaxBackoff <= 0 {
+		opt.MaxBackoff = time.Hour
+	}
+	if opt.MaxAttempts <= 0 {
+		opt.MaxAttempts = 12
+	}
+	if opt.Poll <= 0 {
+		opt.Poll = time.Second
+	}
+	if opt.Client == nil {
+		opt.Client = &http.Client{
+			// A receiver that redirects is misconfigured; following a
+			// redirect would also turn the POST into a GET.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	return &Dispatcher{st: st, opt: opt, wake: make(chan struct{}, 1)}
+}
+
+// Wake tells idle workers that something was queued, so it goes out now
+// rather than at the next poll. It never blocks.
+func (d *Dispatcher) Wake() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run sends due deliveries until ctx ends. A delivery already being sent
+// when ctx ends is finished and recorded (within the attempt timeout)
+// before Run returns, so stopping never loses or repeats one.
+func (d *Dispatcher) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for range d.opt.Workers {
+		wg.Go(func() { d.work(ctx) })
+	}
+	wg.Wait()
+}
+
+func (d *Dispatcher) work(ctx context.Context) {
+	for ctx.Err() == nil {
+		sent, err := d.DeliverOne(ctx)
+		if err != nil && ctx.Err() == nil {
+			d.opt.Log.Warn("webhook delivery: database error", "err", err)
+		}
+		if sent && err == nil {
+			continue // more may be due
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.wake:
+		case <-time.After(d.opt.Poll):
+		}
+	}
+}
+
+// errNothingDue ends the claim transaction when no delivery is due.
+var errNothingDue = errors.New("nothing due")
+
+// DeliverOne claims one due delivery, sends it and records the outcome.
+// It reports whether there was one. Once claimed, the attempt runs to its
+// end even if ctx is cancelled: abandoning it half-way could leave a
+// receiver with a message the log says was never sent.
+func (d *Dispatcher) DeliverOne(ctx context.Context) (bool, error) {
+	if ctx.Err() != nil {
+		return false, nil
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.opt.Timeout+30*time.Second)
+	defer cancel()
+	err := d.st.InTx(actx, func(tx *store.Store) error {
+		due, err := tx.ClaimDueDelivery(actx, d.opt.Now())
+		if errors.Is(err, store.ErrNotFound) {
+			return errNothingDue
+		}
+		if err != nil {
+			return err
+		}
+		a := d.attempt(actx, due)
+		if a.Status == store.DeliveryDelivered {
+			d.opt.Log.Info("webhook delivered", "delivery", due.ID, "webhook", due.WebhookID, "event", due.Event,
+				"incident", due.IncidentID, "status", a.HTTPStatus, "attempt", due.Attempts+1)
+		} else {
+			d.opt.Log.Warn("webhook attempt failed", "delivery", due.ID, "webhook", due.WebhookID, "event", due.Event,
+				"attempt", due.Attempts+1, "err", a.Err, "next", a.Status)
+		}
+		return tx.RecordAttempt(actx, due.ID, a)
+	})
+	if errors.Is(err, errNothingDue) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// attempt POSTs one delivery and decides what happens next.
+func (d *Dispatcher) attempt(ctx context.Context, due store.DueDelivery) store.Attempt {
+	now := d.opt.Now()
+	a := store.Attempt{At: now}
+	status, retryIn, err := d.post(ctx, due, now)
+	a.HTTPStatus = status
+	switch {
+	case err == nil:
+		a.Status, a.NextAt = store.DeliveryDelivered, now
+		return a
+	case status != 0 && !retryable(status):
+		a.Status, a.Err, a.NextAt = store.DeliveryFailed, err.Error(), now
+		return a
+	}
+	a.Err = err.Error()
+	if due.Attempts+1 >= d.opt.MaxAttempts {
+		a.Status, a.NextAt = store.DeliveryFailed, now
+		a.Err += fmt.Sprintf(" (gave up after %d attempts)", due.Attempts+1)
+		return a
+	}
+	wait := backoff(due.Attempts+1, d.opt.BaseBackoff, d.opt.MaxBackoff)
+	if retryIn > wait {
+		wait = min(retryIn, d.opt.MaxBackoff)
+	}
+	a.Status, a.NextAt = store.DeliveryPending, now.Add(wait)
+	return a
+}
+
+// post sends the delivery once. It returns the HTTP status (0 when no
+// answer came), the wait the receiver asked for (Retry-After), and an
+// error unless the answer was 2xx.
+func (d *Dispatcher) post(ctx context.Context, due store.DueDelivery, now time.Time) (int, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, d.opt.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, due.URL, bytes.NewReader(due.Body))
+	if err != nil {
+		return 0, 0, fmt.Errorf("bad webhook URL: %w", err)
+	}
+	ts := now.Unix()
+	h := req.Header
+	h.Set("Content-Type", "application/json")
+	h.Set("User-Agent", "Waterline-Webhook/1")
+	h.Set(HeaderEvent, due.Event)
+	h.Set(HeaderDelivery, strconv.FormatInt(due.ID, 10))
+	h.Set(HeaderIdempotencyKey, due.IdempotencyKey)
+	h.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
+	h.Set(HeaderSignature, Sign(due.Secret, ts, due.Body))
+	res, err := d.opt.Client.Do(req)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return 0, 0, fmt.Errorf("no answer within %s", d.opt.Timeout)
+		}
+		return 0, 0, err // *url.Error: the client already hides a password in the URL
+	}
+	defer res.Body.Close()
+	// Enough of the answer to explain a failure in the log; the rest is
+	// drained so the connection can be reused.
+	head, _ := io.ReadAll(io.LimitReader(res.Body, 512))
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<20))
+	if res.StatusCode/100 == 2 {
+		return res.StatusCode, 0, nil
+	}
+	msg := strings.Join(strings.Fields(string(head)), " ")
+	if msg == "" {
+		msg = http.StatusText(res.StatusCode)
+	}
+	return res.StatusCode, retryAfter(res.Header), fmt.Errorf("HTTP %d: %s", res.StatusCode, msg)
+}
