@@ -68,7 +68,7 @@ func loadSamples(ctx context.Context, st *store.Store, from, to time.Time, parts
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i], errs[i] = st.Samples(ctx, store.SampleFilter{From: lo, To: hi})
+			out[i], errs[i] = st.Samples(ctx, store.SampleFilter{From: lo, To: hi, Bulk: true})
 		}()
 	}
 	wg.Wait()
