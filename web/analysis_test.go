@@ -1,0 +1,160 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/diagnose"
+	"github.com/waterline-dev/waterline/store"
+)
+
+var curveT0 = time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
+
+// writeSpikeCurves stores P99 curves of two models for two hours at 15 s;
+// chat's quadruples from 07:40 to 07:55.
+func (e *apiEnv) writeSpikeCurves() {
+	e.t.Helper()
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, 1))
+	var defs []store.SeriesDef
+	var curves []correlate.Curve
+	for _, m := range []string{"chat", "vision"} {
+		c := correlate.Curve{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel, Scope: correlate.Scope{Model: m}}
+		for ts := curveT0; ts.Before(curveT0.Add(2 * time.Hour)); ts = ts.Add(15 * time.Second) {
+			v := 200 * math.Exp(0.05*rng.NormFloat64())
+			if m == "chat" && !ts.Before(curveT0.Add(100*time.Minute)) && ts.Before(curveT0.Add(115*time.Minute)) {
+				v *= 4
+			}
+			c.Points = append(c.Points, correlate.Point{T: ts.UnixMilli(), V: v})
+		}
+		curves = append(curves, c)
+		defs = append(defs, store.SeriesDef{Curve: c})
+	}
+	ids, err := e.st.EnsureSeries(ctx, defs)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if err := e.st.EnsurePartitions(ctx, store.TablePoints, curveT0); err != nil {
+		e.t.Fatal(err)
+	}
+	var batch []store.SeriesPoints
+	for _, c := range curves {
+		batch = append(batch, store.SeriesPoints{SeriesID: ids[c.Key()], Points: c.Points})
+	}
+	if _, err := e.st.UpsertPoints(ctx, batch); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func TestAnalysisAPI(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	e.writeSpikeCurves()
+	body := fmt.Sprintf(`{"title":"chat slow","start":%q,"end":%q}`,
+		curveT0.Add(40*time.Minute).Format(time.RFC3339), curveT0.Add(2*time.Hour).Format(time.RFC3339))
+	r := e.do(request{method: "POST", path: "/api/v1/incidents", token: e.write, ctype: "application/json", body: []byte(body)})
+	if r.status != http.StatusCreated {
+		t.Fatalf("create incident: %d %s", r.status, r.body)
+	}
+	var created struct{ ID int64 }
+	json.Unmarshal(r.body, &created)
+	path := fmt.Sprintf("/api/v1/incidents/%d/analysis", created.ID)
+
+	var pending struct{ Status string }
+	if r := e.get(path, &pending); r.status != http.StatusOK || pending.Status != "pending" {
+		t.Fatalf("before the worker ran: %d %s", r.status, r.body)
+	}
+	if _, err := diagnose.NewAnalyzer(e.st, diagnose.AnalyzerOptions{}).Analyze(context.Background(), created.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	var ready struct {
+		Status     string                `json:"status"`
+		Version    int                   `json:"version"`
+		IncidentID int64                 `json:"incident_id"`
+		Onset      *time.Time            `json:"onset"`
+		Causes     []correlate.Cause     `json:"causes"`
+		Spikes     []correlate.Spike     `json:"spikes"`
+		Scope      correlate.ScopeReport `json:"scope"`
+	}
+	if r := e.get(path, &ready); r.status != http.StatusOK {
+		t.Fatalf("analysis: %d %s", r.status, r.body)
+	}
+	if ready.Status != "ready" || ready.Version != 1 || ready.IncidentID != created.ID || ready.Onset == nil || len(ready.Causes) == 0 {
+		t.Fatalf("analysis %+v", ready)
+	}
+	if d := ready.Onset.Sub(curveT0.Add(100 * time.Minute)); d.Abs() > time.Minute {
+		t.Errorf("onset %s", ready.Onset)
+	}
+	if len(ready.Scope.Models) != 1 || ready.Scope.Models[0] != "chat" {
+		t.Errorf("scope %+v, want chat only", ready.Scope)
+	}
+	if r := e.get(path+"?version=1", &ready); r.status != http.StatusOK || ready.Version != 1 {
+		t.Errorf("?version=1: %d %s", r.status, r.body)
+	}
+	for q, want := range map[string]int{"?version=x": 400, "?version=9": 404} {
+		if r := e.do(request{method: "GET", path: path + q, token: e.read}); r.status != want {
+			t.Errorf("%s: %d, want %d", q, r.status, want)
+		}
+	}
+	if r := e.do(request{method: "GET", path: "/api/v1/incidents/999/analysis", token: e.read}); r.status != http.StatusNotFound {
+		t.Errorf("unknown incident: %d", r.status)
+	}
+	if r := e.do(request{method: "GET", path: path}); r.status != http.StatusUnauthorized {
+		t.Errorf("no token: %d", r.status)
+	}
+}
+
+func TestSpikesAPI(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	e.writeSpikeCurves()
+	q := url.Values{"from": {curveT0.Format(time.RFC3339)}, "to": {curveT0.Add(2 * time.Hour).Format(time.RFC3339)}}
+	var got struct{ Spikes []correlate.Spike }
+	if r := e.get("/api/v1/spikes?"+q.Encode(), &got); r.status != http.StatusOK {
+		t.Fatalf("spikes: %d %s", r.status, r.body)
+	}
+	if len(got.Spikes) != 1 || got.Spikes[0].Scope.Model != "chat" || got.Spikes[0].Role != correlate.RoleLatencyP99 {
+		t.Fatalf("spikes %+v, want one P99 spike on chat", got.Spikes)
+	}
+	s := got.Spikes[0]
+	if d := s.Onset.Sub(curveT0.Add(100 * time.Minute)); d.Abs() > 30*time.Second || s.DetectedAt.Before(s.Onset) || s.Baseline <= 0 || s.PeakValue < 3*s.Baseline {
+		t.Errorf("spike %+v", s)
+	}
+	// Filters and an onset range that excludes it.
+	for _, tc := range []struct {
+		q    url.Values
+		want int
+	}{
+		{url.Values{"from": {curveT0.Format(time.RFC3339)}, "to": {curveT0.Add(2 * time.Hour).Format(time.RFC3339)}, "model": {"vision"}}, 0},
+		{url.Values{"from": {curveT0.Add(110 * time.Minute).Format(time.RFC3339)}, "to": {curveT0.Add(2 * time.Hour).Format(time.RFC3339)}}, 0},
+		{url.Values{"from": {fmt.Sprint(curveT0.Unix())}, "to": {fmt.Sprint(curveT0.Add(2 * time.Hour).Unix())}, "direction": {"both"}}, 1},
+	} {
+		got.Spikes = nil
+		if r := e.get("/api/v1/spikes?"+tc.q.Encode(), &got); r.status != http.StatusOK || len(got.Spikes) != tc.want {
+			t.Errorf("%s: %d spikes (%d), want %d", tc.q.Encode(), len(got.Spikes), r.status, tc.want)
+		}
+	}
+	for _, bad := range []string{
+		"to=2026-03-02T08:00:00Z",
+		"from=2026-03-02T08:00:00Z&to=2026-03-02T06:00:00Z",
+		"from=yesterday&to=2026-03-02T08:00:00Z",
+		"from=2026-03-02T06:00:00Z&to=2026-03-02T08:00:00Z&direction=sideways",
+		"from=2026-03-02T06:00:00Z&to=2026-03-02T08:00:00Z&level=galaxy",
+	} {
+		if r := e.do(request{method: "GET", path: "/api/v1/spikes?" + bad, token: e.read}); r.status != http.StatusBadRequest || r.err.Field == "" {
+			t.Errorf("%s: %d %s, want 400 naming the field", bad, r.status, r.body)
+		}
+	}
+	// Ad-hoc PromQL needs a Prometheus; this server has none.
+	if r := e.do(request{method: "GET", path: "/api/v1/spikes?" + q.Encode() + "&query=up", token: e.read}); r.status != http.StatusServiceUnavailable {
+		t.Errorf("query without Prometheus: %d %s", r.status, r.body)
+	}
+}
