@@ -77,8 +77,10 @@ func scopeMatch(e Event, a affectedScope) float64 {
 
 // alignEvents weights every event against the onset and the affected scope,
 // strongest first. Alerts are symptoms, not causes, and are listed with
-// zero weight.
+// zero weight. The same deploy seen twice — pushed by the CD system and
+// derived from kube-state-metrics — is listed once.
 func alignEvents(events []Event, onset time.Time, a affectedScope) []AlignedEvent {
+	events = dedupeDeploys(events)
 	out := make([]AlignedEvent, 0, len(events))
 	for _, e := range events {
 		ae := AlignedEvent{Event: e, OffsetS: e.Time.Sub(onset).Seconds()}
@@ -131,4 +133,40 @@ func firstEvent(events []AlignedEvent, keep func(AlignedEvent) bool) *AlignedEve
 		}
 	}
 	return first
+}
+
+// derivedSource marks events Waterline derived from kube-state-metrics.
+const derivedSource = "kube-state-metrics"
+
+// dedupeDeploys drops a derived deploy when a pushed deploy of the same
+// model (and version, when both name one) lies within ten minutes of it:
+// the pushed one carries the CD system's summary and id.
+func dedupeDeploys(events []Event) []Event {
+	var pushed []Event
+	for _, e := range events {
+		if (e.Kind == KindDeploy || e.Kind == KindRollback) && e.Source != derivedSource && e.Model != "" {
+			pushed = append(pushed, e)
+		}
+	}
+	if len(pushed) == 0 {
+		return events
+	}
+	out := events[:0:0]
+	for _, e := range events {
+		if e.Kind == KindDeploy && e.Source == derivedSource && e.Model != "" {
+			dup := false
+			for _, p := range pushed {
+				if p.Model == e.Model && (p.Version == "" || e.Version == "" || p.Version == e.Version) &&
+					p.Time.Sub(e.Time).Abs() <= 10*time.Minute {
+					dup = true
+					break
+				}
+			}
+			if dup {
+				continue
+			}
+		}
+		out = append(out, e)
+	}
+	return out
 }
