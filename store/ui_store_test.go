@@ -1,0 +1,235 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/store/storetest"
+)
+
+// TestSamplesPageMatchesSnapshot runs the same sample-table queries
+// against Postgres (SamplesPage) and against a frozen copy in memory
+// (Snapshot.SamplesPage): filters, slowness, order and paging must agree,
+// or a resolved incident's page would show other samples than it did.
+func TestSamplesPageMatchesSnapshot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	base := time.Date(2026, 10, 6, 23, 50, 0, 0, time.UTC)
+	in := testSamples(base, 0, 900)
+	for i := range in {
+		if i%5 == 0 {
+			in[i].StagesMs[correlate.StageQueue] = float64(i % 37) // some rows have a queue time, the rest NaN
+		}
+	}
+	if _, _, err := st.InsertSamples(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	sn := &store.Snapshot{FrozenSamples: in}
+	w := func(q store.SampleQuery) store.SampleQuery {
+		q.From, q.To = base.Add(time.Minute), base.Add(14*time.Minute)
+		return q
+	}
+	slow := map[string]float64{"a": 300, "b": 500}
+	queries := []store.SampleQuery{
+		w(store.SampleQuery{}),
+		w(store.SampleQuery{Slow: true, SlowMs: slow, DefaultSlowMs: 100, Desc: true}),
+		w(store.SampleQuery{NotSlow: true, SlowMs: slow, Sort: "time", Limit: 40, Offset: 40}),
+		w(store.SampleQuery{Scope: correlate.Scope{Model: "b", Replica: "rep-1"}, Sort: "exec", Desc: true, Limit: 7}),
+		w(store.SampleQuery{Sort: "queue", Desc: true, Limit: 30, Offset: 150}), // crosses from values into NaN/NULLs
+		w(store.SampleQuery{Sort: "queue", Limit: 30}),
+		w(store.SampleQuery{BatchMin: 5, BatchMax: 8, Status: "ok", Entry: "/e", Slow: true, SlowMs: map[string]float64{}, DefaultSlowMs: 400}),
+		w(store.SampleQuery{Scope: correlate.Scope{Tenant: "nobody"}}),
+	}
+	for i, q := range queries {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			db, err := st.SamplesPage(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mem, _ := sn.SamplesPage(ctx, q)
+			if db.Total != mem.Total || len(db.Samples) != len(mem.Samples) {
+				t.Fatalf("Postgres: %d total, %d rows; snapshot: %d total, %d rows", db.Total, len(db.Samples), mem.Total, len(mem.Samples))
+			}
+			for j := range db.Samples {
+				if db.Samples[j].RequestID != mem.Samples[j].RequestID {
+					t.Fatalf("row %d: Postgres %s, snapshot %s", j, db.Samples[j].RequestID, mem.Samples[j].RequestID)
+				}
+			}
+		})
+	}
+	x, err := st.SampleByID(ctx, base.Add(10*time.Second), base.Add(11*time.Second), "r-000010")
+	if err != nil || x.RequestID != "r-000010" {
+		t.Fatalf("SampleByID: %v %v", x.RequestID, err)
+	}
+	if _, err := st.SampleByID(ctx, base, base.Add(time.Second), "r-000010"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("outside the window: %v", err)
+	}
+	tenants, err := st.SampleTenants(ctx, base, base.Add(time.Hour))
+	if err != nil || !reflect.DeepEqual(tenants, []string{"t"}) {
+		t.Fatalf("tenants %v %v", tenants, err)
+	}
+}
+
+func TestSnapshotRoundTripAndQueries(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	base := time.Date(2026, 10, 6, 7, 0, 0, 0, time.UTC)
+	inc, err := st.CreateIncident(ctx, store.NewIncident{Title: "x", Start: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := correlate.Curve{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel, Scope: correlate.Scope{Model: "m"}}
+	for i := 0; i < 40; i++ {
+		c.Points = append(c.Points, correlate.Point{T: base.Add(time.Duration(i) * 15 * time.Second).UnixMilli(), V: float64(i)})
+	}
+	node := correlate.Curve{Role: correlate.RoleNodeCPU, Level: correlate.LevelNode, Scope: correlate.Scope{Node: "n1"}, Points: c.Points}
+	end := base.Add(time.Minute)
+	sn := store.Snapshot{IncidentID: inc.ID, CreatedAt: base.Add(time.Hour),
+		FrozenCurves: []correlate.Curve{node, c},
+		FrozenEvents: []correlate.Event{{ID: "e2", Kind: correlate.KindDeploy, Time: base.Add(time.Minute), Scope: correlate.Scope{Model: "m"}},
+			{ID: "e1", Kind: correlate.KindNodeFault, Time: base, EndTime: &end, Scope: correlate.Scope{Node: "n2"}}},
+		FrozenSamples: testSamples(base, 0, 10),
+		Analysis:      json.RawMessage(`{"p99_before_ms":1}`)}
+	if err := st.SaveSnapshot(ctx, sn); err != nil {
+		t.Fatal(err)
+	}
+	at, ok, err := st.SnapshotTime(ctx, inc.ID)
+	if err != nil || !ok || !at.Equal(sn.CreatedAt) {
+		t.Fatalf("SnapshotTime %v %v %v", at, ok, err)
+	}
+	got, err := st.LoadSnapshot(ctx, inc.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.FrozenCurves) != 2 || len(got.FrozenEvents) != 2 || len(got.FrozenSamples) != 10 || string(got.Analysis) != `{"p99_before_ms":1}` {
+		t.Fatalf("round trip: %d curves, %d events, %d samples, analysis %s", len(got.FrozenCurves), len(got.FrozenEvents), len(got.FrozenSamples), got.Analysis)
+	}
+	if !math.IsNaN(got.FrozenSamples[3].StagesMs[correlate.StageQueue]) || got.FrozenSamples[3].StagesMs[correlate.StageExec] != 1.5 {
+		t.Fatalf("stages after the round trip: %v", got.FrozenSamples[3].StagesMs)
+	}
+	// Curves: filter, window, order, max-preserving downsampling.
+	cs, _ := got.Curves(ctx, store.CurveFilter{From: base, To: base.Add(5 * time.Minute), Step: time.Minute,
+		MaxRoles: []correlate.Role{correlate.RoleLatencyP99}})
+	if len(cs) != 2 || cs[0].Role != correlate.RoleLatencyP99 || len(cs[0].Points) != 5 || cs[0].Points[0].V != 3 {
+		t.Fatalf("downsampled: %+v", cs)
+	}
+	if cs[1].Points[0].V != 1.5 {
+		t.Fatalf("mean of the node curve's first minute: %v", cs[1].Points[0].V)
+	}
+	cs, _ = got.Curves(ctx, store.CurveFilter{From: base, To: base.Add(time.Hour), Nodes: []string{"n1"}})
+	if len(cs) != 1 || cs[0].Scope.Node != "n1" {
+		t.Fatalf("node filter: %+v", cs)
+	}
+	// Events: a set scope field matches events with it or without it.
+	evs, _ := got.Events(ctx, store.EventFilter{From: base, To: base.Add(time.Hour), Scope: correlate.Scope{Model: "m"}})
+	if len(evs) != 2 || evs[0].ID != "e1" {
+		t.Fatalf("events: %+v", evs)
+	}
+	evs, _ = got.Events(ctx, store.EventFilter{From: base, To: base.Add(time.Hour), Scope: correlate.Scope{Node: "n1"}})
+	if len(evs) != 1 || evs[0].ID != "e2" {
+		t.Fatalf("events on n1: %+v", evs)
+	}
+	// Saving again replaces it; an unknown incident is not found.
+	sn.FrozenSamples = nil
+	if err := st.SaveSnapshot(ctx, sn); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.LoadSnapshot(ctx, inc.ID); len(got.FrozenSamples) != 0 {
+		t.Fatal("second save did not replace the snapshot")
+	}
+	if err := st.SaveSnapshot(ctx, store.Snapshot{IncidentID: 999}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("unknown incident: %v", err)
+	}
+	if _, ok, _ := st.SnapshotTime(ctx, 999); ok {
+		t.Fatal("snapshot of an unknown incident")
+	}
+}
+
+func TestShareTokens(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	inc, err := st.CreateIncident(ctx, store.NewIncident{Title: "x", Start: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok, _ := st.ShareToken(ctx, inc.ID); tok != "" {
+		t.Fatal("a new incident is shared")
+	}
+	a, err := st.ShareIncident(ctx, inc.ID)
+	if err != nil || len(a) != 32 {
+		t.Fatalf("share: %q %v", a, err)
+	}
+	if b, _ := st.ShareIncident(ctx, inc.ID); b != a {
+		t.Fatal("sharing twice made a new token")
+	}
+	if id, err := st.SharedIncident(ctx, a); err != nil || id != inc.ID {
+		t.Fatalf("lookup: %d %v", id, err)
+	}
+	for _, bad := range []string{"", "short", a[:31] + "x"} {
+		if _, err := st.SharedIncident(ctx, bad); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("token %q: %v", bad, err)
+		}
+	}
+	if err := st.RevokeShare(ctx, inc.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SharedIncident(ctx, a); !errors.Is(err, store.ErrNotFound) {
+		t.Fatal("revoked token still opens the incident")
+	}
+	if c, _ := st.ShareIncident(ctx, inc.ID); c == a {
+		t.Fatal("re-sharing after a revoke reused the old token")
+	}
+	if _, err := st.ShareIncident(ctx, 999); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("unknown incident: %v", err)
+	}
+}
+
+func TestSessions(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	_, tok, err := st.CreateToken(ctx, "ops", store.ScopeWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec, se, err := st.CreateSession(ctx, "ops", store.ScopeWrite, &tok.ID, time.Hour, now)
+	if err != nil || se.CSRF == "" || len(sec) < 40 {
+		t.Fatalf("create: %v %+v", err, se)
+	}
+	got, err := st.LookupSession(ctx, sec, now.Add(time.Minute))
+	if err != nil || got.User != "ops" || got.Scope != store.ScopeWrite || got.CSRF != se.CSRF {
+		t.Fatalf("lookup: %+v %v", got, err)
+	}
+	if _, err := st.LookupSession(ctx, sec, now.Add(2*time.Hour)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("expired session: %v", err)
+	}
+	if _, err := st.LookupSession(ctx, sec+"x", now); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("wrong secret: %v", err)
+	}
+	// Proxy sessions have no token.
+	psec, _, err := st.CreateSession(ctx, "proxy:alice", store.ScopeWrite, nil, time.Hour, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.LookupSession(ctx, psec, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.DeleteSession(ctx, sec, now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.LookupSession(ctx, sec, now); !errors.Is(err, store.ErrNotFound) {
+		t.Fatal("deleted session still valid")
+	}
+}
