@@ -158,3 +158,20 @@ func TestSpikesAPI(t *testing.T) {
 		t.Errorf("query without Prometheus: %d %s", r.status, r.body)
 	}
 }
+
+func TestTimelineHasSpikes(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	e.writeSpikeCurves()
+	q := url.Values{"from": {curveT0.Add(time.Hour).Format(time.RFC3339)}, "to": {curveT0.Add(2 * time.Hour).Format(time.RFC3339)}}
+	var tl struct {
+		Curves []correlate.Curve
+		Spikes []correlate.Spike
+	}
+	if r := e.get("/api/v1/timeline?"+q.Encode(), &tl); r.status != http.StatusOK {
+		t.Fatalf("timeline: %d %s", r.status, r.body)
+	}
+	if len(tl.Curves) != 2 || len(tl.Spikes) != 1 || tl.Spikes[0].Scope.Model != "chat" {
+		t.Fatalf("timeline has %d curves and spikes %+v, want 2 and chat's spike", len(tl.Curves), tl.Spikes)
+	}
+}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -19,11 +20,10 @@ func queryTime(c echo.Context, name string, def time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
 		return t.UTC(), nil
 	}
-	if f, err := strconv.ParseFloat(v, 64); err == nil {
-		sec := int64(f)
-		return time.Unix(sec, int64((f-float64(sec))*1e9)).UTC(), nil
+	if f, err := strconv.ParseFloat(v, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
+		return time.UnixMilli(int64(f * 1000)).UTC(), nil
 	}
-	return time.Time{}, badInput(name, "cannot parse %q as an RFC 3339 time or Unix seconds", v)
+	return time.Time{}, badInput(name, "cannot parse %q to a valid timestamp (RFC 3339 or Unix seconds)", v)
 }
 
 // queryDuration reads a duration parameter ("15s", "1m" or plain seconds).
@@ -56,7 +56,7 @@ func queryRange(c echo.Context, defFrom, defTo time.Time, max time.Duration) (fr
 	case to.IsZero():
 		err = badInput("to", "required: an RFC 3339 time or Unix seconds")
 	case !from.Before(to):
-		err = badInput("to", "end time %s must be after start time %s", to.Format(time.RFC3339), from.Format(time.RFC3339))
+		err = badInput("to", "end timestamp must be after start timestamp (from=%s, to=%s)", from.Format(time.RFC3339), to.Format(time.RFC3339))
 	case max > 0 && to.Sub(from) > max:
 		err = badInput("from", "window of %s exceeds the maximum of %s; narrow from/to", to.Sub(from), max)
 	}

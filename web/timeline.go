@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"math"
 	"net/http"
 	"sort"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/diagnose"
 	"github.com/waterline-dev/waterline/store"
 )
 
@@ -45,8 +45,8 @@ var timelineLevels = []correlate.Level{correlate.LevelFleet, correlate.LevelMode
 
 // timelineView is the answer of GET /api/v1/timeline: curves sorted by
 // role and scope, all on one grid of Step-wide buckets (each point at its
-// bucket's start), the events of the window, and spikes (filled by the
-// detector once it lands; always a list).
+// bucket's start), the events of the window, and the latency spikes whose
+// onset lies in it (always a list).
 type timelineView struct {
 	From        time.Time         `json:"from"`
 	To          time.Time         `json:"to"`
@@ -68,7 +68,7 @@ type timelineView struct {
 // model's curves.
 func (s *Server) handleTimelineGet(c echo.Context) error {
 	ctx := c.Request().Context()
-	from, to, err := timelineWindow(c)
+	from, to, err := queryRange(c, time.Time{}, time.Time{}, 0)
 	if err != nil {
 		return err
 	}
@@ -92,6 +92,15 @@ func (s *Server) handleTimelineGet(c echo.Context) error {
 		Levels: levels, ExplicitLevels: explicitLevels, Scope: scope})
 	if err != nil {
 		return err
+	}
+	// Latency spikes of the models in view, judged on the full-resolution
+	// curves (the downsampled ones would blur onsets).
+	spikes, err := diagnose.Spikes(ctx, s.store, diagnose.SpikeQuery{From: from, To: to, Scope: correlate.Scope{Model: scope.Model}}, s.slo)
+	if err != nil {
+		return err
+	}
+	if spikes != nil {
+		v.Spikes = spikes
 	}
 	return c.JSON(http.StatusOK, v)
 }
@@ -183,35 +192,6 @@ func (s *Server) timeline(ctx context.Context, src timelineSource, q timelineQue
 	}
 	return timelineView{From: from, To: to, StepSeconds: step.Seconds(), Scope: scope,
 		Curves: curves, Events: events, Spikes: []correlate.Spike{}}, nil
-}
-
-// timelineWindow reads from and to (RFC 3339 or Unix seconds, both
-// required, from before to).
-func timelineWindow(c echo.Context) (from, to time.Time, err error) {
-	if from, err = timelineTime(c, "from"); err != nil {
-		return
-	}
-	if to, err = timelineTime(c, "to"); err != nil {
-		return
-	}
-	if !from.Before(to) {
-		err = badInput("to", "end timestamp must be after start timestamp (from=%s, to=%s)", from.Format(time.RFC3339), to.Format(time.RFC3339))
-	}
-	return
-}
-
-func timelineTime(c echo.Context, name string) (time.Time, error) {
-	v := strings.TrimSpace(c.QueryParam(name))
-	if v == "" {
-		return time.Time{}, badInput(name, "required: an RFC 3339 time or Unix seconds")
-	}
-	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-		return t.UTC(), nil
-	}
-	if f, err := strconv.ParseFloat(v, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
-		return time.UnixMilli(int64(f * 1000)).UTC(), nil
-	}
-	return time.Time{}, badInput(name, "cannot parse %q to a valid timestamp", v)
 }
 
 // timelineStep reads step (a duration or seconds), by default the window
