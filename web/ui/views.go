@@ -5,7 +5,7 @@
 // package loads data, calls a builder, and renders the component.
 package ui
 
-//go:generate go tool templ generate
+//go:generate go tool templ generate -path ../..
 
 import (
 	"math"
