@@ -51,9 +51,12 @@ var listening = regexp.MustCompile(`listening on (http://\S+)`)
 
 // startServe migrates the database at dbURL, creates a write token and
 // runs serve on a free port until the test ends (or stop is called).
-func startServe(t *testing.T, dbURL string) *server {
+func startServe(t *testing.T, dbURL string, extraEnv ...string) *server {
 	t.Helper()
 	env := map[string]string{"DATABASE_URL": dbURL, "WATERLINE_ADDR": "127.0.0.1:0", "WATERLINE_PULL_INTERVAL": "0"}
+	for i := 0; i+1 < len(extraEnv); i += 2 {
+		env[extraEnv[i]] = extraEnv[i+1]
+	}
 	ctx := context.Background()
 	var tok bytes.Buffer
 	if err := run(ctx, []string{"token", "create", "--name", "e2e", "--scope", "write"}, envMap(env), &tok, io.Discard); err != nil {

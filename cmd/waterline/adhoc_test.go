@@ -1,0 +1,69 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waterline-dev/waterline/internal/promtest"
+	"github.com/waterline-dev/waterline/store/storetest"
+)
+
+// TestSpikesOnAdHocPromQL: GET /api/v1/spikes?query= evaluates PromQL in a
+// real Prometheus and finds the spike in its result; PromQL that
+// Prometheus rejects is the client's mistake (400 naming the query).
+func TestSpikesOnAdHocPromQL(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
+	var om strings.Builder
+	om.WriteString("# HELP gateway_p99_ms Gateway P99.\n# TYPE gateway_p99_ms gauge\n")
+	for i := 0; i < 480; i++ { // 2 h at 15 s; ×3 from 07:40 to 07:50
+		v := 100 + float64(i%7)
+		if i >= 400 && i < 440 {
+			v *= 3
+		}
+		fmt.Fprintf(&om, "gateway_p99_ms{route=\"/v1/chat\"} %g %d\n", v, start.Add(time.Duration(i)*15*time.Second).Unix())
+	}
+	om.WriteString("# EOF\n")
+	prom := promtest.Run(t, strings.NewReader(om.String()))
+	srv := startServe(t, storetest.NewDatabase(t), "PROMETHEUS_URL", prom.URL)
+
+	get := func(q url.Values) (int, map[string]any) {
+		req, _ := http.NewRequest("GET", srv.base+"/api/v1/spikes?"+q.Encode(), nil)
+		req.Header.Set("Authorization", "Bearer "+srv.token)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		raw, _ := io.ReadAll(res.Body)
+		var v map[string]any
+		_ = json.Unmarshal(raw, &v)
+		return res.StatusCode, v
+	}
+	q := url.Values{"from": {start.Add(time.Hour).Format(time.RFC3339)}, "to": {start.Add(2 * time.Hour).Format(time.RFC3339)},
+		"query": {`gateway_p99_ms`}}
+	code, body := get(q)
+	spikes, _ := body["spikes"].([]any)
+	if code != http.StatusOK || len(spikes) != 1 {
+		t.Fatalf("ad-hoc spikes: %d %v", code, body)
+	}
+	sp := spikes[0].(map[string]any)
+	if sp["onset"] != "2026-03-02T07:40:00Z" || !strings.Contains(fmt.Sprint(sp["series"]), `route="/v1/chat"`) {
+		t.Errorf("spike %v", sp)
+	}
+	q.Set("query", "rate(gateway_p99_ms[5m]")
+	if code, body = get(q); code != http.StatusBadRequest || body["field"] != "query" {
+		t.Errorf("bad PromQL: %d %v, want 400 naming the query", code, body)
+	}
+	q.Set("query", "gateway_p99_ms")
+	q.Set("step", "0.1s")
+	if code, body = get(q); code != http.StatusBadRequest || body["field"] != "step" {
+		t.Errorf("too many points: %d %v, want 400 naming the step", code, body)
+	}
+}
