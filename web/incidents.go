@@ -32,19 +32,26 @@ type incidentView struct {
 }
 
 func (s *Server) incidentView(in store.Incident) incidentView {
+	return newIncidentView(in, s.cfg.PublicURL)
+}
+
+// newIncidentView builds the summary; outbound webhooks send the same one.
+func newIncidentView(in store.Incident, publicURL string) incidentView {
 	st := in.AnalysisStatus
 	if st == "" {
 		st = "none"
 	}
 	return incidentView{
 		ID: in.ID, Title: in.Title, Status: in.Status, Source: in.Source, StartedAt: in.Start, EndedAt: in.End,
-		ResolvedAt: in.ResolvedAt, Scope: in.Scope, TopCause: in.TopCause, AnalysisStatus: st, URL: s.incidentURL(in.ID),
+		ResolvedAt: in.ResolvedAt, Scope: in.Scope, TopCause: in.TopCause, AnalysisStatus: st, URL: incidentURL(publicURL, in.ID),
 	}
 }
 
 // incidentURL is the incident's permalink.
-func (s *Server) incidentURL(id int64) string {
-	return s.cfg.PublicURL + "/incidents/" + strconv.FormatInt(id, 10)
+func (s *Server) incidentURL(id int64) string { return incidentURL(s.cfg.PublicURL, id) }
+
+func incidentURL(publicURL string, id int64) string {
+	return publicURL + "/incidents/" + strconv.FormatInt(id, 10)
 }
 
 // incidentChanged tells the analysis worker (if any) that an incident was

@@ -31,6 +31,11 @@ func (s *Server) routes(e *echo.Echo) {
 	api.POST("/incidents/:id/resolve", s.handleIncidentsResolve, write)
 	api.GET("/incidents/:id/analysis", s.handleAnalysisGet, read)
 	api.GET("/spikes", s.handleSpikesList, read)
+	admin := s.requireScope(store.ScopeAdmin)
+	api.POST("/webhooks", s.handleWebhooksCreate, admin)
+	api.GET("/webhooks", s.handleWebhooksList, admin)
+	api.DELETE("/webhooks/:id", s.handleWebhooksDelete, admin)
+	api.GET("/webhooks/:id/deliveries", s.handleWebhookDeliveries, admin)
 
 	// UI (htmx + templ). Pages need a browser session (or a trusted auth
 	// proxy user); changes need write scope and a CSRF token. Share links

@@ -15,9 +15,10 @@ import (
 
 // newDiagnosis builds the analysis worker and, unless
 // WATERLINE_DETECT_INTERVAL is 0, the background spike detector, which
-// queues the incidents it opens for analysis.
-func newDiagnosis(c config, st *store.Store, slo diagnose.SLOFunc, log *slog.Logger) (*diagnose.Analyzer, *diagnose.Detector) {
-	analyzer := diagnose.NewAnalyzer(st, diagnose.AnalyzerOptions{SLO: slo, Log: log})
+// queues the incidents it opens for analysis. New analyses and the
+// detector's incidents are announced to the webhooks.
+func newDiagnosis(c config, st *store.Store, slo diagnose.SLOFunc, log *slog.Logger, hooks *webhooks) (*diagnose.Analyzer, *diagnose.Detector) {
+	analyzer := diagnose.NewAnalyzer(st, diagnose.AnalyzerOptions{SLO: slo, Log: log, OnReady: hooks.notifier.AnalysisReady})
 	if c.DetectInterval == 0 {
 		return analyzer, nil
 	}
@@ -28,7 +29,7 @@ func newDiagnosis(c config, st *store.Store, slo diagnose.SLOFunc, log *slog.Log
 		MinSeverity:   c.DetectMinSev,
 		SLO:           slo,
 		Log:           log,
-		OnIncident:    analyzer.Enqueue,
+		OnIncident:    func(id int64) { analyzer.Enqueue(id); hooks.incidentChanged(id) },
 	})
 	return analyzer, detector
 }

@@ -48,7 +48,8 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	analyzer, detector := newDiagnosis(c, st, pullCfg.SLOFor, log)
+	hooks := newWebhooks(c, st, log)
+	analyzer, detector := newDiagnosis(c, st, pullCfg.SLOFor, log, hooks)
 	srv := web.NewServer(web.Config{
 		PublicURL:       c.PublicURL,
 		IngestMaxBytes:  c.IngestMaxBytes,
@@ -65,7 +66,7 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 		Gatherer: reg,
 		Ready:    func(ctx context.Context) error { return ready(ctx, pool) },
 
-		OnIncidentChanged: analyzer.Enqueue,
+		OnIncidentChanged: func(id int64) { analyzer.Enqueue(id); hooks.incidentChanged(id) },
 		SLO:               pullCfg.SLOFor,
 		QueryRange:        adhocQuery(puller),
 	})
@@ -82,6 +83,7 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 	}
 	go maintainLoop(bg, st, c, log)
 	go analyzer.Run(bg)
+	hooks.run(bg)
 	if detector != nil {
 		go detector.Run(bg)
 	}
@@ -104,6 +106,7 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	stopBG()
+	hooks.wait() // a webhook being sent is finished and recorded, not sent again later
 	return nil
 }
 
