@@ -199,4 +199,3 @@ func clip(s string, n int) string {
 	}
 	return s[:cut] + "…"
 }
-
