@@ -82,16 +82,18 @@ func (s *Store) SamplesPage(ctx context.Context, q SampleQuery) (SamplePage, err
 	if q.Desc {
 		dir = "DESC"
 	}
+	// The thresholds join as a tiny VALUES-like table (one row per model)
+	// rather than a subquery evaluated per sample.
+	from := `samples LEFT JOIN unnest($13::text[], $14::float8[]) AS thr(m, ms) ON thr.m = samples.model`
 	where := `time >= $1 AND time < $2
 		  AND ($3 = '' OR model = $3) AND ($4 = '' OR version = $4) AND ($5 = '' OR tenant = $5)
 		  AND ($6 = '' OR replica = $6) AND ($7 = '' OR node = $7) AND ($8 = '' OR entry = $8) AND ($9 = '' OR status = $9)
 		  AND ($10 = 0 OR batch_size BETWEEN $11 AND $10)
-		  AND ($12 = 0 OR (($12 = 1) = (total_ms >= COALESCE(
-		        (SELECT u.ms FROM unnest($13::text[], $14::float8[]) u(m, ms) WHERE u.m = samples.model), $15::float8))))`
+		  AND ($12 = 0 OR (($12 = 1) = (total_ms >= COALESCE(thr.ms, $15::float8))))`
 	args := []any{q.From, q.To, q.Scope.Model, q.Scope.Version, q.Scope.Tenant, q.Scope.Replica, q.Scope.Node,
 		q.Entry, q.Status, q.BatchMax, q.BatchMin, slow, models, ms, q.DefaultSlowMs}
 	var page SamplePage
-	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM samples WHERE `+where, args...).Scan(&page.Total); err != nil {
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM `+from+` WHERE `+where, args...).Scan(&page.Total); err != nil {
 		return SamplePage{}, wrap("samples page", err)
 	}
 	if page.Total == 0 {
@@ -105,7 +107,7 @@ func (s *Store) SamplesPage(ctx context.Context, q SampleQuery) (SamplePage, err
 	rows, err := s.db.Query(ctx, `
 		SELECT time, request_id, model, version, tenant, replica, node, entry, batch_size, status, total_ms,
 		       gateway_ms, auth_ms, route_ms, queue_ms, batch_wait_ms, exec_ms, postprocess_ms, downstream_ms, sample_rate
-		FROM samples WHERE `+where+`
+		FROM `+from+` WHERE `+where+`
 		ORDER BY `+col+` `+dir+` NULLS LAST, time, request_id
 		LIMIT `+itoa(q.limit())+` OFFSET `+itoa(max(q.Offset, 0)),
 		append([]any{formats}, args...)...)

@@ -66,8 +66,9 @@ type Server struct {
 	tokens  tokenCache
 	echo    *echo.Echo
 
-	sessions sessionCache // UI sessions (ui_auth.go)
-	views    viewCache    // decoded analyses and snapshots (ui_data.go)
+	sessions sessionCache  // UI sessions (ui_auth.go)
+	views    viewCache     // decoded analyses and snapshots (ui_data.go)
+	viewData viewDataCache // timeline and sample pages, briefly (ui_cache.go)
 
 	onIncidentChanged func(id int64)
 	ingestSlots       chan struct{} // one token per sample ingest in progress

@@ -3,7 +3,9 @@ package web
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -100,19 +102,9 @@ func (s *Server) filtered(ctx context.Context, d *incidentData, st ui.State) (ui
 	step := uiStep(from, to)
 	scope := st.Scope
 	scope.Tenant = "" // curves have no tenant
-	tv, err := s.timeline(ctx, d.src, timelineQuery{From: from, To: to, Step: step, Scope: scope})
+	tv, curves, err := s.timelineData(ctx, d, from, to, step, scope)
 	if err != nil {
 		return ui.Filtered{}, err
-	}
-	curves := tv.Curves
-	if scope.Replica == "" && scope.Node == "" {
-		// GPU memory is exported per pod only: total it per node.
-		reps, err := d.src.Curves(ctx, store.CurveFilter{From: from, To: to.Add(time.Nanosecond), Step: step,
-			Roles: []correlate.Role{correlate.RoleGPUMemUsed}, Levels: []correlate.Level{correlate.LevelReplica}, Scope: scope})
-		if err != nil {
-			return ui.Filtered{}, err
-		}
-		curves = append(curves, ui.NodeTotals(reps, correlate.RoleGPUMemUsed)...)
 	}
 	in := ui.TimelineInput{From: from, To: to, Step: step, Curves: curves, Events: tv.Events, Filter: st.Scope,
 		State: st, Target: "#filtered"}
@@ -136,6 +128,52 @@ func (s *Server) filtered(ctx context.Context, d *incidentData, st ui.State) (ui
 		return ui.Filtered{}, err
 	}
 	return f, nil
+}
+
+// timelineData loads (through the short-lived cache) the timeline of a
+// window: curves and events as the API's timeline selects them, plus GPU
+// memory totalled per node (it is exported per pod only).
+func (s *Server) timelineData(ctx context.Context, d *incidentData, from, to time.Time, step time.Duration,
+	scope correlate.Scope) (timelineView, []correlate.Curve, error) {
+	type result struct {
+		tv     timelineView
+		curves []correlate.Curve
+	}
+	src, ttl := d.sourceKey()
+	key := fmt.Sprintf("tl|%s|%d|%d|%d|%s", src, from.UnixMilli(), to.UnixMilli(), step, scope)
+	v, err := s.viewData.get(ctx, key, ttl, func(ctx context.Context) (any, error) {
+		tv, err := s.timeline(ctx, d.src, timelineQuery{From: from, To: to, Step: step, Scope: scope})
+		if err != nil {
+			return nil, err
+		}
+		curves := tv.Curves
+		if scope.Replica == "" && scope.Node == "" {
+			reps, err := d.src.Curves(ctx, store.CurveFilter{From: from, To: to.Add(time.Nanosecond), Step: step,
+				Roles: []correlate.Role{correlate.RoleGPUMemUsed}, Levels: []correlate.Level{correlate.LevelReplica}, Scope: scope})
+			if err != nil {
+				return nil, err
+			}
+			curves = append(slices.Clip(curves), ui.NodeTotals(reps, correlate.RoleGPUMemUsed)...)
+		}
+		return result{tv, curves}, nil
+	})
+	if err != nil {
+		return timelineView{}, nil, err
+	}
+	r := v.(result)
+	return r.tv, r.curves, nil
+}
+
+// samplesPage loads a page of samples through the short-lived cache.
+func (s *Server) samplesPage(ctx context.Context, d *incidentData, q store.SampleQuery) (store.SamplePage, error) {
+	src, ttl := d.sourceKey()
+	v, err := s.viewData.get(ctx, fmt.Sprintf("sp|%s|%+v", src, q), ttl, func(ctx context.Context) (any, error) {
+		return d.src.SamplesPage(ctx, q)
+	})
+	if err != nil {
+		return store.SamplePage{}, err
+	}
+	return v.(store.SamplePage), nil
 }
 
 // sampleQuery is the sample table's query for a state: the during window
@@ -165,14 +203,14 @@ func (s *Server) sampleQuery(d *incidentData, st ui.State) store.SampleQuery {
 
 func (s *Server) sampleTable(ctx context.Context, d *incidentData, st ui.State) (ui.SampleTable, error) {
 	q := s.sampleQuery(d, st)
-	page, err := d.src.SamplesPage(ctx, q)
+	page, err := s.samplesPage(ctx, d, q)
 	if err != nil {
 		return ui.SampleTable{}, err
 	}
 	windowTotal := page.Total
 	if page.Total == 0 {
 		// Empty: tell "nothing was ever sent" from "nothing matches".
-		all, err := d.src.SamplesPage(ctx, store.SampleQuery{From: q.From, To: q.To, Limit: 1})
+		all, err := s.samplesPage(ctx, d, store.SampleQuery{From: q.From, To: q.To, Limit: 1})
 		if err != nil {
 			return ui.SampleTable{}, err
 		}

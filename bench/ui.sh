@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Incident page speed: replays a bundle through the real stack (Postgres,
+# Prometheus, pull, analysis; the shared 01-release when present, else a
+# simulated release), then loads the incident page with wrk on loopback —
+# 50 connections for DURATION (default 10s), signed in — and prints the
+# latency percentiles (p50/p95/p99) and the bytes of one page, plain and
+# gzip. wrk and the server share the machine's cores, so on a small box
+# the figures are upper bounds and noisy: run it more than once.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v wrk >/dev/null || { echo "ui.sh: wrk not found (apt-get install -y wrk)" >&2; exit 1; }
+dur=${DURATION:-10s}
+conns=${CONNECTIONS:-50}
+dir=$(mktemp -d)
+trap 'touch "$dir/stop"; wait; rm -rf "$dir"' EXIT
+WATERLINE_UI_BENCH_DIR=$dir go test -run '^TestUIServe$' -count=1 -timeout 30m -v ./bench >"$dir/log" 2>&1 &
+for _ in $(seq 1 600); do
+	[ -s "$dir/url" ] && break
+	if ! kill -0 $! 2>/dev/null; then cat "$dir/log" >&2; exit 1; fi
+	sleep 0.5
+done
+[ -s "$dir/url" ] || { cat "$dir/log" >&2; echo "ui.sh: the stack did not come up" >&2; exit 1; }
+url=$(cat "$dir/url"); cookie=$(cat "$dir/cookie"); share=$(cat "$dir/share")
+echo "bundle $(cat "$dir/bundle"): $url"
+cat >"$dir/pct.lua" <<'LUA'
+done = function(summary, latency, requests)
+	io.write(string.format("p50 %.1f ms  p95 %.1f ms  p99 %.1f ms  max %.1f ms  (%d requests, %d errors)\n",
+		latency:percentile(50) / 1000, latency:percentile(95) / 1000, latency:percentile(99) / 1000, latency.max / 1000,
+		summary.requests, summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout))
+end
+LUA
+bytes() { curl -s -o /dev/null -w '%{size_download}' -H "Cookie: $cookie" "$@"; }
+echo "bytes per incident page: $(bytes "$url") plain, $(bytes -H 'Accept-Encoding: gzip' "$url") gzip"
+echo "bytes per filtered fragment: $(bytes -H 'HX-Request: true' -H 'HX-Target: filtered' "$url?page=2") plain"
+echo "bytes per share page (no cookie): $(curl -s -o /dev/null -w '%{size_download}' "$share") plain"
+curl -s -o /dev/null -H "Cookie: $cookie" "$url" # warm caches
+for enc in identity gzip; do
+	echo "incident page, $conns connections, $dur, Accept-Encoding: $enc"
+	wrk -t2 -c"$conns" -d"$dur" --latency -s "$dir/pct.lua" -H "Cookie: $cookie" -H "Accept-Encoding: $enc" "$url" |
+		grep -E 'Requests/sec|Transfer/sec|p50'
+done
