@@ -112,7 +112,7 @@ func (s *Server) loadIncident(ctx context.Context, id int64, live bool) (*incide
 	latest, err := s.store.LatestAnalysis(ctx, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		s.incidentChanged(id) // nothing computed yet: make sure it is queued
+		// Nothing computed yet; the page asks for it (freezing must not).
 	case err != nil:
 		return nil, err
 	default:

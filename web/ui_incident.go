@@ -39,6 +39,9 @@ func (s *Server) incidentPage(c echo.Context, id int64, base string, readOnly bo
 	if err != nil {
 		return err
 	}
+	if d.status == "" {
+		s.incidentChanged(id) // nothing computed yet: make sure it is queued
+	}
 	switch fragmentTarget(c.Request()) {
 	case "sample-table":
 		t, err := s.sampleTable(ctx, d, st)

@@ -364,6 +364,14 @@ func TestUIShareLink(t *testing.T) {
 	if r := anon.fragment(u.Path+"?sort=time", "sample-table"); r.status != 200 || r.testid("sample-row").Length() == 0 {
 		t.Errorf("share sample table fragment: %d", r.status)
 	}
+	share := anon.get(u.Path)
+	detail, _ := share.testid("sample-link").First().Attr("href")
+	if !strings.HasPrefix(detail, u.Path+"/samples/") {
+		t.Errorf("share page sample link %q", detail)
+	}
+	if r := anon.fragment(detail, "sample-detail"); r.status != 200 || r.testid("sample-detail-body").Length() == 0 {
+		t.Errorf("share sample detail: %d", r.status)
+	}
 	// Guessing fails; revoking kills the link.
 	if r := anon.get("/s/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"); r.status != http.StatusNotFound {
 		t.Errorf("guessed token: %d", r.status)
