@@ -168,6 +168,16 @@ func browserFlow(t *testing.T, b stacktest.Bundle) {
 	must(t, chromedp.Do(ctx, chromedp.NavigateBack(),
 		chromedp.Poll[chromedp.Void](`!location.search.includes('from=')`)), "back")
 
+	// The other pages, for people to look at.
+	must(t, chromedp.Do(ctx, chromedp.Navigate(s.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=open-incidents]`))), "home")
+	shot("home")
+	explore := fmt.Sprintf("%s/explore?from=%s&to=%s", s.URL, b.Start.Format(time.RFC3339), b.End.Format(time.RFC3339))
+	must(t, chromedp.Do(ctx, chromedp.Navigate(explore), chromedp.WaitVisible(chromedp.CSS(`[data-testid=timeline]`))), "explore")
+	if n := evalString(t, ctx, `String(document.querySelectorAll('[data-testid=lane-latency] path').length)`); n == "0" {
+		t.Error("the explorer shows no latency curve over the bundle's window")
+	}
+	shot("explore")
+
 	// Share: create the link, then open it with no cookie at all.
 	must(t, chromedp.Do(ctx,
 		chromedp.Navigate(page),
