@@ -16,6 +16,7 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/healthz", s.handleHealthz)
 	e.GET("/readyz", s.handleReadyz)
 	e.GET("/metrics", s.handleMetrics)
+	e.GET("/api/openapi.json", s.handleOpenAPI)
 
 	read := s.requireScope(store.ScopeRead)
 	write := s.requireScope(store.ScopeWrite)
