@@ -110,6 +110,7 @@ type recordReader struct {
 	maxLines int
 	maxBytes int64
 	started  bool
+	ended    bool // io.EOF was returned: later calls return it again
 	array    bool
 	dec      *json.Decoder // array mode
 	line     int           // NDJSON: physical line; array: element number
@@ -127,6 +128,19 @@ func newRecordReader(r io.Reader, maxLines int, maxBytes int64) *recordReader {
 // *inputError (400 bad framing, 413 too big or too many records) or a read
 // error of the connection.
 func (r *recordReader) next() ([]byte, int, error) {
+	// The store's slow path reads on after the COPY has seen the end; an
+	// array's end must not be consumed twice.
+	if r.ended {
+		return nil, 0, io.EOF
+	}
+	raw, line, err := r.read()
+	if errors.Is(err, io.EOF) {
+		r.ended = true
+	}
+	return raw, line, err
+}
+
+func (r *recordReader) read() ([]byte, int, error) {
 	if !r.started {
 		r.started = true
 		b, err := r.peekNonSpace()
