@@ -46,6 +46,7 @@ type demoAnalysis struct {
 type demoResult struct {
 	incidentID int64
 	url        string
+	shareURL   string // read-only, no sign-in
 	spike      *demoSpike
 	from, to   time.Time
 	analysis   demoAnalysis
@@ -119,6 +120,12 @@ func (d *demo) investigate(ctx context.Context, s *demoServer, fl *demoFleet) (d
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+	// A share link opens the page without signing in: the quickest look.
+	share, err := s.st.ShareIncident(ctx, inc.ID)
+	if err != nil {
+		return res, err
+	}
+	res.shareURL = s.public + "/s/" + share
 	top := "none"
 	if len(res.analysis.Causes) > 0 {
 		top = fmt.Sprintf("%s (%.2f)", res.analysis.Causes[0].Category, res.analysis.Causes[0].Score)
@@ -191,7 +198,8 @@ func maxTime(a, b time.Time) time.Time {
 func (d *demo) printSummary(s *demoServer, fl *demoFleet, r demoResult) {
 	w := d.stdout
 	fmt.Fprintf(w, "\nWaterline explained the simulated incident in %s.\n\n", seconds(d.p.elapsed()))
-	fmt.Fprintf(w, "  incident page:  %s\n\n", r.url)
+	fmt.Fprintf(w, "  incident page:  %s   (sign in with the admin token below)\n", r.url)
+	fmt.Fprintf(w, "  share link:     %s   (read-only, no sign-in)\n\n", r.shareURL)
 	for i, c := range r.analysis.Causes {
 		if i == 3 {
 			break

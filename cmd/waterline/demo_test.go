@@ -72,6 +72,7 @@ var (
 	reIncident = regexp.MustCompile(`incident page:\s+(http://\S+)`)
 	reToken    = regexp.MustCompile(`TOKEN=(wl_\w+)`)
 	reWL       = regexp.MustCompile(`export WL=(http://\S+)`)
+	reShare    = regexp.MustCompile(`share link:\s+(http://\S+)`)
 )
 
 // TestDemoEndToEnd runs the README's first command on a small fleet: it
@@ -132,6 +133,16 @@ func TestDemoEndToEnd(t *testing.T) {
 	getJSON(t, base+"/api/v1/incidents/"+m[1], token, &inc)
 	if inc.URL != page {
 		t.Fatalf("API url %q, printed %q", inc.URL, page)
+	}
+	// The share link shows the page without signing in.
+	share := d.wait(t, reShare, time.Second)
+	res, err := http.Get(share)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+		t.Fatalf("share link %s: %d %s", share, res.StatusCode, res.Header.Get("Content-Type"))
 	}
 	if !strings.Contains(d.stdout.String(), "ranked first") {
 		t.Fatalf("summary does not say the injected cause ranked first:\n%s", d.stdout)
