@@ -15,9 +15,10 @@ import (
 	"io/fs"
 )
 
-// FS holds the assets, served under /static/.
+// FS holds the assets, served under /static/. icon-16.png is the 16×16
+// icon Jira shows next to an incident's remote link (outbound webhooks).
 //
-//go:embed *.js *.css
+//go:embed *.js *.css *.png
 var FS embed.FS
 
 // HTMXVersion is the pinned htmx release in htmx.min.js.

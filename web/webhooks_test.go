@@ -324,6 +324,17 @@ func TestWebhookEventsAndFormats(t *testing.T) {
 		}
 	}
 
+	// The icon the links point at exists.
+	iconURL := jira[0].body["object"].(map[string]any)["icon"].(map[string]any)["url16x16"].(string)
+	res, err := http.Get(e.srv.URL + strings.TrimPrefix(iconURL, "http://waterline.test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "image/png" {
+		t.Errorf("jira icon %s: %d %s", iconURL, res.StatusCode, res.Header.Get("Content-Type"))
+	}
+
 	// ServiceNow Event Management record.
 	snow := rc.deliveries("/snow")
 	timeOfEvent := regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$`)
