@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -40,6 +41,11 @@ func TestUIServe(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	inc, err := s.Store.Incident(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("window", fmt.Sprintf("%d %d", inc.Start.Unix(), inc.End.Unix()))
 	write("cookie", cookie)
 	write("share", s.URL+"/s/"+share)
 	write("bundle", b.Name)

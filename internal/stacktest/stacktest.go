@@ -284,7 +284,7 @@ func (s *Stack) Post(t testing.TB, path, ctype string, body []byte, v any) {
 
 // Incident opens an incident over the window the shared replay uses
 // around the true onset (90 minutes before, 45 after, within the bundle)
-// and waits for its analysis; it returns the id.
+// and waits until the analysis worker has analysed it; it returns the id.
 func (s *Stack) Incident(t testing.TB, title string) int64 {
 	t.Helper()
 	from, to := s.Bundle.Start, s.Bundle.End
@@ -300,10 +300,22 @@ func (s *Stack) Incident(t testing.TB, title string) int64 {
 	body := fmt.Sprintf(`{"title":%q,"start":%q,"end":%q}`, title, from.Format(time.RFC3339), to.Format(time.RFC3339))
 	var inc struct{ ID int64 }
 	s.Post(t, "/api/v1/incidents", "application/json", []byte(body), &inc)
-	if _, err := s.Analyzer.Analyze(context.Background(), inc.ID, false); err != nil {
-		t.Fatalf("stacktest: analyse incident %d: %v", inc.ID, err)
+	// The analysis worker picks the new incident up (as in serve); calling
+	// Analyze here too would race it for the version number.
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		rec, err := s.Store.LatestAnalysis(context.Background(), inc.ID)
+		if err == nil && rec.Status == store.AnalysisReady {
+			return inc.ID
+		}
+		if err == nil && rec.Status == store.AnalysisFailed {
+			t.Fatalf("stacktest: analysis of incident %d failed: %s", inc.ID, rec.Error)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stacktest: analysis of incident %d not ready after 5 minutes", inc.ID)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return inc.ID
 }
 
 // TopCause returns the category of the newest ready analysis' first cause.
