@@ -3,6 +3,7 @@ package web_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"image/png"
 	"net/http"
 	"net/url"
@@ -454,5 +455,41 @@ func TestUISnapshotOutlivesRetention(t *testing.T) {
 	md := b.get(e.incidentPath() + "/export.md")
 	if !strings.Contains(md.body, "Capacity / traffic peak") {
 		t.Error("export after retention lost the analysis")
+	}
+}
+
+func TestUIPendingAndRecomputing(t *testing.T) {
+	e := newUIEnv(t)
+	b := e.browser()
+	b.login(e.read)
+	// A newer version is being computed: the page keeps showing the ready
+	// one and polls; the poll answers with the banner until it is done.
+	if _, err := e.st.StartAnalysis(context.Background(), e.id, "newer"); err != nil {
+		t.Fatal(err)
+	}
+	p := b.get(e.incidentPath())
+	p.mustHave(t, "recomputing page", "analysis-pending", "cause")
+	if !strings.Contains(p.testid("analysis-pending").Text(), "Recomputing") {
+		t.Errorf("banner %q", p.testid("analysis-pending").Text())
+	}
+	poll, _ := p.testid("analysis-pending").Attr("hx-get")
+	r := b.fragment(poll, "analysis-banner")
+	if r.status != 200 || r.header.Get("HX-Refresh") != "" || r.testid("analysis-pending").Length() == 0 || strings.Contains(r.body, "<html") {
+		t.Errorf("poll while pending: %d refresh %q %.200s", r.status, r.header.Get("HX-Refresh"), r.body)
+	}
+	// A new incident without any analysis: pending, queued for analysis.
+	before := len(e.incidentChanges())
+	var inc struct{ ID int64 }
+	res := e.post("/api/v1/incidents", "application/json", []byte(`{"title":"fresh","start":"2026-11-29T10:00:00Z"}`))
+	if err := json.Unmarshal(res.body, &inc); err != nil {
+		t.Fatal(err)
+	}
+	p = b.get("/incidents/" + strconv.FormatInt(inc.ID, 10))
+	p.mustHave(t, "pending page", "analysis-pending")
+	if p.testid("cause").Length() != 0 {
+		t.Error("causes shown without an analysis")
+	}
+	if len(e.incidentChanges()) < before+2 { // created, then queued by the page
+		t.Errorf("the page did not queue the missing analysis: %v", e.incidentChanges())
 	}
 }
