@@ -546,7 +546,7 @@ func stackedLane(spec laneSpec, lane Lane, cands []correlate.Curve, in TimelineI
 			D: areaPath(ts, layers[k], lower, in, ymax, spec.height)})
 	}
 	for _, c := range curves {
-		lane.Legend = append(lane.Legend, LegendItem{Class: "st" + strconv.Itoa(stageIndex(c.Stage)), Label: c.Stage})
+		lane.Legend = append(lane.Legend, LegendItem{Class: "stk st" + strconv.Itoa(stageIndex(c.Stage)), Label: c.Stage})
 	}
 	return lane
 }
