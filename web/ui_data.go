@@ -167,6 +167,9 @@ func (s *Server) loadIncident(ctx context.Context, id int64, live bool) (*incide
 // defaultWindow is the incident's window with context: half an hour
 // before the onset (or start), ten minutes after the end, never past now.
 func (d *incidentData) defaultWindow(now time.Time) (time.Time, time.Time) {
+	// An open incident's window ends now; on a scrape-step grid, so that
+	// requests within the same 15 s share cache entries.
+	now = now.Truncate(15 * time.Second)
 	start := d.inc.Start
 	if d.an != nil && d.an.Onset != nil && d.an.Onset.Before(start) {
 		start = *d.an.Onset
@@ -188,6 +191,7 @@ func (d *incidentData) defaultWindow(now time.Time) (time.Time, time.Time) {
 // duringWindow is what the sample table shows by default: from the onset
 // (or the start) to the end.
 func (d *incidentData) duringWindow(now time.Time) (time.Time, time.Time) {
+	now = now.Truncate(15 * time.Second)
 	from := d.inc.Start
 	if d.an != nil && d.an.Onset != nil {
 		from = *d.an.Onset
