@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -36,7 +37,7 @@ func checklist(a Analysis, f *facts) []ChecklistStep {
 			if d.Role == RoleLatencyP50 || d.Role == RoleLatencyP95 || d.Role == RoleLatencyP99 {
 				continue
 			}
-			tl = append(tl, fmt.Sprintf("%s moved the most among resource curves (%.1f IQRs).", describeCurve(d), d.Deviation))
+			tl = append(tl, fmt.Sprintf("%s moved the most among resource curves (%s).", describeCurve(d), iqrs(d.Deviation)))
 			break
 		}
 	}
@@ -82,4 +83,13 @@ func capitalize(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// iqrs formats a robust deviation; past 100 IQRs the exact figure says
+// nothing more than "far off its baseline".
+func iqrs(d float64) string {
+	if math.Abs(d) > 100 {
+		return "more than 100 IQRs"
+	}
+	return fmt.Sprintf("%.1f IQRs", d)
 }

@@ -110,12 +110,13 @@ func concentrate(t concTable, opt ConcentrationOptions) []Concentration {
 			}
 		}
 	}
+	// Risk ratio with half a request added to each cell (Haldane's
+	// correction, in weight units of an average row), so that "every slow
+	// request has it" is a large, finite, comparable number rather than ∞.
+	half := 0.5 * totAll / float64(len(t.rows))
 	rr := func(c counts) float64 {
 		restSlow, restAll := totSlow-c.slow, totAll-c.total
-		if restAll <= 0 || restSlow <= 0 {
-			return math.Inf(1)
-		}
-		return (c.slow / c.total) / (restSlow / restAll)
+		return ((c.slow + half) / (c.total + 2*half)) / ((restSlow + half) / (restAll + 2*half))
 	}
 	type cand struct {
 		items []item
@@ -249,9 +250,6 @@ func concentrate(t concTable, opt ConcentrationOptions) []Concentration {
 				return true
 			})
 			row.P99DeltaMs = p99All - row.P99WithoutMs
-		}
-		if math.IsInf(row.RiskRatio, 1) {
-			row.RiskRatio = 1e6 // JSON has no infinity; "every slow request had it"
 		}
 		out = append(out, row)
 	}

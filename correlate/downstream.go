@@ -31,7 +31,7 @@ func downstreamCause(f *facts) Cause {
 		}
 	}
 	if bestDev > 0 {
-		b.support("downstream_curve_up", bestDev, strength(bestDev, 5), 0.20, "The downstream stage time curve rose %.1f IQRs above its baseline.", bestDev)
+		b.support("downstream_curve_up", bestDev, strength(bestDev, 5), 0.20, "The downstream stage time curve rose %s.", iqrs(bestDev))
 	}
 	if len(f.affected) > 0 {
 		fr := float64(len(callers)) / float64(len(f.affected))

@@ -136,7 +136,7 @@ func localReplicaCause(f *facts) Cause {
 	if target.Node != "" {
 		if d := f.nodeDeviation(target.Node); d.Key != "" {
 			b.support("node_resources", d.Deviation, strength(math.Abs(d.Deviation), 5), 0.10,
-				"Node %s's %s moved from %.2f to %.2f (%.1f IQRs).", target.Node, d.Role, d.Before, d.During, d.Deviation)
+				"Node %s's %s moved from %.2f to %.2f (%s).", target.Node, d.Role, d.Before, d.During, iqrs(d.Deviation))
 		}
 	}
 	where := "replica " + target.Replica

@@ -69,7 +69,7 @@ func routingFor(f *facts, m string) Cause {
 				}
 			}
 			if qd > 0 {
-				b.support("busy_replicas_queue", qd, strength(qd, 5), 0.10, "Their queues grew (%.1f IQRs).", qd)
+				b.support("busy_replicas_queue", qd, strength(qd, 5), 0.10, "Their queues grew (%s).", iqrs(qd))
 			}
 		}
 	}
