@@ -263,3 +263,22 @@ func TestDetectorOpensMergesAndResolves(t *testing.T) {
 		t.Errorf("OnIncident calls %v", opened)
 	}
 }
+
+func TestDetectorRecordsHistoryWithoutIncidents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	onset := t0.Add(100 * time.Minute)
+	nodeFault(t, st, onset, t0.Add(130*time.Minute))
+	n, err := diagnose.NewDetector(st, diagnose.DetectorOptions{OpenIncidents: true}).Record(ctx, t0, t0.Add(130*time.Minute))
+	if err != nil || n == 0 {
+		t.Fatalf("recorded %d spikes (%v), want the model spikes", n, err)
+	}
+	rec, err := st.RecordedSpikes(ctx, t0, t0.Add(130*time.Minute), 10)
+	if err != nil || len(rec) != n {
+		t.Fatalf("stored %d spikes (%v), want %d", len(rec), err, n)
+	}
+	if list, _, _ := st.ListIncidents(ctx, store.IncidentFilter{}); len(list) != 0 {
+		t.Fatalf("recording history opened %d incidents", len(list))
+	}
+}

@@ -120,6 +120,23 @@ func (d *Detector) Once(ctx context.Context) error {
 	return d.closeQuiet(ctx, now)
 }
 
+// Record detects and records the latency spikes with onset in [from, to)
+// without opening incidents: for history pulled after the fact. It
+// returns how many spikes it recorded.
+func (d *Detector) Record(ctx context.Context, from, to time.Time) (int, error) {
+	spikes, err := Spikes(ctx, d.st, SpikeQuery{From: from, To: to}, d.opt.SLO)
+	if err != nil {
+		return 0, err
+	}
+	for _, sp := range spikes {
+		key := correlate.Curve{Role: sp.Role, Level: sp.Level, Scope: sp.Scope}.Key()
+		if _, _, _, err := d.st.RecordSpike(ctx, key, sp); err != nil {
+			return 0, err
+		}
+	}
+	return len(spikes), nil
+}
+
 // closeQuiet closes detector incidents whose spikes have all ended: the
 // window ends 15 minutes after the last spike, and once Merge has passed
 // without a new spike the incident is resolved.

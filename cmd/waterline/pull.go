@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/waterline-dev/waterline/diagnose"
 	"github.com/waterline-dev/waterline/pull"
 	"github.com/waterline-dev/waterline/store"
 )
@@ -87,6 +88,13 @@ func runPull(ctx context.Context, args []string, env func(string) string, stdout
 	rate := float64(pr.Points) / max(pr.Elapsed.Seconds(), 1e-9)
 	fmt.Fprintf(stderr, "pulled %s – %s: %d points, %d events from %d sources in %.1fs (%.0f points/s)\n",
 		from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339), pr.Points, pr.Events, pr.Sources, pr.Elapsed.Seconds(), rate)
+	// History counts as data arriving: record its latency spikes (without
+	// opening incidents for the past) so they show on the home page.
+	n, err := diagnose.NewDetector(store.New(pool), diagnose.DetectorOptions{SLO: cfg.SLOFor}).Record(ctx, from, to)
+	if err != nil {
+		return fmt.Errorf("recording spikes: %w", err)
+	}
+	fmt.Fprintf(stderr, "recorded %d latency spikes in the range\n", n)
 	return nil
 }
 
