@@ -147,13 +147,15 @@ func (d *demo) setUp(ctx context.Context) error {
 	d.p.step("tools")
 	dbURL := d.env("DATABASE_URL")
 	if pkgs := missingPackages(dbURL == ""); len(pkgs) > 0 {
-		d.p.update("installing %s with apt (a minute or two)", strings.Join(pkgs, " "))
+		d.p.note("installing %s with apt-get (a minute or two, once)", strings.Join(pkgs, " and "))
 		if err := installPackages(ctx, pkgs); err != nil {
 			return err
 		}
 		d.p.done("installed %s", strings.Join(pkgs, ", "))
+	} else if dbURL == "" {
+		d.p.done("prometheus, promtool and PostgreSQL found")
 	} else {
-		d.p.done("prometheus, promtool%s found", map[bool]string{true: ", PostgreSQL", false: ""}[dbURL == ""])
+		d.p.done("prometheus and promtool found")
 	}
 
 	d.p.step("postgres")
