@@ -27,10 +27,9 @@ type demoSpike struct {
 
 // demoCause is the part of an analysis cause the demo prints.
 type demoCause struct {
-	Category string         `json:"category"`
-	Score    float64        `json:"score"`
-	Target   map[string]any `json:"target"`
-	Summary  string         `json:"summary"`
+	Category string  `json:"category"`
+	Score    float64 `json:"score"`
+	Summary  string  `json:"summary"`
 }
 
 // demoAnalysis is the part of GET /api/v1/incidents/{id}/analysis the demo reads.
