@@ -160,11 +160,13 @@ func TestDemoEndToEnd(t *testing.T) {
 	assertStopped(t, dir, pgAddr, promURL, base)
 }
 
-// TestDemoInterruptedDuringSetUp is Ctrl-C while the demo is still
-// setting up: whatever it had started is stopped and removed.
-func TestDemoInterruptedDuringSetUp(t *testing.T) {
-	d := startDemo(t, "-small", "-addr", "127.0.0.1:0")
+// TestDemoInterruptedDuringSetUpKeeps is Ctrl-C while the demo is still
+// setting up, with -keep: whatever it had started is stopped, and its
+// directory (Postgres data, TSDB, truth.json) stays.
+func TestDemoInterruptedDuringSetUpKeeps(t *testing.T) {
+	d := startDemo(t, "-small", "-keep", "-addr", "127.0.0.1:0")
 	dir := d.wait(t, reWorkDir, 10*time.Second)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	pgAddr := d.wait(t, rePgPort, time.Minute)
 	promURL := d.wait(t, rePromURL, 2*time.Minute)
 	if err := d.stop(); err != nil {
@@ -173,14 +175,22 @@ func TestDemoInterruptedDuringSetUp(t *testing.T) {
 	if strings.Contains(d.stdout.String(), "incident page") {
 		t.Log("the demo finished before the interrupt; cleanup is still checked")
 	}
-	assertStopped(t, dir, pgAddr, promURL, "")
+	for _, p := range []string{"truth.json", "pg/data/PG_VERSION", "prometheus/tsdb"} {
+		if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+			t.Errorf("-keep: %v", err)
+		}
+	}
+	if !strings.Contains(d.stderr.String(), "kept "+dir) {
+		t.Errorf("-keep does not say where:\n%s", d.stderr)
+	}
+	assertStopped(t, "", pgAddr, promURL, "")
 }
 
-// assertStopped checks that the demo's directory is gone and nothing it
-// started still listens.
+// assertStopped checks that the demo's directory is gone (unless dir is
+// "") and nothing it started still listens.
 func assertStopped(t *testing.T, dir, pgAddr, promURL, base string) {
 	t.Helper()
-	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(dir); dir != "" && !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("demo directory %s still there (%v)", dir, err)
 	}
 	if c, err := net.DialTimeout("tcp", pgAddr, time.Second); err == nil {
