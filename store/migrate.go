@@ -16,22 +16,20 @@ import (
 
 // Migrate applies every embedded migration that the database lacks. It is
 // safe to call from several processes at once: golang-migrate holds an
-// advisory lock while it works.
+// advisory lock while it works. It is not interrupted by ctx: stopping a
+// migration half-way is worse than finishing it (our migrations take
+// milliseconds), and golang-migrate's graceful stop races with its own
+// workers.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	m, closeFn, err := newMigrate(pool)
 	if err != nil {
 		return err
 	}
 	defer closeFn()
-	done := make(chan error, 1)
-	go func() { done <- m.Up() }()
-	select {
-	case err = <-done:
-	case <-ctx.Done():
-		m.GracefulStop <- true
-		err = <-done
-	}
-	if err != nil && !errors.Is(err, migrate.ErrNoChange) {
+	if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
 		return fmt.Errorf("store: migrate up: %w", err)
 	}
 	return nil
