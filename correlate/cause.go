@@ -193,3 +193,19 @@ func actions(cat Category, t Target) []string {
 	}
 	return nil
 }
+
+// bestOverModels scores a per-model hypothesis for every affected model and
+// keeps the strongest (the first model on ties); with no affected model it
+// says so.
+func bestOverModels(f *facts, cat Category, score func(f *facts, model string) Cause) Cause {
+	var best Cause
+	for _, m := range f.affected {
+		if c := score(f, m); best.Category == "" || c.Score > best.Score {
+			best = c
+		}
+	}
+	if best.Category == "" {
+		return newCause(cat).done("No model carries a spike.", Target{})
+	}
+	return best
+}

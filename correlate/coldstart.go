@@ -15,18 +15,7 @@ const coldWindow = 15 * time.Minute
 // were warm. Signature: scale_up / replica_start events shortly before the
 // onset, the slow requests concentrated on the young replicas, which are
 // far slower than their warm peers, and a spike that fades as they warm.
-func coldStartCause(f *facts) Cause {
-	var best Cause
-	for _, m := range f.affected {
-		if c := coldStartFor(f, m); best.Category == "" || c.Score > best.Score {
-			best = c
-		}
-	}
-	if best.Category == "" {
-		return newCause(CatColdStart).done("No model carries a spike.", Target{})
-	}
-	return best
-}
+func coldStartCause(f *facts) Cause { return bestOverModels(f, CatColdStart, coldStartFor) }
 
 func coldStartFor(f *facts, m string) Cause {
 	b := newCause(CatColdStart)

@@ -12,18 +12,7 @@ import (
 // one in the same window (impact), and the slow requests concentrated on
 // it — and it is argued against when other models slowed down too or when
 // something else (a node, a replica) explains the slow requests better.
-func releaseCause(f *facts) Cause {
-	var best Cause
-	for _, m := range f.affected {
-		if c := releaseFor(f, m); c.Score > best.Score || best.Category == "" {
-			best = c
-		}
-	}
-	if best.Category == "" {
-		return newCause(CatRelease).done("No model carries a spike, so no release can be blamed.", Target{})
-	}
-	return best
-}
+func releaseCause(f *facts) Cause { return bestOverModels(f, CatRelease, releaseFor) }
 
 func releaseFor(f *facts, m string) Cause {
 	b := newCause(CatRelease)

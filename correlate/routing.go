@@ -13,18 +13,7 @@ var routingWords = regexp.MustCompile(`(?i)rout|weight|sticky|balanc|affinity|sh
 // index (busiest replica's share × replica count) jumps while the model's
 // total traffic stays normal, the busy replicas are the slow ones and their
 // queues grow; often a routing change came just before.
-func routingCause(f *facts) Cause {
-	var best Cause
-	for _, m := range f.affected {
-		if c := routingFor(f, m); best.Category == "" || c.Score > best.Score {
-			best = c
-		}
-	}
-	if best.Category == "" {
-		return newCause(CatRouting).done("No model carries a spike.", Target{})
-	}
-	return best
-}
+func routingCause(f *facts) Cause { return bestOverModels(f, CatRouting, routingFor) }
 
 func routingFor(f *facts, m string) Cause {
 	b := newCause(CatRouting)

@@ -72,13 +72,16 @@ func robust(xs []float64, floorFrac, absFloor float64) robustStats {
 		return robustStats{Median: math.NaN(), Scale: math.NaN(), IQR: math.NaN()}
 	}
 	sort.Float64s(c)
-	med := quantileSorted(c, 0.5)
-	dev := make([]float64, len(c))
-	for i, x := range c {
-		dev[i] = math.Abs(x - med)
+	return robustSorted(c, floorFrac, absFloor)
+}
+
+// robustSorted is robust over sorted, finite values.
+func robustSorted(c []float64, floorFrac, absFloor float64) robustStats {
+	if len(c) == 0 {
+		return robustStats{Median: math.NaN(), Scale: math.NaN(), IQR: math.NaN()}
 	}
-	sort.Float64s(dev)
-	scale := madScale * quantileSorted(dev, 0.5)
+	med := quantileSorted(c, 0.5)
+	scale := madScale * medianAbsDev(c, med)
 	iqr := quantileSorted(c, 0.75) - quantileSorted(c, 0.25)
 	floor := math.Max(floorFrac*math.Abs(med), absFloor)
 	if scale < floor {

@@ -1,9 +1,6 @@
 package correlate
 
-import (
-	"math"
-	"sort"
-)
+import "sort"
 
 // sortedWindow keeps the values of a sliding window sorted, so the median
 // and MAD of a trailing baseline cost O(W) per step instead of a sort.
@@ -30,23 +27,7 @@ func (w *sortedWindow) len() int { return len(w.vals) }
 // stats returns the robust statistics of the window, with the scale floored
 // as in robust.
 func (w *sortedWindow) stats(floorFrac, absFloor float64) robustStats {
-	c := w.vals
-	n := len(c)
-	if n == 0 {
-		return robustStats{Median: math.NaN(), Scale: math.NaN(), IQR: math.NaN()}
-	}
-	med := quantileSorted(c, 0.5)
-	mad := medianAbsDev(c, med)
-	scale := madScale * mad
-	iqr := quantileSorted(c, 0.75) - quantileSorted(c, 0.25)
-	floor := math.Max(floorFrac*math.Abs(med), absFloor)
-	if scale < floor {
-		scale = floor
-	}
-	if iqr < floor {
-		iqr = floor
-	}
-	return robustStats{Median: med, Scale: scale, IQR: iqr, N: n}
+	return robustSorted(w.vals, floorFrac, absFloor)
 }
 
 // medianAbsDev finds the median of |x − med| over sorted c in O(n): the

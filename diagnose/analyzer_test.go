@@ -65,33 +65,8 @@ func nodeFault(t testing.TB, st *store.Store, onset time.Time, end time.Time) {
 		}
 		curves = append(curves, mc)
 	}
-	writeCurves(t, st, curves)
+	storetest.WriteCurves(t, st, curves)
 	if _, _, err := st.InsertSamples(ctx, samples); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func writeCurves(t testing.TB, st *store.Store, curves []correlate.Curve) {
-	t.Helper()
-	ctx := context.Background()
-	defs := make([]store.SeriesDef, len(curves))
-	for i, c := range curves {
-		defs[i] = store.SeriesDef{Curve: c}
-	}
-	ids, err := st.EnsureSeries(ctx, defs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var batch []store.SeriesPoints
-	for _, c := range curves {
-		batch = append(batch, store.SeriesPoints{SeriesID: ids[c.Key()], Points: c.Points})
-		if len(c.Points) > 0 {
-			if err := st.EnsurePartitions(ctx, store.TablePoints, c.Points[0].Time(), c.Points[len(c.Points)-1].Time()); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if _, err := st.UpsertPoints(ctx, batch); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -221,7 +196,7 @@ func TestDetectorOpensMergesAndResolves(t *testing.T) {
 		}
 		curves = append(curves, c)
 	}
-	writeCurves(t, st, curves)
+	storetest.WriteCurves(t, st, curves)
 
 	var opened []int64
 	now := spikeEnd.Add(-5 * time.Minute) // the spike is still going

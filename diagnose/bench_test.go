@@ -47,7 +47,7 @@ func BenchmarkIncidentAnalysis(b *testing.B) {
 		}
 		curves = append(curves, c)
 	}
-	writeCurves(b, st, curves)
+	storetest.WriteCurves(b, st, curves)
 	const n = 1_000_000
 	span := to.Sub(from)
 	batch := make([]correlate.Sample, 0, 50000)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/diagnose"
-	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/store/storetest"
 )
 
 var curveT0 = time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
@@ -22,9 +22,7 @@ var curveT0 = time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
 // chat's quadruples from 07:40 to 07:55.
 func (e *apiEnv) writeSpikeCurves() {
 	e.t.Helper()
-	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(1, 1))
-	var defs []store.SeriesDef
 	var curves []correlate.Curve
 	for _, m := range []string{"chat", "vision"} {
 		c := correlate.Curve{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel, Scope: correlate.Scope{Model: m}}
@@ -36,22 +34,8 @@ func (e *apiEnv) writeSpikeCurves() {
 			c.Points = append(c.Points, correlate.Point{T: ts.UnixMilli(), V: v})
 		}
 		curves = append(curves, c)
-		defs = append(defs, store.SeriesDef{Curve: c})
 	}
-	ids, err := e.st.EnsureSeries(ctx, defs)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if err := e.st.EnsurePartitions(ctx, store.TablePoints, curveT0); err != nil {
-		e.t.Fatal(err)
-	}
-	var batch []store.SeriesPoints
-	for _, c := range curves {
-		batch = append(batch, store.SeriesPoints{SeriesID: ids[c.Key()], Points: c.Points})
-	}
-	if _, err := e.st.UpsertPoints(ctx, batch); err != nil {
-		e.t.Fatal(err)
-	}
+	storetest.WriteCurves(e.t, e.st, curves)
 }
 
 func TestAnalysisAPI(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/store/storetest"
 )
 
 // seedCurves writes 24 h of curves at 15 s ending at testNow: chat's model
@@ -47,24 +48,7 @@ func seedCurves(t *testing.T, st *store.Store) (from, spikeAt time.Time) {
 		series(correlate.RoleNodeCPU, correlate.LevelNode, correlate.Scope{Node: "n2"}, flat(0.5)),
 		series(correlate.RoleNodeCPU, correlate.LevelNode, correlate.Scope{Node: "n3"}, flat(0.5)),
 	}
-	defs := make([]store.SeriesDef, len(curves))
-	for i, c := range curves {
-		defs[i] = store.SeriesDef{Curve: c}
-	}
-	ids, err := st.EnsureSeries(ctx, defs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := st.EnsurePartitions(ctx, store.TablePoints, from, testNow); err != nil {
-		t.Fatal(err)
-	}
-	batch := make([]store.SeriesPoints, len(curves))
-	for i, c := range curves {
-		batch[i] = store.SeriesPoints{SeriesID: ids[c.Key()], Points: c.Points}
-	}
-	if _, err := st.UpsertPoints(ctx, batch); err != nil {
-		t.Fatal(err)
-	}
+	storetest.WriteCurves(t, st, curves)
 	evs := []correlate.Event{
 		{ID: "d1", Kind: correlate.KindDeploy, Time: spikeAt.Add(-5 * time.Minute), Scope: correlate.Scope{Model: "chat", Version: "v1"}},
 		{ID: "d2", Kind: correlate.KindDeploy, Time: spikeAt, Scope: correlate.Scope{Model: "embed", Version: "v5"}},
