@@ -38,6 +38,6 @@ func (s *Server) handleHome(c echo.Context) error {
 		srcs[i] = ui.PullSourceInput{PullSource: src.PullSource, LagSeconds: src.LagSeconds}
 	}
 	h := ui.HomePage{Open: ui.BuildIncidentRows(open, now), Recent: ui.BuildIncidentRows(resolved, now),
-		Spikes: ui.BuildSpikeRows(spikes, now), Pull: ui.BuildPullHealth(srcs, ps.Summary.OpenGaps, ps.LeaderActive, now)}
+		Spikes: ui.BuildSpikeRows(spikes, now), Pull: ui.BuildPullHealth(srcs, ps.Summary.OpenGaps, ps.FilledGaps, ps.LeaderActive, now)}
 	return s.page(c, http.StatusOK, ui.Page{Title: "Incidents", Nav: "home"}, ui.HomeBody(h))
 }

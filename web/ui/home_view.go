@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
@@ -31,6 +32,7 @@ type PullHealth struct {
 	OpenGaps int
 	Leader   bool
 	Empty    string
+	History  string // recent "waterline pull --from --to" jobs, in one sentence
 }
 
 // PullRow is one pull source.
@@ -94,11 +96,32 @@ type PullSourceInput struct {
 }
 
 // BuildPullHealth formats pull progress; a source is "behind" when its
-// cursor lags more than ten minutes.
-func BuildPullHealth(srcs []PullSourceInput, openGaps int, leader bool, now time.Time) PullHealth {
+// cursor lags more than ten minutes. filled are the ranges filled in the
+// last day: history pulls count as pulling even with the live loop off.
+func BuildPullHealth(srcs []PullSourceInput, openGaps int, filled []store.PullGap, leader bool, now time.Time) PullHealth {
 	h := PullHealth{OpenGaps: openGaps, Leader: leader}
-	if len(srcs) == 0 {
+	var hist int
+	var latestTo, latestDone time.Time
+	for _, g := range filled {
+		if g.Reason != store.GapHistory || g.FilledAt == nil {
+			continue
+		}
+		hist++
+		if g.To.After(latestTo) {
+			latestTo = g.To
+		}
+		if g.FilledAt.After(latestDone) {
+			latestDone = *g.FilledAt
+		}
+	}
+	if hist > 0 {
+		h.History = fmt.Sprintf("History pulls filled %d source ranges in the last day, up to %s (finished %s).",
+			hist, latestTo.UTC().Format("2006-01-02 15:04 UTC"), Ago(latestDone, now))
+	}
+	if len(srcs) == 0 && hist == 0 {
 		h.Empty = "Nothing pulled yet: set PROMETHEUS_URL (and WATERLINE_PULL_INTERVAL), or run waterline pull --from --to."
+	} else if len(srcs) == 0 {
+		h.Empty = h.History + " The live pull loop is off (PROMETHEUS_URL and WATERLINE_PULL_INTERVAL turn it on)."
 	}
 	for _, s := range srcs {
 		r := PullRow{Source: s.Source, Error: s.LastError, Failing: s.LastError != "", Points: FmtNum(float64(s.PointsTotal)),
