@@ -22,6 +22,14 @@ type SampleFilter struct {
 	// needs neither order nor request ids: rows come back unordered and
 	// RequestID is left empty, which saves a sort and an allocation per row.
 	Bulk bool
+	// Thin > 1 keeps, of the samples faster than KeepAbove ms, only those
+	// whose request id hashes to 0 mod Thin, and multiplies their
+	// sample_rate by Thin; slower samples are all kept. Every sample is
+	// then kept with a known probability and re-weighted by its inverse, so
+	// counts and quantiles stay unbiased while a huge window reads a
+	// bounded number of rows.
+	Thin      int
+	KeepAbove float64
 }
 
 // Samples returns the samples of f ordered by time (then request_id).
@@ -55,16 +63,20 @@ func (s *Store) ScanSamples(ctx context.Context, f SampleFilter, fn func(*correl
 	if f.Bulk {
 		idCol, order = "''::text", ""
 	}
+	thin := max(f.Thin, 1)
 	rows, err := s.db.Query(ctx, `
 		SELECT time, `+idCol+`, model, version, tenant, replica, node, entry, batch_size, status, total_ms,
-		       gateway_ms, auth_ms, route_ms, queue_ms, batch_wait_ms, exec_ms, postprocess_ms, downstream_ms, sample_rate
+		       gateway_ms, auth_ms, route_ms, queue_ms, batch_wait_ms, exec_ms, postprocess_ms, downstream_ms,
+		       CASE WHEN $9 > 1 AND total_ms < $10 THEN sample_rate * $9 ELSE sample_rate END
 		FROM samples
 		WHERE time >= $1 AND time < $2
 		  AND ($3 = '' OR model = $3) AND ($4 = '' OR version = $4) AND ($5 = '' OR tenant = $5)
 		  AND ($6 = '' OR replica = $6) AND ($7 = '' OR node = $7)
+		  AND ($9 <= 1 OR total_ms >= $10 OR abs(hashtext(request_id)::bigint) % $9 = 0)
 		`+order+`
 		LIMIT $8`,
-		formats, f.From, f.To, f.Scope.Model, f.Scope.Version, f.Scope.Tenant, f.Scope.Replica, f.Scope.Node, limit)
+		formats, f.From, f.To, f.Scope.Model, f.Scope.Version, f.Scope.Tenant, f.Scope.Replica, f.Scope.Node, limit,
+		thin, f.KeepAbove)
 	if err != nil {
 		return wrap("samples", err)
 	}
@@ -136,4 +148,23 @@ func (in interner) get(b []byte) string {
 		in[s] = s
 	}
 	return s
+}
+
+// SampleVolume estimates how many samples [from, to) holds and their 90th
+// percentile of total_ms, from a 2 % block sample (TABLESAMPLE SYSTEM): a
+// few milliseconds however large the window, to decide whether to thin.
+// The estimate is rough for small windows, where it does not matter.
+func (s *Store) SampleVolume(ctx context.Context, from, to time.Time) (estimate int64, p90 float64, err error) {
+	var p *float64
+	err = s.db.QueryRow(ctx, `
+		SELECT count(*) * 50, percentile_disc(0.9) WITHIN GROUP (ORDER BY total_ms)
+		FROM samples TABLESAMPLE SYSTEM (2) REPEATABLE (7)
+		WHERE time >= $1 AND time < $2`, from, to).Scan(&estimate, &p)
+	if err != nil {
+		return 0, 0, wrap("sample volume", err)
+	}
+	if p != nil {
+		p90 = *p
+	}
+	return estimate, p90, nil
 }
