@@ -25,6 +25,8 @@ type SpikeOptions struct {
 	EndZ           float64       // a spike ends when z falls below this …; default 2
 	EndPersist     int           // … for this many consecutive points; default 3
 	OnsetLookback  time.Duration // how far before Start the onset may lie; default 20m
+	MinDuration    time.Duration // a spike that ended sooner is a blip, unless it tripled; default 3m
+	MaxCreep       time.Duration // a rise under ×2 that took longer than this to climb is drift; default 10m
 	SLO            float64       // SLO in the series' unit (0 = none), for Severity
 }
 
@@ -54,6 +56,8 @@ func DefaultSpikeOptions() SpikeOptions {
 		EndZ:           2,
 		EndPersist:     3,
 		OnsetLookback:  20 * time.Minute,
+		MinDuration:    3 * time.Minute,
+		MaxCreep:       10 * time.Minute,
 	}
 }
 
@@ -103,6 +107,12 @@ func (o SpikeOptions) withDefaults() SpikeOptions {
 	}
 	if o.OnsetLookback <= 0 {
 		o.OnsetLookback = d.OnsetLookback
+	}
+	if o.MinDuration <= 0 {
+		o.MinDuration = d.MinDuration
+	}
+	if o.MaxCreep <= 0 {
+		o.MaxCreep = d.MaxCreep
 	}
 	return o
 }
@@ -295,11 +305,31 @@ func detectDirection(points []Point, opt SpikeOptions, dir Direction) []Spike {
 		active.Ongoing = true
 		spikes = append(spikes, *active)
 	}
-	locateOnsets(spikes, points, opt, sign)
-	for i := range spikes {
-		spikes[i].Severity = severity(spikes[i], points, opt)
+	rise := locateOnsets(spikes, points, opt, sign)
+	kept := spikes[:0]
+	for i, sp := range spikes {
+		if incidentLike(sp, rise[i], opt) {
+			sp.Severity = severity(sp, points, opt)
+			kept = append(kept, sp)
+		}
 	}
-	return spikes
+	return kept
+}
+
+// incidentLike drops the two shapes that are not incidents: a blip that
+// was over in less than MinDuration without at least tripling (one slow
+// scrape, a burst of a bad minute), and a rise of less than ×2 that took
+// longer than MaxCreep to climb (drift: traffic growing through the day).
+// An ongoing blip is kept: nobody knows yet how it ends.
+func incidentLike(sp Spike, rise time.Duration, opt SpikeOptions) bool {
+	ratio := safeRatio(sp.PeakValue, sp.Baseline)
+	if sp.Direction == Down {
+		ratio = safeRatio(sp.Baseline, sp.PeakValue)
+	}
+	if rise > opt.MaxCreep && !(ratio >= 2) {
+		return false
+	}
+	return sp.Ongoing || sp.End.Sub(sp.Start) >= opt.MinDuration || ratio >= 3
 }
 
 // locateOnsets refines each spike's onset with a two-level least-squares
@@ -310,9 +340,10 @@ func detectDirection(points []Point, opt SpikeOptions, dir Direction) []Spike {
 // start" means to someone aligning events with a gradual rise. The search
 // runs from OnsetLookback before Start (not past the previous spike) to the
 // end of the spike's first stretch.
-func locateOnsets(spikes []Spike, points []Point, opt SpikeOptions, sign float64) {
+func locateOnsets(spikes []Spike, points []Point, opt SpikeOptions, sign float64) (rise []time.Duration) {
 	lookMs := opt.OnsetLookback.Milliseconds()
 	var prevEnd int64 = math.MinInt64
+	rise = make([]time.Duration, len(spikes))
 	for k := range spikes {
 		sp := &spikes[k]
 		startMs, endMs := sp.Start.UnixMilli(), sp.End.UnixMilli()
@@ -345,8 +376,48 @@ func locateOnsets(spikes []Spike, points []Point, opt SpikeOptions, sign float64
 			}
 		}
 		sp.Onset = time.UnixMilli(bestT).UTC()
+		rise[k] = riseTime(points, from, hiEnd, sp.Baseline, hi, sign)
 		prevEnd = endMs
 	}
+	return rise
+}
+
+// riseTime is how long the curve took to climb from 10 % to 90 % of the
+// way from its baseline to its spike level, on a median-of-3 smoothing,
+// within [from, to]: seconds for a step, minutes for a ramp, tens of
+// minutes for a drift.
+func riseTime(points []Point, from, to int64, base, hi, sign float64) time.Duration {
+	var ts []int64
+	var vs []float64
+	for _, p := range points {
+		if p.T >= from && p.T <= to && !math.IsNaN(p.V) {
+			ts = append(ts, p.T)
+			vs = append(vs, sign*p.V)
+		}
+	}
+	lo10, hi90 := sign*base+0.1*sign*(hi-base), sign*base+0.9*sign*(hi-base)
+	sm := func(i int) float64 { return median(vs[max(0, i-1):min(len(vs), i+2)]) }
+	first90 := -1
+	for i := range vs {
+		if sm(i) >= hi90 {
+			first90 = i
+			break
+		}
+	}
+	if first90 < 0 {
+		return 0
+	}
+	last10 := -1
+	for i := first90; i >= 0; i-- {
+		if sm(i) <= lo10 {
+			last10 = i
+			break
+		}
+	}
+	if last10 < 0 {
+		return 0 // no calm stretch in view: the rise began before it
+	}
+	return time.Duration(ts[first90]-ts[last10]) * time.Millisecond
 }
 
 // nextT returns the time of the point after the one at t.

@@ -60,6 +60,9 @@ func TestDetectSpikes(t *testing.T) {
 		{"drop is not an up spike", "300×100 100×30", SpikeOptions{}, nil, 0},
 		{"gap then spike", "200×100 20×_ 80×100 100×300", SpikeOptions{}, []int{300}, 1},
 		{"spike at the start of the window", "40×400 400×100", SpikeOptions{}, []int{0}, 1},
+		{"a 90 s blip is not an incident", "300×100 6×200 100×100", SpikeOptions{}, nil, 0},
+		{"a short burst that quadrupled is", "300×100 8×400 100×100", SpikeOptions{}, []int{300}, 1},
+		{"a slow creep is drift", "300×100 " + creep(100, 145, 80) + "60×145 40×100", SpikeOptions{}, nil, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -225,4 +228,13 @@ func TestMedianAbsDev(t *testing.T) {
 			t.Fatalf("n=%d: MAD %v, want %v", n, got, want)
 		}
 	}
+}
+
+// creep spells a slow linear rise over n points.
+func creep(from, to float64, n int) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "1×%g ", from+(to-from)*float64(i)/float64(n-1))
+	}
+	return b.String()
 }

@@ -77,17 +77,20 @@ func (d *Detector) Run(ctx context.Context) {
 // opens, joins or closes detector incidents.
 func (d *Detector) Once(ctx context.Context) error {
 	now := d.opt.Now()
-	spikes, err := Spikes(ctx, d.st, SpikeQuery{From: now.Add(-d.opt.Lookback), To: now}, d.opt.SLO)
+	from := now.Add(-d.opt.Lookback)
+	spikes, err := Spikes(ctx, d.st, SpikeQuery{From: from, To: now}, d.opt.SLO)
 	if err != nil {
 		return err
 	}
+	seen := make([]int64, 0, len(spikes))
 	for _, sp := range spikes {
 		key := correlate.Curve{Role: sp.Role, Level: sp.Level, Scope: sp.Scope}.Key()
 		id, _, incident, err := d.st.RecordSpike(ctx, key, sp)
 		if err != nil {
 			return err
 		}
-		if incident != nil || !d.opt.OpenIncidents || !d.severeEnough(sp) || sp.Role == correlate.RoleLatencyP50 {
+		seen = append(seen, id)
+		if incident != nil || !d.opt.OpenIncidents || !d.severeEnough(sp) || sp.Role == correlate.RoleLatencyP50 || !lasting(sp) {
 			continue
 		}
 		inc, err := d.st.OpenDetectorIncident(ctx, sp.Onset, d.opt.Merge)
@@ -117,7 +120,18 @@ func (d *Detector) Once(ctx context.Context) error {
 			d.opt.OnIncident(inc.ID)
 		}
 	}
+	// Spikes raised earlier that this pass no longer sees were blips.
+	if err := d.st.SettleSpikes(ctx, from, seen); err != nil {
+		return err
+	}
 	return d.closeQuiet(ctx, now)
+}
+
+// lasting says whether a spike deserves an incident yet: it has held for
+// three minutes (what an alert's "for: 3m" would ask), or it tripled the
+// baseline. Until then it is recorded but nobody is paged.
+func lasting(sp correlate.Spike) bool {
+	return sp.End.Sub(sp.Start) >= 3*time.Minute || sp.PeakValue >= 3*sp.Baseline
 }
 
 // Record detects and records the latency spikes with onset in [from, to)

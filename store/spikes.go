@@ -103,3 +103,20 @@ func (s *Store) IncidentSpikeSpan(ctx context.Context, incidentID int64) (ongoin
 	}
 	return ongoing, end.UTC(), true, nil
 }
+
+// SettleSpikes handles recorded spikes that started at or after from, were
+// still ongoing, and are no longer detected (a blip that ended quickly, or
+// drift): unattached ones are deleted, those an incident already points at
+// are marked over. seen are the ids the current pass recorded.
+func (s *Store) SettleSpikes(ctx context.Context, from time.Time, seen []int64) error {
+	if seen == nil {
+		seen = []int64{}
+	}
+	return s.InTx(ctx, func(tx *Store) error {
+		if _, err := tx.db.Exec(ctx, `DELETE FROM spikes WHERE ongoing AND start_at >= $1 AND NOT (id = ANY($2)) AND incident_id IS NULL`, from, seen); err != nil {
+			return wrap("settle spikes", err)
+		}
+		_, err := tx.db.Exec(ctx, `UPDATE spikes SET ongoing = false WHERE ongoing AND start_at >= $1 AND NOT (id = ANY($2))`, from, seen)
+		return wrap("settle spikes", err)
+	})
+}
