@@ -415,7 +415,9 @@ func riseTime(points []Point, from, to int64, base, hi, sign float64) time.Durat
 		}
 	}
 	if last10 < 0 {
-		return 0 // no calm stretch in view: the rise began before it
+		// Never calm in the whole look-back: it has been rising for at
+		// least that long.
+		return time.Duration(ts[first90]-ts[0]) * time.Millisecond
 	}
 	return time.Duration(ts[first90]-ts[last10]) * time.Millisecond
 }
