@@ -204,6 +204,15 @@ const (
 	RoleKVCache     Role = "kv_cache"     // used fraction 0..1 (vLLM)
 )
 
+// Roles lists every role, in the order the timeline draws them.
+var Roles = []Role{
+	RoleLatencyP50, RoleLatencyP95, RoleLatencyP99, RoleQPS, RoleErrorRate, RoleQueue, RoleBatchSize,
+	RoleStageTime, RoleGPUUtil, RoleGPUMemUsed, RoleGPUMemFree, RoleNodeCPU, RoleNodeMemory, RoleNodeNetwork, RoleKVCache,
+}
+
+// Levels lists every level, from the whole fleet down.
+var Levels = []Level{LevelFleet, LevelModel, LevelVersion, LevelReplica, LevelNode}
+
 // Curve is one time series of one role at one scope, sorted by time.
 type Curve struct {
 	Role   Role    `json:"role"`

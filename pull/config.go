@@ -70,18 +70,12 @@ type KubeEvents struct {
 const EventsSource = "events/kube-state-metrics"
 
 // knownRoles are the roles the analysis understands (correlate.Role*).
-var knownRoles = []correlate.Role{
-	correlate.RoleLatencyP50, correlate.RoleLatencyP95, correlate.RoleLatencyP99, correlate.RoleQPS,
-	correlate.RoleErrorRate, correlate.RoleQueue, correlate.RoleBatchSize, correlate.RoleStageTime,
-	correlate.RoleGPUUtil, correlate.RoleGPUMemUsed, correlate.RoleGPUMemFree, correlate.RoleNodeCPU,
-	correlate.RoleNodeMemory, correlate.RoleNodeNetwork, correlate.RoleKVCache,
-}
+var knownRoles = correlate.Roles
 
 // KnownRoles lists the roles a query may produce.
 func KnownRoles() []correlate.Role { return append([]correlate.Role(nil), knownRoles...) }
 
-var knownLevels = []correlate.Level{correlate.LevelFleet, correlate.LevelModel, correlate.LevelVersion,
-	correlate.LevelReplica, correlate.LevelNode}
+var knownLevels = correlate.Levels
 
 // LoadConfig reads the YAML file at path (WATERLINE_CONFIG); an empty path
 // gives the built-in preset "inference". Errors name the file and line.

@@ -26,12 +26,7 @@ const (
 
 // timelineRoles is the role vocabulary (correlate.Role*) the timeline
 // accepts in ?roles=.
-var timelineRoles = []correlate.Role{
-	correlate.RoleLatencyP50, correlate.RoleLatencyP95, correlate.RoleLatencyP99, correlate.RoleQPS,
-	correlate.RoleErrorRate, correlate.RoleQueue, correlate.RoleBatchSize, correlate.RoleStageTime,
-	correlate.RoleGPUUtil, correlate.RoleGPUMemUsed, correlate.RoleGPUMemFree, correlate.RoleNodeCPU,
-	correlate.RoleNodeMemory, correlate.RoleNodeNetwork, correlate.RoleKVCache,
-}
+var timelineRoles = correlate.Roles
 
 // timelineMaxRoles keep the maximum of each bucket when downsampled, so
 // that a latency spike shorter than a bucket still shows at its height.
@@ -40,8 +35,7 @@ var timelineMaxRoles = []correlate.Role{
 	correlate.RoleErrorRate, correlate.RoleQueue,
 }
 
-var timelineLevels = []correlate.Level{correlate.LevelFleet, correlate.LevelModel, correlate.LevelVersion,
-	correlate.LevelReplica, correlate.LevelNode}
+var timelineLevels = correlate.Levels
 
 // timelineView is the answer of GET /api/v1/timeline: curves sorted by
 // role and scope, all on one grid of Step-wide buckets (each point at its
