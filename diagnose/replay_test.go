@@ -190,9 +190,7 @@ func TestReplaySimulatedIncidents(t *testing.T) {
 			for s := range f.Samples() {
 				b.samples = append(b.samples, s)
 			}
-			b.truth = truth{Category: tr.Category, Onset: tr.Onset, Target: correlate.Target{
-				Model: tr.Target.Model, Version: tr.Target.Version, Replica: tr.Target.Replica, Node: tr.Target.Node,
-				Replicas: tr.Target.Replicas, Models: tr.Target.Models}}
+			b.truth = truth{Category: tr.Category, Onset: tr.Onset, Target: tr.Target}
 			replay(t, b)
 		})
 	}

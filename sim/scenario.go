@@ -176,7 +176,7 @@ func (f *Fleet) injectRelease(r *rand.Rand, c *cause, s, end float64) error {
 		f.events = append(f.events, f.deployEvent(m, correlate.KindRollback, to, from, end))
 		c.recovered = back[len(back)-1].ready
 	}
-	f.truth.Target = Target{Model: m.spec.name, Version: to}
+	f.truth.Target = correlate.Target{Model: m.spec.name, Version: to}
 	f.truth.Notes = append(f.truth.Notes,
 		fmt.Sprintf("rolling update of %s %s -> %s: the new version's exec is x%.2f (%d pods replaced over %.0f s)", m.spec.name, from, to, vf, len(pods), last-c.action))
 	f.markModel(m)
@@ -205,7 +205,7 @@ func (f *Fleet) injectCapacity(r *rand.Rand, c *cause, u, end float64) error {
 	m.surge = effect{from: c.action, to: end, ramp: 120}
 	m.surgeTen, m.surgeRPS = j, extra
 	c.model = m
-	f.truth.Target = Target{Model: m.spec.name, Tenant: f.tenants[j]}
+	f.truth.Target = correlate.Target{Model: m.spec.name, Tenant: f.tenants[j]}
 	f.truth.Notes = append(f.truth.Notes,
 		fmt.Sprintf("tenant %s surges by +%.0f req/s on %s (%.0f -> %.0f req/s, ~%.0f%% of the pool's full-batch capacity)", f.tenants[j], extra, m.spec.name, base, base+extra, 100*(base+extra)/capTot))
 	f.markModel(m)
@@ -240,7 +240,7 @@ func (f *Fleet) finishLocal() {
 	if n == nil {
 		return
 	}
-	t := Target{Node: n.name}
+	t := correlate.Target{Node: n.name}
 	for _, p := range f.podsOn(n, f.cause.action) {
 		p.measured = true
 		t.Replicas = append(t.Replicas, p.name)
@@ -285,7 +285,7 @@ func (f *Fleet) injectBatching(r *rand.Rand, c *cause, s, end float64) error {
 			map[string]any{"key": attrs["key"], "from": us(nw), "to": us(old)}))
 		c.recovered = end + 5
 	}
-	f.truth.Target = Target{Model: m.spec.name}
+	f.truth.Target = correlate.Target{Model: m.spec.name}
 	f.truth.Notes = append(f.truth.Notes,
 		fmt.Sprintf("batch window of %s raised from %.0f ms to %.0f ms", m.spec.name, old*1000, nw*1000))
 	f.markModel(m)
@@ -302,7 +302,7 @@ func (f *Fleet) injectColdStart(r *rand.Rand, c *cause, s float64) error {
 	if err != nil {
 		return err
 	}
-	t := Target{Model: m.spec.name}
+	t := correlate.Target{Model: m.spec.name}
 	rec := 0.0
 	for _, p := range pods {
 		t.Replicas = append(t.Replicas, p.name)
@@ -331,7 +331,7 @@ func (f *Fleet) injectDownstream(c *cause, s, end float64) error {
 	d.slow = effect{from: c.action, to: end, ramp: 60}
 	d.mul = 1 + 5*s
 	d.sigma2 = d.sigma + 0.45*math.Min(s, 1.5)
-	f.truth.Target = Target{Models: names}
+	f.truth.Target = correlate.Target{Models: names}
 	f.truth.Notes = append(f.truth.Notes,
 		fmt.Sprintf("%s degraded: median call latency x%.1f, spread %.2f -> %.2f; callers: %v", dependencyName, d.mul, d.sigma, d.sigma2, names))
 	f.measured.what = "callers of " + dependencyName
@@ -382,7 +382,7 @@ func (f *Fleet) injectRouting(r *rand.Rand, c *cause, u, end float64) error {
 			fmt.Sprintf("%s routing policy zone-aware -> %s (revert)", m.spec.name, pol), end,
 			map[string]any{"from": "zone_aware", "to": pol}))
 	}
-	f.truth.Target = Target{Model: m.spec.name, Replicas: []string{hot.name}}
+	f.truth.Target = correlate.Target{Model: m.spec.name, Replicas: []string{hot.name}}
 	f.truth.Notes = append(f.truth.Notes,
 		fmt.Sprintf("routing of %s piles %.0f%% of its traffic onto %s (was %.0f%%)", m.spec.name, 100*share, hot.name, 100/n))
 	f.markModel(m)

@@ -5,19 +5,9 @@ import (
 	"math"
 	"sort"
 	"time"
-)
 
-// Target says what a cause hit, in the shape of a cause target of DESIGN
-// §4. Only the fields that apply are set.
-type Target struct {
-	Model    string   `json:"model,omitempty"`
-	Version  string   `json:"version,omitempty"`
-	Tenant   string   `json:"tenant,omitempty"`
-	Replica  string   `json:"replica,omitempty"`
-	Node     string   `json:"node,omitempty"`
-	Replicas []string `json:"replicas,omitempty"`
-	Models   []string `json:"models,omitempty"`
-}
+	"github.com/waterline-dev/waterline/correlate"
+)
 
 // Truth is what really happened, for judging an analysis: the category,
 // its target, when its effect began (Onset: the first request it touched,
@@ -26,11 +16,11 @@ type Target struct {
 // affected requests before and during it, measured from the simulated
 // requests themselves.
 type Truth struct {
-	Category  string     `json:"category"`
-	Target    Target     `json:"target"`
-	Onset     *time.Time `json:"onset"`
-	Recovered *time.Time `json:"recovered"`
-	Notes     []string   `json:"notes"`
+	Category  string           `json:"category"`
+	Target    correlate.Target `json:"target"`
+	Onset     *time.Time       `json:"onset"`
+	Recovered *time.Time       `json:"recovered"`
+	Notes     []string         `json:"notes"`
 
 	// ChangeTime is when the cause was set off (the deploy, the push).
 	ChangeTime *time.Time `json:"change_time,omitempty"`
