@@ -141,9 +141,9 @@ func flagSpecs(c *config) []envFlag {
 }
 
 // parseConfig reads flags (args) over environment variables over defaults.
-// Extra flags of a command are registered by extra before parsing. It
-// returns the remaining positional arguments.
-func parseConfig(name string, args []string, env func(string) string, stderr io.Writer, extra func(fs *flag.FlagSet)) (config, []string, error) {
+// Extra flags of a command are registered by extra before parsing. No
+// command takes positional arguments, so any left over is an error.
+func parseConfig(name string, args []string, env func(string) string, stderr io.Writer, extra func(fs *flag.FlagSet)) (config, error) {
 	var c config
 	specs := flagSpecs(&c)
 	fs := flag.NewFlagSet("waterline "+name, flag.ContinueOnError)
@@ -161,37 +161,40 @@ func parseConfig(name string, args []string, env func(string) string, stderr io.
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return c, nil, errUsage
+			return c, errUsage
 		}
-		return c, nil, err
+		return c, err
 	}
 	for _, s := range specs {
 		if err := s.set(*values[s.name]); err != nil {
-			return c, nil, fmt.Errorf("-%s / %s: %w", s.name, s.env, err)
+			return c, fmt.Errorf("-%s / %s: %w", s.name, s.env, err)
 		}
 	}
 	if c.DatabaseURL != "" {
 		if _, err := url.Parse(c.DatabaseURL); err != nil {
-			return c, nil, fmt.Errorf("DATABASE_URL: not a URL: %w", err)
+			return c, fmt.Errorf("DATABASE_URL: not a URL: %w", err)
 		}
 	}
 	if c.PrometheusURL != "" {
 		u, err := url.Parse(c.PrometheusURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return c, nil, fmt.Errorf("PROMETHEUS_URL: want http(s)://host[:port], got %q", c.PrometheusURL)
+			return c, fmt.Errorf("PROMETHEUS_URL: want http(s)://host[:port], got %q", c.PrometheusURL)
 		}
 	}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
-		return c, nil, fmt.Errorf("WATERLINE_ADDR: want host:port, got %q", c.Addr)
+		return c, fmt.Errorf("WATERLINE_ADDR: want host:port, got %q", c.Addr)
 	}
 	if c.PublicURL == "" {
 		c.PublicURL = "http://" + c.Addr
 	}
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	if u, err := url.Parse(c.PublicURL); err != nil || u.Host == "" {
-		return c, nil, fmt.Errorf("WATERLINE_PUBLIC_URL: want an absolute URL, got %q", c.PublicURL)
+		return c, fmt.Errorf("WATERLINE_PUBLIC_URL: want an absolute URL, got %q", c.PublicURL)
 	}
-	return c, fs.Args(), nil
+	if rest := fs.Args(); len(rest) > 0 {
+		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(rest, " "))
+	}
+	return c, nil
 }
 
 // requireDatabase fails fast with one line when DATABASE_URL is missing.

@@ -7,10 +7,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/waterline-dev/waterline/store"
 )
 
-// openPool connects to Postgres and checks the connection, so that a wrong
-// URL fails at start with one line instead of at the first request.
+// openPool connects to Postgres, checks the connection (so that a wrong URL
+// fails at start with one line instead of at the first request) and
+// applies the embedded migrations: every command needs the current schema.
 func openPool(ctx context.Context, c config) (*pgxpool.Pool, error) {
 	if err := c.requireDatabase(); err != nil {
 		return nil, err
@@ -35,6 +38,10 @@ func openPool(ctx context.Context, c config) (*pgxpool.Pool, error) {
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("connect to Postgres at %s: %w", redactURL(c.DatabaseURL), err)
+	}
+	if err := store.Migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
 	}
 	return pool, nil
 }

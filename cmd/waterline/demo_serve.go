@@ -42,11 +42,6 @@ func (d *demo) serve(ctx context.Context, dbURL, promURL string) (*demoServer, e
 		return nil, err
 	}
 	d.atExit(pool.Close)
-	// Not cancelled by Ctrl-C: migrating takes a moment, and
-	// golang-migrate's GracefulStop path has a data race.
-	if err := store.Migrate(context.WithoutCancel(ctx), pool); err != nil {
-		return nil, err
-	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

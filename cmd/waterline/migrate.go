@@ -10,7 +10,7 @@ import (
 
 // runMigrate applies the embedded migrations and exits.
 func runMigrate(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
-	c, _, err := parseConfig("migrate", args, env, stderr, nil)
+	c, err := parseConfig("migrate", args, env, stderr, nil)
 	if err != nil {
 		return err
 	}
@@ -19,9 +19,6 @@ func runMigrate(ctx context.Context, args []string, env func(string) string, std
 		return err
 	}
 	defer pool.Close()
-	if err := store.Migrate(ctx, pool); err != nil {
-		return err
-	}
 	applied, _, _, err := store.MigrationStatus(pool)
 	if err != nil {
 		return err

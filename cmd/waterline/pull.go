@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,15 +23,12 @@ import (
 // harmless (points are upserted, event ids are deterministic).
 func runPull(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
 	var fromS, toS string
-	c, rest, err := parseConfig("pull", args, env, stderr, func(fs *flag.FlagSet) {
+	c, err := parseConfig("pull", args, env, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&fromS, "from", "", "start of the range: RFC 3339 (2026-10-06T06:00:00Z) or Unix seconds")
 		fs.StringVar(&toS, "to", "", "end of the range, included: RFC 3339 or Unix seconds")
 	})
 	if err != nil {
 		return err
-	}
-	if len(rest) > 0 {
-		return fmt.Errorf("unexpected arguments: %s", strings.Join(rest, " "))
 	}
 	from, err := parseTimeArg("--from", fromS)
 	if err != nil {
@@ -57,9 +53,6 @@ func runPull(ctx context.Context, args []string, env func(string) string, stdout
 		return err
 	}
 	defer pool.Close()
-	if err := store.Migrate(ctx, pool); err != nil {
-		return err
-	}
 	// Validating first turns a bad query or an unreachable Prometheus into
 	// one clear line before any work starts.
 	if err := cfg.Validate(ctx, c.PrometheusURL, to); err != nil {

@@ -22,12 +22,9 @@ import (
 // runServe runs the HTTP server (and the background loops) until ctx ends,
 // then drains in-flight requests before returning.
 func runServe(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
-	c, rest, err := parseConfig("serve", args, env, stderr, nil)
+	c, err := parseConfig("serve", args, env, stderr, nil)
 	if err != nil {
 		return err
-	}
-	if len(rest) > 0 {
-		return fmt.Errorf("unexpected arguments: %v", rest)
 	}
 	log := newLogger(c, stderr)
 	pool, err := openPool(ctx, c)
@@ -35,9 +32,6 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 		return err
 	}
 	defer pool.Close()
-	if err := store.Migrate(ctx, pool); err != nil {
-		return err
-	}
 	st := store.New(pool)
 
 	reg := prometheus.NewRegistry()

@@ -19,15 +19,12 @@ func runToken(ctx context.Context, args []string, env func(string) string, stdou
 		return errors.New("usage: waterline token create --name NAME --scope read|write|admin")
 	}
 	var name, scope string
-	c, rest, err := parseConfig("token create", args[1:], env, stderr, func(fs *flag.FlagSet) {
+	c, err := parseConfig("token create", args[1:], env, stderr, func(fs *flag.FlagSet) {
 		fs.StringVar(&name, "name", "", "what the token is for (shown in logs and the admin API)")
 		fs.StringVar(&scope, "scope", "", "read (GET), write (ingest, incidents) or admin (tokens, webhooks)")
 	})
 	if err != nil {
 		return err
-	}
-	if len(rest) > 0 {
-		return fmt.Errorf("unexpected arguments: %s", strings.Join(rest, " "))
 	}
 	if strings.TrimSpace(name) == "" {
 		return errors.New("--name is required")
@@ -40,9 +37,6 @@ func runToken(ctx context.Context, args []string, env func(string) string, stdou
 		return err
 	}
 	defer pool.Close()
-	if err := store.Migrate(ctx, pool); err != nil {
-		return err
-	}
 	secret, tok, err := store.New(pool).CreateToken(ctx, name, store.TokenScope(scope))
 	if err != nil {
 		return err
