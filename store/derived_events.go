@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/jackc/pgx/v5"
 
@@ -24,13 +23,10 @@ func (s *Store) UpsertDerivedEvents(ctx context.Context, events []correlate.Even
 	err = s.InTx(ctx, func(tx *Store) error {
 		b := &pgx.Batch{}
 		for _, e := range events {
-			var attrs []byte
-			if len(e.Attrs) > 0 {
-				if attrs, err = json.Marshal(e.Attrs); err != nil {
-					return err
-				}
+			args, err := eventArgs(e)
+			if err != nil {
+				return err
 			}
-			args := []any{e.ID, string(e.Kind), e.Time, e.EndTime, e.Model, e.Version, e.Tenant, e.Replica, e.Node, e.Source, e.Summary, attrs}
 			if onlyExisting {
 				b.Queue(`UPDATE events SET kind = $2, time = $3, end_time = $4, model = $5, version = $6, tenant = $7,
 					replica = $8, node = $9, summary = $11, attrs = $12

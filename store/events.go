@@ -20,15 +20,12 @@ func (s *Store) InsertEvents(ctx context.Context, events []correlate.Event) (acc
 	err = s.InTx(ctx, func(tx *Store) error {
 		b := &pgx.Batch{}
 		for _, e := range events {
-			var attrs []byte
-			if len(e.Attrs) > 0 {
-				if attrs, err = json.Marshal(e.Attrs); err != nil {
-					return err
-				}
+			args, err := eventArgs(e)
+			if err != nil {
+				return err
 			}
 			b.Queue(`INSERT INTO events (id, kind, time, end_time, model, version, tenant, replica, node, source, summary, attrs)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (id) DO NOTHING`,
-				e.ID, string(e.Kind), e.Time, e.EndTime, e.Model, e.Version, e.Tenant, e.Replica, e.Node, e.Source, e.Summary, attrs)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (id) DO NOTHING`, args...)
 		}
 		br := tx.db.SendBatch(ctx, b)
 		defer br.Close()
@@ -45,6 +42,19 @@ func (s *Store) InsertEvents(ctx context.Context, events []correlate.Event) (acc
 		return 0, 0, wrap("insert events", err)
 	}
 	return accepted, len(events) - accepted, nil
+}
+
+// eventArgs are an event's columns in the order of the events table's
+// insert statements ($1 id … $12 attrs).
+func eventArgs(e correlate.Event) ([]any, error) {
+	var attrs []byte
+	if len(e.Attrs) > 0 {
+		var err error
+		if attrs, err = json.Marshal(e.Attrs); err != nil {
+			return nil, err
+		}
+	}
+	return []any{e.ID, string(e.Kind), e.Time, e.EndTime, e.Model, e.Version, e.Tenant, e.Replica, e.Node, e.Source, e.Summary, attrs}, nil
 }
 
 // EventFilter selects events by time window and scope. Empty scope fields
