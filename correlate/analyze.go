@@ -92,7 +92,7 @@ func Analyze(in Input) Analysis {
 		t := onset
 		a.Onset = &t
 	}
-	a.P99BeforeMs, a.P99DuringMs = fleetP99(f)
+	a.P99BeforeMs, a.P99DuringMs = topModelP99(f)
 	a.Checklist = checklist(a, f)
 	if a.Spikes == nil {
 		a.Spikes = []Spike{}
@@ -283,8 +283,8 @@ func topDeviations(cs *curveSet, ph phases, n int) []CurveDeviation {
 	return out
 }
 
-// fleetP99 reports the P99 before → during of the most affected model.
-func fleetP99(f *facts) (before, during float64) {
+// topModelP99 reports the P99 before → during of the most affected model.
+func topModelP99(f *facts) (before, during float64) {
 	if len(f.affected) == 0 {
 		return 0, 0
 	}

@@ -38,7 +38,7 @@ func (cs *curveSet) get(role Role, level Level, scope Scope, stage string) []*Cu
 	return out
 }
 
-// one returns the single curve of role at level for exactly this model
+// model returns the model-level curve of role for exactly this model
 // (and stage), or nil.
 func (cs *curveSet) model(role Role, model, stage string) *Curve {
 	for _, c := range cs.get(role, LevelModel, Scope{Model: model}, stage) {
