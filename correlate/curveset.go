@@ -98,6 +98,3 @@ func deviation(c *Curve, ph phases) CurveDeviation {
 	d.Deviation = best
 	return d
 }
-
-// ratio returns during/before medians of a curve (NaN when unknown).
-func (d CurveDeviation) ratio() float64 { return safeRatio(d.During, d.Before) }

@@ -163,16 +163,6 @@ func (f *facts) sickNode() *nodeImpact {
 	return &n
 }
 
-func peerMedian(rs []replicaImpact) float64 {
-	var v []float64
-	for _, r := range rs {
-		if !math.IsNaN(r.during) {
-			v = append(v, r.during)
-		}
-	}
-	return median(v)
-}
-
 // nodeDeviation returns the node-level curve that moved most after the onset.
 func (f *facts) nodeDeviation(node string) CurveDeviation {
 	var best CurveDeviation

@@ -72,9 +72,6 @@ const EventsSource = "events/kube-state-metrics"
 // knownRoles are the roles the analysis understands (correlate.Role*).
 var knownRoles = correlate.Roles
 
-// KnownRoles lists the roles a query may produce.
-func KnownRoles() []correlate.Role { return append([]correlate.Role(nil), knownRoles...) }
-
 var knownLevels = correlate.Levels
 
 // LoadConfig reads the YAML file at path (WATERLINE_CONFIG); an empty path

@@ -53,9 +53,6 @@ func New(cfg *Config, prometheusURL string, st *store.Store, opts Options) (*Pul
 	return p, nil
 }
 
-// Config returns the effective configuration (roles, SLOs).
-func (p *Puller) Config() *Config { return p.cfg }
-
 // Sources lists the names of every source: one per query, plus the
 // kube-state-metrics events when enabled.
 func (p *Puller) Sources() []string {

@@ -82,9 +82,6 @@ func LookPath() error {
 	return nil
 }
 
-// Dir is the directory holding the TSDB, the config and prometheus.log.
-func (s *Server) Dir() string { return s.dir }
-
 // windowSize is promtool's fixed block length: it cuts 2-hour blocks and
 // re-reads its whole input for each, so inputs are split to match.
 const windowSize = 2 * time.Hour

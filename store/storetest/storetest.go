@@ -114,20 +114,6 @@ func New(t testing.TB) *store.Store {
 	return store.New(NewPool(t))
 }
 
-// Tx returns a Store inside a transaction on pool that is rolled back when
-// the test ends. Use it where the code under test needs no commit seen by
-// other connections.
-func Tx(t testing.TB, pool *pgxpool.Pool) *store.Store {
-	t.Helper()
-	ctx := context.Background()
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		t.Fatalf("storetest: begin: %v", err)
-	}
-	t.Cleanup(func() { _ = tx.Rollback(context.WithoutCancel(ctx)) })
-	return store.New(tx)
-}
-
 // ensureTemplate creates and migrates the template database once per
 // migration set. An advisory lock serialises test binaries that start at
 // the same time.
