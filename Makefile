@@ -18,7 +18,12 @@ test:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	@if [ -n "$$(git ls-files -co --exclude-standard '*.templ')" ]; then $(GO) tool templ generate -check; fi
 	$(GO) vet ./...
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -short -count=1 -timeout 30m ./...
+	@# Bundle replays push hours of real exporter data through the whole
+	@# stack; under -race they take several times as long and exercise no goroutine
+	@# the race pass above has not, so they run in a pass of their own.
+	$(GO) test -count=1 -timeout 40m -run 'TestReplay|TestBundles' ./diagnose ./cmd/waterline
+	scripts/test-clock-shift.sh
 
 build:
 	$(GO) build -o bin/waterline ./cmd/waterline

@@ -12,11 +12,15 @@ import (
 
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/diagnose"
+	"github.com/waterline-dev/waterline/internal/testclock"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
 )
 
-var t0 = time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
+// t0 starts every fixture: 06:00 two days before the test clock, so the
+// detector's "recent" windows and the store's partitions see dates that
+// move with the calendar (and with WATERLINE_TEST_CLOCK_SHIFT).
+var t0 = testclock.Now().Truncate(24 * time.Hour).Add(-2*24*time.Hour + 6*time.Hour)
 
 // nodeFault writes two models × three replicas for two hours at 15 s, where
 // from onset on the replicas on node n2 are three times slower: curves

@@ -171,6 +171,9 @@ func targetOK(tr truth, got correlate.Target) bool {
 // a quiet fleet) from our own simulator, with innocent changes around the
 // onset. It always runs: the bundles are generated.
 func TestReplaySimulatedIncidents(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a replay of whole incident bundles: -short leaves it out (make test runs it in a pass of its own, without -race)")
+	}
 	t.Parallel()
 	for _, sc := range sim.Scenarios {
 		// One case at a time: each runs a real Prometheus and Postgres
@@ -199,6 +202,9 @@ func TestReplaySimulatedIncidents(t *testing.T) {
 // TestReplayPublicBundles replays the product's shared incident bundles
 // when they are present (CI has them; a user's clone does not).
 func TestReplayPublicBundles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a replay of whole incident bundles: -short leaves it out (make test runs it in a pass of its own, without -race)")
+	}
 	t.Parallel()
 	dir := os.Getenv("WATERLINE_SCENARIOS")
 	if dir == "" {

@@ -12,11 +12,14 @@ import (
 
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/internal/promtest"
+	"github.com/waterline-dev/waterline/internal/testclock"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
 )
 
-var t0 = time.Date(2026, 10, 6, 6, 0, 0, 0, time.UTC)
+// t0 starts the fixtures backfilled into Prometheus: 06:00 two days before
+// the test clock (Prometheus and its look-back read the real clock).
+var t0 = testclock.Now().Truncate(24 * time.Hour).Add(-2*24*time.Hour + 6*time.Hour)
 
 func tpod(name, model, version, node string, from, to int) tPod {
 	return tPod{name: name, model: model, version: version, node: node, from: from, to: to,
@@ -307,7 +310,7 @@ func TestHistoryResumes(t *testing.T) {
 
 func TestChunksRespectPointLimitAndGrid(t *testing.T) {
 	step := 15 * time.Second
-	from := time.Date(2026, 10, 1, 0, 0, 7, 0, time.UTC)
+	from := t0.Add(-5*24*time.Hour + 7*time.Second)
 	to := from.Add(30 * 24 * time.Hour)
 	cs := chunks(from, to, step, 0)
 	if len(cs) < 2 {

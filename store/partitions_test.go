@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waterline-dev/waterline/internal/testclock"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
 )
@@ -13,7 +14,7 @@ func TestPartitionsAheadAndRetention(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := storetest.New(t)
-	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	now := testclock.Now()
 
 	if _, err := st.Maintain(ctx, now, 2, store.Retention{}); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/internal/testclock"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
 )
@@ -199,7 +200,7 @@ func TestSessions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := storetest.New(t)
-	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	now := testclock.Now()
 	_, tok, err := st.CreateToken(ctx, "ops", store.ScopeWrite)
 	if err != nil {
 		t.Fatal(err)

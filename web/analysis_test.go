@@ -16,7 +16,9 @@ import (
 	"github.com/waterline-dev/waterline/store/storetest"
 )
 
-var curveT0 = time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
+// curveT0 starts the curves these tests write: ten days before the test
+// clock, on a whole hour, well inside every age limit.
+var curveT0 = testNow.Add(-10 * 24 * time.Hour).Truncate(time.Hour)
 
 // writeSpikeCurves stores P99 curves of two models for two hours at 15 s;
 // chat's quadruples from 07:40 to 07:55.

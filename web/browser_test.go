@@ -44,9 +44,6 @@ func TestBrowserSharedBundle(t *testing.T) {
 }
 
 func browserFlow(t *testing.T, b stacktest.Bundle) {
-	if testing.Short() {
-		t.Skip("browser test: skipped with -short")
-	}
 	s := stacktest.Start(t, b, stacktest.Options{})
 	id := s.Incident(t, "P99 up: "+b.Name)
 	if got := s.TopCause(t, id); got != b.Truth.Category {

@@ -18,13 +18,17 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/waterline-dev/waterline/internal/testclock"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
 	"github.com/waterline-dev/waterline/web"
 )
 
-// testNow is the server's clock in these tests.
-var testNow = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+// testNow is the server's clock in these tests: the test clock when the
+// package's tests start, held still so fixtures and expectations agree.
+// It follows the real date (moved by WATERLINE_TEST_CLOCK_SHIFT), because
+// the cookie jar, Chromium and Postgres read the real clock too.
+var testNow = testclock.Now().Truncate(time.Second)
 
 // apiEnv is a real server on a real, fresh database.
 type apiEnv struct {

@@ -1,6 +1,9 @@
 package web_test
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestIngestRetryOfJSONArray posts the same samples and events twice as a
 // JSON array: the retry must answer 200 with everything as duplicates
@@ -10,7 +13,7 @@ func TestIngestRetryOfJSONArray(t *testing.T) {
 	e := newAPIEnv(t)
 	for _, c := range []struct{ path, body string }{
 		{"/api/v1/samples", "[" + sampleLine(1) + "," + sampleLine(2) + "]"},
-		{"/api/v1/events", `[{"id":"d-1","kind":"deploy","time":"2026-11-29T10:00:00Z","model":"chat-7b"}]`},
+		{"/api/v1/events", `[{"id":"d-1","kind":"deploy","time":"` + testNow.Add(-2*time.Hour).Format(time.RFC3339) + `","model":"chat-7b"}]`},
 	} {
 		if a, d := accepted(t, e.post(c.path, "application/json", []byte(c.body))); a == 0 || d != 0 {
 			t.Fatalf("%s first: accepted %d duplicates %d", c.path, a, d)

@@ -342,10 +342,40 @@ func (a *apiCall) exampleOf(op, mediaType string) []byte {
 		ex = s["example"]
 	}
 	if s, ok := ex.(string); ok {
-		return []byte(s)
+		return recent([]byte(s))
 	}
 	b, _ := json.Marshal(ex)
-	return b
+	return recent(b)
+}
+
+var rfc3339 = regexp.MustCompile(`"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)"`)
+
+// recent moves every time in a documented example by whole days, so that
+// its newest time lies in the day before the test clock: the document's
+// examples carry fixed dates, and the server refuses records more than a
+// year old. Times of day, and so the example's shape, are kept.
+func recent(ex []byte) []byte {
+	var newest time.Time
+	for _, m := range rfc3339.FindAllSubmatch(ex, -1) {
+		if t, err := time.Parse(time.RFC3339Nano, string(m[1])); err == nil && t.After(newest) {
+			newest = t
+		}
+	}
+	if newest.IsZero() {
+		return ex
+	}
+	day := 24 * time.Hour
+	shift := testNow.Add(-time.Hour).Sub(newest).Truncate(day)
+	if newest.Add(shift).After(testNow.Add(-time.Hour)) {
+		shift -= day // Truncate rounds toward zero; a negative shift must round down
+	}
+	return rfc3339.ReplaceAllFunc(ex, func(m []byte) []byte {
+		t, err := time.Parse(time.RFC3339Nano, string(m[1:len(m)-1]))
+		if err != nil {
+			return m
+		}
+		return []byte(`"` + t.Add(shift).Format(time.RFC3339Nano) + `"`)
+	})
 }
 
 // TestOpenAPIDescribesRealAnswers sends the document's own request

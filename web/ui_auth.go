@@ -109,8 +109,13 @@ func (s *Server) session(c echo.Context) (store.Session, string, bool, error) {
 	return se, ck.Value, true, nil
 }
 
+// setSessionCookie gives the browser the session's remaining lifetime as
+// Max-Age, never as an Expires date: the browser counts Max-Age on its own
+// clock, so a client whose clock disagrees with the server's (skew, or a
+// test browser next to a test clock) neither drops the cookie at once nor
+// keeps it too long. The server checks expiry itself anyway.
 func (s *Server) setSessionCookie(c echo.Context, secret string, expires time.Time) {
-	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: secret, Path: "/", Expires: expires, HttpOnly: true,
+	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: secret, Path: "/", MaxAge: max(1, int(expires.Sub(s.now()).Seconds())), HttpOnly: true,
 		SameSite: http.SameSiteLaxMode, Secure: strings.HasPrefix(s.cfg.PublicURL, "https://")})
 }
 

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/PuerkitoBio/goquery"
 
@@ -63,10 +65,15 @@ func TestUILogin(t *testing.T) {
 		t.Fatalf("login with an off-site next: %d %q", r.status, r.header.Get("Location"))
 	}
 	ck := r.header.Get("Set-Cookie")
-	for _, want := range []string{"wl_session=", "HttpOnly", "SameSite=Lax", "Path=/"} {
+	for _, want := range []string{"wl_session=", "HttpOnly", "SameSite=Lax", "Path=/", "Max-Age=43200"} {
 		if !strings.Contains(ck, want) {
 			t.Errorf("session cookie %q lacks %s", ck, want)
 		}
+	}
+	// The lifetime is relative: a browser whose clock disagrees with the
+	// server's must neither drop the session at once nor keep it for ever.
+	if strings.Contains(ck, "Expires=") {
+		t.Errorf("session cookie %q carries an absolute Expires date", ck)
 	}
 	home := b.get("/")
 	home.mustHave(t, "home", "user", "open-incidents", "pull-health", "recent-spikes")
@@ -480,7 +487,7 @@ func TestUIPendingAndRecomputing(t *testing.T) {
 	// A new incident without any analysis: pending, queued for analysis.
 	before := len(e.incidentChanges())
 	var inc struct{ ID int64 }
-	res := e.post("/api/v1/incidents", "application/json", []byte(`{"title":"fresh","start":"2026-11-29T10:00:00Z"}`))
+	res := e.post("/api/v1/incidents", "application/json", []byte(fmt.Sprintf(`{"title":"fresh","start":%q}`, testNow.Add(-2*time.Hour).Format(time.RFC3339))))
 	if err := json.Unmarshal(res.body, &inc); err != nil {
 		t.Fatal(err)
 	}

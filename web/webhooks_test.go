@@ -238,7 +238,7 @@ func TestWebhookEventsAndFormats(t *testing.T) {
 	}
 
 	r := e.post("/api/v1/incidents", "application/json",
-		[]byte(`{"title":"p99 up on chat-7b","start":"2026-11-29T10:00:00Z","scope":{"model":"chat-7b","node":"gpu-3"}}`))
+		[]byte(fmt.Sprintf(`{"title":"p99 up on chat-7b","start":%q,"scope":{"model":"chat-7b","node":"gpu-3"}}`, testNow.Add(-2*time.Hour).Format(time.RFC3339))))
 	var inc struct{ ID int64 }
 	if r.status != 201 || json.Unmarshal(r.body, &inc) != nil {
 		t.Fatalf("create incident: %d %s", r.status, r.body)

@@ -149,6 +149,9 @@ func scanBundle(t *testing.T, path string) (want []omChange, start, end time.Tim
 // scale-up, new replica, restart and node fault of the metrics, with the
 // right model, replica and node.
 func TestBundlesTimelineShowsKubeChanges(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a replay of whole incident bundles: -short leaves it out (make test runs it in a pass of its own, without -race)")
+	}
 	dir := scenariosDir(t)
 	bundles, _ := filepath.Glob(filepath.Join(dir, "*", "metrics.om.gz"))
 	if len(bundles) == 0 {

@@ -10,12 +10,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/waterline-dev/waterline/internal/testclock"
 )
 
 func TestBackfillSplitAndRestart(t *testing.T) {
 	// 5 hours of a gauge and a counter at 60 s from 05:30: four 2-hour
 	// windows (04–06, 06–08, 08–10, 10–12).
-	t0 := time.Date(2026, 10, 6, 5, 30, 0, 0, time.UTC)
+	t0 := testclock.Now().Truncate(24 * time.Hour).Add(-24*time.Hour + 5*time.Hour + 30*time.Minute)
 	var b strings.Builder
 	b.WriteString("# HELP g A gauge.\n# TYPE g gauge\n")
 	for i := 0; i < 300; i++ {
@@ -92,7 +94,7 @@ func TestBackfillWindowsAndBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Stop)
-	t0 := time.Date(2026, 10, 6, 5, 0, 0, 0, time.UTC)
+	t0 := testclock.Now().Truncate(24 * time.Hour).Add(-24*time.Hour + 5*time.Hour)
 	err = p.BackfillWindows(context.Background(), t0, t0.Add(3*time.Hour), func(w io.Writer, lo, hi time.Time) error {
 		fmt.Fprintf(w, "# TYPE g gauge\n")
 		for ts := lo; ts.Before(hi); ts = ts.Add(time.Minute) {

@@ -9,6 +9,7 @@ package stacktest
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -30,6 +31,7 @@ import (
 
 	"github.com/waterline-dev/waterline/diagnose"
 	"github.com/waterline-dev/waterline/internal/promtest"
+	"github.com/waterline-dev/waterline/internal/testclock"
 	"github.com/waterline-dev/waterline/pull"
 	"github.com/waterline-dev/waterline/sim"
 	"github.com/waterline-dev/waterline/store"
@@ -55,9 +57,14 @@ type Truth struct {
 	Extra    map[string]string `json:"-"`
 }
 
-// SimBundle generates a bundle with the simulator.
+// SimBundle generates a bundle with the simulator. Without a start, the
+// fleet's window ends an hour before the test clock, so the bundle is
+// recent on whatever date the tests run.
 func SimBundle(t testing.TB, name string, opts sim.Options) Bundle {
 	t.Helper()
+	if opts.Start.IsZero() {
+		opts.Start = testclock.Now().Add(-cmp.Or(opts.Duration, 3*time.Hour) - time.Hour).Truncate(time.Hour)
+	}
 	f, err := sim.New(opts)
 	if err != nil {
 		t.Fatalf("stacktest: sim: %v", err)
@@ -198,10 +205,12 @@ func Start(t testing.TB, b Bundle, opt Options) *Stack {
 	}
 	base := "http://" + ln.Addr().String()
 	srv := web.NewServer(web.Config{
+		// A replay harness takes recorded data at its recorded dates, which
+		// the test clock may lie years before or after: no age limits.
 		PublicURL: base, IngestMaxBytes: 1 << 30, IngestMaxLines: 5_000_000, IngestMaxAge: 100 * 365 * 24 * time.Hour,
-		IngestMaxFuture: time.Hour, RequestTimeout: 5 * time.Minute, AlertLookback: 30 * time.Minute,
+		IngestMaxFuture: 100 * 365 * 24 * time.Hour, RequestTimeout: 5 * time.Minute, AlertLookback: 30 * time.Minute,
 		AuthProxyHeader: opt.AuthProxyHeader,
-	}, web.Deps{Store: st, Log: log, Registry: reg, Gatherer: reg, OnIncidentChanged: analyzer.Enqueue, SLO: cfg.SLOFor})
+	}, web.Deps{Store: st, Log: log, Registry: reg, Gatherer: reg, OnIncidentChanged: analyzer.Enqueue, SLO: cfg.SLOFor, Now: testclock.Now})
 	hs := &httptest.Server{Listener: ln, Config: &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}}
 	hs.Start()
 	t.Cleanup(hs.Close)

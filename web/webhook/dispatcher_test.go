@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waterline-dev/waterline/internal/testclock"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
 	"github.com/waterline-dev/waterline/web/webhook"
@@ -53,7 +54,7 @@ func newReceiver(t *testing.T, answer func(n int, w http.ResponseWriter)) *recei
 		if r.Method != http.MethodPost || r.Header.Get("Content-Type") != "application/json" {
 			t.Errorf("request %s with Content-Type %q", r.Method, r.Header.Get("Content-Type"))
 		}
-		if err := webhook.Verify(secret, rec.ts, rec.sig, body, time.Now()); err != nil {
+		if err := webhook.Verify(secret, rec.ts, rec.sig, body, testclock.Now()); err != nil {
 			t.Errorf("delivery %s: %v", rec.delivery, err)
 		}
 		answer(n, w)
@@ -82,7 +83,7 @@ func newFixture(t *testing.T, url string) fixture {
 	t.Helper()
 	st := store.New(storetest.NewPool(t))
 	ctx := context.Background()
-	in, err := st.CreateIncident(ctx, store.NewIncident{Title: "p99 up", Start: time.Now().Add(-time.Hour)})
+	in, err := st.CreateIncident(ctx, store.NewIncident{Title: "p99 up", Start: testclock.Now().Add(-time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func (f fixture) enqueue(t *testing.T, n int) {
 	for i := range n {
 		q, err := f.st.EnqueueDelivery(context.Background(), store.NewDelivery{
 			WebhookID: f.hook, IncidentID: f.incident, Event: store.EventAnalysisReady, AnalysisVersion: i + 1,
-			IdempotencyKey: fmt.Sprintf("k-%d", i), Body: []byte(fmt.Sprintf(`{"n":%d}`, i)), DueAt: time.Now(),
+			IdempotencyKey: fmt.Sprintf("k-%d", i), Body: []byte(fmt.Sprintf(`{"n":%d}`, i)), DueAt: testclock.Now(),
 		})
 		if err != nil || !q {
 			t.Fatalf("enqueue %d: %v %v", i, q, err)
@@ -121,6 +122,7 @@ func fast(o webhook.Options) webhook.Options {
 		o.BaseBackoff = 40 * time.Millisecond
 	}
 	o.Poll = 10 * time.Millisecond
+	o.Now = testclock.Now // the receiver below verifies on the same clock
 	if o.Timeout == 0 {
 		o.Timeout = 2 * time.Second
 	}
@@ -133,7 +135,7 @@ func TestDeliverySignedWithHeadersAndLogged(t *testing.T) {
 	f.enqueue(t, 1)
 	// The same key again is the same event noticed twice: not queued.
 	if q, err := f.st.EnqueueDelivery(context.Background(), store.NewDelivery{WebhookID: f.hook, IncidentID: f.incident,
-		Event: store.EventAnalysisReady, IdempotencyKey: "k-0", Body: []byte(`{}`), DueAt: time.Now()}); err != nil || q {
+		Event: store.EventAnalysisReady, IdempotencyKey: "k-0", Body: []byte(`{}`), DueAt: testclock.Now()}); err != nil || q {
 		t.Fatalf("duplicate key queued=%v err=%v", q, err)
 	}
 	d := webhook.NewDispatcher(f.st, fast(webhook.Options{}))
@@ -155,7 +157,7 @@ func TestDeliverySignedWithHeadersAndLogged(t *testing.T) {
 	if want := "sha256=" + hex.EncodeToString(mac.Sum(nil)); r.sig != want {
 		t.Fatalf("signature %q, want %q", r.sig, want)
 	}
-	if ts, _ := strconv.ParseInt(r.ts, 10, 64); time.Since(time.Unix(ts, 0)).Abs() > time.Minute {
+	if ts, _ := strconv.ParseInt(r.ts, 10, 64); testclock.Now().Sub(time.Unix(ts, 0)).Abs() > time.Minute {
 		t.Fatalf("timestamp %s is not now", r.ts)
 	}
 	if string(r.body) != `{"n":0}` || r.key != "k-0" || r.event != store.EventAnalysisReady {
@@ -167,13 +169,13 @@ func TestDeliverySignedWithHeadersAndLogged(t *testing.T) {
 		t.Fatalf("log %+v", log)
 	}
 	// A tampered body or another secret fails verification.
-	if webhook.Verify(secret, r.ts, r.sig, append(r.body, ' '), time.Now()) == nil {
+	if webhook.Verify(secret, r.ts, r.sig, append(r.body, ' '), testclock.Now()) == nil {
 		t.Fatal("tampered body verified")
 	}
-	if webhook.Verify("other-secret", r.ts, r.sig, r.body, time.Now()) == nil {
+	if webhook.Verify("other-secret", r.ts, r.sig, r.body, testclock.Now()) == nil {
 		t.Fatal("wrong secret verified")
 	}
-	if webhook.Verify(secret, r.ts, r.sig, r.body, time.Now().Add(10*time.Minute)) != webhook.ErrStale {
+	if webhook.Verify(secret, r.ts, r.sig, r.body, testclock.Now().Add(10*time.Minute)) != webhook.ErrStale {
 		t.Fatal("stale timestamp verified")
 	}
 }
@@ -204,7 +206,7 @@ func TestRetryOn500ThenSuccess(t *testing.T) {
 	if sent, _ := d.DeliverOne(ctx); sent {
 		t.Fatal("retried before its backoff")
 	}
-	time.Sleep(time.Until(log[0].NextAttemptAt) + 20*time.Millisecond)
+	time.Sleep(log[0].NextAttemptAt.Sub(testclock.Now()) + 20*time.Millisecond)
 	if sent, err := d.DeliverOne(ctx); !sent || err != nil {
 		t.Fatalf("retry: %v %v", sent, err)
 	}
