@@ -25,10 +25,11 @@ import (
 )
 
 // testNow is the server's clock in these tests: the test clock when the
-// package's tests start, held still so fixtures and expectations agree.
-// It follows the real date (moved by WATERLINE_TEST_CLOCK_SHIFT), because
-// the cookie jar, Chromium and Postgres read the real clock too.
-var testNow = testclock.Now().Truncate(time.Second)
+// package's tests start, on the whole hour (fixtures on 15 s, 1 min and
+// 5 min grids line up with it), held still so fixtures and expectations
+// agree. It follows the real date (moved by WATERLINE_TEST_CLOCK_SHIFT),
+// because the cookie jar, Chromium and Postgres read the real clock too.
+var testNow = testclock.Now().Truncate(time.Hour)
 
 // apiEnv is a real server on a real, fresh database.
 type apiEnv struct {

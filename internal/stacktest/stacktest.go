@@ -57,6 +57,16 @@ type Truth struct {
 	Extra    map[string]string `json:"-"`
 }
 
+// clockAfter is the server's clock for a bundle: the test clock, moved
+// forward when needed so that it runs an hour past the bundle's end. A
+// recorded bundle keeps its own dates, and the test clock may lie before
+// them (WATERLINE_TEST_CLOCK_SHIFT=-400d); no server ever sees data from
+// its future.
+func clockAfter(end time.Time) func() time.Time {
+	ahead := max(0, end.Add(time.Hour).Sub(testclock.Now()))
+	return func() time.Time { return testclock.Now().Add(ahead) }
+}
+
 // SimBundle generates a bundle with the simulator. Without a start, the
 // fleet's window ends an hour before the test clock, so the bundle is
 // recent on whatever date the tests run.
@@ -205,12 +215,11 @@ func Start(t testing.TB, b Bundle, opt Options) *Stack {
 	}
 	base := "http://" + ln.Addr().String()
 	srv := web.NewServer(web.Config{
-		// A replay harness takes recorded data at its recorded dates, which
-		// the test clock may lie years before or after: no age limits.
+		// A replay takes recorded data at its recorded dates, however old.
 		PublicURL: base, IngestMaxBytes: 1 << 30, IngestMaxLines: 5_000_000, IngestMaxAge: 100 * 365 * 24 * time.Hour,
-		IngestMaxFuture: 100 * 365 * 24 * time.Hour, RequestTimeout: 5 * time.Minute, AlertLookback: 30 * time.Minute,
+		IngestMaxFuture: time.Hour, RequestTimeout: 5 * time.Minute, AlertLookback: 30 * time.Minute,
 		AuthProxyHeader: opt.AuthProxyHeader,
-	}, web.Deps{Store: st, Log: log, Registry: reg, Gatherer: reg, OnIncidentChanged: analyzer.Enqueue, SLO: cfg.SLOFor, Now: testclock.Now})
+	}, web.Deps{Store: st, Log: log, Registry: reg, Gatherer: reg, OnIncidentChanged: analyzer.Enqueue, SLO: cfg.SLOFor, Now: clockAfter(b.End)})
 	hs := &httptest.Server{Listener: ln, Config: &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}}
 	hs.Start()
 	t.Cleanup(hs.Close)
