@@ -38,32 +38,7 @@ func Analyze(in Input) Analysis {
 
 	started := replicaStarts(in.Events, cs, dataFrom, in.Step)
 	ss := newSampleSet(in.Samples, ph, in.SLO, started)
-	f := &facts{ph: ph, cs: cs, ss: ss, started: started, reps: map[string][]replicaImpact{}, allReps: map[string][]replicaImpact{}, affectedSet: map[string]bool{}}
-	f.models = modelImpacts(cs, ss, ph)
-	for _, m := range f.models {
-		if m.affected && (in.Scope.Model == "" || in.Scope.Model == m.model) {
-			f.affected = append(f.affected, m.model)
-			f.affectedSet[m.model] = true
-		}
-	}
-	for _, m := range f.models {
-		// Every model's replicas, not only the affected ones': a sick node
-		// slows every pod on it, including those of models whose overall
-		// P99 barely moved.
-		f.allReps[m.model] = replicaImpacts(cs, ss, ph, m.model)
-	}
-	for _, m := range f.affected {
-		f.reps[m] = f.allReps[m]
-	}
-
-	// Samples: concentration over the affected models' traffic, and stage
-	// attribution; curves stand in when there are no samples.
-	f.conc = concentrate(ss.concentrationTable(f.affectedSet), ConcentrationOptions{})
-	if st := stageAttributionFromSamples(ss, f.affected); len(st) > 0 {
-		f.stages, f.stageSource = st, "samples"
-	} else if st := stageAttributionFromCurves(cs, f.affected, ph); len(st) > 0 {
-		f.stages, f.stageSource = st, "curves"
-	}
+	f := newFacts(cs, ss, ph, started, in.Scope)
 
 	scope := scopeReport(f.models, f.reps, f.conc)
 	aff := affectedScope{models: f.affectedSet, replicas: map[string]bool{}, nodes: map[string]bool{}}
@@ -107,6 +82,37 @@ func Analyze(in Input) Analysis {
 		a.Events = []AlignedEvent{}
 	}
 	return a
+}
+
+// newFacts measures what the hypotheses read: every model's impact (the
+// affected ones restricted to scope), every model's replicas, the
+// concentration over the affected models' traffic, and the stage
+// attribution (from samples, else from stage curves).
+func newFacts(cs *curveSet, ss *sampleSet, ph phases, started map[string]time.Time, scope Scope) *facts {
+	f := &facts{ph: ph, cs: cs, ss: ss, started: started, reps: map[string][]replicaImpact{}, allReps: map[string][]replicaImpact{}, affectedSet: map[string]bool{}}
+	f.models = modelImpacts(cs, ss, ph)
+	for _, m := range f.models {
+		if m.affected && (scope.Model == "" || scope.Model == m.model) {
+			f.affected = append(f.affected, m.model)
+			f.affectedSet[m.model] = true
+		}
+	}
+	for _, m := range f.models {
+		// Every model's replicas, not only the affected ones': a sick node
+		// slows every pod on it, including those of models whose overall
+		// P99 barely moved.
+		f.allReps[m.model] = replicaImpacts(cs, ss, ph, m.model)
+	}
+	for _, m := range f.affected {
+		f.reps[m] = f.allReps[m]
+	}
+	f.conc = concentrate(ss.concentrationTable(f.affectedSet), ConcentrationOptions{})
+	if st := stageAttributionFromSamples(ss, f.affected); len(st) > 0 {
+		f.stages, f.stageSource = st, "samples"
+	} else if st := stageAttributionFromCurves(cs, f.affected, ph); len(st) > 0 {
+		f.stages, f.stageSource = st, "curves"
+	}
+	return f
 }
 
 // SampleSpan says which samples an analysis of in will use, judging from

@@ -70,6 +70,16 @@ type concTable struct {
 	rows    []int32 // the rows taking part
 }
 
+// hasAll reports whether row r has every item.
+func (t concTable) hasAll(r int32, items []item) bool {
+	for _, it := range items {
+		if t.dims[it.dim].codes[r] != it.code {
+			return false
+		}
+	}
+	return true
+}
+
 // item is one dimension value: dimension index and code.
 type item struct{ dim, code int32 }
 
@@ -78,103 +88,144 @@ type counts struct{ slow, total float64 }
 // concentrate finds the dimension values and pairs over-represented among
 // slow rows (MacroBase's risk ratio with a support floor, pairs only where
 // they add information) and, for the strongest, the window P99 without
-// them (Scorpion's counterfactual). All counts are weighted.
+// them (Scorpion's counterfactual). All counts are weighted. It runs in
+// three steps: single-attribute counts, pairs of frequent attributes, and
+// the counterfactual ranking.
 func concentrate(t concTable, opt ConcentrationOptions) []Concentration {
 	opt = opt.withDefaults()
-	var totSlow, totAll float64
-	for _, r := range t.rows {
-		w := t.weight[r]
-		totAll += w
-		if t.slow[r] {
-			totSlow += w
-		}
-	}
-	if totSlow <= 0 || totAll <= totSlow {
+	k := newConcCounts(t)
+	if k.totSlow <= 0 || k.totAll <= k.totSlow {
 		return nil
 	}
-	// Order 1: dense counts per dimension value.
-	single := make([][]counts, len(t.dims))
+	cands := k.singles(opt)
+	cands = append(cands, k.pairs(opt)...)
+	sort.Slice(cands, func(i, j int) bool {
+		if cands[i].c.slow != cands[j].c.slow {
+			return cands[i].c.slow > cands[j].c.slow
+		}
+		return cands[i].rr > cands[j].rr
+	})
+	return k.counterfactual(cands, opt)
+}
+
+// concCounts holds the weighted counts of one concentration table.
+type concCounts struct {
+	t               concTable
+	totSlow, totAll float64
+	half            float64    // Haldane's half request, in weight units
+	single          [][]counts // per dimension, per code
+	frequent        [][]bool   // items with enough support to pair
+}
+
+// cand is a candidate row: one item or a pair, its counts and risk ratio.
+type cand struct {
+	items []item
+	c     counts
+	rr    float64
+}
+
+// newConcCounts counts every dimension value (order 1) in one pass, dense
+// per dimension.
+func newConcCounts(t concTable) *concCounts {
+	k := &concCounts{t: t, single: make([][]counts, len(t.dims))}
 	for d := range t.dims {
-		single[d] = make([]counts, len(t.dims[d].values))
+		k.single[d] = make([]counts, len(t.dims[d].values))
 	}
 	for _, r := range t.rows {
 		w, s := t.weight[r], t.slow[r]
+		k.totAll += w
+		if s {
+			k.totSlow += w
+		}
 		for d := range t.dims {
 			c := t.dims[d].codes[r]
 			if c < 0 {
 				continue
 			}
-			single[d][c].total += w
+			k.single[d][c].total += w
 			if s {
-				single[d][c].slow += w
+				k.single[d][c].slow += w
 			}
 		}
 	}
-	// Risk ratio with half a request added to each cell (Haldane's
-	// correction, in weight units of an average row), so that "every slow
-	// request has it" is a large, finite, comparable number rather than ∞.
-	half := 0.5 * totAll / float64(len(t.rows))
-	rr := func(c counts) float64 {
-		restSlow, restAll := totSlow-c.slow, totAll-c.total
-		return ((c.slow + half) / (c.total + 2*half)) / ((restSlow + half) / (restAll + 2*half))
+	if len(t.rows) > 0 {
+		// Half a request added to each cell (Haldane's correction, in weight
+		// units of an average row), so that "every slow request has it" is
+		// a large, finite, comparable number rather than ∞.
+		k.half = 0.5 * k.totAll / float64(len(t.rows))
 	}
-	type cand struct {
-		items []item
-		c     counts
-		rr    float64
-	}
-	var cands []cand
-	frequent := make([][]bool, len(t.dims)) // items with enough support to pair
-	for d := range t.dims {
-		frequent[d] = make([]bool, len(single[d]))
-		for code, c := range single[d] {
+	return k
+}
+
+// rr is the risk ratio P(slow | in group) / P(slow | not in group).
+func (k *concCounts) rr(c counts) float64 {
+	restSlow, restAll := k.totSlow-c.slow, k.totAll-c.total
+	return ((c.slow + k.half) / (c.total + 2*k.half)) / ((restSlow + k.half) / (restAll + 2*k.half))
+}
+
+// singles marks the frequent items and returns those whose risk ratio
+// passes: step 1.
+func (k *concCounts) singles(opt ConcentrationOptions) []cand {
+	var out []cand
+	k.frequent = make([][]bool, len(k.t.dims))
+	for d := range k.t.dims {
+		k.frequent[d] = make([]bool, len(k.single[d]))
+		for code, c := range k.single[d] {
 			// A value nearly every fast request has too (one version after
 			// a full rollout, "warm" replicas) has nothing to contrast with.
-			if c.total == 0 || c.slow/totSlow < opt.MinSupport || (c.total-c.slow) >= 0.9*(totAll-totSlow) {
+			if c.total == 0 || c.slow/k.totSlow < opt.MinSupport || (c.total-c.slow) >= 0.9*(k.totAll-k.totSlow) {
 				continue
 			}
-			frequent[d][code] = true
-			if r := rr(c); r >= opt.MinRiskRatio {
-				cands = append(cands, cand{items: []item{{int32(d), int32(code)}}, c: c, rr: r})
+			k.frequent[d][code] = true
+			if r := k.rr(c); r >= opt.MinRiskRatio {
+				out = append(out, cand{items: []item{{int32(d), int32(code)}}, c: c, rr: r})
 			}
 		}
 	}
-	// Order 2 over frequent items only (Apriori pruning). At most
-	// 1/MinSupport values of a dimension can be frequent, so each pair of
-	// dimensions gets a small dense table indexed by compact codes.
-	nd := len(t.dims)
-	compact := make([][]int32, nd) // dimension code → compact frequent code, or -1
-	nfreq := make([]int, nd)
-	var freqCodes [][]int32 // compact code → dimension code
-	for d := range t.dims {
-		compact[d] = make([]int32, len(single[d]))
+	return out
+}
+
+// pairTable counts pairs of frequent items (Apriori pruning). At most
+// 1/MinSupport values of a dimension can be frequent, so each pair of
+// dimensions gets a small dense table indexed by compact codes.
+type pairTable struct {
+	compact   [][]int32 // dimension code → compact frequent code, or -1
+	nfreq     []int
+	freqCodes [][]int32 // compact code → dimension code
+	tab       [][][]counts
+}
+
+func (k *concCounts) pairTable() *pairTable {
+	nd := len(k.t.dims)
+	p := &pairTable{compact: make([][]int32, nd), nfreq: make([]int, nd), tab: make([][][]counts, nd)}
+	for d := 0; d < nd; d++ {
+		p.compact[d] = make([]int32, len(k.single[d]))
 		var fc []int32
-		for code := range single[d] {
-			compact[d][code] = -1
-			if frequent[d][code] {
-				compact[d][code] = int32(len(fc))
+		for code := range k.single[d] {
+			p.compact[d][code] = -1
+			if k.frequent[d][code] {
+				p.compact[d][code] = int32(len(fc))
 				fc = append(fc, int32(code))
 			}
 		}
-		nfreq[d] = len(fc)
-		freqCodes = append(freqCodes, fc)
+		p.nfreq[d] = len(fc)
+		p.freqCodes = append(p.freqCodes, fc)
 	}
-	pairTab := make([][][]counts, nd)
 	for a := 0; a < nd; a++ {
-		pairTab[a] = make([][]counts, nd)
+		p.tab[a] = make([][]counts, nd)
 		for b := a + 1; b < nd; b++ {
-			if nfreq[a] > 0 && nfreq[b] > 0 {
-				pairTab[a][b] = make([]counts, nfreq[a]*nfreq[b])
+			if p.nfreq[a] > 0 && p.nfreq[b] > 0 {
+				p.tab[a][b] = make([]counts, p.nfreq[a]*p.nfreq[b])
 			}
 		}
 	}
 	fcRow := make([]int32, nd)
-	for _, r := range t.rows {
-		w, s := t.weight[r], t.slow[r]
+	for _, r := range k.t.rows {
+		w, s := k.t.weight[r], k.t.slow[r]
 		for d := 0; d < nd; d++ {
 			fcRow[d] = -1
-			if c := t.dims[d].codes[r]; c >= 0 {
-				fcRow[d] = compact[d][c]
+			if c := k.t.dims[d].codes[r]; c >= 0 {
+				fcRow[d] = p.compact[d][c]
 			}
 		}
 		for a := 0; a < nd; a++ {
@@ -186,7 +237,7 @@ func concentrate(t concTable, opt ConcentrationOptions) []Concentration {
 				if fcRow[b] < 0 {
 					continue
 				}
-				pc := &pairTab[a][b][base*nfreq[b]+int(fcRow[b])]
+				pc := &p.tab[a][b][base*p.nfreq[b]+int(fcRow[b])]
 				pc.total += w
 				if s {
 					pc.slow += w
@@ -194,80 +245,73 @@ func concentrate(t concTable, opt ConcentrationOptions) []Concentration {
 			}
 		}
 	}
-	for a := 0; a < nd; a++ {
-		for b := a + 1; b < nd; b++ {
-			for k, c := range pairTab[a][b] {
-				if c.total == 0 || c.slow/totSlow < opt.MinSupport {
+	return p
+}
+
+// pairs returns the pairs of frequent items whose risk ratio beats both of
+// their parts: step 2.
+func (k *concCounts) pairs(opt ConcentrationOptions) []cand {
+	p := k.pairTable()
+	var out []cand
+	for a := range p.tab {
+		for b := a + 1; b < len(p.tab); b++ {
+			for i, c := range p.tab[a][b] {
+				if c.total == 0 || c.slow/k.totSlow < opt.MinSupport {
 					continue
 				}
-				ia := item{int32(a), freqCodes[a][k/nfreq[b]]}
-				ib := item{int32(b), freqCodes[b][k%nfreq[b]]}
-				r := rr(c)
-				best := math.Max(rr(single[a][ia.code]), rr(single[b][ib.code]))
+				ia := item{int32(a), p.freqCodes[a][i/p.nfreq[b]]}
+				ib := item{int32(b), p.freqCodes[b][i%p.nfreq[b]]}
+				r := k.rr(c)
+				best := math.Max(k.rr(k.single[a][ia.code]), k.rr(k.single[b][ib.code]))
 				if r >= opt.MinRiskRatio && r >= opt.PairGain*best {
-					cands = append(cands, cand{items: []item{ia, ib}, c: c, rr: r})
+					out = append(out, cand{items: []item{ia, ib}, c: c, rr: r})
 				}
 			}
 		}
 	}
-	sort.Slice(cands, func(i, j int) bool {
-		if cands[i].c.slow != cands[j].c.slow {
-			return cands[i].c.slow > cands[j].c.slow
-		}
-		return cands[i].rr > cands[j].rr
-	})
+	return out
+}
 
-	// Counterfactual P99 for the strongest candidates: the rows ordered by
-	// latency, slowest first, then one walk per candidate. Only the tail
-	// is ever walked, so only the slowest rows are sorted (all of them if a
-	// walk runs past that head).
+// counterfactual computes, for the strongest candidates, the P99 without
+// their requests and ranks the rows by influence: step 3. The rows are
+// ordered by latency, slowest first, then walked once per candidate; only
+// the tail is ever walked, so only the slowest rows are sorted (all of
+// them if a walk runs past that head).
+func (k *concCounts) counterfactual(cands []cand, opt ConcentrationOptions) []Concentration {
+	t := k.t
 	order := slowestFirst(t, t.rows, 0.05)
 	p99All := tailQuantile(order, t, nil)
-	out := make([]Concentration, 0, min(len(cands), opt.Top))
-	for i, c := range cands {
-		if i >= opt.Top {
-			break
-		}
+	n := min(len(cands), opt.Top)
+	out := make([]Concentration, n)
+	for i, c := range cands[:n] {
 		row := Concentration{
 			Dims:         map[string]string{},
-			SelectionPct: 100 * c.c.slow / totSlow,
-			BaselinePct:  100 * (c.c.total - c.c.slow) / (totAll - totSlow),
+			SelectionPct: 100 * c.c.slow / k.totSlow,
+			BaselinePct:  100 * (c.c.total - c.c.slow) / (k.totAll - k.totSlow),
 			RiskRatio:    c.rr,
-			Support:      c.c.slow / totSlow,
+			Support:      c.c.slow / k.totSlow,
 			Count:        c.c.slow,
 		}
 		for _, it := range c.items {
 			row.Dims[t.dims[it.dim].name] = t.dims[it.dim].values[it.code]
 		}
 		if i < opt.Counterfact {
-			items := c.items
-			row.P99WithoutMs = tailQuantile(order, t, func(r int32) bool {
-				for _, it := range items {
-					if t.dims[it.dim].codes[r] != it.code {
-						return false
-					}
-				}
-				return true
-			})
+			row.P99WithoutMs = tailQuantile(order, t, func(r int32) bool { return t.hasAll(r, c.items) })
 			row.P99DeltaMs = p99All - row.P99WithoutMs
 		}
-		out = append(out, row)
+		out[i] = row
 	}
 	// Rank by influence, Scorpion's counterfactual divided by a power of the
 	// group's size: removing a whole node takes the bad replica's requests
 	// with it and more, so the raw P99 drop would favour ever broader
 	// groups; per √(share of requests) the culprit itself ranks first.
-	influence := func(c Concentration, total float64) float64 {
-		if c.P99DeltaMs <= 0 || total <= 0 {
-			return 0
-		}
-		return c.P99DeltaMs / math.Sqrt(total/totAll)
-	}
-	infl := make([]float64, len(out))
+	infl := make([]float64, n)
 	for i := range out {
-		infl[i] = influence(out[i], cands[i].c.total)
+		if out[i].P99DeltaMs > 0 && cands[i].c.total > 0 {
+			infl[i] = out[i].P99DeltaMs / math.Sqrt(cands[i].c.total/k.totAll)
+		}
 	}
-	idx := make([]int, len(out))
+	idx := make([]int, n)
 	for i := range idx {
 		idx[i] = i
 	}
@@ -278,9 +322,9 @@ func concentrate(t concTable, opt ConcentrationOptions) []Concentration {
 		}
 		return out[i].RiskRatio > out[j].RiskRatio
 	})
-	ranked := make([]Concentration, len(out))
-	for k, i := range idx {
-		ranked[k] = out[i]
+	ranked := make([]Concentration, n)
+	for r, i := range idx {
+		ranked[r] = out[i]
 	}
 	return ranked
 }

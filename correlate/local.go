@@ -13,8 +13,51 @@ import (
 // traffic (routing) or are brand new (cold start).
 func localReplicaCause(f *facts) Cause {
 	b := newCause(CatLocalReplica)
-	var outliers []replicaImpact
-	total := 0
+	outliers, total := f.outlierReplicas()
+	sick := f.sickNode()
+	target, suspects := localTarget(sick, outliers)
+	if len(outliers) > 0 {
+		top := outliers[0]
+		b.support("replica_outlier", top.crossZ, ramp(top.crossZ, 3, 10), 0.20,
+			"%s's P99 is %s while its peers sit at a median of %s (robust z %.1f across replicas).", top.replica, fmtMs(top.during), fmtMs(top.peerMedian), top.crossZ)
+		if total > 0 && float64(len(outliers)) > 0.5*float64(total) {
+			b.oppose("most_replicas_slow", float64(len(outliers))/float64(total), 1, 0.3, "%d of %d replicas stand out, which is not local.", len(outliers), total)
+		}
+	}
+	if sick != nil {
+		b.support("node_replicas_slowed", sick.excess, ramp(sick.excess, 1.15, 1.6), 0.25,
+			"%d of the %d pods on node %s (%d models) got slower than the same models' pods elsewhere (×%.2f their peers' change).",
+			sick.worse, len(sick.replicas), sick.node, sick.models, sick.excess)
+		if sick.models >= 2 {
+			b.support("same_node", float64(sick.models), ramp(float64(sick.models), 1, 2), 0.10,
+				"Pods of %d different models slowed down on the same node.", sick.models)
+		}
+	}
+	if len(suspects) > 0 {
+		f.opposeLocalAlternatives(b, suspects)
+	}
+	if loc, ok := f.topLocal(); ok {
+		b.support("slow_requests_concentrated", loc.RiskRatio, concStrength(loc), 0.30,
+			"%.0f%% of slow requests ran on %s (%.0f%% of the others); risk ratio %.1f.", loc.SelectionPct, dimString(loc), loc.BaselinePct, loc.RiskRatio)
+		if target.Node == "" && target.Replica == "" {
+			target.Node, target.Replica = loc.Dims["node"], loc.Dims["replica"]
+		}
+	}
+	if target.Node == "" && target.Replica == "" {
+		b.oppose("no_outlier", 0, 1, 0.2, "No replica or node stands out from its peers.")
+		return b.done("No single replica or node stands out.", target)
+	}
+	f.supportLocalFault(b, target)
+	where := "replica " + target.Replica
+	if target.Node != "" {
+		where = "node " + target.Node
+	}
+	return b.done(fmt.Sprintf("Requests served by %s are much slower than on its peers.", where), target)
+}
+
+// outlierReplicas lists the affected models' replicas that stand out from
+// their peers, most extreme first, and how many replicas were judged.
+func (f *facts) outlierReplicas() (outliers []replicaImpact, total int) {
 	for _, m := range f.affected {
 		total += len(f.reps[m])
 		for _, r := range f.reps[m] {
@@ -24,9 +67,13 @@ func localReplicaCause(f *facts) Cause {
 		}
 	}
 	sort.Slice(outliers, func(i, j int) bool { return outliers[i].crossZ > outliers[j].crossZ })
-	sick := f.sickNode()
-	target := Target{}
-	var suspects []replicaImpact
+	return outliers, total
+}
+
+// localTarget names what a local fault points at: the sick node with its
+// pods; else the node holding most of the outliers (at least two, and a
+// majority); else the worst outlier. suspects are the replicas blamed.
+func localTarget(sick *nodeImpact, outliers []replicaImpact) (target Target, suspects []replicaImpact) {
 	switch {
 	case sick != nil:
 		target.Node = sick.node
@@ -58,75 +105,47 @@ func localReplicaCause(f *facts) Cause {
 		}
 	}
 	sort.Strings(target.Replicas)
-	if len(outliers) > 0 {
-		top := outliers[0]
-		b.support("replica_outlier", top.crossZ, ramp(top.crossZ, 3, 10), 0.20,
-			"%s's P99 is %s while its peers sit at a median of %s (robust z %.1f across replicas).", top.replica, fmtMs(top.during), fmtMs(top.peerMedian), top.crossZ)
-		if total > 0 && float64(len(outliers)) > 0.5*float64(total) {
-			b.oppose("most_replicas_slow", float64(len(outliers))/float64(total), 1, 0.3, "%d of %d replicas stand out, which is not local.", len(outliers), total)
+	return target, suspects
+}
+
+// opposeLocalAlternatives argues against a local fault when the suspects
+// got more of the traffic (routing) or when being young, not the host,
+// explains which replicas stand out (cold start).
+func (f *facts) opposeLocalAlternatives(b *causeBuilder, suspects []replicaImpact) {
+	var loadUp float64
+	for _, r := range suspects {
+		if v := safeRatio(r.loadDuring, r.loadBefore); v > loadUp {
+			loadUp = v
 		}
 	}
-	if sick != nil {
-		b.support("node_replicas_slowed", sick.excess, ramp(sick.excess, 1.15, 1.6), 0.25,
-			"%d of the %d pods on node %s (%d models) got slower than the same models' pods elsewhere (×%.2f their peers' change).",
-			sick.worse, len(sick.replicas), sick.node, sick.models, sick.excess)
-		if sick.models >= 2 {
-			b.support("same_node", float64(sick.models), ramp(float64(sick.models), 1, 2), 0.10,
-				"Pods of %d different models slowed down on the same node.", sick.models)
-		}
+	if loadUp > 1.3 {
+		b.oppose("outlier_got_more_traffic", loadUp, ramp(loadUp, 1.3, 2), 0.45, "The slow replica's share of traffic grew ×%.1f: it is overloaded, not sick.", loadUp)
 	}
-	if len(suspects) > 0 {
-		// Counter: the suspects got more of the traffic → routing.
-		var loadUp float64
-		for _, r := range suspects {
-			if v := safeRatio(r.loadDuring, r.loadBefore); v > loadUp {
-				loadUp = v
+	// Only if being young makes a replica more likely to stand out than
+	// being warm.
+	var youngN, youngOut, warmN, warmOut int
+	for _, m := range f.affected {
+		for _, r := range f.reps[m] {
+			n, out := &warmN, &warmOut
+			if r.young {
+				n, out = &youngN, &youngOut
 			}
-		}
-		if loadUp > 1.3 {
-			b.oppose("outlier_got_more_traffic", loadUp, ramp(loadUp, 1.3, 2), 0.45, "The slow replica's share of traffic grew ×%.1f: it is overloaded, not sick.", loadUp)
-		}
-		// Counter: youth explains the outliers → cold start. Only if being
-		// young makes a replica more likely to stand out than being warm.
-		var youngN, youngOut, warmN, warmOut int
-		for _, m := range f.affected {
-			for _, r := range f.reps[m] {
-				if r.young {
-					youngN++
-					if r.outlier {
-						youngOut++
-					}
-				} else {
-					warmN++
-					if r.outlier {
-						warmOut++
-					}
-				}
-			}
-		}
-		if youngOut > 0 {
-			lift := float64(youngOut)/float64(youngN) - float64(warmOut)/float64(max(warmN, 1))
-			b.oppose("outliers_are_new", lift, ramp(lift, 0.1, 0.6), 0.45,
-				"%d of %d new replicas stand out against %d of %d warm ones: youth, not the host, explains it.", youngOut, youngN, warmOut, warmN)
-		}
-	}
-	if loc, ok := f.topLocal(); ok {
-		b.support("slow_requests_concentrated", loc.RiskRatio, concStrength(loc), 0.30,
-			"%.0f%% of slow requests ran on %s (%.0f%% of the others); risk ratio %.1f.", loc.SelectionPct, dimString(loc), loc.BaselinePct, loc.RiskRatio)
-		if target.Node == "" && target.Replica == "" {
-			if v, ok := loc.Dims["node"]; ok {
-				target.Node = v
-			}
-			if v, ok := loc.Dims["replica"]; ok {
-				target.Replica = v
+			*n++
+			if r.outlier {
+				*out++
 			}
 		}
 	}
-	if target.Node == "" && target.Replica == "" {
-		b.oppose("no_outlier", 0, 1, 0.2, "No replica or node stands out from its peers.")
-		return b.done("No single replica or node stands out.", target)
+	if youngOut > 0 {
+		lift := float64(youngOut)/float64(youngN) - float64(warmOut)/float64(max(warmN, 1))
+		b.oppose("outliers_are_new", lift, ramp(lift, 0.1, 0.6), 0.45,
+			"%d of %d new replicas stand out against %d of %d warm ones: youth, not the host, explains it.", youngOut, youngN, warmOut, warmN)
 	}
-	// Fault events on the suspect.
+}
+
+// supportLocalFault adds a fault event on the suspect (node fault, replica
+// restart) and the node's resource curve that moved most.
+func (f *facts) supportLocalFault(b *causeBuilder, target Target) {
 	ev, w := bestEvent(f.events, func(e AlignedEvent) bool {
 		return (target.Node != "" && e.Node == target.Node) || (target.Replica != "" && e.Replica == target.Replica) || containsStr(target.Replicas, e.Replica)
 	}, KindNodeFault, KindReplicaRestart)
@@ -139,11 +158,6 @@ func localReplicaCause(f *facts) Cause {
 				"Node %s's %s moved from %.2f to %.2f (%s).", target.Node, d.Role, d.Before, d.During, iqrs(d.Deviation))
 		}
 	}
-	where := "replica " + target.Replica
-	if target.Node != "" {
-		where = "node " + target.Node
-	}
-	return b.done(fmt.Sprintf("Requests served by %s are much slower than on its peers.", where), target)
 }
 
 // sickNode returns the node whose pods got worse than their peers

@@ -1,0 +1,96 @@
+package correlate
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// fxStart is the start of the hand-made fixtures of scope_test.go and
+// facts_test.go: 100 minutes at one point a minute, the onset at minute 70,
+// the spike's main part 20 minutes long.
+var fxStart = time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
+
+const fxMinutes = 100
+
+// fixture collects curves and samples around one onset.
+type fixture struct {
+	onset   time.Time
+	ph      phases
+	curves  []Curve
+	samples []Sample
+	events  []Event
+}
+
+func newFixture() *fixture {
+	onset := fxStart.Add(70 * time.Minute)
+	return &fixture{onset: onset, ph: newPhases(onset, onset.Add(20*time.Minute), fxStart, fxStart.Add(fxMinutes*time.Minute))}
+}
+
+// wobble is a deterministic ±1 % ripple, so that robust spreads are not zero.
+func wobble(i int) float64 { return 1 + 0.01*math.Sin(1.7*float64(i)) }
+
+// curve adds a curve at before until the onset and at during after it
+// (one point a minute, rippled); a NaN before starts the curve at the onset.
+func (x *fixture) curve(role Role, level Level, sc Scope, before, during float64) *Curve {
+	c := Curve{Role: role, Level: level, Scope: sc}
+	for i := 0; i < fxMinutes; i++ {
+		t := fxStart.Add(time.Duration(i) * time.Minute)
+		v := before
+		if !t.Before(x.onset) {
+			v = during
+		}
+		if math.IsNaN(v) {
+			continue
+		}
+		c.Points = append(c.Points, Point{T: t.UnixMilli(), V: v * wobble(i)})
+	}
+	x.curves = append(x.curves, c)
+	return &x.curves[len(x.curves)-1]
+}
+
+// sample adds n samples of one scope per minute over the fixture, each
+// taking the given total before and during the onset (rippled), with the
+// stage times spread evenly unless stages says otherwise.
+func (x *fixture) sampleRun(n int, sc Scope, before, during float64, edit func(s *Sample, during bool)) {
+	for i := 0; i < fxMinutes; i++ {
+		for k := 0; k < n; k++ {
+			t := fxStart.Add(time.Duration(i)*time.Minute + time.Duration(k)*time.Second)
+			d := !t.Before(x.onset)
+			total := before
+			if d {
+				total = during
+			}
+			s := Sample{RequestID: fmt.Sprintf("%s-%d-%d-%d", sc.Replica+sc.Model, len(x.samples), i, k), Time: t,
+				Model: sc.Model, Version: sc.Version, Tenant: sc.Tenant, Replica: sc.Replica, Node: sc.Node,
+				Status: "ok", TotalMs: total * wobble(i*7+k), SampleRate: 1}
+			for st := range s.StagesMs {
+				s.StagesMs[st] = s.TotalMs / float64(NumStages)
+			}
+			if edit != nil {
+				edit(&s, d)
+			}
+			x.samples = append(x.samples, s)
+		}
+	}
+}
+
+// facts builds the analysis facts of the fixture, as Analyze does.
+func (x *fixture) facts() *facts {
+	cs := newCurveSet(x.curves)
+	started := replicaStarts(x.events, cs, x.ph.BeforeFrom, time.Minute)
+	ss := newSampleSet(x.samples, x.ph, func(string) (float64, bool) { return 0, false }, started)
+	return newFacts(cs, ss, x.ph, started, Scope{})
+}
+
+// p99 adds model-level P99 curves.
+func (x *fixture) p99(model string, before, during float64) {
+	x.curve(RoleLatencyP99, LevelModel, Scope{Model: model}, before, during)
+}
+
+// replica adds a replica's P99 and QPS curves.
+func (x *fixture) replica(model, rep, node string, before, during, qpsBefore, qpsDuring float64) {
+	sc := Scope{Model: model, Version: "v1", Replica: rep, Node: node}
+	x.curve(RoleLatencyP99, LevelReplica, sc, before, during)
+	x.curve(RoleQPS, LevelReplica, sc, qpsBefore, qpsDuring)
+}
