@@ -40,7 +40,7 @@ func Analyze(in Input) Analysis {
 	ss := newSampleSet(in.Samples, ph, in.SLO, started)
 	f := newFacts(cs, ss, ph, started, in.Scope)
 
-	scope := scopeReport(f.models, f.reps, f.conc)
+	scope := f.scopeReport()
 	aff := affectedScope{models: f.affectedSet, replicas: map[string]bool{}, nodes: map[string]bool{}}
 	for _, r := range scope.Replicas {
 		aff.replicas[r] = true
@@ -60,9 +60,11 @@ func Analyze(in Input) Analysis {
 		Events:        f.events,
 		Deviations:    topDeviations(cs, ph, 50),
 		Replicas:      replicaComparisons(f),
-		Causes:        rankCauses(f),
 		Samples:       sampleSummary(ss),
 	}
+	f.data.events = len(f.events)
+	a.Causes, a.NotAssessable = rankCauses(f)
+	a.Coverage = f.coverage(a.NotAssessable)
 	if found {
 		t := onset
 		a.Onset = &t
@@ -107,6 +109,8 @@ func newFacts(cs *curveSet, ss *sampleSet, ph phases, started map[string]time.Ti
 		f.reps[m] = f.allReps[m]
 	}
 	f.conc = concentrate(ss.concentrationTable(f.affectedSet), ConcentrationOptions{})
+	fillTailShares(f.conc, ss)
+	f.data = indexData(cs, ss)
 	if st := stageAttributionFromSamples(ss, f.affected); len(st) > 0 {
 		f.stages, f.stageSource = st, "samples"
 	} else if st := stageAttributionFromCurves(cs, f.affected, ph); len(st) > 0 {
@@ -282,7 +286,12 @@ func topDeviations(cs *curveSet, ph phases, n int) []CurveDeviation {
 			out = append(out, d)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return math.Abs(out[i].Deviation) > math.Abs(out[j].Deviation) })
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Score != out[j].Score {
+			return out[i].Score > out[j].Score
+		}
+		return math.Abs(out[i].Deviation) > math.Abs(out[j].Deviation)
+	})
 	if len(out) > n {
 		out = out[:n]
 	}

@@ -19,7 +19,7 @@ func batchingCause(f *facts) Cause {
 	b.support("batch_wait_growth", bw, ramp(bw, 0.25, 0.6), 0.45, "Waiting for a batch explains %.0f%% of the tail's growth.", 100*bw)
 	// The model whose batch wait grew most is the target.
 	model, grew := "", 0.0
-	for _, m := range f.affected {
+	for _, m := range f.assessableModels(CatBatching) {
 		d := f.modelDeviation(RoleStageTime, m, "batch_wait")
 		g := d.During - d.Before
 		if math.IsNaN(g) {
@@ -56,7 +56,24 @@ func batchingCause(f *facts) Cause {
 	if len(f.affected) == 1 {
 		b.support("one_model", 1, 1, 0.10, "Only %s slowed down; batching is configured per model.", model)
 	}
-	return b.done(fmt.Sprintf("%s's dynamic-batching window grew; requests wait for batches to fill.", model), Target{Model: model})
+	return b.done(batchingSummary(b, model, bw), Target{Model: model})
+}
+
+// batchingSummary claims a grown batching window only on a batching config
+// change or bigger batches, and waiting for batches only when the batch
+// wait grew.
+func batchingSummary(b *causeBuilder, model string, share float64) string {
+	window := b.shown("batching_config_change") >= claimed || b.shown("bigger_batches") >= claimed
+	wait := b.shown("batch_wait_growth") >= claimed
+	switch {
+	case window && wait:
+		return fmt.Sprintf("%s's dynamic-batching window grew; requests wait for batches to fill.", model)
+	case wait:
+		return fmt.Sprintf("%s's requests wait longer for batches to fill (%.0f%% of the tail's growth).", model, 100*share)
+	case window:
+		return fmt.Sprintf("%s's batching changed, but waiting for batches explains only %.0f%% of the tail's growth.", model, 100*share)
+	}
+	return fmt.Sprintf("No sign that %s's requests wait longer for batches (%.0f%% of the tail's growth).", model, 100*share)
 }
 
 // sampleStageGrowth is a model's weighted mean time in stage k during minus

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 )
 
 // capacityCause: more traffic than the pool can serve. Signature: request
@@ -32,7 +33,7 @@ func capacityCause(f *facts) Cause {
 		if s > 0.5 {
 			b.oppose("concentrated", loc.RiskRatio, s, 0.3, "Slow requests concentrate on %s (risk ratio %.1f), which a pool-wide shortage would not do.", dimString(loc), loc.RiskRatio)
 		}
-	} else if len(f.ss.during) > 0 {
+	} else if f.samplesNameReplicas() {
 		b.support("spread_over_pool", 1, 1, 0.15, "No replica or node stands out among the slow requests.")
 	}
 	if g := f.gpuUtilDuring(); !math.IsNaN(g) {
@@ -42,7 +43,8 @@ func capacityCause(f *facts) Cause {
 	if len(f.affected) >= 2 {
 		b.support("several_models", br, ramp(br, 0.3, 0.8), 0.10, "%d models slowed down together.", len(f.affected))
 	}
-	if t, r, share := f.tenantSurge(); t != "" {
+	t, r, share := f.tenantSurge()
+	if t != "" {
 		b.support("tenant_surge", r, ramp(r, 1.3, 3), 0.15, "Tenant %s's traffic rose ×%.1f and is now %.0f%% of the affected models' requests.", t, r, 100*share)
 	}
 	target := Target{}
@@ -53,11 +55,35 @@ func capacityCause(f *facts) Cause {
 	case len(f.affected) == 1:
 		target.Model = f.affected[0]
 	}
-	sum := "Traffic outgrew the serving capacity; requests queue for the GPUs."
-	if t, r, _ := f.tenantSurge(); t != "" {
-		sum = fmt.Sprintf("A traffic surge (tenant %s ×%.1f) outgrew the serving capacity; requests queue for the GPUs.", t, r)
+	return b.done(capacitySummary(b, q, f.gpuUtilDuring(), t, r), target)
+}
+
+// capacitySummary says what the evidence shows: the traffic change (and
+// the tenant behind it), and that the pool saturated only when queues or
+// GPUs show it.
+func capacitySummary(b *causeBuilder, q, gpu float64, tenant string, tenantRatio float64) string {
+	var sat []string
+	if b.shown("queue_growth") >= claimed {
+		sat = append(sat, "requests queue")
 	}
-	return b.done(sum, target)
+	if b.shown("gpu_busy") >= 0.5 {
+		sat = append(sat, fmt.Sprintf("GPUs run at %.0f%%", gpu))
+	}
+	surge := fmt.Sprintf("Traffic rose ×%.2f", q)
+	if tenant != "" {
+		surge = fmt.Sprintf("A traffic surge (tenant %s ×%.1f)", tenant, tenantRatio)
+	}
+	switch {
+	case math.IsNaN(q) && tenant == "":
+		return "The traffic change is unknown (no request-rate curve or samples), so capacity cannot be judged from it."
+	case b.shown("traffic_up") < claimed && b.shown("tenant_surge") < claimed:
+		return fmt.Sprintf("Traffic did not rise much (×%.2f against the hour before): no sign that demand outgrew the pool.", q)
+	case len(sat) > 0:
+		return surge + " outgrew the serving capacity: " + strings.Join(sat, " and ") + "."
+	case b.shown("queue_growth") == 0 && b.shown("gpu_busy") == 0:
+		return surge + "; no queue or GPU data shows whether the pool saturated."
+	}
+	return surge + ", but queues and GPUs do not show the pool saturating."
 }
 
 // tenantSurge finds the tenant whose request rate grew most across the

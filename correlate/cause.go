@@ -41,6 +41,21 @@ func (b *causeBuilder) oppose(name string, value, str, weight float64, format st
 	}
 }
 
+// shown returns the strength of a supporting item already added (0 when
+// absent): summaries may only claim what an item with strength shows.
+func (b *causeBuilder) shown(name string) float64 {
+	for _, e := range b.c.Evidence {
+		if e.Name == name {
+			return e.Strength
+		}
+	}
+	return 0
+}
+
+// claimed is the strength from which a supporting item is stated as a fact
+// in the cause's summary.
+const claimed = 0.3
+
 func (b *causeBuilder) done(summary string, target Target) Cause {
 	b.c.Score = round3(clamp01(b.for_ - b.against_))
 	b.c.Summary = summary
@@ -68,25 +83,46 @@ func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
 // analysis then says "unexplained" first instead of guessing (methods §7F).
 const unexplainedBelow = 0.35
 
-// rankCauses scores all eight categories and sorts them. When none is
-// strong enough, an "unexplained" entry leads, listing what was ruled out.
-func rankCauses(f *facts) []Cause {
-	causes := []Cause{
-		releaseCause(f), capacityCause(f), localReplicaCause(f), batchingCause(f),
-		coldStartCause(f), downstreamCause(f), routingCause(f), ingressCause(f),
+// rankCauses scores every category whose key signal the data carries and
+// sorts them; the others are returned apart, with the reason. When no
+// cause is strong enough, an "unexplained" entry leads, naming the best.
+func rankCauses(f *facts) (causes []Cause, na []NotAssessable) {
+	scorers := []struct {
+		cat   Category
+		score func(*facts) Cause
+	}{
+		{CatRelease, releaseCause}, {CatCapacity, capacityCause}, {CatLocalReplica, localReplicaCause}, {CatBatching, batchingCause},
+		{CatColdStart, coldStartCause}, {CatDownstream, downstreamCause}, {CatRouting, routingCause}, {CatIngress, ingressCause},
+	}
+	for _, s := range scorers {
+		if why := f.notAssessable(s.cat); why != "" {
+			na = append(na, NotAssessable{Category: s.cat, Reason: why})
+			continue
+		}
+		c := s.score(f)
+		if len(f.affected) == 0 {
+			c.Summary = "No model's latency rose, so there is nothing to attribute to " + strings.ReplaceAll(string(s.cat), "_", " ") + "."
+		}
+		causes = append(causes, c)
 	}
 	sort.SliceStable(causes, func(i, j int) bool { return causes[i].Score > causes[j].Score })
-	if len(f.affected) == 0 || causes[0].Score < unexplainedBelow {
+	if len(f.affected) == 0 || len(causes) == 0 || causes[0].Score < unexplainedBelow {
 		u := Cause{Category: CatUnexplained, Score: 0, Target: Target{}, Evidence: []Evidence{}, CounterEvidence: []Evidence{},
 			Actions: []string{"Widen the window or check that curves and samples cover the affected models", "Look at the timeline for changes Waterline does not know about"}}
-		if len(f.affected) == 0 {
+		switch {
+		case len(f.affected) == 0:
 			u.Summary = "No model's latency clearly rose in this window, so there is nothing to explain."
-		} else {
+		case len(causes) == 0:
+			u.Summary = "No cause could be assessed: the data lacks every cause's key signal (see the coverage)."
+		default:
 			u.Summary = fmt.Sprintf("No cause is strongly supported (best: %s at %.2f).", causes[0].Category, causes[0].Score)
 		}
 		causes = append([]Cause{u}, causes...)
 	}
-	return causes
+	if na == nil {
+		na = []NotAssessable{}
+	}
+	return causes, na
 }
 
 // ago formats an event's lead time relative to the onset.
@@ -194,12 +230,12 @@ func actions(cat Category, t Target) []string {
 	return nil
 }
 
-// bestOverModels scores a per-model hypothesis for every affected model and
-// keeps the strongest (the first model on ties); with no affected model it
+// bestOverModels scores a per-model hypothesis for every affected model
+// whose data carries the category's key signal and keeps the strongest (the first model on ties); with no affected model it
 // says so.
 func bestOverModels(f *facts, cat Category, score func(f *facts, model string) Cause) Cause {
 	var best Cause
-	for _, m := range f.affected {
+	for _, m := range f.assessableModels(cat) {
 		if c := score(f, m); best.Category == "" || c.Score > best.Score {
 			best = c
 		}

@@ -86,7 +86,11 @@ func coldStartFor(f *facts, m string) Cause {
 		}
 	}
 	sort.Strings(young)
-	return b.done(fmt.Sprintf("New %s replicas took traffic before they were warm.", m), Target{Model: m, Replicas: young})
+	sum := fmt.Sprintf("New %s replicas took traffic before they were warm.", m)
+	if b.shown("slow_requests_on_new_replicas") < claimed && b.shown("new_replicas_slower") < claimed {
+		sum = fmt.Sprintf("%d new %s replica(s) started before the onset, but the data does not show them slower than the warm ones.", len(young), m)
+	}
+	return b.done(sum, Target{Model: m, Replicas: young})
 }
 
 // youngOnNewVersion returns the share of young replicas whose version no

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // dimension is one categorical column of the samples, dictionary-encoded
@@ -97,8 +99,9 @@ func concentrate(t concTable, opt ConcentrationOptions) []Concentration {
 	if k.totSlow <= 0 || k.totAll <= k.totSlow {
 		return nil
 	}
-	cands := k.singles(opt)
-	cands = append(cands, k.pairs(opt)...)
+	singles := k.singles(opt)
+	k.pt = k.pairTable()
+	cands := k.fold(singles, k.pairs(opt))
 	sort.Slice(cands, func(i, j int) bool {
 		if cands[i].c.slow != cands[j].c.slow {
 			return cands[i].c.slow > cands[j].c.slow
@@ -115,11 +118,14 @@ type concCounts struct {
 	half            float64    // Haldane's half request, in weight units
 	single          [][]counts // per dimension, per code
 	frequent        [][]bool   // items with enough support to pair
+	pt              *pairTable // pairs of frequent items
 }
 
-// cand is a candidate row: one item or a pair, its counts and risk ratio.
+// cand is a candidate row: one item or a pair, its counts and risk ratio,
+// and the items of other dimensions that select exactly the same requests.
 type cand struct {
 	items []item
+	also  []item
 	c     counts
 	rr    float64
 }
@@ -251,7 +257,7 @@ func (k *concCounts) pairTable() *pairTable {
 // pairs returns the pairs of frequent items whose risk ratio beats both of
 // their parts: step 2.
 func (k *concCounts) pairs(opt ConcentrationOptions) []cand {
-	p := k.pairTable()
+	p := k.pt
 	var out []cand
 	for a := range p.tab {
 		for b := a + 1; b < len(p.tab); b++ {
@@ -272,6 +278,119 @@ func (k *concCounts) pairs(opt ConcentrationOptions) []cand {
 	return out
 }
 
+// foldOrder ranks dimensions for naming a folded row: the most specific,
+// most actionable name first (a version says more than the model it is
+// the only version of).
+var foldOrder = []string{"version", "replica", "node", "tenant", "model", "entry", "status", "batch_size", "replica_age"}
+
+func foldRank(name string) int {
+	for i, n := range foldOrder {
+		if n == name {
+			return i
+		}
+	}
+	return len(foldOrder)
+}
+
+// pairCount returns the counts of the requests having both items (both
+// must be frequent), and whether the table has them.
+func (k *concCounts) pairCount(a, b item) (counts, bool) {
+	if a.dim > b.dim {
+		a, b = b, a
+	}
+	p := k.pt
+	ca, cb := p.compact[a.dim][a.code], p.compact[b.dim][b.code]
+	if a.dim == b.dim || ca < 0 || cb < 0 || p.tab[a.dim][b.dim] == nil {
+		return counts{}, false
+	}
+	return p.tab[a.dim][b.dim][int(ca)*p.nfreq[b.dim]+int(cb)], true
+}
+
+// sameRows reports whether two items select exactly the same requests:
+// their pair has each one's whole weight (weights are positive, so equal
+// sums mean equal sets).
+func (k *concCounts) sameRows(a, b item) bool {
+	pc, ok := k.pairCount(a, b)
+	if !ok {
+		return false
+	}
+	ca, cb := k.single[a.dim][a.code], k.single[b.dim][b.code]
+	near := func(x, y float64) bool { return math.Abs(x-y) <= 1e-9*math.Max(1, math.Max(x, y)) }
+	return near(pc.total, ca.total) && near(pc.total, cb.total) && near(pc.slow, ca.slow) && near(pc.slow, cb.slow)
+}
+
+// fold merges co-linear rows: single items that select the same requests
+// (version=v3.2.0, model=rerank-base and entry=/v1/rerank after a full
+// rollout of one model) become one row named by the most specific item,
+// the others kept as its equivalents; pairs are rewritten onto those
+// names and deduplicated.
+func (k *concCounts) fold(singles, pairs []cand) []cand {
+	rep := make([]int, len(singles)) // union-find over singles
+	for i := range rep {
+		rep[i] = i
+	}
+	var find func(int) int
+	find = func(i int) int {
+		if rep[i] != i {
+			rep[i] = find(rep[i])
+		}
+		return rep[i]
+	}
+	for i := range singles {
+		for j := i + 1; j < len(singles); j++ {
+			if k.sameRows(singles[i].items[0], singles[j].items[0]) {
+				rep[find(j)] = find(i)
+			}
+		}
+	}
+	classes := map[int][]int{}
+	var roots []int
+	for i := range singles {
+		r := find(i)
+		if classes[r] == nil {
+			roots = append(roots, r)
+		}
+		classes[r] = append(classes[r], i)
+	}
+	canon := map[item]item{}
+	out := make([]cand, 0, len(roots)+len(pairs))
+	for _, r := range roots {
+		members := classes[r]
+		sort.SliceStable(members, func(a, b int) bool {
+			return foldRank(k.t.dims[singles[members[a]].items[0].dim].name) < foldRank(k.t.dims[singles[members[b]].items[0].dim].name)
+		})
+		c := singles[members[0]]
+		for _, m := range members[1:] {
+			c.also = append(c.also, singles[m].items[0])
+		}
+		for _, m := range members {
+			canon[singles[m].items[0]] = c.items[0]
+		}
+		out = append(out, c)
+	}
+	seen := map[[2]item]bool{}
+	for _, p := range pairs {
+		a, b := p.items[0], p.items[1]
+		if ca, ok := canon[a]; ok {
+			a = ca
+		}
+		if cb, ok := canon[b]; ok {
+			b = cb
+		}
+		if a.dim > b.dim || (a.dim == b.dim && a.code > b.code) {
+			a, b = b, a
+		}
+		key := [2]item{a, b}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		p.items = []item{a, b}
+		out = append(out, p)
+	}
+	return out
+}
+
 // counterfactual computes, for the strongest candidates, the P99 without
 // their requests and ranks the rows by influence: step 3. The rows are
 // ordered by latency, slowest first, then walked once per candidate; only
@@ -279,10 +398,9 @@ func (k *concCounts) pairs(opt ConcentrationOptions) []cand {
 // them if a walk runs past that head).
 func (k *concCounts) counterfactual(cands []cand, opt ConcentrationOptions) []Concentration {
 	t := k.t
-	order := slowestFirst(t, t.rows, 0.05)
-	p99All := tailQuantile(order, t, nil)
 	n := min(len(cands), opt.Top)
 	out := make([]Concentration, n)
+	scopes := map[string]*rowScope{}
 	for i, c := range cands[:n] {
 		row := Concentration{
 			Dims:         map[string]string{},
@@ -292,12 +410,27 @@ func (k *concCounts) counterfactual(cands []cand, opt ConcentrationOptions) []Co
 			Support:      c.c.slow / k.totSlow,
 			Count:        c.c.slow,
 		}
+		var names []string
 		for _, it := range c.items {
 			row.Dims[t.dims[it.dim].name] = t.dims[it.dim].values[it.code]
+			names = append(names, t.dims[it.dim].name+"="+t.dims[it.dim].values[it.code])
+		}
+		row.Label = strings.Join(names, " & ")
+		for _, it := range c.also {
+			if row.Also == nil {
+				row.Also = map[string]string{}
+			}
+			row.Also[t.dims[it.dim].name] = t.dims[it.dim].values[it.code]
+			row.Label += " ≡ " + t.dims[it.dim].name + "=" + t.dims[it.dim].values[it.code]
 		}
 		if i < opt.Counterfact {
-			row.P99WithoutMs = tailQuantile(order, t, func(r int32) bool { return t.hasAll(r, c.items) })
-			row.P99DeltaMs = p99All - row.P99WithoutMs
+			sc := k.scopeOf(c.items, scopes)
+			row.Models = sc.models
+			row.P99Ms = finite(sc.p99)
+			row.P99WithoutMs = finite(tailQuantile(sc.order, t, func(r int32) bool { return t.hasAll(r, c.items) }))
+			if row.P99WithoutMs > 0 {
+				row.P99DeltaMs = finite(sc.p99 - row.P99WithoutMs)
+			}
 		}
 		out[i] = row
 	}
@@ -327,6 +460,68 @@ func (k *concCounts) counterfactual(cands []cand, opt ConcentrationOptions) []Co
 		ranked[r] = out[i]
 	}
 	return ranked
+}
+
+// rowScope is the traffic a row's counterfactual is computed in: the
+// requests of the models the row's requests belong to. Removing version
+// v2 of one model is judged against that model's P99, not against a
+// window P99 that another model's slower requests set.
+type rowScope struct {
+	models []string
+	order  *tailRows
+	p99    float64
+}
+
+// scopeOf returns (and caches by model set) the scope of a row.
+func (k *concCounts) scopeOf(items []item, cache map[string]*rowScope) *rowScope {
+	t := k.t
+	md := -1
+	for d := range t.dims {
+		if t.dims[d].name == "model" {
+			md = d
+		}
+	}
+	var rows []int32
+	var key string
+	var models []string
+	if md < 0 {
+		rows = t.rows
+	} else {
+		in := map[int32]bool{}
+		for _, r := range t.rows {
+			if t.hasAll(r, items) {
+				in[t.dims[md].codes[r]] = true
+			}
+		}
+		codes := make([]int32, 0, len(in))
+		for c := range in {
+			codes = append(codes, c)
+		}
+		slices.Sort(codes)
+		for _, c := range codes {
+			key += strconv.Itoa(int(c)) + ","
+			if c >= 0 {
+				models = append(models, t.dims[md].values[c])
+			}
+		}
+		if sc := cache[key]; sc != nil {
+			return sc
+		}
+		if len(in) == len(t.dims[md].values) {
+			rows = t.rows
+		} else {
+			for _, r := range t.rows {
+				if in[t.dims[md].codes[r]] {
+					rows = append(rows, r)
+				}
+			}
+		}
+	}
+	sort.Strings(models)
+	sc := &rowScope{models: models, order: slowestFirst(t, rows, 0.05)}
+	sc.p99 = tailQuantile(sc.order, t, nil)
+	cache[key] = sc
+	return sc
 }
 
 // tailRows is a latency-ordered head of the rows (slowest first) and, for
@@ -398,4 +593,14 @@ func tailQuantile(tr *tailRows, t concTable, exclude func(int32) bool) float64 {
 	}
 	v, _ := walk(tr.all)
 	return v
+}
+
+// value returns the row's value for dim, from its own dimensions or the
+// equivalent ones folded into it.
+func (c Concentration) value(dim string) (string, bool) {
+	if v, ok := c.Dims[dim]; ok {
+		return v, true
+	}
+	v, ok := c.Also[dim]
+	return v, ok
 }

@@ -72,8 +72,11 @@ func periodMedian(c *Curve, from, to time.Time) float64 {
 
 // deviation scores how far a curve moved after the onset, BARO-style:
 // the signed largest |x − median_before| / IQR_before over the during
-// period, with the before and during medians. The IQR is floored at 5 % of
-// the median so that a flat line does not make every wiggle infinite.
+// period, with the before and during medians. The IQR is floored (see
+// deviationFloor) so that a flat line does not make every wiggle
+// enormous. Score puts curves of any kind on one scale: the excursion
+// against the largest the curve made in its own baseline (its 95th
+// percentile), mapped to 0..1.
 func deviation(c *Curve, ph phases) CurveDeviation {
 	before := values(c.Points, ph.BeforeFrom, ph.BeforeTo)
 	during := values(c.Points, ph.Onset, ph.DuringTo)
@@ -82,19 +85,84 @@ func deviation(c *Curve, ph phases) CurveDeviation {
 	if len(before) < 3 || len(during) < 2 {
 		return d
 	}
-	st := robust(before, 0.05, 1e-6)
+	st := robust(before, 0.05, deviationFloor(c.Role, before, during))
 	d.Before, d.During = st.Median, median(during)
 	// The largest excursion is taken over a lightly smoothed during series
 	// (median of 3) so one bad scrape does not decide the score.
-	var best float64
-	for i := range during {
-		lo, hi := max(0, i-1), min(len(during), i+2)
-		v := median(during[lo:hi])
+	best := 0.0
+	for _, v := range smooth3(during) {
 		a := (v - st.Median) / st.IQR
 		if math.Abs(a) > math.Abs(best) {
 			best = a
 		}
 	}
 	d.Deviation = best
+	var base []float64
+	for _, v := range smooth3(before) {
+		base = append(base, math.Abs(v-st.Median)/st.IQR)
+	}
+	if rel := math.Abs(best) / math.Max(quantile(base, 0.95), 1); rel > 1 {
+		d.Score = (rel - 1) / (rel + 1)
+	}
+	if r := safeRatio(d.During, d.Before); !math.IsNaN(r) {
+		d.Ratio = r
+	}
 	return d
+}
+
+// smooth3 is the running median of three (the ends use two values).
+func smooth3(xs []float64) []float64 {
+	out := make([]float64, len(xs))
+	for i := range xs {
+		lo, hi := max(0, i-1), min(len(xs), i+2)
+		out[i] = median(xs[lo:hi])
+	}
+	return out
+}
+
+// deviationFloor is the least spread a deviation is measured in, beyond 5 %
+// of the level: the curve's resolution (the smallest step between its
+// distinct values: one request in a rate, one error in an error rate) and
+// a floor per role below which a change means nothing to an operator (a
+// tenth of a millisecond, a fifth of a percentage point of errors, half a
+// queued request). Without it, a flat error rate that blips once scores
+// thousands and outranks the latency that actually moved.
+func deviationFloor(role Role, before, during []float64) float64 {
+	floor := 1e-9
+	switch role {
+	case RoleLatencyP50, RoleLatencyP95, RoleLatencyP99, RoleStageTime:
+		floor = 0.1 // ms
+	case RoleErrorRate:
+		floor = 0.002
+	case RoleQueue:
+		floor = 0.5
+	case RoleBatchSize:
+		floor = 0.1
+	case RoleGPUUtil:
+		floor = 1 // percentage point
+	case RoleGPUMemUsed, RoleGPUMemFree:
+		floor = 64 // MiB
+	case RoleNodeCPU, RoleNodeMemory, RoleKVCache:
+		floor = 0.005
+	case RoleNodeNetwork:
+		floor = 1024 // bytes/s
+	case RoleQPS:
+		floor = 0.01
+	}
+	return math.Max(floor, resolution(append(append([]float64(nil), before...), during...)))
+}
+
+// resolution is the smallest positive difference between distinct values.
+func resolution(xs []float64) float64 {
+	sort.Float64s(xs)
+	res := math.Inf(1)
+	for i := 1; i < len(xs); i++ {
+		if d := xs[i] - xs[i-1]; d > 0 && d < res {
+			res = d
+		}
+	}
+	if math.IsInf(res, 1) {
+		return 0
+	}
+	return res
 }

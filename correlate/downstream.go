@@ -15,7 +15,8 @@ func downstreamCause(f *facts) Cause {
 	b.support("downstream_growth", ds, ramp(ds, 0.25, 0.6), 0.55, "The downstream call explains %.0f%% of the tail's growth.", 100*ds)
 	var callers []string
 	var bestDev float64
-	for _, m := range f.affected {
+	models := f.assessableModels(CatDownstream)
+	for _, m := range models {
 		d := f.modelDeviation(RoleStageTime, m, "downstream")
 		g := d.During - d.Before
 		r := safeRatio(d.During, d.Before)
@@ -33,18 +34,19 @@ func downstreamCause(f *facts) Cause {
 	if bestDev > 0 {
 		b.support("downstream_curve_up", bestDev, strength(bestDev, 5), 0.20, "The downstream stage time curve rose %s.", iqrs(bestDev))
 	}
-	if len(f.affected) > 0 {
-		fr := float64(len(callers)) / float64(len(f.affected))
-		b.support("affected_models_call_it", fr, fr*ramp(ds, 0.1, 0.3), 0.15, "%d of %d affected models spend more time downstream.", len(callers), len(f.affected))
+	if len(models) > 0 {
+		fr := float64(len(callers)) / float64(len(models))
+		b.support("affected_models_call_it", fr, fr*ramp(ds, 0.1, 0.3), 0.15, "%d of %d affected models spend more time downstream.", len(callers), len(models))
 	}
-	if loc, ok := f.topLocal(); ok {
-		b.support("not_local", 1-concStrength(loc), 1-concStrength(loc), 0.10, "No single replica or node explains the slow requests.")
-	} else {
-		b.support("not_local", 1, 1, 0.10, "No single replica or node explains the slow requests.")
-	}
-	if len(callers) == 0 {
-		callers = append(callers, f.affected...)
+	f.supportNotLocal(b, "No single replica or node explains the slow requests.")
+	grew := len(callers) > 0
+	if !grew {
+		callers = append(callers, models...)
 	}
 	sort.Strings(callers)
-	return b.done(fmt.Sprintf("A downstream dependency slowed down for %s.", list(callers)), Target{Models: callers})
+	sum := fmt.Sprintf("A downstream dependency slowed down for %s.", list(callers))
+	if b.shown("downstream_growth") < claimed && b.shown("downstream_curve_up") < 0.5 {
+		sum = fmt.Sprintf("The downstream call did not grow for %s (%.0f%% of the tail's growth).", list(callers), 100*ds)
+	}
+	return b.done(sum, Target{Models: callers})
 }

@@ -22,6 +22,7 @@ type facts struct {
 	conc        []Concentration
 	events      []AlignedEvent
 	started     map[string]time.Time // replica → start time
+	data        *dataIndex           // which signals each model has
 }
 
 // modelsWithData counts the models the analysis could judge.
@@ -97,7 +98,7 @@ func (f *facts) topConcentration(dim string) (Concentration, bool) {
 	var best Concentration
 	var bs float64
 	for _, c := range f.conc {
-		v, ok := c.Dims[dim]
+		v, ok := c.value(dim)
 		if !ok || len(c.Dims) != 1 || v == "" {
 			continue
 		}
@@ -113,7 +114,7 @@ func (f *facts) topConcentration(dim string) (Concentration, bool) {
 // concentration filters.
 func (f *facts) concentrationOf(dim, value string) (Concentration, bool) {
 	for _, c := range f.conc {
-		if len(c.Dims) == 1 && c.Dims[dim] == value {
+		if v, ok := c.value(dim); ok && len(c.Dims) == 1 && v == value {
 			return c, true
 		}
 	}

@@ -1,5 +1,7 @@
 package correlate
 
+import "fmt"
+
 // ingressCause: the gateway (or auth, routing in front of the models) got
 // slow for everyone. Signature: the front stages explain the growth, all
 // models are hit at once, nothing inside the model servers changed and no
@@ -10,11 +12,7 @@ func ingressCause(f *facts) Cause {
 	b.support("gateway_growth", fs, ramp(fs, 0.25, 0.6), 0.55, "Gateway, auth and routing explain %.0f%% of the tail's growth.", 100*fs)
 	br := f.breadth()
 	b.support("all_models", br, ramp(br, 0.4, 0.9), 0.25, "%d of %d models slowed down at once.", len(f.affected), f.modelsWithData())
-	if loc, ok := f.topLocal(); ok {
-		b.support("not_local", 1-concStrength(loc), 1-concStrength(loc), 0.10, "No replica or node stands out.")
-	} else {
-		b.support("not_local", 1, 1, 0.10, "No replica or node stands out.")
-	}
+	f.supportNotLocal(b, "No replica or node stands out.")
 	inside := stageShare(f.stages, "queue") + stageShare(f.stages, "exec") + stageShare(f.stages, "batch_wait")
 	if len(f.stages) > 0 {
 		b.support("model_servers_unchanged", inside, 1-ramp(inside, 0.2, 0.5), 0.10, "The model servers' own stages explain only %.0f%%.", 100*inside)
@@ -22,5 +20,12 @@ func ingressCause(f *facts) Cause {
 	if len(f.affected) == 1 && f.modelsWithData() > 1 {
 		b.oppose("one_model_only", 1, 1, 0.25, "Only %s slowed down; a gateway problem would hit every model.", f.affected[0])
 	}
-	return b.done("The gateway / ingress in front of the models got slow for every model.", Target{})
+	sum := fmt.Sprintf("The gateway, auth and route stages did not grow (%.0f%% of the tail's growth).", 100*fs)
+	if b.shown("gateway_growth") >= claimed {
+		sum = fmt.Sprintf("The gateway / ingress in front of the models got slow (%.0f%% of the tail's growth) for %d of %d models.", 100*fs, len(f.affected), f.modelsWithData())
+		if br >= 0.9 {
+			sum = "The gateway / ingress in front of the models got slow for every model."
+		}
+	}
+	return b.done(sum, Target{})
 }

@@ -40,7 +40,8 @@ func localReplicaCause(f *facts) Cause {
 		b.support("slow_requests_concentrated", loc.RiskRatio, concStrength(loc), 0.30,
 			"%.0f%% of slow requests ran on %s (%.0f%% of the others); risk ratio %.1f.", loc.SelectionPct, dimString(loc), loc.BaselinePct, loc.RiskRatio)
 		if target.Node == "" && target.Replica == "" {
-			target.Node, target.Replica = loc.Dims["node"], loc.Dims["replica"]
+			target.Node, _ = loc.value("node")
+			target.Replica, _ = loc.value("replica")
 		}
 	}
 	if target.Node == "" && target.Replica == "" {

@@ -25,13 +25,7 @@ func releaseFor(f *facts, m string) Cause {
 	}
 	// The version that gained traffic around the onset is the new one, even
 	// when nobody pushed a deploy event.
-	var gainer versionStat
-	for _, v := range vs {
-		if g := v.shareDuring - v.shareBefore; g > gainer.shareDuring-gainer.shareBefore {
-			gainer = v
-		}
-	}
-	if newVer == "" && gainer.version != "" {
+	if gainer := trafficGainer(vs); newVer == "" && gainer.version != "" {
 		newVer = gainer.version
 		gain := gainer.shareDuring - gainer.shareBefore
 		if ev == nil {
@@ -44,8 +38,49 @@ func releaseFor(f *facts, m string) Cause {
 		b.oppose("no_new_version", 0, 1, 0.2, "No deploy of %s and no new version taking traffic near the onset.", m)
 		return b.done(fmt.Sprintf("No recent release of %s was found.", m), Target{Model: m})
 	}
-	// Impact: the new version against the old ones, in the same window.
-	var nv, old versionStat
+	nv, cmp := releaseImpact(b, vs, newVer)
+	if c, ok := f.concentrationOf("version", newVer); ok {
+		b.support("slow_requests_on_new_version", c.RiskRatio, concStrength(c), 0.15,
+			"%.0f%% of slow requests ran on %s (%.0f%% of the others); risk ratio %.1f.", c.SelectionPct, newVer, c.BaselinePct, c.RiskRatio)
+	}
+	f.releaseScope(b, m, newVer)
+	if ev == nil {
+		if late := firstEvent(f.events, func(e AlignedEvent) bool {
+			return e.Model == m && (e.Kind == KindDeploy || e.Kind == KindRollback) && e.OffsetS > alignSkew.Seconds()
+		}); late != nil {
+			b.oppose("deploy_after_onset", late.OffsetS, 1, 0.1, "%s's deploy came %s, too late to have caused it.", m, ago(*late))
+		}
+	}
+	var sum string
+	switch {
+	case b.shown("new_version_slower") >= claimed:
+		sum = fmt.Sprintf("%s %s is slower than the version it replaces (P99 %s against %s).", m, newVer, fmtMs(nv.p99During), fmtMs(cmp))
+	case ev != nil:
+		sum = fmt.Sprintf("%s %s was deployed %s, but its requests are not measured slower than the previous version's.", m, newVer, ago(*ev))
+	default:
+		sum = fmt.Sprintf("%s %s took traffic around the onset, but its requests are not measured slower than the previous version's.", m, newVer)
+	}
+	return b.done(sum, Target{Model: m, Version: newVer})
+}
+
+// trafficGainer is the version whose share of the model's traffic grew most.
+func trafficGainer(vs []versionStat) versionStat {
+	var gainer versionStat
+	for _, v := range vs {
+		if g := v.shareDuring - v.shareBefore; g > gainer.shareDuring-gainer.shareBefore {
+			gainer = v
+		}
+	}
+	return gainer
+}
+
+// releaseImpact weighs the new version against the old one in the same
+// window (or, once the rollout is complete, against the previous version
+// before the onset, which a coincident traffic change can also explain,
+// so it counts less). It returns the new version and the P99 it was
+// compared with.
+func releaseImpact(b *causeBuilder, vs []versionStat, newVer string) (nv versionStat, ref float64) {
+	var old versionStat
 	var oldW float64
 	for _, v := range vs {
 		if v.version == newVer {
@@ -54,8 +89,10 @@ func releaseFor(f *facts, m string) Cause {
 			old, oldW = v, v.weightDur
 		}
 	}
+	ref = math.NaN()
 	switch {
 	case nv.weightDur > 0 && old.weightDur > 0 && !math.IsNaN(nv.p99During) && !math.IsNaN(old.p99During):
+		ref = old.p99During
 		r := safeRatio(nv.p99During, old.p99During)
 		fr := safeRatio(nv.slowFracDuring()+0.005, old.slowFracDuring()+0.005)
 		if math.IsNaN(fr) {
@@ -71,9 +108,6 @@ func releaseFor(f *facts, m string) Cause {
 				"The new version's requests are no slower than the old version's in the same window (P99 %s vs %s).", fmtMs(nv.p99During), fmtMs(old.p99During))
 		}
 	case nv.weightDur > 0 && !math.IsNaN(nv.p99During):
-		// Rollout complete: only a comparison across time is left, which a
-		// coincident traffic change can also explain, so it counts less.
-		ref := math.NaN()
 		for _, v := range vs {
 			if v.version != newVer && !math.IsNaN(v.p99Before) {
 				ref = v.p99Before
@@ -84,12 +118,13 @@ func releaseFor(f *facts, m string) Cause {
 				"%s P99 during the spike is %s against %s for the previous version before (×%.2f).", newVer, fmtMs(nv.p99During), fmtMs(ref), r)
 		}
 	}
-	if c, ok := f.concentrationOf("version", newVer); ok {
-		b.support("slow_requests_on_new_version", c.RiskRatio, concStrength(c), 0.15,
-			"%.0f%% of slow requests ran on %s (%.0f%% of the others); risk ratio %.1f.", c.SelectionPct, newVer, c.BaselinePct, c.RiskRatio)
-	}
-	// Scope: a bad release hits its own model; other models slowing down at
-	// the same time point elsewhere.
+	return nv, ref
+}
+
+// releaseScope: a bad release hits its own model; other models slowing
+// down at the same time, or slow requests concentrated on a node or
+// replica rather than the version, point elsewhere.
+func (f *facts) releaseScope(b *causeBuilder, m, newVer string) {
 	others := 0
 	for _, a := range f.affected {
 		if a == m {
@@ -113,15 +148,6 @@ func releaseFor(f *facts, m string) Cause {
 			b.oppose("localised_elsewhere", loc.RiskRatio, d, 0.3, "Slow requests concentrate on %s (risk ratio %.1f) more than on the new version.", dimString(loc), loc.RiskRatio)
 		}
 	}
-	if ev == nil {
-		if late := firstEvent(f.events, func(e AlignedEvent) bool {
-			return e.Model == m && (e.Kind == KindDeploy || e.Kind == KindRollback) && e.OffsetS > alignSkew.Seconds()
-		}); late != nil {
-			b.oppose("deploy_after_onset", late.OffsetS, 1, 0.1, "%s's deploy came %s, too late to have caused it.", m, ago(*late))
-		}
-	}
-	sum := fmt.Sprintf("%s %s is slower than the version it replaces.", m, newVer)
-	return b.done(sum, Target{Model: m, Version: newVer})
 }
 
 func verSuffix(v string) string {

@@ -85,6 +85,15 @@ type Cause struct {
 	Actions         []string   `json:"actions"`
 }
 
+// NotAssessable is a cause category the analysis could not judge because
+// its key signal is missing from the data (no batch metrics for batching,
+// no per-replica data for a local fault, …). It has no score and is listed
+// apart from the ranked causes: "no evidence" is not "ruled out".
+type NotAssessable struct {
+	Category Category `json:"category"`
+	Reason   string   `json:"reason"` // "not assessable: no batch-size curve … for chat"
+}
+
 // StageShare says how much of the latency increase one stage explains.
 type StageShare struct {
 	Stage     string  `json:"stage"`
@@ -97,28 +106,53 @@ type StageShare struct {
 }
 
 // Concentration is one dimension value (or pair) over-represented among
-// slow samples: BubbleUp's selection-vs-baseline row.
+// slow samples: BubbleUp's selection-vs-baseline row. Values of other
+// dimensions that select exactly the same requests are folded into the
+// row (Also), so one cause is one row.
 type Concentration struct {
-	Dims         map[string]string `json:"dims"`           // e.g. {"replica": "r-7"} or two entries for a pair
-	SelectionPct float64           `json:"selection_pct"`  // share of slow samples with it, 0..100
-	BaselinePct  float64           `json:"baseline_pct"`   // share of the other samples with it
-	RiskRatio    float64           `json:"risk_ratio"`     // P(slow | value) / P(slow | not value)
-	Support      float64           `json:"support"`        // fraction of slow samples covered, 0..1
-	P99WithoutMs float64           `json:"p99_without_ms"` // window P99 if these requests were removed
-	P99DeltaMs   float64           `json:"p99_delta_ms"`   // window P99 minus P99WithoutMs
-	Count        float64           `json:"count"`          // weighted slow samples with the value
+	Dims         map[string]string `json:"dims"`             // e.g. {"replica": "r-7"} or two entries for a pair
+	Also         map[string]string `json:"also,omitempty"`   // equivalent values: same requests, other dimensions
+	Label        string            `json:"label"`            // "version=v3.2.0 ≡ model=rerank-base ≡ entry=/v1/rerank"
+	SelectionPct float64           `json:"selection_pct"`    // share of slow samples with it, 0..100
+	BaselinePct  float64           `json:"baseline_pct"`     // share of the other samples with it
+	RiskRatio    float64           `json:"risk_ratio"`       // P(slow | value) / P(slow | not value)
+	Support      float64           `json:"support"`          // fraction of slow samples covered, 0..1
+	Models       []string          `json:"models,omitempty"` // the models whose traffic the P99s below are computed over
+	P99Ms        float64           `json:"p99_ms"`           // P99 of those models' requests during the spike
+	P99WithoutMs float64           `json:"p99_without_ms"`   // their P99 if these requests were removed (0 when nothing would remain)
+	P99DeltaMs   float64           `json:"p99_delta_ms"`     // P99Ms minus P99WithoutMs
+	TailShare    float64           `json:"tail_share"`       // share of the P99's rise over those models' baseline that removing them undoes, 0..1
+	Count        float64           `json:"count"`            // weighted slow samples with the value
 }
 
 // ScopeReport is the article's step 1: which part of the fleet carries
 // the spike, and whether it is narrow or broad.
+//
+// Every list is ordered by impact, hardest hit first, and has a parallel
+// list of entries (same order) that gives the impact.
 type ScopeReport struct {
-	Breadth  string   `json:"breadth"` // "fleet", "model", "version", "replicas", "tenant" or "none"
-	Summary  string   `json:"summary"` // one sentence
-	Models   []string `json:"models"`  // models whose latency rose
-	Versions []string `json:"versions,omitempty"`
-	Replicas []string `json:"replicas,omitempty"`
-	Nodes    []string `json:"nodes,omitempty"`
-	Tenants  []string `json:"tenants,omitempty"`
+	Breadth       string       `json:"breadth"` // "fleet", "models", "model", "version", "replicas" or "none"
+	Summary       string       `json:"summary"` // one sentence
+	Models        []string     `json:"models"`  // models whose latency rose
+	Versions      []string     `json:"versions,omitempty"`
+	Replicas      []string     `json:"replicas,omitempty"`
+	Nodes         []string     `json:"nodes,omitempty"`
+	Tenants       []string     `json:"tenants,omitempty"`
+	ModelImpact   []ScopeEntry `json:"model_impact,omitempty"`
+	VersionImpact []ScopeEntry `json:"version_impact,omitempty"`
+	ReplicaImpact []ScopeEntry `json:"replica_impact,omitempty"`
+	NodeImpact    []ScopeEntry `json:"node_impact,omitempty"`
+	TenantImpact  []ScopeEntry `json:"tenant_impact,omitempty"`
+}
+
+// ScopeEntry is one member of a scope list and how hard it was hit.
+type ScopeEntry struct {
+	Name        string   `json:"name"`
+	Model       string   `json:"model,omitempty"` // the model of a replica or a version
+	P99BeforeMs float64  `json:"p99_before_ms"`   // 0 when unknown
+	P99DuringMs float64  `json:"p99_during_ms"`
+	P99Ratio    float64  `json:"p99_ratio"`            // during / before; a new replica's P99 over its peers'; 0 when unknown
+	SlowShare   *float64 `json:"slow_share,omitempty"` // share of the incident's slow requests (affected models, during), 0..1; absent without samples
 }
 
 // AlignedEvent is an event with its weight for the analysis: how close it
@@ -139,7 +173,9 @@ type CurveDeviation struct {
 	Stage     string  `json:"stage,omitempty"`
 	Before    float64 `json:"before"`    // median before the onset
 	During    float64 `json:"during"`    // median after the onset
-	Deviation float64 `json:"deviation"` // signed max |x−median|/IQR after the onset
+	Ratio     float64 `json:"ratio"`     // During / Before (0 when Before is not positive)
+	Deviation float64 `json:"deviation"` // signed max |x−median|/IQR after the onset, the IQR floored by level, resolution and role
+	Score     float64 `json:"score"`     // 0..1, comparable across curves: the excursion against the curve's own largest baseline excursions
 }
 
 // Window is a half-open time range.
@@ -156,7 +192,9 @@ type Analysis struct {
 	Onset         *time.Time          `json:"onset"`
 	Spikes        []Spike             `json:"spikes"`
 	Scope         ScopeReport         `json:"scope"`
-	Causes        []Cause             `json:"causes"`
+	Causes        []Cause             `json:"causes"`         // sorted by score; only categories the data lets us judge
+	NotAssessable []NotAssessable     `json:"not_assessable"` // categories whose key signal is missing, not ranked
+	Coverage      Coverage            `json:"coverage"`       // which signals the judged models had
 	Stages        []StageShare        `json:"stages"`
 	StageSource   string              `json:"stage_source"` // "samples", "curves" or "" (no data)
 	Concentration []Concentration     `json:"concentration"`

@@ -78,12 +78,12 @@ func routingFor(f *facts, m string) Cause {
 		b.support("one_model", 1, 1, 0.05, "Only %s slowed down.", m)
 	}
 	sort.Strings(busy)
-	return b.done(fmt.Sprintf("Routing piles %s's traffic onto %s.", m, orDefault(list(busy), "a few replicas")), Target{Model: m, Replicas: busy})
-}
-
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
+	sum := fmt.Sprintf("Routing piles %s's traffic onto %s.", m, list(busy))
+	switch {
+	case math.IsNaN(ib) || math.IsNaN(id):
+		sum = fmt.Sprintf("How %s's traffic is spread over its replicas is unknown.", m)
+	case b.shown("traffic_skew") < claimed || len(busy) == 0:
+		sum = fmt.Sprintf("%s's traffic stayed spread over its replicas (the busiest at %.1f× the average, from %.1f×).", m, id, ib)
 	}
-	return s
+	return b.done(sum, Target{Model: m, Replicas: busy})
 }

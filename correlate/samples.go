@@ -4,6 +4,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -205,4 +206,34 @@ func (m *sampleStats) stageGrowth(k Stage) float64 {
 		return math.NaN()
 	}
 	return m.stageSum[1][k]/m.stageW[1][k] - m.stageSum[0][k]/m.stageW[0][k]
+}
+
+// fillTailShares sets each concentration row's share of the tail's growth:
+// how much of its models' P99 rise over their baseline (the same models'
+// P99 before the onset) removing its requests undoes.
+func fillTailShares(rows []Concentration, ss *sampleSet) {
+	base := map[string]float64{}
+	for i := range rows {
+		r := &rows[i]
+		if len(r.Models) == 0 || r.P99WithoutMs <= 0 {
+			continue
+		}
+		key := strings.Join(r.Models, "\x00")
+		b, ok := base[key]
+		if !ok {
+			var ws []weighted
+			for _, m := range r.Models {
+				if st := ss.byModel[m]; st != nil {
+					for _, i := range st.phase[0] {
+						ws = append(ws, weighted{ss.all[i].TotalMs, ss.all[i].SampleRate})
+					}
+				}
+			}
+			b = weightedQuantile(ws, 0.99)
+			base[key] = b
+		}
+		if rise := r.P99Ms - b; rise > 0 && !math.IsNaN(b) {
+			r.TailShare = round3(clamp01(r.P99DeltaMs / rise))
+		}
+	}
 }

@@ -1,10 +1,8 @@
 package correlate
 
 import (
-	"fmt"
 	"math"
 	"sort"
-	"strings"
 )
 
 // modelImpact is how much one model's latency rose, from curves and samples.
@@ -240,84 +238,6 @@ func samplesReplicaImpacts(ss *sampleSet, ph phases, model string, get func(Scop
 			r.loadDuring = r.qpsDuring / (totD / float64(nD))
 		}
 	}
-}
-
-// scopeReport turns impacts into the article's step 1: which part of the
-// fleet carries the spike.
-func scopeReport(models []modelImpact, reps map[string][]replicaImpact, conc []Concentration) ScopeReport {
-	var sr ScopeReport
-	withData := 0
-	for _, m := range models {
-		if !math.IsNaN(m.ratio) || !math.IsNaN(m.slowFrac) {
-			withData++
-		}
-		if m.affected {
-			sr.Models = append(sr.Models, m.model)
-		}
-	}
-	nodes := map[string]bool{}
-	totalReps := 0
-	for _, m := range sr.Models {
-		totalReps += len(reps[m])
-		for _, r := range reps[m] {
-			if r.outlier {
-				sr.Replicas = append(sr.Replicas, r.replica)
-				if r.node != "" && !nodes[r.node] {
-					nodes[r.node] = true
-					sr.Nodes = append(sr.Nodes, r.node)
-				}
-			}
-		}
-	}
-	for _, c := range conc {
-		if len(c.Dims) != 1 || c.Support < 0.3 {
-			continue
-		}
-		if v, ok := c.Dims["version"]; ok {
-			sr.Versions = appendUnique(sr.Versions, v)
-		}
-		if v, ok := c.Dims["tenant"]; ok {
-			sr.Tenants = appendUnique(sr.Tenants, v)
-		}
-	}
-	sort.Strings(sr.Models)
-	switch {
-	case len(sr.Models) == 0:
-		sr.Breadth = "none"
-		sr.Summary = "No model's latency rose clearly in this window."
-	case len(sr.Replicas) > 0 && len(sr.Replicas)*3 <= totalReps:
-		sr.Breadth = "replicas"
-		where := strings.Join(sr.Replicas, ", ")
-		if len(sr.Nodes) == 1 {
-			where += " (node " + sr.Nodes[0] + ")"
-		}
-		sr.Summary = fmt.Sprintf("Narrow: %d of %d replicas of %s carry the spike: %s.", len(sr.Replicas), totalReps, strings.Join(sr.Models, ", "), where)
-	case len(sr.Versions) == 1 && len(sr.Models) == 1:
-		sr.Breadth = "version"
-		sr.Summary = fmt.Sprintf("Narrow: %s version %s carries the spike.", sr.Models[0], sr.Versions[0])
-	case len(sr.Models) >= 2 && float64(len(sr.Models)) >= 0.6*float64(withData):
-		sr.Breadth = "fleet"
-		sr.Summary = fmt.Sprintf("Broad: %d of %d models slowed down together (%s).", len(sr.Models), withData, strings.Join(sr.Models, ", "))
-	case len(sr.Models) == 1:
-		sr.Breadth = "model"
-		sr.Summary = fmt.Sprintf("One model slowed down across its replicas: %s.", sr.Models[0])
-	default:
-		sr.Breadth = "models"
-		sr.Summary = fmt.Sprintf("Several models slowed down: %s.", strings.Join(sr.Models, ", "))
-	}
-	if len(sr.Tenants) == 1 && sr.Breadth != "none" {
-		sr.Summary += " Slow requests concentrate on tenant " + sr.Tenants[0] + "."
-	}
-	return sr
-}
-
-func appendUnique(xs []string, v string) []string {
-	for _, x := range xs {
-		if x == v {
-			return xs
-		}
-	}
-	return append(xs, v)
 }
 
 // relativeLoads turns per-replica QPS curves into relative-load curves: at

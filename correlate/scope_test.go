@@ -152,13 +152,24 @@ func TestScopeReportBreadth(t *testing.T) {
 		{"tenant", []modelImpact{hit("a", 2), hit("b", 1)}, nil,
 			[]Concentration{{Dims: map[string]string{"tenant": "t-1"}, Support: 0.8}}, "model", "tenant t-1"},
 	}
+	scopeOf := func(models []modelImpact, reps map[string][]replicaImpact, conc []Concentration) ScopeReport {
+		var affected []string
+		for _, m := range models {
+			if m.affected {
+				affected = append(affected, m.model)
+			}
+		}
+		sr := scopeLists(affected, reps, conc)
+		summarizeScope(&sr, len(models), reps)
+		return sr
+	}
 	for _, c := range cases {
-		sr := scopeReport(c.models, c.reps, c.conc)
+		sr := scopeOf(c.models, c.reps, c.conc)
 		if sr.Breadth != c.breadth || !strings.Contains(sr.Summary, c.says) {
 			t.Errorf("%s: breadth %q, summary %q; want %q saying %q", c.name, sr.Breadth, sr.Summary, c.breadth, c.says)
 		}
 	}
-	sr := scopeReport([]modelImpact{hit("a", 2), hit("b", 1)}, map[string][]replicaImpact{"a": reps("a", 4, 1)}, nil)
+	sr := scopeOf([]modelImpact{hit("a", 2), hit("b", 1)}, map[string][]replicaImpact{"a": reps("a", 4, 1)}, nil)
 	if !slices.Equal(sr.Replicas, []string{"a-a"}) || !slices.Equal(sr.Nodes, []string{"n1"}) {
 		t.Errorf("replicas %v nodes %v, want the outlier and its node", sr.Replicas, sr.Nodes)
 	}

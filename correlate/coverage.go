@@ -1,0 +1,429 @@
+package correlate
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Coverage says which data the analysis had for the models it judged, and
+// so which causes it could not assess. Real fleets send partial data (no
+// batch metrics, no DCGM, no samples yet); the reader must see what was
+// missing before trusting what was concluded.
+type Coverage struct {
+	Models        []string         `json:"models"`  // the models described: the affected ones, or every model when none is
+	Signals       []SignalCoverage `json:"signals"` // one per kind of signal, in a fixed order
+	Samples       int              `json:"samples"` // request samples in the analysed span
+	Events        int              `json:"events"`  // change events in the window, pushed and derived
+	NotAssessable []Category       `json:"not_assessable"`
+	Summary       string           `json:"summary"` // one sentence: what was there, what was missing
+}
+
+// SignalCoverage is one kind of signal and whether the judged models had it.
+type SignalCoverage struct {
+	Signal  string `json:"signal"`           // stable name, e.g. "batch"
+	Label   string `json:"label"`            // what it is, for people: "batch sizes or batch wait"
+	Present bool   `json:"present"`          // at least one judged model has it
+	Source  string `json:"source,omitempty"` // "curves", "samples" or "curves and samples"
+	Models  int    `json:"models"`           // how many of the judged models have it
+}
+
+// The signals the coverage lists, in order. Each is what some cause needs
+// as its key signal (see keySignals).
+const (
+	sigLatency       = "latency"
+	sigTraffic       = "traffic"
+	sigErrors        = "errors"
+	sigVersions      = "versions"
+	sigReplicas      = "replicas"
+	sigNodes         = "nodes"
+	sigStages        = "stages"
+	sigBatch         = "batch"
+	sigQueue         = "queue"
+	sigDownstream    = "downstream"
+	sigFront         = "front_stages"
+	sigGPU           = "gpu"
+	sigNodeResources = "node_resources"
+)
+
+var signalLabels = []struct{ name, label string }{
+	{sigLatency, "latency quantiles"},
+	{sigTraffic, "request rates"},
+	{sigErrors, "error rates"},
+	{sigVersions, "versions"},
+	{sigReplicas, "per-replica data"},
+	{sigNodes, "nodes"},
+	{sigStages, "per-stage times"},
+	{sigBatch, "batch sizes or batch wait"},
+	{sigQueue, "queue lengths or queue time"},
+	{sigDownstream, "downstream call time"},
+	{sigFront, "gateway, auth and route times"},
+	{sigGPU, "GPU metrics"},
+	{sigNodeResources, "node CPU, memory and network"},
+}
+
+// presence records where a signal was seen: in curves, in samples.
+type presence struct{ curves, samples bool }
+
+func (p presence) any() bool { return p.curves || p.samples }
+
+// modelData is which signals one model has.
+type modelData map[string]presence
+
+// dataIndex says, per model, which signals the input carries.
+type dataIndex struct {
+	models  map[string]modelData
+	events  int
+	samples int
+}
+
+func (d *dataIndex) mark(model, sig string, fromSamples bool) {
+	md := d.models[model]
+	if md == nil {
+		md = modelData{}
+		d.models[model] = md
+	}
+	p := md[sig]
+	if fromSamples {
+		p.samples = true
+	} else {
+		p.curves = true
+	}
+	md[sig] = p
+}
+
+// has reports whether model has the signal.
+func (d *dataIndex) has(model, sig string) bool { return d.models[model][sig].any() }
+
+// stageSignal maps a stage onto the signal it feeds ("" for none).
+func stageSignal(stage string) string {
+	switch stage {
+	case "queue":
+		return sigQueue
+	case "batch_wait":
+		return sigBatch
+	case "downstream":
+		return sigDownstream
+	case "gateway", "auth", "route":
+		return sigFront
+	}
+	return ""
+}
+
+// indexData records which signals every model has, from the curves (any
+// level that names the model; GPU and node curves through the nodes the
+// model's replicas run on) and the samples.
+func indexData(cs *curveSet, ss *sampleSet) *dataIndex {
+	d := &dataIndex{models: map[string]modelData{}, samples: len(ss.before) + len(ss.during)}
+	nodeModels := map[string]map[string]bool{}
+	nodeRoles := map[string]map[string]bool{}
+	for i := range cs.all {
+		c := &cs.all[i]
+		if len(c.Points) == 0 {
+			continue
+		}
+		if c.Scope.Model == "" {
+			if c.Scope.Node != "" {
+				if nodeRoles[c.Scope.Node] == nil {
+					nodeRoles[c.Scope.Node] = map[string]bool{}
+				}
+				nodeRoles[c.Scope.Node][curveSignal(c)] = true
+			}
+			continue
+		}
+		m := c.Scope.Model
+		if sig := curveSignal(c); sig != "" {
+			d.mark(m, sig, false)
+		}
+		if c.Scope.Version != "" {
+			d.mark(m, sigVersions, false)
+		}
+		if c.Level == LevelReplica && c.Scope.Replica != "" {
+			d.mark(m, sigReplicas, false)
+		}
+		if c.Scope.Node != "" {
+			d.mark(m, sigNodes, false)
+			if nodeModels[c.Scope.Node] == nil {
+				nodeModels[c.Scope.Node] = map[string]bool{}
+			}
+			nodeModels[c.Scope.Node][m] = true
+		}
+	}
+	for node, roles := range nodeRoles {
+		for m := range nodeModels[node] {
+			for sig := range roles {
+				if sig != "" {
+					d.mark(m, sig, false)
+				}
+			}
+		}
+	}
+	for i := range ss.all {
+		s := &ss.all[i]
+		d.mark(s.Model, sigLatency, true)
+		d.mark(s.Model, sigTraffic, true)
+		if s.Status != "" {
+			d.mark(s.Model, sigErrors, true)
+		}
+		if s.Version != "" {
+			d.mark(s.Model, sigVersions, true)
+		}
+		if s.Replica != "" {
+			d.mark(s.Model, sigReplicas, true)
+		}
+		if s.Node != "" {
+			d.mark(s.Model, sigNodes, true)
+		}
+		if s.BatchSize > 0 {
+			d.mark(s.Model, sigBatch, true)
+		}
+		for k, v := range s.StagesMs {
+			if math.IsNaN(v) {
+				continue
+			}
+			d.mark(s.Model, sigStages, true)
+			if sig := stageSignal(Stage(k).String()); sig != "" {
+				d.mark(s.Model, sig, true)
+			}
+		}
+	}
+	return d
+}
+
+// curveSignal is the signal a curve feeds.
+func curveSignal(c *Curve) string {
+	switch c.Role {
+	case RoleLatencyP50, RoleLatencyP95, RoleLatencyP99:
+		return sigLatency
+	case RoleQPS:
+		return sigTraffic
+	case RoleErrorRate:
+		return sigErrors
+	case RoleQueue:
+		return sigQueue
+	case RoleBatchSize:
+		return sigBatch
+	case RoleStageTime:
+		if sig := stageSignal(c.Stage); sig != "" {
+			return sig
+		}
+		return sigStages
+	case RoleGPUUtil, RoleGPUMemUsed, RoleGPUMemFree, RoleKVCache:
+		return sigGPU
+	case RoleNodeCPU, RoleNodeMemory, RoleNodeNetwork:
+		return sigNodeResources
+	}
+	return ""
+}
+
+// keySignals are, per category, the signals without which the hypothesis
+// cannot be judged at all (any one of them suffices), with the words that
+// say what is missing. A cause scored without its key signal would only
+// repeat generic facts ("traffic steady", "one model") as if they were
+// evidence.
+var keySignals = map[Category]struct {
+	any     []string
+	missing string
+}{
+	CatRelease:      {[]string{sigVersions}, "no version on curves or samples and no deploy event"},
+	CatCapacity:     {[]string{sigTraffic}, "no request-rate curve and no samples"},
+	CatLocalReplica: {[]string{sigReplicas}, "no per-replica curves and no samples naming a replica"},
+	CatBatching:     {[]string{sigBatch}, "no batch-size curve and no batch-wait stage time"},
+	CatColdStart:    {nil, "no replica_start or scale_up event and no per-replica curves"},
+	CatDownstream:   {[]string{sigDownstream}, "no downstream stage time (stage curves or samples' stages_ms)"},
+	CatRouting:      {[]string{sigReplicas}, "no per-replica request rates"},
+	CatIngress:      {[]string{sigFront}, "no gateway, auth or route stage times"},
+}
+
+// assessableModels returns the affected models whose data carries a
+// category's key signal. Release also counts a deploy event of the model,
+// cold start a replica start or scale-up: events are evidence of their own.
+func (f *facts) assessableModels(cat Category) []string {
+	var out []string
+	for _, m := range f.affected {
+		if f.hasKeySignal(cat, m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (f *facts) hasKeySignal(cat Category, m string) bool {
+	for _, sig := range keySignals[cat].any {
+		if f.data.has(m, sig) {
+			return true
+		}
+	}
+	switch cat {
+	case CatRelease:
+		return f.hasEvent(m, KindDeploy, KindRollback)
+	case CatColdStart:
+		// Samples name replicas but cannot tell when one started: that
+		// takes replica curves (their first points) or start events.
+		return f.data.models[m][sigReplicas].curves || f.hasEvent(m, KindScaleUp, KindReplicaStart) || len(f.startedNear(m, coldWindow)) > 0
+	}
+	return false
+}
+
+// hasEvent reports whether an aligned event of the kinds names model m.
+func (f *facts) hasEvent(m string, kinds ...EventKind) bool {
+	for _, e := range f.events {
+		for _, k := range kinds {
+			if e.Kind == k && e.Model == m {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// judged are the models the causes are about: the affected ones, or every
+// model with data when none is.
+func (f *facts) judged() []string {
+	if len(f.affected) > 0 {
+		return f.affected
+	}
+	var out []string
+	for _, m := range f.models {
+		out = append(out, m.model)
+	}
+	return out
+}
+
+// notAssessable says why a category cannot be judged, or "" when it can:
+// none of the judged models carries its key signal.
+func (f *facts) notAssessable(cat Category) string {
+	for _, m := range f.judged() {
+		if f.hasKeySignal(cat, m) {
+			return ""
+		}
+	}
+	if len(f.judged()) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("not assessable: %s for %s", keySignals[cat].missing, list(f.judged()))
+}
+
+// coverage describes the data of the judged models.
+func (f *facts) coverage(na []NotAssessable) Coverage {
+	models := append([]string(nil), f.judged()...)
+	cv := Coverage{Models: models, Samples: f.data.samples, Events: f.data.events, NotAssessable: []Category{}}
+	if cv.Models == nil {
+		cv.Models = []string{}
+	}
+	var have, missing []string
+	for _, s := range signalLabels {
+		sc := SignalCoverage{Signal: s.name, Label: s.label}
+		var curves, samples bool
+		for _, m := range models {
+			p := f.data.models[m][s.name]
+			if p.any() {
+				sc.Models++
+			}
+			curves = curves || p.curves
+			samples = samples || p.samples
+		}
+		sc.Present = sc.Models > 0
+		switch {
+		case curves && samples:
+			sc.Source = "curves and samples"
+		case curves:
+			sc.Source = "curves"
+		case samples:
+			sc.Source = "samples"
+		}
+		if sc.Present {
+			have = append(have, s.label)
+		} else {
+			missing = append(missing, s.label)
+		}
+		cv.Signals = append(cv.Signals, sc)
+	}
+	for _, n := range na {
+		cv.NotAssessable = append(cv.NotAssessable, n.Category)
+	}
+	var b strings.Builder
+	switch {
+	case len(missing) == 0:
+		b.WriteString("Every kind of signal is present. ")
+	case len(have) > 0:
+		fmt.Fprintf(&b, "Present: %s. ", strings.Join(have, ", "))
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(&b, "Missing: %s. ", strings.Join(missing, ", "))
+	}
+	fmt.Fprintf(&b, "%s, %s.", plural(cv.Samples, "request sample"), plural(cv.Events, "change event"))
+	if len(na) > 0 {
+		var names []string
+		for _, n := range na {
+			names = append(names, string(n.Category))
+		}
+		sort.Strings(names)
+		fmt.Fprintf(&b, " Not assessable: %s.", strings.Join(names, ", "))
+	}
+	cv.Summary = b.String()
+	return cv
+}
+
+// plural renders "no samples", "1 sample", "12,345 samples".
+func plural(n int, noun string) string {
+	switch n {
+	case 0:
+		return "no " + noun + "s"
+	case 1:
+		return "1 " + noun
+	}
+	return fmtCount(float64(n)) + " " + noun + "s"
+}
+
+// fmtCount renders a count with thousands separators.
+func fmtCount(v float64) string {
+	s := fmt.Sprintf("%.0f", v)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var out []byte
+	for i := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	if neg {
+		return "-" + string(out)
+	}
+	return string(out)
+}
+
+// samplesNameReplicas reports whether the affected models' samples say
+// which replica or node served them: only then can "no replica stands out
+// among the slow requests" be said.
+func (f *facts) samplesNameReplicas() bool {
+	for _, m := range f.affected {
+		if f.data.models[m][sigReplicas].samples || f.data.models[m][sigNodes].samples {
+			return true
+		}
+	}
+	return false
+}
+
+// localKnown reports whether any affected model has per-replica or per-node
+// data, curves or samples.
+func (f *facts) localKnown() bool {
+	for _, m := range f.affected {
+		if f.data.has(m, sigReplicas) || f.data.has(m, sigNodes) {
+			return true
+		}
+	}
+	return false
+}
+
+// supportNotLocal adds "nothing local explains it" when per-replica data
+// could have shown a local cause and did not.
+func (f *facts) supportNotLocal(b *causeBuilder, summary string) {
+	if loc, ok := f.topLocal(); ok {
+		b.support("not_local", 1-concStrength(loc), 1-concStrength(loc), 0.10, "%s", summary)
+	} else if f.localKnown() {
+		b.support("not_local", 1, 1, 0.10, "%s", summary)
+	}
+}

@@ -1,0 +1,264 @@
+package correlate
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// scopeReport is the article's step 1: which part of the fleet carries the
+// spike (models, then the replicas, nodes, versions and tenants inside
+// them), each list ordered by impact with the impact given, and one
+// sentence saying whether it is narrow or broad.
+func (f *facts) scopeReport() ScopeReport {
+	sr := scopeLists(f.affected, f.reps, f.conc)
+	f.rankScope(&sr)
+	summarizeScope(&sr, f.modelsWithData(), f.reps)
+	return sr
+}
+
+// scopeLists collects the members of the scope: the affected models, the
+// replicas standing out from their peers and their nodes, and the
+// versions and tenants that hold at least 30 % of the slow requests.
+func scopeLists(affected []string, reps map[string][]replicaImpact, conc []Concentration) ScopeReport {
+	sr := ScopeReport{Models: append([]string{}, affected...)}
+	nodes := map[string]bool{}
+	for _, m := range sr.Models {
+		for _, r := range reps[m] {
+			if r.outlier {
+				sr.Replicas = append(sr.Replicas, r.replica)
+				if r.node != "" && !nodes[r.node] {
+					nodes[r.node] = true
+					sr.Nodes = append(sr.Nodes, r.node)
+				}
+			}
+		}
+	}
+	for _, c := range conc {
+		if len(c.Dims) != 1 || c.Support < 0.3 {
+			continue
+		}
+		if v, ok := c.value("version"); ok {
+			sr.Versions = appendUnique(sr.Versions, v)
+		}
+		if v, ok := c.value("tenant"); ok {
+			sr.Tenants = appendUnique(sr.Tenants, v)
+		}
+	}
+	return sr
+}
+
+// summarizeScope sets the breadth and the sentence. withData is how many
+// models could be judged; reps gives the replica counts.
+func summarizeScope(sr *ScopeReport, withData int, reps map[string][]replicaImpact) {
+	totalReps := 0
+	for _, m := range sr.Models {
+		totalReps += len(reps[m])
+	}
+	named := make([]string, len(sr.Models))
+	for i, m := range sr.Models {
+		named[i] = m
+		if i < len(sr.ModelImpact) && sr.ModelImpact[i].P99Ratio > 0 {
+			named[i] = fmt.Sprintf("%s (P99 ×%.1f)", m, sr.ModelImpact[i].P99Ratio)
+		}
+	}
+	switch {
+	case len(sr.Models) == 0:
+		sr.Breadth = "none"
+		sr.Summary = "No model's latency rose clearly in this window."
+	case len(sr.Replicas) > 0 && len(sr.Replicas)*3 <= totalReps:
+		sr.Breadth = "replicas"
+		where := list(sr.Replicas)
+		if len(sr.Nodes) == 1 {
+			where += " (node " + sr.Nodes[0] + ")"
+		}
+		sr.Summary = fmt.Sprintf("Narrow: %d of %d replicas of %s carry the spike: %s.", len(sr.Replicas), totalReps, strings.Join(sr.Models, ", "), where)
+	case len(sr.Versions) == 1 && len(sr.Models) == 1:
+		sr.Breadth = "version"
+		sr.Summary = fmt.Sprintf("Narrow: %s version %s carries the spike.", named[0], sr.Versions[0])
+	case len(sr.Models) >= 2 && float64(len(sr.Models)) >= 0.6*float64(withData):
+		sr.Breadth = "fleet"
+		sr.Summary = fmt.Sprintf("Broad: %d of %d models slowed down together, hardest hit first: %s.", len(sr.Models), withData, strings.Join(named, ", "))
+	case len(sr.Models) == 1:
+		sr.Breadth = "model"
+		sr.Summary = fmt.Sprintf("One model slowed down across its replicas: %s.", named[0])
+	default:
+		sr.Breadth = "models"
+		sr.Summary = fmt.Sprintf("Several models slowed down, hardest hit first: %s.", strings.Join(named, ", "))
+	}
+	if len(sr.Tenants) == 1 && sr.Breadth != "none" {
+		sr.Summary += " Slow requests concentrate on tenant " + sr.Tenants[0] + "."
+	}
+}
+
+// rankScope orders every list of the scope by impact — the P99 ratio, then
+// the share of slow requests — and records the impact of each member.
+func (f *facts) rankScope(sr *ScopeReport) {
+	slow := f.slowByDim()
+	sr.ModelImpact = f.rankMembers(&sr.Models, func(m string) ScopeEntry {
+		e := ScopeEntry{Name: m}
+		if mi, ok := f.impact(m); ok {
+			e.P99BeforeMs, e.P99DuringMs, e.P99Ratio = finite(mi.before), finite(mi.during), finite(mi.ratio)
+		}
+		e.SlowShare = slow.share("model", m)
+		return e
+	})
+	byRep := map[string]replicaImpact{}
+	for _, m := range sr.Models {
+		for _, r := range f.reps[m] {
+			byRep[r.replica] = r
+		}
+	}
+	sr.ReplicaImpact = f.rankMembers(&sr.Replicas, func(name string) ScopeEntry {
+		r := byRep[name]
+		e := ScopeEntry{Name: name, Model: r.model, P99BeforeMs: finite(r.before), P99DuringMs: finite(r.during), P99Ratio: finite(r.ratio)}
+		if math.IsNaN(r.ratio) {
+			// A new replica has no before: its P99 against its peers'.
+			e.P99Ratio = finite(safeRatio(r.during, r.peerMedian))
+		}
+		e.SlowShare = slow.share("replica", name)
+		return e
+	})
+	sr.NodeImpact = f.rankMembers(&sr.Nodes, func(node string) ScopeEntry {
+		var before, during []float64
+		for _, r := range byRep {
+			if r.node == node && r.outlier {
+				before, during = append(before, r.before), append(during, r.during)
+			}
+		}
+		e := ScopeEntry{Name: node, P99BeforeMs: finite(median(before)), P99DuringMs: finite(median(during))}
+		e.P99Ratio = finite(safeRatio(median(during), median(before)))
+		e.SlowShare = slow.share("node", node)
+		return e
+	})
+	sr.VersionImpact = f.rankMembers(&sr.Versions, func(v string) ScopeEntry {
+		e := slow.entry("version", v)
+		for _, m := range sr.Models {
+			for _, vs := range f.versionStats(m) {
+				if vs.version == v {
+					e.Model = m
+				}
+			}
+		}
+		return e
+	})
+	sr.TenantImpact = f.rankMembers(&sr.Tenants, func(t string) ScopeEntry { return slow.entry("tenant", t) })
+}
+
+// rankMembers measures every member of a list, sorts the list by impact in
+// place and returns the entries in the same order (nil for an empty list).
+func (f *facts) rankMembers(names *[]string, measure func(string) ScopeEntry) []ScopeEntry {
+	if len(*names) == 0 {
+		return nil
+	}
+	out := make([]ScopeEntry, len(*names))
+	for i, n := range *names {
+		out[i] = measure(n)
+	}
+	slices.SortStableFunc(out, func(a, b ScopeEntry) int {
+		if c := cmp.Compare(b.P99Ratio, a.P99Ratio); c != 0 {
+			return c
+		}
+		return cmp.Compare(shareOf(b), shareOf(a))
+	})
+	for i := range out {
+		(*names)[i] = out[i].Name
+	}
+	return out
+}
+
+func shareOf(e ScopeEntry) float64 {
+	if e.SlowShare == nil {
+		return -1
+	}
+	return *e.SlowShare
+}
+
+// slowTally counts, per dimension value, the weighted slow requests of the
+// affected models during the spike, and keeps their latencies before and
+// during for P99s.
+type slowTally struct {
+	total float64
+	slow  map[string]map[string]float64
+	lat   map[string]map[string]*[2][]weighted
+}
+
+// slowByDim tallies the affected models' samples by model, version,
+// replica, node and tenant.
+func (f *facts) slowByDim() *slowTally {
+	t := &slowTally{slow: map[string]map[string]float64{}, lat: map[string]map[string]*[2][]weighted{}}
+	dims := []struct {
+		name string
+		get  func(*Sample) string
+	}{
+		{"model", func(s *Sample) string { return s.Model }},
+		{"version", func(s *Sample) string { return s.Version }},
+		{"replica", func(s *Sample) string { return s.Replica }},
+		{"node", func(s *Sample) string { return s.Node }},
+		{"tenant", func(s *Sample) string { return s.Tenant }},
+	}
+	for _, d := range dims {
+		t.slow[d.name] = map[string]float64{}
+		t.lat[d.name] = map[string]*[2][]weighted{}
+	}
+	for _, m := range f.affected {
+		st := f.ss.byModel[m]
+		if st == nil {
+			continue
+		}
+		for phase, idx := range st.phase {
+			for _, i := range idx {
+				s := &f.ss.all[i]
+				slow := phase == 1 && f.ss.slow[i]
+				if slow {
+					t.total += s.SampleRate
+				}
+				for _, d := range dims {
+					v := d.get(s)
+					if v == "" {
+						continue
+					}
+					if slow {
+						t.slow[d.name][v] += s.SampleRate
+					}
+					l := t.lat[d.name][v]
+					if l == nil {
+						l = &[2][]weighted{}
+						t.lat[d.name][v] = l
+					}
+					l[phase] = append(l[phase], weighted{s.TotalMs, s.SampleRate})
+				}
+			}
+		}
+	}
+	return t
+}
+
+// share is the value's share of the slow requests, nil without samples.
+func (t *slowTally) share(dim, v string) *float64 {
+	if t.total <= 0 {
+		return nil
+	}
+	s := round3(t.slow[dim][v] / t.total)
+	return &s
+}
+
+// entry is a value's impact from samples alone: its P99 before and during
+// and its share of the slow requests.
+func (t *slowTally) entry(dim, v string) ScopeEntry {
+	e := ScopeEntry{Name: v, SlowShare: t.share(dim, v)}
+	if l := t.lat[dim][v]; l != nil {
+		b, d := weightedQuantile(l[0], 0.99), weightedQuantile(l[1], 0.99)
+		e.P99BeforeMs, e.P99DuringMs, e.P99Ratio = finite(b), finite(d), finite(safeRatio(d, b))
+	}
+	return e
+}
+
+func appendUnique(xs []string, v string) []string {
+	if slices.Contains(xs, v) {
+		return xs
+	}
+	return append(xs, v)
+}
