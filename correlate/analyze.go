@@ -183,8 +183,8 @@ func latencySpikes(cs *curveSet, in Input) []Spike {
 
 // pickOnset chooses the incident's onset: the strongest P99 spike (P95 if
 // there is no P99 spike) sets the time, and the earliest P99/P95 onset of
-// another model within five minutes of it wins, because a cause must come
-// before every symptom.
+// another model within five minutes of it wins when that spike is part of
+// the same incident, because a cause must come before every symptom.
 func pickOnset(spikes []Spike, in Input) (onset, end time.Time, ok bool) {
 	var primary *Spike
 	for _, role := range []Role{RoleLatencyP99, RoleLatencyP95} {
@@ -206,7 +206,7 @@ func pickOnset(spikes []Spike, in Input) (onset, end time.Time, ok bool) {
 	}
 	onset, end = primary.Onset, primary.End
 	for _, s := range spikes {
-		if s.Role == RoleLatencyP50 {
+		if s.Role == RoleLatencyP50 || !sameIncident(*primary, s) {
 			continue
 		}
 		if d := primary.Onset.Sub(s.Onset); d > 0 && d <= 5*time.Minute && s.Onset.Before(onset) {
@@ -214,6 +214,16 @@ func pickOnset(spikes []Spike, in Input) (onset, end time.Time, ok bool) {
 		}
 	}
 	return onset, end, true
+}
+
+// sameIncident reports whether an earlier spike of another model belongs
+// to the primary one's incident: it still runs when the primary begins,
+// and it is not a minor wiggle next to it (a third of its weight). In a
+// large fleet under bursty load some model always spikes a little a few
+// minutes earlier; moving the onset there would put every real cause
+// "after the onset".
+func sameIncident(primary, s Spike) bool {
+	return !s.End.Before(primary.Onset) && spikeWeight(s) >= spikeWeight(primary)/3
 }
 
 // spikeWeight ranks spikes: relative height, capped so one clipped

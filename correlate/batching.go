@@ -56,7 +56,7 @@ func batchingCause(f *facts) Cause {
 	if len(f.affected) == 1 {
 		b.support("one_model", 1, 1, 0.10, "Only %s slowed down; batching is configured per model.", model)
 	}
-	return b.done(batchingSummary(b, model, bw), Target{Model: model})
+	return f.done(b, batchingSummary(b, model, bw), Target{Model: model})
 }
 
 // batchingSummary claims a grown batching window only on a batching config

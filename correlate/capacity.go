@@ -11,23 +11,66 @@ import (
 // rate up, queues (the queue stage) growing, GPUs busy, and the slow
 // requests spread over the pool rather than concentrated on a few replicas.
 // A tenant whose traffic jumped is named as the source.
+//
+// Each model has its own pool, so when several models slowed down the case
+// is made per model too: a surge on one model does not explain another
+// model that slowed at the same time for its own reason (a compound
+// incident). The target is the models whose own case is strong, all of
+// them when the whole fleet ran short.
 func capacityCause(f *facts) Cause {
+	models := f.assessableModels(CatCapacity)
+	if len(models) <= 1 {
+		return capacityFor(f, models)
+	}
+	joint := capacityFor(f, models)
+	var strong []string
+	best := Cause{}
+	for _, m := range models {
+		c := capacityFor(f, []string{m})
+		if c.Score >= 0.5 {
+			strong = append(strong, m)
+		}
+		if best.Category == "" || c.Score > best.Score {
+			best = c
+		}
+	}
+	switch {
+	case len(strong) == len(models):
+		return joint
+	case len(strong) >= 2:
+		return capacityFor(f, strong)
+	case len(strong) == 1:
+		return capacityFor(f, strong)
+	}
+	if best.Score > joint.Score {
+		return best
+	}
+	return joint
+}
+
+// capacityFor makes the capacity case for a set of models.
+func capacityFor(f *facts, models []string) Cause {
 	b := newCause(CatCapacity)
-	q := f.affectedQPSRatio()
+	if len(models) == 0 {
+		return b.done("No model carries a spike.", Target{})
+	}
+	q := f.qpsRatioOf(models)
 	if !math.IsNaN(q) {
-		b.support("traffic_up", q, ramp(q, 1.15, 1.8), 0.30, "Traffic of the affected models rose ×%.2f against the hour before.", q)
+		b.support("traffic_up", q, ramp(q, 1.15, 1.8), 0.30, "Traffic of %s rose ×%.2f against the hour before.", list(models), q)
 		if q < 1.05 {
 			b.oppose("traffic_flat", q, ramp(1.1-q, 0, 0.1), 0.45, "Traffic did not rise (×%.2f), so the pool had no more work than before.", q)
 		}
 	}
-	qs := stageShare(f.stages, "queue")
+	stages := f.stagesOf(models)
+	qs := stageShare(stages, "queue")
 	if qs > 0 {
 		b.support("queue_growth", qs, ramp(qs, 0.3, 0.7), 0.20, "Queueing explains %.0f%% of the tail's growth.", 100*qs)
 	}
-	if other := math.Max(stageShare(f.stages, "batch_wait"), math.Max(stageShare(f.stages, "downstream"), f.frontShare())); other > 0.3 {
+	front := stageShare(stages, "gateway") + stageShare(stages, "auth") + stageShare(stages, "route")
+	if other := math.Max(stageShare(stages, "batch_wait"), math.Max(stageShare(stages, "downstream"), front)); other > 0.3 {
 		b.oppose("other_stage_grew", other, ramp(other, 0.3, 0.6), 0.3, "Most of the growth is outside the model queue (%.0f%% in batching, a dependency or the gateway).", 100*other)
 	}
-	if loc, ok := f.topLocal(); ok {
+	if loc, ok := f.topLocalIn(models); ok {
 		s := concStrength(loc)
 		b.support("spread_over_pool", 1-s, 1-s, 0.15, "Slow requests are spread over the pool (strongest concentration: %s, risk ratio %.1f).", dimString(loc), loc.RiskRatio)
 		if s > 0.5 {
@@ -36,26 +79,26 @@ func capacityCause(f *facts) Cause {
 	} else if f.samplesNameReplicas() {
 		b.support("spread_over_pool", 1, 1, 0.15, "No replica or node stands out among the slow requests.")
 	}
-	if g := f.gpuUtilDuring(); !math.IsNaN(g) {
-		b.support("gpu_busy", g, ramp(g, 70, 92), 0.10, "GPU utilisation of the affected replicas is at %.0f%%.", g)
+	gpu := f.gpuUtilOf(models)
+	if !math.IsNaN(gpu) {
+		b.support("gpu_busy", gpu, ramp(gpu, 70, 92), 0.10, "GPU utilisation of the affected replicas is at %.0f%%.", gpu)
 	}
-	br := f.breadth()
-	if len(f.affected) >= 2 {
-		b.support("several_models", br, ramp(br, 0.3, 0.8), 0.10, "%d models slowed down together.", len(f.affected))
+	if len(models) >= 2 {
+		br := safeRatio(float64(len(models)), float64(f.modelsWithData()))
+		b.support("several_models", br, ramp(br, 0.3, 0.8), 0.10, "%d models slowed down together.", len(models))
 	}
-	t, r, share := f.tenantSurge()
+	t, r, share := f.tenantSurge(models)
 	if t != "" {
-		b.support("tenant_surge", r, ramp(r, 1.3, 3), 0.15, "Tenant %s's traffic rose ×%.1f and is now %.0f%% of the affected models' requests.", t, r, 100*share)
+		b.support("tenant_surge", r, ramp(r, 1.3, 3), 0.15, "Tenant %s's traffic rose ×%.1f and is now %.0f%% of the requests of %s.", t, r, 100*share, list(models))
 	}
 	target := Target{}
-	switch {
-	case len(f.affected) >= 2:
-		target.Models = append([]string(nil), f.affected...)
+	if len(models) >= 2 {
+		target.Models = append([]string(nil), models...)
 		sort.Strings(target.Models)
-	case len(f.affected) == 1:
-		target.Model = f.affected[0]
+	} else {
+		target.Model = models[0]
 	}
-	return b.done(capacitySummary(b, q, f.gpuUtilDuring(), t, r), target)
+	return f.done(b, capacitySummary(b, q, gpu, t, r), target)
 }
 
 // capacitySummary says what the evidence shows: the traffic change (and
@@ -87,14 +130,14 @@ func capacitySummary(b *causeBuilder, q, gpu float64, tenant string, tenantRatio
 }
 
 // tenantSurge finds the tenant whose request rate grew most across the
-// affected models (from sample weights), if it carries at least 10 % of the
+// models (from sample weights), if it carries at least 10 % of the
 // traffic during the spike.
-func (f *facts) tenantSurge() (tenant string, ratio, shareDuring float64) {
+func (f *facts) tenantSurge(models []string) (tenant string, ratio, shareDuring float64) {
 	type acc struct{ b, d float64 }
 	var tenants smallIndex
 	var per []acc
 	var totD float64
-	for _, m := range f.affected {
+	for _, m := range models {
 		st := f.ss.byModel[m]
 		if st == nil {
 			continue

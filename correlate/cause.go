@@ -245,3 +245,76 @@ func bestOverModels(f *facts, cat Category, score func(f *facts, model string) C
 	}
 	return best
 }
+
+// done finishes a cause found for a target. Before scoring it argues
+// against a cause whose target leaves out a model hit much harder than any
+// it explains: in a compound incident (a bad release on one model while
+// another model's traffic surges) the cause of the smaller part must not
+// lead, however well it is supported.
+func (f *facts) done(b *causeBuilder, summary string, target Target) Cause {
+	f.opposeMinorPart(b, target)
+	return b.done(summary, target)
+}
+
+// opposeMinorPart compares the hardest hit model the target explains with
+// the hardest hit one it leaves out, by the log of their P99 ratios.
+func (f *facts) opposeMinorPart(b *causeBuilder, t Target) {
+	covered := f.targetModels(t)
+	if len(covered) == 0 {
+		return // the whole fleet, or nothing model-specific
+	}
+	in, out, outModel := math.Log(1.1), 0.0, ""
+	for _, m := range f.affected {
+		mi, ok := f.impact(m)
+		if !ok || math.IsNaN(mi.ratio) || mi.ratio <= 1 {
+			continue
+		}
+		hit := math.Log(mi.ratio)
+		switch {
+		case covered[m]:
+			in = math.Max(in, hit)
+		case hit > out:
+			out, outModel = hit, m
+		}
+	}
+	if outModel == "" {
+		return
+	}
+	rel := out / in
+	b.oppose("explains_minor_part", rel, ramp(rel, 1.5, 4), 0.3,
+		"%s was hit harder (P99 ×%.1f) than any model this explains (×%.1f): this cannot be the main cause.", outModel, math.Exp(out), math.Exp(in))
+}
+
+// targetModels is the set of models a target speaks for: its model(s),
+// the models of its replicas, of its node's replicas; nil when it names
+// none (the gateway, the whole fleet).
+func (f *facts) targetModels(t Target) map[string]bool {
+	out := map[string]bool{}
+	add := func(m string) {
+		if m != "" {
+			out[m] = true
+		}
+	}
+	add(t.Model)
+	for _, m := range t.Models {
+		add(m)
+	}
+	for _, r := range append([]string{t.Replica}, t.Replicas...) {
+		if r != "" {
+			add(f.replicaModel(r))
+		}
+	}
+	if t.Node != "" {
+		for m, reps := range f.allReps {
+			for _, r := range reps {
+				if r.node == t.Node && f.affectedSet[m] {
+					add(m)
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}

@@ -90,7 +90,7 @@ func coldStartFor(f *facts, m string) Cause {
 	if b.shown("slow_requests_on_new_replicas") < claimed && b.shown("new_replicas_slower") < claimed {
 		sum = fmt.Sprintf("%d new %s replica(s) started before the onset, but the data does not show them slower than the warm ones.", len(young), m)
 	}
-	return b.done(sum, Target{Model: m, Replicas: young})
+	return f.done(b, sum, Target{Model: m, Replicas: young})
 }
 
 // youngOnNewVersion returns the share of young replicas whose version no

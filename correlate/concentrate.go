@@ -423,9 +423,9 @@ func (k *concCounts) counterfactual(cands []cand, opt ConcentrationOptions) []Co
 			row.Also[t.dims[it.dim].name] = t.dims[it.dim].values[it.code]
 			row.Label += " ≡ " + t.dims[it.dim].name + "=" + t.dims[it.dim].values[it.code]
 		}
+		sc := k.scopeOf(c.items, scopes, i < opt.Counterfact)
+		row.Models = sc.models
 		if i < opt.Counterfact {
-			sc := k.scopeOf(c.items, scopes)
-			row.Models = sc.models
 			row.P99Ms = finite(sc.p99)
 			row.P99WithoutMs = finite(tailQuantile(sc.order, t, func(r int32) bool { return t.hasAll(r, c.items) }))
 			if row.P99WithoutMs > 0 {
@@ -472,8 +472,9 @@ type rowScope struct {
 	p99    float64
 }
 
-// scopeOf returns (and caches by model set) the scope of a row.
-func (k *concCounts) scopeOf(items []item, cache map[string]*rowScope) *rowScope {
+// scopeOf returns (and caches by model set) the scope of a row; its P99s
+// only when withP99 (the walks cost more than the model set).
+func (k *concCounts) scopeOf(items []item, cache map[string]*rowScope, withP99 bool) *rowScope {
 	t := k.t
 	md := -1
 	for d := range t.dims {
@@ -504,10 +505,10 @@ func (k *concCounts) scopeOf(items []item, cache map[string]*rowScope) *rowScope
 				models = append(models, t.dims[md].values[c])
 			}
 		}
-		if sc := cache[key]; sc != nil {
+		if sc := cache[key]; sc != nil && (sc.order != nil || !withP99) {
 			return sc
 		}
-		if len(in) == len(t.dims[md].values) {
+		if !withP99 || len(in) == len(t.dims[md].values) {
 			rows = t.rows
 		} else {
 			for _, r := range t.rows {
@@ -518,8 +519,11 @@ func (k *concCounts) scopeOf(items []item, cache map[string]*rowScope) *rowScope
 		}
 	}
 	sort.Strings(models)
-	sc := &rowScope{models: models, order: slowestFirst(t, rows, 0.05)}
-	sc.p99 = tailQuantile(sc.order, t, nil)
+	sc := &rowScope{models: models}
+	if withP99 {
+		sc.order = slowestFirst(t, rows, 0.05)
+		sc.p99 = tailQuantile(sc.order, t, nil)
+	}
 	cache[key] = sc
 	return sc
 }

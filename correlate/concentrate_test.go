@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -144,4 +145,89 @@ func TestStageAttribution(t *testing.T) {
 	if ex := byName["exec"]; math.Abs(ex.DeltaMs) > 10 {
 		t.Errorf("exec moved %.1f ms, want ~0", ex.DeltaMs)
 	}
+}
+
+// colinearSamples: model m1 runs only v3 behind entry /e1 and is slow a
+// third of the time; m2 runs v1 behind /e2 and is fast. m1's version, model
+// and entry select the same requests.
+func colinearSamples() []Sample {
+	var out []Sample
+	for i := 0; i < 3000; i++ {
+		s := Sample{RequestID: fmt.Sprint(i), Time: t0.Add(time.Duration(i) * time.Millisecond), Model: "m2", Version: "v1",
+			Entry: "/e2", Tenant: fmt.Sprintf("t%d", i%4), Replica: fmt.Sprintf("r%d", i%6), TotalMs: 50, SampleRate: 1}
+		if i%2 == 0 {
+			s.Model, s.Version, s.Entry = "m1", "v3", "/e1"
+			if i%3 == 0 {
+				s.TotalMs = 500
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestConcentrationFoldsColinearRows(t *testing.T) {
+	t.Parallel()
+	rows := concentrate(table(colinearSamples()), ConcentrationOptions{})
+	n := 0
+	for _, r := range rows {
+		if _, ok := r.value("version"); ok && len(r.Dims) == 1 {
+			n++
+			if r.Dims["version"] != "v3" || r.Also["model"] != "m1" || r.Also["entry"] != "/e1" {
+				t.Errorf("folded row %+v", r)
+			}
+			if r.Label != "version=v3 ≡ model=m1 ≡ entry=/e1" {
+				t.Errorf("label %q", r.Label)
+			}
+		}
+		for _, dim := range []string{"model", "entry"} {
+			if _, ok := r.Dims[dim]; ok && len(r.Dims) == 1 {
+				t.Errorf("%s still has a row of its own: %+v", dim, r)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d rows for version v3, want one; rows %+v", n, rows)
+	}
+}
+
+// TestP99WithoutWithinScope: removing a bad version is judged against its
+// own model's P99, not against a window P99 that another, slower model
+// sets.
+func TestP99WithoutWithinScope(t *testing.T) {
+	t.Parallel()
+	var samples []Sample
+	for i := 0; i < 6000; i++ {
+		s := Sample{RequestID: fmt.Sprint(i), Time: t0.Add(time.Duration(i) * time.Millisecond), Model: "fast", Version: "v1",
+			Replica: fmt.Sprintf("r%d", i%5), TotalMs: 100, SampleRate: 1}
+		switch {
+		case i%3 == 0:
+			s.Model, s.Version, s.TotalMs = "slowpoke", "v9", 400+float64(i%7) // always slower, not the incident
+		case i%3 == 1 && i%2 == 0:
+			s.Version = "v2" // the bad release
+			if i%4 == 0 {
+				s.TotalMs = 1000
+			}
+		}
+		samples = append(samples, s)
+	}
+	ss := &sampleSet{all: samples, slow: make([]bool, len(samples)), byModel: map[string]*sampleStats{}}
+	for i := range samples {
+		ss.during = append(ss.during, int32(i))
+		ss.slow[i] = samples[i].TotalMs > 200 && samples[i].Model == "fast"
+	}
+	rows := concentrate(ss.concentrationTable(nil), ConcentrationOptions{})
+	for _, r := range rows {
+		if r.Dims["version"] != "v2" || len(r.Dims) != 1 {
+			continue
+		}
+		if !slices.Equal(r.Models, []string{"fast"}) {
+			t.Errorf("scope %v, want the model the version belongs to", r.Models)
+		}
+		if r.P99WithoutMs != 100 || r.P99Ms != 1000 || r.P99DeltaMs != 900 {
+			t.Errorf("P99 %.0f, without %.0f (Δ %.0f); want 1000 → 100 within model fast", r.P99Ms, r.P99WithoutMs, r.P99DeltaMs)
+		}
+		return
+	}
+	t.Fatalf("no row for version v2: %+v", rows)
 }

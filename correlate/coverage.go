@@ -98,6 +98,9 @@ func (d *dataIndex) has(model, sig string) bool { return d.models[model][sig].an
 
 // stageSignal maps a stage onto the signal it feeds ("" for none).
 func stageSignal(stage string) string {
+	if strings.HasPrefix(stage, DependencyStage) {
+		return sigDownstream
+	}
 	switch stage {
 	case "queue":
 		return sigQueue
@@ -177,6 +180,9 @@ func indexData(cs *curveSet, ss *sampleSet) *dataIndex {
 		}
 		if s.BatchSize > 0 {
 			d.mark(s.Model, sigBatch, true)
+		}
+		if s.Dependency != "" {
+			d.mark(s.Model, sigDownstream, true)
 		}
 		for k, v := range s.StagesMs {
 			if math.IsNaN(v) {

@@ -157,6 +157,9 @@ type Sample struct {
 	TotalMs    float64
 	StagesMs   [NumStages]float64 // NaN where the stage was not reported
 	SampleRate float64            // ≥ 1
+	// Dependency names what the downstream stage called (OTel's
+	// peer.service), when the sender knows it; "" otherwise.
+	Dependency string
 }
 
 // Point is one value of a curve at a time (Unix milliseconds).
@@ -212,6 +215,13 @@ var Roles = []Role{
 
 // Levels lists every level, from the whole fleet down.
 var Levels = []Level{LevelFleet, LevelModel, LevelVersion, LevelReplica, LevelNode}
+
+// DependencyStage is the stage prefix of a curve that times the calls to
+// one dependency: a stage_time curve with Stage "downstream/vector-db" is
+// the mean time of the calls to vector-db (pull maps a client metric's
+// server label onto it with label_replace). The analysis names the
+// dependency that slowed from these curves.
+const DependencyStage = "downstream/"
 
 // Curve is one time series of one role at one scope, sorted by time.
 type Curve struct {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 )
 
 // downstreamCause: a dependency the models call got slow. Signature: the
@@ -18,6 +19,9 @@ func downstreamCause(f *facts) Cause {
 	models := f.assessableModels(CatDownstream)
 	for _, m := range models {
 		d := f.modelDeviation(RoleStageTime, m, "downstream")
+		if math.IsNaN(d.Deviation) {
+			d = f.dependencyDeviation(m) // per-dependency call times only
+		}
 		g := d.During - d.Before
 		r := safeRatio(d.During, d.Before)
 		if math.IsNaN(g) {
@@ -44,9 +48,105 @@ func downstreamCause(f *facts) Cause {
 		callers = append(callers, models...)
 	}
 	sort.Strings(callers)
-	sum := fmt.Sprintf("A downstream dependency slowed down for %s.", list(callers))
-	if b.shown("downstream_growth") < claimed && b.shown("downstream_curve_up") < 0.5 {
-		sum = fmt.Sprintf("The downstream call did not grow for %s (%.0f%% of the tail's growth).", list(callers), 100*ds)
+	dep := f.slowDependency(callers)
+	if dep.name != "" {
+		b.support("dependency_named", dep.ratio, ramp(dep.ratio, 1.3, 3), 0.10, "%s", dep.summary)
 	}
-	return b.done(sum, Target{Models: callers})
+	var sum string
+	switch {
+	case b.shown("downstream_growth") < claimed && b.shown("downstream_curve_up") < 0.5:
+		sum = fmt.Sprintf("The downstream call did not grow for %s (%.0f%% of the tail's growth).", list(callers), 100*ds)
+	case dep.name != "" && b.shown("dependency_named") >= claimed:
+		sum = fmt.Sprintf("Dependency %s slowed down for %s.", dep.name, list(callers))
+	default:
+		sum = fmt.Sprintf("A downstream dependency slowed down for %s; the data does not name it (no dependency on samples or stage curves).", list(callers))
+		dep.name = ""
+	}
+	return f.done(b, sum, Target{Models: callers, Dependency: dep.name})
+}
+
+// slowDep is the dependency whose calls slowed most, and how.
+type slowDep struct {
+	name    string
+	ratio   float64 // mean call time during / before
+	summary string
+}
+
+// slowDependency names the dependency whose calls got slower the most for
+// the given models: from samples that name their dependency (the mean
+// downstream time per dependency, before vs during), else from per
+// dependency stage curves ("downstream/<name>").
+func (f *facts) slowDependency(models []string) slowDep {
+	type acc struct{ sum, w [2]float64 }
+	per := map[string]*acc{}
+	for _, m := range models {
+		st := f.ss.byModel[m]
+		if st == nil {
+			continue
+		}
+		for phase, idx := range st.phase {
+			for _, i := range idx {
+				s := &f.ss.all[i]
+				v := s.StagesMs[StageDownstream]
+				if s.Dependency == "" || math.IsNaN(v) {
+					continue
+				}
+				a := per[s.Dependency]
+				if a == nil {
+					a = &acc{}
+					per[s.Dependency] = a
+				}
+				a.sum[phase] += s.SampleRate * v
+				a.w[phase] += s.SampleRate
+			}
+		}
+	}
+	var best slowDep
+	for _, name := range sortedKeys(per) {
+		a := per[name]
+		b, d := safeRatio(a.sum[0], a.w[0]), safeRatio(a.sum[1], a.w[1])
+		if r := safeRatio(d, b); r > best.ratio {
+			best = slowDep{name: name, ratio: r, summary: fmt.Sprintf("Calls to %s went from %s to %s on average (×%.1f, from samples).", name, fmtMs(b), fmtMs(d), r)}
+		}
+	}
+	if best.name != "" {
+		return best
+	}
+	for _, m := range models {
+		for _, c := range f.cs.get(RoleStageTime, LevelModel, Scope{Model: m}, "") {
+			name, ok := strings.CutPrefix(c.Stage, DependencyStage)
+			if !ok || c.Scope.Model != m {
+				continue
+			}
+			d := deviation(c, f.ph)
+			if r := safeRatio(d.During, d.Before); r > best.ratio {
+				best = slowDep{name: name, ratio: r, summary: fmt.Sprintf("%s's calls to %s went from %s to %s on average (×%.1f).", m, name, fmtMs(d.Before), fmtMs(d.During), r)}
+			}
+		}
+	}
+	return best
+}
+
+// dependencyDeviation is the deviation of the model's per-dependency call
+// time curve that rose most (NaN without such curves).
+func (f *facts) dependencyDeviation(m string) CurveDeviation {
+	best := CurveDeviation{Deviation: math.NaN(), Before: math.NaN(), During: math.NaN()}
+	for _, c := range f.cs.get(RoleStageTime, LevelModel, Scope{Model: m}, "") {
+		if c.Scope.Model != m || !strings.HasPrefix(c.Stage, DependencyStage) {
+			continue
+		}
+		if d := deviation(c, f.ph); !math.IsNaN(d.Deviation) && (math.IsNaN(best.Deviation) || d.Deviation > best.Deviation) {
+			best = d
+		}
+	}
+	return best
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

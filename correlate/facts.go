@@ -2,7 +2,9 @@ package correlate
 
 import (
 	"math"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -23,6 +25,7 @@ type facts struct {
 	events      []AlignedEvent
 	started     map[string]time.Time // replica → start time
 	data        *dataIndex           // which signals each model has
+	stageCache  map[string][]StageShare
 }
 
 // modelsWithData counts the models the analysis could judge.
@@ -70,16 +73,39 @@ func (f *facts) qpsRatio(model string) float64 {
 	return math.NaN()
 }
 
-// affectedQPSRatio is the traffic change over the affected models, weighted
-// by their traffic (the median model when weights are unknown).
-func (f *facts) affectedQPSRatio() float64 {
+// affectedQPSRatio is the traffic change over the affected models.
+func (f *facts) affectedQPSRatio() float64 { return f.qpsRatioOf(f.affected) }
+
+// qpsRatioOf is the traffic change over some models: the median model's.
+func (f *facts) qpsRatioOf(models []string) float64 {
 	var rs []float64
-	for _, m := range f.affected {
+	for _, m := range models {
 		if r := f.qpsRatio(m); !math.IsNaN(r) {
 			rs = append(rs, r)
 		}
 	}
 	return median(rs)
+}
+
+// stagesOf is the stage attribution over some models (from samples, else
+// from stage curves); over the affected models it is f.stages.
+func (f *facts) stagesOf(models []string) []StageShare {
+	if slices.Equal(models, f.affected) {
+		return f.stages
+	}
+	key := strings.Join(models, "\x00")
+	if st, ok := f.stageCache[key]; ok {
+		return st
+	}
+	st := stageAttributionFromSamples(f.ss, models)
+	if len(st) == 0 {
+		st = stageAttributionFromCurves(f.cs, models, f.ph)
+	}
+	if f.stageCache == nil {
+		f.stageCache = map[string][]StageShare{}
+	}
+	f.stageCache[key] = st
+	return st
 }
 
 // curveDeviation returns the deviation of the model-level curve of role
@@ -95,11 +121,20 @@ func (f *facts) modelDeviation(role Role, model, stage string) CurveDeviation {
 // topConcentration returns the strongest single-dimension concentration row
 // of dim (largest support × log RR), or false.
 func (f *facts) topConcentration(dim string) (Concentration, bool) {
+	return f.topConcentrationIn(dim, nil)
+}
+
+// topConcentrationIn is topConcentration among the rows whose requests
+// all belong to the given models (every row for nil).
+func (f *facts) topConcentrationIn(dim string, models []string) (Concentration, bool) {
 	var best Concentration
 	var bs float64
 	for _, c := range f.conc {
 		v, ok := c.value(dim)
 		if !ok || len(c.Dims) != 1 || v == "" {
+			continue
+		}
+		if models != nil && !subset(c.Models, models) {
 			continue
 		}
 		s := c.Support * math.Log(math.Max(c.RiskRatio, 1))
@@ -108,6 +143,16 @@ func (f *facts) topConcentration(dim string) (Concentration, bool) {
 		}
 	}
 	return best, bs > 0
+}
+
+// subset reports whether every element of xs is in of (xs non-empty).
+func subset(xs, of []string) bool {
+	for _, x := range xs {
+		if !slices.Contains(of, x) {
+			return false
+		}
+	}
+	return len(xs) > 0
 }
 
 // concentrationOf returns the row for dim=value alone, if it passed the
@@ -252,9 +297,12 @@ func (f *facts) versionStatsFromSamples(model string) []versionStat {
 
 // gpuUtilDuring is the median GPU utilisation (%) during the spike over the
 // replicas of the affected models (NaN without GPU curves).
-func (f *facts) gpuUtilDuring() float64 {
+func (f *facts) gpuUtilDuring() float64 { return f.gpuUtilOf(f.affected) }
+
+// gpuUtilOf is the same over the replicas of some models.
+func (f *facts) gpuUtilOf(models []string) float64 {
 	var vs []float64
-	for _, m := range f.affected {
+	for _, m := range models {
 		for _, c := range f.cs.get(RoleGPUUtil, LevelReplica, Scope{Model: m}, "") {
 			if v := periodMedian(c, f.ph.Onset, f.ph.DuringTo); !math.IsNaN(v) {
 				vs = append(vs, v)

@@ -53,7 +53,7 @@ func localReplicaCause(f *facts) Cause {
 	if target.Node != "" {
 		where = "node " + target.Node
 	}
-	return b.done(fmt.Sprintf("Requests served by %s are much slower than on its peers.", where), target)
+	return f.done(b, fmt.Sprintf("Requests served by %s are much slower than on its peers.", where), target)
 }
 
 // outlierReplicas lists the affected models' replicas that stand out from

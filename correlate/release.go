@@ -60,7 +60,7 @@ func releaseFor(f *facts, m string) Cause {
 	default:
 		sum = fmt.Sprintf("%s %s took traffic around the onset, but its requests are not measured slower than the previous version's.", m, newVer)
 	}
-	return b.done(sum, Target{Model: m, Version: newVer})
+	return f.done(b, sum, Target{Model: m, Version: newVer})
 }
 
 // trafficGainer is the version whose share of the model's traffic grew most.
@@ -158,9 +158,13 @@ func verSuffix(v string) string {
 }
 
 // topLocal returns the strongest replica or node concentration.
-func (f *facts) topLocal() (Concentration, bool) {
-	r, okR := f.topConcentration("replica")
-	n, okN := f.topConcentration("node")
+func (f *facts) topLocal() (Concentration, bool) { return f.topLocalIn(nil) }
+
+// topLocalIn is topLocal among the rows of some models' traffic (all rows
+// for nil).
+func (f *facts) topLocalIn(models []string) (Concentration, bool) {
+	r, okR := f.topConcentrationIn("replica", models)
+	n, okN := f.topConcentrationIn("node", models)
 	switch {
 	case okR && okN:
 		if concStrength(n) >= concStrength(r) {

@@ -60,6 +60,9 @@ type Target struct {
 	Node     string   `json:"node,omitempty"`
 	Replicas []string `json:"replicas,omitempty"`
 	Models   []string `json:"models,omitempty"`
+	// Dependency is the downstream dependency a downstream cause names,
+	// when samples or curves carry one.
+	Dependency string `json:"dependency,omitempty"`
 }
 
 // Evidence is one named, measured fact for or against a hypothesis. Weight

@@ -85,5 +85,5 @@ func routingFor(f *facts, m string) Cause {
 	case b.shown("traffic_skew") < claimed || len(busy) == 0:
 		sum = fmt.Sprintf("%s's traffic stayed spread over its replicas (the busiest at %.1f× the average, from %.1f×).", m, id, ib)
 	}
-	return b.done(sum, Target{Model: m, Replicas: busy})
+	return f.done(b, sum, Target{Model: m, Replicas: busy})
 }

@@ -191,6 +191,9 @@ func (ss *sampleSet) concentrationTable(models map[string]bool) concTable {
 	if len(ss.started) > 0 {
 		dims = append(dims, enc("replica_age", ss.replicaAge))
 	}
+	if ss.hasDependency() {
+		dims = append(dims, enc("dependency", func(s *Sample) string { return s.Dependency }))
+	}
 	t := concTable{dims: dims, slow: ss.slow, rows: rows, weight: make([]float64, n), latency: make([]float64, n)}
 	for i := range ss.all {
 		t.weight[i] = ss.all[i].SampleRate
@@ -236,4 +239,14 @@ func fillTailShares(rows []Concentration, ss *sampleSet) {
 			r.TailShare = round3(clamp01(r.P99DeltaMs / rise))
 		}
 	}
+}
+
+// hasDependency reports whether any sample names its dependency.
+func (ss *sampleSet) hasDependency() bool {
+	for i := range ss.all {
+		if ss.all[i].Dependency != "" {
+			return true
+		}
+	}
+	return false
 }

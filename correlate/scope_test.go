@@ -174,3 +174,77 @@ func TestScopeReportBreadth(t *testing.T) {
 		t.Errorf("replicas %v nodes %v, want the outlier and its node", sr.Replicas, sr.Nodes)
 	}
 }
+
+// TestSeveralModelsOrderedByImpact: the scope lists the hardest hit model
+// first, with its P99 ratio and share of the slow requests.
+func TestSeveralModelsOrderedByImpact(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	for _, m := range []struct {
+		name           string
+		before, during float64
+		slowEvery      int // during, one request in slowEvery is slow
+	}{{"mild", 100, 150, 20}, {"worst", 100, 420, 3}, {"middle", 100, 220, 6}, {"calm", 100, 101, 0}} {
+		x.p99(m.name, m.before, m.during)
+		x.sampleRun(30, Scope{Model: m.name, Replica: m.name + "-1", Tenant: "t"}, 50, 50, func(s *Sample, during bool) {
+			if during && m.slowEvery > 0 && s.Time.Second()%m.slowEvery == 0 {
+				s.TotalMs = 1000
+			}
+		})
+	}
+	f := x.facts()
+	sr := f.scopeReport()
+	if !slices.Equal(sr.Models, []string{"worst", "middle", "mild"}) {
+		t.Fatalf("models %v, want hardest hit first", sr.Models)
+	}
+	var shares float64
+	for i, e := range sr.ModelImpact {
+		if e.Name != sr.Models[i] || e.P99Ratio <= 1 || e.SlowShare == nil {
+			t.Errorf("entry %d: %+v", i, e)
+			continue
+		}
+		shares += *e.SlowShare
+	}
+	if math.Abs(sr.ModelImpact[0].P99Ratio-4.2) > 0.2 {
+		t.Errorf("worst: ×%.2f, want ×4.2", sr.ModelImpact[0].P99Ratio)
+	}
+	if math.Abs(shares-1) > 0.01 || *sr.ModelImpact[0].SlowShare < *sr.ModelImpact[2].SlowShare {
+		t.Errorf("slow shares %v do not add up or are not ordered", sr.ModelImpact)
+	}
+	if !strings.Contains(sr.Summary, "worst (P99 ×4.2)") {
+		t.Errorf("summary %q should give the impact", sr.Summary)
+	}
+}
+
+// TestFlatSeriesNextToMovingOne: a flat error rate that blips and a flat
+// request rate that wiggles stay small next to a latency that doubled,
+// on the raw deviation and on the comparable score.
+func TestFlatSeriesNextToMovingOne(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	lat := x.curve(RoleLatencyP99, LevelModel, Scope{Model: "m"}, 100, 200)
+	errs := x.curve(RoleErrorRate, LevelModel, Scope{Model: "m"}, 0, 0)
+	for i := range errs.Points {
+		errs.Points[i].V = 0
+	}
+	errs.Points[80].V, errs.Points[81].V = 0.004, 0.004 // two failed requests in a row
+	qps := x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 0.5, 0.5)
+	for i := range qps.Points {
+		qps.Points[i].V = 0.5
+		if i >= 75 && i < 80 {
+			qps.Points[i].V = 0.55
+		}
+	}
+	devs := topDeviations(newCurveSet(x.curves), x.ph, 10)
+	if len(devs) != 3 || devs[0].Key != lat.Key() {
+		t.Fatalf("deviations %+v, want the latency first", devs)
+	}
+	for _, d := range devs[1:] {
+		if math.Abs(d.Deviation) > 5 || d.Score > 0.3 {
+			t.Errorf("%s: deviation %.1f score %.2f, want small next to the latency's %.1f / %.2f", d.Key, d.Deviation, d.Score, devs[0].Deviation, devs[0].Score)
+		}
+	}
+	if devs[0].Score < 0.8 || math.Abs(devs[0].Ratio-2) > 0.1 {
+		t.Errorf("latency: score %.2f ratio %.2f, want ≥ 0.8 and ×2", devs[0].Score, devs[0].Ratio)
+	}
+}

@@ -7,7 +7,8 @@
 // A query maps PromQL onto one role (correlate.Role) at one level, with a
 // label mapping onto model, version, tenant, replica, node (and stage).
 // Built-in presets — inference (the default, DESIGN §6), triton, vllm,
-// dcgm, node, kube-state-metrics — are YAML files in presets/, in the same
+// dcgm, node, kube-state-metrics, and http for plain HTTP services (the
+// OpenTelemetry semantic-convention metrics) — are YAML files in presets/, in the same
 // format as WATERLINE_CONFIG (see fileYAML), and compose: "presets:
 // [inference, vllm]", a user query of the same name replaces a preset's,
 // "disable:" drops one. Replica curves always carry model, version and
