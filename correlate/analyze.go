@@ -60,16 +60,24 @@ func Analyze(in Input) Analysis {
 		Events:        f.events,
 		Deviations:    topDeviations(cs, ph, 50),
 		Replicas:      replicaComparisons(f),
-		Samples:       sampleSummary(ss),
+		Samples:       sampleSummary(ss, f.affectedSet),
 	}
 	f.data.events = len(f.events)
+	f.slo = in.SLO
 	a.Causes, a.NotAssessable = rankCauses(f)
 	a.Coverage = f.coverage(a.NotAssessable)
 	if found {
 		t := onset
 		a.Onset = &t
 	}
-	a.P99BeforeMs, a.P99DuringMs = topModelP99(f)
+	a.Impact = f.impacts(scope.Models, in.Window.To)
+	if len(a.Impact) > 0 {
+		a.P99BeforeMs, a.P99DuringMs = a.Impact[0].BaselineP99Ms, a.Impact[0].DuringP99Ms
+	}
+	a.Headline = headline(a.Impact, a.Causes[0])
+	if top := topCause(a.Causes); top != nil {
+		a.Reconciliation = f.reconcile(*top)
+	}
 	a.Checklist = checklist(a, f)
 	if a.Spikes == nil {
 		a.Spikes = []Spike{}
@@ -82,6 +90,9 @@ func Analyze(in Input) Analysis {
 	}
 	if a.Events == nil {
 		a.Events = []AlignedEvent{}
+	}
+	if a.Impact == nil {
+		a.Impact = []Impact{}
 	}
 	return a
 }
@@ -308,17 +319,18 @@ func topDeviations(cs *curveSet, ph phases, n int) []CurveDeviation {
 	return out
 }
 
-// topModelP99 reports the P99 before → during of the most affected model.
-func topModelP99(f *facts) (before, during float64) {
-	if len(f.affected) == 0 {
-		return 0, 0
+// topCause is the best real cause, nil when "unexplained" leads.
+func topCause(causes []Cause) *Cause {
+	if len(causes) == 0 || causes[0].Category == CatUnexplained {
+		return nil
 	}
-	m, _ := f.impact(f.affected[0])
-	return finite(m.before), finite(m.during)
+	return &causes[0]
 }
 
-// sampleSummary counts the samples used.
-func sampleSummary(ss *sampleSet) SampleSummary {
+// sampleSummary counts the samples used, and the incident's slow requests:
+// those of the affected models during the spike (all models' when none is
+// affected).
+func sampleSummary(ss *sampleSet, affected map[string]bool) SampleSummary {
 	s := SampleSummary{Total: len(ss.before) + len(ss.during), SlowMs: map[string]float64{}}
 	for m, st := range ss.byModel {
 		s.SlowMs[m] = finite(st.slowMs)
@@ -329,10 +341,12 @@ func sampleSummary(ss *sampleSet) SampleSummary {
 		}
 	}
 	for _, i := range ss.during {
-		if ss.slow[i] {
+		if ss.slow[i] && (len(affected) == 0 || affected[ss.all[i].Model]) {
 			s.Slow++
+			s.SlowRequests += ss.all[i].SampleRate
 		}
 	}
+	s.SlowRequests = math.Round(s.SlowRequests)
 	return s
 }
 

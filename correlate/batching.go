@@ -32,14 +32,14 @@ func batchingCause(f *facts) Cause {
 	if model != "" {
 		d := f.modelDeviation(RoleBatchSize, model, "")
 		if !math.IsNaN(d.Deviation) && d.Deviation > 0 {
-			b.support("bigger_batches", d.Deviation, strength(d.Deviation, 4), 0.15, "%s's average batch grew from %.1f to %.1f requests.", model, d.Before, d.During)
+			b.support("bigger_batches", d.Deviation, strength(d.Deviation, 4), 0.15, "%s's average batch grew from %.1f to %.1f requests.", model, d.Before, d.During).restsOn("", d.Key, nil)
 		}
 	}
 	ev, w := bestEvent(f.events, func(e AlignedEvent) bool {
 		return (e.Model == "" || e.Model == model) && mentions(e.Event, batchingWords)
 	}, KindConfigChange, KindDeploy)
 	if ev != nil {
-		b.support("batching_config_change", -ev.OffsetS, w, 0.20, "Config change %q at %s, %s.", ev.Summary, ev.Time.Format("15:04:05"), ago(*ev))
+		b.support("batching_config_change", -ev.OffsetS, w, 0.20, "Config change %q at %s, %s.", ev.Summary, ev.Time.Format("15:04:05"), ago(*ev)).restsOn(ev.ID, "", nil)
 	}
 	q := f.affectedQPSRatio()
 	g := f.gpuUtilDuring()

@@ -56,7 +56,10 @@ func capacityFor(f *facts, models []string) Cause {
 	}
 	q := f.qpsRatioOf(models)
 	if !math.IsNaN(q) {
-		b.support("traffic_up", q, ramp(q, 1.15, 1.8), 0.30, "Traffic of %s rose ×%.2f against the hour before.", list(models), q)
+		e := b.support("traffic_up", q, ramp(q, 1.15, 1.8), 0.30, "Traffic of %s rose ×%.2f against the hour before.", list(models), q)
+		if c := f.cs.model(RoleQPS, models[0], ""); c != nil && len(models) == 1 {
+			e.restsOn("", c.Key(), nil)
+		}
 		if q < 1.05 {
 			b.oppose("traffic_flat", q, ramp(1.1-q, 0, 0.1), 0.45, "Traffic did not rise (×%.2f), so the pool had no more work than before.", q)
 		}
@@ -72,9 +75,9 @@ func capacityFor(f *facts, models []string) Cause {
 	}
 	if loc, ok := f.topLocalIn(models); ok {
 		s := concStrength(loc)
-		b.support("spread_over_pool", 1-s, 1-s, 0.15, "Slow requests are spread over the pool (strongest concentration: %s, risk ratio %.1f).", dimString(loc), loc.RiskRatio)
+		b.support("spread_over_pool", 1-s, 1-s, 0.15, "Slow requests are spread over the pool (strongest concentration: %s, %s).", dimString(loc), likelier(loc.RiskRatio)).restsOn("", "", loc.Dims)
 		if s > 0.5 {
-			b.oppose("concentrated", loc.RiskRatio, s, 0.3, "Slow requests concentrate on %s (risk ratio %.1f), which a pool-wide shortage would not do.", dimString(loc), loc.RiskRatio)
+			b.oppose("concentrated", loc.RiskRatio, s, 0.3, "Slow requests concentrate on %s (%s), which a pool-wide shortage would not do.", dimString(loc), likelier(loc.RiskRatio)).restsOn("", "", loc.Dims)
 		}
 	} else if f.samplesNameReplicas() {
 		b.support("spread_over_pool", 1, 1, 0.15, "No replica or node stands out among the slow requests.")
@@ -89,7 +92,10 @@ func capacityFor(f *facts, models []string) Cause {
 	}
 	t, r, share := f.tenantSurge(models)
 	if t != "" {
-		b.support("tenant_surge", r, ramp(r, 1.3, 3), 0.15, "Tenant %s's traffic rose ×%.1f and is now %.0f%% of the requests of %s.", t, r, 100*share, list(models))
+		e := b.support("tenant_surge", r, ramp(r, 1.3, 3), 0.15, "Tenant %s's traffic rose ×%.1f and is now %.0f%% of the requests of %s.", t, r, 100*share, list(models))
+		if c, ok := f.concentrationOf("tenant", t); ok {
+			e.restsOn("", "", c.Dims)
+		}
 	}
 	target := Target{}
 	if len(models) >= 2 {

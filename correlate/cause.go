@@ -25,19 +25,37 @@ func newCause(cat Category) *causeBuilder {
 // less than a percent or two and only clutter the explanation.
 const minShown = 0.05
 
-func (b *causeBuilder) support(name string, value, str, weight float64, format string, args ...any) {
+// support adds a supporting item; it returns the listed item (nil when too
+// weak to list) so the caller can say what it rests on.
+func (b *causeBuilder) support(name string, value, str, weight float64, format string, args ...any) *Evidence {
 	str = clamp01(str)
 	b.for_ += weight * str
-	if str >= minShown {
-		b.c.Evidence = append(b.c.Evidence, Evidence{Name: name, Summary: fmt.Sprintf(format, args...), Value: finite(value), Strength: round3(str), Weight: weight})
+	if str < minShown {
+		return nil
 	}
+	b.c.Evidence = append(b.c.Evidence, Evidence{Name: name, Summary: fmt.Sprintf(format, args...), Value: finite(value), Strength: round3(str), Weight: weight})
+	return &b.c.Evidence[len(b.c.Evidence)-1]
 }
 
-func (b *causeBuilder) oppose(name string, value, str, weight float64, format string, args ...any) {
+// oppose adds a counter item, like support.
+func (b *causeBuilder) oppose(name string, value, str, weight float64, format string, args ...any) *Evidence {
 	str = clamp01(str)
 	b.against_ += weight * str
-	if str >= minShown {
-		b.c.CounterEvidence = append(b.c.CounterEvidence, Evidence{Name: name, Summary: fmt.Sprintf(format, args...), Value: finite(value), Strength: round3(str), Weight: weight})
+	if str < minShown {
+		return nil
+	}
+	b.c.CounterEvidence = append(b.c.CounterEvidence, Evidence{Name: name, Summary: fmt.Sprintf(format, args...), Value: finite(value), Strength: round3(str), Weight: weight})
+	return &b.c.CounterEvidence[len(b.c.CounterEvidence)-1]
+}
+
+// restsOn records what a listed item rests on (no-op for nil).
+func (e *Evidence) restsOn(event, curve string, row map[string]string) {
+	if e == nil {
+		return
+	}
+	e.Event, e.Curve = event, curve
+	if len(row) > 0 {
+		e.Row = row
 	}
 }
 
@@ -149,18 +167,6 @@ func fmtDur(d time.Duration) string {
 	return fmt.Sprintf("%dm%02ds", m, s)
 }
 
-func fmtMs(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "?"
-	case v >= 1000:
-		return fmt.Sprintf("%.2fs", v/1000)
-	case v >= 10:
-		return fmt.Sprintf("%.0fms", v)
-	}
-	return fmt.Sprintf("%.1fms", v)
-}
-
 func list(xs []string) string {
 	if len(xs) <= 3 {
 		return strings.Join(xs, ", ")
@@ -176,12 +182,12 @@ func actions(cat Category, t Target) []string {
 	}
 	switch cat {
 	case CatRelease:
-		v := t.Version
-		if v == "" {
-			v = "the new version"
+		what := name + " " + t.Version
+		if t.Version == "" {
+			what = "the new version of " + name
 		}
 		return []string{
-			fmt.Sprintf("Pause the rollout of %s %s and roll back to the previous version", name, v),
+			fmt.Sprintf("Pause the rollout of %s and roll back to the previous version", what),
 			"Compare the new version's stage times (exec, postprocess) with the previous one before resuming",
 		}
 	case CatCapacity:

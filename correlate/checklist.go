@@ -2,80 +2,210 @@ package correlate
 
 import (
 	"fmt"
-	"math"
+	"sort"
 	"strings"
 )
 
 // checklist answers the article's four steps from the analysis: scope
-// first, then the timeline, then the samples, then the action.
+// first, then the timeline, then the samples, then the action. Each step
+// quotes the strongest supporting fact of the top cause — the event and
+// the curve it rests on, the concentration row that explains most of the
+// tail — and never a symptom from outside the incident's scope.
 func checklist(a Analysis, f *facts) []ChecklistStep {
-	steps := []ChecklistStep{{Step: "scope", Answer: a.Scope.Summary}}
+	top := topCause(a.Causes)
+	scope := ChecklistStep{Step: "scope", Answer: a.Scope.Summary}
+	if a.Reconciliation != "" {
+		scope.Answer += " " + a.Reconciliation
+	}
+	return []ChecklistStep{scope, timelineStep(a, f, top), samplesStep(a, f, top), actionStep(a, top)}
+}
 
+func timelineStep(a Analysis, f *facts, top *Cause) ChecklistStep {
+	st := ChecklistStep{Step: "timeline"}
 	var tl []string
 	if a.Onset != nil {
 		tl = append(tl, "Latency rose at "+a.Onset.UTC().Format("15:04:05")+" UTC.")
 	} else {
 		tl = append(tl, "No latency spike was detected in the window.")
 	}
-	n := 0
-	for _, e := range a.Events {
-		if e.TimeWeight*e.ScopeMatch < 0.2 || n == 3 {
-			continue
+	// The event and the curve the top cause rests on, strongest first.
+	if top != nil {
+		for _, e := range top.Evidence {
+			if e.Event != "" && st.Event == "" {
+				tl = append(tl, e.Summary)
+				st.Event, st.Evidence = e.Event, e.Name
+			}
 		}
-		n++
-		what := string(e.Kind)
-		if e.Summary != "" {
-			what += " (" + e.Summary + ")"
+		for _, e := range top.Evidence {
+			if e.Curve != "" && st.Curve == "" && e.Event == "" {
+				tl = append(tl, e.Summary)
+				st.Curve = e.Curve
+				if st.Evidence == "" {
+					st.Evidence = e.Name
+				}
+			}
 		}
-		tl = append(tl, fmt.Sprintf("%s %s.", capitalize(what), ago(e)))
 	}
-	if n == 0 && a.Onset != nil {
-		tl = append(tl, "No change event lines up with the onset.")
-	}
-	for _, d := range a.Deviations {
-		if d.Level == LevelModel || d.Level == LevelNode {
-			if d.Role == RoleLatencyP50 || d.Role == RoleLatencyP95 || d.Role == RoleLatencyP99 {
+	if st.Event == "" {
+		n := 0
+		for _, e := range a.Events {
+			if e.TimeWeight*e.ScopeMatch < 0.2 || e.ScopeMatch < 0.7 || n == 2 {
 				continue
 			}
-			tl = append(tl, fmt.Sprintf("%s moved the most among resource curves (%s).", describeCurve(d), iqrs(d.Deviation)))
-			break
+			n++
+			what := strings.ReplaceAll(string(e.Kind), "_", " ")
+			if e.Summary != "" {
+				what += " (" + e.Summary + ")"
+			}
+			tl = append(tl, fmt.Sprintf("%s %s.", capitalize(what), ago(e)))
+		}
+		if n == 0 && a.Onset != nil {
+			tl = append(tl, "No change event in the incident's scope lines up with the onset.")
 		}
 	}
-	steps = append(steps, ChecklistStep{Step: "timeline", Answer: strings.Join(tl, " ")})
-
-	var sm []string
-	if a.Samples.Total == 0 {
-		sm = append(sm, "No request samples cover this window; send them to POST /api/v1/samples to see which requests were slow.")
-	} else {
-		if top := dominantStages(a.Stages); len(top) > 0 && top[0].Share > 0 {
-			sm = append(sm, fmt.Sprintf("The %s stage explains %.0f%% of the tail's growth (+%s).", top[0].Stage, 100*top[0].Share, fmtMs(top[0].DeltaMs)))
-		}
-		if len(a.Concentration) > 0 {
-			c := a.Concentration[0]
-			sm = append(sm, fmt.Sprintf("Slow requests concentrate on %s (%.0f%% of slow vs %.0f%% of others).", dimString(c), c.SelectionPct, c.BaselinePct))
-		} else {
-			sm = append(sm, "Slow requests are not concentrated on any single dimension.")
+	if st.Curve == "" {
+		if d, ok := f.movedMostInScope(a); ok {
+			tl = append(tl, fmt.Sprintf("Among resource curves of the affected models and nodes, %s moved most: it %s.", describeCurve(d), moved(d)))
+			st.Curve = d.Key
 		}
 	}
-	steps = append(steps, ChecklistStep{Step: "samples", Answer: strings.Join(sm, " ")})
-
-	act := "No action suggested until a cause is supported."
-	if len(a.Causes) > 0 && a.Causes[0].Category != CatUnexplained && len(a.Causes[0].Actions) > 0 {
-		act = fmt.Sprintf("Most likely %s (%.2f): %s.", a.Causes[0].Category, a.Causes[0].Score, a.Causes[0].Actions[0])
-	}
-	steps = append(steps, ChecklistStep{Step: "action", Answer: act})
-	return steps
+	st.Answer = strings.Join(tl, " ")
+	return st
 }
 
-func describeCurve(d CurveDeviation) string {
-	s := string(d.Role)
-	if d.Stage != "" {
-		s += " (" + d.Stage + ")"
+// movedMostInScope is the non-latency curve of the incident's scope (its
+// models, its outlier replicas and their nodes, the top cause's node) that
+// moved most.
+func (f *facts) movedMostInScope(a Analysis) (CurveDeviation, bool) {
+	nodes := map[string]bool{}
+	for _, n := range a.Scope.Nodes {
+		nodes[n] = true
 	}
-	if sc := d.Scope.String(); sc != "" {
-		s += " of " + sc
+	if top := topCause(a.Causes); top != nil && top.Target.Node != "" {
+		nodes[top.Target.Node] = true
 	}
-	return s
+	for _, d := range a.Deviations {
+		switch d.Role {
+		case RoleLatencyP50, RoleLatencyP95, RoleLatencyP99:
+			continue
+		}
+		in := f.affectedSet[d.Scope.Model] || (d.Scope.Model == "" && nodes[d.Scope.Node])
+		if in && d.Score > 0 && (d.Level == LevelModel || d.Level == LevelNode) {
+			return d, true
+		}
+	}
+	return CurveDeviation{}, false
+}
+
+func samplesStep(a Analysis, f *facts, top *Cause) ChecklistStep {
+	st := ChecklistStep{Step: "samples"}
+	if a.Samples.Total == 0 {
+		st.Answer = "No request samples cover this window; send them to POST /api/v1/samples to see which requests were slow."
+		return st
+	}
+	var sm []string
+	if a.Samples.SlowRequests > 0 {
+		sm = append(sm, fmt.Sprintf("%s slow requests in the affected models during the spike.", fmtCount(a.Samples.SlowRequests)))
+	}
+	if ds := dominantStages(a.Stages); len(ds) > 0 && ds[0].Share > 0 {
+		sm = append(sm, fmt.Sprintf("The %s stage explains %.0f%% of the tail's growth (+%s).", ds[0].Stage, 100*ds[0].Share, fmtMs(ds[0].DeltaMs)))
+	}
+	if row, ev, ok := keyRow(a, top); ok {
+		st.Row, st.Evidence = row.Dims, ev
+		lead := "Slow requests concentrate on"
+		if ev == "" && top != nil && !matchesTarget(row, top.Target) {
+			lead = "No concentration row singles out what the top cause names; the row explaining most of the tail is"
+		}
+		s := fmt.Sprintf("%s %s (%.0f%% of slow requests vs %.0f%% of the others, %s)", lead, row.Label, row.SelectionPct, row.BaselinePct, likelier(row.RiskRatio))
+		if row.P99WithoutMs > 0 && row.P99Ms > 0 {
+			s += fmt.Sprintf("; without them %s's P99 would be %s instead of %s", list(row.Models), fmtMs(row.P99WithoutMs), fmtMs(row.P99Ms))
+		}
+		sm = append(sm, s+".")
+	} else {
+		sm = append(sm, "Slow requests are not concentrated on any single dimension.")
+	}
+	if len(a.Impact) > 0 && len(a.Impact[0].Tenants) > 0 && *a.Impact[0].Tenants[0].SlowShare >= 0.5 {
+		t := a.Impact[0].Tenants[0]
+		sm = append(sm, fmt.Sprintf("Tenant %s sends %.0f%% of %s's slow requests.", t.Name, 100**t.SlowShare, a.Impact[0].Model))
+	}
+	st.Answer = strings.Join(sm, " ")
+	return st
+}
+
+// keyRow is the concentration row the samples step quotes: the one the top
+// cause's evidence rests on (its strongest such item); else, among the rows
+// that match the cause's target, the one explaining most of the tail; else
+// the row explaining most of the tail.
+func keyRow(a Analysis, top *Cause) (Concentration, string, bool) {
+	find := func(dims map[string]string) (Concentration, bool) {
+		for _, c := range a.Concentration {
+			if sameDims(c.Dims, dims) {
+				return c, true
+			}
+		}
+		return Concentration{}, false
+	}
+	if top != nil {
+		for _, e := range top.Evidence { // strongest first
+			if len(e.Row) > 0 && e.Name != "spread_over_pool" {
+				if c, ok := find(e.Row); ok {
+					return c, e.Name, true
+				}
+			}
+		}
+	}
+	rows := append([]Concentration(nil), a.Concentration...)
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].TailShare > rows[j].TailShare })
+	if top != nil {
+		for _, c := range rows {
+			if matchesTarget(c, top.Target) {
+				return c, "", true
+			}
+		}
+	}
+	if len(rows) > 0 && rows[0].TailShare > 0 {
+		return rows[0], "", true
+	}
+	if len(a.Concentration) > 0 {
+		return a.Concentration[0], "", true
+	}
+	return Concentration{}, "", false
+}
+
+// matchesTarget reports whether a row names something the target names.
+func matchesTarget(c Concentration, t Target) bool {
+	for dim, v := range map[string]string{"model": t.Model, "version": t.Version, "tenant": t.Tenant, "replica": t.Replica, "node": t.Node} {
+		if got, ok := c.value(dim); ok && v != "" && got == v {
+			return true
+		}
+	}
+	if r, ok := c.value("replica"); ok && containsStr(t.Replicas, r) {
+		return true
+	}
+	return false
+}
+
+func sameDims(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func actionStep(a Analysis, top *Cause) ChecklistStep {
+	st := ChecklistStep{Step: "action", Answer: "No action suggested until a cause is supported."}
+	if top != nil && len(top.Actions) > 0 {
+		st.Answer = fmt.Sprintf("Most likely %s (%.2f): %s.", strings.ReplaceAll(string(top.Category), "_", " "), top.Score, top.Actions[0])
+		if len(top.Evidence) > 0 {
+			st.Evidence = top.Evidence[0].Name
+		}
+	}
+	return st
 }
 
 func capitalize(s string) string {
@@ -83,13 +213,4 @@ func capitalize(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
-}
-
-// iqrs formats a robust deviation; past 100 IQRs the exact figure says
-// nothing more than "far off its baseline".
-func iqrs(d float64) string {
-	if math.Abs(d) > 100 {
-		return "more than 100 IQRs"
-	}
-	return fmt.Sprintf("%.1f IQRs", d)
 }

@@ -22,7 +22,7 @@ func coldStartFor(f *facts, m string) Cause {
 	young := f.startedNear(m, coldWindow)
 	ev, w := bestEvent(f.events, func(e AlignedEvent) bool { return e.Model == m }, KindScaleUp)
 	if ev != nil {
-		b.support("scale_up", -ev.OffsetS, w, 0.20, "%s scaled up at %s, %s: %s.", m, ev.Time.Format("15:04:05"), ago(*ev), ev.Summary)
+		b.support("scale_up", -ev.OffsetS, w, 0.20, "%s scaled up at %s, %s: %s.", m, ev.Time.Format("15:04:05"), ago(*ev), ev.Summary).restsOn(ev.ID, "", nil)
 	}
 	if len(young) > 0 {
 		var lead float64
@@ -38,7 +38,7 @@ func coldStartFor(f *facts, m string) Cause {
 	// Are the young replicas the slow ones?
 	if c, ok := f.concentrationOf("replica_age", "young"); ok {
 		b.support("slow_requests_on_new_replicas", c.RiskRatio, concStrength(c), 0.30,
-			"%.0f%% of slow requests ran on replicas younger than %s (%.0f%% of the others); risk ratio %.1f.", c.SelectionPct, fmtDur(youngAge), c.BaselinePct, c.RiskRatio)
+			"%.0f%% of slow requests ran on replicas younger than %s (%.0f%% of the others): %s.", c.SelectionPct, fmtDur(youngAge), c.BaselinePct, likelier(c.RiskRatio)).restsOn("", "", c.Dims)
 	}
 	youngSet := map[string]bool{}
 	for _, r := range young {

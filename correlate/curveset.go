@@ -90,10 +90,11 @@ func deviation(c *Curve, ph phases) CurveDeviation {
 	// The largest excursion is taken over a lightly smoothed during series
 	// (median of 3) so one bad scrape does not decide the score.
 	best := 0.0
+	d.Extreme = d.During
 	for _, v := range smooth3(during) {
 		a := (v - st.Median) / st.IQR
 		if math.Abs(a) > math.Abs(best) {
-			best = a
+			best, d.Extreme = a, v
 		}
 	}
 	d.Deviation = best

@@ -16,6 +16,7 @@ func downstreamCause(f *facts) Cause {
 	b.support("downstream_growth", ds, ramp(ds, 0.25, 0.6), 0.55, "The downstream call explains %.0f%% of the tail's growth.", 100*ds)
 	var callers []string
 	var bestDev float64
+	var bestD CurveDeviation
 	models := f.assessableModels(CatDownstream)
 	for _, m := range models {
 		d := f.modelDeviation(RoleStageTime, m, "downstream")
@@ -32,11 +33,11 @@ func downstreamCause(f *facts) Cause {
 			callers = append(callers, m)
 		}
 		if !math.IsNaN(d.Deviation) && d.Deviation > bestDev {
-			bestDev = d.Deviation
+			bestDev, bestD = d.Deviation, d
 		}
 	}
 	if bestDev > 0 {
-		b.support("downstream_curve_up", bestDev, strength(bestDev, 5), 0.20, "The downstream stage time curve rose %s.", iqrs(bestDev))
+		b.support("downstream_curve_up", bestDev, strength(bestDev, 5), 0.20, "%s %s.", capitalize(describeCurve(bestD)), moved(bestD)).restsOn("", bestD.Key, nil)
 	}
 	if len(models) > 0 {
 		fr := float64(len(callers)) / float64(len(models))

@@ -26,6 +26,7 @@ type facts struct {
 	started     map[string]time.Time // replica → start time
 	data        *dataIndex           // which signals each model has
 	stageCache  map[string][]StageShare
+	slo         func(model string) (float64, bool)
 }
 
 // modelsWithData counts the models the analysis could judge.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 )
 
 // localReplicaCause: one replica or one node is sick. Signature: a few
@@ -19,7 +20,8 @@ func localReplicaCause(f *facts) Cause {
 	if len(outliers) > 0 {
 		top := outliers[0]
 		b.support("replica_outlier", top.crossZ, ramp(top.crossZ, 3, 10), 0.20,
-			"%s's P99 is %s while its peers sit at a median of %s (robust z %.1f across replicas).", top.replica, fmtMs(top.during), fmtMs(top.peerMedian), top.crossZ)
+			"%s's P99 is %s while its peers sit at a median of %s (%s).", top.replica, fmtMs(top.during), fmtMs(top.peerMedian), farAbove(top.crossZ)).
+			restsOn("", Curve{Role: RoleLatencyP99, Level: LevelReplica, Scope: Scope{Model: top.model, Version: top.version, Replica: top.replica, Node: top.node}}.Key(), nil)
 		if total > 0 && float64(len(outliers)) > 0.5*float64(total) {
 			b.oppose("most_replicas_slow", float64(len(outliers))/float64(total), 1, 0.3, "%d of %d replicas stand out, which is not local.", len(outliers), total)
 		}
@@ -38,7 +40,7 @@ func localReplicaCause(f *facts) Cause {
 	}
 	if loc, ok := f.topLocal(); ok {
 		b.support("slow_requests_concentrated", loc.RiskRatio, concStrength(loc), 0.30,
-			"%.0f%% of slow requests ran on %s (%.0f%% of the others); risk ratio %.1f.", loc.SelectionPct, dimString(loc), loc.BaselinePct, loc.RiskRatio)
+			"%.0f%% of slow requests ran on %s (%.0f%% of the others): %s.", loc.SelectionPct, dimString(loc), loc.BaselinePct, likelier(loc.RiskRatio)).restsOn("", "", loc.Dims)
 		if target.Node == "" && target.Replica == "" {
 			target.Node, _ = loc.value("node")
 			target.Replica, _ = loc.value("replica")
@@ -151,12 +153,12 @@ func (f *facts) supportLocalFault(b *causeBuilder, target Target) {
 		return (target.Node != "" && e.Node == target.Node) || (target.Replica != "" && e.Replica == target.Replica) || containsStr(target.Replicas, e.Replica)
 	}, KindNodeFault, KindReplicaRestart)
 	if ev != nil {
-		b.support("fault_event", -ev.OffsetS, w/math.Max(ev.ScopeMatch, 0.01), 0.15, "%s on %s at %s, %s.", ev.Kind, firstNonEmpty(ev.Node, ev.Replica), ev.Time.Format("15:04:05"), ago(*ev))
+		b.support("fault_event", -ev.OffsetS, w/math.Max(ev.ScopeMatch, 0.01), 0.15, "%s on %s at %s, %s.", capitalize(strings.ReplaceAll(string(ev.Kind), "_", " ")), firstNonEmpty(ev.Node, ev.Replica), ev.Time.Format("15:04:05"), ago(*ev)).restsOn(ev.ID, "", nil)
 	}
 	if target.Node != "" {
 		if d := f.nodeDeviation(target.Node); d.Key != "" {
 			b.support("node_resources", d.Deviation, strength(math.Abs(d.Deviation), 5), 0.10,
-				"Node %s's %s moved from %.2f to %.2f (%s).", target.Node, d.Role, d.Before, d.During, iqrs(d.Deviation))
+				"%s %s.", capitalize(describeCurve(d)), moved(d)).restsOn("", d.Key, nil)
 		}
 	}
 }

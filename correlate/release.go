@@ -21,7 +21,7 @@ func releaseFor(f *facts, m string) Cause {
 	newVer := ""
 	if ev != nil {
 		newVer = ev.Version
-		b.support("deploy_before_onset", -ev.OffsetS, w, 0.30, "%s of %s%s at %s, %s.", ev.Kind, m, verSuffix(ev.Version), ev.Time.Format("15:04:05"), ago(*ev))
+		b.support("deploy_before_onset", -ev.OffsetS, w, 0.30, "%s of %s%s at %s, %s.", capitalize(string(ev.Kind)), m, verSuffix(ev.Version), ev.Time.Format("15:04:05"), ago(*ev)).restsOn(ev.ID, "", nil)
 	}
 	// The version that gained traffic around the onset is the new one, even
 	// when nobody pushed a deploy event.
@@ -41,7 +41,7 @@ func releaseFor(f *facts, m string) Cause {
 	nv, cmp := releaseImpact(b, vs, newVer)
 	if c, ok := f.concentrationOf("version", newVer); ok {
 		b.support("slow_requests_on_new_version", c.RiskRatio, concStrength(c), 0.15,
-			"%.0f%% of slow requests ran on %s (%.0f%% of the others); risk ratio %.1f.", c.SelectionPct, newVer, c.BaselinePct, c.RiskRatio)
+			"%.0f%% of slow requests ran on %s (%.0f%% of the others): %s.", c.SelectionPct, newVer, c.BaselinePct, likelier(c.RiskRatio)).restsOn("", "", c.Dims)
 	}
 	f.releaseScope(b, m, newVer)
 	if ev == nil {
@@ -145,7 +145,7 @@ func (f *facts) releaseScope(b *causeBuilder, m, newVer string) {
 	if loc, ok := f.topLocal(); ok {
 		vc, _ := f.concentrationOf("version", newVer)
 		if d := concStrength(loc) - concStrength(vc); d > 0.2 {
-			b.oppose("localised_elsewhere", loc.RiskRatio, d, 0.3, "Slow requests concentrate on %s (risk ratio %.1f) more than on the new version.", dimString(loc), loc.RiskRatio)
+			b.oppose("localised_elsewhere", loc.RiskRatio, d, 0.3, "Slow requests concentrate on %s (%s) more than on the new version.", dimString(loc), likelier(loc.RiskRatio)).restsOn("", "", loc.Dims)
 		}
 	}
 }

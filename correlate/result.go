@@ -75,6 +75,12 @@ type Evidence struct {
 	Strength float64 `json:"strength"` // 0..1
 	Weight   float64 `json:"weight"`   // contribution per unit of strength
 	Link     string  `json:"link,omitempty"`
+	// What the item rests on, so every surface can point at the same fact:
+	// a change event (its id), a curve (its key), a concentration row
+	// (its dims).
+	Event string            `json:"event,omitempty"`
+	Curve string            `json:"curve,omitempty"`
+	Row   map[string]string `json:"row,omitempty"`
 }
 
 // Cause is one scored hypothesis.
@@ -151,10 +157,10 @@ type ScopeReport struct {
 // ScopeEntry is one member of a scope list and how hard it was hit.
 type ScopeEntry struct {
 	Name        string   `json:"name"`
-	Model       string   `json:"model,omitempty"` // the model of a replica or a version
-	P99BeforeMs float64  `json:"p99_before_ms"`   // 0 when unknown
-	P99DuringMs float64  `json:"p99_during_ms"`
-	P99Ratio    float64  `json:"p99_ratio"`            // during / before; a new replica's P99 over its peers'; 0 when unknown
+	Model       string   `json:"model,omitempty"`         // the model of a replica or a version
+	P99BeforeMs float64  `json:"p99_before_ms,omitempty"` // absent when unknown
+	P99DuringMs float64  `json:"p99_during_ms,omitempty"`
+	P99Ratio    float64  `json:"p99_ratio,omitempty"`  // during / before; a new replica's P99 over its peers'; absent when unknown
 	SlowShare   *float64 `json:"slow_share,omitempty"` // share of the incident's slow requests (affected models, during), 0..1; absent without samples
 }
 
@@ -177,6 +183,7 @@ type CurveDeviation struct {
 	Before    float64 `json:"before"`    // median before the onset
 	During    float64 `json:"during"`    // median after the onset
 	Ratio     float64 `json:"ratio"`     // During / Before (0 when Before is not positive)
+	Extreme   float64 `json:"extreme"`   // the value after the onset furthest from Before (median of 3 points)
 	Deviation float64 `json:"deviation"` // signed max |x−median|/IQR after the onset, the IQR floored by level, resolution and role
 	Score     float64 `json:"score"`     // 0..1, comparable across curves: the excursion against the curve's own largest baseline excursions
 }
@@ -189,10 +196,16 @@ type Window struct {
 
 // Analysis is the result of analysing one incident window; it is what
 // GET /api/v1/incidents/{id}/analysis returns (with its status) and what
-// snapshots freeze.
+// snapshots freeze. Headline, Impact, Scope, Causes, Reconciliation and
+// Checklist are one story: every surface (page, export, API summary,
+// webhook) quotes them rather than recomputing, so they cannot disagree.
 type Analysis struct {
-	Window        Window              `json:"window"`
-	Onset         *time.Time          `json:"onset"`
+	Window         Window     `json:"window"`
+	Onset          *time.Time `json:"onset"`
+	Headline       Headline   `json:"headline"`
+	Impact         []Impact   `json:"impact"`                   // per affected model, hardest hit first
+	Reconciliation string     `json:"reconciliation,omitempty"` // when the concentration and the top cause seem to disagree, why they do not
+
 	Spikes        []Spike             `json:"spikes"`
 	Scope         ScopeReport         `json:"scope"`
 	Causes        []Cause             `json:"causes"`         // sorted by score; only categories the data lets us judge
@@ -204,25 +217,36 @@ type Analysis struct {
 	Events        []AlignedEvent      `json:"events"`
 	Deviations    []CurveDeviation    `json:"deviations"`
 	Replicas      []ReplicaComparison `json:"replicas"`
-	P99BeforeMs   float64             `json:"p99_before_ms"`
+	P99BeforeMs   float64             `json:"p99_before_ms"` // the headline model's
 	P99DuringMs   float64             `json:"p99_during_ms"`
 	Samples       SampleSummary       `json:"samples"`
 	Checklist     []ChecklistStep     `json:"checklist"`
 }
 
-// SampleSummary counts the samples the analysis used.
+// SampleSummary counts the samples the analysis used. Every count of slow
+// requests the analysis gives comes from here: SlowRequests is the
+// incident's slow requests (the affected models', during the spike,
+// re-weighted); the impact blocks split it per model, the scope entries'
+// and concentration rows' shares are shares of it.
 type SampleSummary struct {
-	Total    int                `json:"total"`    // stored samples in the window
-	Weighted float64            `json:"weighted"` // re-weighted by sample_rate
-	Slow     int                `json:"slow"`     // slow samples after the onset
-	SlowMs   map[string]float64 `json:"slow_ms"`  // per model: the slowness threshold used
+	Total        int                `json:"total"`         // stored samples before and during the spike
+	Weighted     float64            `json:"weighted"`      // requests they represent (re-weighted by sample_rate)
+	Slow         int                `json:"slow"`          // slow samples of the affected models during the spike (all models when none is)
+	SlowRequests float64            `json:"slow_requests"` // the requests those represent: the incident's slow requests
+	SlowMs       map[string]float64 `json:"slow_ms"`       // per model: the slowness threshold used
 }
 
 // ChecklistStep answers one step of the article's checklist (scope →
-// timeline → samples → action).
+// timeline → samples → action). A step that quotes a fact of the top cause
+// says which: the evidence item, and the event, curve or concentration row
+// it rests on.
 type ChecklistStep struct {
-	Step   string `json:"step"`
-	Answer string `json:"answer"`
+	Step     string            `json:"step"`
+	Answer   string            `json:"answer"`
+	Evidence string            `json:"evidence,omitempty"` // name of the top cause's evidence item quoted
+	Event    string            `json:"event,omitempty"`    // id of the event quoted
+	Curve    string            `json:"curve,omitempty"`    // key of the curve quoted
+	Row      map[string]string `json:"row,omitempty"`      // dims of the concentration row quoted
 }
 
 // ReplicaComparison is one replica of an affected model against its peers
@@ -240,4 +264,43 @@ type ReplicaComparison struct {
 	LoadDuring  float64 `json:"load_during"`
 	Young       bool    `json:"young"`   // started shortly before the onset
 	Outlier     bool    `json:"outlier"` // stands out from its peers
+}
+
+// Headline is the incident in one line: the model hit hardest (the
+// largest P99 rise) and what happened to it.
+type Headline struct {
+	Model string `json:"model"` // "" when no model's latency rose
+	Title string `json:"title"` // "P99 latency up ×3.0 on chat-8b"
+	// Summary: the model's P99 baseline → peak, whether it recovered, and
+	// the most likely cause.
+	Summary string `json:"summary"`
+}
+
+// Impact is how hard one affected model was hit: what a header, an
+// export, a ticket or a chat message quotes about it.
+type Impact struct {
+	Model         string       `json:"model"`
+	BaselineP99Ms float64      `json:"baseline_p99_ms"` // median P99 in the hour before the onset
+	DuringP99Ms   float64      `json:"during_p99_ms"`   // median P99 over the spike's main part
+	PeakP99Ms     float64      `json:"peak_p99_ms"`     // highest P99 after the onset (median of 3 points, so not one bad scrape)
+	PeakAt        *time.Time   `json:"peak_at"`
+	NowP99Ms      float64      `json:"now_p99_ms"` // the last P99 of the window
+	NowAt         *time.Time   `json:"now_at"`
+	Rise          float64      `json:"rise"`                   // DuringP99Ms / BaselineP99Ms (the scope's P99 ratio)
+	Status        string       `json:"status"`                 // "ongoing" or "recovered"
+	RecoveredAt   *time.Time   `json:"recovered_at,omitempty"` // when its P99 came back near the baseline, to stay
+	SlowRequests  float64      `json:"slow_requests"`          // its share of SampleSummary.SlowRequests (0 without samples)
+	Tenants       []ScopeEntry `json:"tenants,omitempty"`      // tenants hit, by share of its slow requests
+	Entries       []ScopeEntry `json:"entries,omitempty"`      // entry points hit, the same way
+	SLO           *SLOImpact   `json:"slo,omitempty"`          // when the model has a latency SLO
+}
+
+// SLOImpact is what the incident cost against a latency SLO, read as a P99
+// objective: at most 1 % of requests slower than the SLO, over 30 days.
+type SLOImpact struct {
+	SLOMs        float64  `json:"slo_ms"`
+	MinutesOver  float64  `json:"minutes_over"`            // minutes the P99 curve spent over the SLO after the onset
+	BadRequests  *float64 `json:"bad_requests,omitempty"`  // requests slower than the SLO during the spike (needs samples)
+	BurnRate     *float64 `json:"burn_rate,omitempty"`     // their share over the allowed 1 %
+	BudgetBurned *float64 `json:"budget_burned,omitempty"` // share of a 30-day error budget they used (0..1+)
 }

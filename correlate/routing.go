@@ -5,6 +5,7 @@ import (
 	"math"
 	"regexp"
 	"sort"
+	"strings"
 )
 
 var routingWords = regexp.MustCompile(`(?i)rout|weight|sticky|balanc|affinity|shard`)
@@ -52,13 +53,14 @@ func routingFor(f *facts, m string) Cause {
 			fr := float64(slowBusy) / float64(len(busy))
 			b.support("busy_replicas_slow", fr, fr, 0.25, "%d of the %d replicas that took more traffic are the slow ones.", slowBusy, len(busy))
 			var qd float64
+			var q CurveDeviation
 			for _, r := range reps {
-				if containsStr(busy, r.replica) && !math.IsNaN(r.queueDev) {
-					qd = math.Max(qd, r.queueDev)
+				if containsStr(busy, r.replica) && !math.IsNaN(r.queueDev) && r.queueDev > qd {
+					qd, q = r.queueDev, r.queue
 				}
 			}
 			if qd > 0 {
-				b.support("busy_replicas_queue", qd, strength(qd, 5), 0.10, "Their queues grew (%s).", iqrs(qd))
+				b.support("busy_replicas_queue", qd, strength(qd, 5), 0.10, "Their queues grew: %s %s.", describeCurve(q), moved(q)).restsOn("", q.Key, nil)
 			}
 		}
 	}
@@ -66,7 +68,7 @@ func routingFor(f *facts, m string) Cause {
 		return (e.Model == "" || e.Model == m) && (e.Kind == KindRouteChange || mentions(e.Event, routingWords))
 	}, KindRouteChange, KindConfigChange)
 	if ev != nil {
-		b.support("routing_change", -ev.OffsetS, w, 0.15, "%s %q at %s, %s.", ev.Kind, ev.Summary, ev.Time.Format("15:04:05"), ago(*ev))
+		b.support("routing_change", -ev.OffsetS, w, 0.15, "%s %q at %s, %s.", capitalize(strings.ReplaceAll(string(ev.Kind), "_", " ")), ev.Summary, ev.Time.Format("15:04:05"), ago(*ev)).restsOn(ev.ID, "", nil)
 	}
 	if q := f.qpsRatio(m); !math.IsNaN(q) {
 		b.support("total_traffic_normal", q, ramp(1.3-q, 0, 0.15), 0.10, "%s's total traffic is steady (×%.2f); only its distribution changed.", m, q)

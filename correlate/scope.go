@@ -104,6 +104,7 @@ type replicaImpact struct {
 	qpsBefore, qpsDuring          float64
 	loadBefore, loadDuring        float64 // its QPS over the mean QPS of the replicas live at the same instant (median over the period)
 	queueDev                      float64
+	queue                         CurveDeviation // the replica's queue length before → during
 	young                         bool
 	outlier                       bool
 }
@@ -147,7 +148,8 @@ func replicaImpacts(cs *curveSet, ss *sampleSet, ph phases, model string) []repl
 	}
 	for _, c := range cs.get(RoleQueue, LevelReplica, Scope{Model: model}, "") {
 		r := get(c.Scope)
-		r.queueDev = deviation(c, ph).Deviation
+		r.queue = deviation(c, ph)
+		r.queueDev = r.queue.Deviation
 	}
 	if len(order) == 0 && ss != nil {
 		samplesReplicaImpacts(ss, ph, model, get)

@@ -14,20 +14,22 @@ import (
 // the checklist, stage attribution and the filterable region (timeline,
 // concentration, samples).
 type IncidentPage struct {
-	ID       int64
-	Base     string // /incidents/5 or /s/{token}
-	ReadOnly bool   // share link: no buttons that change anything
-	CanWrite bool   // signed in with write scope
-	Header   IncidentHeader
-	Causes   []CauseView
-	Ruled    []string // categories with no supporting evidence
-	Check    []CheckStep
-	Stages   StagesView
-	Aligned  []AlignedRow
-	Filtered Filtered
-	Share    ShareBox
-	ExportMD string // export link; "" on share pages
-	CSRF     string // for the page's forms
+	ID            int64
+	Base          string // /incidents/5 or /s/{token}
+	ReadOnly      bool   // share link: no buttons that change anything
+	CanWrite      bool   // signed in with write scope
+	Header        IncidentHeader
+	Causes        []CauseView
+	Ruled         []string // categories with no supporting evidence
+	NotAssessable []string // "batching: not assessable: no batch-size curve …"
+	Coverage      string   // what data the analysis had, one sentence
+	Check         []CheckStep
+	Stages        StagesView
+	Aligned       []AlignedRow
+	Filtered      Filtered
+	Share         ShareBox
+	ExportMD      string // export link; "" on share pages
+	CSRF          string // for the page's forms
 }
 
 // IncidentHeader is the top of the page.
@@ -181,7 +183,11 @@ func BuildIncident(in IncidentInput) IncidentPage {
 			}
 		}
 		p.Causes = causeViews(a.Causes, in.State)
-		p.Ruled = ruledOut(a.Causes)
+		p.Ruled = ruledOut(a.Causes, a.NotAssessable)
+		for _, n := range a.NotAssessable {
+			p.NotAssessable = append(p.NotAssessable, CategoryLabel(string(n.Category))+" — "+n.Reason)
+		}
+		p.Coverage = a.Coverage.Summary
 		p.Check = checkSteps(a.Checklist)
 		p.Stages = stagesView(a.Stages, a.StageSource)
 		p.Aligned = alignedRows(a.Events)
@@ -247,13 +253,17 @@ func filterLink(dims map[string]string, s State) Link {
 }
 
 // ruledOut lists the categories the analysis found nothing for, so the
-// page says what was considered and dismissed.
-func ruledOut(causes []correlate.Cause) []string {
+// page says what was considered and dismissed; categories it could not
+// assess are not "ruled out" and are listed apart.
+func ruledOut(causes []correlate.Cause, na []correlate.NotAssessable) []string {
 	seen := map[correlate.Category]bool{}
 	for _, c := range causes {
 		if c.Score > 0.05 {
 			seen[c.Category] = true
 		}
+	}
+	for _, n := range na {
+		seen[n.Category] = true
 	}
 	var out []string
 	for _, c := range correlate.Categories {
@@ -382,8 +392,17 @@ func BuildConc(rows []correlate.Concentration, s State) ConcTable {
 		key := DimsKey(r.Dims)
 		row := ConcRow{Key: key, Selected: key == cur && cur != "", Sel: FmtPct(r.SelectionPct), Base: FmtPct(r.BaselinePct),
 			SelPct: math.Min(100, r.SelectionPct), BasePct: math.Min(100, r.BaselinePct),
-			RiskRatio: "×" + FmtNum(r.RiskRatio), Support: FmtPct(100 * r.Support), P99Without: FmtMs(r.P99WithoutMs),
-			P99Delta: "−" + FmtMs(r.P99DeltaMs)}
+			RiskRatio: "×" + FmtNum(r.RiskRatio), Support: FmtPct(100 * r.Support), P99Without: "—", P99Delta: "—"}
+		if len(r.Also) > 0 && r.Label != "" {
+			row.Key = r.Label // rows selecting the same requests, folded into one
+		}
+		if r.P99WithoutMs > 0 { // 0: nothing of its models' traffic would remain
+			row.P99Without = FmtMs(r.P99WithoutMs)
+			row.P99Delta = "−" + FmtMs(r.P99DeltaMs)
+			if r.P99DeltaMs < 0 {
+				row.P99Delta = "+" + FmtMs(-r.P99DeltaMs)
+			}
+		}
 		filterable := true
 		for k := range r.Dims {
 			if !FilterDims[k] {

@@ -1,0 +1,284 @@
+package correlate
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+)
+
+// The story: the facts every surface quotes (issue 17). Computed once
+// here so the page header, the export, the API summary and a webhook say
+// the same model, the same numbers, the same count of slow requests.
+
+// impacts measures every affected model, in the scope's order (hardest
+// hit first): baseline, peak, now, recovery, tenants and entries hit, SLO.
+func (f *facts) impacts(order []string, windowTo time.Time) []Impact {
+	slow := f.slowByModel()
+	out := make([]Impact, 0, len(order))
+	for _, m := range order {
+		mi, _ := f.impact(m)
+		im := Impact{Model: m, BaselineP99Ms: finite(mi.before), DuringP99Ms: finite(mi.during), Rise: finite(mi.ratio), Status: "ongoing"}
+		if c := f.latencyCurve(m); c != nil {
+			f.peakAndRecovery(&im, c, mi.before, windowTo)
+		}
+		if st := f.ss.byModel[m]; st != nil {
+			im.SlowRequests = math.Round(st.slowDuringW)
+		}
+		im.Tenants = slow.entries(m, "tenant")
+		im.Entries = slow.entries(m, "entry")
+		im.SLO = f.sloImpact(m)
+		out = append(out, im)
+	}
+	return out
+}
+
+// latencyCurve is the model's P99 curve (P95 without one), or one built from
+// its samples.
+func (f *facts) latencyCurve(m string) *Curve {
+	for _, role := range []Role{RoleLatencyP99, RoleLatencyP95} {
+		if c := f.cs.model(role, m, ""); c != nil && len(c.Points) > 0 {
+			return c
+		}
+	}
+	st := f.ss.byModel[m]
+	if st == nil {
+		return nil
+	}
+	var samples []Sample
+	for _, list := range st.phase {
+		for _, i := range list {
+			samples = append(samples, f.ss.all[i])
+		}
+	}
+	for _, c := range sampleLatencyCurves(samples, time.Minute) {
+		if c.Role == RoleLatencyP99 {
+			return &c
+		}
+	}
+	return nil
+}
+
+// peakAndRecovery reads the peak after the onset (median of three points,
+// so not one bad scrape), the last value, and whether the P99 came back
+// near the baseline to stay: under baseline + 20 % of the rise for the
+// last three points at least.
+func (f *facts) peakAndRecovery(im *Impact, c *Curve, baseline float64, windowTo time.Time) {
+	lo, hi := f.ph.Onset.UnixMilli(), windowTo.UnixMilli()
+	var pts []Point
+	for _, p := range c.Points {
+		if p.T >= lo && p.T <= hi && !math.IsNaN(p.V) {
+			pts = append(pts, p)
+		}
+	}
+	if len(pts) == 0 {
+		return
+	}
+	vals := make([]float64, len(pts))
+	for i, p := range pts {
+		vals[i] = p.V
+	}
+	sm := smooth3(vals)
+	peak := 0
+	for i, v := range sm {
+		if v > sm[peak] {
+			peak = i
+		}
+	}
+	im.PeakP99Ms = finite(sm[peak])
+	pt, nt := pts[peak].Time(), pts[len(pts)-1].Time()
+	im.PeakAt, im.NowAt = &pt, &nt
+	im.NowP99Ms = finite(pts[len(pts)-1].V)
+	if math.IsNaN(baseline) || sm[peak] <= baseline {
+		return
+	}
+	limit := baseline + 0.2*(sm[peak]-baseline)
+	first := len(sm)
+	for i := len(sm) - 1; i > peak && sm[i] <= limit; i-- {
+		first = i
+	}
+	if len(sm)-first >= 3 {
+		rt := pts[first].Time()
+		im.Status, im.RecoveredAt = "recovered", &rt
+	}
+}
+
+// sloImpact is what the incident cost a model against its latency SLO.
+func (f *facts) sloImpact(m string) *SLOImpact {
+	if f.slo == nil {
+		return nil
+	}
+	slo, ok := f.slo(m)
+	if !ok || slo <= 0 {
+		return nil
+	}
+	out := &SLOImpact{SLOMs: slo}
+	if c := f.latencyCurve(m); c != nil {
+		var over int
+		var lastT int64
+		step := int64(0)
+		for _, p := range c.Points {
+			if p.T >= f.ph.Onset.UnixMilli() && p.T < f.ph.DuringTo.UnixMilli() {
+				if lastT > 0 && step == 0 {
+					step = p.T - lastT
+				}
+				lastT = p.T
+				if p.V > slo {
+					over++
+				}
+			}
+		}
+		out.MinutesOver = round3(float64(over) * float64(step) / 60000)
+	}
+	st := f.ss.byModel[m]
+	if st == nil || st.duringW <= 0 {
+		return out
+	}
+	var bad float64
+	for _, i := range st.phase[1] {
+		if f.ss.all[i].TotalMs > slo {
+			bad += f.ss.all[i].SampleRate
+		}
+	}
+	bad = math.Round(bad)
+	burn := round3((bad / st.duringW) / 0.01)
+	out.BadRequests, out.BurnRate = &bad, &burn
+	if st.beforeSpanS > 0 && st.beforeW > 0 {
+		month := st.beforeW / st.beforeSpanS * 30 * 24 * 3600
+		burned := round3(bad / (0.01 * month))
+		out.BudgetBurned = &burned
+	}
+	return out
+}
+
+// slowModelTally counts slow requests during the spike per model and
+// dimension value.
+type slowModelTally map[string]map[string]map[string]float64 // model → dim → value → weight
+
+func (f *facts) slowByModel() slowModelTally {
+	t := slowModelTally{}
+	for _, m := range f.affected {
+		st := f.ss.byModel[m]
+		if st == nil {
+			continue
+		}
+		t[m] = map[string]map[string]float64{"tenant": {}, "entry": {}}
+		for _, i := range st.phase[1] {
+			if !f.ss.slow[i] {
+				continue
+			}
+			s := &f.ss.all[i]
+			if s.Tenant != "" {
+				t[m]["tenant"][s.Tenant] += s.SampleRate
+			}
+			if s.Entry != "" {
+				t[m]["entry"][s.Entry] += s.SampleRate
+			}
+		}
+	}
+	return t
+}
+
+// entries lists the values holding at least 5 % of a model's slow
+// requests, by share, at most five.
+func (t slowModelTally) entries(m, dim string) []ScopeEntry {
+	vals := t[m][dim]
+	var total float64
+	for _, w := range vals {
+		total += w
+	}
+	if total <= 0 {
+		return nil
+	}
+	var out []ScopeEntry
+	for _, v := range sortedKeys(vals) {
+		share := round3(vals[v] / total)
+		if share >= 0.05 {
+			out = append(out, ScopeEntry{Name: v, SlowShare: &share})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return *out[i].SlowShare > *out[j].SlowShare })
+	if len(out) > 5 {
+		out = out[:5]
+	}
+	return out
+}
+
+// headline names the model hit hardest and what happened to it.
+func headline(impacts []Impact, top Cause) Headline {
+	if len(impacts) == 0 {
+		return Headline{Title: "No latency rise found", Summary: "No model's latency rose clearly in this window."}
+	}
+	im := impacts[0]
+	h := Headline{Model: im.Model, Title: fmt.Sprintf("P99 latency up on %s", im.Model)}
+	if im.Rise > 0 {
+		h.Title = fmt.Sprintf("P99 latency up ×%s on %s", trimZero(fmt.Sprintf("%.1f", im.Rise)), im.Model)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: P99 %s → %s", im.Model, fmtMs(im.BaselineP99Ms), fmtMs(im.DuringP99Ms))
+	if im.PeakAt != nil && im.PeakP99Ms > im.DuringP99Ms {
+		fmt.Fprintf(&b, ", peak %s at %s UTC", fmtMs(im.PeakP99Ms), im.PeakAt.UTC().Format("15:04"))
+	}
+	if im.RecoveredAt != nil {
+		fmt.Fprintf(&b, "; recovered at %s UTC", im.RecoveredAt.UTC().Format("15:04"))
+	} else {
+		b.WriteString("; ongoing at the end of the data")
+	}
+	if len(impacts) > 1 {
+		fmt.Fprintf(&b, " (%d more models slowed)", len(impacts)-1)
+	}
+	b.WriteString(".")
+	if top.Category != "" && top.Category != CatUnexplained {
+		fmt.Fprintf(&b, " Most likely %s (%.2f): %s", strings.ReplaceAll(string(top.Category), "_", " "), top.Score, top.Summary)
+	} else if top.Summary != "" {
+		b.WriteString(" " + top.Summary)
+	}
+	h.Summary = b.String()
+	return h
+}
+
+// reconcile says, when the concentration points at one replica or node
+// but the top cause is capacity (or the reverse), why both are true.
+func (f *facts) reconcile(top Cause) string {
+	switch top.Category {
+	case CatCapacity:
+		models := keysOf(f.targetModels(top.Target))
+		loc, ok := f.topLocalIn(models)
+		if !ok || loc.Support < 0.5 {
+			return ""
+		}
+		who := dimString(loc)
+		q := f.qpsRatioOf(models)
+		why := "its peers slowed down too"
+		if rep, ok := loc.value("replica"); ok {
+			for _, r := range f.reps[f.replicaModel(rep)] {
+				if r.replica == rep && r.loadDuring >= 1.15 {
+					why = fmt.Sprintf("it takes %s× the average replica's traffic", trimZero(fmt.Sprintf("%.1f", r.loadDuring)))
+				}
+			}
+		}
+		return fmt.Sprintf("%.0f%% of the slow requests ran on %s, but the pool's traffic rose ×%.1f and %s: it saturates first, so this is capacity, not a bad replica.",
+			loc.SelectionPct, who, q, why)
+	case CatLocalReplica:
+		q := f.affectedQPSRatio()
+		if math.IsNaN(q) || q < 1.3 {
+			return ""
+		}
+		where := "replica " + top.Target.Replica
+		if top.Target.Node != "" {
+			where = "node " + top.Target.Node
+		}
+		return fmt.Sprintf("Traffic rose ×%.1f, but only %s's requests slowed beyond their peers': the rest of the pool absorbed the extra load, so this is a local fault, not a capacity shortage.", q, where)
+	}
+	return ""
+}
+
+func keysOf(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

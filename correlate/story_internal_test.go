@@ -1,0 +1,136 @@
+package correlate
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestImpactPeakAndRecovery: a spike to 500 ms that falls back is
+// "recovered" when it came back, with its peak and when; one still high at
+// the end of the data is "ongoing".
+func TestImpactPeakAndRecovery(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name      string
+		backAfter time.Duration // 0: never
+		want      string
+	}{{"recovered", 12 * time.Minute, "recovered"}, {"ongoing", 0, "ongoing"}} {
+		x := newFixture()
+		cv := x.curve(RoleLatencyP99, LevelModel, Scope{Model: "m"}, 100, 300)
+		for i := range cv.Points {
+			at := cv.Points[i].Time()
+			switch {
+			case at.Sub(x.onset) == 5*time.Minute:
+				cv.Points[i].V = 600 // one scrape: not the peak
+			case at.Sub(x.onset) >= 6*time.Minute && at.Sub(x.onset) < 9*time.Minute:
+				cv.Points[i].V = 500
+			case c.backAfter > 0 && at.Sub(x.onset) >= c.backAfter:
+				cv.Points[i].V = 100
+			}
+		}
+		f := x.facts()
+		im := f.impacts([]string{"m"}, fxStart.Add(fxMinutes*time.Minute))[0]
+		if im.Status != c.want {
+			t.Errorf("%s: status %q", c.name, im.Status)
+		}
+		if math.Abs(im.PeakP99Ms-500) > 10 || im.PeakAt == nil || im.PeakAt.Sub(x.onset) < 5*time.Minute || im.PeakAt.Sub(x.onset) > 9*time.Minute {
+			t.Errorf("%s: peak %.0f at %v, want 500 between 5 and 9 min after the onset (one scrape at 600 is noise)", c.name, im.PeakP99Ms, im.PeakAt)
+		}
+		if c.backAfter > 0 && (im.RecoveredAt == nil || im.RecoveredAt.Sub(x.onset) != c.backAfter) {
+			t.Errorf("%s: recovered at %v, want %v after the onset", c.name, im.RecoveredAt, c.backAfter)
+		}
+		if math.Abs(im.BaselineP99Ms-100) > 2 {
+			t.Errorf("%s: baseline %.0f", c.name, im.BaselineP99Ms)
+		}
+	}
+}
+
+// TestSLOImpact: requests over the SLO during the spike, against the 1 %
+// a P99 objective allows, and the share of a 30-day budget they burned.
+func TestSLOImpact(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	x.p99("m", 100, 400)
+	// 10 requests a minute before (none over 200 ms), half of them over it during.
+	x.sampleRun(10, Scope{Model: "m", Replica: "r"}, 100, 100, func(s *Sample, during bool) {
+		if during && s.Time.Second()%2 == 0 {
+			s.TotalMs = 400
+		}
+	})
+	f := x.facts()
+	f.slo = func(string) (float64, bool) { return 200, true }
+	s := f.sloImpact("m")
+	if s == nil || s.BadRequests == nil {
+		t.Fatalf("slo impact %+v", s)
+	}
+	during := x.ph.DuringTo.Sub(x.ph.Onset).Minutes()
+	if want := 5 * during; math.Abs(*s.BadRequests-want) > 1 {
+		t.Errorf("bad requests %.0f, want %.0f", *s.BadRequests, want)
+	}
+	if math.Abs(*s.BurnRate-50) > 1 {
+		t.Errorf("burn rate %.1f, want 50 (half the requests against 1 %%)", *s.BurnRate)
+	}
+	month := 10.0 * 60 * 24 * 30
+	if want := *s.BadRequests / (0.01 * month); math.Abs(*s.BudgetBurned-want) > 0.001 {
+		t.Errorf("budget burned %.4f, want %.4f", *s.BudgetBurned, want)
+	}
+	if math.Abs(s.MinutesOver-during) > 1 {
+		t.Errorf("minutes over the SLO %.1f, want the whole spike (%.0f)", s.MinutesOver, during)
+	}
+}
+
+// TestReconciliation: capacity while one replica holds most slow requests
+// says it saturates first; a local fault while traffic rose says the pool
+// absorbed it.
+func TestReconciliation(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	x.p99("m", 100, 300)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 30, 60)
+	x.replica("m", "hot", "n1", 100, 600, 10, 30)
+	x.replica("m", "b", "n2", 100, 200, 10, 15)
+	x.replica("m", "c", "n3", 100, 200, 10, 15)
+	for _, r := range []string{"hot", "b", "c"} {
+		slow := r == "hot"
+		x.sampleRun(10, Scope{Model: "m", Replica: r, Node: map[string]string{"hot": "n1", "b": "n2", "c": "n3"}[r]}, 100, 100, func(s *Sample, during bool) {
+			if during && slow && s.Time.Second()%2 == 0 {
+				s.TotalMs = 900
+			}
+		})
+	}
+	f := x.facts()
+	got := f.reconcile(Cause{Category: CatCapacity, Target: Target{Model: "m"}})
+	for _, want := range []string{"replica hot", "traffic rose ×2.0", "1.5× the average replica's traffic", "capacity, not a bad replica"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("capacity reconciliation %q lacks %q", got, want)
+		}
+	}
+	got = f.reconcile(Cause{Category: CatLocalReplica, Target: Target{Replica: "hot"}})
+	if !strings.Contains(got, "Traffic rose ×2.0") || !strings.Contains(got, "replica hot") || !strings.Contains(got, "not a capacity shortage") {
+		t.Errorf("local reconciliation %q", got)
+	}
+	if got := f.reconcile(Cause{Category: CatRelease}); got != "" {
+		t.Errorf("release needs no reconciliation: %q", got)
+	}
+}
+
+func TestWords(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ got, want string }{
+		{fmtMs(1307), "1.31 s"}, {fmtMs(45), "45 ms"}, {fmtMs(0.84), "0.8 ms"}, {fmtMs(-45), "-45 ms"},
+		{fmtValue(RoleNodeNetwork, 612004.27), "612 kB/s"}, {fmtValue(RoleNodeNetwork, 12.3e6), "12.3 MB/s"},
+		{fmtValue(RoleErrorRate, 0.004), "0.4%"}, {fmtValue(RoleGPUUtil, 94), "94%"}, {fmtValue(RoleGPUMemUsed, 40960), "40 GiB"},
+		{likelier(108.2), "over 100× as likely to be slow"}, {likelier(5.94), "5.9× as likely to be slow"},
+		{fmtCount(76292), "76,292"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+	d := CurveDeviation{Role: RoleNodeNetwork, Level: LevelNode, Scope: Scope{Node: "gpu-a100-04"}, Before: 612004.27, During: 226688.32, Extreme: 226688.32, Score: 0.9}
+	if got := describeCurve(d) + " " + moved(d); got != "node gpu-a100-04's network receive rate fell from 612 kB/s to 227 kB/s (far outside its usual range)" {
+		t.Errorf("moved: %q", got)
+	}
+}
