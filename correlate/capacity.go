@@ -140,42 +140,26 @@ func capacitySummary(b *causeBuilder, q, gpu float64, tenant string, tenantRatio
 // traffic during the spike.
 func (f *facts) tenantSurge(models []string) (tenant string, ratio, shareDuring float64) {
 	type acc struct{ b, d float64 }
-	var tenants smallIndex
-	var per []acc
+	per := map[string]*acc{}
 	var totD float64
 	for _, m := range models {
-		st := f.ss.byModel[m]
-		if st == nil {
-			continue
-		}
-		for phase, list := range st.phase {
-			for _, i := range list {
-				s := &f.ss.all[i]
-				if s.Tenant == "" {
-					continue
-				}
-				ti := tenants.get(s.Tenant)
-				if ti == len(per) {
-					per = append(per, acc{})
-				}
-				a := &per[ti]
-				if phase == 0 {
-					a.b += s.SampleRate
-				} else {
-					a.d += s.SampleRate
-					totD += s.SampleRate
-				}
+		for t, w := range f.tenantWeights(m) {
+			a := per[t]
+			if a == nil {
+				a = &acc{}
+				per[t] = a
 			}
+			a.b += w[0]
+			a.d += w[1]
+			totD += w[1]
 		}
 	}
 	bs, ds := f.ph.BeforeTo.Sub(f.ph.BeforeFrom).Seconds(), f.ph.DuringTo.Sub(f.ph.Onset).Seconds()
 	if bs <= 0 || ds <= 0 || totD == 0 {
 		return "", 0, 0
 	}
-	names := append([]string(nil), tenants.vals...)
-	sort.Strings(names)
-	for _, t := range names {
-		a := per[tenants.get(t)]
+	for _, t := range sortedKeys(per) {
+		a := per[t]
 		if a.b == 0 || a.d/totD < 0.1 {
 			continue
 		}
@@ -188,4 +172,38 @@ func (f *facts) tenantSurge(models []string) (tenant string, ratio, shareDuring 
 		return "", 0, 0
 	}
 	return tenant, ratio, shareDuring
+}
+
+// tenantWeights is a model's requests per tenant before and during the
+// spike (from sample weights), counted once per analysis.
+func (f *facts) tenantWeights(m string) map[string][2]float64 {
+	if w, ok := f.tenantCache[m]; ok {
+		return w
+	}
+	out := map[string][2]float64{}
+	if st := f.ss.byModel[m]; st != nil {
+		var tenants smallIndex
+		var per [][2]float64
+		for phase, list := range st.phase {
+			for _, i := range list {
+				s := &f.ss.all[i]
+				if s.Tenant == "" {
+					continue
+				}
+				ti := tenants.get(s.Tenant)
+				if ti == len(per) {
+					per = append(per, [2]float64{})
+				}
+				per[ti][phase] += s.SampleRate
+			}
+		}
+		for i, t := range tenants.vals {
+			out[t] = per[i]
+		}
+	}
+	if f.tenantCache == nil {
+		f.tenantCache = map[string]map[string][2]float64{}
+	}
+	f.tenantCache[m] = out
+	return out
 }

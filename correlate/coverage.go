@@ -119,23 +119,94 @@ func stageSignal(stage string) string {
 // model's replicas run on) and the samples.
 func indexData(cs *curveSet, ss *sampleSet) *dataIndex {
 	d := &dataIndex{models: map[string]modelData{}, samples: len(ss.before) + len(ss.during)}
+	d.indexCurves(cs)
+	// Samples: flags per model first (hundreds of thousands of samples,
+	// a handful of models), marked once at the end.
+	flags := map[string]*sampleFlags{}
+	var last string
+	var fl *sampleFlags
+	for i := range ss.all {
+		s := &ss.all[i]
+		if fl == nil || s.Model != last {
+			if fl = flags[s.Model]; fl == nil {
+				fl = &sampleFlags{}
+				flags[s.Model] = fl
+			}
+			last = s.Model
+		}
+		fl.add(s)
+	}
+	for m, fl := range flags {
+		fl.mark(d, m)
+	}
+	return d
+}
+
+// sampleFlags is which signals a model's samples carry.
+type sampleFlags struct {
+	status, version, replica, node, batch, dependency bool
+	stages                                            [NumStages]bool
+}
+
+func (fl *sampleFlags) add(s *Sample) {
+	fl.status = fl.status || s.Status != ""
+	fl.version = fl.version || s.Version != ""
+	fl.replica = fl.replica || s.Replica != ""
+	fl.node = fl.node || s.Node != ""
+	fl.batch = fl.batch || s.BatchSize > 0
+	fl.dependency = fl.dependency || s.Dependency != ""
+	for k, v := range s.StagesMs {
+		if !math.IsNaN(v) {
+			fl.stages[k] = true
+		}
+	}
+}
+
+func (fl *sampleFlags) mark(d *dataIndex, m string) {
+	d.mark(m, sigLatency, true)
+	d.mark(m, sigTraffic, true)
+	for _, f := range []struct {
+		sig string
+		has bool
+	}{{sigErrors, fl.status}, {sigVersions, fl.version}, {sigReplicas, fl.replica}, {sigNodes, fl.node}, {sigBatch, fl.batch}, {sigDownstream, fl.dependency}} {
+		if f.has {
+			d.mark(m, f.sig, true)
+		}
+	}
+	for k, has := range fl.stages {
+		if !has {
+			continue
+		}
+		d.mark(m, sigStages, true)
+		if sig := stageSignal(Stage(k).String()); sig != "" {
+			d.mark(m, sig, true)
+		}
+	}
+}
+
+// indexCurves marks the signals of every model-scoped curve, and gives
+// each model the signals of node curves on the nodes its replicas run on.
+func (d *dataIndex) indexCurves(cs *curveSet) {
 	nodeModels := map[string]map[string]bool{}
 	nodeRoles := map[string]map[string]bool{}
+	add := func(m map[string]map[string]bool, k, v string) {
+		if m[k] == nil {
+			m[k] = map[string]bool{}
+		}
+		m[k][v] = true
+	}
 	for i := range cs.all {
 		c := &cs.all[i]
 		if len(c.Points) == 0 {
 			continue
 		}
-		if c.Scope.Model == "" {
+		m := c.Scope.Model
+		if m == "" {
 			if c.Scope.Node != "" {
-				if nodeRoles[c.Scope.Node] == nil {
-					nodeRoles[c.Scope.Node] = map[string]bool{}
-				}
-				nodeRoles[c.Scope.Node][curveSignal(c)] = true
+				add(nodeRoles, c.Scope.Node, curveSignal(c))
 			}
 			continue
 		}
-		m := c.Scope.Model
 		if sig := curveSignal(c); sig != "" {
 			d.mark(m, sig, false)
 		}
@@ -147,10 +218,7 @@ func indexData(cs *curveSet, ss *sampleSet) *dataIndex {
 		}
 		if c.Scope.Node != "" {
 			d.mark(m, sigNodes, false)
-			if nodeModels[c.Scope.Node] == nil {
-				nodeModels[c.Scope.Node] = map[string]bool{}
-			}
-			nodeModels[c.Scope.Node][m] = true
+			add(nodeModels, c.Scope.Node, m)
 		}
 	}
 	for node, roles := range nodeRoles {
@@ -162,39 +230,6 @@ func indexData(cs *curveSet, ss *sampleSet) *dataIndex {
 			}
 		}
 	}
-	for i := range ss.all {
-		s := &ss.all[i]
-		d.mark(s.Model, sigLatency, true)
-		d.mark(s.Model, sigTraffic, true)
-		if s.Status != "" {
-			d.mark(s.Model, sigErrors, true)
-		}
-		if s.Version != "" {
-			d.mark(s.Model, sigVersions, true)
-		}
-		if s.Replica != "" {
-			d.mark(s.Model, sigReplicas, true)
-		}
-		if s.Node != "" {
-			d.mark(s.Model, sigNodes, true)
-		}
-		if s.BatchSize > 0 {
-			d.mark(s.Model, sigBatch, true)
-		}
-		if s.Dependency != "" {
-			d.mark(s.Model, sigDownstream, true)
-		}
-		for k, v := range s.StagesMs {
-			if math.IsNaN(v) {
-				continue
-			}
-			d.mark(s.Model, sigStages, true)
-			if sig := stageSignal(Stage(k).String()); sig != "" {
-				d.mark(s.Model, sig, true)
-			}
-		}
-	}
-	return d
 }
 
 // curveSignal is the signal a curve feeds.

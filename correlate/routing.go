@@ -18,20 +18,7 @@ func routingCause(f *facts) Cause { return bestOverModels(f, CatRouting, routing
 
 func routingFor(f *facts, m string) Cause {
 	b := newCause(CatRouting)
-	reps := f.reps[m]
-	ib, id := imbalance(f.cs, f.ph, m)
-	if math.IsNaN(ib) || math.IsNaN(id) {
-		// No replica curves: fall back to relative loads from samples.
-		ib, id = math.NaN(), math.NaN()
-		for _, r := range reps {
-			if !math.IsNaN(r.loadBefore) && (math.IsNaN(ib) || r.loadBefore > ib) {
-				ib = r.loadBefore
-			}
-			if !math.IsNaN(r.loadDuring) && (math.IsNaN(id) || r.loadDuring > id) {
-				id = r.loadDuring
-			}
-		}
-	}
+	ib, id := f.busiestLoad(m)
 	var busy []string
 	if !math.IsNaN(ib) && !math.IsNaN(id) {
 		ratio := safeRatio(id, ib)
@@ -40,29 +27,7 @@ func routingFor(f *facts, m string) Cause {
 		if ratio < 1.1 {
 			b.oppose("traffic_balanced", ratio, ramp(1.15-ratio, 0, 0.15), 0.3, "Traffic stayed balanced across %s's replicas.", m)
 		}
-		slowBusy := 0
-		for _, r := range reps {
-			if safeRatio(r.loadDuring, r.loadBefore) >= 1.3 {
-				busy = append(busy, r.replica)
-				if r.outlier || r.crossZ >= 3 {
-					slowBusy++
-				}
-			}
-		}
-		if len(busy) > 0 {
-			fr := float64(slowBusy) / float64(len(busy))
-			b.support("busy_replicas_slow", fr, fr, 0.25, "%d of the %d replicas that took more traffic are the slow ones.", slowBusy, len(busy))
-			var qd float64
-			var q CurveDeviation
-			for _, r := range reps {
-				if containsStr(busy, r.replica) && !math.IsNaN(r.queueDev) && r.queueDev > qd {
-					qd, q = r.queueDev, r.queue
-				}
-			}
-			if qd > 0 {
-				b.support("busy_replicas_queue", qd, strength(qd, 5), 0.10, "Their queues grew: %s %s.", describeCurve(q), moved(q)).restsOn("", q.Key, nil)
-			}
-		}
+		busy = f.supportBusySlow(b, m)
 	}
 	ev, w := bestEvent(f.events, func(e AlignedEvent) bool {
 		return (e.Model == "" || e.Model == m) && (e.Kind == KindRouteChange || mentions(e.Event, routingWords))
@@ -88,4 +53,54 @@ func routingFor(f *facts, m string) Cause {
 		sum = fmt.Sprintf("%s's traffic stayed spread over its replicas (the busiest at %.1f× the average, from %.1f×).", m, id, ib)
 	}
 	return f.done(b, sum, Target{Model: m, Replicas: busy})
+}
+
+// busiestLoad is the busiest replica's load over the average, before and
+// during: from replica curves, else from the relative loads of samples.
+func (f *facts) busiestLoad(m string) (before, during float64) {
+	before, during = imbalance(f.cs, f.ph, m)
+	if !math.IsNaN(before) && !math.IsNaN(during) {
+		return before, during
+	}
+	before, during = math.NaN(), math.NaN()
+	for _, r := range f.reps[m] {
+		if !math.IsNaN(r.loadBefore) && (math.IsNaN(before) || r.loadBefore > before) {
+			before = r.loadBefore
+		}
+		if !math.IsNaN(r.loadDuring) && (math.IsNaN(during) || r.loadDuring > during) {
+			during = r.loadDuring
+		}
+	}
+	return before, during
+}
+
+// supportBusySlow: the replicas that took more traffic are the slow ones,
+// and their queues grew. It returns those replicas.
+func (f *facts) supportBusySlow(b *causeBuilder, m string) (busy []string) {
+	reps := f.reps[m]
+	slowBusy := 0
+	for _, r := range reps {
+		if safeRatio(r.loadDuring, r.loadBefore) >= 1.3 {
+			busy = append(busy, r.replica)
+			if r.outlier || r.crossZ >= 3 {
+				slowBusy++
+			}
+		}
+	}
+	if len(busy) == 0 {
+		return nil
+	}
+	fr := float64(slowBusy) / float64(len(busy))
+	b.support("busy_replicas_slow", fr, fr, 0.25, "%d of the %d replicas that took more traffic are the slow ones.", slowBusy, len(busy))
+	var qd float64
+	var q CurveDeviation
+	for _, r := range reps {
+		if containsStr(busy, r.replica) && !math.IsNaN(r.queueDev) && r.queueDev > qd {
+			qd, q = r.queueDev, r.queue
+		}
+	}
+	if qd > 0 {
+		b.support("busy_replicas_queue", qd, strength(qd, 5), 0.10, "Their queues grew: %s %s.", describeCurve(q), moved(q)).restsOn("", q.Key, nil)
+	}
+	return busy
 }

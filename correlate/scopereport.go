@@ -177,58 +177,43 @@ func shareOf(e ScopeEntry) float64 {
 }
 
 // slowTally counts, per dimension value, the weighted slow requests of the
-// affected models during the spike, and keeps their latencies before and
-// during for P99s.
+// affected models during the spike; P99s of single values are read on
+// demand (the lists hold a handful of values, the samples are many).
 type slowTally struct {
+	f     *facts
 	total float64
 	slow  map[string]map[string]float64
-	lat   map[string]map[string]*[2][]weighted
 }
 
-// slowByDim tallies the affected models' samples by model, version,
+var tallyDims = map[string]func(*Sample) string{
+	"model":   func(s *Sample) string { return s.Model },
+	"version": func(s *Sample) string { return s.Version },
+	"replica": func(s *Sample) string { return s.Replica },
+	"node":    func(s *Sample) string { return s.Node },
+	"tenant":  func(s *Sample) string { return s.Tenant },
+}
+
+// slowByDim tallies the affected models' slow samples by model, version,
 // replica, node and tenant.
 func (f *facts) slowByDim() *slowTally {
-	t := &slowTally{slow: map[string]map[string]float64{}, lat: map[string]map[string]*[2][]weighted{}}
-	dims := []struct {
-		name string
-		get  func(*Sample) string
-	}{
-		{"model", func(s *Sample) string { return s.Model }},
-		{"version", func(s *Sample) string { return s.Version }},
-		{"replica", func(s *Sample) string { return s.Replica }},
-		{"node", func(s *Sample) string { return s.Node }},
-		{"tenant", func(s *Sample) string { return s.Tenant }},
-	}
-	for _, d := range dims {
-		t.slow[d.name] = map[string]float64{}
-		t.lat[d.name] = map[string]*[2][]weighted{}
+	t := &slowTally{f: f, slow: map[string]map[string]float64{}}
+	for d := range tallyDims {
+		t.slow[d] = map[string]float64{}
 	}
 	for _, m := range f.affected {
 		st := f.ss.byModel[m]
 		if st == nil {
 			continue
 		}
-		for phase, idx := range st.phase {
-			for _, i := range idx {
-				s := &f.ss.all[i]
-				slow := phase == 1 && f.ss.slow[i]
-				if slow {
-					t.total += s.SampleRate
-				}
-				for _, d := range dims {
-					v := d.get(s)
-					if v == "" {
-						continue
-					}
-					if slow {
-						t.slow[d.name][v] += s.SampleRate
-					}
-					l := t.lat[d.name][v]
-					if l == nil {
-						l = &[2][]weighted{}
-						t.lat[d.name][v] = l
-					}
-					l[phase] = append(l[phase], weighted{s.TotalMs, s.SampleRate})
+		for _, i := range st.phase[1] {
+			if !f.ss.slow[i] {
+				continue
+			}
+			s := &f.ss.all[i]
+			t.total += s.SampleRate
+			for d, get := range tallyDims {
+				if v := get(s); v != "" {
+					t.slow[d][v] += s.SampleRate
 				}
 			}
 		}
@@ -249,8 +234,23 @@ func (t *slowTally) share(dim, v string) *float64 {
 // and its share of the slow requests.
 func (t *slowTally) entry(dim, v string) ScopeEntry {
 	e := ScopeEntry{Name: v, SlowShare: t.share(dim, v)}
-	if l := t.lat[dim][v]; l != nil {
-		b, d := weightedQuantile(l[0], 0.99), weightedQuantile(l[1], 0.99)
+	get := tallyDims[dim]
+	var lat [2][]weighted
+	for _, m := range t.f.affected {
+		st := t.f.ss.byModel[m]
+		if st == nil {
+			continue
+		}
+		for phase, idx := range st.phase {
+			for _, i := range idx {
+				if s := &t.f.ss.all[i]; get(s) == v {
+					lat[phase] = append(lat[phase], weighted{s.TotalMs, s.SampleRate})
+				}
+			}
+		}
+	}
+	if len(lat[1]) > 0 {
+		b, d := weightedQuantile(lat[0], 0.99), weightedQuantile(lat[1], 0.99)
 		e.P99BeforeMs, e.P99DuringMs, e.P99Ratio = finite(b), finite(d), finite(safeRatio(d, b))
 	}
 	return e
