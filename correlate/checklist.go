@@ -65,7 +65,7 @@ func timelineStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 	}
 	if st.Curve == "" {
 		if d, ok := f.movedMostInScope(a); ok {
-			tl = append(tl, fmt.Sprintf("Among resource curves of the affected models and nodes, %s moved most: it %s.", describeCurve(d), moved(d)))
+			tl = append(tl, fmt.Sprintf("Of the other curves of the affected models and nodes, %s moved most: it %s.", describeCurve(d), moved(d)))
 			st.Curve = d.Key
 		}
 	}

@@ -394,7 +394,7 @@ func (f *facts) coverage(na []NotAssessable) Coverage {
 	if len(missing) > 0 {
 		fmt.Fprintf(&b, "Missing: %s. ", strings.Join(missing, ", "))
 	}
-	fmt.Fprintf(&b, "%s, %s.", plural(cv.Samples, "request sample"), plural(cv.Events, "change event"))
+	fmt.Fprintf(&b, "%s, %s.", capitalize(plural(cv.Samples, "request sample")), plural(cv.Events, "change event"))
 	if len(na) > 0 {
 		var names []string
 		for _, n := range na {

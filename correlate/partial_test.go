@@ -241,7 +241,7 @@ func TestOnlyLatencyTrafficErrors(t *testing.T) {
 	if cv.Samples != 0 || cv.Events != 0 {
 		t.Errorf("coverage counts %d samples and %d events, want none", cv.Samples, cv.Events)
 	}
-	for _, want := range []string{"Missing: ", "per-stage times", "GPU metrics", "no request samples", "no change events", "Not assessable: "} {
+	for _, want := range []string{"Missing: ", "per-stage times", "GPU metrics", "No request samples", "no change events", "Not assessable: "} {
 		if !strings.Contains(cv.Summary, want) {
 			t.Errorf("coverage summary %q lacks %q", cv.Summary, want)
 		}

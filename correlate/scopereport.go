@@ -83,7 +83,10 @@ func summarizeScope(sr *ScopeReport, withData int, reps map[string][]replicaImpa
 		sr.Summary = fmt.Sprintf("Broad: %d of %d models slowed down together, hardest hit first: %s.", len(sr.Models), withData, strings.Join(named, ", "))
 	case len(sr.Models) == 1:
 		sr.Breadth = "model"
-		sr.Summary = fmt.Sprintf("One model slowed down across its replicas: %s.", named[0])
+		sr.Summary = fmt.Sprintf("One model slowed down: %s.", named[0])
+		if len(reps[sr.Models[0]]) >= 2 {
+			sr.Summary = fmt.Sprintf("One model slowed down across its replicas: %s.", named[0])
+		}
 	default:
 		sr.Breadth = "models"
 		sr.Summary = fmt.Sprintf("Several models slowed down, hardest hit first: %s.", strings.Join(named, ", "))
