@@ -1113,12 +1113,12 @@ func causesCard(p IncidentPage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		if len(p.NotAssessable) > 0 {
+		if len(p.Unjudged) > 0 {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 108, "<ul class=\"small muted\" data-testid=\"not-assessable\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			for _, n := range p.NotAssessable {
+			for _, n := range p.Unjudged {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 109, "<li>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err

@@ -14,22 +14,22 @@ import (
 // the checklist, stage attribution and the filterable region (timeline,
 // concentration, samples).
 type IncidentPage struct {
-	ID            int64
-	Base          string // /incidents/5 or /s/{token}
-	ReadOnly      bool   // share link: no buttons that change anything
-	CanWrite      bool   // signed in with write scope
-	Header        IncidentHeader
-	Causes        []CauseView
-	Ruled         []string // categories with no supporting evidence
-	NotAssessable []string // "batching: not assessable: no batch-size curve …"
-	Coverage      string   // what data the analysis had, one sentence
-	Check         []CheckStep
-	Stages        StagesView
-	Aligned       []AlignedRow
-	Filtered      Filtered
-	Share         ShareBox
-	ExportMD      string // export link; "" on share pages
-	CSRF          string // for the page's forms
+	ID       int64
+	Base     string // /incidents/5 or /s/{token}
+	ReadOnly bool   // share link: no buttons that change anything
+	CanWrite bool   // signed in with write scope
+	Header   IncidentHeader
+	Causes   []CauseView
+	Ruled    []string // categories with no supporting evidence
+	Unjudged []string // categories not assessable, with the reason
+	Coverage string   // what data the analysis had, one sentence
+	Check    []CheckStep
+	Stages   StagesView
+	Aligned  []AlignedRow
+	Filtered Filtered
+	Share    ShareBox
+	ExportMD string // export link; "" on share pages
+	CSRF     string // for the page's forms
 }
 
 // IncidentHeader is the top of the page.
@@ -185,7 +185,7 @@ func BuildIncident(in IncidentInput) IncidentPage {
 		p.Causes = causeViews(a.Causes, in.State)
 		p.Ruled = ruledOut(a.Causes, a.NotAssessable)
 		for _, n := range a.NotAssessable {
-			p.NotAssessable = append(p.NotAssessable, CategoryLabel(string(n.Category))+" — "+n.Reason)
+			p.Unjudged = append(p.Unjudged, CategoryLabel(string(n.Category))+" — "+n.Reason)
 		}
 		p.Coverage = a.Coverage.Summary
 		p.Check = checkSteps(a.Checklist)
