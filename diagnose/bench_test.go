@@ -10,6 +10,7 @@ import (
 
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/diagnose"
+	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
 )
 
@@ -18,7 +19,8 @@ import (
 // Postgres part (LoadInput) and the Go part (correlate.Analyze).
 func BenchmarkIncidentAnalysis(b *testing.B) {
 	ctx := context.Background()
-	st := storetest.New(b)
+	pool := storetest.NewPool(b)
+	st := store.New(pool)
 	from := t0
 	onset := t0.Add(90 * time.Minute)
 	to := t0.Add(135 * time.Minute)
@@ -78,10 +80,10 @@ func BenchmarkIncidentAnalysis(b *testing.B) {
 	// What autovacuum does to freshly loaded data (hint bits, statistics),
 	// so the figure is the steady state rather than the first read after a
 	// bulk load.
-	if _, err := st.DB().Exec(ctx, `VACUUM ANALYZE samples`); err != nil {
+	if _, err := pool.Exec(ctx, `VACUUM ANALYZE samples`); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := st.DB().Exec(ctx, `VACUUM ANALYZE points`); err != nil {
+	if _, err := pool.Exec(ctx, `VACUUM ANALYZE points`); err != nil {
 		b.Fatal(err)
 	}
 	w := correlate.Window{From: from, To: to}

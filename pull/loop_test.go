@@ -28,7 +28,8 @@ func TestOutageGapFilledWithoutDuplicates(t *testing.T) {
 	}
 	prom := promtest.New(t)
 	prom.Backfill(t, &buf)
-	st := storetest.New(t)
+	pool := storetest.NewPool(t)
+	st := store.New(pool)
 	ctx := context.Background()
 	now := f.end().Add(30 * time.Second)
 	p := newPuller(t, st, prom.URL, "lookback: 70m\n", now)
@@ -73,7 +74,7 @@ func TestOutageGapFilledWithoutDuplicates(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n, distinct int
-	if err := st.DB().QueryRow(ctx, `SELECT count(*), count(DISTINCT (series_id, time)) FROM points`).Scan(&n, &distinct); err != nil {
+	if err := pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT (series_id, time)) FROM points`).Scan(&n, &distinct); err != nil {
 		t.Fatal(err)
 	}
 	if n == 0 || n != distinct {

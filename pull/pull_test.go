@@ -114,7 +114,8 @@ func sortedCopy(s []string) []string {
 func TestKubeEventsFromHistoryAndRepull(t *testing.T) {
 	f := eventsFleet()
 	prom := runFleet(t, f)
-	st := storetest.New(t)
+	pool := storetest.NewPool(t)
+	st := store.New(pool)
 	ctx := context.Background()
 	p := newPuller(t, st, prom.URL, "", f.end())
 
@@ -147,7 +148,7 @@ func TestKubeEventsFromHistoryAndRepull(t *testing.T) {
 	var points, distinct int
 	count := func() {
 		t.Helper()
-		if err := st.DB().QueryRow(ctx, `SELECT count(*), count(DISTINCT (series_id, time)) FROM points`).Scan(&points, &distinct); err != nil {
+		if err := pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT (series_id, time)) FROM points`).Scan(&points, &distinct); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // DB is what Store needs from pgx. *pgxpool.Pool and pgx.Tx both satisfy it,
@@ -31,14 +32,11 @@ type DB interface {
 type Store struct {
 	db    DB
 	parts *partitionCache
+	pool  *pgxpool.Pool // set by Open, which owns it
 }
 
 // New returns a Store over db.
 func New(db DB) *Store { return &Store{db: db, parts: newPartitionCache()} }
-
-// DB returns the connection the store runs on (for callers that need a raw
-// pool, such as advisory locks held on one connection).
-func (s *Store) DB() DB { return s.db }
 
 // InTx runs fn inside a transaction; inside an existing transaction it uses
 // a savepoint. fn's error rolls everything back and is returned as is.

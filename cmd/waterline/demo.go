@@ -13,6 +13,7 @@ import (
 
 	"github.com/waterline-dev/waterline/internal/pgtmp"
 	"github.com/waterline-dev/waterline/sim"
+	"github.com/waterline-dev/waterline/store"
 )
 
 // demoOptions are the demo's flags.
@@ -172,7 +173,7 @@ func (d *demo) setUp(ctx context.Context) error {
 		dbURL = pg.URL()
 		d.p.done("private cluster on 127.0.0.1:%d", pg.Port())
 	} else {
-		d.p.done("DATABASE_URL %s (the demo's data stays there)", redactURL(dbURL))
+		d.p.done("DATABASE_URL %s (the demo's data stays there)", store.RedactURL(dbURL))
 	}
 
 	fl, err := d.simulate(ctx)

@@ -37,15 +37,14 @@ func (d *demo) serve(ctx context.Context, dbURL, promURL string) (*demoServer, e
 	if err != nil {
 		return nil, err
 	}
-	pool, err := openPool(ctx, config{DatabaseURL: dbURL})
+	st, err := store.Open(ctx, dbURL)
 	if err != nil {
 		return nil, err
 	}
-	d.atExit(pool.Close)
+	d.atExit(st.Close)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	st := store.New(pool)
 	token, _, err := st.CreateToken(ctx, "demo", store.ScopeAdmin)
 	if err != nil {
 		return nil, err

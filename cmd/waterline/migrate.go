@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/waterline-dev/waterline/store"
 )
 
 // runMigrate applies the embedded migrations and exits.
@@ -14,12 +13,12 @@ func runMigrate(ctx context.Context, args []string, env func(string) string, std
 	if err != nil {
 		return err
 	}
-	pool, err := openPool(ctx, c)
+	st, err := openStore(ctx, c)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	applied, _, _, err := store.MigrationStatus(pool)
+	defer st.Close()
+	applied, err := st.SchemaVersion()
 	if err != nil {
 		return err
 	}

@@ -48,18 +48,18 @@ func runPull(ctx context.Context, args []string, env func(string) string, stdout
 	if err != nil {
 		return err
 	}
-	pool, err := openPool(ctx, c)
+	st, err := openStore(ctx, c)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
+	defer st.Close()
 	// Validating first turns a bad query or an unreachable Prometheus into
 	// one clear line before any work starts.
 	if err := cfg.Validate(ctx, c.PrometheusURL, to); err != nil {
 		return err
 	}
 	log := newLogger(c, stderr)
-	p, err := pull.New(cfg, c.PrometheusURL, store.New(pool), pull.Options{Log: log})
+	p, err := pull.New(cfg, c.PrometheusURL, st, pull.Options{Log: log})
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func runPull(ctx context.Context, args []string, env func(string) string, stdout
 		from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339), pr.Points, pr.Events, pr.Sources, pr.Elapsed.Seconds(), rate)
 	// History counts as data arriving: record its latency spikes (without
 	// opening incidents for the past) so they show on the home page.
-	n, err := diagnose.NewDetector(store.New(pool), diagnose.DetectorOptions{SLO: cfg.SLOFor}).Record(ctx, from, to)
+	n, err := diagnose.NewDetector(st, diagnose.DetectorOptions{SLO: cfg.SLOFor}).Record(ctx, from, to)
 	if err != nil {
 		return fmt.Errorf("recording spikes: %w", err)
 	}

@@ -18,8 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/waterline-dev/waterline/internal/promtest"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
@@ -244,12 +242,11 @@ func (tl timelineAnswer) count(kind string) int {
 func getTimeline(t *testing.T, dbURL string, from, to time.Time) timelineAnswer {
 	t.Helper()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, dbURL)
+	st, err := store.Open(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer pool.Close()
-	st := store.New(pool)
+	defer st.Close()
 	secret, _, err := st.CreateToken(ctx, "test", store.ScopeRead)
 	if err != nil {
 		t.Fatal(err)

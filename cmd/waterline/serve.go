@@ -8,10 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -27,12 +25,11 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 		return err
 	}
 	log := newLogger(c, stderr)
-	pool, err := openPool(ctx, c)
+	st, err := openStore(ctx, c)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	st := store.New(pool)
+	defer st.Close()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -58,7 +55,7 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 		Log:      log,
 		Registry: reg,
 		Gatherer: reg,
-		Ready:    func(ctx context.Context) error { return ready(ctx, pool) },
+		Ready:    st.Ready,
 
 		OnIncidentChanged: func(id int64) { analyzer.Enqueue(id); hooks.incidentChanged(id) },
 		SLO:               pullCfg.SLOFor,
@@ -104,24 +101,6 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 	return nil
 }
 
-// ready checks what /readyz promises: Postgres answers and the schema is at
-// the version this binary embeds.
-func ready(ctx context.Context, pool *pgxpool.Pool) error {
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	if err := pool.Ping(ctx); err != nil {
-		return fmt.Errorf("postgres unreachable: %w", err)
-	}
-	applied, latest, dirty, err := store.MigrationStatus(pool)
-	if err != nil {
-		return err
-	}
-	if dirty || applied != latest {
-		return fmt.Errorf("schema at version %d (dirty=%v), binary expects %d", applied, dirty, latest)
-	}
-	return nil
-}
-
 // maintainLoop keeps day partitions ahead of time and applies retention.
 func maintainLoop(ctx context.Context, st *store.Store, c config, log *slog.Logger) {
 	tick := time.NewTicker(time.Hour)
@@ -149,13 +128,4 @@ func newLogger(c config, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
-}
-
-// redactURL hides a password in a URL for error messages.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparseable URL)"
-	}
-	return u.Redacted()
 }

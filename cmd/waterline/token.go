@@ -32,12 +32,12 @@ func runToken(ctx context.Context, args []string, env func(string) string, stdou
 	if !store.TokenScope(scope).Valid() {
 		return fmt.Errorf("--scope: want read, write or admin, got %q", scope)
 	}
-	pool, err := openPool(ctx, c)
+	st, err := openStore(ctx, c)
 	if err != nil {
 		return err
 	}
-	defer pool.Close()
-	secret, tok, err := store.New(pool).CreateToken(ctx, name, store.TokenScope(scope))
+	defer st.Close()
+	secret, tok, err := st.CreateToken(ctx, name, store.TokenScope(scope))
 	if err != nil {
 		return err
 	}

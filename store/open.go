@@ -1,0 +1,93 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Open connects to the Postgres at databaseURL, checks the connection (so
+// that a wrong URL fails at start with one line instead of at the first
+// request) and applies the embedded migrations: every command needs the
+// current schema. Close releases the pool.
+func Open(ctx context.Context, databaseURL string) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	cfg.MaxConnIdleTime = 5 * time.Minute
+	// pgxpool's default (4 on a 2-core machine) is too few: an ingest holds
+	// a connection while its body streams in, and reads must still get
+	// one. The URL's pool_max_conns wins when given.
+	if !strings.Contains(databaseURL, "pool_max_conns") {
+		cfg.MaxConns = 16
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to Postgres: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to Postgres at %s: %w", RedactURL(databaseURL), err)
+	}
+	if err := Migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s := New(pool)
+	s.pool = pool
+	return s, nil
+}
+
+// Close releases the connections of a Store made by Open; on any other
+// Store it does nothing (whoever made the pool closes it).
+func (s *Store) Close() {
+	if s.pool != nil {
+		s.pool.Close()
+	}
+}
+
+// Ready checks what /readyz promises: Postgres answers and the schema is
+// at the version this binary embeds.
+func (s *Store) Ready(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if s.pool == nil {
+		return fmt.Errorf("store: not opened with Open")
+	}
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("postgres unreachable: %w", err)
+	}
+	applied, latest, dirty, err := MigrationStatus(s.pool)
+	if err != nil {
+		return err
+	}
+	if dirty || applied != latest {
+		return fmt.Errorf("schema at version %d (dirty=%v), binary expects %d", applied, dirty, latest)
+	}
+	return nil
+}
+
+// SchemaVersion is the migration version the database is at.
+func (s *Store) SchemaVersion() (uint, error) {
+	if s.pool == nil {
+		return 0, fmt.Errorf("store: not opened with Open")
+	}
+	applied, _, _, err := MigrationStatus(s.pool)
+	return applied, err
+}
+
+// RedactURL hides a password in a database URL for messages.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparseable URL)"
+	}
+	return u.Redacted()
+}
