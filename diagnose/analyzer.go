@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/incident"
 	"github.com/waterline-dev/waterline/store"
 )
 
@@ -31,9 +32,7 @@ type AnalyzerOptions struct {
 type Analyzer struct {
 	st    *store.Store
 	opt   AnalyzerOptions
-	queue chan int64
-	mu    sync.Mutex
-	busy  map[int64]bool // queued or running, to collapse bursts of changes
+	queue *incident.Queue
 }
 
 // NewAnalyzer returns an Analyzer over st.
@@ -50,48 +49,35 @@ func NewAnalyzer(st *store.Store, opt AnalyzerOptions) *Analyzer {
 	if opt.SLO == nil {
 		opt.SLO = func(string) (float64, bool) { return 0, false }
 	}
-	return &Analyzer{st: st, opt: opt, queue: make(chan int64, 1024), busy: map[int64]bool{}}
+	return &Analyzer{st: st, opt: opt, queue: incident.NewQueue(1024)}
 }
 
 // Enqueue asks for an incident to be (re)analysed. It never blocks: if the
-// incident is already queued, or the queue is full, the periodic check
-// catches up.
-func (a *Analyzer) Enqueue(id int64) {
-	a.mu.Lock()
-	if a.busy[id] {
-		a.mu.Unlock()
-		return
-	}
-	a.busy[id] = true
-	a.mu.Unlock()
-	select {
-	case a.queue <- id:
-	default:
-		a.mu.Lock()
-		delete(a.busy, id)
-		a.mu.Unlock()
-	}
-}
+// queue is full, the periodic check catches up.
+func (a *Analyzer) Enqueue(id int64) { a.queue.Add(id) }
 
-// Run works the queue until ctx ends.
+// Run works the queue, and every Refresh queues the open incidents, until
+// ctx ends.
 func (a *Analyzer) Run(ctx context.Context) {
-	tick := time.NewTicker(a.opt.Refresh)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case id := <-a.queue:
-			a.mu.Lock()
-			delete(a.busy, id)
-			a.mu.Unlock()
-			if _, err := a.Analyze(ctx, id, false); err != nil && ctx.Err() == nil {
-				a.opt.Log.Warn("analysis failed", "incident", id, "err", err)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(a.opt.Refresh)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				a.enqueueStale(ctx)
 			}
-		case <-tick.C:
-			a.enqueueStale(ctx)
 		}
-	}
+	})
+	a.queue.Work(ctx, func(ctx context.Context, id int64) {
+		if _, err := a.Analyze(ctx, id, false); err != nil && ctx.Err() == nil {
+			a.opt.Log.Warn("analysis failed", "incident", id, "err", err)
+		}
+	})
+	wg.Wait()
 }
 
 // enqueueStale queues open incidents (and any without a ready analysis) so

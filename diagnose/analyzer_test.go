@@ -12,6 +12,7 @@ import (
 
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/diagnose"
+	"github.com/waterline-dev/waterline/incident"
 	"github.com/waterline-dev/waterline/internal/testclock"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
@@ -204,8 +205,10 @@ func TestDetectorOpensMergesAndResolves(t *testing.T) {
 
 	var opened []int64
 	now := spikeEnd.Add(-5 * time.Minute) // the spike is still going
+	clock := func() time.Time { return now }
+	incidents := incident.New(st, incident.Options{Now: clock, Watchers: []func(int64){func(id int64) { opened = append(opened, id) }}})
 	det := diagnose.NewDetector(st, diagnose.DetectorOptions{OpenIncidents: true, Merge: 30 * time.Minute,
-		Now: func() time.Time { return now }, OnIncident: func(id int64) { opened = append(opened, id) }})
+		Now: clock, Incidents: incidents})
 	if err := det.Once(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +242,19 @@ func TestDetectorOpensMergesAndResolves(t *testing.T) {
 		t.Fatalf("incident %+v, want resolved with an end", got)
 	}
 	if len(opened) == 0 || opened[0] != list[0].ID {
-		t.Errorf("OnIncident calls %v", opened)
+		t.Errorf("watcher calls %v", opened)
+	}
+	// The resolution queued its freeze; the incident worker takes it.
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go incidents.Run(wctx)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if _, ok, err := st.SnapshotTime(ctx, got.ID); err != nil || ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the detector's resolved incident was not frozen")
+		}
 	}
 }
 

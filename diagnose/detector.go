@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/incident"
 	"github.com/waterline-dev/waterline/store"
 )
 
@@ -22,16 +23,18 @@ type DetectorOptions struct {
 	SLO           SLOFunc
 	Log           *slog.Logger
 	Now           func() time.Time
-	// OnIncident is called for every incident the detector opened or
-	// extended (to queue its analysis). It must not block.
-	OnIncident func(id int64)
+	// Incidents opens, extends and resolves the detector's incidents (and
+	// so tells the analysis and webhook workers, and freezes resolved
+	// ones). nil: a service of the detector's own, whose freezes Run works.
+	Incidents *incident.Service
 }
 
 // Detector records latency spikes as data arrives and opens incidents for
 // the severe ones, merging spikes that come close together.
 type Detector struct {
-	st  *store.Store
-	opt DetectorOptions
+	st      *store.Store
+	opt     DetectorOptions
+	ownsInc bool // opt.Incidents was made here: Run works its freezes
 }
 
 // NewDetector returns a Detector over st.
@@ -54,11 +57,18 @@ func NewDetector(st *store.Store, opt DetectorOptions) *Detector {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	return &Detector{st: st, opt: opt}
+	d := &Detector{st: st, opt: opt}
+	if d.opt.Incidents == nil {
+		d.opt.Incidents, d.ownsInc = incident.New(st, incident.Options{Log: opt.Log, Now: opt.Now}), true
+	}
+	return d
 }
 
 // Run calls Once every Interval until ctx ends.
 func (d *Detector) Run(ctx context.Context) {
+	if d.ownsInc {
+		go d.opt.Incidents.Run(ctx)
+	}
 	tick := time.NewTicker(d.opt.Interval)
 	defer tick.Stop()
 	for {
@@ -96,7 +106,7 @@ func (d *Detector) Once(ctx context.Context) error {
 		inc, err := d.st.OpenDetectorIncident(ctx, sp.Onset, d.opt.Merge)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
-			inc, err = d.st.CreateIncident(ctx, store.NewIncident{
+			inc, err = d.opt.Incidents.Open(ctx, store.NewIncident{
 				Title:  fmt.Sprintf("%s spike on %s (%s → %s)", quantileName(sp.Role), sp.Scope.Model, fmtMs(sp.Baseline), fmtMs(sp.PeakValue)),
 				Source: store.SourceDetector,
 				Start:  sp.Onset.Add(-30 * time.Minute),
@@ -109,15 +119,12 @@ func (d *Detector) Once(ctx context.Context) error {
 		case err != nil:
 			return err
 		case inc.End != nil:
-			if err := d.st.SetIncidentEnd(ctx, inc.ID, nil); err != nil { // a new spike reopens the window
+			if err := d.opt.Incidents.SetEnd(ctx, inc.ID, nil); err != nil { // a new spike reopens the window
 				return err
 			}
 		}
-		if err := d.st.AttachSpike(ctx, id, inc.ID); err != nil {
+		if err := d.opt.Incidents.AttachSpike(ctx, inc.ID, id); err != nil {
 			return err
-		}
-		if d.opt.OnIncident != nil {
-			d.opt.OnIncident(inc.ID)
 		}
 	}
 	// Spikes raised earlier that this pass no longer sees were blips.
@@ -172,19 +179,15 @@ func (d *Detector) closeQuiet(ctx context.Context, now time.Time) error {
 		}
 		end := lastEnd.Add(15 * time.Minute)
 		if in.End == nil || !in.End.Equal(end) {
-			if err := d.st.SetIncidentEnd(ctx, in.ID, &end); err != nil {
+			if err := d.opt.Incidents.SetEnd(ctx, in.ID, &end); err != nil {
 				return err
-			}
-			if d.opt.OnIncident != nil {
-				d.opt.OnIncident(in.ID)
 			}
 		}
 		if now.Sub(lastEnd) > d.opt.Merge {
-			if _, err := d.st.ResolveIncident(ctx, in.ID, now); err != nil {
+			// Nobody waits on the detector: the snapshot is taken on the
+			// incident worker, before retention can drop the data.
+			if _, err := d.opt.Incidents.Resolve(ctx, in.ID, incident.FreezeLater); err != nil {
 				return err
-			}
-			if d.opt.OnIncident != nil {
-				d.opt.OnIncident(in.ID)
 			}
 		}
 	}

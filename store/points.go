@@ -149,6 +149,14 @@ type CurveFilter struct {
 	MaxRoles []correlate.Role
 }
 
+// PeakRoles are the roles whose downsampled buckets keep their maximum
+// (CurveFilter.MaxRoles): a latency spike shorter than a bucket still
+// shows at its height.
+var PeakRoles = []correlate.Role{
+	correlate.RoleLatencyP50, correlate.RoleLatencyP95, correlate.RoleLatencyP99,
+	correlate.RoleErrorRate, correlate.RoleQueue,
+}
+
 // seriesWhere renders the series conditions of f with its arguments.
 func (f CurveFilter) seriesWhere() (string, []any) {
 	roles := make([]string, len(f.Roles))

@@ -10,6 +10,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/waterline-dev/waterline/correlate"
 )
 
@@ -177,4 +178,19 @@ func (s *Store) LoadSnapshot(ctx context.Context, incidentID int64) (*Snapshot, 
 		sn.Analysis = nil
 	}
 	return sn, nil
+}
+
+// UnfrozenIncidents lists incidents resolved since then that have no
+// snapshot (their freeze was lost to a restart or failed), oldest first.
+func (s *Store) UnfrozenIncidents(ctx context.Context, since time.Time, limit int) ([]int64, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT i.id FROM incidents i
+		WHERE i.status = 'resolved' AND i.resolved_at >= $1
+		  AND NOT EXISTS (SELECT 1 FROM snapshots sn WHERE sn.incident_id = i.id)
+		ORDER BY i.resolved_at LIMIT $2`, since, limit)
+	if err != nil {
+		return nil, wrap("unfrozen incidents", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	return ids, wrap("unfrozen incidents", err)
 }

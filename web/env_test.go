@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/waterline-dev/waterline/incident"
 	"github.com/waterline-dev/waterline/internal/testclock"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
@@ -39,7 +40,8 @@ type apiEnv struct {
 	srv                *httptest.Server
 	read, write, admin string
 	mu                 sync.Mutex
-	changed            []int64 // ids passed to OnIncidentChanged
+	changed            []int64 // ids the incident service told its watchers
+	incidents          *incident.Service
 	registry           *prometheus.Registry
 }
 
@@ -60,15 +62,18 @@ func newAPIEnv(t *testing.T, tweak ...func(*web.Config)) *apiEnv {
 		f(&cfg)
 	}
 	e.registry = prometheus.NewRegistry()
+	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	now := func() time.Time { return testNow }
+	e.incidents = incident.New(e.st, incident.Options{Log: log, Now: now, Watchers: []func(int64){func(id int64) {
+		e.mu.Lock()
+		e.changed = append(e.changed, id)
+		e.mu.Unlock()
+	}}})
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	go e.incidents.Run(ctx)
 	srv := web.NewServer(cfg, web.Deps{
-		Store: e.st, Registry: e.registry, Gatherer: e.registry,
-		Log: slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		Now: func() time.Time { return testNow },
-		OnIncidentChanged: func(id int64) {
-			e.mu.Lock()
-			e.changed = append(e.changed, id)
-			e.mu.Unlock()
-		},
+		Store: e.st, Incidents: e.incidents, Registry: e.registry, Gatherer: e.registry, Log: log, Now: now,
 		Ready: func(ctx context.Context) error { return e.pool.Ping(ctx) },
 	})
 	e.srv = httptest.NewServer(srv)

@@ -9,46 +9,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/web/request"
+	"github.com/waterline-dev/waterline/wire"
 )
-
-// apiError is the JSON error body of DESIGN §4: line and field where they
-// apply.
-type apiError struct {
-	Error string `json:"error"`
-	Line  int    `json:"line,omitempty"`
-	Field string `json:"field,omitempty"`
-}
-
-// inputError is a problem with the request's content: which line (1-based,
-// 0 when not line-oriented) and which field, and the HTTP status to answer.
-type inputError struct {
-	Status int
-	Line   int
-	Field  string
-	Msg    string
-}
-
-func (e *inputError) Error() string {
-	switch {
-	case e.Line > 0 && e.Field != "":
-		return fmt.Sprintf("line %d: %s: %s", e.Line, e.Field, e.Msg)
-	case e.Line > 0:
-		return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
-	case e.Field != "":
-		return fmt.Sprintf("%s: %s", e.Field, e.Msg)
-	}
-	return e.Msg
-}
-
-// badInput returns a 400 inputError for a malformed request.
-func badInput(field, format string, args ...any) *inputError {
-	return &inputError{Status: http.StatusBadRequest, Field: field, Msg: fmt.Sprintf(format, args...)}
-}
-
-// invalid returns a 422 inputError for a well-formed request with a bad value.
-func invalid(field, format string, args ...any) *inputError {
-	return &inputError{Status: http.StatusUnprocessableEntity, Field: field, Msg: fmt.Sprintf(format, args...)}
-}
 
 // errorHandler maps every error a handler returns onto one response, in
 // one place: input problems keep their status, line and field; store
@@ -59,31 +22,31 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		return
 	}
 	req := c.Request()
-	status, body := http.StatusInternalServerError, apiError{Error: "internal error; see the server log for request " + requestID(c)}
+	status, body := http.StatusInternalServerError, wire.Error{Error: "internal error; see the server log for request " + requestID(c)}
 	var (
-		ie *inputError
+		re *request.Error
 		he *echo.HTTPError
 		be *echo.BindingError
 	)
 	switch {
-	case errors.As(err, &ie):
-		status, body = ie.Status, apiError{Error: ie.Msg, Line: ie.Line, Field: ie.Field}
+	case errors.As(err, &re):
+		status, body = re.Status, wire.Error{Error: re.Msg, Line: re.Line, Field: re.Field}
 	case errors.Is(err, store.ErrNotFound):
-		status, body = http.StatusNotFound, apiError{Error: "not found"}
+		status, body = http.StatusNotFound, wire.Error{Error: "not found"}
 	case errors.Is(err, store.ErrConflict):
-		status, body = http.StatusConflict, apiError{Error: err.Error()}
+		status, body = http.StatusConflict, wire.Error{Error: err.Error()}
 	case errors.As(err, &be):
-		status, body = http.StatusBadRequest, apiError{Error: fmt.Sprint(be.Message), Field: be.Field}
+		status, body = http.StatusBadRequest, wire.Error{Error: fmt.Sprint(be.Message), Field: be.Field}
 	case errors.As(err, &he):
-		status, body = he.Code, apiError{Error: fmt.Sprint(he.Message)}
+		status, body = he.Code, wire.Error{Error: fmt.Sprint(he.Message)}
 	case errors.Is(err, context.DeadlineExceeded):
-		status, body = http.StatusServiceUnavailable, apiError{Error: "request timed out"}
+		status, body = http.StatusServiceUnavailable, wire.Error{Error: "request timed out"}
 	case store.IsUnavailable(err):
 		// The client (Alertmanager, a gateway) should retry, which 503 and
 		// Retry-After say; writes are idempotent, so a retry after a commit
 		// whose answer was lost stores nothing twice.
 		c.Response().Header().Set("Retry-After", "1")
-		status, body = http.StatusServiceUnavailable, apiError{Error: "database unavailable; retry shortly (writes are idempotent, so retrying is safe)"}
+		status, body = http.StatusServiceUnavailable, wire.Error{Error: "database unavailable; retry shortly (writes are idempotent, so retrying is safe)"}
 	}
 	if status >= 500 {
 		s.log.ErrorContext(req.Context(), "request failed", "request_id", requestID(c),
@@ -94,7 +57,7 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		return
 	}
 	if wantsHTML(req) {
-		_ = s.renderError(c, status, body.Error)
+		_ = s.pages.RenderError(c, status, body.Error)
 		return
 	}
 	_ = c.JSON(status, body)

@@ -18,6 +18,7 @@ import (
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/diagnose"
 	"github.com/waterline-dev/waterline/web"
+	"github.com/waterline-dev/waterline/web/webhook"
 )
 
 // loadOpenAPI reads the document from the source tree (the server embeds
@@ -474,7 +475,7 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	a.call("POST /api/v1/webhooks", "/api/v1/webhooks", e.admin, "application/json", []byte(`{"url":"x"}`))
 	a.call("GET /api/v1/webhooks", "/api/v1/webhooks", e.admin, "", nil)
 	a.call("POST /api/v1/incidents/{id}/resolve", ip+"/resolve", e.write, "", nil)
-	if err := web.NewNotifier(e.st, web.NotifierOptions{PublicURL: "http://waterline.test"}).NotifyIncident(ctx, id); err != nil {
+	if err := webhook.NewNotifier(e.st, webhook.NotifierOptions{PublicURL: "http://waterline.test"}).NotifyIncident(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	hp := fmt.Sprintf("/api/v1/webhooks/%d", hook)

@@ -1,11 +1,13 @@
-// Package web is Waterline's only HTTP layer: the JSON API, the htmx UI
-// (templ components in web/ui), auth, and outbound webhooks. Handlers are
-// methods on Server named handle<Resource><Action>; every route is listed in
-// routes.go; one error handler (errors.go) turns errors into responses.
+// Package web is Waterline's HTTP server: the router (every route in
+// routes.go), shared middleware (request ids, logs and metrics, time
+// limits, token auth), one error handler that maps every error onto a
+// response (errors.go), and the operational endpoints. The handlers live
+// by job: web/api (JSON API), web/ingest (decoding pushed data), web/ui
+// (pages, with templ views in web/ui/views) and web/webhook (outbound
+// webhooks).
 package web
 
 import (
-	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -14,7 +16,11 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/waterline-dev/waterline/incident"
 	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/web/api"
+	"github.com/waterline-dev/waterline/web/ingest"
+	"github.com/waterline-dev/waterline/web/ui"
 )
 
 // Config holds the HTTP layer's settings.
@@ -35,23 +41,22 @@ type Config struct {
 
 // Deps are the collaborators the server needs.
 type Deps struct {
-	Store    *store.Store
-	Log      *slog.Logger
-	Registry prometheus.Registerer // where /metrics collectors are registered
-	Gatherer prometheus.Gatherer   // what /metrics serves
+	Store *store.Store
+	// Incidents opens, resolves and freezes incidents for every route that
+	// changes one. nil: a service without watchers, whose queued freezes
+	// (Alertmanager resolutions) run only if someone runs it.
+	Incidents *incident.Service
+	Log       *slog.Logger
+	Registry  prometheus.Registerer // where /metrics collectors are registered
+	Gatherer  prometheus.Gatherer   // what /metrics serves
 	// Ready reports whether the service can take traffic (Postgres reachable,
 	// migrations current). nil means always ready.
 	Ready func(ctx context.Context) error
 	Now   func() time.Time // nil = time.Now
-	// OnIncidentChanged, if set, is called after an incident was created,
-	// extended or resolved (and the change committed), on the request's
-	// goroutine: it must not block — hand the id to a worker, e.g. by a
-	// non-blocking channel send.
-	OnIncidentChanged func(id int64)
 	// SLO returns a model's latency SLO in ms, for spike severity; nil = none known.
 	SLO func(model string) (float64, bool)
 	// QueryRange runs ad-hoc PromQL (GET /api/v1/spikes?query=); nil = no Prometheus.
-	QueryRange QueryRangeFunc
+	QueryRange api.QueryRangeFunc
 }
 
 // Server serves Waterline's HTTP surface.
@@ -65,15 +70,8 @@ type Server struct {
 	gather  prometheus.Gatherer
 	tokens  tokenCache
 	echo    *echo.Echo
-
-	sessions sessionCache  // UI sessions (ui_auth.go)
-	views    viewCache     // decoded analyses and snapshots (ui_data.go)
-	viewData viewDataCache // timeline and sample pages, briefly (ui_cache.go)
-
-	onIncidentChanged func(id int64)
-	ingestSlots       chan struct{} // one token per sample ingest in progress
-	slo               func(model string) (float64, bool)
-	queryRange        QueryRangeFunc
+	api     *api.API
+	pages   *ui.Pages
 }
 
 // NewServer wires the routes. It registers its metrics on deps.Registry.
@@ -85,11 +83,6 @@ func NewServer(cfg Config, deps Deps) *Server {
 		ready:  deps.Ready,
 		now:    deps.Now,
 		gather: deps.Gatherer,
-
-		onIncidentChanged: deps.OnIncidentChanged,
-		ingestSlots:       make(chan struct{}, cmp.Or(cfg.IngestConcurrency, 4)),
-		slo:               deps.SLO,
-		queryRange:        deps.QueryRange,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -103,7 +96,20 @@ func NewServer(cfg Config, deps Deps) *Server {
 	if s.gather == nil {
 		s.gather = prometheus.NewRegistry()
 	}
+	if deps.Incidents == nil {
+		deps.Incidents = incident.New(deps.Store, incident.Options{Log: s.log, Now: s.now})
+	}
 	s.metrics = newMetrics(deps.Registry)
+	s.api = api.New(api.Config{
+		PublicURL: cfg.PublicURL,
+		Ingest: ingest.Limits{MaxBytes: cfg.IngestMaxBytes, MaxRecords: cfg.IngestMaxLines,
+			MaxAge: cfg.IngestMaxAge, MaxFuture: cfg.IngestMaxFuture},
+		AlertLookback:     cfg.AlertLookback,
+		IngestConcurrency: cfg.IngestConcurrency,
+	}, api.Deps{Store: deps.Store, Incidents: deps.Incidents, Registry: deps.Registry, Now: s.now,
+		SLO: deps.SLO, QueryRange: deps.QueryRange})
+	s.pages = ui.New(ui.Config{PublicURL: cfg.PublicURL, AuthProxyHeader: cfg.AuthProxyHeader},
+		ui.Deps{Store: deps.Store, Incidents: deps.Incidents, Now: s.now})
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true

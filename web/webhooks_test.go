@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/waterline-dev/waterline/store"
-	"github.com/waterline-dev/waterline/web"
 	"github.com/waterline-dev/waterline/web/webhook"
 )
 
@@ -195,7 +194,7 @@ func TestWebhookEventsAndFormats(t *testing.T) {
 	rc.register(e, "/jira", "jira")
 	rc.register(e, "/snow", "servicenow")
 	rc.register(e, "/resolved-only", "waterline", "incident.resolved")
-	notifier := web.NewNotifier(e.st, web.NotifierOptions{PublicURL: "http://waterline.test"})
+	notifier := webhook.NewNotifier(e.st, webhook.NotifierOptions{PublicURL: "http://waterline.test"})
 	dispatcher := webhook.NewDispatcher(e.st, webhook.Options{})
 	notifyChanged := func() {
 		for _, id := range e.incidentChanges() {

@@ -8,19 +8,23 @@ import (
 	"time"
 
 	"github.com/waterline-dev/waterline/diagnose"
+	"github.com/waterline-dev/waterline/incident"
 	"github.com/waterline-dev/waterline/pull"
 	"github.com/waterline-dev/waterline/store"
-	"github.com/waterline-dev/waterline/web"
+	"github.com/waterline-dev/waterline/web/api"
 )
 
-// newDiagnosis builds the analysis worker and, unless
-// WATERLINE_DETECT_INTERVAL is 0, the background spike detector, which
-// queues the incidents it opens for analysis. New analyses and the
-// detector's incidents are announced to the webhooks.
-func newDiagnosis(c config, st *store.Store, slo diagnose.SLOFunc, log *slog.Logger, hooks *webhooks) (*diagnose.Analyzer, *diagnose.Detector) {
+// newDiagnosis builds the analysis worker, the incident service that
+// every change of an incident goes through (it queues the incident for
+// analysis and tells the webhooks), and, unless WATERLINE_DETECT_INTERVAL
+// is 0, the background spike detector, which opens and resolves
+// incidents through that service. New analyses are announced to the
+// webhooks.
+func newDiagnosis(c config, st *store.Store, slo diagnose.SLOFunc, log *slog.Logger, hooks *webhooks) (*diagnose.Analyzer, *incident.Service, *diagnose.Detector) {
 	analyzer := diagnose.NewAnalyzer(st, diagnose.AnalyzerOptions{SLO: slo, Log: log, OnReady: hooks.notifier.AnalysisReady})
+	incidents := incident.New(st, incident.Options{Log: log, Watchers: []func(int64){analyzer.Enqueue, hooks.incidentChanged}})
 	if c.DetectInterval == 0 {
-		return analyzer, nil
+		return analyzer, incidents, nil
 	}
 	detector := diagnose.NewDetector(st, diagnose.DetectorOptions{
 		Interval:      c.DetectInterval,
@@ -29,29 +33,29 @@ func newDiagnosis(c config, st *store.Store, slo diagnose.SLOFunc, log *slog.Log
 		MinSeverity:   c.DetectMinSev,
 		SLO:           slo,
 		Log:           log,
-		OnIncident:    func(id int64) { analyzer.Enqueue(id); hooks.incidentChanged(id) },
+		Incidents:     incidents,
 	})
-	return analyzer, detector
+	return analyzer, incidents, detector
 }
 
 // adhocQuery adapts the puller's ad-hoc range queries to the web layer,
 // marking expressions Prometheus rejected as bad input.
-func adhocQuery(p *pull.Puller) web.QueryRangeFunc {
+func adhocQuery(p *pull.Puller) api.QueryRangeFunc {
 	if p == nil {
 		return nil
 	}
-	return func(ctx context.Context, expr string, start, end time.Time, step time.Duration) ([]web.LabeledSeries, error) {
+	return func(ctx context.Context, expr string, start, end time.Time, step time.Duration) ([]api.LabeledSeries, error) {
 		series, err := p.QueryRange(ctx, expr, start, end, step)
 		var qe *pull.QueryError
 		if errors.As(err, &qe) && qe.Rejected {
-			return nil, fmt.Errorf("%w: %v", web.ErrBadQuery, qe.Err)
+			return nil, fmt.Errorf("%w: %v", api.ErrBadQuery, qe.Err)
 		}
 		if err != nil {
 			return nil, err
 		}
-		out := make([]web.LabeledSeries, len(series))
+		out := make([]api.LabeledSeries, len(series))
 		for i, s := range series {
-			out[i] = web.LabeledSeries{Labels: s.Labels, Points: s.Points}
+			out[i] = api.LabeledSeries{Labels: s.Labels, Points: s.Points}
 		}
 		return out, nil
 	}

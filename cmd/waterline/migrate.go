@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-
 )
 
 // runMigrate applies the embedded migrations and exits.

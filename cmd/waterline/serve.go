@@ -40,7 +40,7 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 		return err
 	}
 	hooks := newWebhooks(c, st, log)
-	analyzer, detector := newDiagnosis(c, st, pullCfg.SLOFor, log, hooks)
+	analyzer, incidents, detector := newDiagnosis(c, st, pullCfg.SLOFor, log, hooks)
 	srv := web.NewServer(web.Config{
 		PublicURL:       c.PublicURL,
 		IngestMaxBytes:  c.IngestMaxBytes,
@@ -51,15 +51,14 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 		AlertLookback:   c.AlertLookback,
 		AuthProxyHeader: c.AuthProxyHeader,
 	}, web.Deps{
-		Store:    st,
-		Log:      log,
-		Registry: reg,
-		Gatherer: reg,
-		Ready:    st.Ready,
-
-		OnIncidentChanged: func(id int64) { analyzer.Enqueue(id); hooks.incidentChanged(id) },
-		SLO:               pullCfg.SLOFor,
-		QueryRange:        adhocQuery(puller),
+		Store:      st,
+		Incidents:  incidents,
+		Log:        log,
+		Registry:   reg,
+		Gatherer:   reg,
+		Ready:      st.Ready,
+		SLO:        pullCfg.SLOFor,
+		QueryRange: adhocQuery(puller),
 	})
 
 	ln, err := net.Listen("tcp", c.Addr)
@@ -74,6 +73,7 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 	}
 	go maintainLoop(bg, st, c, log)
 	go analyzer.Run(bg)
+	go incidents.Run(bg)
 	hooks.run(bg)
 	if detector != nil {
 		go detector.Run(bg)

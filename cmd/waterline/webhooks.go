@@ -5,7 +5,6 @@ import (
 	"log/slog"
 
 	"github.com/waterline-dev/waterline/store"
-	"github.com/waterline-dev/waterline/web"
 	"github.com/waterline-dev/waterline/web/webhook"
 )
 
@@ -14,14 +13,14 @@ import (
 // opens, gets its first analysis, changes top cause or resolves; the
 // dispatcher sends due deliveries (several replicas share the queue).
 type webhooks struct {
-	notifier   *web.Notifier
+	notifier   *webhook.Notifier
 	dispatcher *webhook.Dispatcher
 	done       chan struct{}
 }
 
 func newWebhooks(c config, st *store.Store, log *slog.Logger) *webhooks {
 	d := webhook.NewDispatcher(st, webhook.Options{Log: log})
-	n := web.NewNotifier(st, web.NotifierOptions{PublicURL: c.PublicURL, Log: log, OnQueued: d.Wake})
+	n := webhook.NewNotifier(st, webhook.NotifierOptions{PublicURL: c.PublicURL, Log: log, OnQueued: d.Wake})
 	return &webhooks{notifier: n, dispatcher: d, done: make(chan struct{})}
 }
 

@@ -30,6 +30,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/waterline-dev/waterline/diagnose"
+	"github.com/waterline-dev/waterline/incident"
 	"github.com/waterline-dev/waterline/internal/promtest"
 	"github.com/waterline-dev/waterline/internal/testclock"
 	"github.com/waterline-dev/waterline/pull"
@@ -207,6 +208,9 @@ func Start(t testing.TB, b Bundle, opt Options) *Stack {
 	log := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	analyzer := diagnose.NewAnalyzer(st, diagnose.AnalyzerOptions{SLO: cfg.SLOFor, Log: log})
 	go analyzer.Run(ctx)
+	clock := clockAfter(b.End)
+	incidents := incident.New(st, incident.Options{Log: log, Now: clock, Watchers: []func(int64){analyzer.Enqueue}})
+	go incidents.Run(ctx)
 	reg := prometheus.NewRegistry()
 	// Listen first, so permalinks and share links name the real address.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -219,7 +223,7 @@ func Start(t testing.TB, b Bundle, opt Options) *Stack {
 		PublicURL: base, IngestMaxBytes: 1 << 30, IngestMaxLines: 5_000_000, IngestMaxAge: 100 * 365 * 24 * time.Hour,
 		IngestMaxFuture: time.Hour, RequestTimeout: 5 * time.Minute, AlertLookback: 30 * time.Minute,
 		AuthProxyHeader: opt.AuthProxyHeader,
-	}, web.Deps{Store: st, Log: log, Registry: reg, Gatherer: reg, OnIncidentChanged: analyzer.Enqueue, SLO: cfg.SLOFor, Now: clockAfter(b.End)})
+	}, web.Deps{Store: st, Incidents: incidents, Log: log, Registry: reg, Gatherer: reg, SLO: cfg.SLOFor, Now: clock})
 	hs := &httptest.Server{Listener: ln, Config: &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}}
 	hs.Start()
 	t.Cleanup(hs.Close)

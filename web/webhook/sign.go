@@ -1,9 +1,11 @@
-// Package webhook sends Waterline's outbound webhooks: it claims due
-// deliveries from Postgres (store), signs each body with the webhook's
-// secret, POSTs it, and records the outcome — delivered, retried later
-// with exponential backoff and jitter, or failed for good. What a delivery
-// says (its body in the Waterline, Jira or ServiceNow format) is decided
-// when it is queued, by package web.
+// Package webhook is Waterline's outbound webhooks. The Notifier decides
+// what to say: told about incident changes and new analyses, it queues a
+// delivery per subscribed webhook, its body already rendered in the
+// webhook's format (Waterline, a Jira remote link or a ServiceNow event).
+// The Dispatcher decides when: it claims due deliveries from Postgres
+// (store), signs each body with the webhook's secret, POSTs it, and
+// records the outcome — delivered, retried later with exponential backoff
+// and jitter, or failed for good.
 //
 // A receiver checks a delivery like this (see Verify):
 //

@@ -1,0 +1,100 @@
+package incident
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/store"
+)
+
+// Snapshot limits: the slow samples are kept (up to a cap) because they
+// are the evidence; the others only as a baseline to compare with.
+const (
+	snapshotMaxSlow     = 20000
+	snapshotMaxBaseline = 2000
+	snapshotMaxEvents   = 10000
+)
+
+// freeze stores a frozen copy of what the incident page shows over its
+// default window — curves (aggregate levels at ~4× the page's
+// resolution, replica curves at the page's), events, the slow samples and
+// a capped, evenly spread baseline, and the newest ready analysis — so the
+// permalink stays complete after retention drops the data.
+func (s *Service) freeze(ctx context.Context, id int64) error {
+	in, err := s.st.Incident(ctx, id)
+	if err != nil {
+		return err
+	}
+	v := View{Incident: in}
+	sn := store.Snapshot{IncidentID: id}
+	switch rec, err := s.st.LatestReadyAnalysis(ctx, id); {
+	case err == nil:
+		sn.Analysis = json.RawMessage(rec.Result)
+		if len(rec.Result) > 2 {
+			var an correlate.Analysis
+			if err := json.Unmarshal(rec.Result, &an); err != nil {
+				return err
+			}
+			v.Analysis = &an
+		}
+	case !errors.Is(err, store.ErrNotFound):
+		return err
+	}
+	now := s.opt.Now()
+	sn.CreatedAt = now.UTC().Truncate(time.Microsecond)
+	from, to := v.Window(now)
+	end := to.Add(time.Nanosecond)
+	page := ChartStep(from, to)
+	agg, err := s.st.Curves(ctx, store.CurveFilter{From: from, To: end, Step: max(page/4, 15*time.Second), MaxRoles: store.PeakRoles,
+		Levels: []correlate.Level{correlate.LevelFleet, correlate.LevelModel, correlate.LevelVersion, correlate.LevelNode}})
+	if err != nil {
+		return err
+	}
+	reps, err := s.st.Curves(ctx, store.CurveFilter{From: from, To: end, Step: page, MaxRoles: store.PeakRoles,
+		Levels: []correlate.Level{correlate.LevelReplica}})
+	if err != nil {
+		return err
+	}
+	sn.FrozenCurves = append(agg, reps...)
+	if sn.FrozenEvents, err = s.st.Events(ctx, store.EventFilter{From: from, To: end, Limit: snapshotMaxEvents}); err != nil {
+		return err
+	}
+	if sn.FrozenSamples, err = s.frozenSamples(ctx, v, from, end); err != nil {
+		return err
+	}
+	return s.st.SaveSnapshot(ctx, sn)
+}
+
+// frozenSamples keeps the window's slow samples (up to a cap) and a
+// baseline of the others spread evenly over time rather than the first N:
+// the baseline should cover the whole window.
+func (s *Service) frozenSamples(ctx context.Context, v View, from, end time.Time) ([]correlate.Sample, error) {
+	slowMs, def := v.SlowThresholds()
+	var slow, others []correlate.Sample
+	err := s.st.ScanSamples(ctx, store.SampleFilter{From: from, To: end}, func(x *correlate.Sample) error {
+		thr, ok := slowMs[x.Model]
+		if !ok {
+			thr = def
+		}
+		switch {
+		case x.TotalMs >= thr && len(slow) < snapshotMaxSlow:
+			slow = append(slow, *x)
+		case x.TotalMs < thr:
+			others = append(others, *x)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if n := len(others); n > snapshotMaxBaseline {
+		for i := 0; i < snapshotMaxBaseline; i++ {
+			slow = append(slow, others[i*n/snapshotMaxBaseline])
+		}
+		return slow, nil
+	}
+	return append(slow, others...), nil
+}

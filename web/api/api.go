@@ -1,0 +1,87 @@
+// Package api is Waterline's JSON API (/api/v1, DESIGN §4): thin handlers
+// that read a request (web/request, web/ingest), call the store, the
+// incident service or diagnose, and answer with the wire types. Handlers
+// are methods of API named <Verb><Resource>; web/routes.go mounts them
+// behind token auth.
+package api
+
+import (
+	"cmp"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/waterline-dev/waterline/incident"
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/web/ingest"
+)
+
+// Config holds the API's settings.
+type Config struct {
+	PublicURL     string        // base URL for permalinks, without a trailing slash
+	Ingest        ingest.Limits // per ingest request
+	AlertLookback time.Duration // incident start = earliest startsAt − lookback
+	// IngestConcurrency bounds sample ingest requests handled at once (each
+	// holds its samples in memory and a database connection); more wait
+	// their turn. 0 = 4.
+	IngestConcurrency int
+}
+
+// Deps are the API's collaborators.
+type Deps struct {
+	Store     *store.Store
+	Incidents *incident.Service
+	Registry  prometheus.Registerer // where the ingest metrics are registered
+	Now       func() time.Time
+	// SLO returns a model's latency SLO in ms, for spike severity; nil = none known.
+	SLO func(model string) (float64, bool)
+	// QueryRange runs ad-hoc PromQL (GET /api/v1/spikes?query=); nil = no Prometheus.
+	QueryRange QueryRangeFunc
+}
+
+// API serves /api/v1.
+type API struct {
+	cfg         Config
+	store       *store.Store
+	incidents   *incident.Service
+	now         func() time.Time
+	slo         func(model string) (float64, bool)
+	queryRange  QueryRangeFunc
+	metrics     *metrics
+	ingestSlots chan struct{} // one token per sample ingest in progress
+}
+
+// New returns the API; it registers its metrics on deps.Registry.
+func New(cfg Config, deps Deps) *API {
+	return &API{
+		cfg: cfg, store: deps.Store, incidents: deps.Incidents, now: deps.Now, slo: deps.SLO, queryRange: deps.QueryRange,
+		metrics:     newMetrics(deps.Registry),
+		ingestSlots: make(chan struct{}, cmp.Or(cfg.IngestConcurrency, 4)),
+	}
+}
+
+// metrics count what ingest stored and rejected.
+type metrics struct {
+	ingestRecords *prometheus.CounterVec // by kind (events, samples, alerts) and outcome (accepted, duplicate)
+	ingestBytes   *prometheus.CounterVec // by kind, decompressed
+	ingestErrors  *prometheus.CounterVec // by kind and reason
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		ingestRecords: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "waterline_ingest_records_total",
+			Help: "Ingested records by kind (events, samples, alerts) and outcome (accepted, duplicate).",
+		}, []string{"kind", "outcome"}),
+		ingestBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "waterline_ingest_bytes_total",
+			Help: "Decompressed ingest body bytes by kind.",
+		}, []string{"kind"}),
+		ingestErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "waterline_ingest_errors_total",
+			Help: "Rejected ingest requests by kind and reason.",
+		}, []string{"kind", "reason"}),
+	}
+	reg.MustRegister(m.ingestRecords, m.ingestBytes, m.ingestErrors)
+	return m
+}

@@ -1,0 +1,158 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/web/ingest"
+	"github.com/waterline-dev/waterline/web/request"
+	"github.com/waterline-dev/waterline/wire"
+)
+
+// webhookView is a webhook on the wire: a password in the URL (basic auth
+// for Jira or ServiceNow) is masked, and the secret is never shown.
+func webhookView(w store.Webhook) wire.Webhook {
+	u := w.URL
+	if p, err := url.Parse(w.URL); err == nil {
+		u = p.Redacted()
+	}
+	return wire.Webhook{ID: w.ID, URL: u, Format: w.Format, Events: w.Events, CreatedAt: w.CreatedAt}
+}
+
+// Limits of a webhook registration.
+const (
+	maxWebhookBody   = 16 << 10
+	maxWebhookURL    = 2000
+	minWebhookSecret = 16
+	maxWebhookSecret = 256
+)
+
+// CreateWebhook is POST /api/v1/webhooks (admin): register a receiver →
+// 201 with the webhook, without its secret.
+func (a *API) CreateWebhook(c echo.Context) error {
+	var w wire.WebhookCreate
+	if err := ingest.ReadObject(c.Response(), c.Request(), maxWebhookBody, &w, `{"url", "secret", "format"?, "events"?}`); err != nil {
+		return err
+	}
+	n, err := checkWebhook(w)
+	if err != nil {
+		return err
+	}
+	hook, err := a.store.CreateWebhook(c.Request().Context(), n)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, webhookView(hook))
+}
+
+// checkWebhook validates a registration and fills defaults: format
+// waterline, every event.
+func checkWebhook(w wire.WebhookCreate) (store.NewWebhook, error) {
+	u, err := url.Parse(strings.TrimSpace(w.URL))
+	switch {
+	case w.URL == "":
+		return store.NewWebhook{}, request.Invalid("url", "required: the receiver's http(s) URL")
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		return store.NewWebhook{}, request.Invalid("url", "want an absolute http(s) URL, got %q", w.URL)
+	case len(w.URL) > maxWebhookURL:
+		return store.NewWebhook{}, request.Invalid("url", "longer than %d bytes", maxWebhookURL)
+	}
+	if len(w.Secret) < minWebhookSecret || len(w.Secret) > maxWebhookSecret {
+		return store.NewWebhook{}, request.Invalid("secret", "want %d to %d characters (the HMAC-SHA256 key receivers verify signatures with), got %d",
+			minWebhookSecret, maxWebhookSecret, len(w.Secret))
+	}
+	format := w.Format
+	if format == "" {
+		format = store.WebhookFormatWaterline
+	}
+	if format != store.WebhookFormatWaterline && format != store.WebhookFormatJira && format != store.WebhookFormatServiceNow {
+		return store.NewWebhook{}, request.Invalid("format", "want waterline, jira or servicenow, got %q", w.Format)
+	}
+	events := w.Events
+	if len(events) == 0 {
+		events = store.WebhookEvents
+	}
+	var uniq []string
+	for i, e := range events {
+		if !slices.Contains(store.WebhookEvents, e) {
+			return store.NewWebhook{}, request.Invalid("events["+strconv.Itoa(i)+"]", "want one of %s, got %q", strings.Join(store.WebhookEvents, ", "), e)
+		}
+		if !slices.Contains(uniq, e) {
+			uniq = append(uniq, e)
+		}
+	}
+	return store.NewWebhook{URL: u.String(), Secret: w.Secret, Format: format, Events: uniq}, nil
+}
+
+// ListWebhooks is GET /api/v1/webhooks (admin).
+func (a *API) ListWebhooks(c echo.Context) error {
+	hooks, err := a.store.Webhooks(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	out := wire.WebhookList{Webhooks: make([]wire.Webhook, len(hooks))}
+	for i, h := range hooks {
+		out.Webhooks[i] = webhookView(h)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// DeleteWebhook is DELETE /api/v1/webhooks/{id} (admin) → 204; its
+// pending deliveries are dropped with it.
+func (a *API) DeleteWebhook(c echo.Context) error {
+	id, err := request.ID(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	if err := a.store.DeleteWebhook(c.Request().Context(), id); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// ListDeliveries is GET /api/v1/webhooks/{id}/deliveries?limit=&cursor=
+// (admin): the delivery log, newest first.
+func (a *API) ListDeliveries(c echo.Context) error {
+	id, err := request.ID(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if _, err := a.store.WebhookByID(ctx, id); err != nil {
+		return err
+	}
+	limit, err := request.Limit(c.QueryParams(), 50, 500)
+	if err != nil {
+		return err
+	}
+	list, next, err := a.store.Deliveries(ctx, id, c.QueryParam("cursor"), limit)
+	if errors.Is(err, store.ErrBadDeliveryCursor) {
+		return request.BadInput("cursor", "not a cursor from a previous page's next_cursor")
+	}
+	if err != nil {
+		return err
+	}
+	out := wire.DeliveryPage{Deliveries: make([]wire.Delivery, len(list)), NextCursor: next}
+	for i, d := range list {
+		v := wire.Delivery{
+			ID: d.ID, WebhookID: d.WebhookID, IncidentID: d.IncidentID, Event: d.Event, AnalysisVersion: d.AnalysisVersion,
+			IdempotencyKey: d.IdempotencyKey, Status: d.Status, Attempts: d.Attempts, LastStatus: d.LastStatus,
+			LastError: d.LastError, CreatedAt: d.CreatedAt, LastAttemptAt: d.LastAttemptAt, DeliveredAt: d.DeliveredAt,
+			Payload: json.RawMessage(d.Body),
+		}
+		if d.Status == store.DeliveryPending {
+			at := d.NextAttemptAt
+			v.NextAttemptAt = &at
+		}
+		out.Deliveries[i] = v
+	}
+	return c.JSON(http.StatusOK, out)
+}

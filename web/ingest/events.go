@@ -1,0 +1,135 @@
+package ingest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/web/request"
+	"github.com/waterline-dev/waterline/wire"
+)
+
+// Events decodes and checks every event of b, all or nothing: events
+// are few, so they are read whole before anything is stored.
+func Events(b *Body, lim Limits, now time.Time) ([]correlate.Event, error) {
+	var events []correlate.Event
+	for {
+		raw, line, err := b.Next()
+		if errors.Is(err, io.EOF) {
+			return events, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		var w wire.EventIn
+		if err := DecodeRecord(raw, line, &w); err != nil {
+			return nil, err
+		}
+		e, err := checkEvent(&w, line, lim, now)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, e)
+	}
+}
+
+// checkEvent validates one event and gives it its id.
+func checkEvent(w *wire.EventIn, line int, lim Limits, now time.Time) (correlate.Event, error) {
+	bad := func(field, format string, args ...any) error {
+		return &request.Error{Status: http.StatusUnprocessableEntity, Line: line, Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	kind := correlate.EventKind(w.Kind)
+	if w.Kind == "" {
+		return correlate.Event{}, bad("kind", "required")
+	}
+	if !kind.Valid() {
+		known := make([]string, len(correlate.EventKinds))
+		for i, k := range correlate.EventKinds {
+			known[i] = string(k)
+		}
+		return correlate.Event{}, bad("kind", "unknown kind %q; known kinds: %s", w.Kind, strings.Join(known, ", "))
+	}
+	for _, f := range []struct{ name, v string }{{"id", w.ID}, {"model", w.Model}, {"version", w.Version},
+		{"tenant", w.Tenant}, {"replica", w.Replica}, {"node", w.Node}, {"source", w.Source}} {
+		if msg := request.CheckText(f.v, request.MaxLabelLen); msg != "" {
+			return correlate.Event{}, bad(f.name, "%s", msg)
+		}
+	}
+	if msg := request.CheckText(w.Summary, 4096); msg != "" {
+		return correlate.Event{}, bad("summary", "%s", msg)
+	}
+	t, msg := checkTime(w.Time, lim, now)
+	if msg != "" {
+		return correlate.Event{}, bad("time", "%s", msg)
+	}
+	e := correlate.Event{
+		ID: w.ID, Kind: kind, Time: t, Source: w.Source, Summary: w.Summary,
+		Scope: correlate.Scope{Model: w.Model, Version: w.Version, Tenant: w.Tenant, Replica: w.Replica, Node: w.Node},
+	}
+	if w.EndTime != "" {
+		end, msg := checkTime(w.EndTime, lim, now)
+		if msg != "" {
+			return correlate.Event{}, bad("end_time", "%s", msg)
+		}
+		if end.Before(t) {
+			return correlate.Event{}, bad("end_time", "is before time")
+		}
+		e.EndTime = &end
+	}
+	if len(w.Attrs) > 0 && string(w.Attrs) != "null" {
+		if len(w.Attrs) > 16<<10 {
+			return correlate.Event{}, bad("attrs", "larger than 16 KiB")
+		}
+		if err := json.Unmarshal(w.Attrs, &e.Attrs); err != nil {
+			return correlate.Event{}, bad("attrs", "want an object")
+		}
+		if hasNUL(e.Attrs) {
+			return correlate.Event{}, bad("attrs", "must not contain NUL characters")
+		}
+	}
+	if e.ID == "" {
+		e.ID = contentID(e)
+	}
+	return e, nil
+}
+
+// contentID is the idempotency key of an event sent without an id: the
+// same kind, time, scope and summary is the same event.
+func contentID(e correlate.Event) string {
+	h := sha256.New()
+	for _, f := range []string{string(e.Kind), e.Time.UTC().Format(time.RFC3339Nano), e.Model, e.Version, e.Tenant,
+		e.Replica, e.Node, e.Summary} {
+		h.Write([]byte(f))
+		h.Write([]byte{0})
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// hasNUL reports whether a decoded JSON value holds a NUL anywhere (jsonb
+// rejects it).
+func hasNUL(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return strings.IndexByte(x, 0) >= 0
+	case map[string]any:
+		for k, v := range x {
+			if strings.IndexByte(k, 0) >= 0 || hasNUL(v) {
+				return true
+			}
+		}
+	case []any:
+		for _, v := range x {
+			if hasNUL(v) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,259 @@
+package ui
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/web/ui/views"
+)
+
+// Browser auth. The UI is reached either through an auth proxy that sets a
+// trusted user header (only when Config.AuthProxyHeader names it: a header
+// anyone can send is trusted only when the operator says a proxy strips
+// it), or by pasting an API token on /login, which starts a session. Either
+// way the browser holds an HttpOnly, SameSite=Lax session cookie whose
+// session carries a CSRF token: every POST must echo it (form field csrf or
+// header X-CSRF-Token, which htmx sends via hx-headers). API routes keep
+// bearer tokens and need no CSRF (a browser cannot attach a bearer token
+// cross-site).
+
+const (
+	sessionCookie    = "wl_session"
+	loginCSRFCookie  = "wl_login"
+	sessionTTL       = 12 * time.Hour
+	sessionCacheTTL  = 30 * time.Second
+	csrfHeader       = "X-CSRF-Token"
+	userKey          = "ui_user"
+	proxySessionName = "proxy:"
+)
+
+// user is the signed-in browser user of a request.
+type user struct {
+	Name  string
+	Scope store.TokenScope
+	CSRF  string
+}
+
+func userOf(c echo.Context) (user, bool) {
+	u, ok := c.Get(userKey).(user)
+	return u, ok
+}
+
+// sessionCache keeps session lookups for a short time, keyed by the
+// secret's hash; logout and revocation take effect within its TTL.
+type sessionCache struct {
+	mu sync.Mutex
+	m  map[[32]byte]sessionCacheEntry
+}
+
+type sessionCacheEntry struct {
+	se      store.Session
+	expires time.Time
+}
+
+func (sc *sessionCache) get(k [32]byte, now time.Time) (store.Session, bool) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	e, ok := sc.m[k]
+	if !ok || now.After(e.expires) || now.After(e.se.ExpiresAt) {
+		delete(sc.m, k)
+		return store.Session{}, false
+	}
+	return e.se, true
+}
+
+func (sc *sessionCache) put(k [32]byte, se store.Session, now time.Time) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.m == nil || len(sc.m) > 10000 {
+		sc.m = map[[32]byte]sessionCacheEntry{}
+	}
+	sc.m[k] = sessionCacheEntry{se: se, expires: now.Add(sessionCacheTTL)}
+}
+
+func (sc *sessionCache) drop(k [32]byte) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	delete(sc.m, k)
+}
+
+// session returns the request's live session, if its cookie names one.
+func (p *Pages) session(c echo.Context) (store.Session, string, bool, error) {
+	ck, err := c.Cookie(sessionCookie)
+	if err != nil || ck.Value == "" || len(ck.Value) > 100 {
+		return store.Session{}, "", false, nil
+	}
+	now := p.now()
+	k := store.SessionSecretHash(ck.Value)
+	if se, ok := p.sessions.get(k, now); ok {
+		return se, ck.Value, true, nil
+	}
+	se, err := p.store.LookupSession(c.Request().Context(), ck.Value, now)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Session{}, "", false, nil
+	}
+	if err != nil {
+		return store.Session{}, "", false, err
+	}
+	p.sessions.put(k, se, now)
+	return se, ck.Value, true, nil
+}
+
+// setSessionCookie gives the browser the session's remaining lifetime as
+// Max-Age, never as an Expires date: the browser counts Max-Age on its own
+// clock, so a client whose clock disagrees with the server's (skew, or a
+// test browser next to a test clock) neither drops the cookie at once nor
+// keeps it too long. The server checks expiry itself anyway.
+func (p *Pages) setSessionCookie(c echo.Context, secret string, expires time.Time) {
+	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: secret, Path: "/", MaxAge: max(1, int(expires.Sub(p.now()).Seconds())), HttpOnly: true,
+		SameSite: http.SameSiteLaxMode, Secure: strings.HasPrefix(p.cfg.PublicURL, "https://")})
+}
+
+// RequireSession admits browsers with a session (or a trusted proxy user)
+// whose scope allows need, and checks the CSRF token on every unsafe
+// method. Without a session a GET is sent to /login (htmx gets
+// HX-Redirect).
+func (p *Pages) RequireSession(need store.TokenScope) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			u, ok, err := p.identify(c)
+			if err != nil {
+				return err
+			}
+			req := c.Request()
+			if !ok {
+				if req.Method != http.MethodGet {
+					return echo.NewHTTPError(http.StatusUnauthorized, "sign in first")
+				}
+				to := "/login?next=" + url.QueryEscape(req.URL.RequestURI())
+				if req.Header.Get(hxRequest) == "true" {
+					c.Response().Header().Set("HX-Redirect", to)
+					return c.NoContent(http.StatusUnauthorized)
+				}
+				return c.Redirect(http.StatusSeeOther, to)
+			}
+			c.Set(userKey, u)
+			if !u.Scope.Allows(need) {
+				return echo.NewHTTPError(http.StatusForbidden, "your sign-in has scope "+string(u.Scope)+"; this needs "+string(need))
+			}
+			if req.Method != http.MethodGet && req.Method != http.MethodHead && !validCSRF(c, u.CSRF) {
+				return echo.NewHTTPError(http.StatusForbidden, "missing or wrong CSRF token: reload the page and try again")
+			}
+			return next(c)
+		}
+	}
+}
+
+func validCSRF(c echo.Context, want string) bool {
+	got := c.Request().Header.Get(csrfHeader)
+	if got == "" {
+		got = c.FormValue("csrf")
+	}
+	return want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+// identify finds who the browser is: the trusted proxy header when one
+// is configured, else the session cookie.
+func (p *Pages) identify(c echo.Context) (user, bool, error) {
+	se, _, ok, err := p.session(c)
+	if err != nil {
+		return user{}, false, err
+	}
+	if h := p.cfg.AuthProxyHeader; h != "" {
+		name := strings.TrimSpace(c.Request().Header.Get(h))
+		if name != "" {
+			// The proxy vouches for the user on every request; the
+			// session exists only to carry a CSRF token, and is replaced
+			// when the user behind the cookie changes.
+			if ok && se.TokenID == nil && se.User == proxySessionName+name {
+				return user{Name: name, Scope: se.Scope, CSRF: se.CSRF}, true, nil
+			}
+			secret, se, err := p.store.CreateSession(c.Request().Context(), proxySessionName+name, store.ScopeWrite, nil, sessionTTL, p.now())
+			if err != nil {
+				return user{}, false, err
+			}
+			p.setSessionCookie(c, secret, se.ExpiresAt)
+			return user{Name: name, Scope: se.Scope, CSRF: se.CSRF}, true, nil
+		}
+	}
+	if !ok || se.TokenID == nil {
+		// A proxy session is worth nothing without the proxy's header.
+		return user{}, false, nil
+	}
+	return user{Name: se.User, Scope: se.Scope, CSRF: se.CSRF}, true, nil
+}
+
+// safeNext keeps a post-login redirect on this site.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.ContainsAny(next, "\r\n") {
+		return "/"
+	}
+	return next
+}
+
+// ShowLogin is GET /login. The form's CSRF token is a random value
+// also set as a cookie (there is no session yet to bind it to).
+func (p *Pages) ShowLogin(c echo.Context) error {
+	next := safeNext(c.QueryParam("next"))
+	if _, ok, err := p.identify(c); err == nil && ok {
+		return c.Redirect(http.StatusSeeOther, next)
+	}
+	return p.loginPage(c, http.StatusOK, next, "")
+}
+
+func (p *Pages) loginPage(c echo.Context, status int, next, msg string) error {
+	b := make([]byte, 18)
+	_, _ = rand.Read(b)
+	tok := base64.RawURLEncoding.EncodeToString(b)
+	c.SetCookie(&http.Cookie{Name: loginCSRFCookie, Value: tok, Path: "/login", HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: strings.HasPrefix(p.cfg.PublicURL, "https://"), MaxAge: 3600})
+	return render(c, status, views.Layout(views.Page{Title: "Sign in"}, views.LoginBody(tok, next, msg)))
+}
+
+// Login is POST /login: an API token with read scope or more starts
+// a session.
+func (p *Pages) Login(c echo.Context) error {
+	next := safeNext(c.FormValue("next"))
+	ck, err := c.Cookie(loginCSRFCookie)
+	if err != nil || ck.Value == "" || subtle.ConstantTimeCompare([]byte(ck.Value), []byte(c.FormValue("csrf"))) != 1 {
+		return p.loginPage(c, http.StatusForbidden, next, "The form expired (CSRF check failed); please try again.")
+	}
+	secret := strings.TrimSpace(c.FormValue("token"))
+	tok, err := p.store.LookupToken(c.Request().Context(), secret)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !tok.Scope.Allows(store.ScopeRead)) {
+		return p.loginPage(c, http.StatusUnauthorized, next, "Unknown or revoked token.")
+	}
+	if err != nil {
+		return err
+	}
+	id := tok.ID
+	sec, se, err := p.store.CreateSession(c.Request().Context(), tok.Name, tok.Scope, &id, sessionTTL, p.now())
+	if err != nil {
+		return err
+	}
+	p.setSessionCookie(c, sec, se.ExpiresAt)
+	c.SetCookie(&http.Cookie{Name: loginCSRFCookie, Value: "", Path: "/login", MaxAge: -1})
+	return c.Redirect(http.StatusSeeOther, next)
+}
+
+// Logout is POST /logout (behind RequireSession, so CSRF-checked).
+func (p *Pages) Logout(c echo.Context) error {
+	if ck, err := c.Cookie(sessionCookie); err == nil && ck.Value != "" {
+		p.sessions.drop(store.SessionSecretHash(ck.Value))
+		if err := p.store.DeleteSession(c.Request().Context(), ck.Value, p.now()); err != nil {
+			return err
+		}
+	}
+	c.SetCookie(&http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteLaxMode})
+	return c.Redirect(http.StatusSeeOther, "/login")
+}

@@ -1,0 +1,40 @@
+package ui
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/web/api"
+	"github.com/waterline-dev/waterline/web/ui/views"
+)
+
+// ShowHome is GET /: open incidents with their top cause, recent spikes,
+// pull health, and the latest resolved incidents.
+func (p *Pages) ShowHome(c echo.Context) error {
+	ctx := c.Request().Context()
+	now := p.now()
+	open, _, err := p.store.ListIncidents(ctx, store.IncidentFilter{Status: store.IncidentOpen, Limit: 100})
+	if err != nil {
+		return err
+	}
+	resolved, _, err := p.store.ListIncidents(ctx, store.IncidentFilter{Status: store.IncidentResolved, Limit: 10})
+	if err != nil {
+		return err
+	}
+	// Spikes of any age, newest first: a replayed or backfilled history is
+	// as interesting as the live edge.
+	spikes, err := p.store.RecordedSpikes(ctx, time.Unix(0, 0), now.Add(24*time.Hour), 15)
+	if err != nil {
+		return err
+	}
+	ps, err := api.PullStatus(ctx, p.store, now)
+	if err != nil {
+		return err
+	}
+	h := views.HomePage{Open: views.BuildIncidentRows(open, now), Recent: views.BuildIncidentRows(resolved, now),
+		Spikes: views.BuildSpikeRows(spikes, now), Pull: views.BuildPullHealth(ps, now)}
+	return p.page(c, http.StatusOK, views.Page{Title: "Incidents", Nav: "home"}, views.HomeBody(h))
+}

@@ -1,0 +1,287 @@
+package ui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/incident"
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/web/api"
+	"github.com/waterline-dev/waterline/web/request"
+	"github.com/waterline-dev/waterline/web/ui/views"
+	"github.com/waterline-dev/waterline/wire"
+)
+
+// ShowIncident is GET /incidents/{id}: the permalink. An htmx request
+// targeting #filtered or #sample-table gets only that region.
+func (p *Pages) ShowIncident(c echo.Context) error {
+	id, err := request.ID(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return p.incidentPage(c, id, incidentPath(id), false)
+}
+
+// incidentPage renders the incident page (or one of its fragments) under
+// base: /incidents/{id} for signed-in users, /s/{token} for a share link,
+// which is read-only.
+func (p *Pages) incidentPage(c echo.Context, id int64, base string, readOnly bool) error {
+	ctx := c.Request().Context()
+	st, err := views.ParseState(base, c.QueryParams())
+	if err != nil {
+		return request.BadInput("", "%v", err)
+	}
+	d, err := p.loadIncident(ctx, id, st.Live)
+	if err != nil {
+		return err
+	}
+	if d.status == "" {
+		p.incidents.Notify(id) // nothing computed yet: make sure it is queued
+	}
+	switch fragmentTarget(c.Request()) {
+	case "sample-table":
+		t, err := p.sampleTable(ctx, d, st)
+		if err != nil {
+			return err
+		}
+		return render(c, http.StatusOK, views.SampleTableView(t))
+	case "filtered":
+		f, err := p.filtered(ctx, d, st)
+		if err != nil {
+			return err
+		}
+		return render(c, http.StatusOK, views.FilteredRegion(f))
+	}
+	f, err := p.filtered(ctx, d, st)
+	if err != nil {
+		return err
+	}
+	u, _ := userOf(c)
+	in := views.IncidentInput{Incident: d.inc, Analysis: d.an, Status: d.status, Version: d.version, ComputedAt: d.computedAt,
+		Recomputing: d.recomputing, Error: d.errMsg, SnapshotAt: d.snapAt, State: st, ReadOnly: readOnly,
+		CanWrite: u.Scope.Allows(store.ScopeWrite), Now: p.now()}
+	if !readOnly {
+		tok, err := p.store.ShareToken(ctx, id)
+		if err != nil {
+			return err
+		}
+		if tok != "" {
+			in.ShareURL = p.cfg.PublicURL + "/s/" + tok
+		}
+	}
+	v := views.BuildIncident(in)
+	v.Filtered, v.CSRF = f, u.CSRF
+	meta := views.Page{Title: "#" + strconv.FormatInt(id, 10) + " " + d.inc.Title}
+	if readOnly {
+		meta.OG = p.openGraph(ctx, d, base)
+		meta.Title = meta.OG.Title
+	}
+	return p.page(c, http.StatusOK, meta, views.IncidentBody(v))
+}
+
+// viewWindow is the window a state shows: its from/to, or the default.
+func (p *Pages) viewWindow(d *incidentData, st views.State) (time.Time, time.Time) {
+	from, to := d.view().Window(p.now())
+	if !st.From.IsZero() {
+		from = st.From
+	}
+	if !st.To.IsZero() {
+		to = st.To
+	}
+	if !from.Before(to) {
+		to = from.Add(time.Hour)
+	}
+	return from, to
+}
+
+// filtered loads the region filters and zooms reload: timeline, the
+// concentration table and the sample table.
+func (p *Pages) filtered(ctx context.Context, d *incidentData, st views.State) (views.Filtered, error) {
+	from, to := p.viewWindow(d, st)
+	step := incident.ChartStep(from, to)
+	scope := st.Scope
+	scope.Tenant = "" // curves have no tenant
+	tv, curves, err := p.timelineData(ctx, d, from, to, step, scope)
+	if err != nil {
+		return views.Filtered{}, err
+	}
+	in := views.TimelineInput{From: from, To: to, Step: step, Curves: curves, Events: tv.Events, Filter: st.Scope,
+		State: st, Target: "#filtered"}
+	if d.an != nil {
+		in.Onset, in.Spikes = d.an.Onset, d.an.Spikes
+		if len(d.an.Scope.Models) > 0 {
+			in.StageModel = d.an.Scope.Models[0]
+		}
+	}
+	if in.StageModel == "" {
+		in.StageModel = d.inc.Scope.Model
+	}
+	f := views.Filtered{Base: st.Base, Timeline: views.BuildTimeline(in)}
+	f.Chips, f.Clear = views.FilterChips(st)
+	if d.an != nil {
+		f.Conc = views.BuildConc(d.an.Concentration, st)
+	} else {
+		f.Conc = views.BuildConc(nil, st)
+	}
+	if f.Samples, err = p.sampleTable(ctx, d, st); err != nil {
+		return views.Filtered{}, err
+	}
+	return f, nil
+}
+
+// timelineData loads (through the short-lived cache) the timeline of a
+// window: curves and events as the API's timeline selects them, plus GPU
+// memory totalled per node (it is exported per pod only).
+func (p *Pages) timelineData(ctx context.Context, d *incidentData, from, to time.Time, step time.Duration,
+	scope correlate.Scope) (wire.Timeline, []correlate.Curve, error) {
+	type result struct {
+		tv     wire.Timeline
+		curves []correlate.Curve
+	}
+	src, ttl := d.sourceKey()
+	key := fmt.Sprintf("tl|%s|%d|%d|%d|%s", src, from.UnixMilli(), to.UnixMilli(), step, scope)
+	v, err := p.viewData.get(ctx, key, ttl, func(ctx context.Context) (any, error) {
+		tv, err := api.Timeline(ctx, d.src, api.TimelineQuery{From: from, To: to, Step: step, Scope: scope})
+		if err != nil {
+			return nil, err
+		}
+		curves := tv.Curves
+		if scope.Replica == "" && scope.Node == "" {
+			reps, err := d.src.Curves(ctx, store.CurveFilter{From: from, To: to.Add(time.Nanosecond), Step: step,
+				Roles: []correlate.Role{correlate.RoleGPUMemUsed}, Levels: []correlate.Level{correlate.LevelReplica}, Scope: scope})
+			if err != nil {
+				return nil, err
+			}
+			curves = append(slices.Clip(curves), views.NodeTotals(reps, correlate.RoleGPUMemUsed)...)
+		}
+		return result{tv, curves}, nil
+	})
+	if err != nil {
+		return wire.Timeline{}, nil, err
+	}
+	r := v.(result)
+	return r.tv, r.curves, nil
+}
+
+// samplesPage loads a page of samples through the short-lived cache.
+func (p *Pages) samplesPage(ctx context.Context, d *incidentData, q store.SampleQuery) (store.SamplePage, error) {
+	src, ttl := d.sourceKey()
+	v, err := p.viewData.get(ctx, fmt.Sprintf("sp|%s|%+v", src, q), ttl, func(ctx context.Context) (any, error) {
+		return d.src.SamplesPage(ctx, q)
+	})
+	if err != nil {
+		return store.SamplePage{}, err
+	}
+	return v.(store.SamplePage), nil
+}
+
+// sampleQuery is the sample table's query for a state: the during window
+// (or the zoomed one), the filters, slow or baseline, order and page.
+func (p *Pages) sampleQuery(d *incidentData, st views.State) store.SampleQuery {
+	from, to := d.view().During(p.now())
+	if !st.From.IsZero() || !st.To.IsZero() {
+		from, to = p.viewWindow(d, st)
+	}
+	slowMs, def := d.view().SlowThresholds()
+	q := store.SampleQuery{From: from, To: to, Scope: st.Scope, Entry: st.Entry, Status: st.Status,
+		SlowMs: slowMs, DefaultSlowMs: def, Sort: st.Sort, Desc: !st.Asc,
+		Offset: (max(st.Page, 1) - 1) * views.SamplePageSize, Limit: views.SamplePageSize}
+	if st.Sort == "time" {
+		q.Desc = !st.Asc
+	}
+	if lo, hi, ok := views.BatchRange(st.Batch); ok && st.Batch != "" {
+		q.BatchMin, q.BatchMax = lo, hi
+	}
+	if st.Tab == "baseline" {
+		q.NotSlow = true
+	} else {
+		q.Slow = true
+	}
+	return q
+}
+
+func (p *Pages) sampleTable(ctx context.Context, d *incidentData, st views.State) (views.SampleTable, error) {
+	q := p.sampleQuery(d, st)
+	page, err := p.samplesPage(ctx, d, q)
+	if err != nil {
+		return views.SampleTable{}, err
+	}
+	windowTotal := page.Total
+	if page.Total == 0 {
+		// Empty: tell "nothing was ever sent" from "nothing matches".
+		all, err := p.samplesPage(ctx, d, store.SampleQuery{From: q.From, To: q.To, Limit: 1})
+		if err != nil {
+			return views.SampleTable{}, err
+		}
+		windowTotal = all.Total
+	}
+	slowMs, _ := d.view().SlowThresholds()
+	return views.BuildSampleTable(views.SampleTableInput{Page: page, State: st, WindowTotal: windowTotal, SlowMs: slowMs,
+		DetailBase: st.Base + "/samples", Ref: q.From}), nil
+}
+
+// ShowIncidentStatus is GET /incidents/{id}/status, polled while the
+// analysis is pending: the banner again, or HX-Refresh once it is ready.
+func (p *Pages) ShowIncidentStatus(c echo.Context) error {
+	id, err := request.ID(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	latest, err := p.store.LatestAnalysis(c.Request().Context(), id)
+	if errors.Is(err, store.ErrNotFound) {
+		if _, err := p.store.Incident(c.Request().Context(), id); err != nil {
+			return err
+		}
+		return render(c, http.StatusOK, views.AnalysisBanner(views.AnalysisState{Status: "none", PollURL: c.Request().URL.Path}))
+	}
+	if err != nil {
+		return err
+	}
+	if latest.Status != store.AnalysisPending {
+		c.Response().Header().Set("HX-Refresh", "true")
+		return c.NoContent(http.StatusOK)
+	}
+	return render(c, http.StatusOK, views.AnalysisBanner(views.AnalysisState{Status: "pending", PollURL: c.Request().URL.Path}))
+}
+
+// ShowSample is GET /incidents/{id}/samples/{rid}?t=<unix ms>.
+func (p *Pages) ShowSample(c echo.Context) error {
+	id, err := request.ID(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return p.sampleDetail(c, id, c.QueryParam("live") == "1")
+}
+
+func (p *Pages) sampleDetail(c echo.Context, id int64, live bool) error {
+	ms, err := strconv.ParseInt(c.QueryParam("t"), 10, 64)
+	if err != nil {
+		return request.BadInput("t", "want the sample's time in Unix milliseconds, got %q", c.QueryParam("t"))
+	}
+	d, err := p.loadIncident(c.Request().Context(), id, live)
+	if err != nil {
+		return err
+	}
+	at := time.UnixMilli(ms).UTC()
+	x, err := d.src.SampleByID(c.Request().Context(), at.Add(-time.Millisecond), at.Add(time.Millisecond), c.Param("rid"))
+	if err != nil {
+		return err
+	}
+	var stages []correlate.StageShare
+	if d.an != nil {
+		stages = d.an.Stages
+	}
+	v := views.BuildSampleDetail(x, stages)
+	if fragmentTarget(c.Request()) != "" {
+		return render(c, http.StatusOK, views.SampleDetailView(v))
+	}
+	return p.page(c, http.StatusOK, views.Page{Title: "Request " + x.RequestID}, views.SampleDetailView(v))
+}

@@ -1,0 +1,105 @@
+// Package ui is Waterline's htmx UI: page handlers (methods of Pages named
+// <Verb><Page>), browser sessions with CSRF tokens, share links, and the
+// caches that keep a busy incident page cheap. Handlers load data (the
+// store, or an incident's frozen snapshot), build view structs with
+// package views, and render its templ components. web/routes.go mounts
+// them.
+package ui
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/labstack/echo/v4"
+
+	"github.com/waterline-dev/waterline/incident"
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/web/ui/views"
+)
+
+// Config holds the pages' settings.
+type Config struct {
+	PublicURL       string // base URL for permalinks and share links, without a trailing slash
+	AuthProxyHeader string // trusted user header from an auth proxy; empty = off
+}
+
+// Deps are the pages' collaborators.
+type Deps struct {
+	Store     *store.Store
+	Incidents *incident.Service
+	Now       func() time.Time
+}
+
+// Pages serves the UI.
+type Pages struct {
+	cfg       Config
+	store     *store.Store
+	incidents *incident.Service
+	now       func() time.Time
+
+	sessions sessionCache  // browser sessions (auth.go)
+	views    viewCache     // decoded analyses and snapshots (data.go)
+	viewData viewDataCache // timeline and sample pages, briefly (cache.go)
+}
+
+// New returns the pages.
+func New(cfg Config, deps Deps) *Pages {
+	return &Pages{cfg: cfg, store: deps.Store, incidents: deps.Incidents, now: deps.Now}
+}
+
+// htmx request headers (https://htmx.org/reference/#request_headers).
+const (
+	hxRequest        = "HX-Request"
+	hxBoosted        = "HX-Boosted"
+	hxHistoryRestore = "HX-History-Restore-Request"
+	hxTarget         = "HX-Target"
+)
+
+// render writes a component through a buffer, so that a render error still
+// becomes a clean error response instead of half a page. Pages differ by
+// HX-Request (full page or fragment), which caches must know.
+func render(c echo.Context, status int, cmp templ.Component) error {
+	buf := templ.GetBuffer()
+	defer templ.ReleaseBuffer(buf)
+	// Rendering is CPU work on data already loaded; it must also work for
+	// an error page written after the request's deadline context ended.
+	if err := cmp.Render(context.WithoutCancel(c.Request().Context()), buf); err != nil {
+		return err
+	}
+	h := c.Response().Header()
+	h.Add("Vary", "HX-Request")
+	h.Set("Cache-Control", "no-store")
+	return c.HTMLBlob(status, buf.Bytes())
+}
+
+// fragmentTarget returns the id of the element an htmx request will swap
+// ("" for a full page): boosted links and history restores need the page.
+func fragmentTarget(r *http.Request) string {
+	if r.Header.Get(hxRequest) != "true" || r.Header.Get(hxBoosted) == "true" || r.Header.Get(hxHistoryRestore) == "true" {
+		return ""
+	}
+	return r.Header.Get(hxTarget)
+}
+
+// page renders body inside the layout.
+func (p *Pages) page(c echo.Context, status int, meta views.Page, body templ.Component) error {
+	if u, ok := userOf(c); ok {
+		meta.User, meta.CSRF = u.Name, u.CSRF
+	}
+	return render(c, status, views.Layout(meta, body))
+}
+
+// RenderError shows an error to a browser: a fragment for htmx, a page
+// otherwise (with the sign-in state, when there is one). web's error
+// handler calls it for requests that want HTML.
+func (p *Pages) RenderError(c echo.Context, status int, msg string) error {
+	if fragmentTarget(c.Request()) != "" {
+		return render(c, status, views.ErrorFragment(status, msg))
+	}
+	return p.page(c, status, views.Page{Title: http.StatusText(status)}, views.ErrorPage(status, http.StatusText(status), msg))
+}
+
+// incidentPath is an incident's page on this site.
+func incidentPath(id int64) string { return incident.Permalink("", id) }

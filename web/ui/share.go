@@ -1,0 +1,174 @@
+package ui
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/incident"
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/web/request"
+	"github.com/waterline-dev/waterline/web/ui/views"
+)
+
+// Share links: /s/{token} opens one incident read-only without signing
+// in. The page carries Open Graph / Twitter tags early in <head> (chat
+// crawlers send no cookie, read ~32 KB and run no script) and og:image
+// points at /s/{token}/og.png. Neither names a tenant nor quotes a sample.
+
+// CreateShareLink is POST /incidents/{id}/share: create (or keep) the
+// incident's share link and go back to the page, which shows it.
+func (p *Pages) CreateShareLink(c echo.Context) error {
+	id, err := request.ID(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	if _, err := p.store.ShareIncident(c.Request().Context(), id); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, incidentPath(id)+"#share")
+}
+
+// RevokeShareLink is POST /incidents/{id}/share/revoke.
+func (p *Pages) RevokeShareLink(c echo.Context) error {
+	id, err := request.ID(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	if err := p.store.RevokeShare(c.Request().Context(), id); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, incidentPath(id))
+}
+
+// sharedIncident resolves the {token} of a share URL (404 when unknown or
+// revoked).
+func (p *Pages) sharedIncident(c echo.Context) (int64, string, error) {
+	tok := c.Param("token")
+	id, err := p.store.SharedIncident(c.Request().Context(), tok)
+	if err != nil {
+		return 0, "", err
+	}
+	// A capability URL must not leak through Referer to linked sites.
+	c.Response().Header().Set("Referrer-Policy", "no-referrer")
+	c.Response().Header().Set("X-Robots-Tag", "noindex")
+	return id, "/s/" + tok, nil
+}
+
+// ShowSharedIncident is GET /s/{token}: the incident page, read-only.
+func (p *Pages) ShowSharedIncident(c echo.Context) error {
+	id, base, err := p.sharedIncident(c)
+	if err != nil {
+		return err
+	}
+	return p.incidentPage(c, id, base, true)
+}
+
+// ShowSharedSample is GET /s/{token}/samples/{rid}.
+func (p *Pages) ShowSharedSample(c echo.Context) error {
+	id, _, err := p.sharedIncident(c)
+	if err != nil {
+		return err
+	}
+	return p.sampleDetail(c, id, false)
+}
+
+// tenantsOf lists every tenant name the incident's data mentions.
+func (p *Pages) tenantsOf(ctx context.Context, d *incidentData) []string {
+	out := views.AnalysisTenants(d.an)
+	if d.inc.Scope.Tenant != "" {
+		out = append(out, d.inc.Scope.Tenant)
+	}
+	from, to := d.view().Window(p.now())
+	if ts, err := d.src.SampleTenants(ctx, from, to); err == nil {
+		out = append(out, ts...)
+	}
+	return out
+}
+
+// openGraph is the unfurl card of a share page.
+func (p *Pages) openGraph(ctx context.Context, d *incidentData, base string) *views.OpenGraph {
+	in := views.OGInput{ID: d.inc.ID, Title: d.inc.Title, URL: p.cfg.PublicURL + base, Image: p.cfg.PublicURL + base + "/og.png",
+		Tenants: p.tenantsOf(ctx, d)}
+	if d.an != nil {
+		if len(d.an.Causes) > 0 {
+			in.TopCategory, in.TopScore = string(d.an.Causes[0].Category), d.an.Causes[0].Score
+		}
+		in.P99Before, in.P99After = d.an.P99BeforeMs, d.an.P99DuringMs
+	}
+	return views.BuildOpenGraph(in)
+}
+
+// DrawSharedCard is GET /s/{token}/og.png.
+func (p *Pages) DrawSharedCard(c echo.Context) error {
+	id, base, err := p.sharedIncident(c)
+	if err != nil {
+		return err
+	}
+	return p.ogImage(c, id, base)
+}
+
+// DrawIncidentCard is GET /incidents/{id}/og.png (signed in).
+func (p *Pages) DrawIncidentCard(c echo.Context) error {
+	id, err := request.ID(c.Param("id"))
+	if err != nil {
+		return err
+	}
+	return p.ogImage(c, id, incidentPath(id))
+}
+
+// ogImage renders the preview PNG: the P99 curve of the incident's main
+// model with the onset and spikes, and the card's facts.
+func (p *Pages) ogImage(c echo.Context, id int64, base string) error {
+	ctx := c.Request().Context()
+	d, err := p.loadIncident(ctx, id, false)
+	if err != nil {
+		return err
+	}
+	og := p.openGraph(ctx, d, base)
+	from, to := d.view().Window(p.now())
+	in := views.OGImageInput{Heading: "Incident #" + strconv.FormatInt(id, 10), Title: og.Title, From: from, To: to}
+	for _, l := range og.Labels {
+		switch l.K {
+		case "Top cause":
+			in.Cause = "Top cause: " + l.V
+		case "P99 before → during":
+			in.P99 = "P99 " + l.V
+		}
+	}
+	if in.Cause == "" {
+		in.Cause = "Analysis pending"
+	}
+	model := d.inc.Scope.Model
+	if d.an != nil {
+		in.Onset, in.Spikes = d.an.Onset, d.an.Spikes
+		if model == "" && len(d.an.Scope.Models) > 0 {
+			model = d.an.Scope.Models[0]
+		}
+	}
+	f := store.CurveFilter{From: from, To: to, Step: incident.ChartStep(from, to), MaxRoles: store.PeakRoles,
+		Roles: []correlate.Role{correlate.RoleLatencyP99}, Levels: []correlate.Level{correlate.LevelModel, correlate.LevelFleet}}
+	f.Scope.Model = model
+	curves, err := d.src.Curves(ctx, f)
+	if err != nil {
+		return err
+	}
+	// Without a model, the model with the highest P99 stands for the fleet.
+	best := -1.0
+	for _, cv := range curves {
+		for _, pt := range cv.Points {
+			if pt.V > best {
+				best, in.Curve = pt.V, cv.Points
+			}
+		}
+	}
+	png, err := views.OGImage(in)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", "public, max-age=300")
+	return c.Blob(http.StatusOK, "image/png", png)
+}

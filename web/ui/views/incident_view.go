@@ -1,0 +1,433 @@
+package views
+
+import (
+	"math"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/store"
+)
+
+// IncidentPage is the incident permalink: the header, the ranked causes,
+// the checklist, stage attribution and the filterable region (timeline,
+// concentration, samples).
+type IncidentPage struct {
+	ID       int64
+	Base     string // /incidents/5 or /s/{token}
+	ReadOnly bool   // share link: no buttons that change anything
+	CanWrite bool   // signed in with write scope
+	Header   IncidentHeader
+	Causes   []CauseView
+	Ruled    []string // categories with no supporting evidence
+	Unjudged []string // categories not assessable, with the reason
+	Coverage string   // what data the analysis had, one sentence
+	Check    []CheckStep
+	Stages   StagesView
+	Aligned  []AlignedRow
+	Filtered Filtered
+	Share    ShareBox
+	ExportMD string // export link; "" on share pages
+	CSRF     string // for the page's forms
+}
+
+// IncidentHeader is the top of the page.
+type IncidentHeader struct {
+	Title, Status, Source string
+	Scope                 string // the analysis' scope sentence, or the incident's scope
+	Window                string
+	Onset                 string
+	P99Before, P99During  string
+	P99Change             string // "×4.5"
+	P99Up                 bool
+	Analysis              AnalysisState
+	Snapshot              string // "frozen 2026-…": the page reads a snapshot
+	LiveHref              string // the same view from live data, when a snapshot is shown
+}
+
+// AnalysisState says how current the analysis is.
+type AnalysisState struct {
+	Status      string // ready, pending, failed, none
+	Version     int
+	Age         string
+	Recomputing bool
+	Error       string
+	PollURL     string // fragment polled while pending
+}
+
+// CauseView is one ranked hypothesis.
+type CauseView struct {
+	Rank              int
+	Category, Label   string
+	ScorePct          float64
+	Score             string
+	Summary           string
+	Targets           []Link
+	Evidence, Counter []EvidenceView
+	Actions           []string
+	Open              bool
+}
+
+// EvidenceView is one measured fact.
+type EvidenceView struct {
+	Summary, Value string
+	StrengthPct    float64
+}
+
+// CheckStep is one step of the article's checklist.
+type CheckStep struct {
+	Step, Title, Answer, Anchor string
+}
+
+// StagesView is the stage attribution: typical stage time of slow
+// requests before vs during, the delta with its interval, the share.
+type StagesView struct {
+	Source string // "from request samples" / "from stage-time curves"
+	Rows   []StageRow
+	Empty  string
+}
+
+// StageRow is one stage.
+type StageRow struct {
+	Stage                 string
+	Before, During, Delta string
+	Interval, Share       string
+	BeforePct, DuringPct  float64
+	SharePct              float64
+	Top                   bool
+}
+
+// AlignedRow is an event the analysis weighed.
+type AlignedRow struct {
+	Offset, Kind, Scope, Summary, Weight string
+}
+
+// ShareBox is the sharing panel.
+type ShareBox struct {
+	URL      string // "" when not shared
+	Snapshot string // when a snapshot exists
+}
+
+// IncidentInput is what BuildIncident needs.
+type IncidentInput struct {
+	Incident    store.Incident
+	Analysis    *correlate.Analysis // nil when none is ready
+	Status      string              // newest analysis status: ready, pending, failed or ""
+	Version     int
+	ComputedAt  time.Time
+	Recomputing bool
+	Error       string
+	SnapshotAt  *time.Time
+	ShareURL    string
+	State       State
+	ReadOnly    bool
+	CanWrite    bool
+	Now         time.Time
+}
+
+// BuildIncident builds everything but the Filtered region.
+func BuildIncident(in IncidentInput) IncidentPage {
+	inc := in.Incident
+	p := IncidentPage{ID: inc.ID, Base: in.State.Base, ReadOnly: in.ReadOnly, CanWrite: in.CanWrite && !in.ReadOnly}
+	if !in.ReadOnly {
+		p.ExportMD = in.State.Base + "/export.md"
+	}
+	h := IncidentHeader{Title: inc.Title, Status: inc.Status, Source: inc.Source, Scope: inc.Scope.String()}
+	if h.Scope == "" {
+		h.Scope = "whole fleet"
+	}
+	end := in.Now
+	if inc.End != nil {
+		end = *inc.End
+	}
+	h.Window = FmtTime(inc.Start, time.Time{}) + " – " + FmtTime(end, inc.Start)
+	if inc.End == nil {
+		h.Window = FmtTime(inc.Start, time.Time{}) + " – ongoing"
+	}
+	st := AnalysisState{Status: in.Status, Version: in.Version, Recomputing: in.Recomputing, Error: in.Error}
+	if st.Status == "" {
+		st.Status = "none"
+	}
+	if !in.ComputedAt.IsZero() {
+		st.Age = Ago(in.ComputedAt, in.Now)
+	}
+	if !in.ReadOnly && (st.Status == "pending" || st.Status == "none" || st.Recomputing) {
+		st.PollURL = in.State.Base + "/status"
+	}
+	h.Analysis = st
+	if in.SnapshotAt != nil {
+		h.Snapshot = "Frozen copy taken " + FmtTime(*in.SnapshotAt, time.Time{})
+		if !in.ReadOnly {
+			live := in.State
+			live.Live = true
+			h.LiveHref = live.URL()
+		}
+		p.Share.Snapshot = h.Snapshot
+	}
+	p.Share.URL = in.ShareURL
+	a := in.Analysis
+	if a != nil {
+		if a.Scope.Summary != "" {
+			h.Scope = a.Scope.Summary
+		}
+		if a.Onset != nil {
+			h.Onset = FmtTime(*a.Onset, time.Time{})
+		}
+		if a.P99BeforeMs > 0 || a.P99DuringMs > 0 {
+			h.P99Before, h.P99During = FmtMs(a.P99BeforeMs), FmtMs(a.P99DuringMs)
+			if a.P99BeforeMs > 0 {
+				r := a.P99DuringMs / a.P99BeforeMs
+				h.P99Change = "×" + strconv.FormatFloat(r, 'f', 1, 64)
+				h.P99Up = r > 1.05
+			}
+		}
+		p.Causes = causeViews(a.Causes, in.State)
+		p.Ruled = ruledOut(a.Causes, a.NotAssessable)
+		for _, n := range a.NotAssessable {
+			p.Unjudged = append(p.Unjudged, CategoryLabel(string(n.Category))+" — "+n.Reason)
+		}
+		p.Coverage = a.Coverage.Summary
+		p.Check = checkSteps(a.Checklist)
+		p.Stages = stagesView(a.Stages, a.StageSource)
+		p.Aligned = alignedRows(a.Events)
+	} else {
+		p.Stages.Empty = "No analysis yet."
+	}
+	p.Header = h
+	return p
+}
+
+// causeViews ranks the causes (already sorted by score) for display; the
+// top one is open, the rest collapsed.
+func causeViews(causes []correlate.Cause, s State) []CauseView {
+	out := make([]CauseView, 0, len(causes))
+	for i, c := range causes {
+		v := CauseView{Rank: i + 1, Category: string(c.Category), Label: CategoryLabel(string(c.Category)),
+			ScorePct: pct(c.Score), Score: strconv.FormatFloat(c.Score, 'f', 2, 64), Summary: c.Summary,
+			Actions: c.Actions, Open: i == 0, Targets: targetLinks(c.Target, s)}
+		for _, e := range c.Evidence {
+			v.Evidence = append(v.Evidence, evidenceView(e))
+		}
+		for _, e := range c.CounterEvidence {
+			v.Counter = append(v.Counter, evidenceView(e))
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func evidenceView(e correlate.Evidence) EvidenceView {
+	return EvidenceView{Summary: e.Summary, Value: e.Name + " = " + FmtNum(e.Value), StrengthPct: pct(e.Strength)}
+}
+
+// targetLinks turns a cause's target into links that filter the page: the
+// target as a whole (model+version, a replica, a node), then each of its
+// listed replicas and models.
+func targetLinks(t correlate.Target, s State) []Link {
+	var out []Link
+	main := map[string]string{}
+	for _, kv := range []KV{{"model", t.Model}, {"version", t.Version}, {"tenant", t.Tenant}, {"replica", t.Replica}, {"node", t.Node}} {
+		if kv.V != "" {
+			main[kv.K] = kv.V
+		}
+	}
+	if len(main) > 0 {
+		out = append(out, filterLink(main, s))
+	}
+	for _, r := range t.Replicas {
+		if r != t.Replica {
+			out = append(out, filterLink(map[string]string{"replica": r}, s))
+		}
+	}
+	for _, m := range t.Models {
+		if m != t.Model {
+			out = append(out, filterLink(map[string]string{"model": m}, s))
+		}
+	}
+	return out
+}
+
+func filterLink(dims map[string]string, s State) Link {
+	return Link{Text: DimsKey(dims), Href: s.WithFilters(dims).URL(), Current: DimsKey(dims) == DimsKey(s.Dims())}
+}
+
+// ruledOut lists the categories the analysis found nothing for, so the
+// page says what was considered and dismissed; categories it could not
+// assess are not "ruled out" and are listed apart.
+func ruledOut(causes []correlate.Cause, na []correlate.NotAssessable) []string {
+	seen := map[correlate.Category]bool{}
+	for _, c := range causes {
+		if c.Score > 0.05 {
+			seen[c.Category] = true
+		}
+	}
+	for _, n := range na {
+		seen[n.Category] = true
+	}
+	var out []string
+	for _, c := range correlate.Categories {
+		if !seen[c] {
+			out = append(out, CategoryLabel(string(c)))
+		}
+	}
+	return out
+}
+
+var checkTitles = map[string][2]string{
+	"scope":    {"Scope", "#causes"},
+	"timeline": {"Timeline", "#timeline"},
+	"samples":  {"Samples", "#samples"},
+	"action":   {"Action", "#causes"},
+}
+
+func checkSteps(steps []correlate.ChecklistStep) []CheckStep {
+	out := make([]CheckStep, 0, len(steps))
+	for _, s := range steps {
+		t, ok := checkTitles[s.Step]
+		if !ok {
+			t = [2]string{s.Step, "#"}
+		}
+		out = append(out, CheckStep{Step: s.Step, Title: t[0], Answer: s.Answer, Anchor: t[1]})
+	}
+	return out
+}
+
+func stagesView(stages []correlate.StageShare, source string) StagesView {
+	v := StagesView{}
+	switch source {
+	case "samples":
+		v.Source = "typical time of slow requests per stage, from request samples"
+	case "curves":
+		v.Source = "mean time per stage, from stage-time curves (no samples)"
+	}
+	if len(stages) == 0 {
+		v.Empty = "No stage data: send samples with stages_ms, or export inference_stage_duration_seconds."
+		return v
+	}
+	top, scale := -1, 0.0
+	for i, s := range stages {
+		scale = math.Max(scale, math.Max(s.BeforeMs, s.DuringMs))
+		if top < 0 || s.Share > stages[top].Share {
+			top = i
+		}
+	}
+	if scale <= 0 {
+		scale = 1
+	}
+	for i, s := range stages {
+		d := FmtMs(s.DeltaMs)
+		if s.DeltaMs > 0 {
+			d = "+" + d
+		}
+		v.Rows = append(v.Rows, StageRow{Stage: s.Stage, Before: FmtMs(s.BeforeMs), During: FmtMs(s.DuringMs), Delta: d,
+			Interval: "[" + FmtNum(s.DeltaLoMs) + ", " + FmtNum(s.DeltaHiMs) + "] ms", Share: FmtPct(100 * s.Share),
+			BeforePct: pct(s.BeforeMs / scale), DuringPct: pct(s.DuringMs / scale), SharePct: pct(s.Share), Top: i == top && s.Share > 0})
+	}
+	return v
+}
+
+// alignedRows lists the events the analysis weighed, strongest first, at
+// most twelve.
+func alignedRows(evs []correlate.AlignedEvent) []AlignedRow {
+	sorted := append([]correlate.AlignedEvent(nil), evs...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		return sorted[i].TimeWeight*sorted[i].ScopeMatch > sorted[j].TimeWeight*sorted[j].ScopeMatch
+	})
+	var out []AlignedRow
+	for i, e := range sorted {
+		if i == 12 {
+			break
+		}
+		off := FmtDuration(time.Duration(math.Abs(e.OffsetS)) * time.Second)
+		if e.OffsetS < 0 {
+			off += " before onset"
+		} else {
+			off += " after onset"
+		}
+		out = append(out, AlignedRow{Offset: off, Kind: string(e.Kind), Scope: e.Scope.String(), Summary: e.Summary,
+			Weight: strconv.FormatFloat(e.TimeWeight*e.ScopeMatch, 'f', 2, 64)})
+	}
+	return out
+}
+
+// Filtered is the region a filter or a zoom reloads: the timeline, the
+// concentration table and the sample table.
+type Filtered struct {
+	Base     string
+	Chips    []Link // active filters; each link removes its filter
+	Clear    string
+	Timeline Timeline
+	Conc     ConcTable
+	Samples  SampleTable
+}
+
+// ConcTable is the BubbleUp-style table.
+type ConcTable struct {
+	Rows  []ConcRow
+	Empty string
+}
+
+// ConcRow is one over-represented dimension value (or pair).
+type ConcRow struct {
+	Key                  string // "replica=r-7 · node=n-3"
+	Href                 string // filters the page to it; "" when not filterable
+	Selected             bool
+	Sel, Base            string
+	SelPct, BasePct      float64
+	RiskRatio, Support   string
+	P99Without, P99Delta string
+}
+
+// BuildConc builds the concentration table; a click on a row filters
+// samples and timeline to it, a click on the selected row clears it.
+func BuildConc(rows []correlate.Concentration, s State) ConcTable {
+	t := ConcTable{}
+	if len(rows) == 0 {
+		t.Empty = "Slow requests are not concentrated on any dimension value (or there are no samples in the window)."
+		return t
+	}
+	cur := DimsKey(s.Dims())
+	for _, r := range rows {
+		key := DimsKey(r.Dims)
+		row := ConcRow{Key: key, Selected: key == cur && cur != "", Sel: FmtPct(r.SelectionPct), Base: FmtPct(r.BaselinePct),
+			SelPct: math.Min(100, r.SelectionPct), BasePct: math.Min(100, r.BaselinePct),
+			RiskRatio: "×" + FmtNum(r.RiskRatio), Support: FmtPct(100 * r.Support), P99Without: "—", P99Delta: "—"}
+		if len(r.Also) > 0 && r.Label != "" {
+			row.Key = r.Label // rows selecting the same requests, folded into one
+		}
+		if r.P99WithoutMs > 0 { // 0: nothing of its models' traffic would remain
+			row.P99Without = FmtMs(r.P99WithoutMs)
+			row.P99Delta = "−" + FmtMs(r.P99DeltaMs)
+			if r.P99DeltaMs < 0 {
+				row.P99Delta = "+" + FmtMs(-r.P99DeltaMs)
+			}
+		}
+		filterable := true
+		for k := range r.Dims {
+			if !FilterDims[k] {
+				filterable = false
+			}
+		}
+		if filterable {
+			if row.Selected {
+				row.Href = s.WithFilters(nil).URL()
+			} else {
+				row.Href = s.WithFilters(r.Dims).URL()
+			}
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}
+
+// FilterChips lists the active filters as links that remove them.
+func FilterChips(s State) (chips []Link, clear string) {
+	for _, kv := range s.FilterList() {
+		chips = append(chips, Link{Text: kv.K + "=" + kv.V, Href: s.Without(kv.K).URL()})
+	}
+	if len(chips) > 0 {
+		clear = s.WithFilters(nil).URL()
+	}
+	return chips, clear
+}

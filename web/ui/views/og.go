@@ -1,0 +1,84 @@
+package views
+
+import (
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/waterline-dev/waterline/correlate"
+)
+
+// OGInput is what a share link's unfurl card may say. Tenants lists every
+// tenant name the incident's data mentions: they are scrubbed from the
+// free text (the title), and nothing else free-form is used.
+type OGInput struct {
+	ID                  int64
+	Title               string
+	TopCategory         string
+	TopScore            float64
+	P99Before, P99After float64
+	URL, Image          string
+	Tenants             []string
+}
+
+// BuildOpenGraph makes the unfurl card: title, top cause, P99 before →
+// during. Cause summaries and sample content are never used (they name
+// tenants and requests); the title is scrubbed of tenant names.
+func BuildOpenGraph(in OGInput) *OpenGraph {
+	title := "Incident #" + strconv.FormatInt(in.ID, 10) + ": " + ScrubTenants(in.Title, in.Tenants)
+	og := &OpenGraph{Title: title, URL: in.URL, Image: in.Image}
+	var desc []string
+	if in.TopCategory != "" {
+		cause := CategoryLabel(in.TopCategory) + " (score " + strconv.FormatFloat(in.TopScore, 'f', 2, 64) + ")"
+		desc = append(desc, "Top cause: "+cause)
+		og.Labels = append(og.Labels, KV{"Top cause", cause})
+	} else {
+		desc = append(desc, "Analysis pending")
+	}
+	if in.P99Before > 0 || in.P99After > 0 {
+		p := FmtMs(in.P99Before) + " → " + FmtMs(in.P99After)
+		desc = append(desc, "P99 "+p)
+		og.Labels = append(og.Labels, KV{"P99 before → during", p})
+	}
+	og.Description = strings.Join(desc, " · ")
+	return og
+}
+
+// ScrubTenants replaces every tenant name in s (case-insensitively, longest
+// first so "acme-eu" goes before "acme") with "[tenant]".
+func ScrubTenants(s string, tenants []string) string {
+	ts := append([]string(nil), tenants...)
+	sort.Slice(ts, func(i, j int) bool { return len(ts[i]) > len(ts[j]) })
+	for _, t := range ts {
+		if strings.TrimSpace(t) == "" {
+			continue
+		}
+		s = regexp.MustCompile(`(?i)`+regexp.QuoteMeta(t)).ReplaceAllString(s, "[tenant]")
+	}
+	return s
+}
+
+// AnalysisTenants collects the tenant names an analysis mentions.
+func AnalysisTenants(a *correlate.Analysis) []string {
+	if a == nil {
+		return nil
+	}
+	out := append([]string(nil), a.Scope.Tenants...)
+	for _, c := range a.Causes {
+		if c.Target.Tenant != "" {
+			out = append(out, c.Target.Tenant)
+		}
+	}
+	for _, r := range a.Concentration {
+		if t := r.Dims["tenant"]; t != "" {
+			out = append(out, t)
+		}
+	}
+	for _, e := range a.Events {
+		if e.Tenant != "" {
+			out = append(out, e.Tenant)
+		}
+	}
+	return out
+}

@@ -1,0 +1,228 @@
+package views
+
+import (
+	"math"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/store"
+)
+
+// SamplePageSize is how many samples one table page shows.
+const SamplePageSize = 25
+
+// SampleTable is the slow-sample table (or its baseline tab).
+type SampleTable struct {
+	Tabs    []Link
+	Columns []SortColumn
+	Rows    []SampleRow
+	Total   string
+	Range   string // "1–25 of 1,204"
+	Prev    string
+	Next    string
+	Empty   string
+	HowTo   bool // the window has no samples at all: show how to send them
+	Clear   string
+	Note    string // what "slow" means here
+}
+
+// SortColumn is a sortable header: clicking sorts by it, or flips it.
+type SortColumn struct {
+	Label, Href, Sort string // Sort: "descending", "ascending" or ""
+	Num               bool
+}
+
+// SampleRow is one request.
+type SampleRow struct {
+	ID, Time, Model, Version, Tenant, Replica, Node, Batch, Status, Total string
+	Segments                                                              []Segment
+	DetailHref                                                            string
+}
+
+// Segment is one stage's share of a row's bar.
+type Segment struct {
+	Class string
+	Width float64
+	Title string
+}
+
+// SampleTableInput is what BuildSampleTable needs.
+type SampleTableInput struct {
+	Page        store.SamplePage
+	State       State
+	WindowTotal int // samples stored in the whole window (0: none sent)
+	SlowMs      map[string]float64
+	DetailBase  string // e.g. /incidents/5/samples
+	Ref         time.Time
+}
+
+// BuildSampleTable lays out one page of samples.
+func BuildSampleTable(in SampleTableInput) SampleTable {
+	s := in.State
+	t := SampleTable{}
+	for _, tab := range []struct{ id, label string }{{"", "Slow requests (selection)"}, {"baseline", "Other requests (baseline)"}} {
+		ts := s
+		ts.Tab, ts.Page = tab.id, 0
+		t.Tabs = append(t.Tabs, Link{Text: tab.label, Href: ts.URL(), Current: s.Tab == tab.id})
+	}
+	if len(in.SlowMs) > 0 {
+		var parts []string
+		for _, m := range sortedKeys(in.SlowMs) {
+			parts = append(parts, m+" ≥ "+FmtMs(in.SlowMs[m]))
+		}
+		t.Note = "Slow = total at or over the model's threshold: " + strings.Join(parts, ", ") + "."
+	}
+	cols := []struct{ id, label string }{{"time", "Time"}, {"total", "Total"}}
+	for _, st := range correlate.StageNames() {
+		cols = append(cols, struct{ id, label string }{st, strings.ReplaceAll(st, "_", " ")})
+	}
+	cur := s.Sort
+	if cur == "" {
+		cur = "total"
+	}
+	for _, c := range cols {
+		cs := s
+		cs.Page = 0
+		sc := SortColumn{Label: c.label, Num: c.id != "time"}
+		if c.id == cur {
+			cs.Asc = !s.Asc
+			sc.Sort = "descending"
+			if s.Asc {
+				sc.Sort = "ascending"
+			}
+		} else {
+			cs.Asc = c.id == "time"
+		}
+		cs.Sort = c.id
+		if c.id == "total" {
+			cs.Sort = ""
+		}
+		sc.Href = cs.URL()
+		t.Columns = append(t.Columns, sc)
+	}
+	total := in.Page.Total
+	t.Total = thousands(float64(total))
+	if total == 0 {
+		switch {
+		case in.WindowTotal == 0:
+			t.HowTo = true
+			t.Empty = "No samples for this window."
+		case s.HasFilters():
+			t.Empty = "No samples match these filters in this window."
+			t.Clear = s.WithFilters(nil).URL()
+		case s.Tab == "baseline":
+			t.Empty = "Every sample in this window is slow."
+		default:
+			t.Empty = "No slow samples in this window."
+		}
+		return t
+	}
+	page := max(s.Page, 1)
+	lo := (page-1)*SamplePageSize + 1
+	hi := lo + len(in.Page.Samples) - 1
+	t.Range = thousands(float64(lo)) + "–" + thousands(float64(hi)) + " of " + t.Total
+	if page > 1 {
+		ps := s
+		ps.Page = page - 1
+		t.Prev = ps.URL()
+	}
+	if hi < total {
+		ns := s
+		ns.Page = page + 1
+		t.Next = ns.URL()
+	}
+	scale := 0.0
+	for _, x := range in.Page.Samples {
+		scale = math.Max(scale, x.TotalMs)
+	}
+	for _, x := range in.Page.Samples {
+		t.Rows = append(t.Rows, sampleRow(x, scale, in.DetailBase, in.Ref))
+	}
+	return t
+}
+
+func sampleRow(x correlate.Sample, scale float64, detailBase string, ref time.Time) SampleRow {
+	r := SampleRow{ID: x.RequestID, Time: FmtTime(x.Time, ref), Model: x.Model, Version: x.Version, Tenant: x.Tenant,
+		Replica: x.Replica, Node: x.Node, Status: x.Status, Total: FmtMs(x.TotalMs),
+		DetailHref: detailBase + "/" + url.PathEscape(x.RequestID) + "?t=" + strconv.FormatInt(x.Time.UnixMilli(), 10)}
+	if x.BatchSize > 0 {
+		r.Batch = strconv.Itoa(x.BatchSize)
+	}
+	if scale <= 0 {
+		scale = 1
+	}
+	for i, v := range x.StagesMs {
+		if math.IsNaN(v) || v <= 0 {
+			continue
+		}
+		name := correlate.Stage(i).String()
+		r.Segments = append(r.Segments, Segment{Class: "st" + strconv.Itoa(i), Width: pct(v / scale), Title: name + " " + FmtMs(v)})
+	}
+	return r
+}
+
+// SampleDetail is one request next to what was typical.
+type SampleDetail struct {
+	ID, Time, Total string
+	Dims            []KV
+	Stages          []DetailStage
+	Close           string
+}
+
+// DetailStage compares one stage of the request with the typical time of
+// slow requests before and during the spike.
+type DetailStage struct {
+	Stage, Ms, Before, During string
+	Pct                       float64
+	Class                     string
+	Over                      bool // notably over the typical "during" time
+}
+
+// BuildSampleDetail builds the detail view of one sample.
+func BuildSampleDetail(x correlate.Sample, stages []correlate.StageShare) SampleDetail {
+	d := SampleDetail{ID: x.RequestID, Time: FmtTime(x.Time, time.Time{}), Total: FmtMs(x.TotalMs)}
+	for _, kv := range []KV{{"model", x.Model}, {"version", x.Version}, {"tenant", x.Tenant}, {"replica", x.Replica},
+		{"node", x.Node}, {"entry", x.Entry}, {"status", x.Status}} {
+		if kv.V != "" {
+			d.Dims = append(d.Dims, kv)
+		}
+	}
+	if x.BatchSize > 0 {
+		d.Dims = append(d.Dims, KV{"batch size", strconv.Itoa(x.BatchSize)})
+	}
+	if x.SampleRate > 1 {
+		d.Dims = append(d.Dims, KV{"sampled", "1 in " + FmtNum(x.SampleRate)})
+	}
+	typ := map[string]correlate.StageShare{}
+	for _, s := range stages {
+		typ[s.Stage] = s
+	}
+	for i, v := range x.StagesMs {
+		name := correlate.Stage(i).String()
+		ds := DetailStage{Stage: name, Ms: FmtMs(v), Class: "st" + strconv.Itoa(i)}
+		if math.IsNaN(v) {
+			ds.Ms = "not reported"
+		} else if x.TotalMs > 0 {
+			ds.Pct = pct(v / x.TotalMs)
+		}
+		if s, ok := typ[name]; ok {
+			ds.Before, ds.During = FmtMs(s.BeforeMs), FmtMs(s.DuringMs)
+			ds.Over = !math.IsNaN(v) && s.DuringMs > 0 && v > 1.5*s.DuringMs && v-s.DuringMs > 1
+		}
+		d.Stages = append(d.Stages, ds)
+	}
+	return d
+}
+
+func sortedKeys(m map[string]float64) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

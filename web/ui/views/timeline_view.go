@@ -1,0 +1,699 @@
+package views
+
+import (
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+)
+
+// Timeline is one time axis with lanes: grouped events, then curves drawn
+// as SVG paths on a 0..1000 × 0..Height box (stretched to the page width),
+// with the onset and the spike windows marked across all lanes.
+type Timeline struct {
+	FromMs, ToMs int64  // the axis, for the crosshair and drag-to-zoom script
+	URL          string // the current view's URL; zooming sets from/to on it
+	Target       string // CSS selector of the region a zoom reloads
+	Window       string // "07:10–08:40 UTC · 1 h 30 min · step 30 s"
+	Ticks        []Tick
+	Bands        []Band // spike windows
+	OnsetPct     float64
+	HasOnset     bool
+	EventLanes   []EventLane
+	EventCount   int
+	Lanes        []Lane
+	Nav          []Link // earlier, zoom in, zoom out, later, reset
+	Note         string // e.g. why a tenant filter does not narrow the curves
+}
+
+// Tick is an axis label at a position in percent.
+type Tick struct {
+	Pct   float64
+	Label string
+}
+
+// Band is a highlighted time range in percent.
+type Band struct {
+	LeftPct, WidthPct float64
+	Title             string
+}
+
+// EventLane is one row of grouped events (changes, scaling, nodes, alerts).
+type EventLane struct {
+	Name  string
+	Marks []EventMark
+	Total int
+}
+
+// EventMark is the events of one kind group in one time bucket: a single
+// event, or a count when several fall together ("+N more" in its title).
+type EventMark struct {
+	Pct   float64
+	Text  string // a glyph for one event, the count for several
+	Class string // k-change, k-scale, k-node, k-alert, k-custom
+	Title string
+	Href  string // zooms into the bucket
+}
+
+// Lane is one curve chart.
+type Lane struct {
+	ID, Name string
+	YMax     string // "max 1,250 ms"
+	Height   int
+	Legend   []LegendItem
+	Paths    []SVGPath
+	More     int    // series not drawn
+	Empty    string // shown instead of the chart when there is nothing to draw
+}
+
+// LegendItem names one drawn series.
+type LegendItem struct {
+	Class, Label string
+}
+
+// SVGPath is one series: its colour class, dash class and path data.
+type SVGPath struct {
+	Class string // "s0".."s7" and "d1"/"d2" dashes, or "area s3" for stacked areas
+	D     string
+	Title string
+}
+
+// TimelineInput is what BuildTimeline draws.
+type TimelineInput struct {
+	From, To time.Time
+	Step     time.Duration
+	Curves   []correlate.Curve
+	Events   []correlate.Event
+	Onset    *time.Time
+	Spikes   []correlate.Spike
+	Filter   correlate.Scope // the view's dimension filters
+	// StageModel is the model whose stages are stacked when no filter
+	// names one (the incident's model).
+	StageModel string
+	State      State  // for zoom and event links
+	Target     string // region zoom reloads, e.g. "#filtered"
+}
+
+// laneSpec says which roles a lane draws and how.
+type laneSpec struct {
+	id, name, unit string
+	roles          []correlate.Role
+	scale          float64 // multiply values (fractions → percent, bytes → MB)
+	height         int
+	stacked        bool
+}
+
+var laneSpecs = []laneSpec{
+	{id: "latency", name: "Latency P99 / P95 / P50", unit: "ms", roles: []correlate.Role{correlate.RoleLatencyP99, correlate.RoleLatencyP95, correlate.RoleLatencyP50}, scale: 1, height: 110},
+	{id: "qps", name: "Requests", unit: "req/s", roles: []correlate.Role{correlate.RoleQPS}, scale: 1, height: 60},
+	{id: "errors", name: "Errors", unit: "%", roles: []correlate.Role{correlate.RoleErrorRate}, scale: 100, height: 45},
+	{id: "queue", name: "Queue", unit: "req", roles: []correlate.Role{correlate.RoleQueue}, scale: 1, height: 55},
+	{id: "batch", name: "Batch size", unit: "req", roles: []correlate.Role{correlate.RoleBatchSize}, scale: 1, height: 45},
+	{id: "stages", name: "Time per stage (stacked)", unit: "ms", roles: []correlate.Role{correlate.RoleStageTime}, scale: 1, height: 80, stacked: true},
+	{id: "gpu", name: "GPU utilisation", unit: "%", roles: []correlate.Role{correlate.RoleGPUUtil}, scale: 1, height: 55},
+	{id: "gpumem", name: "GPU memory used", unit: "GiB", roles: []correlate.Role{correlate.RoleGPUMemUsed}, scale: 1.0 / 1024, height: 45},
+	{id: "cpu", name: "Node CPU", unit: "%", roles: []correlate.Role{correlate.RoleNodeCPU}, scale: 100, height: 45},
+	{id: "mem", name: "Node memory", unit: "%", roles: []correlate.Role{correlate.RoleNodeMemory}, scale: 100, height: 45},
+	{id: "net", name: "Node network in", unit: "MB/s", roles: []correlate.Role{correlate.RoleNodeNetwork}, scale: 1e-6, height: 45},
+}
+
+// maxSeriesPerLane bounds lines per lane: beyond a handful a chart is
+// unreadable and the page heavy; the rest are counted ("+N more").
+const maxSeriesPerLane = 6
+
+// eventBuckets is how many columns dense events are grouped into.
+const eventBuckets = 96
+
+// BuildTimeline lays out the lanes of in.
+func BuildTimeline(in TimelineInput) Timeline {
+	span := in.To.Sub(in.From)
+	if span <= 0 {
+		span = time.Minute
+		in.To = in.From.Add(span)
+	}
+	tl := Timeline{FromMs: in.From.UnixMilli(), ToMs: in.To.UnixMilli(), URL: in.State.URL(), Target: in.Target}
+	x := func(t time.Time) float64 { return 100 * float64(t.Sub(in.From)) / float64(span) }
+	tl.Window = FmtTime(in.From, time.Time{}) + " – " + FmtTime(in.To, in.From) + " · " + FmtDuration(span)
+	if in.Step > 0 {
+		tl.Window += " · step " + FmtDuration(in.Step)
+	}
+	tl.Ticks = ticks(in.From, in.To)
+	if in.Onset != nil && !in.Onset.Before(in.From) && in.Onset.Before(in.To) {
+		tl.HasOnset, tl.OnsetPct = true, x(*in.Onset)
+	}
+	tl.Bands = spikeBands(in.Spikes, in.From, in.To, x)
+	tl.EventLanes, tl.EventCount = eventLanes(in.Events, in.From, in.To, in.State)
+	for _, spec := range laneSpecs {
+		tl.Lanes = append(tl.Lanes, buildLane(spec, in))
+	}
+	tl.Nav = timelineNav(in.State, in.From, in.To)
+	if in.Filter.Tenant != "" {
+		tl.Note = "Curves have no tenant dimension: the tenant filter narrows the events and samples, not these lanes."
+	}
+	return tl
+}
+
+// timelineNav offers keyboard-reachable pan and zoom links.
+func timelineNav(s State, from, to time.Time) []Link {
+	span := to.Sub(from)
+	mid := from.Add(span / 2)
+	return []Link{
+		{Text: "← earlier", Href: s.WithWindow(from.Add(-span/2), to.Add(-span/2)).URL()},
+		{Text: "zoom in", Href: s.WithWindow(mid.Add(-span/4), mid.Add(span/4)).URL()},
+		{Text: "zoom out", Href: s.WithWindow(mid.Add(-span), mid.Add(span)).URL()},
+		{Text: "later →", Href: s.WithWindow(from.Add(span/2), to.Add(span/2)).URL()},
+		{Text: "reset window", Href: s.WithoutWindow().URL()},
+	}
+}
+
+var tickSteps = []time.Duration{time.Minute, 2 * time.Minute, 5 * time.Minute, 10 * time.Minute, 15 * time.Minute,
+	30 * time.Minute, time.Hour, 2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 12 * time.Hour, 24 * time.Hour, 48 * time.Hour, 7 * 24 * time.Hour}
+
+// ticks places at most eight labels on round times.
+func ticks(from, to time.Time) []Tick {
+	span := to.Sub(from)
+	step := tickSteps[len(tickSteps)-1]
+	for _, s := range tickSteps {
+		if span/s <= 8 {
+			step = s
+			break
+		}
+	}
+	layout := "15:04"
+	if span > 36*time.Hour {
+		layout = "Jan 2 15:04"
+	}
+	var out []Tick
+	for t := from.Truncate(step); t.Before(to); t = t.Add(step) {
+		if t.Before(from) {
+			continue
+		}
+		p := 100 * float64(t.Sub(from)) / float64(span)
+		if p > 97 {
+			break
+		}
+		out = append(out, Tick{Pct: p, Label: t.UTC().Format(layout)})
+	}
+	return out
+}
+
+// spikeBands marks spike windows, merging overlaps (per-replica spikes
+// often coincide) and keeping at most twelve.
+func spikeBands(spikes []correlate.Spike, from, to time.Time, x func(time.Time) float64) []Band {
+	type iv struct{ a, b time.Time }
+	var ivs []iv
+	for _, sp := range spikes {
+		a, b := sp.Start, sp.End
+		if b.Before(a) {
+			b = a
+		}
+		if b.Before(from) || !a.Before(to) {
+			continue
+		}
+		if a.Before(from) {
+			a = from
+		}
+		if b.After(to) {
+			b = to
+		}
+		ivs = append(ivs, iv{a, b})
+	}
+	sort.Slice(ivs, func(i, j int) bool { return ivs[i].a.Before(ivs[j].a) })
+	var merged []iv
+	for _, v := range ivs {
+		if n := len(merged); n > 0 && !v.a.After(merged[n-1].b) {
+			if v.b.After(merged[n-1].b) {
+				merged[n-1].b = v.b
+			}
+			continue
+		}
+		merged = append(merged, v)
+	}
+	var out []Band
+	for _, v := range merged {
+		if len(out) == 12 {
+			break
+		}
+		l, r := x(v.a), x(v.b)
+		out = append(out, Band{LeftPct: l, WidthPct: math.Max(r-l, 0.3),
+			Title: "spike " + v.a.UTC().Format("15:04:05") + "–" + v.b.UTC().Format("15:04:05") + " UTC"})
+	}
+	return out
+}
+
+// eventGroup is a row of the event lanes.
+type eventGroup struct {
+	name, class string
+	kinds       []correlate.EventKind
+}
+
+var eventGroups = []eventGroup{
+	{"Changes", "k-change", []correlate.EventKind{correlate.KindDeploy, correlate.KindRollback, correlate.KindConfigChange, correlate.KindRouteChange}},
+	{"Scaling", "k-scale", []correlate.EventKind{correlate.KindScaleUp, correlate.KindScaleDown, correlate.KindReplicaStart, correlate.KindReplicaRestart}},
+	{"Nodes", "k-node", []correlate.EventKind{correlate.KindNodeFault, correlate.KindNodeRecovered}},
+	{"Alerts", "k-alert", []correlate.EventKind{correlate.KindAlert, correlate.KindCustom}},
+}
+
+var kindGlyph = map[correlate.EventKind]string{
+	correlate.KindDeploy: "D", correlate.KindRollback: "R", correlate.KindConfigChange: "C", correlate.KindRouteChange: "→",
+	correlate.KindScaleUp: "↑", correlate.KindScaleDown: "↓", correlate.KindReplicaStart: "S", correlate.KindReplicaRestart: "↻",
+	correlate.KindNodeFault: "✕", correlate.KindNodeRecovered: "✓", correlate.KindAlert: "!", correlate.KindCustom: "•",
+}
+
+// EventLabel describes one event in a line: kind, scope, summary.
+func EventLabel(e correlate.Event) string {
+	s := string(e.Kind)
+	if sc := e.Scope.String(); sc != "" {
+		s += " " + sc
+	}
+	if e.Summary != "" {
+		s += ": " + e.Summary
+	}
+	return s
+}
+
+// eventLanes groups events into a fixed number of time buckets per kind
+// group, so 2,000 events cost at most a few hundred marks; a bucket's mark
+// shows the count and names the first events, "+N more" for the rest, and
+// links to a zoom on that bucket.
+func eventLanes(events []correlate.Event, from, to time.Time, s State) ([]EventLane, int) {
+	span := to.Sub(from)
+	bw := span / eventBuckets
+	if bw <= 0 {
+		bw = time.Second
+	}
+	total := 0
+	var lanes []EventLane
+	for _, g := range eventGroups {
+		buckets := map[int][]correlate.Event{}
+		lane := EventLane{Name: g.name}
+		for _, e := range events {
+			if e.Time.Before(from) || !e.Time.Before(to) || !containsKind(g.kinds, e.Kind) {
+				continue
+			}
+			b := int(e.Time.Sub(from) / bw)
+			buckets[b] = append(buckets[b], e)
+			lane.Total++
+		}
+		total += lane.Total
+		keys := make([]int, 0, len(buckets))
+		for b := range buckets {
+			keys = append(keys, b)
+		}
+		sort.Ints(keys)
+		for _, b := range keys {
+			evs := buckets[b]
+			start := from.Add(time.Duration(b) * bw)
+			m := EventMark{Pct: 100 * (float64(b) + 0.5) / eventBuckets, Class: g.class}
+			if len(evs) == 1 {
+				m.Text = kindGlyph[evs[0].Kind]
+				m.Title = evs[0].Time.UTC().Format("15:04:05") + " " + EventLabel(evs[0])
+			} else {
+				m.Text = strconv.Itoa(len(evs))
+				lines := []string{strconv.Itoa(len(evs)) + " events " + start.UTC().Format("15:04:05") + "–" + start.Add(bw).UTC().Format("15:04:05") + " UTC"}
+				for i, e := range evs {
+					if i == 3 {
+						lines = append(lines, "+"+strconv.Itoa(len(evs)-3)+" more")
+						break
+					}
+					lines = append(lines, e.Time.UTC().Format("15:04:05")+" "+EventLabel(e))
+				}
+				m.Title = strings.Join(lines, "\n")
+			}
+			pad := max(bw*2, 2*time.Minute)
+			m.Href = s.WithWindow(start.Add(-pad), start.Add(bw+pad)).URL()
+			lane.Marks = append(lane.Marks, m)
+		}
+		lanes = append(lanes, lane)
+	}
+	return lanes, total
+}
+
+func containsKind(ks []correlate.EventKind, k correlate.EventKind) bool {
+	for _, x := range ks {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// levelOrder is which curve level a lane prefers for a filter: the finest
+// the filter names, then coarser context.
+func levelOrder(f correlate.Scope) []correlate.Level {
+	switch {
+	case f.Replica != "":
+		return []correlate.Level{correlate.LevelReplica, correlate.LevelNode, correlate.LevelVersion, correlate.LevelModel, correlate.LevelFleet}
+	case f.Node != "":
+		return []correlate.Level{correlate.LevelNode, correlate.LevelReplica, correlate.LevelVersion, correlate.LevelModel, correlate.LevelFleet}
+	case f.Version != "":
+		return []correlate.Level{correlate.LevelVersion, correlate.LevelModel, correlate.LevelNode, correlate.LevelReplica, correlate.LevelFleet}
+	}
+	return []correlate.Level{correlate.LevelModel, correlate.LevelFleet, correlate.LevelNode, correlate.LevelVersion, correlate.LevelReplica}
+}
+
+// entityName is how a lane legend names a curve's scope.
+func entityName(c correlate.Curve) string {
+	switch c.Level {
+	case correlate.LevelReplica:
+		return c.Scope.Replica
+	case correlate.LevelNode:
+		return c.Scope.Node
+	case correlate.LevelVersion:
+		return c.Scope.Model + "@" + c.Scope.Version
+	case correlate.LevelFleet:
+		return "fleet"
+	}
+	if c.Scope.Model != "" {
+		return c.Scope.Model
+	}
+	return c.Scope.String()
+}
+
+var dashOf = map[correlate.Role]string{correlate.RoleLatencyP95: " d1", correlate.RoleLatencyP50: " d2"}
+
+var roleShort = map[correlate.Role]string{correlate.RoleLatencyP99: "P99", correlate.RoleLatencyP95: "P95", correlate.RoleLatencyP50: "P50"}
+
+func buildLane(spec laneSpec, in TimelineInput) Lane {
+	lane := Lane{ID: spec.id, Name: spec.name, Height: spec.height}
+	byLevel := map[correlate.Level][]correlate.Curve{}
+	for _, c := range in.Curves {
+		if containsRole(spec.roles, c.Role) && len(c.Points) > 0 {
+			byLevel[c.Level] = append(byLevel[c.Level], c)
+		}
+	}
+	var cands []correlate.Curve
+	for _, l := range levelOrder(in.Filter) {
+		if len(byLevel[l]) > 0 {
+			cands = byLevel[l]
+			break
+		}
+	}
+	if len(cands) == 0 {
+		lane.Empty = "no " + strings.ToLower(spec.name) + " curves in this window"
+		return lane
+	}
+	if spec.stacked {
+		return stackedLane(spec, lane, cands, in)
+	}
+	// Group by entity; rank entities by the peak of their first role.
+	type entity struct {
+		name   string
+		curves map[correlate.Role]correlate.Curve
+		peak   float64
+	}
+	ents := map[string]*entity{}
+	var order []string
+	for _, c := range cands {
+		n := entityName(c)
+		e := ents[n]
+		if e == nil {
+			e = &entity{name: n, curves: map[correlate.Role]correlate.Curve{}, peak: math.Inf(-1)}
+			ents[n] = e
+			order = append(order, n)
+		}
+		e.curves[c.Role] = c
+	}
+	for _, e := range ents {
+		for _, r := range spec.roles {
+			if c, ok := e.curves[r]; ok {
+				e.peak = peak(c.Points)
+				break
+			}
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool { return ents[order[i]].peak > ents[order[j]].peak })
+	if len(order) > maxSeriesPerLane {
+		lane.More = len(order) - maxSeriesPerLane
+		order = order[:maxSeriesPerLane]
+	}
+	ymax := 0.0
+	for _, n := range order {
+		for _, c := range ents[n].curves {
+			ymax = math.Max(ymax, peak(c.Points)*spec.scale)
+		}
+	}
+	ymax = niceCeil(ymax)
+	lane.YMax = "max " + FmtNum(ymax) + " " + spec.unit
+	for i, n := range order {
+		cls := "s" + strconv.Itoa(i)
+		lane.Legend = append(lane.Legend, LegendItem{Class: cls, Label: n})
+		for k, r := range spec.roles {
+			c, ok := ents[n].curves[r]
+			if !ok {
+				continue
+			}
+			// With many entities only the top one gets its P95 and P50:
+			// eighteen lines are unreadable and heavy.
+			if k > 0 && i > 0 && len(order) > 2 {
+				continue
+			}
+			title := n
+			if s := roleShort[r]; s != "" {
+				title += " " + s
+			}
+			lane.Paths = append(lane.Paths, SVGPath{Class: cls + dashOf[r], Title: title,
+				D: linePath(c.Points, in, spec.scale, ymax, spec.height)})
+		}
+	}
+	if len(spec.roles) > 1 {
+		lane.Legend = append(lane.Legend, LegendItem{Class: "s6", Label: "P99"}, LegendItem{Class: "s6 d1", Label: "P95"}, LegendItem{Class: "s6 d2", Label: "P50"})
+	}
+	return lane
+}
+
+// stackedLane stacks one entity's stage curves in request order.
+func stackedLane(spec laneSpec, lane Lane, cands []correlate.Curve, in TimelineInput) Lane {
+	want := in.Filter.Model
+	if want == "" {
+		want = in.StageModel
+	}
+	byEnt := map[string][]correlate.Curve{}
+	var names []string
+	for _, c := range cands {
+		n := entityName(c)
+		if _, ok := byEnt[n]; !ok {
+			names = append(names, n)
+		}
+		byEnt[n] = append(byEnt[n], c)
+	}
+	pick := ""
+	for _, n := range names {
+		if byEnt[n][0].Scope.Model == want && want != "" {
+			pick = n
+			break
+		}
+	}
+	if pick == "" {
+		best := math.Inf(-1)
+		for _, n := range names {
+			tot := 0.0
+			for _, c := range byEnt[n] {
+				tot += peak(c.Points)
+			}
+			if tot > best {
+				best, pick = tot, n
+			}
+		}
+	}
+	lane.Name = spec.name + " · " + pick
+	lane.More = len(names) - 1
+	curves := byEnt[pick]
+	sort.SliceStable(curves, func(i, j int) bool { return stageIndex(curves[i].Stage) < stageIndex(curves[j].Stage) })
+	// Cumulative sums on the shared bucket grid.
+	var ts []int64
+	seen := map[int64]bool{}
+	for _, c := range curves {
+		for _, p := range c.Points {
+			if !seen[p.T] {
+				seen[p.T] = true
+				ts = append(ts, p.T)
+			}
+		}
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
+	cum := make([]float64, len(ts))
+	layers := make([][]float64, len(curves))
+	for k, c := range curves {
+		vals := map[int64]float64{}
+		for _, p := range c.Points {
+			vals[p.T] = p.V
+		}
+		layers[k] = make([]float64, len(ts))
+		for i, t := range ts {
+			if v, ok := vals[t]; ok && !math.IsNaN(v) {
+				cum[i] += v
+			}
+			layers[k][i] = cum[i]
+		}
+	}
+	ymax := 0.0
+	for _, v := range cum {
+		ymax = math.Max(ymax, v)
+	}
+	ymax = niceCeil(ymax)
+	lane.YMax = "max " + FmtNum(ymax) + " " + spec.unit
+	for k := len(curves) - 1; k >= 0; k-- {
+		var lower []float64
+		if k > 0 {
+			lower = layers[k-1]
+		}
+		cls := "area st" + strconv.Itoa(stageIndex(curves[k].Stage))
+		lane.Paths = append(lane.Paths, SVGPath{Class: cls, Title: curves[k].Stage,
+			D: areaPath(ts, layers[k], lower, in, ymax, spec.height)})
+	}
+	for _, c := range curves {
+		lane.Legend = append(lane.Legend, LegendItem{Class: "stk st" + strconv.Itoa(stageIndex(c.Stage)), Label: c.Stage})
+	}
+	return lane
+}
+
+func stageIndex(name string) int {
+	if s, ok := correlate.ParseStage(name); ok {
+		return int(s)
+	}
+	return correlate.NumStages - 1
+}
+
+func containsRole(rs []correlate.Role, r correlate.Role) bool {
+	for _, x := range rs {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+func peak(pts []correlate.Point) float64 {
+	m := math.Inf(-1)
+	for _, p := range pts {
+		if !math.IsNaN(p.V) {
+			m = math.Max(m, p.V)
+		}
+	}
+	return m
+}
+
+// niceCeil rounds v up to 1, 2, 2.5 or 5 × 10^k (0 stays 1).
+func niceCeil(v float64) float64 {
+	if v <= 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 1
+	}
+	e := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if v <= m*e*1.0000001 {
+			return m * e
+		}
+	}
+	return 10 * e
+}
+
+// plot maps a time and a value onto the lane's box: x in 0..1000, y from
+// height−2 (zero) to 2 (ymax).
+func plot(t int64, v float64, in TimelineInput, ymax float64, h int) (float64, float64) {
+	span := float64(in.To.UnixMilli() - in.From.UnixMilli())
+	x := 1000 * float64(t-in.From.UnixMilli()) / span
+	y := float64(h) - 2 - (float64(h)-4)*math.Min(math.Max(v/ymax, 0), 1.05)
+	return x, y
+}
+
+// appendXY writes one point in whole units of the lane's box (a unit is
+// about a pixel: finer coordinates would only add bytes). After an M the
+// command letter is left out, which SVG reads as implicit line-tos.
+func appendXY(b []byte, cmd byte, x, y float64) []byte {
+	if cmd != 0 {
+		b = append(b, cmd)
+	} else {
+		b = append(b, ' ')
+	}
+	b = strconv.AppendInt(b, int64(math.Round(x)), 10)
+	b = append(b, ' ')
+	return strconv.AppendInt(b, int64(math.Round(y)), 10)
+}
+
+// linePath draws points as one path, lifting the pen over gaps longer
+// than 2.5 steps (a scrape outage must not look like a straight line).
+func linePath(pts []correlate.Point, in TimelineInput, scale, ymax float64, h int) string {
+	gap := int64(2.5 * float64(max(in.Step, time.Second).Milliseconds()))
+	b := make([]byte, 0, len(pts)*12)
+	var last int64
+	pen := false
+	for _, p := range pts {
+		if math.IsNaN(p.V) {
+			pen = false
+			continue
+		}
+		x, y := plot(p.T, p.V*scale, in, ymax, h)
+		cmd := byte(0)
+		if !pen || p.T-last > gap {
+			cmd = 'M'
+		}
+		b = appendXY(b, cmd, x, y)
+		pen, last = true, p.T
+	}
+	return string(b)
+}
+
+// areaPath draws the band between upper and lower (nil = zero).
+func areaPath(ts []int64, upper, lower []float64, in TimelineInput, ymax float64, h int) string {
+	if len(ts) == 0 {
+		return ""
+	}
+	b := make([]byte, 0, len(ts)*24)
+	for i, t := range ts {
+		x, y := plot(t, upper[i], in, ymax, h)
+		cmd := byte(0)
+		if i == 0 {
+			cmd = 'M'
+		}
+		b = appendXY(b, cmd, x, y)
+	}
+	for i := len(ts) - 1; i >= 0; i-- {
+		v := 0.0
+		if lower != nil {
+			v = lower[i]
+		}
+		x, y := plot(ts[i], v, in, ymax, h)
+		b = appendXY(b, 0, x, y)
+	}
+	return string(append(b, 'Z'))
+}
+
+// NodeTotals sums replica curves of one role per node into node-level
+// curves (GPU memory is exported per pod only), on the shared bucket grid.
+func NodeTotals(curves []correlate.Curve, role correlate.Role) []correlate.Curve {
+	sums := map[string]map[int64]float64{}
+	for _, c := range curves {
+		if c.Role != role || c.Level != correlate.LevelReplica || c.Scope.Node == "" {
+			continue
+		}
+		m := sums[c.Scope.Node]
+		if m == nil {
+			m = map[int64]float64{}
+			sums[c.Scope.Node] = m
+		}
+		for _, p := range c.Points {
+			if !math.IsNaN(p.V) {
+				m[p.T] += p.V
+			}
+		}
+	}
+	nodes := make([]string, 0, len(sums))
+	for n := range sums {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	out := make([]correlate.Curve, 0, len(nodes))
+	for _, n := range nodes {
+		c := correlate.Curve{Role: role, Level: correlate.LevelNode, Scope: correlate.Scope{Node: n}}
+		for t, v := range sums[n] {
+			c.Points = append(c.Points, correlate.Point{T: t, V: v})
+		}
+		sort.Slice(c.Points, func(i, j int) bool { return c.Points[i].T < c.Points[j].T })
+		out = append(out, c)
+	}
+	return out
+}

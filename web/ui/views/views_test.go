@@ -1,0 +1,238 @@
+package views
+
+import (
+	"bytes"
+	"image/png"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/store"
+)
+
+func TestFormatting(t *testing.T) {
+	for _, c := range []struct {
+		got, want string
+	}{
+		{FmtMs(0.84), "0.8 ms"}, {FmtMs(42.4), "42 ms"}, {FmtMs(1250), "1,250 ms"}, {FmtMs(math.NaN()), "–"},
+		{FmtNum(0.4213), "0.42"}, {FmtNum(3.1), "3.1"}, {FmtNum(250.4), "250"}, {FmtNum(12500), "12.5k"}, {FmtNum(2e6), "2M"},
+		{FmtPct(42.4), "42%"}, {FmtPct(0.5), "0.5%"},
+		{FmtDuration(45 * time.Second), "45 s"}, {FmtDuration(125 * time.Minute), "2 h 5 min"}, {FmtDuration(72 * time.Hour), "3 days"},
+		{Ago(time.Unix(0, 0), time.Unix(600, 0)), "10 min ago"},
+		{CategoryLabel("cold_start"), "Cold start after scale-up"},
+		{string(Style("left", 12.5)), "left:12.50%;"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
+
+func TestNiceCeil(t *testing.T) {
+	for in, want := range map[float64]float64{0: 1, 0.7: 1, 1.2: 2, 2.1: 2.5, 3: 5, 9.9: 10, 1234: 2000, 100: 100} {
+		if got := niceCeil(in); math.Abs(got-want) > 1e-9 {
+			t.Errorf("niceCeil(%v) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+var t0 = time.Date(2026, 10, 6, 7, 0, 0, 0, time.UTC)
+
+func curve(role correlate.Role, level correlate.Level, sc correlate.Scope, stage string, f func(i int) float64) correlate.Curve {
+	c := correlate.Curve{Role: role, Level: level, Scope: sc, Stage: stage}
+	for i := 0; i < 120; i++ {
+		c.Points = append(c.Points, correlate.Point{T: t0.Add(time.Duration(i) * 30 * time.Second).UnixMilli(), V: f(i)})
+	}
+	return c
+}
+
+func TestTimelineLanesPickLevelsAndCap(t *testing.T) {
+	flat := func(v float64) func(int) float64 { return func(int) float64 { return v } }
+	var curves []correlate.Curve
+	for i, m := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
+		curves = append(curves, curve(correlate.RoleLatencyP99, correlate.LevelModel, correlate.Scope{Model: m}, "", flat(float64(100*(i+1)))))
+		curves = append(curves, curve(correlate.RoleLatencyP50, correlate.LevelModel, correlate.Scope{Model: m}, "", flat(10)))
+	}
+	curves = append(curves,
+		curve(correlate.RoleLatencyP99, correlate.LevelReplica, correlate.Scope{Model: "a", Replica: "a-1", Node: "n1"}, "", flat(5000)),
+		curve(correlate.RoleStageTime, correlate.LevelModel, correlate.Scope{Model: "a"}, "queue", flat(30)),
+		curve(correlate.RoleStageTime, correlate.LevelModel, correlate.Scope{Model: "a"}, "exec", flat(20)),
+		curve(correlate.RoleStageTime, correlate.LevelModel, correlate.Scope{Model: "b"}, "exec", flat(500)))
+	in := TimelineInput{From: t0, To: t0.Add(time.Hour), Step: 30 * time.Second, Curves: curves, StageModel: "a", State: State{Base: "/i"}}
+	tl := BuildTimeline(in)
+	lat := tl.Lanes[0]
+	if lat.ID != "latency" || lat.More != 2 || len(lat.Legend) != 6+3 {
+		t.Fatalf("latency lane: more %d, legend %v", lat.More, lat.Legend)
+	}
+	// Model level without a filter (the replica curve is not drawn), the
+	// highest peaks first, only the top model with its P50.
+	if lat.Legend[0].Label != "h" || lat.YMax != "max 1000 ms" {
+		t.Errorf("legend[0] %q, ymax %q", lat.Legend[0].Label, lat.YMax)
+	}
+	if len(lat.Paths) != 7 {
+		t.Errorf("%d latency paths, want 6 P99 + 1 P50", len(lat.Paths))
+	}
+	var stages Lane
+	for _, l := range tl.Lanes {
+		if l.ID == "stages" {
+			stages = l
+		}
+	}
+	if stages.Name != "Time per stage (stacked) · a" || len(stages.Paths) != 2 || stages.YMax != "max 50 ms" {
+		t.Errorf("stages lane %q with %d areas, %s", stages.Name, len(stages.Paths), stages.YMax)
+	}
+	// A replica filter switches to replica curves.
+	in.Filter = correlate.Scope{Replica: "a-1"}
+	if l := BuildTimeline(in).Lanes[0]; len(l.Legend) == 0 || l.Legend[0].Label != "a-1" {
+		t.Errorf("with a replica filter the latency lane shows %v", l.Legend)
+	}
+	// Empty roles say so.
+	for _, l := range tl.Lanes {
+		if l.ID == "cpu" && l.Empty == "" {
+			t.Error("CPU lane without curves has no empty message")
+		}
+	}
+}
+
+func TestLinePathBreaksAtGaps(t *testing.T) {
+	in := TimelineInput{From: t0, To: t0.Add(10 * time.Minute), Step: time.Minute}
+	pts := []correlate.Point{{T: t0.UnixMilli(), V: 0}, {T: t0.Add(time.Minute).UnixMilli(), V: 10},
+		{T: t0.Add(6 * time.Minute).UnixMilli(), V: 10}, {T: t0.Add(7 * time.Minute).UnixMilli(), V: math.NaN()}, {T: t0.Add(8 * time.Minute).UnixMilli(), V: 5}}
+	got := linePath(pts, in, 1, 10, 104)
+	if want := "M0 102 100 2M600 2M800 52"; got != want {
+		t.Fatalf("linePath = %q, want %q", got, want)
+	}
+}
+
+func TestEventsGroupedPerBucket(t *testing.T) {
+	var evs []correlate.Event
+	for i := 0; i < 50; i++ { // 50 restarts within one bucket
+		evs = append(evs, correlate.Event{Kind: correlate.KindReplicaRestart, Time: t0.Add(10*time.Minute + time.Duration(i)*time.Second),
+			Scope: correlate.Scope{Replica: "r"}})
+	}
+	evs = append(evs, correlate.Event{Kind: correlate.KindDeploy, Time: t0.Add(30 * time.Minute), Scope: correlate.Scope{Model: "m", Version: "v2"}, Summary: "rollout"},
+		correlate.Event{Kind: correlate.KindDeploy, Time: t0.Add(-time.Minute)}) // outside: ignored
+	lanes, total := eventLanes(evs, t0, t0.Add(96*time.Minute), State{Base: "/i"})
+	if total != 51 {
+		t.Fatalf("total %d", total)
+	}
+	changes, scaling := lanes[0], lanes[1]
+	if len(changes.Marks) != 1 || changes.Marks[0].Text != "D" || !strings.Contains(changes.Marks[0].Title, "deploy model=m version=v2: rollout") {
+		t.Errorf("deploy mark %+v", changes.Marks)
+	}
+	if len(scaling.Marks) != 1 || scaling.Marks[0].Text != "50" || !strings.Contains(scaling.Marks[0].Title, "+47 more") {
+		t.Errorf("restart mark %+v", scaling.Marks)
+	}
+	if !strings.Contains(scaling.Marks[0].Href, "from=2026-10-06T07%3A08") {
+		t.Errorf("a bucket links to a zoom around it: %s", scaling.Marks[0].Href)
+	}
+}
+
+func TestConcRows(t *testing.T) {
+	rows := []correlate.Concentration{
+		{Dims: map[string]string{"replica": "r-7", "node": "n-3"}, SelectionPct: 62, BaselinePct: 4, RiskRatio: 15.2, Support: 0.62, P99WithoutMs: 380, P99DeltaMs: 1500},
+		{Dims: map[string]string{"replica_age": "young"}, SelectionPct: 40, BaselinePct: 5},
+	}
+	s := State{Base: "/incidents/1", Tab: "baseline", Page: 3}
+	c := BuildConc(rows, s)
+	if c.Rows[0].Key != "node=n-3 · replica=r-7" || c.Rows[0].Href != "/incidents/1?replica=r-7&node=n-3&tab=baseline" || c.Rows[0].Selected {
+		t.Errorf("row 0: %+v", c.Rows[0])
+	}
+	if c.Rows[1].Href != "" {
+		t.Errorf("replica_age is not a filter, yet the row links to %s", c.Rows[1].Href)
+	}
+	sel := BuildConc(rows, State{Base: "/incidents/1", Scope: correlate.Scope{Replica: "r-7", Node: "n-3"}})
+	if !sel.Rows[0].Selected || sel.Rows[0].Href != "/incidents/1" {
+		t.Errorf("selected row: %+v (a click clears it)", sel.Rows[0])
+	}
+	if BuildConc(nil, s).Empty == "" {
+		t.Error("no empty state")
+	}
+}
+
+func TestSampleTable(t *testing.T) {
+	mk := func(id string, total float64) correlate.Sample {
+		x := correlate.Sample{RequestID: id, Time: t0, Model: "m", TotalMs: total, SampleRate: 1}
+		for i := range x.StagesMs {
+			x.StagesMs[i] = math.NaN()
+		}
+		x.StagesMs[correlate.StageQueue], x.StagesMs[correlate.StageExec] = total/2, total/2
+		return x
+	}
+	page := store.SamplePage{Total: 60, Samples: []correlate.Sample{mk("a", 800), mk("b/1", 400)}}
+	st := State{Base: "/incidents/1", Page: 2, Sort: "queue"}
+	tb := BuildSampleTable(SampleTableInput{Page: page, State: st, WindowTotal: 60, SlowMs: map[string]float64{"m": 300}, DetailBase: "/incidents/1/samples"})
+	if tb.Range != "26–27 of 60" || tb.Prev != "/incidents/1?sort=queue" || tb.Next != "/incidents/1?sort=queue&page=3" {
+		t.Errorf("pager: %q %q %q", tb.Range, tb.Prev, tb.Next)
+	}
+	var queue SortColumn
+	for _, c := range tb.Columns {
+		if c.Label == "queue" {
+			queue = c
+		}
+	}
+	if queue.Sort != "descending" || queue.Href != "/incidents/1?sort=queue&dir=asc" {
+		t.Errorf("current sort column %+v (a click flips it, page 1)", queue)
+	}
+	r := tb.Rows[1]
+	if r.DetailHref != "/incidents/1/samples/b%2F1?t="+itoa64(t0.UnixMilli()) || len(r.Segments) != 2 || r.Segments[0].Width != 25 {
+		t.Errorf("row: %+v", r)
+	}
+	if !strings.Contains(tb.Note, "m ≥ 300 ms") {
+		t.Errorf("note %q", tb.Note)
+	}
+	none := BuildSampleTable(SampleTableInput{State: State{Base: "/i"}})
+	if !none.HowTo {
+		t.Error("a window without any sample must say how to send them")
+	}
+	filt := BuildSampleTable(SampleTableInput{State: State{Base: "/i", Scope: correlate.Scope{Tenant: "x"}}, WindowTotal: 10})
+	if filt.HowTo || filt.Clear != "/i" {
+		t.Errorf("filtered empty: %+v", filt)
+	}
+}
+
+func TestOpenGraphNeverNamesTenants(t *testing.T) {
+	og := BuildOpenGraph(OGInput{ID: 5, Title: "P99 up for ACME-EU and t-acme", TopCategory: "capacity", TopScore: 0.8,
+		P99Before: 420, P99After: 1900, Tenants: []string{"t-acme", "acme-eu", "acme"}})
+	if og.Title != "Incident #5: P99 up for [tenant] and [tenant]" {
+		t.Errorf("title %q", og.Title)
+	}
+	if og.Description != "Top cause: Capacity / traffic peak (score 0.80) · P99 420 ms → 1,900 ms" {
+		t.Errorf("description %q", og.Description)
+	}
+	if ScrubTenants("nothing here", nil) != "nothing here" {
+		t.Error("scrub without tenants changed the text")
+	}
+}
+
+func TestOGImageSize(t *testing.T) {
+	on := t0.Add(30 * time.Minute)
+	b, err := OGImage(OGImageInput{Heading: "Incident #1", Title: "x → y…", From: t0, To: t0.Add(time.Hour), Onset: &on,
+		Curve:  curve(correlate.RoleLatencyP99, correlate.LevelModel, correlate.Scope{}, "", func(i int) float64 { return float64(i * i) }).Points,
+		Spikes: []correlate.Spike{{Start: on, End: on.Add(10 * time.Minute)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil || img.Bounds().Dx() != OGWidth || img.Bounds().Dy() != OGHeight {
+		t.Fatalf("%v %v", err, img.Bounds())
+	}
+	// The onset line is drawn in vermillion somewhere in the chart.
+	found := false
+	for y := 300; y < 560 && !found; y++ {
+		for x := 40; x < 1160; x++ {
+			if r, g, b, _ := img.At(x, y).RGBA(); r>>8 == 0xd5 && g>>8 == 0x5e && b>>8 == 0 {
+				found = true
+				break
+			}
+		}
+	}
+	if !found {
+		t.Error("no onset marker in the image")
+	}
+	if latin1("a → b … ✓") != "a -> b ... ?" {
+		t.Errorf("latin1: %q", latin1("a → b … ✓"))
+	}
+}

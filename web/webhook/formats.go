@@ -1,0 +1,194 @@
+package webhook
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/wire"
+)
+
+// message is what one delivery says, before it is put into a webhook's
+// format.
+type message struct {
+	Event   string    // store.Event*
+	At      time.Time // when it happened
+	Version int       // analysis version, for analysis.ready and cause.changed
+	PrevTop string    // the previous top cause, for cause.changed
+	View    wire.Incident
+}
+
+// render encodes m in one of the three formats. publicURL names
+// this Waterline (Jira's globalId, ServiceNow's event_class).
+func render(format string, m message, publicURL string) ([]byte, error) {
+	switch format {
+	case store.WebhookFormatWaterline:
+		return json.Marshal(waterlineBody(m))
+	case store.WebhookFormatJira:
+		return json.Marshal(jiraRemoteLink(m, publicURL))
+	case store.WebhookFormatServiceNow:
+		return json.Marshal(serviceNowEvents(m, publicURL))
+	}
+	return nil, fmt.Errorf("unknown webhook format %q", format)
+}
+
+// waterlineBody is the Waterline format (wire.WebhookEvent): the flat
+// incident summary of GET /api/v1/incidents/{id}, plus what happened.
+func waterlineBody(m message) wire.WebhookEvent {
+	return wire.WebhookEvent{Incident: m.View, Event: m.Event, OccurredAt: m.At.UTC(), AnalysisVersion: m.Version, PreviousTopCause: m.PrevTop}
+}
+
+// jiraLink is a Jira remote issue link (POST /rest/api/3/issue/{key}/remotelink):
+// posting it again with the same globalId updates the link in place, so
+// each event refreshes one link, struck through once resolved.
+type jiraLink struct {
+	GlobalID     string          `json:"globalId"`
+	Application  jiraApplication `json:"application"`
+	Relationship string          `json:"relationship"`
+	Object       jiraObject      `json:"object"`
+}
+
+type jiraApplication struct {
+	Type string `json:"type"`
+	Name string `json:"name"`
+}
+
+type jiraObject struct {
+	URL     string     `json:"url"`
+	Title   string     `json:"title"`
+	Summary string     `json:"summary"`
+	Icon    jiraIcon   `json:"icon"`
+	Status  jiraStatus `json:"status"`
+}
+
+type jiraIcon struct {
+	URL16x16 string `json:"url16x16"`
+	Title    string `json:"title"`
+}
+
+type jiraStatus struct {
+	Resolved bool     `json:"resolved"`
+	Icon     jiraIcon `json:"icon"`
+}
+
+// jiraIconPath is the 16×16 icon Jira shows next to the link.
+const jiraIconPath = "/static/icon-16.png"
+
+func jiraRemoteLink(m message, publicURL string) jiraLink {
+	v := m.View
+	resolved := v.Status == store.IncidentResolved
+	state := "open"
+	if resolved {
+		state = "resolved"
+	}
+	icon := jiraIcon{URL16x16: publicURL + jiraIconPath, Title: "Waterline"}
+	return jiraLink{
+		// ≤ 255 characters, Jira's limit: a host and an id always fit.
+		GlobalID:     "system=" + publicHost(publicURL) + "&incident=" + strconv.FormatInt(v.ID, 10),
+		Application:  jiraApplication{Type: "dev.waterline", Name: "Waterline"},
+		Relationship: "latency incident",
+		Object: jiraObject{
+			URL:     v.URL,
+			Title:   clip(fmt.Sprintf("Waterline #%d: %s", v.ID, v.Title), 255),
+			Summary: clip(state+" · "+causeLine(v), 255),
+			Icon:    icon,
+			Status:  jiraStatus{Resolved: resolved, Icon: jiraIcon{URL16x16: icon.URL16x16, Title: state}},
+		},
+	}
+}
+
+// serviceNowBatch is the body of ServiceNow Event Management's
+// POST /api/global/em/jsonv2.
+type serviceNowBatch struct {
+	Records []serviceNowEvent `json:"records"`
+}
+
+// serviceNowEvent is one Event Management record. message_key is the
+// incident id, so every event of one incident updates one alert, which
+// severity 0 with resolution_state Closing closes.
+type serviceNowEvent struct {
+	Source          string `json:"source"`
+	EventClass      string `json:"event_class"`
+	Node            string `json:"node"`
+	Resource        string `json:"resource"`
+	MetricName      string `json:"metric_name"`
+	Type            string `json:"type"`
+	MessageKey      string `json:"message_key"`
+	Severity        string `json:"severity"`
+	Description     string `json:"description"`
+	AdditionalInfo  string `json:"additional_info"`
+	TimeOfEvent     string `json:"time_of_event"`
+	ResolutionState string `json:"resolution_state"`
+}
+
+// ServiceNow severities: 1 critical … 5 OK, 0 clear.
+const (
+	snSeverityMajor = "2"
+	snSeverityClear = "0"
+)
+
+func serviceNowEvents(m message, publicURL string) serviceNowBatch {
+	v := m.View
+	sev, state := snSeverityMajor, "New"
+	if v.Status == store.IncidentResolved {
+		sev, state = snSeverityClear, "Closing"
+	}
+	resource := v.Scope.Model
+	if v.Scope.Replica != "" {
+		resource = strings.TrimPrefix(resource+"/"+v.Scope.Replica, "/")
+	}
+	if resource == "" {
+		resource = "inference fleet"
+	}
+	// Extra fields belong in additional_info (a JSON string), not in
+	// custom columns.
+	info, _ := json.Marshal(waterlineBody(m))
+	return serviceNowBatch{Records: []serviceNowEvent{{
+		Source:          "Waterline",
+		EventClass:      "waterline@" + publicHost(publicURL),
+		Node:            v.Scope.Node,
+		Resource:        resource,
+		MetricName:      "p99_latency",
+		Type:            "latency_incident",
+		MessageKey:      strconv.FormatInt(v.ID, 10),
+		Severity:        sev,
+		Description:     clip(fmt.Sprintf("%s (%s). %s. %s", v.Title, m.Event, causeLine(v), v.URL), 4000),
+		AdditionalInfo:  string(info),
+		TimeOfEvent:     m.At.UTC().Format("2006-01-02 15:04:05"),
+		ResolutionState: state,
+	}}}
+}
+
+// causeLine says the top cause in one line, or why there is none.
+func causeLine(v wire.Incident) string {
+	if v.TopCause == nil {
+		return "analysis " + v.AnalysisStatus
+	}
+	return fmt.Sprintf("top cause %s (%.2f): %s", v.TopCause.Category, v.TopCause.Score, v.TopCause.Summary)
+}
+
+// publicHost is the host[:port] of the public URL.
+func publicHost(publicURL string) string {
+	u, err := url.Parse(publicURL)
+	if err != nil || u.Host == "" {
+		return publicURL
+	}
+	return u.Host
+}
+
+// clip cuts s to at most n bytes on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}

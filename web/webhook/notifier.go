@@ -1,0 +1,184 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/waterline-dev/waterline/incident"
+	"github.com/waterline-dev/waterline/store"
+)
+
+// NotifierOptions configure a Notifier.
+type NotifierOptions struct {
+	PublicURL string       // base URL of permalinks, without a trailing slash
+	Log       *slog.Logger // nil: discard
+	Now       func() time.Time
+	// OnQueued, if set, is called after deliveries were queued (wake the
+	// dispatcher so they go out now rather than at its next poll).
+	OnQueued func()
+}
+
+// Notifier turns incident changes and new analyses into queued webhook
+// deliveries (webhook_deliveries rows), one per subscribed webhook,
+// rendered in the webhook's format when the event happens; the
+// Dispatcher sends them. Queuing is idempotent (one idempotency key per
+// incident, event and analysis version), so telling it twice, or from two
+// replicas, queues nothing twice.
+//
+// Events: incident.opened (an incident exists), incident.resolved (it was
+// resolved), analysis.ready (its first ready analysis) and cause.changed
+// (a later analysis whose top cause differs from the previous one's). A
+// webhook gets only events that happened after it was registered.
+type Notifier struct {
+	st    *store.Store
+	opt   NotifierOptions
+	queue *incident.Queue
+}
+
+// NewNotifier returns a Notifier over st. Call Run to work its queue.
+func NewNotifier(st *store.Store, opt NotifierOptions) *Notifier {
+	if opt.Log == nil {
+		opt.Log = slog.New(slog.DiscardHandler)
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	return &Notifier{st: st, opt: opt, queue: incident.NewQueue(1024)}
+}
+
+// IncidentChanged notes that an incident was created, changed or
+// resolved. It never blocks (it is called on request goroutines); the
+// work happens in Run.
+func (n *Notifier) IncidentChanged(id int64) {
+	if !n.queue.Add(id) { // a burst far beyond anything real: drop rather than block a request
+		n.opt.Log.Warn("webhook notifier queue full; incident change not notified", "incident", id)
+	}
+}
+
+// Run queues deliveries for noted incident changes until ctx ends.
+func (n *Notifier) Run(ctx context.Context) {
+	n.queue.Work(ctx, func(ctx context.Context, id int64) {
+		if err := n.NotifyIncident(ctx, id); err != nil && ctx.Err() == nil {
+			n.opt.Log.Warn("webhook notify failed", "incident", id, "err", err)
+		}
+	})
+}
+
+// NotifyIncident queues incident.opened (and incident.resolved once it
+// is resolved) for every webhook that wants them.
+func (n *Notifier) NotifyIncident(ctx context.Context, id int64) error {
+	hooks, err := n.st.Webhooks(ctx)
+	if err != nil || len(hooks) == 0 {
+		return err
+	}
+	in, err := n.st.Incident(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // deleted meanwhile
+	}
+	if err != nil {
+		return err
+	}
+	// Event times are read on the database's clock, like the webhooks'
+	// created_at they are compared with: resolved_at comes from the
+	// resolver's clock, updated_at (set at resolution) from Postgres.
+	msgs := []message{{Event: store.EventIncidentOpened, At: in.CreatedAt}}
+	if in.Status == store.IncidentResolved {
+		msgs = append(msgs, message{Event: store.EventIncidentResolved, At: in.UpdatedAt})
+	}
+	return n.enqueue(ctx, hooks, in, msgs)
+}
+
+// AnalysisReady is the analyzer's OnReady: it queues analysis.ready for an
+// incident's first ready analysis and cause.changed when a later version's
+// top cause differs from the previous one's. It runs on the analyzer's
+// goroutine, with a short time limit of its own.
+func (n *Notifier) AnalysisReady(id int64, version int, prevTop, newTop string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := n.NotifyAnalysis(ctx, id, version, prevTop, newTop); err != nil {
+		n.opt.Log.Warn("webhook notify failed", "incident", id, "analysis_version", version, "err", err)
+	}
+}
+
+// NotifyAnalysis is AnalysisReady with a context and an error.
+func (n *Notifier) NotifyAnalysis(ctx context.Context, id int64, version int, prevTop, newTop string) error {
+	hooks, err := n.st.Webhooks(ctx)
+	if err != nil || len(hooks) == 0 {
+		return err
+	}
+	first, err := n.st.FirstReadyAnalysis(ctx, id)
+	if err != nil {
+		return err
+	}
+	m := message{Version: version}
+	switch {
+	case version == first:
+		m.Event = store.EventAnalysisReady
+	case prevTop != newTop:
+		m.Event, m.PrevTop = store.EventCauseChanged, prevTop
+	default:
+		return nil // a new version with the same top cause is not news
+	}
+	rec, err := n.st.AnalysisVersion(ctx, id, version)
+	if err != nil {
+		return err
+	}
+	m.At = rec.CreatedAt
+	if rec.FinishedAt != nil {
+		m.At = *rec.FinishedAt
+	}
+	in, err := n.st.Incident(ctx, id)
+	if err != nil {
+		return err
+	}
+	return n.enqueue(ctx, hooks, in, []message{m})
+}
+
+// enqueue renders each message for each webhook that subscribed to its
+// event before it happened, and queues it.
+func (n *Notifier) enqueue(ctx context.Context, hooks []store.Webhook, in store.Incident, msgs []message) error {
+	view := incident.Summary(in, n.opt.PublicURL)
+	queued := 0
+	for _, m := range msgs {
+		m.View = view
+		for _, h := range hooks {
+			if !slices.Contains(h.Events, m.Event) || h.CreatedAt.After(m.At) {
+				continue
+			}
+			body, err := render(h.Format, m, n.opt.PublicURL)
+			if err != nil {
+				return err
+			}
+			ok, err := n.st.EnqueueDelivery(ctx, store.NewDelivery{
+				WebhookID: h.ID, IncidentID: in.ID, Event: m.Event, AnalysisVersion: m.Version,
+				IdempotencyKey: idempotencyKey(n.opt.PublicURL, in.ID, m.Event, m.Version),
+				Body:           body, DueAt: n.opt.Now(),
+			})
+			if err != nil {
+				return err
+			}
+			if ok {
+				queued++
+			}
+		}
+	}
+	if queued > 0 && n.opt.OnQueued != nil {
+		n.opt.OnQueued()
+	}
+	return nil
+}
+
+// idempotencyKey is stable per incident, event and analysis version, and
+// names this Waterline, so a receiver fed by two installations cannot mix
+// them up: "waterline.example.com/incidents/12/analysis.ready/3".
+func idempotencyKey(publicURL string, id int64, event string, version int) string {
+	k := fmt.Sprintf("%s/incidents/%d/%s", publicHost(publicURL), id, event)
+	if version > 0 {
+		k += fmt.Sprintf("/%d", version)
+	}
+	return k
+}
