@@ -1,0 +1,65 @@
+package incident_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/waterline-dev/waterline/incident"
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/store/storetest"
+)
+
+// TestResolveTellsWatchersOnceAndFreezes: a resolution tells the watchers
+// and freezes (before returning for a person); resolving again changes
+// nothing and tells nobody.
+func TestResolveTellsWatchersOnceAndFreezes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	var told []int64
+	svc := incident.New(st, incident.Options{Watchers: []func(int64){func(id int64) { told = append(told, id) }}})
+	in, err := svc.Open(ctx, store.NewIncident{Title: "slow", Start: time.Now().Add(-time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := svc.Resolve(ctx, in.ID, incident.FreezeNow); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(told) != 2 || told[0] != in.ID || told[1] != in.ID {
+		t.Fatalf("watchers told %v, want the id twice (opened, resolved)", told)
+	}
+	if _, ok, err := st.SnapshotTime(ctx, in.ID); err != nil || !ok {
+		t.Fatalf("not frozen before Resolve returned (%v)", err)
+	}
+}
+
+// TestRunFreezesResolvedIncidentsWithoutSnapshot: the freeze queue lives
+// in memory; an incident resolved without its freeze (a restart came in
+// between) is frozen when the worker starts.
+func TestRunFreezesResolvedIncidentsWithoutSnapshot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	now := time.Now()
+	in, err := st.CreateIncident(ctx, store.NewIncident{Title: "lost freeze", Start: now.Add(-time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ResolveIncident(ctx, in.ID, now); err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go incident.New(st, incident.Options{}).Run(wctx)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if _, ok, err := st.SnapshotTime(ctx, in.ID); err != nil || ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the worker did not freeze the resolved incident")
+		}
+	}
+}
