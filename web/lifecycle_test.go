@@ -155,7 +155,9 @@ func TestAlertmanagerAnswersBeforeTheFreeze(t *testing.T) {
 	}
 	end := start.Add(30 * time.Minute)
 	answered := make(chan response, 1)
-	go func() { answered <- e.post("/api/v1/alerts/alertmanager", "application/json", amNotification("resolved", 1, start, &end)) }()
+	go func() {
+		answered <- e.post("/api/v1/alerts/alertmanager", "application/json", amNotification("resolved", 1, start, &end))
+	}()
 	select {
 	case r := <-answered:
 		if r.status != http.StatusOK || !strings.Contains(string(r.body), `"resolved":true`) {
