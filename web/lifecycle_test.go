@@ -1,8 +1,10 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -154,14 +156,29 @@ func TestAlertmanagerAnswersBeforeTheFreeze(t *testing.T) {
 		t.Fatal(err)
 	}
 	end := start.Add(30 * time.Minute)
-	answered := make(chan response, 1)
-	go func() {
-		answered <- e.post("/api/v1/alerts/alertmanager", "application/json", amNotification("resolved", 1, start, &end))
+	type answer struct {
+		status int
+		body   []byte
+		err    error
+	}
+	answered := make(chan answer, 1)
+	go func() { // not e.post: it may not fail the test from here
+		req, _ := http.NewRequest("POST", e.srv.URL+"/api/v1/alerts/alertmanager", bytes.NewReader(amNotification("resolved", 1, start, &end)))
+		req.Header.Set("Authorization", "Bearer "+e.write)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answered <- answer{err: err}
+			return
+		}
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		answered <- answer{res.StatusCode, body, err}
 	}()
 	select {
 	case r := <-answered:
-		if r.status != http.StatusOK || !strings.Contains(string(r.body), `"resolved":true`) {
-			t.Fatalf("resolved notification: %d %s", r.status, r.body)
+		if r.err != nil || r.status != http.StatusOK || !strings.Contains(string(r.body), `"resolved":true`) {
+			t.Fatalf("resolved notification: %d %s %v", r.status, r.body, r.err)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the Alertmanager webhook waited for the freeze")
