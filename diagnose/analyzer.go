@@ -160,13 +160,9 @@ func (a *Analyzer) Analyze(ctx context.Context, id int64, force bool) (store.Ana
 
 // topCategory reads the first cause's category from a stored result.
 func topCategory(result json.RawMessage) string {
-	var r struct {
-		Causes []struct {
-			Category string `json:"category"`
-		} `json:"causes"`
-	}
+	var r correlate.Analysis
 	if json.Unmarshal(result, &r) != nil || len(r.Causes) == 0 {
 		return ""
 	}
-	return r.Causes[0].Category
+	return string(r.Causes[0].Category)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/waterline-dev/waterline/sim"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
+	"github.com/waterline-dev/waterline/wire"
 )
 
 // bundle is one incident to replay: metrics (OpenMetrics), pushed events,
@@ -276,33 +277,11 @@ func loadBundle(t *testing.T, dir string) bundle {
 	sc2 := bufio.NewScanner(gz)
 	sc2.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc2.Scan() {
-		var w struct {
-			RequestID  string             `json:"request_id"`
-			Time       time.Time          `json:"time"`
-			Model      string             `json:"model"`
-			Version    string             `json:"version"`
-			Tenant     string             `json:"tenant"`
-			Replica    string             `json:"replica"`
-			Node       string             `json:"node"`
-			Entry      string             `json:"entry"`
-			BatchSize  int                `json:"batch_size"`
-			Status     string             `json:"status"`
-			TotalMs    float64            `json:"total_ms"`
-			StagesMs   map[string]float64 `json:"stages_ms"`
-			SampleRate float64            `json:"sample_rate"`
-		}
-		if err := json.Unmarshal(sc2.Bytes(), &w); err != nil {
+		s, err := wire.DecodeSample(sc2.Bytes())
+		if err != nil {
 			t.Fatal(err)
 		}
-		s := correlate.Sample{RequestID: w.RequestID, Time: w.Time, Model: w.Model, Version: w.Version, Tenant: w.Tenant,
-			Replica: w.Replica, Node: w.Node, Entry: w.Entry, BatchSize: w.BatchSize, Status: w.Status, TotalMs: w.TotalMs, SampleRate: max(w.SampleRate, 1)}
-		for k := range s.StagesMs {
-			v, ok := w.StagesMs[correlate.Stage(k).String()]
-			if !ok {
-				v = nan()
-			}
-			s.StagesMs[k] = v
-		}
+		s.SampleRate = max(s.SampleRate, 1)
 		b.samples = append(b.samples, s)
 	}
 	if err := sc2.Err(); err != nil {
@@ -322,4 +301,3 @@ func readJSON(t *testing.T, path string, v any) {
 	}
 }
 
-func nan() float64 { var z float64; return z / z }

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/wire"
 )
 
 // Events returns the change events a CD system, a config service or the
@@ -34,7 +35,11 @@ func (f *Fleet) Events() []correlate.Event {
 func (f *Fleet) WriteEventsNDJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	for _, e := range f.Events() {
-		if err := enc.Encode(e); err != nil {
+		in, err := wire.NewEventIn(e)
+		if err != nil {
+			return err
+		}
+		if err := enc.Encode(in); err != nil {
 			return err
 		}
 	}

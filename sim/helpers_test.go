@@ -4,36 +4,21 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"math"
 	"sort"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/wire"
 )
-
-// wireSample is a sample as decoded from the NDJSON wire format.
-type wireSample struct {
-	RequestID  string             `json:"request_id"`
-	Time       time.Time          `json:"time"`
-	Model      string             `json:"model"`
-	Version    string             `json:"version"`
-	Tenant     string             `json:"tenant"`
-	Replica    string             `json:"replica"`
-	Node       string             `json:"node"`
-	Entry      string             `json:"entry"`
-	BatchSize  int                `json:"batch_size"`
-	Status     string             `json:"status"`
-	TotalMs    float64            `json:"total_ms"`
-	StagesMs   map[string]float64 `json:"stages_ms"`
-	SampleRate float64            `json:"sample_rate"`
-}
 
 // outputs are a fleet's raw outputs, as a consumer receives them.
 type outputs struct {
 	fleet   *Fleet
 	om      []byte
-	samples []wireSample
+	samples []correlate.Sample // as a consumer decodes the NDJSON
 	ndjson  []byte
 	events  []correlate.Event
 	truth   Truth
@@ -70,8 +55,8 @@ func generate(t testing.TB, o Options) *outputs {
 	sc := bufio.NewScanner(bytes.NewReader(nd.Bytes()))
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
 	for sc.Scan() {
-		var s wireSample
-		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+		s, err := wire.DecodeSample(sc.Bytes())
+		if err != nil {
 			t.Fatalf("sample %q: %v", sc.Text(), err)
 		}
 		out.samples = append(out.samples, s)
@@ -101,8 +86,8 @@ func (o *outputs) metrics(t testing.TB, names ...string) *omFile {
 }
 
 // sel returns the samples that pass keep.
-func (o *outputs) sel(keep func(*wireSample) bool) []*wireSample {
-	var out []*wireSample
+func (o *outputs) sel(keep func(*correlate.Sample) bool) []*correlate.Sample {
+	var out []*correlate.Sample
 	for i := range o.samples {
 		if keep(&o.samples[i]) {
 			out = append(out, &o.samples[i])
@@ -112,12 +97,12 @@ func (o *outputs) sel(keep func(*wireSample) bool) []*wireSample {
 }
 
 // between selects samples whose time is in [from, to).
-func between(from, to time.Time) func(*wireSample) bool {
-	return func(s *wireSample) bool { return !s.Time.Before(from) && s.Time.Before(to) }
+func between(from, to time.Time) func(*correlate.Sample) bool {
+	return func(s *correlate.Sample) bool { return !s.Time.Before(from) && s.Time.Before(to) }
 }
 
-func and(fs ...func(*wireSample) bool) func(*wireSample) bool {
-	return func(s *wireSample) bool {
+func and(fs ...func(*correlate.Sample) bool) func(*correlate.Sample) bool {
+	return func(s *correlate.Sample) bool {
 		for _, f := range fs {
 			if !f(s) {
 				return false
@@ -129,14 +114,14 @@ func and(fs ...func(*wireSample) bool) func(*wireSample) bool {
 
 // wQuantile is the sample_rate-weighted q-quantile of a stage ("total" for
 // the end-to-end time).
-func wQuantile(ss []*wireSample, stage string, q float64) float64 {
+func wQuantile(ss []*correlate.Sample, stage string, q float64) float64 {
 	type vw struct{ v, w float64 }
 	var xs []vw
 	tot := 0.0
 	for _, s := range ss {
 		v := s.TotalMs
 		if stage != "total" {
-			x, ok := s.StagesMs[stage]
+			x, ok := stageMs(s, stage)
 			if !ok {
 				continue
 			}
@@ -160,10 +145,10 @@ func wQuantile(ss []*wireSample, stage string, q float64) float64 {
 }
 
 // wMean is the sample_rate-weighted mean of a stage.
-func wMean(ss []*wireSample, stage string) float64 {
+func wMean(ss []*correlate.Sample, stage string) float64 {
 	sum, w := 0.0, 0.0
 	for _, s := range ss {
-		if v, ok := s.StagesMs[stage]; ok {
+		if v, ok := stageMs(s, stage); ok {
 			sum += v * s.SampleRate
 			w += s.SampleRate
 		}
@@ -181,4 +166,14 @@ func (o *outputs) onset() time.Time {
 		return *o.truth.Onset
 	}
 	return o.desc.Start.Add(o.fleet.opts.Onset)
+}
+
+// stageMs is a sample's time in the named stage; ok is false when the
+// sample did not report it.
+func stageMs(s *correlate.Sample, name string) (float64, bool) {
+	st, ok := correlate.ParseStage(name)
+	if !ok || math.IsNaN(s.StagesMs[st]) {
+		return 0, false
+	}
+	return s.StagesMs[st], true
 }

@@ -2,12 +2,13 @@ package sim
 
 import (
 	"bufio"
+	"encoding/json"
 	"io"
 	"iter"
 	"math"
-	"strconv"
 
 	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/wire"
 )
 
 // sampleRec is one kept request, compact (a 3 h fleet keeps ~10⁵ of them).
@@ -84,67 +85,18 @@ func requestID(id uint64) string {
 	return string(b[:])
 }
 
-// WriteSamplesNDJSON writes the samples in DESIGN §5's wire format, one
-// JSON object per line, in time order, and returns how many it wrote.
+// WriteSamplesNDJSON writes the samples in the API's wire format
+// (wire.Sample), one JSON object per line, in time order, and returns how
+// many it wrote.
 func (f *Fleet) WriteSamplesNDJSON(w io.Writer) (int, error) {
 	bw := bufio.NewWriterSize(w, 1<<16)
-	var buf []byte
-	names := correlate.StageNames()
+	enc := json.NewEncoder(bw)
 	n := 0
 	for s := range f.Samples() {
-		buf = appendSampleJSON(buf[:0], &s, names)
-		if _, err := bw.Write(buf); err != nil {
+		if err := enc.Encode(wire.NewSample(s)); err != nil {
 			return n, err
 		}
 		n++
 	}
 	return n, bw.Flush()
-}
-
-// appendSampleJSON renders one sample line. Hand-written rather than
-// encoding/json because it runs 10⁵ times per bundle and every field is
-// known; stages that were not reported are left out of stages_ms.
-func appendSampleJSON(b []byte, s *correlate.Sample, stageNames []string) []byte {
-	str := func(b []byte, k, v string) []byte {
-		b = append(b, ',', '"')
-		b = append(b, k...)
-		b = append(b, '"', ':')
-		return strconv.AppendQuote(b, v)
-	}
-	b = append(b, `{"request_id":`...)
-	b = strconv.AppendQuote(b, s.RequestID)
-	b = append(b, `,"time":"`...)
-	b = s.Time.UTC().AppendFormat(b, "2006-01-02T15:04:05.000Z07:00")
-	b = append(b, '"')
-	b = str(b, "model", s.Model)
-	b = str(b, "version", s.Version)
-	b = str(b, "tenant", s.Tenant)
-	b = str(b, "replica", s.Replica)
-	b = str(b, "node", s.Node)
-	b = str(b, "entry", s.Entry)
-	if s.BatchSize > 0 {
-		b = append(b, `,"batch_size":`...)
-		b = strconv.AppendInt(b, int64(s.BatchSize), 10)
-	}
-	b = str(b, "status", s.Status)
-	b = append(b, `,"total_ms":`...)
-	b = strconv.AppendFloat(b, s.TotalMs, 'f', -1, 64)
-	b = append(b, `,"stages_ms":{`...)
-	first := true
-	for i, v := range s.StagesMs {
-		if math.IsNaN(v) {
-			continue
-		}
-		if !first {
-			b = append(b, ',')
-		}
-		first = false
-		b = append(b, '"')
-		b = append(b, stageNames[i]...)
-		b = append(b, '"', ':')
-		b = strconv.AppendFloat(b, v, 'f', -1, 64)
-	}
-	b = append(b, `},"sample_rate":`...)
-	b = strconv.AppendFloat(b, s.SampleRate, 'f', -1, 64)
-	return append(b, '}', '\n')
 }

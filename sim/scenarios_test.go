@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
 )
 
 // These tests read only the raw outputs (metrics text, NDJSON samples,
@@ -16,23 +18,23 @@ func scenarioOut(t *testing.T, sc Scenario) *outputs {
 }
 
 // windows around the onset: 15 min before, and from 1 to 9 min after.
-func prePost(o *outputs) (pre, post func(*wireSample) bool, t0, t1, t2, t3 time.Time) {
+func prePost(o *outputs) (pre, post func(*correlate.Sample) bool, t0, t1, t2, t3 time.Time) {
 	on := o.onset()
 	t0, t1 = on.Add(-15*time.Minute), on
 	t2, t3 = on.Add(time.Minute), on.Add(9*time.Minute)
 	return between(t0, t1), between(t2, t3), t0, t1, t2, t3
 }
 
-func ofModel(name string) func(*wireSample) bool {
-	return func(s *wireSample) bool { return s.Model == name }
+func ofModel(name string) func(*correlate.Sample) bool {
+	return func(s *correlate.Sample) bool { return s.Model == name }
 }
 
 func TestScenarioReleaseNewVersionSlower(t *testing.T) {
 	o := scenarioOut(t, Release)
 	tg := o.truth.Target
 	_, post, _, _, t2, t3 := prePost(o)
-	newV := o.sel(and(post, ofModel(tg.Model), func(s *wireSample) bool { return s.Version == tg.Version }))
-	oldV := o.sel(and(between(t2.Add(-16*time.Minute), t2.Add(-time.Minute)), ofModel(tg.Model), func(s *wireSample) bool { return s.Version != tg.Version }))
+	newV := o.sel(and(post, ofModel(tg.Model), func(s *correlate.Sample) bool { return s.Version == tg.Version }))
+	oldV := o.sel(and(between(t2.Add(-16*time.Minute), t2.Add(-time.Minute)), ofModel(tg.Model), func(s *correlate.Sample) bool { return s.Version != tg.Version }))
 	if len(newV) < 20 || len(oldV) < 20 {
 		t.Fatalf("samples: new version %d, old version %d", len(newV), len(oldV))
 	}
@@ -85,7 +87,7 @@ func TestScenarioCapacityMoreTrafficAndQueueing(t *testing.T) {
 	if a, b := wMean(before, "queue"), wMean(after, "queue"); b < 1.8*a || b < 10 {
 		t.Errorf("mean queue %.1f -> %.1f ms: want ≥ x1.8", a, b)
 	}
-	share := func(ss []*wireSample) float64 {
+	share := func(ss []*correlate.Sample) float64 {
 		n, w := 0.0, 0.0
 		for _, s := range ss {
 			w += s.SampleRate
@@ -104,12 +106,12 @@ func TestScenarioLocalReplicaNodeSlow(t *testing.T) {
 	o := scenarioOut(t, LocalReplica)
 	tg := o.truth.Target
 	pre, post, _, _, t2, t3 := prePost(o)
-	onNode := func(s *wireSample) bool { return s.Node == tg.Node }
-	offNode := func(s *wireSample) bool { return s.Node != tg.Node }
+	onNode := func(s *correlate.Sample) bool { return s.Node == tg.Node }
+	offNode := func(s *correlate.Sample) bool { return s.Node != tg.Node }
 	// Compare single-request batches: a least-request balancer moves load
 	// off the slow node, so the other replicas batch more and their exec per
 	// batch grows for a reason unrelated to their GPU.
-	single := func(s *wireSample) bool { return s.BatchSize == 1 }
+	single := func(s *correlate.Sample) bool { return s.BatchSize == 1 }
 	checked := 0
 	for _, mi := range o.desc.Models {
 		on0, on1 := o.sel(and(pre, onNode, single, ofModel(mi.Name))), o.sel(and(post, onNode, single, ofModel(mi.Name)))
@@ -211,8 +213,8 @@ func TestScenarioColdStartNewPodsSlow(t *testing.T) {
 		}
 	}
 	early := between(on, on.Add(3*time.Minute))
-	isNew := func(s *wireSample) bool { return started[s.Replica] }
-	isOld := func(s *wireSample) bool { return !started[s.Replica] }
+	isNew := func(s *correlate.Sample) bool { return started[s.Replica] }
+	isOld := func(s *correlate.Sample) bool { return !started[s.Replica] }
 	newS, oldS := o.sel(and(early, ofModel(tg.Model), isNew)), o.sel(and(early, ofModel(tg.Model), isOld))
 	if len(newS) < 10 || len(oldS) < 10 {
 		t.Fatalf("samples new pods %d, old pods %d", len(newS), len(oldS))

@@ -7,22 +7,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/waterline-dev/waterline/wire"
 )
 
 // amNotification builds an Alertmanager webhook v4 payload with n alerts.
 func amNotification(status string, n int, startsAt time.Time, endsAt *time.Time) []byte {
-	type alert struct {
-		Status       string            `json:"status"`
-		Labels       map[string]string `json:"labels"`
-		Annotations  map[string]string `json:"annotations"`
-		StartsAt     time.Time         `json:"startsAt"`
-		EndsAt       time.Time         `json:"endsAt"`
-		GeneratorURL string            `json:"generatorURL"`
-		Fingerprint  string            `json:"fingerprint"`
-	}
-	var alerts []alert
+	var alerts []wire.AlertmanagerAlert
 	for i := 0; i < n; i++ {
-		a := alert{
+		a := wire.AlertmanagerAlert{
 			Status: status,
 			Labels: map[string]string{"alertname": "InferenceP99High", "model": "chat-7b", "version": "v3",
 				"pod": fmt.Sprintf("chat-7b-%d", i), "node": fmt.Sprintf("gpu-%d", i%3), "severity": "page"},
@@ -40,32 +33,22 @@ func amNotification(status string, n int, startsAt time.Time, endsAt *time.Time)
 	if n == 1 {
 		common = alerts[0].Labels
 	}
-	b, _ := json.Marshal(map[string]any{
-		"version": "4", "groupKey": `{}:{alertname="InferenceP99High"}`, "truncatedAlerts": 0, "status": status,
-		"receiver": "waterline", "groupLabels": map[string]string{"alertname": "InferenceP99High"},
-		"commonLabels": common, "commonAnnotations": map[string]string{"summary": "p99 above SLO"},
-		"externalURL": "http://alertmanager:9093", "alerts": alerts,
+	b, _ := json.Marshal(wire.AlertmanagerPayload{
+		Version: "4", GroupKey: `{}:{alertname="InferenceP99High"}`, Status: status,
+		Receiver: "waterline", GroupLabels: map[string]string{"alertname": "InferenceP99High"},
+		CommonLabels: common, CommonAnnotations: map[string]string{"summary": "p99 above SLO"},
+		ExternalURL: "http://alertmanager:9093", Alerts: alerts,
 	})
 	return b
 }
 
-type alertAnswer struct {
-	IncidentID int64 `json:"incident_id"`
-	URL        string
-	Opened     bool
-	Extended   bool
-	Resolved   bool
-	Alerts     int
-	NewAlerts  int `json:"new_alerts"`
-}
-
-func (e *apiEnv) alert(body []byte) alertAnswer {
+func (e *apiEnv) alert(body []byte) wire.AlertResult {
 	e.t.Helper()
 	r := e.post("/api/v1/alerts/alertmanager", "application/json", body)
 	if r.status != http.StatusOK {
 		e.t.Fatalf("alertmanager: %d %s", r.status, r.body)
 	}
-	var a alertAnswer
+	var a wire.AlertResult
 	if err := json.Unmarshal(r.body, &a); err != nil {
 		e.t.Fatal(err)
 	}

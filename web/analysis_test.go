@@ -14,6 +14,7 @@ import (
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/diagnose"
 	"github.com/waterline-dev/waterline/store/storetest"
+	"github.com/waterline-dev/waterline/wire"
 )
 
 // curveT0 starts the curves these tests write: ten days before the test
@@ -54,26 +55,18 @@ func TestAnalysisAPI(t *testing.T) {
 	json.Unmarshal(r.body, &created)
 	path := fmt.Sprintf("/api/v1/incidents/%d/analysis", created.ID)
 
-	var pending struct{ Status string }
+	var pending wire.Analysis
 	if r := e.get(path, &pending); r.status != http.StatusOK || pending.Status != "pending" {
 		t.Fatalf("before the worker ran: %d %s", r.status, r.body)
 	}
 	if _, err := diagnose.NewAnalyzer(e.st, diagnose.AnalyzerOptions{}).Analyze(context.Background(), created.ID, false); err != nil {
 		t.Fatal(err)
 	}
-	var ready struct {
-		Status     string                `json:"status"`
-		Version    int                   `json:"version"`
-		IncidentID int64                 `json:"incident_id"`
-		Onset      *time.Time            `json:"onset"`
-		Causes     []correlate.Cause     `json:"causes"`
-		Spikes     []correlate.Spike     `json:"spikes"`
-		Scope      correlate.ScopeReport `json:"scope"`
-	}
+	var ready wire.Analysis
 	if r := e.get(path, &ready); r.status != http.StatusOK {
 		t.Fatalf("analysis: %d %s", r.status, r.body)
 	}
-	if ready.Status != "ready" || ready.Version != 1 || ready.IncidentID != created.ID || ready.Onset == nil || len(ready.Causes) == 0 {
+	if ready.Status != "ready" || ready.Version != 1 || ready.IncidentID != created.ID || ready.Result == nil || ready.Onset == nil || len(ready.Causes) == 0 {
 		t.Fatalf("analysis %+v", ready)
 	}
 	if d := ready.Onset.Sub(curveT0.Add(100 * time.Minute)); d.Abs() > time.Minute {
@@ -103,7 +96,7 @@ func TestSpikesAPI(t *testing.T) {
 	e := newAPIEnv(t)
 	e.writeSpikeCurves()
 	q := url.Values{"from": {curveT0.Format(time.RFC3339)}, "to": {curveT0.Add(2 * time.Hour).Format(time.RFC3339)}}
-	var got struct{ Spikes []correlate.Spike }
+	var got wire.SpikeList
 	if r := e.get("/api/v1/spikes?"+q.Encode(), &got); r.status != http.StatusOK {
 		t.Fatalf("spikes: %d %s", r.status, r.body)
 	}
@@ -150,10 +143,7 @@ func TestTimelineHasSpikes(t *testing.T) {
 	e := newAPIEnv(t)
 	e.writeSpikeCurves()
 	q := url.Values{"from": {curveT0.Add(time.Hour).Format(time.RFC3339)}, "to": {curveT0.Add(2 * time.Hour).Format(time.RFC3339)}}
-	var tl struct {
-		Curves []correlate.Curve
-		Spikes []correlate.Spike
-	}
+	var tl wire.Timeline
 	if r := e.get("/api/v1/timeline?"+q.Encode(), &tl); r.status != http.StatusOK {
 		t.Fatalf("timeline: %d %s", r.status, r.body)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
 	"github.com/waterline-dev/waterline/web"
+	"github.com/waterline-dev/waterline/wire"
 )
 
 // testNow is the server's clock in these tests: the test clock when the
@@ -105,11 +106,7 @@ type request struct {
 type response struct {
 	status int
 	body   []byte
-	err    struct {
-		Error string `json:"error"`
-		Line  int    `json:"line"`
-		Field string `json:"field"`
-	}
+	err    wire.Error
 }
 
 func (e *apiEnv) do(r request) response {
@@ -182,7 +179,7 @@ func accepted(t *testing.T, r response) (int, int) {
 	if r.status != http.StatusOK {
 		t.Fatalf("status %d: %s", r.status, r.body)
 	}
-	var v struct{ Accepted, Duplicates int }
+	var v wire.IngestResult
 	if err := json.Unmarshal(r.body, &v); err != nil {
 		t.Fatal(err)
 	}

@@ -10,38 +10,20 @@ import (
 	"time"
 
 	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/wire"
 )
 
-// incidentJSON is the flat incident of DESIGN §4 as a client decodes it.
-type incidentJSON struct {
-	ID         int64           `json:"id"`
-	Title      string          `json:"title"`
-	Status     string          `json:"status"`
-	Source     string          `json:"source"`
-	StartedAt  time.Time       `json:"started_at"`
-	EndedAt    *time.Time      `json:"ended_at"`
-	ResolvedAt *time.Time      `json:"resolved_at"`
-	Scope      correlate.Scope `json:"scope"`
-	TopCause   *struct {
-		Category string  `json:"category"`
-		Score    float64 `json:"score"`
-		Summary  string  `json:"summary"`
-	} `json:"top_cause"`
-	AnalysisStatus string `json:"analysis_status"`
-	URL            string `json:"url"`
-}
-
 // incident fetches one incident, failing the test unless it is there.
-func (e *apiEnv) incident(id int64) incidentJSON {
+func (e *apiEnv) incident(id int64) wire.Incident {
 	e.t.Helper()
-	var in incidentJSON
+	var in wire.Incident
 	if r := e.get(fmt.Sprintf("/api/v1/incidents/%d", id), &in); r.status != http.StatusOK {
 		e.t.Fatalf("GET incident %d: %d %s", id, r.status, r.body)
 	}
 	return in
 }
 
-func (e *apiEnv) createIncident(title string, start, end time.Time) incidentJSON {
+func (e *apiEnv) createIncident(title string, start, end time.Time) wire.Incident {
 	e.t.Helper()
 	body := fmt.Sprintf(`{"title":%q,"start":%q,"end":%q,"scope":{"model":"chat-7b"}}`, title,
 		start.Format(time.RFC3339), end.Format(time.RFC3339))
@@ -49,7 +31,7 @@ func (e *apiEnv) createIncident(title string, start, end time.Time) incidentJSON
 	if r.status != http.StatusCreated {
 		e.t.Fatalf("create incident: %d %s", r.status, r.body)
 	}
-	var in incidentJSON
+	var in wire.Incident
 	if err := json.Unmarshal(r.body, &in); err != nil {
 		e.t.Fatal(err)
 	}
@@ -157,10 +139,7 @@ func TestIncidentsListPagination(t *testing.T) {
 	var seen []int64
 	cursor := ""
 	for page := 0; ; page++ {
-		var p struct {
-			Incidents  []incidentJSON `json:"incidents"`
-			NextCursor string         `json:"next_cursor"`
-		}
+		var p wire.IncidentPage
 		q := url.Values{"limit": {"3"}}
 		if cursor != "" {
 			q.Set("cursor", cursor)
@@ -185,9 +164,7 @@ func TestIncidentsListPagination(t *testing.T) {
 		t.Fatalf("pages gave %v, want %v", seen, want)
 	}
 
-	var p struct {
-		Incidents []incidentJSON `json:"incidents"`
-	}
+	var p wire.IncidentPage
 	e.get("/api/v1/incidents?status=resolved", &p)
 	if len(p.Incidents) != 1 || p.Incidents[0].ID != ids[0] {
 		t.Fatalf("status=resolved gave %+v", p.Incidents)

@@ -11,6 +11,7 @@ import (
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
+	"github.com/waterline-dev/waterline/wire"
 )
 
 // seedCurves writes 24 h of curves at 15 s ending at testNow: chat's model
@@ -61,17 +62,10 @@ func seedCurves(t *testing.T, st *store.Store) (from, spikeAt time.Time) {
 	return from, spikeAt
 }
 
-type timelineBody struct {
-	StepSeconds float64           `json:"step_seconds"`
-	Curves      []correlate.Curve `json:"curves"`
-	Events      []correlate.Event `json:"events"`
-	Spikes      []any             `json:"spikes"`
-}
-
-func (e *apiEnv) timeline(q url.Values) (response, timelineBody) {
+func (e *apiEnv) timeline(q url.Values) (response, wire.Timeline) {
 	e.t.Helper()
 	r := e.do(request{method: "GET", path: "/api/v1/timeline?" + q.Encode(), token: e.read})
-	var b timelineBody
+	var b wire.Timeline
 	if r.status == 200 {
 		if err := json.Unmarshal(r.body, &b); err != nil {
 			e.t.Fatal(err)
@@ -80,7 +74,7 @@ func (e *apiEnv) timeline(q url.Values) (response, timelineBody) {
 	return r, b
 }
 
-func keys(b timelineBody) string {
+func keys(b wire.Timeline) string {
 	var out []string
 	for _, c := range b.Curves {
 		out = append(out, c.Key())
@@ -193,20 +187,7 @@ func TestPullStatus(t *testing.T) {
 	if r.status != 200 {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
-	var v struct {
-		LeaderActive bool `json:"leader_active"`
-		Sources      []struct {
-			Source     string  `json:"source"`
-			LagSeconds float64 `json:"lag_seconds"`
-			LastError  string  `json:"last_error"`
-		} `json:"sources"`
-		OpenGaps []store.PullGap `json:"open_gaps"`
-		Summary  struct {
-			Failing       int     `json:"failing"`
-			MaxLagSeconds float64 `json:"max_lag_seconds"`
-			PointsTotal   int64   `json:"points_total"`
-		} `json:"summary"`
-	}
+	var v wire.PullStatus
 	if err := json.Unmarshal(r.body, &v); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/web/webhook"
+	"github.com/waterline-dev/waterline/wire"
 )
 
 func TestWebhooksAdminAPI(t *testing.T) {
@@ -62,12 +63,7 @@ func TestWebhooksAdminAPI(t *testing.T) {
 	if strings.Contains(string(r.body), "0123456789abcdef") || strings.Contains(string(r.body), "api-token") {
 		t.Fatalf("the answer shows a secret: %s", r.body)
 	}
-	var created struct {
-		ID     int64    `json:"id"`
-		URL    string   `json:"url"`
-		Format string   `json:"format"`
-		Events []string `json:"events"`
-	}
+	var created wire.Webhook
 	if err := json.Unmarshal(r.body, &created); err != nil {
 		t.Fatal(err)
 	}
@@ -80,11 +76,7 @@ func TestWebhooksAdminAPI(t *testing.T) {
 		t.Fatalf("stored URL lost its credentials")
 	}
 
-	var list struct {
-		Webhooks []struct {
-			ID int64 `json:"id"`
-		} `json:"webhooks"`
-	}
+	var list wire.WebhookList
 	lr := e.do(request{method: "GET", path: "/api/v1/webhooks", token: e.admin})
 	if err := json.Unmarshal(lr.body, &list); err != nil || len(list.Webhooks) != 1 || list.Webhooks[0].ID != created.ID {
 		t.Fatalf("list: %s", lr.body)
@@ -159,12 +151,12 @@ func (h *hookReceiver) register(e *apiEnv, path, format string, events ...string
 	h.mu.Lock()
 	h.secrets[path] = secret
 	h.mu.Unlock()
-	b, _ := json.Marshal(map[string]any{"url": h.srv.URL + path, "secret": secret, "format": format, "events": events})
+	b, _ := json.Marshal(wire.WebhookCreate{URL: h.srv.URL + path, Secret: secret, Format: format, Events: events})
 	r := e.do(request{method: "POST", path: "/api/v1/webhooks", token: e.admin, ctype: "application/json", body: b})
 	if r.status != http.StatusCreated {
 		h.t.Fatalf("register %s: %d %s", path, r.status, r.body)
 	}
-	var v struct{ ID int64 }
+	var v wire.Webhook
 	_ = json.Unmarshal(r.body, &v)
 	return v.ID
 }
@@ -357,15 +349,7 @@ func TestWebhookEventsAndFormats(t *testing.T) {
 	}
 
 	// The delivery log shows what was sent, newest first.
-	var log struct {
-		Deliveries []struct {
-			Event    string          `json:"event"`
-			Status   string          `json:"status"`
-			Attempts int             `json:"attempts"`
-			Payload  json.RawMessage `json:"payload"`
-		} `json:"deliveries"`
-		NextCursor string `json:"next_cursor"`
-	}
+	var log wire.DeliveryPage
 	lr := e.do(request{method: "GET", path: fmt.Sprintf("/api/v1/webhooks/%d/deliveries?limit=4", waterlineID), token: e.admin})
 	if err := json.Unmarshal(lr.body, &log); err != nil || len(log.Deliveries) != 4 || log.NextCursor == "" {
 		t.Fatalf("log page: %d %s", lr.status, lr.body)

@@ -64,3 +64,65 @@ type WebhookEvent struct {
 	AnalysisVersion  int       `json:"analysis_version,omitempty"`
 	PreviousTopCause string    `json:"previous_top_cause,omitempty"`
 }
+
+// JiraRemoteLink is a Jira remote issue link (POST /rest/api/3/issue/{key}/remotelink):
+// posting it again with the same globalId updates the link in place, so
+// each event refreshes one link, struck through once resolved.
+type JiraRemoteLink struct {
+	GlobalID     string          `json:"globalId"`
+	Application  JiraApplication `json:"application"`
+	Relationship string          `json:"relationship"`
+	Object       JiraObject      `json:"object"`
+}
+
+// JiraApplication names the system a remote link comes from.
+type JiraApplication struct {
+	Type string `json:"type"`
+	Name string `json:"name"`
+}
+
+// JiraObject is what the link shows: the permalink, a title, a summary
+// and a status icon.
+type JiraObject struct {
+	URL     string     `json:"url"`
+	Title   string     `json:"title"`
+	Summary string     `json:"summary"`
+	Icon    JiraIcon   `json:"icon"`
+	Status  JiraStatus `json:"status"`
+}
+
+// JiraIcon is a 16×16 icon and its tooltip.
+type JiraIcon struct {
+	URL16x16 string `json:"url16x16"`
+	Title    string `json:"title"`
+}
+
+// JiraStatus strikes the link through once resolved.
+type JiraStatus struct {
+	Resolved bool     `json:"resolved"`
+	Icon     JiraIcon `json:"icon"`
+}
+
+// ServiceNowEvents is the body of ServiceNow Event Management's
+// POST /api/global/em/jsonv2.
+type ServiceNowEvents struct {
+	Records []ServiceNowEvent `json:"records"`
+}
+
+// ServiceNowEvent is one Event Management record. message_key is the
+// incident id, so every event of one incident updates one alert, which
+// severity 0 with resolution_state Closing closes.
+type ServiceNowEvent struct {
+	Source          string `json:"source"`
+	EventClass      string `json:"event_class"`
+	Node            string `json:"node"`
+	Resource        string `json:"resource"`
+	MetricName      string `json:"metric_name"`
+	Type            string `json:"type"`
+	MessageKey      string `json:"message_key"`
+	Severity        string `json:"severity"`
+	Description     string `json:"description"`
+	AdditionalInfo  string `json:"additional_info"`
+	TimeOfEvent     string `json:"time_of_event"`
+	ResolutionState string `json:"resolution_state"`
+}

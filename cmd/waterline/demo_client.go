@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/waterline-dev/waterline/wire"
 )
 
 // apiClient calls Waterline's HTTP API the way an integration would: the
@@ -44,9 +46,7 @@ func (c *apiClient) do(ctx context.Context, method, path, contentType string, bo
 		return fmt.Errorf("%s %s: reading the answer: %w", method, path, err)
 	}
 	if res.StatusCode/100 != 2 {
-		var e struct {
-			Error string `json:"error"`
-		}
+		var e wire.Error
 		if json.Unmarshal(raw, &e) != nil || e.Error == "" {
 			e.Error = strings.TrimSpace(string(raw))
 		}
@@ -61,23 +61,17 @@ func (c *apiClient) do(ctx context.Context, method, path, contentType string, bo
 	return nil
 }
 
-// ingestResult is the answer of POST /api/v1/events and /samples.
-type ingestResult struct {
-	Accepted   int `json:"accepted"`
-	Duplicates int `json:"duplicates"`
-}
-
 // postNDJSON posts NDJSON to an ingest endpoint.
-func (c *apiClient) postNDJSON(ctx context.Context, path string, body []byte) (ingestResult, error) {
-	var r ingestResult
+func (c *apiClient) postNDJSON(ctx context.Context, path string, body []byte) (wire.IngestResult, error) {
+	var r wire.IngestResult
 	err := c.do(ctx, http.MethodPost, path, "application/x-ndjson", bytes.NewReader(body), &r)
 	return r, err
 }
 
 // postSamples posts NDJSON samples in batches of at most batch lines,
 // reporting the lines sent so far after each batch.
-func (c *apiClient) postSamples(ctx context.Context, ndjson []byte, batch int, sent func(n int)) (ingestResult, error) {
-	var total ingestResult
+func (c *apiClient) postSamples(ctx context.Context, ndjson []byte, batch int, sent func(n int)) (wire.IngestResult, error) {
+	var total wire.IngestResult
 	n := 0
 	for len(ndjson) > 0 {
 		cut, lines := 0, 0

@@ -10,45 +10,19 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/wire"
 )
-
-// demoSpike is the part of a GET /api/v1/spikes entry the demo reads.
-type demoSpike struct {
-	Role  string `json:"role"`
-	Scope struct {
-		Model string `json:"model"`
-	} `json:"scope"`
-	Onset    time.Time `json:"onset"`
-	Score    float64   `json:"score"`
-	Severity string    `json:"severity"`
-	Baseline float64   `json:"baseline"`
-	Peak     float64   `json:"peak_value"`
-}
-
-// demoCause is the part of an analysis cause the demo prints.
-type demoCause struct {
-	Category string  `json:"category"`
-	Score    float64 `json:"score"`
-	Summary  string  `json:"summary"`
-}
-
-// demoAnalysis is the part of GET /api/v1/incidents/{id}/analysis the demo reads.
-type demoAnalysis struct {
-	Status      string      `json:"status"`
-	Error       string      `json:"error"`
-	Causes      []demoCause `json:"causes"`
-	P99BeforeMs float64     `json:"p99_before_ms"`
-	P99DuringMs float64     `json:"p99_during_ms"`
-}
 
 // demoResult is what the investigation found.
 type demoResult struct {
 	incidentID int64
 	url        string
 	shareURL   string // read-only, no sign-in
-	spike      *demoSpike
+	spike      *wire.ListedSpike
 	from, to   time.Time
-	analysis   demoAnalysis
+	analysis   wire.Analysis
 }
 
 // warmUp is how much history spike detection needs before it trusts a
@@ -63,9 +37,7 @@ func (d *demo) investigate(ctx context.Context, s *demoServer, fl *demoFleet) (d
 	d.p.step("incident")
 	var res demoResult
 	q := url.Values{"from": {fl.desc.Start.Format(time.RFC3339)}, "to": {fl.desc.End.Add(time.Second).Format(time.RFC3339)}}
-	var spikes struct {
-		Spikes []demoSpike `json:"spikes"`
-	}
+	var spikes wire.SpikeList
 	if err := s.api.do(ctx, http.MethodGet, "/api/v1/spikes?"+q.Encode(), "", nil, &spikes); err != nil {
 		return res, err
 	}
@@ -74,7 +46,7 @@ func (d *demo) investigate(ctx context.Context, s *demoServer, fl *demoFleet) (d
 	title := "P99 latency up"
 	if res.spike != nil {
 		onset = res.spike.Onset
-		title = fmt.Sprintf("%s up", roleName(res.spike.Role))
+		title = fmt.Sprintf("%s up", roleName(string(res.spike.Role)))
 		if res.spike.Scope.Model != "" {
 			title += " on " + res.spike.Scope.Model
 		}
@@ -85,11 +57,8 @@ func (d *demo) investigate(ctx context.Context, s *demoServer, fl *demoFleet) (d
 	// baseline; the incident lasts until now (the end of the data).
 	res.from = maxTime(fl.desc.Start, onset.Add(-90*time.Minute)).Truncate(time.Minute)
 	res.to = fl.desc.End
-	body, _ := json.Marshal(map[string]string{"title": title, "start": res.from.Format(time.RFC3339), "end": res.to.Format(time.RFC3339)})
-	var inc struct {
-		ID  int64  `json:"id"`
-		URL string `json:"url"`
-	}
+	body, _ := json.Marshal(wire.IncidentCreate{Title: title, Start: res.from.Format(time.RFC3339), End: res.to.Format(time.RFC3339)})
+	var inc wire.Incident
 	if err := s.api.do(ctx, http.MethodPost, "/api/v1/incidents", "application/json", bytes.NewReader(body), &inc); err != nil {
 		return res, err
 	}
@@ -99,11 +68,14 @@ func (d *demo) investigate(ctx context.Context, s *demoServer, fl *demoFleet) (d
 	path := fmt.Sprintf("/api/v1/incidents/%d/analysis", inc.ID)
 	deadline := time.Now().Add(d.opts.timeout)
 	for {
-		var a demoAnalysis
+		var a wire.Analysis
 		if err := s.api.do(ctx, http.MethodGet, path, "", nil, &a); err != nil {
 			return res, err
 		}
 		if a.Status == "ready" {
+			if a.Result == nil {
+				a.Result = &wire.Result{} // an empty analysis
+			}
 			res.analysis = a
 			break
 		}
@@ -131,7 +103,7 @@ func (d *demo) investigate(ctx context.Context, s *demoServer, fl *demoFleet) (d
 	}
 	spikeNote := "no spike found; incident over the injected onset"
 	if res.spike != nil {
-		spikeNote = fmt.Sprintf("%s spike on %s at %s", roleName(res.spike.Role), orFleet(res.spike.Scope.Model), fmtTime(res.spike.Onset))
+		spikeNote = fmt.Sprintf("%s spike on %s at %s", roleName(string(res.spike.Role)), orFleet(res.spike.Scope.Model), fmtTime(res.spike.Onset))
 	}
 	d.p.done("%s; POST /api/v1/incidents → #%d; analysis ready, top cause %s", spikeNote, inc.ID, top)
 	return res, nil
@@ -139,9 +111,9 @@ func (d *demo) investigate(ctx context.Context, s *demoServer, fl *demoFleet) (d
 
 // strongest picks the spike to open the incident for: after the warm-up,
 // the most severe, then the highest quantile, then the highest score.
-func strongest(spikes []demoSpike, after time.Time) *demoSpike {
+func strongest(spikes []wire.ListedSpike, after time.Time) *wire.ListedSpike {
 	rank := map[string]int{"page": 3, "ticket": 2, "info": 1}
-	var c []demoSpike
+	var c []wire.ListedSpike
 	for _, sp := range spikes {
 		if !sp.Onset.Before(after) {
 			c = append(c, sp)
@@ -152,7 +124,7 @@ func strongest(spikes []demoSpike, after time.Time) *demoSpike {
 	}
 	// The tail is what the on-call is paged for: among equally severe
 	// spikes prefer P99 over P95 over P50.
-	roleRank := map[string]int{"latency_p99": 3, "latency_p95": 2, "latency_p50": 1}
+	roleRank := map[correlate.Role]int{correlate.RoleLatencyP99: 3, correlate.RoleLatencyP95: 2, correlate.RoleLatencyP50: 1}
 	sort.SliceStable(c, func(i, j int) bool {
 		if rank[c[i].Severity] != rank[c[j].Severity] {
 			return rank[c[i].Severity] > rank[c[j].Severity]
@@ -211,7 +183,7 @@ func (d *demo) printSummary(s *demoServer, fl *demoFleet, r demoResult) {
 	}
 	rank := 0
 	for i, c := range r.analysis.Causes {
-		if c.Category == fl.truth.Category {
+		if string(c.Category) == fl.truth.Category {
 			rank = i + 1
 			break
 		}

@@ -13,6 +13,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/sim"
+	"github.com/waterline-dev/waterline/wire"
 )
 
 // demoRun is `waterline demo` running in the test process.
@@ -88,13 +92,7 @@ func TestDemoEndToEnd(t *testing.T) {
 	base := d.wait(t, reWL, time.Second)
 	t.Logf("demo output:\n%s%s", d.stderr, d.stdout)
 
-	var truth struct {
-		Category string `json:"category"`
-		Target   struct {
-			Model   string `json:"model"`
-			Version string `json:"version"`
-		} `json:"target"`
-	}
+	var truth sim.Truth
 	raw, err := os.ReadFile(filepath.Join(dir, "truth.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -110,26 +108,15 @@ func TestDemoEndToEnd(t *testing.T) {
 	if m == nil {
 		t.Fatalf("incident page %q is not %s/incidents/{id}", page, base)
 	}
-	var an struct {
-		Status string `json:"status"`
-		Causes []struct {
-			Category string `json:"category"`
-			Target   struct {
-				Model   string `json:"model"`
-				Version string `json:"version"`
-			} `json:"target"`
-		} `json:"causes"`
-	}
+	var an wire.Analysis
 	getJSON(t, base+"/api/v1/incidents/"+m[1]+"/analysis", token, &an)
-	if an.Status != "ready" || len(an.Causes) == 0 {
+	if an.Status != "ready" || an.Result == nil || len(an.Causes) == 0 {
 		t.Fatalf("analysis: %+v", an)
 	}
-	if c := an.Causes[0]; c.Category != truth.Category || c.Target.Model != truth.Target.Model || c.Target.Version != truth.Target.Version {
+	if c := an.Causes[0]; string(c.Category) != truth.Category || c.Target.Model != truth.Target.Model || c.Target.Version != truth.Target.Version {
 		t.Fatalf("top cause %+v, injected %+v", c, truth)
 	}
-	var inc struct {
-		URL string `json:"url"`
-	}
+	var inc wire.Incident
 	getJSON(t, base+"/api/v1/incidents/"+m[1], token, &inc)
 	if inc.URL != page {
 		t.Fatalf("API url %q, printed %q", inc.URL, page)
@@ -246,10 +233,10 @@ func TestDemoFlags(t *testing.T) {
 
 func TestStrongestSpike(t *testing.T) {
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	sp := func(role, sev string, score float64, onset time.Duration) demoSpike {
-		return demoSpike{Role: role, Severity: sev, Score: score, Onset: t0.Add(onset)}
+	sp := func(role correlate.Role, sev string, score float64, onset time.Duration) wire.ListedSpike {
+		return wire.ListedSpike{Spike: wire.Spike{Role: role, Severity: sev, Score: score, Onset: t0.Add(onset)}}
 	}
-	spikes := []demoSpike{
+	spikes := []wire.ListedSpike{
 		sp("latency_p99", "page", 50, 10*time.Minute), // during the warm-up: ignored
 		sp("latency_p50", "page", 30, time.Hour),
 		sp("latency_p99", "ticket", 40, time.Hour),

@@ -22,6 +22,7 @@ import (
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
 	"github.com/waterline-dev/waterline/web"
+	"github.com/waterline-dev/waterline/wire"
 )
 
 // scenariosDir finds the shared incident bundles: $WATERLINE_SCENARIOS, or
@@ -204,24 +205,12 @@ func TestBundlesTimelineShowsKubeChanges(t *testing.T) {
 	}
 }
 
-type timelineAnswer struct {
-	Curves []struct {
-		Role string `json:"role"`
-	} `json:"curves"`
-	Events []struct {
-		Kind    string    `json:"kind"`
-		Time    time.Time `json:"time"`
-		Model   string    `json:"model"`
-		Replica string    `json:"replica"`
-		Node    string    `json:"node"`
-	} `json:"events"`
-	Spikes []any `json:"spikes"`
-}
+type timelineAnswer struct{ wire.Timeline }
 
 func (tl timelineAnswer) has(w omChange) bool {
 	for _, e := range tl.Events {
 		d := e.Time.Sub(w.at)
-		if e.Kind == w.kind && e.Model == w.model && e.Replica == w.replica && e.Node == w.node && d >= -15*time.Second && d <= 15*time.Second {
+		if string(e.Kind) == w.kind && e.Model == w.model && e.Replica == w.replica && e.Node == w.node && d >= -15*time.Second && d <= 15*time.Second {
 			return true
 		}
 	}
@@ -231,7 +220,7 @@ func (tl timelineAnswer) has(w omChange) bool {
 func (tl timelineAnswer) count(kind string) int {
 	n := 0
 	for _, e := range tl.Events {
-		if e.Kind == kind {
+		if string(e.Kind) == kind {
 			n++
 		}
 	}

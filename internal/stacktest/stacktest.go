@@ -38,6 +38,7 @@ import (
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
 	"github.com/waterline-dev/waterline/web"
+	"github.com/waterline-dev/waterline/wire"
 )
 
 // Bundle is one incident's data in the shared scenarios' formats.
@@ -347,16 +348,14 @@ func (s *Stack) TopCause(t testing.TB, id int64) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var a struct {
-		Causes []struct{ Category string } `json:"causes"`
-	}
+	var a wire.Result
 	if err := json.Unmarshal(rec.Result, &a); err != nil {
 		t.Fatal(err)
 	}
 	if len(a.Causes) == 0 {
 		return ""
 	}
-	return a.Causes[0].Category
+	return string(a.Causes[0].Category)
 }
 
 // Login signs in with the admin token through /login and returns the

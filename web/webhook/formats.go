@@ -43,87 +43,30 @@ func waterlineBody(m message) wire.WebhookEvent {
 	return wire.WebhookEvent{Incident: m.View, Event: m.Event, OccurredAt: m.At.UTC(), AnalysisVersion: m.Version, PreviousTopCause: m.PrevTop}
 }
 
-// jiraLink is a Jira remote issue link (POST /rest/api/3/issue/{key}/remotelink):
-// posting it again with the same globalId updates the link in place, so
-// each event refreshes one link, struck through once resolved.
-type jiraLink struct {
-	GlobalID     string          `json:"globalId"`
-	Application  jiraApplication `json:"application"`
-	Relationship string          `json:"relationship"`
-	Object       jiraObject      `json:"object"`
-}
-
-type jiraApplication struct {
-	Type string `json:"type"`
-	Name string `json:"name"`
-}
-
-type jiraObject struct {
-	URL     string     `json:"url"`
-	Title   string     `json:"title"`
-	Summary string     `json:"summary"`
-	Icon    jiraIcon   `json:"icon"`
-	Status  jiraStatus `json:"status"`
-}
-
-type jiraIcon struct {
-	URL16x16 string `json:"url16x16"`
-	Title    string `json:"title"`
-}
-
-type jiraStatus struct {
-	Resolved bool     `json:"resolved"`
-	Icon     jiraIcon `json:"icon"`
-}
-
 // jiraIconPath is the 16×16 icon Jira shows next to the link.
 const jiraIconPath = "/static/icon-16.png"
 
-func jiraRemoteLink(m message, publicURL string) jiraLink {
+func jiraRemoteLink(m message, publicURL string) wire.JiraRemoteLink {
 	v := m.View
 	resolved := v.Status == store.IncidentResolved
 	state := "open"
 	if resolved {
 		state = "resolved"
 	}
-	icon := jiraIcon{URL16x16: publicURL + jiraIconPath, Title: "Waterline"}
-	return jiraLink{
+	icon := wire.JiraIcon{URL16x16: publicURL + jiraIconPath, Title: "Waterline"}
+	return wire.JiraRemoteLink{
 		// ≤ 255 characters, Jira's limit: a host and an id always fit.
 		GlobalID:     "system=" + publicHost(publicURL) + "&incident=" + strconv.FormatInt(v.ID, 10),
-		Application:  jiraApplication{Type: "dev.waterline", Name: "Waterline"},
+		Application:  wire.JiraApplication{Type: "dev.waterline", Name: "Waterline"},
 		Relationship: "latency incident",
-		Object: jiraObject{
+		Object: wire.JiraObject{
 			URL:     v.URL,
 			Title:   clip(fmt.Sprintf("Waterline #%d: %s", v.ID, v.Title), 255),
 			Summary: clip(state+" · "+causeLine(v), 255),
 			Icon:    icon,
-			Status:  jiraStatus{Resolved: resolved, Icon: jiraIcon{URL16x16: icon.URL16x16, Title: state}},
+			Status:  wire.JiraStatus{Resolved: resolved, Icon: wire.JiraIcon{URL16x16: icon.URL16x16, Title: state}},
 		},
 	}
-}
-
-// serviceNowBatch is the body of ServiceNow Event Management's
-// POST /api/global/em/jsonv2.
-type serviceNowBatch struct {
-	Records []serviceNowEvent `json:"records"`
-}
-
-// serviceNowEvent is one Event Management record. message_key is the
-// incident id, so every event of one incident updates one alert, which
-// severity 0 with resolution_state Closing closes.
-type serviceNowEvent struct {
-	Source          string `json:"source"`
-	EventClass      string `json:"event_class"`
-	Node            string `json:"node"`
-	Resource        string `json:"resource"`
-	MetricName      string `json:"metric_name"`
-	Type            string `json:"type"`
-	MessageKey      string `json:"message_key"`
-	Severity        string `json:"severity"`
-	Description     string `json:"description"`
-	AdditionalInfo  string `json:"additional_info"`
-	TimeOfEvent     string `json:"time_of_event"`
-	ResolutionState string `json:"resolution_state"`
 }
 
 // ServiceNow severities: 1 critical … 5 OK, 0 clear.
@@ -132,7 +75,7 @@ const (
 	snSeverityClear = "0"
 )
 
-func serviceNowEvents(m message, publicURL string) serviceNowBatch {
+func serviceNowEvents(m message, publicURL string) wire.ServiceNowEvents {
 	v := m.View
 	sev, state := snSeverityMajor, "New"
 	if v.Status == store.IncidentResolved {
@@ -148,7 +91,7 @@ func serviceNowEvents(m message, publicURL string) serviceNowBatch {
 	// Extra fields belong in additional_info (a JSON string), not in
 	// custom columns.
 	info, _ := json.Marshal(waterlineBody(m))
-	return serviceNowBatch{Records: []serviceNowEvent{{
+	return wire.ServiceNowEvents{Records: []wire.ServiceNowEvent{{
 		Source:          "Waterline",
 		EventClass:      "waterline@" + publicHost(publicURL),
 		Node:            v.Scope.Node,
