@@ -43,9 +43,9 @@ type Incident struct {
 
 // CauseSummary is the part of a cause a ticket shows.
 type CauseSummary struct {
-	Category string  `json:"category"`
-	Score    float64 `json:"score"`
-	Summary  string  `json:"summary"`
+	Category string
+	Score    float64
+	Summary  string
 }
 
 // NewIncident is what CreateIncident needs.

@@ -9,13 +9,13 @@ import (
 // PullSource is the progress of one pull source (a configured query, or the
 // kube-state-metrics events): data before Cursor is committed.
 type PullSource struct {
-	Source      string     `json:"source"`
-	Cursor      time.Time  `json:"cursor"`
-	LastSuccess *time.Time `json:"last_success,omitempty"`
-	LastAttempt *time.Time `json:"last_attempt,omitempty"`
-	LastError   string     `json:"last_error,omitempty"`
-	ErrorsTotal int64      `json:"errors_total"`
-	PointsTotal int64      `json:"points_total"`
+	Source      string
+	Cursor      time.Time
+	LastSuccess *time.Time
+	LastAttempt *time.Time
+	LastError   string
+	ErrorsTotal int64
+	PointsTotal int64
 }
 
 // Gap reasons.
@@ -27,15 +27,15 @@ const (
 // PullGap is a range still to pull (or, with FilledAt set, one that was
 // filled). Done is the progress: data of [From, Done) is committed.
 type PullGap struct {
-	ID       int64      `json:"id"`
-	Source   string     `json:"source"`
-	Reason   string     `json:"reason"`
-	From     time.Time  `json:"from"`
-	To       time.Time  `json:"to"`
-	Done     time.Time  `json:"done"`
-	Error    string     `json:"error,omitempty"`
-	OpenedAt time.Time  `json:"opened_at"`
-	FilledAt *time.Time `json:"filled_at,omitempty"`
+	ID       int64
+	Source   string
+	Reason   string
+	From     time.Time
+	To       time.Time
+	Done     time.Time
+	Error    string
+	OpenedAt time.Time
+	FilledAt *time.Time
 }
 
 // PullCursor returns the cursor of source; ok is false when the source has
