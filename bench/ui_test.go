@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waterline-dev/waterline/internal/stacktest"
+	"github.com/waterline-dev/waterline/internal/testing/stacktest"
 	"github.com/waterline-dev/waterline/sim"
 )
 

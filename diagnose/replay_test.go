@@ -17,7 +17,7 @@ import (
 
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/diagnose"
-	"github.com/waterline-dev/waterline/internal/promtest"
+	"github.com/waterline-dev/waterline/internal/testing/promtest"
 	"github.com/waterline-dev/waterline/pull"
 	"github.com/waterline-dev/waterline/sim"
 	"github.com/waterline-dev/waterline/store"

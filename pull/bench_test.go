@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/waterline-dev/waterline/internal/promtest"
+	"github.com/waterline-dev/waterline/internal/testing/promtest"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
 )

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/waterline-dev/waterline/correlate"
-	"github.com/waterline-dev/waterline/internal/promtest"
+	"github.com/waterline-dev/waterline/internal/testing/promtest"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
 )

@@ -15,7 +15,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
-	"github.com/waterline-dev/waterline/internal/stacktest"
+	"github.com/waterline-dev/waterline/internal/testing/stacktest"
 	"github.com/waterline-dev/waterline/sim"
 )
 

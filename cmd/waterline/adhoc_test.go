@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waterline-dev/waterline/internal/promtest"
+	"github.com/waterline-dev/waterline/internal/testing/promtest"
 	"github.com/waterline-dev/waterline/store/storetest"
 )
 

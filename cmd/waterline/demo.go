@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/waterline-dev/waterline/internal/pgtmp"
+	"github.com/waterline-dev/waterline/internal/demo/pgtmp"
 	"github.com/waterline-dev/waterline/sim"
 	"github.com/waterline-dev/waterline/store"
 )

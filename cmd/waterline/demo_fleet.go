@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/waterline-dev/waterline/internal/promrun"
+	"github.com/waterline-dev/waterline/internal/demo/promrun"
 	"github.com/waterline-dev/waterline/sim"
 )
 

@@ -9,8 +9,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/waterline-dev/waterline/internal/pgtmp"
-	"github.com/waterline-dev/waterline/internal/promrun"
+	"github.com/waterline-dev/waterline/internal/demo/pgtmp"
+	"github.com/waterline-dev/waterline/internal/demo/promrun"
 )
 
 // missingPackages lists the Debian packages the demo needs and cannot

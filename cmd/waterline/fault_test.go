@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waterline-dev/waterline/internal/pgtmp"
+	"github.com/waterline-dev/waterline/internal/demo/pgtmp"
 )
 
 // TestPostgresRestartDuringIngest crashes and restarts Postgres (a private

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/waterline-dev/waterline/internal/pgtmp"
+	"github.com/waterline-dev/waterline/internal/demo/pgtmp"
 )
 
 func TestClusterStartRestartStop(t *testing.T) {

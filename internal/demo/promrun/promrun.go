@@ -2,7 +2,7 @@
 // text is turned into TSDB blocks with "promtool tsdb create-blocks-from
 // openmetrics", then Debian's prometheus binary serves them on a free
 // loopback port. `waterline demo` uses it directly; tests use it through
-// internal/promtest.
+// internal/testing/promtest.
 package promrun
 
 import (

@@ -20,7 +20,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/waterline-dev/waterline/internal/pgtmp"
+	"github.com/waterline-dev/waterline/internal/demo/pgtmp"
 )
 
 func main() {

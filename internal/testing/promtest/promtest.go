@@ -1,4 +1,4 @@
-// Package promtest runs a real Prometheus for tests (internal/promrun,
+// Package promtest runs a real Prometheus for tests (internal/demo/promrun,
 // with testing.TB plumbing): OpenMetrics text the test generates is
 // backfilled with promtool, then Debian's prometheus binary serves it on
 // a free loopback port. Stop and Start simulate an outage. Tests only.
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waterline-dev/waterline/internal/promrun"
+	"github.com/waterline-dev/waterline/internal/demo/promrun"
 )
 
 // Prometheus is one Prometheus server over a TSDB directory of its own.
