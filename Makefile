@@ -17,6 +17,7 @@ test:
 	@unformatted=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	@if [ -n "$$(git ls-files -co --exclude-standard '*.templ')" ]; then $(GO) tool templ generate -check; fi
+	$(GO) mod tidy -diff
 	$(GO) vet ./...
 	$(GO) test -race -short -count=1 -timeout 30m ./...
 	@# Bundle replays push hours of real exporter data through the whole
