@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/web/request"
 )
 
 // routes lists Waterline's whole HTTP surface.
@@ -30,16 +31,16 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.POST("/alerts/alertmanager", a.ReceiveAlertmanager, write)
 	v1.POST("/incidents", a.CreateIncident, write)
 	v1.GET("/incidents", a.ListIncidents, read)
-	v1.GET("/incidents/:id", a.GetIncident, read)
-	v1.POST("/incidents/:id/resolve", a.ResolveIncident, write)
-	v1.GET("/incidents/:id/analysis", a.GetAnalysis, read)
+	v1.GET("/incidents/:id", byID(a.GetIncident), read)
+	v1.POST("/incidents/:id/resolve", byID(a.ResolveIncident), write)
+	v1.GET("/incidents/:id/analysis", byID(a.GetAnalysis), read)
 	v1.GET("/timeline", a.GetTimeline, read)
 	v1.GET("/spikes", a.ListSpikes, read)
 	v1.GET("/pull/status", a.GetPullStatus, read)
 	v1.POST("/webhooks", a.CreateWebhook, admin)
 	v1.GET("/webhooks", a.ListWebhooks, admin)
-	v1.DELETE("/webhooks/:id", a.DeleteWebhook, admin)
-	v1.GET("/webhooks/:id/deliveries", a.ListDeliveries, admin)
+	v1.DELETE("/webhooks/:id", byID(a.DeleteWebhook), admin)
+	v1.GET("/webhooks/:id/deliveries", byID(a.ListDeliveries), admin)
 
 	// UI (htmx + templ). Pages need a browser session (or a trusted auth
 	// proxy user); changes need write scope and a CSRF token. Share links
@@ -53,16 +54,28 @@ func (s *Server) routes(e *echo.Echo) {
 	e.POST("/logout", p.Logout, uiRead)
 	e.GET("/", p.ShowHome, gz, uiRead)
 	e.GET("/explore", p.ShowExplore, gz, uiRead)
-	e.GET("/incidents/:id", p.ShowIncident, gz, uiRead)
-	e.GET("/incidents/:id/status", p.ShowIncidentStatus, uiRead)
-	e.GET("/incidents/:id/samples/:rid", p.ShowSample, gz, uiRead)
-	e.GET("/incidents/:id/export.md", p.ExportIncident, gz, uiRead)
-	e.GET("/incidents/:id/og.png", p.DrawIncidentCard, uiRead)
-	e.POST("/incidents/:id/share", p.CreateShareLink, uiWrite)
-	e.POST("/incidents/:id/share/revoke", p.RevokeShareLink, uiWrite)
-	e.POST("/incidents/:id/freeze", p.FreezeIncident, uiWrite)
-	e.POST("/incidents/:id/resolve", p.ResolveIncident, uiWrite)
+	e.GET("/incidents/:id", byID(p.ShowIncident), gz, uiRead)
+	e.GET("/incidents/:id/status", byID(p.ShowIncidentStatus), uiRead)
+	e.GET("/incidents/:id/samples/:rid", byID(p.ShowSample), gz, uiRead)
+	e.GET("/incidents/:id/export.md", byID(p.ExportIncident), gz, uiRead)
+	e.GET("/incidents/:id/og.png", byID(p.DrawIncidentCard), uiRead)
+	e.POST("/incidents/:id/share", byID(p.CreateShareLink), uiWrite)
+	e.POST("/incidents/:id/share/revoke", byID(p.RevokeShareLink), uiWrite)
+	e.POST("/incidents/:id/freeze", byID(p.FreezeIncident), uiWrite)
+	e.POST("/incidents/:id/resolve", byID(p.ResolveIncident), uiWrite)
 	e.GET("/s/:token", p.ShowSharedIncident, gz)
 	e.GET("/s/:token/samples/:rid", p.ShowSharedSample, gz)
 	e.GET("/s/:token/og.png", p.DrawSharedCard)
+}
+
+// byID adapts a handler of a route with an {id} to the router: the id is
+// parsed once, here, and a path that names no id is a 404.
+func byID(h func(c echo.Context, id int64) error) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id, err := request.ID(c.Param("id"))
+		if err != nil {
+			return err
+		}
+		return h(c, id)
+	}
 }

@@ -16,17 +16,16 @@ import (
 // (or ?version=N) as wire.Analysis. While the first analysis runs the
 // answer is {"status": "pending"}; while a newer version is being computed
 // the previous one is served with "recomputing": true.
-func (a *API) GetAnalysis(c echo.Context) error {
-	id, err := request.ID(c.Param("id"))
-	if err != nil {
-		return err
-	}
+func (a *API) GetAnalysis(c echo.Context, id int64) error {
 	ctx := c.Request().Context()
 	if _, err := a.store.Incident(ctx, id); err != nil {
 		return err
 	}
 	version := c.QueryParam("version")
-	var rec store.AnalysisRecord
+	var (
+		rec store.AnalysisRecord
+		err error
+	)
 	if version != "" {
 		n, perr := strconv.Atoi(version)
 		if perr != nil || n < 1 {

@@ -111,11 +111,7 @@ func (a *API) ListIncidents(c echo.Context) error {
 }
 
 // GetIncident is GET /api/v1/incidents/{id}: the flat summary.
-func (a *API) GetIncident(c echo.Context) error {
-	id, err := request.ID(c.Param("id"))
-	if err != nil {
-		return err
-	}
+func (a *API) GetIncident(c echo.Context, id int64) error {
 	in, err := a.store.Incident(c.Request().Context(), id)
 	if err != nil {
 		return err
@@ -126,11 +122,7 @@ func (a *API) GetIncident(c echo.Context) error {
 // ResolveIncident is POST /api/v1/incidents/{id}/resolve; resolving twice
 // is harmless. The incident is frozen before the answer, so the permalink
 // it returns already outlives retention.
-func (a *API) ResolveIncident(c echo.Context) error {
-	id, err := request.ID(c.Param("id"))
-	if err != nil {
-		return err
-	}
+func (a *API) ResolveIncident(c echo.Context, id int64) error {
 	in, err := a.incidents.Resolve(c.Request().Context(), id, incident.FreezeNow)
 	if err != nil {
 		return err

@@ -107,11 +107,7 @@ func (a *API) ListWebhooks(c echo.Context) error {
 
 // DeleteWebhook is DELETE /api/v1/webhooks/{id} (admin) → 204; its
 // pending deliveries are dropped with it.
-func (a *API) DeleteWebhook(c echo.Context) error {
-	id, err := request.ID(c.Param("id"))
-	if err != nil {
-		return err
-	}
+func (a *API) DeleteWebhook(c echo.Context, id int64) error {
 	if err := a.store.DeleteWebhook(c.Request().Context(), id); err != nil {
 		return err
 	}
@@ -120,11 +116,7 @@ func (a *API) DeleteWebhook(c echo.Context) error {
 
 // ListDeliveries is GET /api/v1/webhooks/{id}/deliveries?limit=&cursor=
 // (admin): the delivery log, newest first.
-func (a *API) ListDeliveries(c echo.Context) error {
-	id, err := request.ID(c.Param("id"))
-	if err != nil {
-		return err
-	}
+func (a *API) ListDeliveries(c echo.Context, id int64) error {
 	ctx := c.Request().Context()
 	if _, err := a.store.WebhookByID(ctx, id); err != nil {
 		return err

@@ -6,16 +6,11 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/waterline-dev/waterline/incident"
-	"github.com/waterline-dev/waterline/web/request"
 )
 
 // FreezeIncident is POST /incidents/{id}/freeze: keep what the page shows
 // now, whatever retention drops later.
-func (p *Pages) FreezeIncident(c echo.Context) error {
-	id, err := request.ID(c.Param("id"))
-	if err != nil {
-		return err
-	}
+func (p *Pages) FreezeIncident(c echo.Context, id int64) error {
 	if err := p.incidents.Freeze(c.Request().Context(), id); err != nil {
 		return err
 	}
@@ -24,11 +19,7 @@ func (p *Pages) FreezeIncident(c echo.Context) error {
 
 // ResolveIncident is POST /incidents/{id}/resolve from the page: resolve,
 // freeze, and show the page again (now the frozen copy).
-func (p *Pages) ResolveIncident(c echo.Context) error {
-	id, err := request.ID(c.Param("id"))
-	if err != nil {
-		return err
-	}
+func (p *Pages) ResolveIncident(c echo.Context, id int64) error {
 	if _, err := p.incidents.Resolve(c.Request().Context(), id, incident.FreezeNow); err != nil {
 		return err
 	}

@@ -7,17 +7,12 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/waterline-dev/waterline/incident"
-	"github.com/waterline-dev/waterline/web/request"
 	"github.com/waterline-dev/waterline/web/ui/views"
 )
 
 // ExportIncident is GET /incidents/{id}/export.md: the incident as
 // Markdown for a postmortem or a ticket, with the permalink.
-func (p *Pages) ExportIncident(c echo.Context) error {
-	id, err := request.ID(c.Param("id"))
-	if err != nil {
-		return err
-	}
+func (p *Pages) ExportIncident(c echo.Context, id int64) error {
 	d, err := p.loadIncident(c.Request().Context(), id, false)
 	if err != nil {
 		return err

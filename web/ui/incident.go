@@ -22,11 +22,7 @@ import (
 
 // ShowIncident is GET /incidents/{id}: the permalink. An htmx request
 // targeting #filtered or #sample-table gets only that region.
-func (p *Pages) ShowIncident(c echo.Context) error {
-	id, err := request.ID(c.Param("id"))
-	if err != nil {
-		return err
-	}
+func (p *Pages) ShowIncident(c echo.Context, id int64) error {
 	return p.incidentPage(c, id, incidentPath(id), false)
 }
 
@@ -230,11 +226,7 @@ func (p *Pages) sampleTable(ctx context.Context, d *incidentData, st views.State
 
 // ShowIncidentStatus is GET /incidents/{id}/status, polled while the
 // analysis is pending: the banner again, or HX-Refresh once it is ready.
-func (p *Pages) ShowIncidentStatus(c echo.Context) error {
-	id, err := request.ID(c.Param("id"))
-	if err != nil {
-		return err
-	}
+func (p *Pages) ShowIncidentStatus(c echo.Context, id int64) error {
 	latest, err := p.store.LatestAnalysis(c.Request().Context(), id)
 	if errors.Is(err, store.ErrNotFound) {
 		if _, err := p.store.Incident(c.Request().Context(), id); err != nil {
@@ -253,11 +245,7 @@ func (p *Pages) ShowIncidentStatus(c echo.Context) error {
 }
 
 // ShowSample is GET /incidents/{id}/samples/{rid}?t=<unix ms>.
-func (p *Pages) ShowSample(c echo.Context) error {
-	id, err := request.ID(c.Param("id"))
-	if err != nil {
-		return err
-	}
+func (p *Pages) ShowSample(c echo.Context, id int64) error {
 	return p.sampleDetail(c, id, c.QueryParam("live") == "1")
 }
 

@@ -10,7 +10,6 @@ import (
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/incident"
 	"github.com/waterline-dev/waterline/store"
-	"github.com/waterline-dev/waterline/web/request"
 	"github.com/waterline-dev/waterline/web/ui/views"
 )
 
@@ -21,11 +20,7 @@ import (
 
 // CreateShareLink is POST /incidents/{id}/share: create (or keep) the
 // incident's share link and go back to the page, which shows it.
-func (p *Pages) CreateShareLink(c echo.Context) error {
-	id, err := request.ID(c.Param("id"))
-	if err != nil {
-		return err
-	}
+func (p *Pages) CreateShareLink(c echo.Context, id int64) error {
 	if _, err := p.store.ShareIncident(c.Request().Context(), id); err != nil {
 		return err
 	}
@@ -33,11 +28,7 @@ func (p *Pages) CreateShareLink(c echo.Context) error {
 }
 
 // RevokeShareLink is POST /incidents/{id}/share/revoke.
-func (p *Pages) RevokeShareLink(c echo.Context) error {
-	id, err := request.ID(c.Param("id"))
-	if err != nil {
-		return err
-	}
+func (p *Pages) RevokeShareLink(c echo.Context, id int64) error {
 	if err := p.store.RevokeShare(c.Request().Context(), id); err != nil {
 		return err
 	}
@@ -112,11 +103,7 @@ func (p *Pages) DrawSharedCard(c echo.Context) error {
 }
 
 // DrawIncidentCard is GET /incidents/{id}/og.png (signed in).
-func (p *Pages) DrawIncidentCard(c echo.Context) error {
-	id, err := request.ID(c.Param("id"))
-	if err != nil {
-		return err
-	}
+func (p *Pages) DrawIncidentCard(c echo.Context, id int64) error {
 	return p.ogImage(c, id, incidentPath(id))
 }
 
