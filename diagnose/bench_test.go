@@ -10,7 +10,6 @@ import (
 
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/diagnose"
-	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
 )
 
@@ -19,8 +18,7 @@ import (
 // Postgres part (LoadInput) and the Go part (correlate.Analyze).
 func BenchmarkIncidentAnalysis(b *testing.B) {
 	ctx := context.Background()
-	pool := storetest.NewPool(b)
-	st := store.New(pool)
+	st, pool := storetest.NewWithPool(b)
 	from := t0
 	onset := t0.Add(90 * time.Minute)
 	to := t0.Add(135 * time.Minute)

@@ -220,25 +220,14 @@ func (y queryYAML) query(preset string) (Query, error) {
 		if !labelNameRE.MatchString(label) {
 			return q, fmt.Errorf("labels.%s: %q is not a Prometheus label name", field, label)
 		}
-		switch field {
-		case "model":
-			q.Labels.Model = label
-		case "version":
-			q.Labels.Version = label
-		case "tenant":
-			q.Labels.Tenant = label
-		case "replica":
-			q.Labels.Replica = label
-		case "node":
-			q.Labels.Node = label
-		case "stage":
-			q.Labels.Stage = label
-		default:
+		dst := q.Labels.field(field)
+		if dst == nil {
 			return q, fmt.Errorf("labels: unknown scope field %q (want model, version, tenant, replica, node, stage)", field)
 		}
+		*dst = label
 	}
 	for _, need := range levelNeeds[q.Level] {
-		if q.Labels.get(need) == "" {
+		if *q.Labels.field(need) == "" {
 			return q, fmt.Errorf("level %s needs labels.%s (which Prometheus label holds the %s)", q.Level, need, need)
 		}
 	}
@@ -270,20 +259,24 @@ func (y queryYAML) query(preset string) (Query, error) {
 	return q, nil
 }
 
-func (m LabelMap) get(field string) string {
-	switch field {
+// field is the label named for a scope field (or the stage); nil for a
+// name that is none of them.
+func (m *LabelMap) field(name string) *string {
+	switch name {
 	case "model":
-		return m.Model
+		return &m.Model
 	case "version":
-		return m.Version
+		return &m.Version
 	case "tenant":
-		return m.Tenant
+		return &m.Tenant
 	case "replica":
-		return m.Replica
+		return &m.Replica
 	case "node":
-		return m.Node
+		return &m.Node
+	case "stage":
+		return &m.Stage
 	}
-	return ""
+	return nil
 }
 
 func containsRole(rs []correlate.Role, r correlate.Role) bool {

@@ -28,8 +28,7 @@ func TestOutageGapFilledWithoutDuplicates(t *testing.T) {
 	}
 	prom := promtest.New(t)
 	prom.Backfill(t, &buf)
-	pool := storetest.NewPool(t)
-	st := store.New(pool)
+	st, pool := storetest.NewWithPool(t)
 	ctx := context.Background()
 	now := f.end().Add(30 * time.Second)
 	p := newPuller(t, st, prom.URL, "lookback: 70m\n", now)

@@ -114,8 +114,7 @@ func sortedCopy(s []string) []string {
 func TestKubeEventsFromHistoryAndRepull(t *testing.T) {
 	f := eventsFleet()
 	prom := runFleet(t, f)
-	pool := storetest.NewPool(t)
-	st := store.New(pool)
+	st, pool := storetest.NewWithPool(t)
 	ctx := context.Background()
 	p := newPuller(t, st, prom.URL, "", f.end())
 

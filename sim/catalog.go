@@ -34,50 +34,15 @@ type modelSpec struct {
 
 // catalog is the model zoo in the order Options.Models takes them. The
 // first two cover a caller of the dependency and a model that does not, so
-// the small fleet can inject every scenario.
+// the small fleet can inject every scenario. One model a line: a table
+// reads best as rows.
 var catalog = []modelSpec{
-	{
-		name: "chat-8b", tier: "realtime", entry: "/v1/chat/completions", slo: 0.9,
-		rps: 17, replicas: 3,
-		execBase: 0.12, execPerItem: 0.5, execSigma: 0.10, maxBatch: 8, window: 0.010,
-		post: 0.002, cpuPerReq: 0.006, payload: 4 << 10, calls: true, leastReq: true,
-		weightsMiB: 16400, actMiB: 2200, loadSecs: 55,
-	},
-	{
-		name: "embed-small", tier: "search", entry: "/v1/embeddings", slo: 0.15,
-		rps: 46, replicas: 2,
-		execBase: 0.02, execPerItem: 0.7, execSigma: 0.08, maxBatch: 16, window: 0.004,
-		post: 0.0008, cpuPerReq: 0.0015, payload: 2 << 10, calls: false, leastReq: false,
-		weightsMiB: 1300, actMiB: 40, loadSecs: 20,
-	},
-	{
-		name: "rerank-base", tier: "search", entry: "/v1/rerank", slo: 0.25,
-		rps: 50, replicas: 3,
-		execBase: 0.03, execPerItem: 0.6, execSigma: 0.09, maxBatch: 8, window: 0.005,
-		post: 0.0012, cpuPerReq: 0.003, payload: 24 << 10, calls: true, leastReq: true,
-		weightsMiB: 2200, actMiB: 180, loadSecs: 25,
-	},
-	{
-		name: "vision-detect", tier: "realtime", entry: "/v1/vision/detect", slo: 0.4,
-		rps: 38, replicas: 3,
-		execBase: 0.05, execPerItem: 0.45, execSigma: 0.10, maxBatch: 8, window: 0.008,
-		post: 0.004, cpuPerReq: 0.012, payload: 260 << 10, calls: false, leastReq: false,
-		weightsMiB: 3100, actMiB: 900, loadSecs: 30,
-	},
-	{
-		name: "asr-whisper", tier: "realtime", entry: "/v1/audio/transcriptions", slo: 1.5,
-		rps: 4.8, replicas: 2,
-		execBase: 0.25, execPerItem: 0.5, execSigma: 0.12, maxBatch: 4, window: 0.020,
-		post: 0.003, cpuPerReq: 0.03, payload: 480 << 10, calls: false, leastReq: true,
-		weightsMiB: 3200, actMiB: 1400, loadSecs: 35,
-	},
-	{
-		name: "summarize-batch", tier: "batch", entry: "/v1/batch/summarize", slo: 6,
-		rps: 3, replicas: 2,
-		execBase: 0.8, execPerItem: 0.15, execSigma: 0.12, maxBatch: 16, window: 0.2,
-		post: 0.006, cpuPerReq: 0.02, payload: 40 << 10, calls: true, leastReq: false,
-		weightsMiB: 26000, actMiB: 1600, loadSecs: 80,
-	},
+	{name: "chat-8b", tier: "realtime", entry: "/v1/chat/completions", slo: 0.9, rps: 17, replicas: 3, execBase: 0.12, execPerItem: 0.5, execSigma: 0.10, maxBatch: 8, window: 0.010, post: 0.002, cpuPerReq: 0.006, payload: 4 << 10, calls: true, leastReq: true, weightsMiB: 16400, actMiB: 2200, loadSecs: 55},
+	{name: "embed-small", tier: "search", entry: "/v1/embeddings", slo: 0.15, rps: 46, replicas: 2, execBase: 0.02, execPerItem: 0.7, execSigma: 0.08, maxBatch: 16, window: 0.004, post: 0.0008, cpuPerReq: 0.0015, payload: 2 << 10, calls: false, leastReq: false, weightsMiB: 1300, actMiB: 40, loadSecs: 20},
+	{name: "rerank-base", tier: "search", entry: "/v1/rerank", slo: 0.25, rps: 50, replicas: 3, execBase: 0.03, execPerItem: 0.6, execSigma: 0.09, maxBatch: 8, window: 0.005, post: 0.0012, cpuPerReq: 0.003, payload: 24 << 10, calls: true, leastReq: true, weightsMiB: 2200, actMiB: 180, loadSecs: 25},
+	{name: "vision-detect", tier: "realtime", entry: "/v1/vision/detect", slo: 0.4, rps: 38, replicas: 3, execBase: 0.05, execPerItem: 0.45, execSigma: 0.10, maxBatch: 8, window: 0.008, post: 0.004, cpuPerReq: 0.012, payload: 260 << 10, calls: false, leastReq: false, weightsMiB: 3100, actMiB: 900, loadSecs: 30},
+	{name: "asr-whisper", tier: "realtime", entry: "/v1/audio/transcriptions", slo: 1.5, rps: 4.8, replicas: 2, execBase: 0.25, execPerItem: 0.5, execSigma: 0.12, maxBatch: 4, window: 0.020, post: 0.003, cpuPerReq: 0.03, payload: 480 << 10, calls: false, leastReq: true, weightsMiB: 3200, actMiB: 1400, loadSecs: 35},
+	{name: "summarize-batch", tier: "batch", entry: "/v1/batch/summarize", slo: 6, rps: 3, replicas: 2, execBase: 0.8, execPerItem: 0.15, execSigma: 0.12, maxBatch: 16, window: 0.2, post: 0.006, cpuPerReq: 0.02, payload: 40 << 10, calls: true, leastReq: false, weightsMiB: 26000, actMiB: 1600, loadSecs: 80},
 }
 
 // tenantNames are the fleet's customers, largest first.

@@ -114,6 +114,14 @@ func New(t testing.TB) *store.Store {
 	return store.New(NewPool(t))
 }
 
+// NewWithPool returns a Store on a fresh database and its pool, for tests
+// that also check rows with plain SQL.
+func NewWithPool(t testing.TB) (*store.Store, *pgxpool.Pool) {
+	t.Helper()
+	pool := NewPool(t)
+	return store.New(pool), pool
+}
+
 // ensureTemplate creates and migrates the template database once per
 // migration set. An advisory lock serialises test binaries that start at
 // the same time.
