@@ -1,0 +1,184 @@
+package ingest_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/web/ingest"
+	"github.com/waterline-dev/waterline/web/request"
+)
+
+var lim = ingest.Limits{MaxBytes: 1 << 20, MaxRecords: 3, MaxAge: 24 * time.Hour, MaxFuture: time.Hour}
+
+func post(ctype, encoding string, body []byte) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+	r.Header.Set("Content-Type", ctype)
+	if encoding != "" {
+		r.Header.Set("Content-Encoding", encoding)
+	}
+	return r
+}
+
+// records reads every record of a body: its numbers, or the error.
+func records(t *testing.T, r *http.Request, l ingest.Limits) ([]int, error) {
+	t.Helper()
+	b, err := ingest.Open(r, l)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+	var lines []int
+	for {
+		_, line, err := b.Next()
+		if errors.Is(err, io.EOF) {
+			return lines, nil
+		}
+		if err != nil {
+			return lines, err
+		}
+		lines = append(lines, line)
+	}
+}
+
+// status is the HTTP status and line a decoding error answers with.
+func status(t *testing.T, err error) (int, int, string) {
+	t.Helper()
+	var re *request.Error
+	if !errors.As(err, &re) {
+		t.Fatalf("error %v (%T) is not a request.Error", err, err)
+	}
+	return re.Status, re.Line, re.Field
+}
+
+func TestFramingNumbersRecords(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, ctype, body string
+		want              []int
+	}{
+		{"ndjson counts physical lines", "application/x-ndjson", "{}\n\n{}\n", []int{1, 3}},
+		{"an array in a json body", "application/json", " [ {}, {} ] ", []int{1, 2}},
+		{"ndjson in a json body", "application/json", "{}\n{}", []int{1, 2}},
+	} {
+		got, err := records(t, post(tc.ctype, "", []byte(tc.body)), lim)
+		if err != nil || len(got) != len(tc.want) || got[len(got)-1] != tc.want[len(tc.want)-1] {
+			t.Errorf("%s: records %v (%v), want %v", tc.name, got, err, tc.want)
+		}
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte("{}\n{}\n"))
+	zw.Close()
+	if got, err := records(t, post("application/x-ndjson", "gzip", gz.Bytes()), lim); err != nil || len(got) != 2 {
+		t.Errorf("gzip: %v (%v)", got, err)
+	}
+}
+
+func TestFramingRejects(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, ctype, encoding, body string
+		status, line                int
+		field                       string
+	}{
+		{"unknown type", "text/csv", "", "a,b", 415, 0, "Content-Type"},
+		{"unknown encoding", "application/x-ndjson", "br", "{}", 415, 0, "Content-Encoding"},
+		{"not gzip", "application/x-ndjson", "gzip", "{}", 400, 0, "Content-Encoding"},
+		{"empty", "application/x-ndjson", "", "\n\n", 400, 0, ""},
+		{"too many records", "application/x-ndjson", "", "{}\n{}\n{}\n{}\n", 413, 4, ""},
+		{"broken array", "application/json", "", `[{}, {"a":`, 400, 2, ""},
+		{"data after the array", "application/json", "", `[{}] {}`, 400, 2, ""},
+	} {
+		_, err := records(t, post(tc.ctype, tc.encoding, []byte(tc.body)), lim)
+		if err == nil {
+			t.Errorf("%s: accepted", tc.name)
+			continue
+		}
+		if st, line, field := status(t, err); st != tc.status || line != tc.line || field != tc.field {
+			t.Errorf("%s: %d line %d field %q (%v), want %d line %d field %q", tc.name, st, line, field, err, tc.status, tc.line, tc.field)
+		}
+	}
+	// Past the decompressed limit: 413, however small the gzip was.
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(bytes.Repeat([]byte(" "), 2<<20))
+	zw.Close()
+	_, err := records(t, post("application/x-ndjson", "gzip", gz.Bytes()), lim)
+	if st, _, _ := status(t, err); st != http.StatusRequestEntityTooLarge {
+		t.Errorf("a gzip bomb: %d (%v)", st, err)
+	}
+}
+
+func TestSamplesCheckEveryRecord(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	ok := `{"request_id":"a","time":"2026-06-01T11:00:00Z","model":"m","total_ms":12.5,"stages_ms":{"queue":2}}`
+	b, err := ingest.Open(post("application/x-ndjson", "", []byte(ok+"\n"+strings.Replace(ok, `"total_ms":12.5`, `"total_ms":-1`, 1))), lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := ingest.Samples(b, lim, now)
+	var s correlate.Sample
+	if err := next(&s); err != nil || s.TotalMs != 12.5 || s.SampleRate != 1 || s.StagesMs[correlate.StageQueue] != 2 {
+		t.Fatalf("first sample %+v (%v)", s, err)
+	}
+	if st, line, field := status(t, next(&s)); st != 422 || line != 2 || field != "total_ms" {
+		t.Fatalf("negative total: %d line %d field %s", st, line, field)
+	}
+	b, _ = ingest.Open(post("application/x-ndjson", "", []byte(strings.Replace(ok, "11:00", "13:30", 1))), lim)
+	if st, _, field := status(t, ingest.Samples(b, lim, now)(&s)); st != 422 || field != "time" {
+		t.Fatalf("a sample from the future: %d %s", st, field)
+	}
+}
+
+func TestEventsWithoutIDAreIdempotent(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	body := `{"kind":"deploy","time":"2026-06-01T11:00:00Z","model":"chat","summary":"v2"}`
+	read := func(body string) ([]correlate.Event, error) {
+		b, err := ingest.Open(post("application/x-ndjson", "", []byte(body)), lim)
+		if err != nil {
+			return nil, err
+		}
+		return ingest.Events(b, lim, now)
+	}
+	a, err1 := read(body)
+	b, err2 := read(body)
+	if err1 != nil || err2 != nil || a[0].ID == "" || a[0].ID != b[0].ID || a[0].Scope.Model != "chat" {
+		t.Fatalf("events %+v %+v (%v %v)", a, b, err1, err2)
+	}
+	if _, err := read(`{"kind":"deploi","time":"2026-06-01T11:00:00Z"}`); err == nil {
+		t.Fatal("an unknown kind was accepted")
+	} else if st, line, field := status(t, err); st != 422 || line != 1 || field != "kind" {
+		t.Fatalf("unknown kind: %d line %d field %s", st, line, field)
+	}
+}
+
+func TestAlertmanagerMapsLabels(t *testing.T) {
+	t.Parallel()
+	body := `{"version":"4","groupKey":"g","status":"resolved","commonLabels":{"alertname":"P99High","model":"chat","pod":"chat-1"},
+		"alerts":[{"status":"resolved","labels":{"alertname":"P99High","model":"chat","pod":"chat-1"},"startsAt":"2026-06-01T11:00:00Z","endsAt":"2026-06-01T11:20:00Z"}],
+		"extra":"Grafana's"}`
+	g, err := ingest.Alertmanager(httptest.NewRecorder(), post("application/json", "", []byte(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := g.Alerts[0]
+	if g.Status != store.AlertResolved || g.Scope.Model != "chat" || g.Scope.Replica != "chat-1" || a.Fingerprint == "" ||
+		a.EndsAt == nil || a.Event.Kind != correlate.KindAlert || !strings.HasPrefix(g.Title, "P99High") {
+		t.Fatalf("group %+v", g)
+	}
+	_, err = ingest.Alertmanager(httptest.NewRecorder(), post("application/json", "", []byte(`{"groupKey":"g","status":"firing","alerts":[]}`)))
+	if st, _, field := status(t, err); st != 422 || field != "alerts" {
+		t.Fatalf("no alerts: %d %s", st, field)
+	}
+}
