@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # Runs the time-sensitive suites with the test clock moved by +400 and
-# -400 days (WATERLINE_TEST_CLOCK_SHIFT, read by internal/testclock). A
+# -400 days (WATERLINE_TEST_CLOCK_SHIFT, read by internal/testing/testclock). A
 # fixture tied to a date, next to something that reads the real clock
 # (cookie jar, Chromium, Prometheus, Postgres, a stray time.Now), fails
 # here today instead of on some future day in everyone's CI.
 #
 # The suites are the packages whose tests use the test clock, directly or
-# through internal/stacktest; -short leaves out the bundle replays, whose
+# through internal/testing/stacktest; -short leaves out the bundle replays, whose
 # data carries its own fixed dates.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 pkgs=$($GO list -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... |
-	awk '{for (i = 2; i <= NF; i++) if ($i ~ /\/internal\/(testclock|stacktest)$/) {print $1; next}}')
+	awk '{for (i = 2; i <= NF; i++) if ($i ~ /\/internal\/testing\/(testclock|stacktest)$/) {print $1; next}}')
 if [ -z "$pkgs" ]; then
-	echo "test-clock-shift: no package uses internal/testclock; nothing to check" >&2
+	echo "test-clock-shift: no package uses internal/testing/testclock; nothing to check" >&2
 	exit 1
 fi
 for shift in 400d -400d; do

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/waterline-dev/waterline/correlate"
-	"github.com/waterline-dev/waterline/internal/testclock"
+	"github.com/waterline-dev/waterline/internal/testing/testclock"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
 )

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waterline-dev/waterline/internal/testclock"
+	"github.com/waterline-dev/waterline/internal/testing/testclock"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
 	"github.com/waterline-dev/waterline/web/webhook"

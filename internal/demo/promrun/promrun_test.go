@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waterline-dev/waterline/internal/testclock"
+	"github.com/waterline-dev/waterline/internal/testing/testclock"
 )
 
 func TestBackfillSplitAndRestart(t *testing.T) {

@@ -31,8 +31,8 @@ import (
 
 	"github.com/waterline-dev/waterline/diagnose"
 	"github.com/waterline-dev/waterline/incident"
-	"github.com/waterline-dev/waterline/internal/testclock"
 	"github.com/waterline-dev/waterline/internal/testing/promtest"
+	"github.com/waterline-dev/waterline/internal/testing/testclock"
 	"github.com/waterline-dev/waterline/pull"
 	"github.com/waterline-dev/waterline/sim"
 	"github.com/waterline-dev/waterline/store"
