@@ -17,8 +17,7 @@ import (
 // counts match the unthinned read.
 func TestThinnedSamplesStayUnbiased(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	st := storetest.New(t)
+	ctx, st := context.Background(), storetest.New(t)
 	t0 := time.Date(2026, 3, 2, 6, 0, 0, 0, time.UTC)
 	var in []correlate.Sample
 	for i := 0; i < 20000; i++ {

@@ -120,6 +120,26 @@ func (s *server) post(path string, body io.Reader) (int, map[string]any, error) 
 	return res.StatusCode, v, nil
 }
 
+// answer is what a POST came back with.
+type answer struct {
+	status int
+	v      map[string]any
+	err    error
+}
+
+// stream POSTs to path a body the test writes, piece by piece, into the
+// returned pipe; the answer arrives on the channel once the server has
+// answered.
+func (s *server) stream(path string) (*io.PipeWriter, <-chan answer) {
+	pr, pw := io.Pipe()
+	done := make(chan answer, 1)
+	go func() {
+		st, v, err := s.post(path, pr)
+		done <- answer{st, v, err}
+	}()
+	return pw, done
+}
+
 // sampleBase is the time of the first test sample: fixed for the run, so
 // the same lines are the same samples.
 var sampleBase = time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
@@ -190,17 +210,7 @@ func TestShutdownFinishesInFlightIngest(t *testing.T) {
 	s := startServe(t, db)
 	const n = 20000
 	body := samples(0, n)
-	pr, pw := io.Pipe()
-	type result struct {
-		status int
-		v      map[string]any
-		err    error
-	}
-	resc := make(chan result, 1)
-	go func() {
-		st, v, err := s.post("/api/v1/samples", pr)
-		resc <- result{st, v, err}
-	}()
+	pw, resc := s.stream("/api/v1/samples")
 	half := bytes.LastIndexByte(body[:len(body)/2], '\n') + 1
 	if _, err := pw.Write(body[:half]); err != nil {
 		r := <-resc

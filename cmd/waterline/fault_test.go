@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"io"
 	"testing"
 	"time"
 
@@ -18,26 +17,12 @@ func TestPostgresRestartDuringIngest(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	pg, err := pgtmp.Start(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pg.Stop()
+	pg := privatePostgres(ctx, t)
 	s := startServe(t, pg.URL())
 
 	const n = 60000
 	body := samples(0, n)
-	pr, pw := io.Pipe()
-	type result struct {
-		status int
-		v      map[string]any
-		err    error
-	}
-	resc := make(chan result, 1)
-	go func() {
-		st, v, err := s.post("/api/v1/samples", pr)
-		resc <- result{st, v, err}
-	}()
+	pw, resc := s.stream("/api/v1/samples")
 	third := bytes.LastIndexByte(body[:len(body)/3], '\n') + 1
 	if _, err := pw.Write(body[:third]); err != nil {
 		t.Fatal(err)
@@ -86,4 +71,17 @@ func TestPostgresRestartDuringIngest(t *testing.T) {
 	if err != nil || st != 200 || v["duplicates"] != float64(n) {
 		t.Fatalf("final retry: %d %v %v", st, v, err)
 	}
+}
+
+// privatePostgres starts a throwaway cluster of the test's own, which it
+// may crash and restart (the machine's shared one is left alone); it stops
+// when the test ends.
+func privatePostgres(ctx context.Context, t *testing.T) *pgtmp.Cluster {
+	t.Helper()
+	pg, err := pgtmp.Start(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pg.Stop() })
+	return pg
 }
