@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/waterline-dev/waterline/internal/testing/promtest"
+	"github.com/waterline-dev/waterline/sim"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
 )
@@ -135,37 +135,30 @@ func BenchmarkPull24hFleet(b *testing.B) {
 	f := bigFleet(200, 40, 8, 24*time.Hour, time.Minute)
 	prom := promtest.New(b)
 	start := time.Now()
-	prom.BackfillWindows(b, f.start, f.start.Add(time.Duration(f.steps)*f.step), func(w io.Writer, lo, hi time.Time) error {
-		g := *f
-		g.lo, g.hi = int(lo.Sub(f.start)/f.step), min(int(hi.Sub(f.start)/f.step), f.steps)
-		if g.lo >= g.hi {
-			return nil
-		}
-		return g.write(w)
-	})
+	prom.BackfillWindows(b, f.Start, f.Start.Add(time.Duration(f.Steps)*f.Step), f.WriteOpenMetricsWindow)
 	prom.Start(b)
-	b.Logf("generated and backfilled %d replicas × %d steps in %.1fs", len(f.pods), f.steps, time.Since(start).Seconds())
+	b.Logf("generated and backfilled %d replicas × %d steps in %.1fs", len(f.Pods), f.Steps, time.Since(start).Seconds())
 	b.ResetTimer()
-	benchPull(b, prom, f.start, f.end(), "step: 60s\nrate_window: 2m\n")
+	benchPull(b, prom, f.Start, f.End(), "step: 60s\nrate_window: 2m\n")
 }
 
 // bigFleet is a steady fleet: pods replicas of models models spread over
 // nodes nodes, each model with an HPA, for span at step.
-func bigFleet(pods, nodes, models int, span, step time.Duration) *tFleet {
-	f := &tFleet{start: t0, step: step, steps: int(span / step)}
+func bigFleet(pods, nodes, models int, span, step time.Duration) *sim.Script {
+	f := &sim.Script{Start: t0, Step: step, Steps: int(span / step)}
 	for n := 0; n < nodes; n++ {
-		f.nodes = append(f.nodes, fmt.Sprintf("gpu-node-%02d", n+1))
+		f.Nodes = append(f.Nodes, tnode(fmt.Sprintf("gpu-node-%02d", n+1)))
 	}
 	for m := 0; m < models; m++ {
-		name := fmt.Sprintf("model-%d", m)
-		f.deploys = append(f.deploys, tDeploy{name: name, generation: []tChange{{0, 1}},
-			spec: []tChange{{0, float64(pods / models)}}, hpa: []tChange{{0, float64(pods / models)}}})
+		replicas := map[int]float64{0: float64(pods / models)}
+		f.Deployments = append(f.Deployments, sim.ScriptDeployment{Name: fmt.Sprintf("model-%d", m),
+			Generation: map[int]float64{0: 1}, Spec: replicas, HPA: replicas})
 	}
 	for i := 0; i < pods; i++ {
 		m := i % models
-		p := tpod(fmt.Sprintf("model-%d-%08x-%05d", m, 0x5eed+m, i), fmt.Sprintf("model-%d", m), "v1", f.nodes[i%nodes], 0, f.steps)
-		p.qps = float64(5 + i%7)
-		f.pods = append(f.pods, p)
+		p := tpod(fmt.Sprintf("model-%d-%08x-%05d", m, 0x5eed+m, i), fmt.Sprintf("model-%d", m), "v1", f.Nodes[i%nodes].Name, 0, f.Steps)
+		p.QPS = float64(5 + i%7)
+		f.Pods = append(f.Pods, p)
 	}
 	return f
 }

@@ -23,14 +23,14 @@ import (
 func TestOutageGapFilledWithoutDuplicates(t *testing.T) {
 	f := eventsFleet()
 	var buf bytes.Buffer
-	if err := f.write(&buf); err != nil {
+	if err := f.WriteOpenMetrics(&buf); err != nil {
 		t.Fatal(err)
 	}
 	prom := promtest.New(t)
 	prom.Backfill(t, &buf)
 	st, pool := storetest.NewWithPool(t)
 	ctx := context.Background()
-	now := f.end().Add(30 * time.Second)
+	now := f.End().Add(30 * time.Second)
 	p := newPuller(t, st, prom.URL, "lookback: 70m\n", now)
 	reg := prometheus.NewPedanticRegistry()
 	if err := p.RegisterMetrics(reg); err != nil {
@@ -81,20 +81,20 @@ func TestOutageGapFilledWithoutDuplicates(t *testing.T) {
 	}
 	// node_memory has a value at every step of the fleet: the caught-up
 	// curve is complete, from the first step to the last.
-	cs, err := st.Curves(ctx, store.CurveFilter{From: f.start.Add(-time.Hour), To: now.Add(time.Hour),
+	cs, err := st.Curves(ctx, store.CurveFilter{From: f.Start.Add(-time.Hour), To: now.Add(time.Hour),
 		Roles: []correlate.Role{correlate.RoleNodeMemory}, Scope: correlate.Scope{Node: "n1"}})
 	if err != nil || len(cs) != 1 {
 		t.Fatalf("curves = %v, %v", cs, err)
 	}
-	if pts := cs[0].Points; len(pts) != f.steps || pts[0].T != f.start.UnixMilli() || pts[len(pts)-1].T != f.end().UnixMilli() {
-		t.Fatalf("node_memory: %d points from %v to %v, want %d from %v", len(pts), pts[0].Time(), pts[len(pts)-1].Time(), f.steps, f.start)
+	if pts := cs[0].Points; len(pts) != f.Steps || pts[0].T != f.Start.UnixMilli() || pts[len(pts)-1].T != f.End().UnixMilli() {
+		t.Fatalf("node_memory: %d points from %v to %v, want %d from %v", len(pts), pts[0].Time(), pts[len(pts)-1].Time(), f.Steps, f.Start)
 	}
 	srcs, err := st.PullSources(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range srcs {
-		if s.ErrorsTotal != 1 || s.LastError != "" || s.LastSuccess == nil || s.Cursor.Before(f.end()) {
+		if s.ErrorsTotal != 1 || s.LastError != "" || s.LastSuccess == nil || s.Cursor.Before(f.End()) {
 			t.Errorf("source %+v", s)
 		}
 	}
@@ -131,7 +131,7 @@ func TestOnePullerAndFailover(t *testing.T) {
 	ctx := context.Background()
 	mk := func() *Puller {
 		pool := newTestPool(t, url)
-		p := newPuller(t, store.New(pool), prom.URL, "presets: [node]\n", f.end())
+		p := newPuller(t, store.New(pool), prom.URL, "presets: [node]\n", f.End())
 		return p
 	}
 	a, b := mk(), mk()
@@ -189,7 +189,7 @@ queries:
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = cfg.Validate(context.Background(), prom.URL, f.end())
+	err = cfg.Validate(context.Background(), prom.URL, f.End())
 	for _, want := range []string{"w.yaml:3", `query "qps@model"`, "Prometheus rejected", "rate(inference_request_duration_seconds_count[1m])", "parse error"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("err = %v, want it to contain %q", err, want)
@@ -197,17 +197,17 @@ queries:
 	}
 	// The same query fails the pull with the query named, without retries.
 	st := storetest.New(t)
-	p, _ := New(cfg, prom.URL, st, Options{Now: f.end})
-	_, err = p.History(context.Background(), f.start, f.end(), nil)
+	p, _ := New(cfg, prom.URL, st, Options{Now: f.End})
+	_, err = p.History(context.Background(), f.Start, f.End(), nil)
 	if err == nil || !strings.Contains(err.Error(), `query "qps@model"`) {
 		t.Fatalf("history err = %v", err)
 	}
 	good, _ := ParseConfig("ok.yaml", []byte("presets: [inference]\n"))
-	if err := good.Validate(context.Background(), prom.URL, f.end()); err != nil {
+	if err := good.Validate(context.Background(), prom.URL, f.End()); err != nil {
 		t.Fatalf("built-in preset rejected: %v", err)
 	}
 	prom.Stop(t)
-	if err := good.Validate(context.Background(), prom.URL, f.end()); err == nil || !strings.Contains(err.Error(), "cannot validate") {
+	if err := good.Validate(context.Background(), prom.URL, f.End()); err == nil || !strings.Contains(err.Error(), "cannot validate") {
 		t.Fatalf("unreachable: %v", err)
 	}
 }

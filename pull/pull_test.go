@@ -13,6 +13,7 @@ import (
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/internal/testing/promtest"
 	"github.com/waterline-dev/waterline/internal/testing/testclock"
+	"github.com/waterline-dev/waterline/sim"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
 )
@@ -21,9 +22,18 @@ import (
 // the test clock (Prometheus and its look-back read the real clock).
 var t0 = testclock.Now().Truncate(24 * time.Hour).Add(-2*24*time.Hour + 6*time.Hour)
 
-func tpod(name, model, version, node string, from, to int) tPod {
-	return tPod{name: name, model: model, version: version, node: node, from: from, to: to,
-		qps: 10, batch: 4, stageMs: 5, gpuUtil: 50}
+// tpod is a replica of the test fleets: 10 requests/s in batches of 4,
+// every request 90 ms end to end (so all of them fall in the (80 ms,
+// 100 ms] bucket, where histogram_quantile interpolates linearly: P(q) =
+// 80 + 20·q ms), 5 ms in every stage, two queued, its GPU half busy.
+func tpod(name, model, version, node string, from, to int) sim.ScriptPod {
+	return sim.ScriptPod{Name: name, Model: model, Version: version, Node: node, From: from, To: to,
+		QPS: 10, Batch: 4, LatencyMs: 90, StageMs: 5, Queue: 2, GPUUtil: 50, GPUMemUsedMiB: 30000, GPUMemFreeMiB: 50000}
+}
+
+// tnode is a node a quarter busy: CPU, memory, and 1 MB/s received.
+func tnode(name string) sim.ScriptNode {
+	return sim.ScriptNode{Name: name, CPUBusy: 0.25, MemUsed: 0.25, NetRx: 1e6}
 }
 
 // eventsFleet has, in one hour at 15 s: a rollout of chat v1 → v2 (step
@@ -31,13 +41,15 @@ func tpod(name, model, version, node string, from, to int) tPod {
 // 100), an HPA scale-up of chat followed by its spec (140, 142) and the new
 // replica (144), a NotReady flap of n3 (170–180) and two restarts of one
 // chat replica (190, 200).
-func eventsFleet() *tFleet {
+func eventsFleet() *sim.Script {
 	restarting := tpod("chat-bbbb-1", "chat", "v2", "n1", 80, 240)
-	restarting.restarts = []int{190, 200}
-	return &tFleet{
-		start: t0, step: 15 * time.Second, steps: 240,
-		nodes: []string{"n1", "n2", "n3"},
-		pods: []tPod{
+	restarting.Restarts = []int{190, 200}
+	flapping := tnode("n3")
+	flapping.NotReady = [][2]int{{170, 180}}
+	return &sim.Script{
+		Start: t0, Step: 15 * time.Second, Steps: 240,
+		Nodes: []sim.ScriptNode{tnode("n1"), tnode("n2"), flapping},
+		Pods: []sim.ScriptPod{
 			tpod("chat-aaaa-1", "chat", "v1", "n1", 0, 90),
 			tpod("chat-aaaa-2", "chat", "v1", "n2", 0, 90),
 			restarting,
@@ -46,11 +58,10 @@ func eventsFleet() *tFleet {
 			tpod("embed-cccc-1", "embed", "v5", "n2", 0, 240),
 			tpod("embed-cccc-2", "embed", "v5", "n3", 0, 100),
 		},
-		deploys: []tDeploy{
-			{name: "chat", generation: []tChange{{0, 1}, {80, 2}}, spec: []tChange{{0, 2}, {142, 3}}, hpa: []tChange{{0, 2}, {140, 3}}},
-			{name: "embed", generation: []tChange{{0, 1}, {100, 2}}, spec: []tChange{{0, 2}, {100, 1}}},
+		Deployments: []sim.ScriptDeployment{
+			{Name: "chat", Generation: map[int]float64{0: 1, 80: 2}, Spec: map[int]float64{0: 2, 142: 3}, HPA: map[int]float64{0: 2, 140: 3}},
+			{Name: "embed", Generation: map[int]float64{0: 1, 100: 2}, Spec: map[int]float64{0: 2, 100: 1}},
 		},
-		notReady: map[string][][2]int{"n3": {{170, 180}}},
 	}
 }
 
@@ -68,10 +79,10 @@ var wantFleetEvents = []string{
 	"replica_restart@200 model=chat version=v2 replica=chat-bbbb-1 node=n1",
 }
 
-func runFleet(t testing.TB, f *tFleet) *promtest.Prometheus {
+func runFleet(t testing.TB, f *sim.Script) *promtest.Prometheus {
 	t.Helper()
 	var buf bytes.Buffer
-	if err := f.write(&buf); err != nil {
+	if err := f.WriteOpenMetrics(&buf); err != nil {
 		t.Fatal(err)
 	}
 	return promtest.Run(t, &buf)
@@ -90,15 +101,15 @@ func newPuller(t testing.TB, st *store.Store, url, yaml string, now time.Time) *
 	return p
 }
 
-func eventStrings(t testing.TB, st *store.Store, f *tFleet) []string {
+func eventStrings(t testing.TB, st *store.Store, f *sim.Script) []string {
 	t.Helper()
-	evs, err := st.Events(context.Background(), store.EventFilter{From: f.start.Add(-24 * time.Hour), To: f.end().Add(time.Hour)})
+	evs, err := st.Events(context.Background(), store.EventFilter{From: f.Start.Add(-24 * time.Hour), To: f.End().Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []string
 	for _, e := range evs {
-		step := int(e.Time.Sub(f.start) / f.step)
+		step := int(e.Time.Sub(f.Start) / f.Step)
 		out = append(out, fmt.Sprintf("%s@%d %s", e.Kind, step, e.Scope.String()))
 	}
 	sort.Strings(out)
@@ -116,9 +127,9 @@ func TestKubeEventsFromHistoryAndRepull(t *testing.T) {
 	prom := runFleet(t, f)
 	st, pool := storetest.NewWithPool(t)
 	ctx := context.Background()
-	p := newPuller(t, st, prom.URL, "", f.end())
+	p := newPuller(t, st, prom.URL, "", f.End())
 
-	pr, err := p.History(ctx, f.start, f.end(), nil)
+	pr, err := p.History(ctx, f.Start, f.End(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +140,7 @@ func TestKubeEventsFromHistoryAndRepull(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(sortedCopy(wantFleetEvents), "\n") {
 		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(sortedCopy(wantFleetEvents), "\n"))
 	}
-	evs, _ := st.Events(ctx, store.EventFilter{From: f.start, To: f.end().Add(time.Minute), Kinds: []correlate.EventKind{correlate.KindDeploy, correlate.KindScaleUp}})
+	evs, _ := st.Events(ctx, store.EventFilter{From: f.Start, To: f.End().Add(time.Minute), Kinds: []correlate.EventKind{correlate.KindDeploy, correlate.KindScaleUp}})
 	for _, e := range evs {
 		switch e.Kind {
 		case correlate.KindDeploy:
@@ -153,7 +164,7 @@ func TestKubeEventsFromHistoryAndRepull(t *testing.T) {
 	}
 	count()
 	before := points
-	if _, err := p.History(ctx, f.start, f.end(), nil); err != nil {
+	if _, err := p.History(ctx, f.Start, f.End(), nil); err != nil {
 		t.Fatal(err)
 	}
 	count()
@@ -172,7 +183,7 @@ func TestKubeEventsIncrementalMatchHistory(t *testing.T) {
 	prom := runFleet(t, f)
 	st := storetest.New(t)
 	ctx := context.Background()
-	now := f.start.Add(20 * time.Minute)
+	now := f.Start.Add(20 * time.Minute)
 	cfg, err := ParseConfig("test.yaml", []byte("lookback: 20m\ndelay: 0s\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +194,7 @@ func TestKubeEventsIncrementalMatchHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for ; !now.After(f.end().Add(7 * time.Minute)); now = now.Add(7 * time.Minute) {
+	for ; !now.After(f.End().Add(7 * time.Minute)); now = now.Add(7 * time.Minute) {
 		if err := p.Tick(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -191,7 +202,7 @@ func TestKubeEventsIncrementalMatchHistory(t *testing.T) {
 	if got := eventStrings(t, st, f); strings.Join(got, "\n") != strings.Join(sortedCopy(wantFleetEvents), "\n") {
 		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(sortedCopy(wantFleetEvents), "\n"))
 	}
-	evs, _ := st.Events(ctx, store.EventFilter{From: f.start, To: f.end(), Kinds: []correlate.EventKind{correlate.KindDeploy}})
+	evs, _ := st.Events(ctx, store.EventFilter{From: f.Start, To: f.End(), Kinds: []correlate.EventKind{correlate.KindDeploy}})
 	if len(evs) != 1 || evs[0].Version != "v2" {
 		t.Fatalf("deploy = %+v", evs)
 	}
@@ -225,21 +236,21 @@ func TestInferencePresetCurves(t *testing.T) {
 	prom := runFleet(t, f)
 	st := storetest.New(t)
 	ctx := context.Background()
-	p := newPuller(t, st, prom.URL, "", f.end())
-	if _, err := p.History(ctx, f.start, f.end(), nil); err != nil {
+	p := newPuller(t, st, prom.URL, "", f.End())
+	if _, err := p.History(ctx, f.Start, f.End(), nil); err != nil {
 		t.Fatal(err)
 	}
-	cs, err := st.Curves(ctx, store.CurveFilter{From: f.start, To: f.end().Add(time.Minute)})
+	cs, err := st.Curves(ctx, store.CurveFilter{From: f.Start, To: f.End().Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	at := f.start.Add(40 * f.step) // before the rollout: chat has two v1 replicas
+	at := f.Start.Add(40 * f.Step) // before the rollout: chat has two v1 replicas
 	for key, want := range map[string]float64{
-		"latency_p99|model|model=chat":                                                          99.5,
-		"latency_p95|model|model=chat":                                                          97.5,
-		"latency_p50|model|model=chat":                                                          75,
-		"latency_p99|version|model=chat version=v1":                                             99.5,
-		"latency_p99|replica|model=chat version=v1 replica=chat-aaaa-1 node=n1":                 99.5,
+		"latency_p99|model|model=chat":                                                          99.8,
+		"latency_p95|model|model=chat":                                                          99,
+		"latency_p50|model|model=chat":                                                          90,
+		"latency_p99|version|model=chat version=v1":                                             99.8,
+		"latency_p99|replica|model=chat version=v1 replica=chat-aaaa-1 node=n1":                 99.8,
 		"qps|model|model=chat":                                                                  20,
 		"qps|replica|model=chat version=v1 replica=chat-aaaa-2 node=n2":                         10,
 		"queue|model|model=chat":                                                                4,
@@ -276,9 +287,9 @@ func TestHistoryResumes(t *testing.T) {
 	f := eventsFleet()
 	prom := runFleet(t, f)
 	st := storetest.New(t)
-	p := newPuller(t, st, prom.URL, "max_chunk: 10m\nparallelism: 2\n", f.end())
+	p := newPuller(t, st, prom.URL, "max_chunk: 10m\nparallelism: 2\n", f.End())
 	ctx, cancel := context.WithCancel(context.Background())
-	first, err := p.History(ctx, f.start, f.end(), func(pr Progress) {
+	first, err := p.History(ctx, f.Start, f.End(), func(pr Progress) {
 		if pr.ChunksDone >= 20 {
 			cancel()
 		}
@@ -286,7 +297,7 @@ func TestHistoryResumes(t *testing.T) {
 	if err == nil || first.ChunksDone >= first.Chunks {
 		t.Fatalf("first run was not interrupted: %+v, %v", first, err)
 	}
-	second, err := p.History(context.Background(), f.start, f.end(), nil)
+	second, err := p.History(context.Background(), f.Start, f.End(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,13 +307,13 @@ func TestHistoryResumes(t *testing.T) {
 	if got := eventStrings(t, st, f); strings.Join(got, "\n") != strings.Join(sortedCopy(wantFleetEvents), "\n") {
 		t.Fatalf("events after resume:\n%s", strings.Join(got, "\n"))
 	}
-	cs, err := st.Curves(context.Background(), store.CurveFilter{From: f.start, To: f.end().Add(time.Minute),
+	cs, err := st.Curves(context.Background(), store.CurveFilter{From: f.Start, To: f.End().Add(time.Minute),
 		Roles: []correlate.Role{correlate.RoleNodeMemory}, Scope: correlate.Scope{Node: "n2"}})
-	if err != nil || len(cs) != 1 || len(cs[0].Points) != f.steps {
+	if err != nil || len(cs) != 1 || len(cs[0].Points) != f.Steps {
 		t.Fatalf("node_memory after resume: %v, %v", cs, err)
 	}
 	// A finished range pulled again is a new, complete job.
-	third, err := p.History(context.Background(), f.start, f.end(), nil)
+	third, err := p.History(context.Background(), f.Start, f.End(), nil)
 	if err != nil || third.Chunks != first.Chunks {
 		t.Fatalf("re-pull: %+v, %v; want all %d chunks", third, err, first.Chunks)
 	}

@@ -15,6 +15,11 @@
 // in tens of milliseconds. The simbundle command (sim/cmd/simbundle) writes
 // all outputs as a bundle directory like the shared scenarios.
 //
+// A Script is a fleet written down instead of simulated — replicas with
+// fixed lifetimes and constant load, deployment changes, restarts, nodes
+// going NotReady — exported with the same series, for tests that must
+// know exactly what a query returns (the puller's).
+//
 // # Model
 //
 // The fleet is built from a catalog of models (tier, SLO, entry route,
