@@ -41,6 +41,8 @@ var wireSchemas = map[string]any{
 	"AlignedEvent":        wire.AlignedEvent{},
 	"ReplicaComparison":   wire.ReplicaComparison{},
 	"CurveDeviation":      wire.CurveDeviation{},
+	"Impact":              wire.Impact{},
+	"ScopeEntry":          wire.ScopeEntry{},
 	"Window":              wire.Window{},
 	"Analysis":            wire.Analysis{},
 	"Point":               wire.Point{},

@@ -63,6 +63,8 @@ type (
 	AlignedEvent      = correlate.AlignedEvent
 	ReplicaComparison = correlate.ReplicaComparison
 	CurveDeviation    = correlate.CurveDeviation
+	Impact            = correlate.Impact
+	ScopeEntry        = correlate.ScopeEntry
 )
 
 // Analysis is the answer of GET /api/v1/incidents/{id}/analysis: its
