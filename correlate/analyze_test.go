@@ -51,7 +51,7 @@ func checkTop(t *testing.T, a correlate.Analysis, truth sim.Truth, evidence []st
 	if top.Score < 0.5 {
 		t.Errorf("top score %.2f, want a confident ≥ 0.5", top.Score)
 	}
-	if !targetMatches(truth.Category, truth.Target, top.Target) {
+	if !sim.TargetMatches(truth.Category, truth.Target, top.Target) {
 		t.Errorf("target %+v, want %+v", top.Target, truth.Target)
 	}
 	names := map[string]bool{}
@@ -81,47 +81,6 @@ func checkTop(t *testing.T, a correlate.Analysis, truth sim.Truth, evidence []st
 	if d := sum - top.Score; d > 0.06 || d < -0.06 {
 		t.Errorf("score %.3f is not the sum of its listed evidence (%.3f)", top.Score, sum)
 	}
-}
-
-// targetMatches mirrors the acceptance check's target rules.
-func targetMatches(cat string, want, got correlate.Target) bool {
-	switch cat {
-	case "release":
-		return got.Model == want.Model && got.Version == want.Version
-	case "capacity", "batching", "routing":
-		if want.Model == "" && len(want.Models) == 0 {
-			return got.Model == "" || len(got.Models) >= 2
-		}
-		return got.Model == want.Model || slices.Contains(got.Models, want.Model)
-	case "local_replica":
-		if want.Replica != "" && (got.Replica == want.Replica || slices.Contains(got.Replicas, want.Replica)) {
-			return true
-		}
-		return want.Node != "" && got.Node == want.Node && want.Replica == ""
-	case "cold_start":
-		if got.Model != want.Model {
-			return false
-		}
-		n := 0
-		for _, r := range want.Replicas {
-			if slices.Contains(got.Replicas, r) {
-				n++
-			}
-		}
-		return len(want.Replicas) == 0 || len(got.Replicas) == 0 || n >= max(1, len(want.Replicas)/2)
-	case "downstream":
-		g := got.Models
-		if len(g) == 0 && got.Model != "" {
-			g = []string{got.Model}
-		}
-		for _, m := range g {
-			if slices.Contains(want.Models, m) {
-				return true
-			}
-		}
-		return len(g) == 0
-	}
-	return true
 }
 
 func ranking(a correlate.Analysis) string {

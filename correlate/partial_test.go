@@ -334,7 +334,7 @@ func TestPlainServiceFleet(t *testing.T) {
 		in.Events = slices.DeleteFunc(in.Events, func(e correlate.Event) bool { return e.Source != "kube-state-metrics" })
 		a := correlate.Analyze(in)
 		top := a.Causes[0]
-		if string(top.Category) != c.truth.Category || !targetMatches(c.truth.Category, c.truth.Target, top.Target) {
+		if string(top.Category) != c.truth.Category || !sim.TargetMatches(c.truth.Category, c.truth.Target, top.Target) {
 			t.Errorf("%s: top %s %+v, want %s %+v; ranking %s", sc, top.Category, top.Target, c.truth.Category, c.truth.Target, ranking(a))
 		}
 		checkApart(t, a, correlate.CatBatching, correlate.CatDownstream, correlate.CatIngress)

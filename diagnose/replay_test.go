@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -118,54 +117,9 @@ func replay(t *testing.T, b bundle) {
 		}
 		t.Fatalf("top cause %s (%.2f), want %s; ranking %v", top.Category, top.Score, b.truth.Category, rank)
 	}
-	if !targetOK(b.truth, top.Target) {
+	if !sim.TargetMatches(b.truth.Category, b.truth.Target, top.Target) {
 		t.Errorf("%s target %+v, want %+v", top.Category, top.Target, b.truth.Target)
 	}
-}
-
-// targetOK mirrors the acceptance check's target rules.
-func targetOK(tr truth, got correlate.Target) bool {
-	want := tr.Target
-	switch tr.Category {
-	case "release":
-		return got.Model == want.Model && got.Version == want.Version
-	case "capacity", "batching", "routing":
-		if want.Model == "" && len(want.Models) == 0 {
-			return got.Model == "" || len(got.Models) >= 2
-		}
-		return got.Model == want.Model || slices.Contains(got.Models, want.Model)
-	case "local_replica":
-		if want.Replica != "" && (got.Replica == want.Replica || slices.Contains(got.Replicas, want.Replica)) {
-			return true
-		}
-		return want.Node != "" && got.Node == want.Node && want.Replica == ""
-	case "cold_start":
-		if got.Model != want.Model {
-			return false
-		}
-		n := 0
-		for _, r := range want.Replicas {
-			if slices.Contains(got.Replicas, r) {
-				n++
-			}
-		}
-		return len(want.Replicas) == 0 || len(got.Replicas) == 0 || n >= max(1, len(want.Replicas)/2)
-	case "downstream":
-		g := got.Models
-		if len(g) == 0 && got.Model != "" {
-			g = []string{got.Model}
-		}
-		if len(g) == 0 {
-			return true
-		}
-		for _, m := range g {
-			if slices.Contains(want.Models, m) {
-				return true
-			}
-		}
-		return false
-	}
-	return true
 }
 
 // TestReplaySimulatedIncidents replays one incident of every category (and

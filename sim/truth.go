@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -99,3 +100,51 @@ func quantile(xs []float64, q float64) float64 {
 }
 
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
+
+// TargetMatches judges an analysis' target against the truth's the way the
+// acceptance check does: a release must name the model and version; a
+// fleet-wide truth accepts a fleet-wide answer; a replica or node fault the
+// replica (or, when only the node is known, the node); cold starts at least
+// half the young replicas; a slow dependency one of the callers.
+func TargetMatches(category string, want, got correlate.Target) bool {
+	switch category {
+	case "release":
+		return got.Model == want.Model && got.Version == want.Version
+	case "capacity", "batching", "routing":
+		if want.Model == "" && len(want.Models) == 0 {
+			return got.Model == "" || len(got.Models) >= 2
+		}
+		return got.Model == want.Model || slices.Contains(got.Models, want.Model)
+	case "local_replica":
+		if want.Replica != "" && (got.Replica == want.Replica || slices.Contains(got.Replicas, want.Replica)) {
+			return true
+		}
+		return want.Node != "" && got.Node == want.Node && want.Replica == ""
+	case "cold_start":
+		if got.Model != want.Model {
+			return false
+		}
+		n := 0
+		for _, r := range want.Replicas {
+			if slices.Contains(got.Replicas, r) {
+				n++
+			}
+		}
+		return len(want.Replicas) == 0 || len(got.Replicas) == 0 || n >= max(1, len(want.Replicas)/2)
+	case "downstream":
+		g := got.Models
+		if len(g) == 0 && got.Model != "" {
+			g = []string{got.Model}
+		}
+		if len(g) == 0 {
+			return true
+		}
+		for _, m := range g {
+			if slices.Contains(want.Models, m) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
