@@ -70,12 +70,17 @@ const (
 	KindNodeRecovered  EventKind = "node_recovered"
 	KindAlert          EventKind = "alert"
 	KindCustom         EventKind = "custom"
+	// KindAnnotation is a note from a tool that annotates dashboards
+	// (POST /api/annotations without a kind tag): shown on the timeline,
+	// weighted by time and scope like any event, but no cause rests on it.
+	KindAnnotation EventKind = "annotation"
 )
 
 // EventKinds lists every valid kind, in the order the UI shows them.
 var EventKinds = []EventKind{
 	KindDeploy, KindRollback, KindConfigChange, KindRouteChange, KindScaleUp, KindScaleDown,
 	KindReplicaStart, KindReplicaRestart, KindNodeFault, KindNodeRecovered, KindAlert, KindCustom,
+	KindAnnotation,
 }
 
 // Valid reports whether k is in the vocabulary.

@@ -40,6 +40,9 @@ type fileYAML struct {
 	Kube        *kubeYAML   `yaml:"kube_events"`
 	Queries     []queryYAML `yaml:"queries"`
 	SLOs        *slosYAML   `yaml:"slos"`
+	// OTLP is the span mapping of the trace receiver, read by package
+	// otlp from the same file; pull only lets it through.
+	OTLP yaml.Node `yaml:"otlp"`
 }
 
 type kubeYAML struct {

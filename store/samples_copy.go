@@ -136,7 +136,9 @@ func appendSampleRow(b []byte, x *correlate.Sample) ([]byte, error) {
 		}
 		b = appendFloat8(b, v)
 	}
-	return appendFloat8(b, x.SampleRate), nil
+	b = appendFloat8(b, x.SampleRate)
+	b = binary.BigEndian.AppendUint32(b, uint32(len(x.Dependency)))
+	return append(b, x.Dependency...), nil
 }
 
 func appendFloat8(b []byte, v float64) []byte {

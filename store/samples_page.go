@@ -106,7 +106,8 @@ func (s *Store) SamplesPage(ctx context.Context, q SampleQuery) (SamplePage, err
 	col := sampleSortColumn(q.Sort)
 	rows, err := s.db.Query(ctx, `
 		SELECT time, request_id, model, version, tenant, replica, node, entry, batch_size, status, total_ms,
-		       gateway_ms, auth_ms, route_ms, queue_ms, batch_wait_ms, exec_ms, postprocess_ms, downstream_ms, sample_rate
+		       gateway_ms, auth_ms, route_ms, queue_ms, batch_wait_ms, exec_ms, postprocess_ms, downstream_ms, sample_rate,
+		       dependency
 		FROM `+from+` WHERE `+where+`
 		ORDER BY `+col+` `+dir+` NULLS LAST, time, request_id
 		LIMIT `+itoa(q.limit())+` OFFSET `+itoa(max(q.Offset, 0)),
@@ -136,7 +137,8 @@ func (s *Store) SampleByID(ctx context.Context, from, to time.Time, rid string) 
 	}
 	rows, err := s.db.Query(ctx, `
 		SELECT time, request_id, model, version, tenant, replica, node, entry, batch_size, status, total_ms,
-		       gateway_ms, auth_ms, route_ms, queue_ms, batch_wait_ms, exec_ms, postprocess_ms, downstream_ms, sample_rate
+		       gateway_ms, auth_ms, route_ms, queue_ms, batch_wait_ms, exec_ms, postprocess_ms, downstream_ms, sample_rate,
+		       dependency
 		FROM samples WHERE time >= $1 AND time < $2 AND request_id = $3 ORDER BY time LIMIT 1`, formats, from, to, rid)
 	if err != nil {
 		return correlate.Sample{}, wrap("sample", err)

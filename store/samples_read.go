@@ -67,7 +67,7 @@ func (s *Store) ScanSamples(ctx context.Context, f SampleFilter, fn func(*correl
 	rows, err := s.db.Query(ctx, `
 		SELECT time, `+idCol+`, model, version, tenant, replica, node, entry, batch_size, status, total_ms,
 		       gateway_ms, auth_ms, route_ms, queue_ms, batch_wait_ms, exec_ms, postprocess_ms, downstream_ms,
-		       CASE WHEN $9 > 1 AND total_ms < $10 THEN sample_rate * $9 ELSE sample_rate END
+		       CASE WHEN $9 > 1 AND total_ms < $10 THEN sample_rate * $9 ELSE sample_rate END, dependency
 		FROM samples
 		WHERE time >= $1 AND time < $2
 		  AND ($3 = '' OR model = $3) AND ($4 = '' OR version = $4) AND ($5 = '' OR tenant = $5)
@@ -133,6 +133,7 @@ func decodeSampleRow(raw [][]byte, x *correlate.Sample, intern interner) error {
 		x.StagesMs[i] = f8(raw[11+i])
 	}
 	x.SampleRate = f8(raw[11+correlate.NumStages])
+	x.Dependency = intern.get(raw[12+correlate.NumStages])
 	return nil
 }
 

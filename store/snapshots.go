@@ -44,6 +44,7 @@ type snapSample struct {
 	TotalMs    float64    `json:"ms"`
 	StagesMs   []*float64 `json:"st"`
 	SampleRate float64    `json:"rate"`
+	Dependency string     `json:"dep,omitempty"`
 }
 
 func toSnapSamples(in []correlate.Sample) []snapSample {
@@ -58,7 +59,7 @@ func toSnapSamples(in []correlate.Sample) []snapSample {
 		}
 		out[i] = snapSample{RequestID: x.RequestID, Time: x.Time, Model: x.Model, Version: x.Version, Tenant: x.Tenant,
 			Replica: x.Replica, Node: x.Node, Entry: x.Entry, BatchSize: x.BatchSize, Status: x.Status, TotalMs: x.TotalMs,
-			StagesMs: st, SampleRate: x.SampleRate}
+			StagesMs: st, SampleRate: x.SampleRate, Dependency: x.Dependency}
 	}
 	return out
 }
@@ -68,7 +69,7 @@ func fromSnapSamples(in []snapSample) []correlate.Sample {
 	for i, x := range in {
 		s := correlate.Sample{RequestID: x.RequestID, Time: x.Time.UTC(), Model: x.Model, Version: x.Version, Tenant: x.Tenant,
 			Replica: x.Replica, Node: x.Node, Entry: x.Entry, BatchSize: x.BatchSize, Status: x.Status, TotalMs: x.TotalMs,
-			SampleRate: x.SampleRate}
+			SampleRate: x.SampleRate, Dependency: x.Dependency}
 		for j := range s.StagesMs {
 			s.StagesMs[j] = math.NaN()
 			if j < len(x.StagesMs) && x.StagesMs[j] != nil {

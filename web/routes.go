@@ -41,6 +41,11 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.GET("/webhooks", a.ListWebhooks, admin)
 	v1.DELETE("/webhooks/:id", byID(a.DeleteWebhook), admin)
 	v1.GET("/webhooks/:id/deliveries", byID(a.ListDeliveries), admin)
+	// Where other tools already send: OTLP/HTTP's standard path (an OTel
+	// SDK or Collector points at the base URL) and Grafana's annotation
+	// API (a CD step that annotates Grafana posts the same body).
+	e.POST("/v1/traces", a.ExportTraces, write)
+	e.POST("/api/annotations", a.CreateAnnotation, write)
 
 	// UI (htmx + templ). Pages need a browser session (or a trusted auth
 	// proxy user); changes need write scope and a CSRF token. Share links

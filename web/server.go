@@ -16,7 +16,9 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/incident"
+	"github.com/waterline-dev/waterline/otlp"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/web/api"
 	"github.com/waterline-dev/waterline/web/ingest"
@@ -57,6 +59,11 @@ type Deps struct {
 	SLO func(model string) (float64, bool)
 	// QueryRange runs ad-hoc PromQL (GET /api/v1/spikes?query=); nil = no Prometheus.
 	QueryRange api.QueryRangeFunc
+	// Traces assembles the spans POST /v1/traces receives into samples;
+	// its owner runs it (Assembler.Run). nil: one with the default
+	// mapping that stores into Store, which nobody runs (tests that do
+	// not send traces).
+	Traces *otlp.Assembler
 }
 
 // Server serves Waterline's HTTP surface.
@@ -100,6 +107,10 @@ func NewServer(cfg Config, deps Deps) *Server {
 		deps.Incidents = incident.New(deps.Store, incident.Options{Log: s.log, Now: s.now})
 	}
 	s.metrics = newMetrics(deps.Registry)
+	if deps.Traces == nil {
+		deps.Traces = otlp.NewAssembler(otlp.DefaultConfig(), otlp.Options{Sink: StoreSink(deps.Store), Now: s.now,
+			MaxAge: cfg.IngestMaxAge, MaxFuture: cfg.IngestMaxFuture})
+	}
 	s.api = api.New(api.Config{
 		PublicURL: cfg.PublicURL,
 		Ingest: ingest.Limits{MaxBytes: cfg.IngestMaxBytes, MaxRecords: cfg.IngestMaxLines,
@@ -107,7 +118,7 @@ func NewServer(cfg Config, deps Deps) *Server {
 		AlertLookback:     cfg.AlertLookback,
 		IngestConcurrency: cfg.IngestConcurrency,
 	}, api.Deps{Store: deps.Store, Incidents: deps.Incidents, Registry: deps.Registry, Now: s.now,
-		SLO: deps.SLO, QueryRange: deps.QueryRange})
+		SLO: deps.SLO, QueryRange: deps.QueryRange, Traces: deps.Traces})
 	s.pages = ui.New(ui.Config{PublicURL: cfg.PublicURL, AuthProxyHeader: cfg.AuthProxyHeader},
 		ui.Deps{Store: deps.Store, Incidents: deps.Incidents, Now: s.now})
 	e := echo.New()
@@ -124,3 +135,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.Serv
 
 // Echo exposes the router, for tests that compare it with the OpenAPI document.
 func (s *Server) Echo() *echo.Echo { return s.echo }
+
+// StoreSink stores the samples an otlp.Assembler assembles. The store is
+// idempotent by time and request id (the trace id), so a batch retried
+// after a failure, or a trace assembled twice, is stored once.
+func StoreSink(st *store.Store) otlp.Sink {
+	return func(ctx context.Context, samples []correlate.Sample) error {
+		_, _, err := st.InsertSamples(ctx, samples)
+		return err
+	}
+}

@@ -45,6 +45,9 @@ type Sample struct {
 	TotalMs    *float64 `json:"total_ms"`
 	StagesMs   Stages   `json:"stages_ms"`
 	SampleRate *float64 `json:"sample_rate"`
+	// Dependency names what the downstream stage called (OTel's
+	// peer.service), when the sender knows it.
+	Dependency string `json:"dependency,omitempty"`
 }
 
 // sampleTime is how NewSample writes times: milliseconds always shown, the
@@ -57,7 +60,7 @@ func NewSample(s correlate.Sample) Sample {
 	return Sample{
 		RequestID: s.RequestID, Time: s.Time.UTC().Format(sampleTime), Model: s.Model, Version: s.Version,
 		Tenant: s.Tenant, Replica: s.Replica, Node: s.Node, Entry: s.Entry, BatchSize: s.BatchSize,
-		Status: s.Status, TotalMs: &total, StagesMs: Stages(s.StagesMs), SampleRate: &rate,
+		Status: s.Status, TotalMs: &total, StagesMs: Stages(s.StagesMs), SampleRate: &rate, Dependency: s.Dependency,
 	}
 }
 
@@ -68,6 +71,7 @@ func (w *Sample) Domain(t time.Time) correlate.Sample {
 	s := correlate.Sample{
 		RequestID: w.RequestID, Time: t, Model: w.Model, Version: w.Version, Tenant: w.Tenant, Replica: w.Replica,
 		Node: w.Node, Entry: w.Entry, BatchSize: w.BatchSize, Status: w.Status, StagesMs: w.StagesMs, SampleRate: 1,
+		Dependency: w.Dependency,
 	}
 	if w.TotalMs != nil {
 		s.TotalMs = *w.TotalMs
@@ -234,4 +238,25 @@ func NewEventIn(e correlate.Event) (EventIn, error) {
 		w.Attrs = raw
 	}
 	return w, nil
+}
+
+// Annotation is Grafana's annotation body (POST /api/annotations), which
+// Waterline stores as a change event: times in Unix milliseconds, the kind
+// and scope in tags ("deploy", "model:rerank-base"). The dashboard and
+// panel are accepted and ignored.
+type Annotation struct {
+	DashboardUID string   `json:"dashboardUID,omitempty"`
+	DashboardID  int64    `json:"dashboardId,omitempty"`
+	PanelID      int64    `json:"panelId,omitempty"`
+	Time         *int64   `json:"time,omitempty"`
+	TimeEnd      *int64   `json:"timeEnd,omitempty"`
+	Tags         []string `json:"tags,omitempty"`
+	Text         string   `json:"text"`
+}
+
+// AnnotationResult is Grafana's answer to an added annotation, which CD
+// tools check.
+type AnnotationResult struct {
+	ID      int64  `json:"id"`
+	Message string `json:"message"`
 }

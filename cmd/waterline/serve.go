@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/waterline-dev/waterline/otlp"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/web"
 )
@@ -39,6 +40,12 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	traceCfg, err := otlp.LoadConfig(c.ConfigFile)
+	if err != nil {
+		return err
+	}
+	traces := otlp.NewAssembler(traceCfg, otlp.Options{Sink: web.StoreSink(st),
+		MaxAge: c.IngestMaxAge, MaxFuture: c.IngestMaxFuture})
 	hooks := newWebhooks(c, st, log)
 	analyzer, incidents, detector := newDiagnosis(c, st, pullCfg.SLOFor, log, hooks)
 	srv := web.NewServer(web.Config{
@@ -59,6 +66,7 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 		Ready:      st.Ready,
 		SLO:        pullCfg.SLOFor,
 		QueryRange: adhocQuery(puller),
+		Traces:     traces,
 	})
 
 	ln, err := net.Listen("tcp", c.Addr)
@@ -72,6 +80,8 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	go maintainLoop(bg, st, c, log)
+	tracesDone := make(chan struct{})
+	go func() { traces.Run(bg, 250*time.Millisecond); close(tracesDone) }()
 	go analyzer.Run(bg)
 	go incidents.Run(bg)
 	hooks.run(bg)
@@ -97,6 +107,7 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	stopBG()
+	<-tracesDone // traces whose entry span arrived are stored, not lost
 	hooks.wait() // a webhook being sent is finished and recorded, not sent again later
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/waterline-dev/waterline/incident"
+	"github.com/waterline-dev/waterline/otlp"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/web/ingest"
 )
@@ -37,6 +38,9 @@ type Deps struct {
 	SLO func(model string) (float64, bool)
 	// QueryRange runs ad-hoc PromQL (GET /api/v1/spikes?query=); nil = no Prometheus.
 	QueryRange QueryRangeFunc
+	// Traces assembles OTLP spans into samples (POST /v1/traces); its
+	// owner runs it. Its counters join /metrics.
+	Traces *otlp.Assembler
 }
 
 // API serves /api/v1.
@@ -49,14 +53,21 @@ type API struct {
 	queryRange  QueryRangeFunc
 	metrics     *metrics
 	ingestSlots chan struct{} // one token per sample ingest in progress
+	traces      *otlp.Assembler
+	traceSlots  chan struct{} // one token per OTLP export in progress (each holds its body in memory)
 }
 
 // New returns the API; it registers its metrics on deps.Registry.
 func New(cfg Config, deps Deps) *API {
+	if deps.Traces != nil {
+		deps.Registry.MustRegister(newTraceCollector(deps.Traces))
+	}
 	return &API{
 		cfg: cfg, store: deps.Store, incidents: deps.Incidents, now: deps.Now, slo: deps.SLO, queryRange: deps.QueryRange,
 		metrics:     newMetrics(deps.Registry),
 		ingestSlots: make(chan struct{}, cmp.Or(cfg.IngestConcurrency, 4)),
+		traces:      deps.Traces,
+		traceSlots:  make(chan struct{}, cmp.Or(cfg.IngestConcurrency, 4)),
 	}
 }
 

@@ -48,7 +48,8 @@ func checkSample(w *wire.Sample, line int, lim Limits, now time.Time, dst *corre
 		return bad("model", "required")
 	}
 	for _, f := range []struct{ name, v string }{{"request_id", w.RequestID}, {"model", w.Model}, {"version", w.Version},
-		{"tenant", w.Tenant}, {"replica", w.Replica}, {"node", w.Node}, {"entry", w.Entry}, {"status", w.Status}} {
+		{"tenant", w.Tenant}, {"replica", w.Replica}, {"node", w.Node}, {"entry", w.Entry}, {"status", w.Status},
+		{"dependency", w.Dependency}} {
 		if err := request.CheckText(f.v, request.MaxLabelLen); err != "" {
 			return bad(f.name, "%s", err)
 		}

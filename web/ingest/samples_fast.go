@@ -87,6 +87,8 @@ func (p *sampleParser) value(key []byte, w *wire.Sample) bool {
 		return p.strInto(&w.Entry)
 	case "status":
 		return p.strInto(&w.Status)
+	case "dependency":
+		return p.strInto(&w.Dependency)
 	case "batch_size":
 		if p.null() {
 			return true

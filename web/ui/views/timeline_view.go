@@ -254,13 +254,14 @@ var eventGroups = []eventGroup{
 	{"Changes", "k-change", []correlate.EventKind{correlate.KindDeploy, correlate.KindRollback, correlate.KindConfigChange, correlate.KindRouteChange}},
 	{"Scaling", "k-scale", []correlate.EventKind{correlate.KindScaleUp, correlate.KindScaleDown, correlate.KindReplicaStart, correlate.KindReplicaRestart}},
 	{"Nodes", "k-node", []correlate.EventKind{correlate.KindNodeFault, correlate.KindNodeRecovered}},
-	{"Alerts", "k-alert", []correlate.EventKind{correlate.KindAlert, correlate.KindCustom}},
+	{"Alerts", "k-alert", []correlate.EventKind{correlate.KindAlert, correlate.KindCustom, correlate.KindAnnotation}},
 }
 
 var kindGlyph = map[correlate.EventKind]string{
 	correlate.KindDeploy: "D", correlate.KindRollback: "R", correlate.KindConfigChange: "C", correlate.KindRouteChange: "→",
 	correlate.KindScaleUp: "↑", correlate.KindScaleDown: "↓", correlate.KindReplicaStart: "S", correlate.KindReplicaRestart: "↻",
 	correlate.KindNodeFault: "✕", correlate.KindNodeRecovered: "✓", correlate.KindAlert: "!", correlate.KindCustom: "•",
+	correlate.KindAnnotation: "✎",
 }
 
 // EventLabel describes one event in a line: kind, scope, summary.

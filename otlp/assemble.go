@@ -1,0 +1,404 @@
+package otlp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+)
+
+// Sink stores finished samples (the store's InsertSamples, which is
+// idempotent by time and request id). An error keeps them for the next
+// try.
+type Sink func(ctx context.Context, samples []correlate.Sample) error
+
+// Options are the Assembler's collaborators and limits beyond Config.
+type Options struct {
+	Sink Sink
+	Now  func() time.Time // nil = time.Now
+	// MaxAge and MaxFuture bound a sample's time around now, as the
+	// sample API does; 0 MaxAge = any age.
+	MaxAge, MaxFuture time.Duration
+	// MaxPending bounds samples waiting for the sink (the store being
+	// down); past it Add answers ErrBusy. 0 = 50,000.
+	MaxPending int
+}
+
+// ErrBusy means the buffer cannot take more now (the store is not taking
+// samples): the sender should retry later (OTLP: 503 with Retry-After).
+var ErrBusy = errors.New("otlp: samples are waiting for the store; retry later")
+
+// Assembler holds the spans of incomplete traces and turns each trace
+// into a sample once its entry span has arrived and Grace has passed.
+//
+// Memory: at most Config.MaxSpans spans (each ~0.3 KB: ids, times, the
+// resolved stage and dimension values — not the attributes), plus the ids
+// of traces emitted in the last MaxWait (at most MaxSpans of them), plus
+// MaxPending samples. Time: a trace waits Grace after its entry span
+// arrives, MaxWait at most without one; under memory pressure the oldest
+// traces finish early.
+type Assembler struct {
+	cfg  Config
+	opt  Options
+	m    *mapper
+	mu   sync.Mutex
+	byID map[[16]byte]*trace
+	held int      // spans in byID
+	age  []*trace // by first arrival: expiry and eviction
+	rdy  []*trace // by entry arrival: emission after Grace
+	done map[[16]byte]int64
+	doneQ []doneID
+	pending []correlate.Sample
+	flushMu sync.Mutex // one flush at a time
+	stats   Stats
+}
+
+type trace struct {
+	id      [16]byte
+	spans   []span
+	first   int64 // arrival of the first span (Unix ns, server clock)
+	entryAt int64 // arrival of the entry span; 0 = not yet
+	gone    bool  // emitted or dropped; queues drop it lazily
+}
+
+type doneID struct {
+	id    [16]byte
+	until int64
+}
+
+// NewAssembler returns an assembler; call Run (or Flush) to emit.
+func NewAssembler(cfg Config, opt Options) *Assembler {
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.MaxPending == 0 {
+		opt.MaxPending = 50_000
+	}
+	return &Assembler{cfg: cfg, opt: opt, m: newMapper(cfg), byID: map[[16]byte]*trace{}, done: map[[16]byte]int64{}}
+}
+
+// Result is what Add did with a request's spans.
+type Result struct {
+	Spans, Rejected int
+	// Message says why spans were rejected, naming each reason with a
+	// count and the first offending span's place in the request.
+	Message string
+}
+
+// Add takes every valid span of req into the buffer. Invalid spans are
+// rejected (counted in Result, as OTLP's partial_success reports them);
+// spans already held or of a trace already emitted (a retry) are
+// dropped quietly. It fails only with ErrBusy, taking nothing.
+func (a *Assembler) Add(req *Request) (Result, error) {
+	now := a.opt.Now().UnixNano()
+	var res Result
+	type reject struct {
+		n     int
+		first string
+	}
+	rejects := map[string]*reject{}
+	var order []string
+	rejectSpan := func(reason string, i, j, k int) {
+		res.Rejected++
+		r := rejects[reason]
+		if r == nil {
+			r = &reject{first: fmt.Sprintf("resource_spans[%d].scope_spans[%d].spans[%d]", i, j, k)}
+			rejects[reason] = r
+			order = append(order, reason)
+		}
+		r.n++
+	}
+	a.mu.Lock()
+	if len(a.pending) >= a.opt.MaxPending {
+		a.mu.Unlock()
+		a.stats.Busy.Add(1)
+		return Result{}, ErrBusy
+	}
+	for i, rs := range req.ResourceSpans {
+		for j, ss := range rs.ScopeSpans {
+			for k, sp := range ss.Spans {
+				res.Spans++
+				if reason := invalid(sp.TraceId, sp.SpanId, sp.ParentSpanId, sp.StartTimeUnixNano, sp.EndTimeUnixNano); reason != "" {
+					rejectSpan(reason, i, j, k)
+					continue
+				}
+				var tid [16]byte
+				copy(tid[:], sp.TraceId)
+				if _, ok := a.done[tid]; ok {
+					a.stats.Spans[SpanLate].Add(1)
+					continue
+				}
+				t := a.byID[tid]
+				if t == nil {
+					t = &trace{id: tid, first: now}
+					a.byID[tid] = t
+					a.age = append(a.age, t)
+				}
+				if t.has(sp.SpanId) {
+					a.stats.Spans[SpanDuplicate].Add(1)
+					continue
+				}
+				if len(t.spans) >= a.cfg.MaxSpansPerTrace {
+					rejectSpan(fmt.Sprintf("trace has more than %d spans (max_spans_per_trace)", a.cfg.MaxSpansPerTrace), i, j, k)
+					continue
+				}
+				t.spans = append(t.spans, span{})
+				a.m.resolve(&t.spans[len(t.spans)-1], sp, rs.Resource)
+				a.held++
+				a.stats.Spans[SpanAccepted].Add(1)
+				if t.entryAt == 0 && a.isEntry(&t.spans[len(t.spans)-1]) {
+					t.entryAt = now
+					a.rdy = append(a.rdy, t)
+				}
+			}
+		}
+	}
+	a.stats.Spans[SpanRejected].Add(int64(res.Rejected))
+	var out []correlate.Sample
+	for a.held > a.cfg.MaxSpans {
+		if s, ok := a.evictLocked(); ok {
+			out = append(out, s)
+		}
+	}
+	a.pending = append(a.pending, out...)
+	a.mu.Unlock()
+	if res.Rejected > 0 {
+		parts := make([]string, len(order))
+		for n, reason := range order {
+			parts[n] = fmt.Sprintf("%d with %s (first: %s)", rejects[reason].n, reason, rejects[reason].first)
+		}
+		res.Message = fmt.Sprintf("%d of %d spans rejected: %s", res.Rejected, res.Spans, strings.Join(parts, "; "))
+	}
+	return res, nil
+}
+
+// invalid says what is wrong with a span's ids and times ("" if nothing).
+func invalid(traceID, spanID, parentID []byte, start, end uint64) string {
+	switch {
+	case len(traceID) != 16 || allZero(traceID):
+		return "an invalid trace_id (want 16 bytes, not all zero)"
+	case len(spanID) != 8 || allZero(spanID):
+		return "an invalid span_id (want 8 bytes, not all zero)"
+	case len(parentID) != 0 && len(parentID) != 8:
+		return "an invalid parent_span_id (want 8 bytes or none)"
+	case start == 0 || end == 0:
+		return "no start or end time"
+	case end < start:
+		return "an end time before its start time"
+	}
+	return ""
+}
+
+func allZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (t *trace) has(id []byte) bool {
+	for i := range t.spans {
+		if string(t.spans[i].id[:]) == string(id) {
+			return true
+		}
+	}
+	return false
+}
+
+// isEntry reports whether s gives the total: the configured span name, or
+// else a root span.
+func (a *Assembler) isEntry(s *span) bool {
+	if a.cfg.EntrySpan != "" {
+		return s.name == a.cfg.EntrySpan
+	}
+	return s.parent == [8]byte{}
+}
+
+// evictLocked finishes the oldest trace to make room: emitted if its entry
+// span is there, else dropped.
+func (a *Assembler) evictLocked() (correlate.Sample, bool) {
+	for len(a.age) > 0 {
+		t := a.age[0]
+		a.age = a.age[1:]
+		if t.gone {
+			continue
+		}
+		if t.entryAt == 0 {
+			a.dropLocked(t, DropEvicted)
+			return correlate.Sample{}, false
+		}
+		return a.finishLocked(t, false)
+	}
+	for len(a.rdy) > 0 { // traces past MaxWait still waiting out Grace
+		t := a.rdy[0]
+		a.rdy = a.rdy[1:]
+		if !t.gone {
+			return a.finishLocked(t, false)
+		}
+	}
+	return correlate.Sample{}, false
+}
+
+// finishLocked turns t into a sample (or drops it, counting why) and
+// forgets it, remembering its id for MaxWait so retries and late spans
+// are not taken for a new trace.
+func (a *Assembler) finishLocked(t *trace, expired bool) (correlate.Sample, bool) {
+	s, reason, ok := a.build(t, expired)
+	if !ok {
+		a.dropLocked(t, reason)
+		return correlate.Sample{}, false
+	}
+	a.forgetLocked(t)
+	a.stats.Traces.Add(1)
+	return s, true
+}
+
+func (a *Assembler) dropLocked(t *trace, reason Drop) {
+	a.stats.Dropped[reason].Add(1)
+	a.forgetLocked(t)
+}
+
+func (a *Assembler) forgetLocked(t *trace) {
+	t.gone = true
+	a.held -= len(t.spans)
+	delete(a.byID, t.id)
+	until := a.opt.Now().Add(a.cfg.MaxWait).UnixNano()
+	a.done[t.id] = until
+	a.doneQ = append(a.doneQ, doneID{t.id, until})
+	for len(a.doneQ) > a.cfg.MaxSpans { // bound the memory of ids
+		delete(a.done, a.doneQ[0].id)
+		a.doneQ = a.doneQ[1:]
+	}
+	t.spans = nil
+}
+
+// Run flushes every tick until ctx ends, then once more.
+func (a *Assembler) Run(ctx context.Context, tick time.Duration) {
+	tk := time.NewTicker(tick)
+	defer tk.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			_ = a.Flush(fctx, true)
+			cancel()
+			return
+		case <-tk.C:
+			_ = a.Flush(ctx, false)
+		}
+	}
+}
+
+// Flush emits the traces that are due (all traces with an entry span when
+// final: the server is stopping) and hands the samples to the sink. A
+// sink error keeps them pending and is returned.
+func (a *Assembler) Flush(ctx context.Context, final bool) error {
+	a.flushMu.Lock()
+	defer a.flushMu.Unlock()
+	now := a.opt.Now()
+	ns := now.UnixNano()
+	grace, wait := a.cfg.Grace.Nanoseconds(), a.cfg.MaxWait.Nanoseconds()
+	a.mu.Lock()
+	var out []correlate.Sample
+	for len(a.rdy) > 0 && (final || a.rdy[0].entryAt+grace <= ns) {
+		t := a.rdy[0]
+		a.rdy = a.rdy[1:]
+		if !t.gone {
+			if s, ok := a.finishLocked(t, false); ok {
+				out = append(out, s)
+			}
+		}
+	}
+	for len(a.age) > 0 && (a.age[0].gone || a.age[0].first+wait <= ns) {
+		t := a.age[0]
+		a.age = a.age[1:]
+		if t.gone || t.entryAt != 0 { // an entry span came late: rdy has it
+			continue
+		}
+		if s, ok := a.finishLocked(t, true); ok {
+			out = append(out, s)
+		}
+	}
+	for len(a.doneQ) > 0 && a.doneQ[0].until <= ns {
+		if a.done[a.doneQ[0].id] == a.doneQ[0].until {
+			delete(a.done, a.doneQ[0].id)
+		}
+		a.doneQ = a.doneQ[1:]
+	}
+	batch := append(a.pending, out...)
+	a.pending = nil
+	a.mu.Unlock()
+	if len(batch) == 0 {
+		return nil
+	}
+	// Chunks keep one store transaction (and its memory) bounded.
+	for len(batch) > 0 {
+		n := min(len(batch), 5000)
+		if err := a.opt.Sink(ctx, batch[:n]); err != nil {
+			a.stats.SinkErrors.Add(1)
+			a.mu.Lock()
+			a.pending = append(batch, a.pending...)
+			a.mu.Unlock()
+			return err
+		}
+		a.stats.Samples.Add(int64(n))
+		batch = batch[n:]
+	}
+	return nil
+}
+
+// Held returns how many traces and spans are buffered and how many
+// samples wait for the sink.
+func (a *Assembler) Held() (traces, spans, pending int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.byID), a.held, len(a.pending)
+}
+
+// Stats are the Assembler's counters, for /metrics.
+type Stats struct {
+	Spans      [numSpanOutcomes]atomic.Int64
+	Dropped    [numDrops]atomic.Int64
+	Traces     atomic.Int64 // turned into samples
+	Samples    atomic.Int64 // stored by the sink
+	SinkErrors atomic.Int64
+	Busy       atomic.Int64 // requests refused with ErrBusy
+}
+
+// Stats returns the live counters.
+func (a *Assembler) Stats() *Stats { return &a.stats }
+
+// SpanOutcome is what became of a received span.
+type SpanOutcome int
+
+const (
+	SpanAccepted  SpanOutcome = iota
+	SpanRejected              // invalid: reported in partial_success
+	SpanDuplicate             // already held (a retry)
+	SpanLate                  // its trace was already emitted (a retry, or a straggler)
+	numSpanOutcomes
+)
+
+// SpanOutcomes names the outcomes, for metric labels.
+var SpanOutcomes = [numSpanOutcomes]string{"accepted", "rejected", "duplicate", "late"}
+
+// Drop is why a trace mapped to no sample.
+type Drop int
+
+const (
+	DropNoEntry   Drop = iota // its entry span never came within MaxWait
+	DropNoModel               // no attribute named the model
+	DropEvicted               // buffer full before its entry span came
+	DropOutWindow             // its time is outside the accepted window
+	numDrops
+)
+
+// DropReasons names the reasons, for metric labels.
+var DropReasons = [numDrops]string{"no_entry_span", "no_model", "evicted", "out_of_window"}

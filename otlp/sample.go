@@ -1,0 +1,234 @@
+package otlp
+
+import (
+	"encoding/hex"
+	"math"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+)
+
+// build turns a trace into one sample. The entry span gives the time and
+// the total; every millisecond of it goes to exactly one stage: a span's
+// self time (its duration less its children's, less what its attributes
+// and events attribute to stages of their own) goes to the span's stage —
+// its rule's, else its parent's, the entry span's being gateway. expired
+// says MaxWait passed: without a configured entry span, the topmost span
+// present then stands in for a root that never came.
+func (a *Assembler) build(t *trace, expired bool) (correlate.Sample, Drop, bool) {
+	sp := t.spans
+	index := make(map[[8]byte]int, len(sp))
+	for i := range sp {
+		index[sp[i].id] = i
+	}
+	children := make([][]int, len(sp))
+	for i := range sp {
+		if p, ok := index[sp[i].parent]; ok && sp[i].parent != [8]byte{} && p != i {
+			children[p] = append(children[p], i)
+		}
+	}
+	entry := -1
+	for i := range sp {
+		if a.isEntry(&sp[i]) && (entry < 0 || sp[i].start < sp[entry].start) {
+			entry = i
+		}
+	}
+	if entry < 0 && expired && a.cfg.EntrySpan == "" {
+		// The longest span whose parent is not here (the caller's span
+		// was not exported to Waterline).
+		for i := range sp {
+			if _, ok := index[sp[i].parent]; !ok && (entry < 0 || sp[i].end-sp[i].start > sp[entry].end-sp[entry].start) {
+				entry = i
+			}
+		}
+	}
+	if entry < 0 {
+		return correlate.Sample{}, DropNoEntry, false
+	}
+	e := &sp[entry]
+	start := time.Unix(0, e.start).UTC()
+	now := a.opt.Now()
+	if (a.opt.MaxAge > 0 && start.Before(now.Add(-a.opt.MaxAge))) || start.After(now.Add(a.opt.MaxFuture)) {
+		return correlate.Sample{}, DropOutWindow, false
+	}
+
+	// Walk the entry's subtree parents first, giving each span its stage.
+	stage := make([]int8, len(sp))
+	var order []int
+	stack := []int{entry}
+	seen := make([]bool, len(sp))
+	for len(stack) > 0 {
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if seen[i] { // a cycle in bad data
+			continue
+		}
+		seen[i] = true
+		order = append(order, i)
+		own := sp[i].stageInner
+		if len(children[i]) == 0 {
+			own = sp[i].stageLeaf
+		}
+		switch {
+		case own >= 0:
+			stage[i] = own
+		case i == entry:
+			stage[i] = int8(correlate.StageGateway)
+		default:
+			stage[i] = stage[index[sp[i].parent]]
+		}
+		// Children in reverse start order, so the walk visits them in order.
+		kids := children[i]
+		sort.Slice(kids, func(x, y int) bool { return sp[kids[x]].start > sp[kids[y]].start })
+		stack = append(stack, kids...)
+	}
+
+	var ms [correlate.NumStages]float64
+	var reported [correlate.NumStages]bool
+	depMs := map[string]float64{}
+	serverish := make([]bool, len(sp))
+	for _, i := range order {
+		s := &sp[i]
+		self := float64(s.end-s.start) - covered(s, children[i], sp)
+		for _, x := range a.extras(s, children[i], sp) {
+			take := math.Min(x.ms*1e6, math.Max(self, 0))
+			self -= take
+			ms[x.stage] += take / 1e6
+			reported[x.stage] = true
+			serverish[i] = serverish[i] || isServerStage(x.stage)
+		}
+		st := correlate.Stage(stage[i])
+		ms[st] += math.Max(self, 0) / 1e6
+		reported[st] = true
+		serverish[i] = serverish[i] || isServerStage(st)
+		if st == correlate.StageDownstream && s.dims[dimIndex[DimDependency]] != "" {
+			depMs[s.dims[dimIndex[DimDependency]]] += math.Max(self, 0)
+		}
+	}
+
+	// Dimensions: the model server's spans first for the server's own
+	// (model, version, replica, node, batch size), the entry span first
+	// for where the request came in (entry, tenant, status).
+	dim := func(d Dim) string {
+		k := dimIndex[d]
+		if serverDims[d] {
+			for _, i := range order {
+				if serverish[i] && sp[i].dims[k] != "" {
+					return sp[i].dims[k]
+				}
+			}
+		}
+		if v := e.dims[k]; v != "" {
+			return v
+		}
+		for _, i := range order {
+			if v := sp[i].dims[k]; v != "" {
+				return v
+			}
+		}
+		return ""
+	}
+	out := correlate.Sample{
+		RequestID: hex.EncodeToString(t.id[:]), Time: start,
+		Model: dim(DimModel), Version: dim(DimVersion), Tenant: dim(DimTenant), Replica: dim(DimReplica),
+		Node: dim(DimNode), Entry: dim(DimEntry), Status: status(e, dim(DimStatusCode)),
+		TotalMs: float64(e.end-e.start) / 1e6, SampleRate: 1,
+	}
+	if out.Model == "" {
+		return correlate.Sample{}, DropNoModel, false
+	}
+	if n, err := strconv.ParseFloat(dim(DimBatchSize), 64); err == nil && n >= 1 && n <= 1<<20 {
+		out.BatchSize = int(n)
+	}
+	if r, err := strconv.ParseFloat(dim(DimSampleRate), 64); err == nil && r >= 1 && !math.IsInf(r, 0) {
+		out.SampleRate = r
+	}
+	for i := range out.StagesMs {
+		out.StagesMs[i] = math.NaN()
+		if reported[i] {
+			out.StagesMs[i] = math.Round(ms[i]*1000) / 1000
+		}
+	}
+	best := 0.0
+	for name, v := range depMs {
+		if v > best || (v == best && name < out.Dependency) {
+			out.Dependency, best = name, v
+		}
+	}
+	return out, 0, true
+}
+
+func isServerStage(s correlate.Stage) bool {
+	return s == correlate.StageQueue || s == correlate.StageBatchWait || s == correlate.StageExec || s == correlate.StagePostprocess
+}
+
+// covered is how many ns of s its children's spans cover (overlaps once).
+func covered(s *span, kids []int, sp []span) float64 {
+	if len(kids) == 0 {
+		return 0
+	}
+	iv := make([][2]int64, 0, len(kids))
+	for _, k := range kids {
+		a, b := max(sp[k].start, s.start), min(sp[k].end, s.end)
+		if b > a {
+			iv = append(iv, [2]int64{a, b})
+		}
+	}
+	sort.Slice(iv, func(i, j int) bool { return iv[i][0] < iv[j][0] })
+	var total, curA, curB int64
+	for n, x := range iv {
+		if n == 0 || x[0] > curB {
+			total += curB - curA
+			curA, curB = x[0], x[1]
+		} else if x[1] > curB {
+			curB = x[1]
+		}
+	}
+	total += curB - curA
+	return float64(total)
+}
+
+// extras are the stage times s's attributes and events give (ms).
+func (a *Assembler) extras(s *span, kids []int, sp []span) []timed {
+	out := s.extra
+	for _, es := range a.cfg.EventStages {
+		from, ok := eventAt(s, es.From)
+		if !ok {
+			continue
+		}
+		to, ok := eventAt(s, es.To)
+		for _, k := range kids {
+			if ok {
+				break
+			}
+			to, ok = eventAt(&sp[k], es.To)
+		}
+		if ok && to >= from {
+			out = append(out[:len(out):len(out)], timed{es.Stage, float64(to-from) / 1e6})
+		}
+	}
+	return out
+}
+
+func eventAt(s *span, name string) (int64, bool) {
+	for _, e := range s.events {
+		if e.name == name {
+			return e.at, true
+		}
+	}
+	return 0, false
+}
+
+// status is the sample's status from the entry span: timeout, error or ok.
+func status(e *span, code string) string {
+	n, _ := strconv.Atoi(code)
+	switch {
+	case e.timedOut || n == 408 || n == 504:
+		return "timeout"
+	case e.failed || n >= 500:
+		return "error"
+	}
+	return "ok"
+}

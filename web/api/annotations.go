@@ -1,0 +1,28 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/web/ingest"
+	"github.com/waterline-dev/waterline/wire"
+)
+
+// CreateAnnotation is POST /api/annotations: a Grafana annotation body,
+// stored as a change event (ingest.Annotation). The answer is Grafana's,
+// so a CD step that checks it passes; a retry stores nothing new and gets
+// the same id.
+func (a *API) CreateAnnotation(c echo.Context) error {
+	e, id, err := ingest.Annotation(c.Request(), a.cfg.Ingest, a.now())
+	if err != nil {
+		return a.ingestFailed(c, "annotations", err)
+	}
+	accepted, dups, err := a.store.InsertEvents(c.Request().Context(), []correlate.Event{e})
+	if err != nil {
+		return a.ingestFailed(c, "annotations", err)
+	}
+	a.countIngest("annotations", accepted, dups)
+	return c.JSON(http.StatusOK, wire.AnnotationResult{ID: id, Message: "Annotation added"})
+}

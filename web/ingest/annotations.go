@@ -1,0 +1,179 @@
+package ingest
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/web/request"
+	"github.com/waterline-dev/waterline/wire"
+)
+
+// maxAnnotationBytes bounds one annotation body: Grafana's is a handful
+// of fields.
+const maxAnnotationBytes = 64 << 10
+
+// Annotation reads a Grafana annotation (POST /api/annotations, the body
+// Grafana's HTTP API takes) as a change event:
+//   - time and timeEnd are Unix milliseconds (time defaults to now);
+//   - the kind is the first tag that names an event kind ("deploy",
+//     "config_change", or "kind:deploy"), else "annotation";
+//   - key:value tags set the scope (model, version, tenant, replica or
+//     pod, node) and the source ("source:github-actions");
+//   - text is the summary; every tag is kept in attrs.tags;
+//   - dashboardUID, dashboardId and panelId are ignored.
+//
+// The event's id is a hash of what it says (kind, times, scope, text,
+// tags), so a retry stores nothing new; the numeric id Grafana answers
+// with is derived from it.
+func Annotation(req *http.Request, lim Limits, now time.Time) (correlate.Event, int64, error) {
+	mt := strings.ToLower(strings.TrimSpace(strings.Split(req.Header.Get("Content-Type"), ";")[0]))
+	if mt != "" && mt != "application/json" {
+		return correlate.Event{}, 0, &request.Error{Status: http.StatusUnsupportedMediaType, Field: "Content-Type",
+			Msg: fmt.Sprintf("unsupported Content-Type %q: send application/json", req.Header.Get("Content-Type"))}
+	}
+	raw, err := io.ReadAll(&limitReader{r: req.Body, max: min(lim.MaxBytes, maxAnnotationBytes)})
+	if err != nil {
+		if err == errTooLarge {
+			return correlate.Event{}, 0, &request.Error{Status: http.StatusRequestEntityTooLarge,
+				Msg: fmt.Sprintf("annotation larger than %d bytes", min(lim.MaxBytes, maxAnnotationBytes))}
+		}
+		return correlate.Event{}, 0, &request.Error{Status: http.StatusBadRequest, Msg: "reading the body: " + err.Error()}
+	}
+	var w wire.Annotation
+	if err := json.Unmarshal(raw, &w); err != nil {
+		// Unknown fields are ignored, as Grafana does: a tool's body made
+		// for a newer Grafana still lands.
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return correlate.Event{}, 0, &request.Error{Status: http.StatusUnprocessableEntity, Field: te.Field,
+				Msg: fmt.Sprintf("want %s, got %s", jsonKind(te.Type.Kind().String()), te.Value)}
+		}
+		return correlate.Event{}, 0, &request.Error{Status: http.StatusBadRequest, Msg: "invalid JSON: " + strings.TrimPrefix(err.Error(), "json: ")}
+	}
+	bad := func(field, format string, args ...any) error {
+		return &request.Error{Status: http.StatusUnprocessableEntity, Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	e := correlate.Event{Kind: correlate.KindAnnotation, Source: "annotation", Summary: w.Text}
+	if msg := request.CheckText(w.Text, 4096); msg != "" {
+		return correlate.Event{}, 0, bad("text", "%s", msg)
+	}
+	if len(w.Tags) > 64 {
+		return correlate.Event{}, 0, bad("tags", "at most 64 tags, got %d", len(w.Tags))
+	}
+	kindSet := false
+	for i, tag := range w.Tags {
+		field := fmt.Sprintf("tags[%d]", i)
+		if msg := request.CheckText(tag, request.MaxLabelLen); msg != "" {
+			return correlate.Event{}, 0, bad(field, "%s", msg)
+		}
+		key, val, hasVal := strings.Cut(tag, ":")
+		key = strings.ToLower(strings.TrimSpace(key))
+		val = strings.TrimSpace(val)
+		if !hasVal {
+			if k := correlate.EventKind(key); !kindSet && k.Valid() {
+				e.Kind, kindSet = k, true
+			}
+			continue
+		}
+		var dst *string
+		switch key {
+		case "kind":
+			k := correlate.EventKind(strings.ToLower(val))
+			if !k.Valid() {
+				return correlate.Event{}, 0, bad(field, "unknown kind %q", val)
+			}
+			e.Kind, kindSet = k, true
+			continue
+		case "model":
+			dst = &e.Model
+		case "version":
+			dst = &e.Version
+		case "tenant":
+			dst = &e.Tenant
+		case "replica", "pod":
+			dst = &e.Replica
+		case "node":
+			dst = &e.Node
+		case "source":
+			dst = &e.Source
+		default:
+			continue // another key:value tag: kept in attrs only
+		}
+		if *dst != "" && *dst != val {
+			return correlate.Event{}, 0, bad(field, "a second %s (%q, already %q): an event has one scope", key, val, *dst)
+		}
+		*dst = val
+	}
+	t := now.UTC().Truncate(time.Minute) // retries within the minute stay one event
+	if w.Time != nil {
+		t = time.UnixMilli(*w.Time).UTC()
+	}
+	if msg := inWindow(t, lim, now); msg != "" {
+		return correlate.Event{}, 0, bad("time", "%s", msg)
+	}
+	e.Time = t
+	if w.TimeEnd != nil && *w.TimeEnd != 0 && (w.Time == nil || *w.TimeEnd != *w.Time) {
+		end := time.UnixMilli(*w.TimeEnd).UTC()
+		if end.Before(t) {
+			return correlate.Event{}, 0, bad("timeEnd", "is before time")
+		}
+		if msg := inWindow(end, lim, now); msg != "" {
+			return correlate.Event{}, 0, bad("timeEnd", "%s", msg)
+		}
+		e.EndTime = &end
+	}
+	if len(w.Tags) > 0 {
+		e.Attrs = map[string]any{"tags": w.Tags}
+	}
+	h := sha256.New()
+	for _, f := range []string{string(e.Kind), e.Time.Format(time.RFC3339Nano), e.Model, e.Version, e.Tenant, e.Replica,
+		e.Node, e.Source, e.Summary} {
+		h.Write([]byte(f))
+		h.Write([]byte{0})
+	}
+	if e.EndTime != nil {
+		h.Write([]byte(e.EndTime.Format(time.RFC3339Nano)))
+	}
+	tags, _ := json.Marshal(w.Tags)
+	h.Write(tags)
+	sum := h.Sum(nil)
+	e.ID = "annotation:" + hex.EncodeToString(sum[:16])
+	// Grafana answers a number; 52 bits of the same hash stay exact in
+	// JavaScript and are the same for a retry.
+	id := int64(binary.BigEndian.Uint64(sum[:8]) >> 12)
+	return e, id, nil
+}
+
+// jsonKind words a Go kind as a JSON type.
+func jsonKind(k string) string {
+	switch k {
+	case "int64", "int", "float64":
+		return "a number (Unix milliseconds)"
+	case "string":
+		return "a string"
+	case "slice":
+		return "an array of strings"
+	}
+	return "an object"
+}
+
+// inWindow says what is wrong with t against the accepted window ("" if
+// nothing).
+func inWindow(t time.Time, lim Limits, now time.Time) string {
+	if lim.MaxAge > 0 && t.Before(now.Add(-lim.MaxAge)) {
+		return fmt.Sprintf("%s is more than %s in the past", t.Format(time.RFC3339), lim.MaxAge)
+	}
+	if t.After(now.Add(lim.MaxFuture)) {
+		return fmt.Sprintf("%s is more than %s in the future (clock skew?)", t.Format(time.RFC3339), lim.MaxFuture)
+	}
+	return ""
+}
