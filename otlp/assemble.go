@@ -43,16 +43,16 @@ var ErrBusy = errors.New("otlp: samples are waiting for the store; retry later")
 // arrives, MaxWait at most without one; under memory pressure the oldest
 // traces finish early.
 type Assembler struct {
-	cfg  Config
-	opt  Options
-	m    *mapper
-	mu   sync.Mutex
-	byID map[[16]byte]*trace
-	held int      // spans in byID
-	age  []*trace // by first arrival: expiry and eviction
-	rdy  []*trace // by entry arrival: emission after Grace
-	done map[[16]byte]int64
-	doneQ []doneID
+	cfg     Config
+	opt     Options
+	m       *mapper
+	mu      sync.Mutex
+	byID    map[[16]byte]*trace
+	held    int      // spans in byID
+	age     []*trace // by first arrival: expiry and eviction
+	rdy     []*trace // by entry arrival: emission after Grace
+	done    map[[16]byte]int64
+	doneQ   []doneID
 	pending []correlate.Sample
 	flushMu sync.Mutex // one flush at a time
 	stats   Stats

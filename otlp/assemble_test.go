@@ -1,0 +1,429 @@
+package otlp
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"math"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/waterline-dev/waterline/correlate"
+)
+
+// clock is a settable clock for the assembler's grace and wait times.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time       { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+
+// sink collects what the assembler stores.
+type sink struct {
+	mu   sync.Mutex
+	got  []correlate.Sample
+	fail error
+}
+
+func (s *sink) store(_ context.Context, xs []correlate.Sample) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return s.fail
+	}
+	s.got = append(s.got, xs...)
+	return nil
+}
+
+func newTest(t *testing.T, cfg Config) (*Assembler, *clock, *sink) {
+	t.Helper()
+	ck := &clock{t: time.Now().Truncate(time.Second)}
+	sk := &sink{}
+	return NewAssembler(cfg, Options{Sink: sk.store, Now: ck.now, MaxAge: 24 * time.Hour, MaxFuture: time.Hour}), ck, sk
+}
+
+// tspan is a span in test shorthand: offsets in ms from the trace start.
+type tspan struct {
+	id, parent uint64
+	name       string
+	kind       tracepb.Span_SpanKind
+	from, to   float64
+	attrs      map[string]any
+	events     map[string]float64
+	failed     bool
+}
+
+func kv(m map[string]any) []*commonpb.KeyValue {
+	var out []*commonpb.KeyValue
+	for k, v := range m {
+		var av *commonpb.AnyValue
+		switch x := v.(type) {
+		case string:
+			av = &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: x}}
+		case int:
+			av = &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: int64(x)}}
+		case float64:
+			av = &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: x}}
+		}
+		out = append(out, &commonpb.KeyValue{Key: k, Value: av})
+	}
+	return out
+}
+
+func id8(n uint64) []byte {
+	if n == 0 {
+		return nil
+	}
+	b := make([]byte, 8)
+	for i := 7; i >= 0; i-- {
+		b[i] = byte(n)
+		n >>= 8
+	}
+	return b
+}
+
+func traceID(n byte) []byte {
+	b := make([]byte, 16)
+	b[0], b[15] = 0xab, n
+	return b
+}
+
+// request builds one export request: spans of one trace under one resource.
+func request(tid []byte, start time.Time, res map[string]any, spans ...tspan) *Request {
+	ss := &tracepb.ScopeSpans{}
+	at := func(ms float64) uint64 { return uint64(start.UnixNano() + int64(ms*1e6)) }
+	for _, s := range spans {
+		sp := &tracepb.Span{TraceId: tid, SpanId: id8(s.id), ParentSpanId: id8(s.parent), Name: s.name, Kind: s.kind,
+			StartTimeUnixNano: at(s.from), EndTimeUnixNano: at(s.to), Attributes: kv(s.attrs)}
+		for name, ms := range s.events {
+			sp.Events = append(sp.Events, &tracepb.Span_Event{Name: name, TimeUnixNano: at(ms)})
+		}
+		if s.failed {
+			sp.Status = &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR}
+		}
+		ss.Spans = append(ss.Spans, sp)
+	}
+	return &Request{ResourceSpans: []*tracepb.ResourceSpans{{Resource: &resourcepb.Resource{Attributes: kv(res)}, ScopeSpans: []*tracepb.ScopeSpans{ss}}}}
+}
+
+const (
+	server   = tracepb.Span_SPAN_KIND_SERVER
+	client   = tracepb.Span_SPAN_KIND_CLIENT
+	internal = tracepb.Span_SPAN_KIND_INTERNAL
+)
+
+func mustAdd(t *testing.T, a *Assembler, r *Request) Result {
+	t.Helper()
+	res, err := a.Add(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func flush(t *testing.T, a *Assembler) {
+	t.Helper()
+	if err := a.Flush(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
+
+// A gateway in front of a vLLM-style server that calls a vector database:
+// the server's spans arrive first (children before parents, another
+// request), the gateway's after; the sample waits for Grace after the
+// entry span and every millisecond lands in one stage.
+func TestGatewayAndVLLMTraceBecomesOneSample(t *testing.T) {
+	a, ck, sk := newTest(t, DefaultConfig())
+	start := ck.now().Add(-time.Minute)
+	tid := traceID(1)
+	gw := map[string]any{"service.name": "gateway", "k8s.pod.name": "gw-0", "k8s.node.name": "node-gw"}
+	vllm := map[string]any{"service.name": "vllm", "service.version": "v2", "k8s.pod.name": "chat-7b-1", "k8s.node.name": "gpu-3"}
+	// The model server's spans: its request span (queue and inference
+	// times as attributes, in seconds) and a call to a vector database.
+	mustAdd(t, a, request(tid, start, vllm,
+		tspan{id: 4, parent: 3, name: "llm_request", kind: server, from: 12, to: 212, attrs: map[string]any{
+			"gen_ai.request.model": "chat-7b", "gen_ai.latency.time_in_queue": 0.05, "gen_ai.latency.time_in_model_inference": 0.12}},
+		tspan{id: 5, parent: 4, name: "vector search", kind: client, from: 20, to: 30, attrs: map[string]any{"peer.service": "vector-db"}},
+	))
+	flush(t, a)
+	if len(sk.got) != 0 {
+		t.Fatalf("a trace without its entry span was emitted: %+v", sk.got)
+	}
+	mustAdd(t, a, request(tid, start, gw,
+		tspan{id: 3, parent: 1, name: "POST", kind: client, from: 10, to: 215, attrs: map[string]any{"server.address": "vllm"}},
+		tspan{id: 2, parent: 1, name: "authenticate", kind: internal, from: 2, to: 8},
+		tspan{id: 1, name: "POST /v1/chat/completions", kind: server, from: 0, to: 220, attrs: map[string]any{
+			"http.route": "/v1/chat/completions", "tenant": "acme", "http.response.status_code": 200}},
+	))
+	ck.add(4 * time.Second)
+	flush(t, a)
+	if len(sk.got) != 0 {
+		t.Fatal("emitted before the grace period ended")
+	}
+	ck.add(2 * time.Second)
+	flush(t, a)
+	if len(sk.got) != 1 {
+		t.Fatalf("want 1 sample, got %d", len(sk.got))
+	}
+	s := sk.got[0]
+	if s.RequestID != hex.EncodeToString(tid) || !s.Time.Equal(start) || !near(s.TotalMs, 220) {
+		t.Errorf("id/time/total: %s %s %v", s.RequestID, s.Time, s.TotalMs)
+	}
+	// Dimensions: the model server's pod, node and version (not the
+	// gateway's); entry and tenant where the request came in.
+	want := correlate.Sample{Model: "chat-7b", Version: "v2", Replica: "chat-7b-1", Node: "gpu-3", Tenant: "acme",
+		Entry: "/v1/chat/completions", Status: "ok", Dependency: "vector-db"}
+	if s.Model != want.Model || s.Version != want.Version || s.Replica != want.Replica || s.Node != want.Node ||
+		s.Tenant != want.Tenant || s.Entry != want.Entry || s.Status != want.Status || s.Dependency != want.Dependency {
+		t.Errorf("dimensions:\n got %+v\nwant %+v", s, want)
+	}
+	// gateway: 220 − (2..8 auth) − (10..215 the call) = 209 ms of 220 left
+	// for the rest → 220−6−205 = 9; the call's own 205 − 200 (vLLM) = 5
+	// inherits gateway: 14. auth 6. vLLM: 200 − 10 (vector db) = 190, of
+	// which queue 50 and exec 120 (attributes), and 20 more exec.
+	wantMs := map[correlate.Stage]float64{correlate.StageGateway: 14, correlate.StageAuth: 6, correlate.StageQueue: 50,
+		correlate.StageExec: 140, correlate.StageDownstream: 10}
+	sum := 0.0
+	for st := correlate.Stage(0); int(st) < correlate.NumStages; st++ {
+		w, ok := wantMs[st]
+		if !ok {
+			if !math.IsNaN(s.StagesMs[st]) {
+				t.Errorf("%s: want unreported, got %v", st, s.StagesMs[st])
+			}
+			continue
+		}
+		if !near(s.StagesMs[st], w) {
+			t.Errorf("%s: got %v ms, want %v", st, s.StagesMs[st], w)
+		}
+		sum += s.StagesMs[st]
+	}
+	if !near(sum, s.TotalMs) {
+		t.Errorf("stages add to %v, total %v", sum, s.TotalMs)
+	}
+	// A retry of both requests after the trace was emitted adds nothing.
+	mustAdd(t, a, request(tid, start, gw, tspan{id: 1, name: "POST /v1/chat/completions", kind: server, from: 0, to: 220}))
+	ck.add(10 * time.Second)
+	flush(t, a)
+	if len(sk.got) != 1 || a.Stats().Spans[SpanLate].Load() != 1 {
+		t.Errorf("retry after emission: %d samples, %d late spans", len(sk.got), a.Stats().Spans[SpanLate].Load())
+	}
+}
+
+// Triton's own trace: a request span named after the model with
+// QUEUE_START, and a "compute" child with the compute events.
+func TestTritonEventsGiveQueueExecAndPostprocess(t *testing.T) {
+	a, ck, sk := newTest(t, DefaultConfig())
+	start := ck.now().Add(-time.Minute)
+	mustAdd(t, a, request(traceID(2), start, map[string]any{"k8s.pod.name": "resnet-0", "host.name": "gpu-1"},
+		tspan{id: 1, name: "resnet50", kind: server, from: 0, to: 100, events: map[string]float64{"REQUEST_START": 0, "QUEUE_START": 5, "REQUEST_END": 100},
+			attrs: map[string]any{"triton.model_name": "resnet50", "triton.model_version": 3}},
+		tspan{id: 2, parent: 1, name: "compute", kind: server, from: 35, to: 95, events: map[string]float64{
+			"COMPUTE_START": 35, "COMPUTE_INPUT_END": 40, "COMPUTE_OUTPUT_START": 85, "COMPUTE_END": 95}},
+	))
+	ck.add(6 * time.Second)
+	flush(t, a)
+	if len(sk.got) != 1 {
+		t.Fatalf("want 1 sample, got %d", len(sk.got))
+	}
+	s := sk.got[0]
+	if s.Model != "resnet50" || s.Version != "3" || s.Replica != "resnet-0" || s.Node != "gpu-1" {
+		t.Errorf("dimensions: %+v", s)
+	}
+	for st, w := range map[correlate.Stage]float64{correlate.StageGateway: 10, correlate.StageQueue: 30, correlate.StageExec: 50, correlate.StagePostprocess: 10} {
+		if !near(s.StagesMs[st], w) {
+			t.Errorf("%s: got %v, want %v", st, s.StagesMs[st], w)
+		}
+	}
+}
+
+// Rejected spans are named with a reason and the first one's place; the
+// valid ones of the same request are kept.
+func TestInvalidSpansAreRejectedWithAReason(t *testing.T) {
+	a, ck, _ := newTest(t, DefaultConfig())
+	start := ck.now().Add(-time.Minute)
+	r := request(traceID(3), start, map[string]any{"model": "m"},
+		tspan{id: 1, name: "root", kind: server, from: 0, to: 10},
+		tspan{id: 2, parent: 1, name: "child", from: 5, to: 2}, // ends before it starts
+	)
+	bad := &tracepb.Span{TraceId: []byte{1, 2, 3}, SpanId: id8(9), StartTimeUnixNano: 1, EndTimeUnixNano: 2}
+	r.ResourceSpans[0].ScopeSpans[0].Spans = append(r.ResourceSpans[0].ScopeSpans[0].Spans, bad)
+	res := mustAdd(t, a, r)
+	if res.Spans != 3 || res.Rejected != 2 {
+		t.Fatalf("spans %d rejected %d, want 3 and 2", res.Spans, res.Rejected)
+	}
+	for _, want := range []string{"2 of 3 spans rejected", "end time before its start time (first: resource_spans[0].scope_spans[0].spans[1])",
+		"invalid trace_id (want 16 bytes, not all zero) (first: resource_spans[0].scope_spans[0].spans[2])"} {
+		if !strings.Contains(res.Message, want) {
+			t.Errorf("message %q lacks %q", res.Message, want)
+		}
+	}
+	if _, spans, _ := a.Held(); spans != 1 {
+		t.Errorf("held %d spans, want the 1 valid one", spans)
+	}
+}
+
+// A retry of spans still held is dropped quietly; traces that map to
+// nothing are counted by reason.
+func TestRetriesAndUnmappedTraces(t *testing.T) {
+	a, ck, sk := newTest(t, DefaultConfig())
+	start := ck.now().Add(-time.Minute)
+	r := request(traceID(4), start, map[string]any{"model": "m"}, tspan{id: 2, parent: 1, name: "infer", from: 1, to: 9})
+	mustAdd(t, a, r)
+	mustAdd(t, a, r)
+	if a.Stats().Spans[SpanDuplicate].Load() != 1 {
+		t.Errorf("duplicates: %d", a.Stats().Spans[SpanDuplicate].Load())
+	}
+	// No attribute names the model.
+	mustAdd(t, a, request(traceID(5), start, nil, tspan{id: 1, name: "root", kind: server, from: 0, to: 10}))
+	ck.add(6 * time.Second)
+	flush(t, a)
+	if got := a.Stats().Dropped[DropNoModel].Load(); got != 1 {
+		t.Errorf("no_model drops: %d", got)
+	}
+	// Trace 4 never gets its root; after MaxWait its topmost span stands in.
+	ck.add(time.Minute)
+	flush(t, a)
+	if len(sk.got) != 1 || !near(sk.got[0].TotalMs, 8) {
+		t.Fatalf("the rootless trace: %+v", sk.got)
+	}
+	// With a configured entry span that never comes, it is dropped.
+	cfg := DefaultConfig()
+	cfg.EntrySpan = "gateway.request"
+	b, ck2, _ := newTest(t, cfg)
+	mustAdd(t, b, request(traceID(6), ck2.now(), map[string]any{"model": "m"}, tspan{id: 1, name: "root", kind: server, from: 0, to: 10}))
+	ck2.add(2 * time.Minute)
+	flush(t, b)
+	if got := b.Stats().Dropped[DropNoEntry].Load(); got != 1 {
+		t.Errorf("no_entry_span drops: %d", got)
+	}
+}
+
+// The buffer holds at most MaxSpans: past it the oldest traces finish
+// early (emitted if complete, else dropped as evicted), and memory per
+// span stays small.
+func TestBufferIsBounded(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxSpans = 1000
+	a, ck, sk := newTest(t, cfg)
+	start := ck.now().Add(-time.Minute)
+	for i := range 900 {
+		tid := traceID(0)
+		tid[1], tid[2] = byte(i>>8), byte(i)
+		spans := []tspan{{id: 2, parent: 1, name: "infer", from: 1, to: 9, attrs: map[string]any{"model": "m"}}}
+		if i%2 == 0 { // half the traces are complete
+			spans = append(spans, tspan{id: 1, name: "root", kind: server, from: 0, to: 10})
+		}
+		mustAdd(t, a, request(tid, start, nil, spans...))
+		if _, held, _ := a.Held(); held > cfg.MaxSpans {
+			t.Fatalf("holding %d spans, more than %d", held, cfg.MaxSpans)
+		}
+	}
+	flush(t, a)
+	if len(sk.got) == 0 || a.Stats().Dropped[DropEvicted].Load() == 0 {
+		t.Errorf("eviction: %d emitted early, %d dropped", len(sk.got), a.Stats().Dropped[DropEvicted].Load())
+	}
+}
+
+// While the store refuses samples they stay pending; past MaxPending the
+// receiver says busy, and once the store is back everything lands.
+func TestStoreDownKeepsSamplesAndPushesBack(t *testing.T) {
+	a, ck, sk := newTest(t, DefaultConfig())
+	a.opt.MaxPending = 2
+	sk.fail = errors.New("database down")
+	start := ck.now().Add(-time.Minute)
+	for i := range 3 {
+		mustAdd(t, a, request(traceID(byte(10+i)), start, map[string]any{"model": "m"}, tspan{id: 1, name: "root", kind: server, from: 0, to: 10}))
+	}
+	ck.add(6 * time.Second)
+	if err := a.Flush(context.Background(), false); err == nil {
+		t.Fatal("flush hid the store's error")
+	}
+	if _, err := a.Add(request(traceID(20), start, nil)); !errors.Is(err, ErrBusy) {
+		t.Fatalf("want ErrBusy while 3 samples wait, got %v", err)
+	}
+	sk.fail = nil
+	flush(t, a)
+	if len(sk.got) != 3 {
+		t.Fatalf("after the store came back: %d samples", len(sk.got))
+	}
+}
+
+// OTLP/JSON writes ids as hex; protobuf and JSON decode to the same spans.
+func TestDecodeJSONAndProtobufAgree(t *testing.T) {
+	r := request(traceID(7), time.Now(), map[string]any{"model": "m"}, tspan{id: 0x0102030405060708, parent: 9, name: "x", from: 0, to: 1})
+	pb, err := proto.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromPB, err := Decode(pb, Protobuf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := []byte(`{"resourceSpans":[{"resource":{"attributes":[{"key":"model","value":{"stringValue":"m"}}]},
+		"scopeSpans":[{"spans":[{"traceId":"` + hex.EncodeToString(traceID(7)) + `","spanId":"0102030405060708","parentSpanId":"0000000000000009",
+		"name":"x","kind":1,"startTimeUnixNano":"` + itoa(r.ResourceSpans[0].ScopeSpans[0].Spans[0].StartTimeUnixNano) + `",
+		"endTimeUnixNano":` + itoa(r.ResourceSpans[0].ScopeSpans[0].Spans[0].EndTimeUnixNano) + `,"unknownField":1}]}]}]}`)
+	fromJS, err := Decode(js, JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := fromPB.ResourceSpans[0].ScopeSpans[0].Spans[0], fromJS.ResourceSpans[0].ScopeSpans[0].Spans[0]
+	a.Kind = b.Kind // the shorthand sets no kind
+	if !proto.Equal(a, b) {
+		t.Errorf("JSON and protobuf differ:\n%v\n%v", protojson.Format(a), protojson.Format(b))
+	}
+	if _, err := Decode([]byte("{nope"), JSON); err == nil {
+		t.Error("bad JSON decoded")
+	}
+}
+
+func itoa(n uint64) string { return strconv.FormatUint(n, 10) }
+
+// The memory a held span costs, for the README's figure.
+func TestMemoryPerHeldSpan(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxSpans = 1_000_000
+	a, ck, _ := newTest(t, cfg)
+	start := ck.now().Add(-time.Minute)
+	res := map[string]any{"service.name": "vllm", "service.version": "v2", "k8s.pod.name": "chat-7b-1", "k8s.node.name": "gpu-3"}
+	reqs := make([]*Request, 2000)
+	for i := range reqs {
+		tid := traceID(0)
+		tid[1], tid[2] = byte(i>>8), byte(i)
+		reqs[i] = request(tid, start, res,
+			tspan{id: 2, parent: 1, name: "llm_request", kind: server, from: 1, to: 9, attrs: map[string]any{"gen_ai.request.model": "chat-7b", "gen_ai.latency.time_in_queue": 0.001}},
+			tspan{id: 3, parent: 2, name: "vector search", kind: client, from: 2, to: 3, attrs: map[string]any{"peer.service": "vector-db"}},
+			tspan{id: 4, parent: 1, name: "authenticate", kind: internal, from: 0, to: 1},
+			tspan{id: 5, parent: 1, name: "route", kind: internal, from: 0, to: 1})
+	}
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for _, r := range reqs {
+		mustAdd(t, a, r)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(reqs)
+	_, spans, _ := a.Held()
+	per := (float64(after.HeapAlloc) - float64(before.HeapAlloc)) / float64(spans)
+	t.Logf("%d spans held: %.0f bytes per span", spans, per)
+	if per > 1024 {
+		t.Errorf("a held span costs %.0f bytes; the README promises well under 1 KB", per)
+	}
+	runtime.KeepAlive(a)
+}
