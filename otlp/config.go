@@ -107,8 +107,12 @@ type EventStage struct {
 
 // DefaultConfig is the built-in mapping (README "OpenTelemetry traces").
 func DefaultConfig() Config {
-	re := regexp.MustCompile
-	present := re(``)
+	// Span-name rules match at the start of the name, after at most one
+	// word and a separator ("vllm.execute_model", "triton compute"), so an
+	// HTTP server span named "POST /v1/generate" is not taken for model
+	// execution.
+	name := func(alt string) *regexp.Regexp { return regexp.MustCompile(`(?i)^([\w-]+[ ./:])?(` + alt + `)`) }
+	present := regexp.MustCompile(``)
 	return Config{
 		Grace:            5 * time.Second,
 		MaxWait:          time.Minute,
@@ -121,14 +125,14 @@ func DefaultConfig() Config {
 			{Stage: correlate.StageDownstream, Kind: "client", Leaf: true, Attrs: map[string]*regexp.Regexp{"db.system": present}},
 			{Stage: correlate.StageDownstream, Kind: "client", Leaf: true, Attrs: map[string]*regexp.Regexp{"db.system.name": present}},
 			{Stage: correlate.StageDownstream, Kind: "client", Leaf: true, Attrs: map[string]*regexp.Regexp{"server.address": present}},
-			{Stage: correlate.StageAuth, Name: re(`(?i)(auth[nz]?\b|authenticat|authoriz|ext_authz|api.?key|jwt)`)},
-			{Stage: correlate.StageRoute, Name: re(`(?i)(rout(e|er|ing)\b|load.?balanc|pick.?endpoint|endpoint.?picker|select.?(backend|upstream))`)},
-			{Stage: correlate.StageBatchWait, Name: re(`(?i)(batch.?(wait|form|queue)|dynamic.?batch)`)},
-			{Stage: correlate.StageQueue, Name: re(`(?i)(queue|schedul)`)},
-			{Stage: correlate.StagePostprocess, Name: re(`(?i)(post.?process|detokeni[sz]|compute_output|serializ|respon[sd].?(format|encod))`)},
+			{Stage: correlate.StageAuth, Name: name(`auth[nz]?\b|authenticat|authoriz|ext_authz|api.?key|jwt`)},
+			{Stage: correlate.StageRoute, Name: name(`rout(e|er|ing)\b|load.?balanc|pick.?endpoint|endpoint.?picker|select.?(backend|upstream)`)},
+			{Stage: correlate.StageBatchWait, Name: name(`batch.?(wait|form|queue)|dynamic.?batch`)},
+			{Stage: correlate.StageQueue, Name: name(`queue|schedul|enqueue|wait.?(for|in).?queue`)},
+			{Stage: correlate.StagePostprocess, Name: name(`post.?process|detokeni[sz]|compute_output|serializ|respon[sd].?(format|encod)`)},
 			// Triton's "compute" span, vLLM's request span and model
 			// execution spans in general.
-			{Stage: correlate.StageExec, Name: re(`(?i)(^compute$|infer|llm_request|execute.?model|model.?(exec|forward)|forward|generat|prefill|decode)`)},
+			{Stage: correlate.StageExec, Name: name(`compute$|infer|llm_request|execute.?model|model.?(exec|forward)|forward|generat|prefill|decode`)},
 		},
 		AttrStages: []AttrStage{
 			// vLLM's request span (seconds).

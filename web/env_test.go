@@ -20,6 +20,7 @@ import (
 
 	"github.com/waterline-dev/waterline/incident"
 	"github.com/waterline-dev/waterline/internal/testing/testclock"
+	"github.com/waterline-dev/waterline/otlp"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
 	"github.com/waterline-dev/waterline/web"
@@ -44,6 +45,7 @@ type apiEnv struct {
 	changed            []int64 // ids the incident service told its watchers
 	incidents          *incident.Service
 	registry           *prometheus.Registry
+	traces             *otlp.Assembler // POST /v1/traces' assembler, running
 }
 
 func newAPIEnv(t *testing.T, tweak ...func(*web.Config)) *apiEnv {
@@ -73,9 +75,18 @@ func newAPIEnv(t *testing.T, tweak ...func(*web.Config)) *apiEnv {
 	ctx, stop := context.WithCancel(context.Background())
 	t.Cleanup(stop)
 	go e.incidents.Run(ctx)
+	// The assembler's clock moves (grace periods pass), from testNow.
+	started := time.Now()
+	traceCfg := otlp.DefaultConfig()
+	traceCfg.Grace = 300 * time.Millisecond
+	e.traces = otlp.NewAssembler(traceCfg, otlp.Options{Sink: web.StoreSink(e.st),
+		Now:    func() time.Time { return testNow.Add(time.Since(started)) },
+		MaxAge: cfg.IngestMaxAge, MaxFuture: cfg.IngestMaxFuture})
+	go e.traces.Run(ctx, 50*time.Millisecond)
 	srv := web.NewServer(cfg, web.Deps{
 		Store: e.st, Incidents: e.incidents, Registry: e.registry, Gatherer: e.registry, Log: log, Now: now,
-		Ready: func(ctx context.Context) error { return e.pool.Ping(ctx) },
+		Ready:  func(ctx context.Context) error { return e.pool.Ping(ctx) },
+		Traces: e.traces,
 	})
 	e.srv = httptest.NewServer(srv)
 	t.Cleanup(e.srv.Close)

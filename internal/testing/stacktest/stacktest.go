@@ -33,6 +33,7 @@ import (
 	"github.com/waterline-dev/waterline/incident"
 	"github.com/waterline-dev/waterline/internal/testing/promtest"
 	"github.com/waterline-dev/waterline/internal/testing/testclock"
+	"github.com/waterline-dev/waterline/otlp"
 	"github.com/waterline-dev/waterline/pull"
 	"github.com/waterline-dev/waterline/sim"
 	"github.com/waterline-dev/waterline/store"
@@ -49,6 +50,9 @@ type Bundle struct {
 	Samples     func() (io.ReadCloser, error) // NDJSON
 	Start, End  time.Time                     // the bundle's range
 	Truth       Truth
+	// Dependencies names the downstream service each model calls, where
+	// known (the simulator's); re-emitted traces name it (peer.service).
+	Dependencies map[string]string
 }
 
 // Truth is the part of truth.json tests check against.
@@ -89,6 +93,12 @@ func SimBundle(t testing.TB, name string, opts sim.Options) Bundle {
 	tr := f.Truth()
 	b := Bundle{Name: name, Events: ev.Bytes(), Start: d.Start, End: d.End,
 		Truth: Truth{Category: tr.Category, Onset: tr.Onset, Target: map[string]any{}}}
+	b.Dependencies = map[string]string{}
+	for _, m := range d.Models {
+		if m.Downstream != "" {
+			b.Dependencies[m.Name] = m.Downstream
+		}
+	}
 	raw, _ := json.Marshal(tr.Target)
 	_ = json.Unmarshal(raw, &b.Truth.Target)
 	b.OpenMetrics = func() (io.ReadCloser, error) {
@@ -176,6 +186,7 @@ type Stack struct {
 	Server   *web.Server
 	Prom     *promtest.Prometheus
 	Analyzer *diagnose.Analyzer
+	Traces   *otlp.Assembler // POST /v1/traces' assembler, running
 	Bundle   Bundle
 }
 
@@ -183,6 +194,10 @@ type Stack struct {
 type Options struct {
 	AuthProxyHeader string
 	Log             io.Writer // server log; nil discards
+	// SamplesAsTraces sends the bundle's samples as OpenTelemetry traces
+	// (each re-emitted as spans, exported by the official OTLP/HTTP
+	// exporter to /v1/traces) instead of to the sample API.
+	SamplesAsTraces bool
 }
 
 // Start replays b into a new stack that stops when the test ends.
@@ -213,6 +228,10 @@ func Start(t testing.TB, b Bundle, opt Options) *Stack {
 	incidents := incident.New(st, incident.Options{Log: log, Now: clock, Watchers: []func(int64){analyzer.Enqueue}})
 	go incidents.Run(ctx)
 	reg := prometheus.NewRegistry()
+	traceCfg := otlp.DefaultConfig()
+	traceCfg.Grace, traceCfg.MaxWait = 200*time.Millisecond, 5*time.Second // every span of a trace is sent at once here
+	traces := otlp.NewAssembler(traceCfg, otlp.Options{Sink: web.StoreSink(st), Now: clock, MaxAge: 100 * 365 * 24 * time.Hour, MaxFuture: time.Hour})
+	go traces.Run(ctx, 50*time.Millisecond)
 	// Listen first, so permalinks and share links name the real address.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -224,7 +243,7 @@ func Start(t testing.TB, b Bundle, opt Options) *Stack {
 		PublicURL: base, IngestMaxBytes: 1 << 30, IngestMaxLines: 5_000_000, IngestMaxAge: 100 * 365 * 24 * time.Hour,
 		IngestMaxFuture: time.Hour, RequestTimeout: 5 * time.Minute, AlertLookback: 30 * time.Minute,
 		AuthProxyHeader: opt.AuthProxyHeader,
-	}, web.Deps{Store: st, Incidents: incidents, Log: log, Registry: reg, Gatherer: reg, SLO: cfg.SLOFor, Now: clock})
+	}, web.Deps{Store: st, Incidents: incidents, Log: log, Registry: reg, Gatherer: reg, SLO: cfg.SLOFor, Now: clock, Traces: traces})
 	hs := &httptest.Server{Listener: ln, Config: &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}}
 	hs.Start()
 	t.Cleanup(hs.Close)
@@ -232,7 +251,7 @@ func Start(t testing.TB, b Bundle, opt Options) *Stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Stack{URL: hs.URL, Token: tok, Store: st, Pool: pool, Server: srv, Prom: prom, Analyzer: analyzer, Bundle: b}
+	s := &Stack{URL: hs.URL, Token: tok, Store: st, Pool: pool, Server: srv, Prom: prom, Analyzer: analyzer, Traces: traces, Bundle: b}
 	if len(bytes.TrimSpace(b.Events)) > 0 {
 		s.Post(t, "/api/v1/events", "application/x-ndjson", b.Events, nil)
 	}
@@ -240,7 +259,11 @@ func Start(t testing.TB, b Bundle, opt Options) *Stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.postChunks(t, samples)
+	if opt.SamplesAsTraces {
+		s.exportTraces(t, samples)
+	} else {
+		s.postChunks(t, samples)
+	}
 	samples.Close()
 	p, err := pull.New(cfg, prom.URL, st, pull.Options{Log: log})
 	if err != nil {
