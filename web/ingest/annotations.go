@@ -62,7 +62,7 @@ func Annotation(req *http.Request, lim Limits, now time.Time) (correlate.Event, 
 	bad := func(field, format string, args ...any) error {
 		return &request.Error{Status: http.StatusUnprocessableEntity, Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
-	e := correlate.Event{Kind: correlate.KindAnnotation, Source: "annotation", Summary: w.Text}
+	e := correlate.Event{Kind: correlate.KindAnnotation, Summary: w.Text}
 	if msg := request.CheckText(w.Text, 4096); msg != "" {
 		return correlate.Event{}, 0, bad("text", "%s", msg)
 	}
@@ -112,6 +112,9 @@ func Annotation(req *http.Request, lim Limits, now time.Time) (correlate.Event, 
 			return correlate.Event{}, 0, bad(field, "a second %s (%q, already %q): an event has one scope", key, val, *dst)
 		}
 		*dst = val
+	}
+	if e.Source == "" {
+		e.Source = "annotation"
 	}
 	t := now.UTC().Truncate(time.Minute) // retries within the minute stay one event
 	if w.Time != nil {

@@ -1,0 +1,76 @@
+package web_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/waterline-dev/waterline/wire"
+)
+
+// A CD tool posts Grafana's annotation body to Waterline as it would to
+// Grafana: it gets Grafana's answer, the event lands with its kind and
+// scope from the tags, and a retry stores nothing new.
+func TestGrafanaAnnotationBecomesAnEvent(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	at := testNow.Add(-20 * time.Minute)
+	body := fmt.Sprintf(`{"dashboardUID":"abc123","panelId":2,"time":%d,"timeEnd":%d,
+		"tags":["deploy","model:rerank-base","version:v3.2.0","source:github-actions","env:prod"],
+		"text":"Deployed rerank-base v3.2.0 (a1b2c3d)"}`, at.UnixMilli(), at.Add(3*time.Minute).UnixMilli())
+	var first, again wire.AnnotationResult
+	for i, dst := range []*wire.AnnotationResult{&first, &again} {
+		r := e.post("/api/annotations", "application/json", []byte(body))
+		if r.status != http.StatusOK {
+			t.Fatalf("post %d: %d %s", i, r.status, r.body)
+		}
+		if err := json.Unmarshal(r.body, dst); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if first.Message != "Annotation added" || first.ID <= 0 || first.ID != again.ID {
+		t.Errorf("answers %+v and %+v: want Grafana's, the same id twice", first, again)
+	}
+	if n := e.count(`SELECT count(*) FROM events`); n != 1 {
+		t.Fatalf("%d events stored, want 1", n)
+	}
+	// Without a kind tag it is an annotation; a scope tag it has.
+	r := e.post("/api/annotations", "application/json", []byte(fmt.Sprintf(
+		`{"time":%d,"tags":["model:rerank-base","replica:rerank-base-1"],"text":"cleared a cache"}`, at.Add(time.Minute).UnixMilli())))
+	if r.status != http.StatusOK {
+		t.Fatalf("plain annotation: %d %s", r.status, r.body)
+	}
+	_, tl := e.timeline(url.Values{"from": {at.Add(-time.Hour).Format(time.RFC3339)}, "to": {testNow.Format(time.RFC3339)}})
+	kinds := map[string]wire.Event{}
+	for _, ev := range tl.Events {
+		kinds[string(ev.Kind)] = ev
+	}
+	d, ok := kinds["deploy"]
+	if !ok || d.Model != "rerank-base" || d.Version != "v3.2.0" || d.Source != "github-actions" || !d.Time.Equal(at) ||
+		d.EndTime == nil || !d.EndTime.Equal(at.Add(3*time.Minute)) || d.Summary != "Deployed rerank-base v3.2.0 (a1b2c3d)" {
+		t.Errorf("deploy event %+v", d)
+	}
+	if a, ok := kinds["annotation"]; !ok || a.Replica != "rerank-base-1" || a.Source != "annotation" {
+		t.Errorf("annotation event %+v (all: %v)", a, kinds)
+	}
+	for _, tc := range []struct {
+		token, body string
+		status      int
+		field       string
+	}{
+		{e.read, `{"text":"x"}`, http.StatusForbidden, ""},
+		{e.write, `{"time":"yesterday","text":"x"}`, http.StatusUnprocessableEntity, "time"},
+		{e.write, `{"text":"x","tags":["kind:explosion"]}`, http.StatusUnprocessableEntity, "tags[0]"},
+		{e.write, `{"text":"x","tags":["model:a","model:b"]}`, http.StatusUnprocessableEntity, "tags[1]"},
+		{e.write, fmt.Sprintf(`{"text":"x","time":%d}`, testNow.Add(48*time.Hour).UnixMilli()), http.StatusUnprocessableEntity, "time"},
+		{e.write, `{"text":`, http.StatusBadRequest, ""},
+	} {
+		r := e.do(request{method: "POST", path: "/api/annotations", token: tc.token, ctype: "application/json", body: []byte(tc.body)})
+		if r.status != tc.status || r.err.Field != tc.field {
+			t.Errorf("%s: %d field %q (%s), want %d field %q", tc.body, r.status, r.err.Field, r.body, tc.status, tc.field)
+		}
+	}
+}
