@@ -42,7 +42,7 @@ var httpMethods = map[string]bool{"GET": true, "POST": true, "PUT": true, "PATCH
 // under /api/ and the operational endpoints. The HTML UI (/, /incidents/…,
 // /login, /s/…, /static/…) is not part of the API and is left out.
 func inAPIScope(path string) bool {
-	return strings.HasPrefix(path, "/api/") || path == "/healthz" || path == "/readyz" || path == "/metrics"
+	return strings.HasPrefix(path, "/api/") || path == "/healthz" || path == "/readyz" || path == "/metrics" || path == "/v1/traces"
 }
 
 // operations lists "METHOD /path" of every documented operation.
@@ -263,7 +263,7 @@ func TestOpenAPIScopesEnforced(t *testing.T) {
 	below := map[string]string{"write": e.read, "admin": e.write}
 	for key, op := range doc.operations() {
 		method, path, _ := strings.Cut(key, " ")
-		if !strings.HasPrefix(path, "/api/v1/") {
+		if op["x-waterline-scope"] == nil {
 			if r := e.do(request{method: method, path: path}); r.status != http.StatusOK && r.status != http.StatusServiceUnavailable {
 				t.Errorf("%s without a token: %d, want it public", key, r.status)
 			}
@@ -422,6 +422,21 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 		a.exampleOf("POST /api/v1/alerts/alertmanager", "application/json")); st != 200 {
 		t.Fatalf("Alertmanager example: %d %v", st, v)
 	}
+
+	// The receivers of other tools' formats: OTLP/JSON traces and a
+	// Grafana annotation (its documented example, at a recent time).
+	if st, _ := a.call("POST /v1/traces", "/v1/traces", e.write, "application/json", a.exampleOf("POST /v1/traces", "application/json")); st != 200 {
+		t.Fatalf("OTLP/JSON example: %d", st)
+	}
+	a.call("POST /v1/traces", "/v1/traces", e.write, "application/json", []byte(`{"resourceSpans": 3}`))
+	var note map[string]any
+	_ = json.Unmarshal(a.exampleOf("POST /api/annotations", "application/json"), &note)
+	note["time"], note["timeEnd"] = testNow.Add(-time.Hour).UnixMilli(), testNow.Add(-58*time.Minute).UnixMilli()
+	noteBody, _ := json.Marshal(note)
+	if st, _ := a.call("POST /api/annotations", "/api/annotations", e.write, "application/json", noteBody); st != 200 {
+		t.Fatalf("annotation example: %d", st)
+	}
+	a.call("POST /api/annotations", "/api/annotations", e.write, "application/json", []byte(`{"text":1}`))
 
 	// An incident over stored curves with a spike, analysed for real.
 	e.writeSpikeCurves()

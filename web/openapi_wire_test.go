@@ -24,6 +24,8 @@ var wireSchemas = map[string]any{
 	"Event":               wire.Event{},
 	"Sample":              wire.Sample{},
 	"IngestResult":        wire.IngestResult{},
+	"Annotation":          wire.Annotation{},
+	"AnnotationResult":    wire.AnnotationResult{},
 	"AlertmanagerAlert":   wire.AlertmanagerAlert{},
 	"AlertmanagerPayload": wire.AlertmanagerPayload{},
 	"AlertResult":         wire.AlertResult{},
