@@ -1,0 +1,181 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/internal/testing/stacktest"
+	"github.com/waterline-dev/waterline/otlp"
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/store/storetest"
+	"github.com/waterline-dev/waterline/web"
+	"github.com/waterline-dev/waterline/wire"
+)
+
+const otlpSamples = 20_000
+
+// otlpFixture is one set of request samples as OTLP/protobuf export
+// requests of 512 spans (captured from the official exporter, each sample
+// re-emitted as the 6–7 spans of a gateway and a model server) and as
+// NDJSON bodies of 5,000 samples for the sample API.
+type otlpFixture struct {
+	traceBodies [][]byte
+	jsonBodies  [][]byte
+	spans       int
+}
+
+func newOTLPFixture(b *testing.B, base time.Time) otlpFixture {
+	var f otlpFixture
+	var mu sync.Mutex
+	capture := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		f.traceBodies = append(f.traceBodies, body)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer capture.Close()
+	exp := stacktest.Exporter(b, capture.URL, "x", otlptracehttp.WithCompression(otlptracehttp.NoCompression))
+	models := []string{"chat-7b", "vision-xl", "rerank-large"}
+	var batch []tracetest.SpanStub
+	var nd bytes.Buffer
+	enc := json.NewEncoder(&nd)
+	for n := 0; n < otlpSamples; n++ {
+		m := models[n%3]
+		s := correlate.Sample{RequestID: fmt.Sprintf("%016x", 1+n), Time: base.Add(time.Duration(n) * 10 * time.Millisecond),
+			Model: m, Version: fmt.Sprintf("v2.12.%d", n%2), Tenant: fmt.Sprintf("t-%d", n%7), Replica: fmt.Sprintf("%s-%d", m, n%12),
+			Node: fmt.Sprintf("gpu-node-%02d", n%6), Entry: "/v1/" + m, BatchSize: 1 + n%8, Status: "ok", SampleRate: float64(1 + n%90)}
+		for st := range s.StagesMs {
+			s.StagesMs[st] = math.Round(float64((n*(st+3))%500)/13*1000) / 1000
+			s.TotalMs += s.StagesMs[st]
+		}
+		spans := stacktest.SampleSpans(s, "vector-db")
+		f.spans += len(spans)
+		batch = append(batch, spans...)
+		if len(batch) >= 512 {
+			if err := exp.ExportSpans(context.Background(), tracetest.SpanStubs(batch[:512]).Snapshots()); err != nil {
+				b.Fatal(err)
+			}
+			batch = append(batch[:0], batch[512:]...)
+		}
+		if err := enc.Encode(wire.NewSample(s)); err != nil {
+			b.Fatal(err)
+		}
+		if (n+1)%5000 == 0 {
+			f.jsonBodies = append(f.jsonBodies, bytes.Clone(nd.Bytes()))
+			nd.Reset()
+		}
+	}
+	if len(batch) > 0 {
+		if err := exp.ExportSpans(context.Background(), tracetest.SpanStubs(batch).Snapshots()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return f
+}
+
+// BenchmarkOTLPIngest measures samples per second through POST /v1/traces
+// (protobuf, batches of 512 spans, until the last sample is stored) next
+// to the JSON sample API on the same samples in the same run. Goal: OTLP
+// ≥ 0.5 × the JSON API.
+func BenchmarkOTLPIngest(b *testing.B) {
+	ctx := context.Background()
+	pool := storetest.NewPool(b)
+	st := store.New(pool)
+	base := time.Now().UTC().Add(-3 * time.Hour).Truncate(time.Second)
+	if err := st.EnsurePartitions(ctx, store.TableSamples, base, base.Add(time.Hour)); err != nil {
+		b.Fatal(err)
+	}
+	secret, _, err := st.CreateToken(ctx, "bench", store.ScopeWrite)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := newOTLPFixture(b, base)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+	post := func(url, ctype string, body []byte) {
+		req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+secret)
+		req.Header.Set("Content-Type", ctype)
+		res, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			b.Fatalf("%s: %d", url, res.StatusCode)
+		}
+	}
+	// server is a fresh server (and assembler: it remembers emitted trace
+	// ids) over the emptied table.
+	server := func() (*httptest.Server, *otlp.Assembler, func()) {
+		truncate(b, pool)
+		cfg := otlp.DefaultConfig()
+		cfg.Grace = 100 * time.Millisecond
+		a := otlp.NewAssembler(cfg, otlp.Options{Sink: web.StoreSink(st), MaxAge: 30 * 24 * time.Hour, MaxFuture: time.Hour})
+		actx, stop := context.WithCancel(ctx)
+		go a.Run(actx, 20*time.Millisecond)
+		srv := httptest.NewServer(web.NewServer(web.Config{
+			PublicURL: "http://bench", IngestMaxBytes: 64 << 20, IngestMaxLines: 200000,
+			IngestMaxAge: 30 * 24 * time.Hour, IngestMaxFuture: time.Hour, RequestTimeout: time.Minute,
+		}, web.Deps{Store: st, Traces: a}))
+		return srv, a, func() { srv.Close(); stop() }
+	}
+	viaOTLP := func() time.Duration {
+		srv, a, done := server()
+		defer done()
+		start := time.Now()
+		for _, body := range f.traceBodies {
+			post(srv.URL+"/v1/traces", "application/x-protobuf", body)
+		}
+		for a.Stats().Samples.Load() < otlpSamples {
+			time.Sleep(2 * time.Millisecond)
+		}
+		d := time.Since(start)
+		if got := a.Stats().Samples.Load(); got != otlpSamples {
+			b.Fatalf("%d samples from %d traces", got, otlpSamples)
+		}
+		return d
+	}
+	viaJSON := func() time.Duration {
+		srv, _, done := server()
+		defer done()
+		start := time.Now()
+		for _, body := range f.jsonBodies {
+			post(srv.URL+"/api/v1/samples", "application/x-ndjson", body)
+		}
+		return time.Since(start)
+	}
+	viaOTLP() // warm up
+	viaJSON()
+	var otlpT, jsonT time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if i%2 == 0 {
+			otlpT += viaOTLP()
+			jsonT += viaJSON()
+		} else {
+			jsonT += viaJSON()
+			otlpT += viaOTLP()
+		}
+	}
+	b.StopTimer()
+	n := float64(b.N * otlpSamples)
+	b.ReportMetric(n/otlpT.Seconds(), "otlp_samples/s")
+	b.ReportMetric(float64(b.N*f.spans)/otlpT.Seconds(), "otlp_spans/s")
+	b.ReportMetric(n/jsonT.Seconds(), "json_samples/s")
+	b.ReportMetric(jsonT.Seconds()/otlpT.Seconds(), "ratio")
+}
