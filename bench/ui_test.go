@@ -31,7 +31,7 @@ func TestUIServe(t *testing.T) {
 	s := stacktest.Start(t, b, stacktest.Options{})
 	id := s.Incident(t, "P99 up: "+b.Name)
 	cookie := s.Login(t)
-	share, err := s.Store.ShareIncident(t.Context(), id)
+	share, err := s.Store.CreateShareLink(t.Context(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

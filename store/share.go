@@ -2,61 +2,122 @@ package store
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"strconv"
+	"time"
 )
 
 // Share tokens are read-only capabilities for one incident: whoever holds
-// /s/{token} sees that incident's page and nothing else. The token is kept
-// as is (not hashed, unlike API tokens) because the incident page shows the
-// link again to signed-in users, who paste it into chat and tickets; it
-// grants less than any API token does.
+// /s/{token} sees that incident's page and nothing else. Like API tokens,
+// only their SHA-256 is kept (share_links.hash): a link is shown once,
+// when it is made, and making a new one replaces it.
+//
+// An incident has its own link (made in the UI or through the API) and,
+// for each webhook set to carry links, one per webhook, derived from the
+// webhook's secret so that every delivery about the incident carries the
+// same link without it being stored. Revoking an incident's sharing
+// revokes all of them; a webhook's link, once revoked, stays revoked.
 
 // shareTokenBytes gives 192 random bits: unguessable, and short enough for
 // a chat message.
 const shareTokenBytes = 24
 
-// ShareIncident returns the incident's share token, creating one when it
-// has none (sharing twice gives the same link). ErrNotFound for an unknown
-// incident.
-func (s *Store) ShareIncident(ctx context.Context, id int64) (string, error) {
+// ShareLink says whether and since when an incident has its own link.
+type ShareLink struct {
+	CreatedAt time.Time
+}
+
+func hashShareToken(tok string) []byte {
+	h := sha256.Sum256([]byte(tok))
+	return h[:]
+}
+
+// CreateShareLink makes a new link for the incident, replacing its
+// previous one (which stops working at once), and returns the token: the
+// only time it can be read. ErrNotFound for an unknown incident.
+func (s *Store) CreateShareLink(ctx context.Context, id int64) (string, error) {
 	raw := make([]byte, shareTokenBytes)
 	if _, err := rand.Read(raw); err != nil {
-		return "", wrap("share incident", err)
+		return "", wrap("create share link", err)
 	}
-	var tok string
-	err := s.db.QueryRow(ctx, `UPDATE incidents SET share_token = COALESCE(share_token, $2), updated_at = now()
-		WHERE id = $1 RETURNING share_token`, id, base64.RawURLEncoding.EncodeToString(raw)).Scan(&tok)
+	tok := base64.RawURLEncoding.EncodeToString(raw)
+	var ok bool
+	err := s.db.QueryRow(ctx, `WITH inc AS (UPDATE incidents SET updated_at = now() WHERE id = $1 RETURNING id)
+		INSERT INTO share_links (incident_id, hash) SELECT id, $2 FROM inc
+		ON CONFLICT (incident_id, (COALESCE(webhook_id, 0)))
+		DO UPDATE SET hash = EXCLUDED.hash, created_at = now(), revoked_at = NULL
+		RETURNING true`, id, hashShareToken(tok)).Scan(&ok)
 	if err != nil {
-		return "", wrap("share incident", err)
+		return "", wrap("create share link", err)
 	}
 	return tok, nil
 }
 
-// RevokeShare removes the incident's share token: links made from it stop
-// working at once. Revoking an unshared incident is harmless; ErrNotFound
-// for an unknown incident.
+// RevokeShare revokes every link of the incident (its own and its
+// webhooks'): they stop working at once. Revoking an unshared incident is
+// harmless; ErrNotFound for an unknown incident.
 func (s *Store) RevokeShare(ctx context.Context, id int64) error {
-	tag, err := s.db.Exec(ctx, `UPDATE incidents SET share_token = NULL, updated_at = now() WHERE id = $1`, id)
+	tag, err := s.db.Exec(ctx, `UPDATE incidents SET updated_at = now() WHERE id = $1`, id)
 	if err != nil {
 		return wrap("revoke share", err)
 	}
 	if tag.RowsAffected() == 0 {
 		return ErrNotFound
 	}
-	return nil
+	if _, err := s.db.Exec(ctx, `DELETE FROM share_links WHERE incident_id = $1 AND webhook_id IS NULL`, id); err != nil {
+		return wrap("revoke share", err)
+	}
+	_, err = s.db.Exec(ctx, `UPDATE share_links SET revoked_at = now() WHERE incident_id = $1 AND revoked_at IS NULL`, id)
+	return wrap("revoke share", err)
 }
 
-// ShareToken returns the incident's share token, "" when it is not shared.
-func (s *Store) ShareToken(ctx context.Context, id int64) (string, error) {
-	var tok *string
-	if err := s.db.QueryRow(ctx, `SELECT share_token FROM incidents WHERE id = $1`, id).Scan(&tok); err != nil {
-		return "", wrap("share token", err)
+// IncidentShareLink reports whether the incident has its own live link,
+// and since when (the token itself cannot be read back).
+func (s *Store) IncidentShareLink(ctx context.Context, id int64) (ShareLink, bool, error) {
+	var l ShareLink
+	err := s.db.QueryRow(ctx, `SELECT created_at FROM share_links WHERE incident_id = $1 AND webhook_id IS NULL AND revoked_at IS NULL`,
+		id).Scan(&l.CreatedAt)
+	if err != nil {
+		if err = wrap("share link", err); err == ErrNotFound {
+			return ShareLink{}, false, nil
+		}
+		return ShareLink{}, false, err
 	}
-	if tok == nil {
-		return "", nil
+	return l, true, nil
+}
+
+// WebhookShareToken returns the link a webhook's deliveries carry for an
+// incident: derived from the webhook's secret (the same every time, so
+// nothing but its hash is stored), registered on first use. ok is false
+// when the incident's sharing was revoked since.
+func (s *Store) WebhookShareToken(ctx context.Context, incidentID int64, hook Webhook) (string, bool, error) {
+	mac := hmac.New(sha256.New, []byte(hook.Secret))
+	mac.Write([]byte("waterline share link\x00" + strconv.FormatInt(incidentID, 10) + "\x00" + strconv.FormatInt(hook.ID, 10)))
+	tok := base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:shareTokenBytes])
+	var revoked bool
+	var err error
+	for range 2 { // a concurrent first use may hide the row from this statement: look again
+		err = s.db.QueryRow(ctx, `WITH ins AS (
+			INSERT INTO share_links (incident_id, webhook_id, hash) VALUES ($1, $2, $3)
+			ON CONFLICT DO NOTHING RETURNING false AS revoked)
+		SELECT revoked FROM ins
+		UNION ALL
+		SELECT revoked_at IS NOT NULL OR hash <> $3 FROM share_links WHERE incident_id = $1 AND webhook_id = $2
+		LIMIT 1`, incidentID, hook.ID, hashShareToken(tok)).Scan(&revoked)
+		if err = wrap("webhook share link", err); err != ErrNotFound {
+			break
+		}
 	}
-	return *tok, nil
+	if err != nil {
+		return "", false, err
+	}
+	if revoked {
+		return "", false, nil
+	}
+	return tok, true, nil
 }
 
 // SharedIncident returns the id of the incident a share token opens, or
@@ -67,8 +128,40 @@ func (s *Store) SharedIncident(ctx context.Context, token string) (int64, error)
 		return 0, ErrNotFound
 	}
 	var id int64
-	if err := s.db.QueryRow(ctx, `SELECT id FROM incidents WHERE share_token = $1`, token).Scan(&id); err != nil {
+	if err := s.db.QueryRow(ctx, `SELECT incident_id FROM share_links WHERE hash = $1 AND revoked_at IS NULL`,
+		hashShareToken(token)).Scan(&id); err != nil {
 		return 0, wrap("shared incident", err)
 	}
 	return id, nil
+}
+
+// SharedState is what a share page depends on besides live data: the
+// incident a token opens, when it last changed, its newest analysis and
+// its snapshot. A share page cache keys on it.
+type SharedState struct {
+	IncidentID      int64
+	UpdatedAt       time.Time
+	AnalysisVersion int
+	AnalysisStatus  string     // "" when none was started
+	SnapshotAt      *time.Time // nil when not frozen
+}
+
+// SharedState returns the state of the incident a share token opens, in
+// one query, or ErrNotFound (unknown, revoked or malformed token).
+func (s *Store) SharedState(ctx context.Context, token string) (SharedState, error) {
+	if len(token) != base64.RawURLEncoding.EncodedLen(shareTokenBytes) {
+		return SharedState{}, ErrNotFound
+	}
+	var st SharedState
+	err := s.db.QueryRow(ctx, `SELECT l.incident_id, i.updated_at, COALESCE(a.version, 0), COALESCE(a.status, ''), sn.created_at
+		FROM share_links l
+		JOIN incidents i ON i.id = l.incident_id
+		LEFT JOIN LATERAL (SELECT version, status FROM analyses WHERE incident_id = l.incident_id ORDER BY version DESC LIMIT 1) a ON true
+		LEFT JOIN snapshots sn ON sn.incident_id = l.incident_id
+		WHERE l.hash = $1 AND l.revoked_at IS NULL`, hashShareToken(token)).
+		Scan(&st.IncidentID, &st.UpdatedAt, &st.AnalysisVersion, &st.AnalysisStatus, &st.SnapshotAt)
+	if err != nil {
+		return SharedState{}, wrap("shared state", err)
+	}
+	return st, nil
 }

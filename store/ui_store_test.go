@@ -159,40 +159,84 @@ func TestSnapshotRoundTripAndQueries(t *testing.T) {
 func TestShareTokens(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st := storetest.New(t)
+	st, pool := storetest.NewWithPool(t)
 	inc, err := st.CreateIncident(ctx, store.NewIncident{Title: "x", Start: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tok, _ := st.ShareToken(ctx, inc.ID); tok != "" {
-		t.Fatal("a new incident is shared")
+	if _, ok, err := st.IncidentShareLink(ctx, inc.ID); ok || err != nil {
+		t.Fatalf("a new incident is shared: %v", err)
 	}
-	a, err := st.ShareIncident(ctx, inc.ID)
+	a, err := st.CreateShareLink(ctx, inc.ID)
 	if err != nil || len(a) != 32 {
 		t.Fatalf("share: %q %v", a, err)
 	}
-	if b, _ := st.ShareIncident(ctx, inc.ID); b != a {
-		t.Fatal("sharing twice made a new token")
+	if _, ok, _ := st.IncidentShareLink(ctx, inc.ID); !ok {
+		t.Fatal("shared incident has no link")
+	}
+	// Only the hash is stored.
+	var clear int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM share_links WHERE position($1::bytea in hash) > 0`, []byte(a)).Scan(&clear); err != nil || clear != 0 {
+		t.Fatalf("the token is stored in clear (%d, %v)", clear, err)
 	}
 	if id, err := st.SharedIncident(ctx, a); err != nil || id != inc.ID {
 		t.Fatalf("lookup: %d %v", id, err)
 	}
-	for _, bad := range []string{"", "short", a[:31] + "x"} {
+	// A new link replaces the old one.
+	b, err := st.CreateShareLink(ctx, inc.ID)
+	if err != nil || b == a {
+		t.Fatalf("second link: %q %v", b, err)
+	}
+	if _, err := st.SharedIncident(ctx, a); !errors.Is(err, store.ErrNotFound) {
+		t.Fatal("a replaced link still opens the incident")
+	}
+	if id, err := st.SharedIncident(ctx, b); err != nil || id != inc.ID {
+		t.Fatalf("lookup of the new link: %d %v", id, err)
+	}
+	for _, bad := range []string{"", "short", b[:31] + "x"} {
 		if _, err := st.SharedIncident(ctx, bad); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("token %q: %v", bad, err)
 		}
 	}
+	// A webhook's link: the same each time, beside the incident's own.
+	hook, err := st.CreateWebhook(ctx, store.NewWebhook{URL: "http://x.test/h", Secret: "0123456789abcdef", Format: "jira",
+		Events: store.WebhookEvents})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w1, ok, err := st.WebhookShareToken(ctx, inc.ID, hook)
+	if err != nil || !ok || len(w1) != 32 {
+		t.Fatalf("webhook link: %q %v %v", w1, ok, err)
+	}
+	if w2, _, _ := st.WebhookShareToken(ctx, inc.ID, hook); w2 != w1 {
+		t.Fatal("the webhook's link changed")
+	}
+	if id, err := st.SharedIncident(ctx, w1); err != nil || id != inc.ID {
+		t.Fatalf("webhook link lookup: %d %v", id, err)
+	}
+	// Revoking kills every link, and the webhook's stays dead.
 	if err := st.RevokeShare(ctx, inc.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.SharedIncident(ctx, a); !errors.Is(err, store.ErrNotFound) {
-		t.Fatal("revoked token still opens the incident")
+	for _, tok := range []string{b, w1} {
+		if _, err := st.SharedIncident(ctx, tok); !errors.Is(err, store.ErrNotFound) {
+			t.Fatal("revoked token still opens the incident")
+		}
 	}
-	if c, _ := st.ShareIncident(ctx, inc.ID); c == a {
+	if _, ok, err := st.WebhookShareToken(ctx, inc.ID, hook); ok || err != nil {
+		t.Fatalf("a revoked webhook link came back: %v %v", ok, err)
+	}
+	if _, ok, _ := st.IncidentShareLink(ctx, inc.ID); ok {
+		t.Fatal("revoked incident still shared")
+	}
+	if c, _ := st.CreateShareLink(ctx, inc.ID); c == b || c == "" {
 		t.Fatal("re-sharing after a revoke reused the old token")
 	}
-	if _, err := st.ShareIncident(ctx, 999); !errors.Is(err, store.ErrNotFound) {
+	if _, err := st.CreateShareLink(ctx, 999); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("unknown incident: %v", err)
+	}
+	if err := st.RevokeShare(ctx, 999); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("revoke unknown incident: %v", err)
 	}
 }
 

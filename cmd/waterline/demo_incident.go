@@ -92,7 +92,7 @@ func (d *demo) investigate(ctx context.Context, s *demoServer, fl *demoFleet) (d
 		}
 	}
 	// A share link opens the page without signing in: the quickest look.
-	share, err := s.st.ShareIncident(ctx, inc.ID)
+	share, err := s.st.CreateShareLink(ctx, inc.ID)
 	if err != nil {
 		return res, err
 	}

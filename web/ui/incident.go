@@ -35,9 +35,17 @@ func (p *Pages) incidentPage(c echo.Context, id int64, base string, readOnly boo
 	if err != nil {
 		return request.BadInput("", "%v", err)
 	}
+	if readOnly {
+		st.Live = false // a share link shows the snapshot once there is one
+	}
 	d, err := p.loadIncident(ctx, id, st.Live)
 	if err != nil {
 		return err
+	}
+	if readOnly {
+		if st, err = p.clampShared(d, st); err != nil {
+			return err
+		}
 	}
 	if d.status == "" {
 		p.incidents.Notify(id) // nothing computed yet: make sure it is queued
@@ -65,13 +73,14 @@ func (p *Pages) incidentPage(c echo.Context, id int64, base string, readOnly boo
 		Recomputing: d.recomputing, Error: d.errMsg, SnapshotAt: d.snapAt, State: st, ReadOnly: readOnly,
 		CanWrite: u.Scope.Allows(store.ScopeWrite), Now: p.now()}
 	if !readOnly {
-		tok, err := p.store.ShareToken(ctx, id)
+		link, ok, err := p.store.IncidentShareLink(ctx, id)
 		if err != nil {
 			return err
 		}
-		if tok != "" {
-			in.ShareURL = p.cfg.PublicURL + "/s/" + tok
+		if ok {
+			in.SharedAt = &link.CreatedAt
 		}
+		in.ShareURL, _ = c.Get(newShareURLKey).(string) // only right after it was made
 	}
 	v := views.BuildIncident(in)
 	v.Filtered, v.CSRF = f, u.CSRF
@@ -246,10 +255,12 @@ func (p *Pages) ShowIncidentStatus(c echo.Context, id int64) error {
 
 // ShowSample is GET /incidents/{id}/samples/{rid}?t=<unix ms>.
 func (p *Pages) ShowSample(c echo.Context, id int64) error {
-	return p.sampleDetail(c, id, c.QueryParam("live") == "1")
+	return p.sampleDetail(c, id, c.QueryParam("live") == "1", false)
 }
 
-func (p *Pages) sampleDetail(c echo.Context, id int64, live bool) error {
+// sampleDetail shows one sample; shared (a share link) opens only samples
+// inside the incident's window, from its snapshot once it has one.
+func (p *Pages) sampleDetail(c echo.Context, id int64, live, shared bool) error {
 	ms, err := strconv.ParseInt(c.QueryParam("t"), 10, 64)
 	if err != nil {
 		return request.BadInput("t", "want the sample's time in Unix milliseconds, got %q", c.QueryParam("t"))
@@ -259,6 +270,9 @@ func (p *Pages) sampleDetail(c echo.Context, id int64, live bool) error {
 		return err
 	}
 	at := time.UnixMilli(ms).UTC()
+	if shared && !p.inSharedWindow(d, at) {
+		return store.ErrNotFound
+	}
 	x, err := d.src.SampleByID(c.Request().Context(), at.Add(-time.Millisecond), at.Add(time.Millisecond), c.Param("rid"))
 	if err != nil {
 		return err

@@ -39,9 +39,10 @@ type Pages struct {
 	incidents *incident.Service
 	now       func() time.Time
 
-	sessions sessionCache  // browser sessions (auth.go)
-	views    viewCache     // decoded analyses and snapshots (data.go)
-	viewData viewDataCache // timeline and sample pages, briefly (cache.go)
+	sessions sessionCache   // browser sessions (auth.go)
+	views    viewCache      // decoded analyses and snapshots (data.go)
+	viewData viewDataCache  // timeline and sample pages, briefly (cache.go)
+	share    sharePageCache // rendered share pages, compressed (sharecache.go)
 }
 
 // New returns the pages.

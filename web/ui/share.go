@@ -4,12 +4,14 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/incident"
 	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/web/request"
 	"github.com/waterline-dev/waterline/web/ui/views"
 )
 
@@ -18,20 +20,33 @@ import (
 // crawlers send no cookie, read ~32 KB and run no script) and og:image
 // points at /s/{token}/og.png. Neither names a tenant nor quotes a sample.
 
-// CreateShareLink is POST /incidents/{id}/share: create (or keep) the
-// incident's share link and go back to the page, which shows it.
+// CreateShareLink is POST /incidents/{id}/share: make a new share link
+// (replacing the incident's previous one) and answer with the incident
+// page showing it. Only the link's hash is kept, so this answer is the one
+// time it can be read; it is not a redirect, which would have to carry the
+// secret in a URL or a cookie.
 func (p *Pages) CreateShareLink(c echo.Context, id int64) error {
-	if _, err := p.store.ShareIncident(c.Request().Context(), id); err != nil {
+	tok, err := p.store.CreateShareLink(c.Request().Context(), id)
+	if err != nil {
 		return err
 	}
-	return c.Redirect(http.StatusSeeOther, incidentPath(id)+"#share")
+	p.share.forget(id)
+	c.Set(newShareURLKey, p.ShareURL(tok))
+	return p.incidentPage(c, id, incidentPath(id), false)
 }
+
+// newShareURLKey carries a link just made to the page that shows it once.
+const newShareURLKey = "waterline.new_share_url"
+
+// ShareURL is the public URL of a share token.
+func (p *Pages) ShareURL(tok string) string { return p.cfg.PublicURL + "/s/" + tok }
 
 // RevokeShareLink is POST /incidents/{id}/share/revoke.
 func (p *Pages) RevokeShareLink(c echo.Context, id int64) error {
 	if err := p.store.RevokeShare(c.Request().Context(), id); err != nil {
 		return err
 	}
+	p.share.forget(id)
 	return c.Redirect(http.StatusSeeOther, incidentPath(id))
 }
 
@@ -43,19 +58,43 @@ func (p *Pages) sharedIncident(c echo.Context) (int64, string, error) {
 	if err != nil {
 		return 0, "", err
 	}
-	// A capability URL must not leak through Referer to linked sites.
-	c.Response().Header().Set("Referrer-Policy", "no-referrer")
-	c.Response().Header().Set("X-Robots-Tag", "noindex")
+	shareHeaders(c)
 	return id, "/s/" + tok, nil
 }
 
-// ShowSharedIncident is GET /s/{token}: the incident page, read-only.
+// shareHeaders: a capability URL must not leak through Referer to linked
+// sites, nor be indexed.
+func shareHeaders(c echo.Context) {
+	c.Response().Header().Set("Referrer-Policy", "no-referrer")
+	c.Response().Header().Set("X-Robots-Tag", "noindex")
+}
+
+// ShowSharedIncident is GET /s/{token}: the incident page, read-only, and
+// its htmx fragments; answered from the share page cache (sharecache.go).
 func (p *Pages) ShowSharedIncident(c echo.Context) error {
-	id, base, err := p.sharedIncident(c)
+	ctx := c.Request().Context()
+	tok := c.Param("token")
+	ss, err := p.store.SharedState(ctx, tok)
 	if err != nil {
 		return err
 	}
-	return p.incidentPage(c, id, base, true)
+	shareHeaders(c)
+	base := "/s/" + tok
+	st, err := views.ParseState(base, c.QueryParams())
+	if err != nil {
+		return request.BadInput("", "%v", err)
+	}
+	st.Live = false
+	key, ttl := sharePageKey(ss, base, fragmentTarget(c.Request()), st)
+	pg, err := p.share.get(ctx, key, func() (*sharedPage, error) {
+		return renderCached(c, ss.IncidentID, ttl, func(c echo.Context) error {
+			return p.incidentPage(c, ss.IncidentID, base, true)
+		})
+	})
+	if err != nil {
+		return err
+	}
+	return serveCached(c, pg)
 }
 
 // ShowSharedSample is GET /s/{token}/samples/{rid}.
@@ -64,7 +103,43 @@ func (p *Pages) ShowSharedSample(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return p.sampleDetail(c, id, false)
+	return p.sampleDetail(c, id, false, true)
+}
+
+// A share link reaches its incident and nothing else: its window (the
+// page's default window, which a frozen incident's snapshot covers), never
+// live data once frozen (live=1 is ignored), and only samples inside it.
+// Anything outside answers 404, the same answer as an unknown token, so a
+// holder cannot probe what else exists.
+
+// clampShared limits a share page's state to the incident's window: a
+// zoom inside it is kept, one reaching past it is cut to it, and one
+// wholly outside it is a 404.
+func (p *Pages) clampShared(d *incidentData, st views.State) (views.State, error) {
+	st.Live = false
+	if st.From.IsZero() && st.To.IsZero() {
+		return st, nil
+	}
+	lo, hi := d.view().Window(p.now())
+	from, to := st.From, st.To
+	if from.IsZero() || from.Before(lo) {
+		from = lo
+	}
+	if to.IsZero() || to.After(hi) {
+		to = hi
+	}
+	if !from.Before(to) {
+		return st, store.ErrNotFound
+	}
+	st.From, st.To = from, to
+	return st, nil
+}
+
+// inSharedWindow reports whether a sample time lies in the window a share
+// link shows.
+func (p *Pages) inSharedWindow(d *incidentData, at time.Time) bool {
+	lo, hi := d.view().Window(p.now())
+	return !at.Before(lo) && at.Before(hi)
 }
 
 // tenantsOf lists every tenant name the incident's data mentions.

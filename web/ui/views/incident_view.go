@@ -105,7 +105,8 @@ type AlignedRow struct {
 
 // ShareBox is the sharing panel.
 type ShareBox struct {
-	URL      string // "" when not shared
+	URL      string // the link, only in the answer that made it ("" otherwise: only its hash is kept)
+	Since    string // when the current link was made; "" when not shared
 	Snapshot string // when a snapshot exists
 }
 
@@ -119,7 +120,8 @@ type IncidentInput struct {
 	Recomputing bool
 	Error       string
 	SnapshotAt  *time.Time
-	ShareURL    string
+	ShareURL    string     // a link just made (shown once)
+	SharedAt    *time.Time // when the incident's current link was made; nil when not shared
 	State       State
 	ReadOnly    bool
 	CanWrite    bool
@@ -166,6 +168,9 @@ func BuildIncident(in IncidentInput) IncidentPage {
 		p.Share.Snapshot = h.Snapshot
 	}
 	p.Share.URL = in.ShareURL
+	if in.SharedAt != nil {
+		p.Share.Since = FmtTime(*in.SharedAt, time.Time{})
+	}
 	a := in.Analysis
 	if a != nil {
 		if a.Scope.Summary != "" {

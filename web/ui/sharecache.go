@@ -1,0 +1,257 @@
+package ui
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/web/ui/views"
+)
+
+// sharePageCache keeps rendered share pages (and their htmx fragments),
+// compressed once, for the moment a link pasted in a busy channel is
+// opened by a chat unfurler and dozens of people at the same time: one
+// render serves them all, a gzip or brotli encoding is made once, and a
+// browser that has the page gets 304 for its strong ETag.
+//
+// The key holds everything a page depends on: the link (its token is in
+// every URL on the page), the htmx target, the view's query, the
+// incident's updated_at (any change: window, status, sharing), its newest
+// analysis version and status, and its snapshot time. Live data has no
+// version, so a page over live data lives sharePageLiveTTL, the lag the
+// other page caches allow too; a frozen incident's page reads only its
+// snapshot and lives longer. Changes made here also drop the incident's
+// entries at once (forget).
+type sharePageCache struct {
+	mu sync.Mutex
+	m  map[string]*sharedPage
+	sf singleflight.Group
+}
+
+// sharedPage is one cached answer: the page and its encodings.
+type sharedPage struct {
+	incident int64
+	header   http.Header // as rendered (Content-Type and whatever else the page set)
+	raw, gz  []byte
+	br       []byte // nil when brotli is not built in
+	etag     string // hex digest of raw; encodings add a suffix
+	expires  time.Time
+}
+
+const (
+	sharePageLiveTTL   = 10 * time.Second
+	sharePageFrozenTTL = time.Minute
+	// sharePageMax bounds the cache: a demo incident page is ~160 KB raw
+	// and ~30 KB gzipped, so 64 entries stay under ~16 MB.
+	sharePageMax = 64
+)
+
+// get returns the page under key, rendering it once however many ask.
+func (pc *sharePageCache) get(ctx context.Context, key string, render func() (*sharedPage, error)) (*sharedPage, error) {
+	now := time.Now()
+	pc.mu.Lock()
+	if pg, ok := pc.m[key]; ok && now.Before(pg.expires) {
+		pc.mu.Unlock()
+		return pg, nil
+	}
+	pc.mu.Unlock()
+	v, err, _ := pc.sf.Do(key, func() (any, error) {
+		pg, err := render()
+		if err != nil {
+			return nil, err
+		}
+		pc.mu.Lock()
+		defer pc.mu.Unlock()
+		if pc.m == nil {
+			pc.m = map[string]*sharedPage{}
+		}
+		if len(pc.m) >= sharePageMax {
+			pc.evictLocked(time.Now())
+		}
+		pc.m[key] = pg
+		return pg, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*sharedPage), nil
+}
+
+// evictLocked drops expired entries, or every entry when none expired
+// (crude but bounded; entries are cheap to rebuild).
+func (pc *sharePageCache) evictLocked(now time.Time) {
+	for k, pg := range pc.m {
+		if !now.Before(pg.expires) {
+			delete(pc.m, k)
+		}
+	}
+	if len(pc.m) >= sharePageMax {
+		clear(pc.m)
+	}
+}
+
+// forget drops every cached page of an incident.
+func (pc *sharePageCache) forget(id int64) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	for k, pg := range pc.m {
+		if pg.incident == id {
+			delete(pc.m, k)
+		}
+	}
+}
+
+// ForgetSharedPages drops an incident's cached share pages; callers that
+// change an incident outside this package (the API) call it.
+func (p *Pages) ForgetSharedPages(id int64) { p.share.forget(id) }
+
+// sharePageKey names one cached answer.
+func sharePageKey(ss store.SharedState, base, target string, st views.State) (string, time.Duration) {
+	snap, ttl := "live", sharePageLiveTTL
+	if ss.SnapshotAt != nil {
+		snap, ttl = strconv.FormatInt(ss.SnapshotAt.UnixNano(), 10), sharePageFrozenTTL
+	}
+	return fmt.Sprintf("%s|%s|%s|%d|%d|%s|%s", base, target, st.URL(), ss.UpdatedAt.UnixNano(), ss.AnalysisVersion,
+		ss.AnalysisStatus, snap), ttl
+}
+
+// capturedResponse records what a handler writes.
+type capturedResponse struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *capturedResponse) Header() http.Header { return r.header }
+func (r *capturedResponse) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+}
+func (r *capturedResponse) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.body.Write(b)
+}
+
+// renderCached runs h with its output captured and, when it answers 200,
+// makes a cache entry of it (compressed once). Anything else is an error
+// for the caller to answer as usual.
+func renderCached(c echo.Context, incidentID int64, ttl time.Duration, h func(echo.Context) error) (*sharedPage, error) {
+	orig := c.Response()
+	rec := &capturedResponse{header: http.Header{}}
+	c.SetResponse(echo.NewResponse(rec, c.Echo()))
+	err := h(c)
+	c.SetResponse(orig)
+	if err != nil {
+		return nil, err
+	}
+	if rec.status != http.StatusOK {
+		return nil, fmt.Errorf("share page rendered status %d", rec.status)
+	}
+	raw := bytes.Clone(rec.body.Bytes())
+	sum := sha256.Sum256(raw)
+	pg := &sharedPage{incident: incidentID, header: rec.header, raw: raw, etag: hex.EncodeToString(sum[:16]),
+		expires: time.Now().Add(ttl)}
+	var gz bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression) // once per entry: worth the best ratio
+	if _, err := zw.Write(raw); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	pg.gz = gz.Bytes()
+	pg.br = brotliCompress(raw)
+	return pg, nil
+}
+
+// serveCached answers with a cached page in the best encoding the client
+// accepts, or 304 when it already has that representation.
+func serveCached(c echo.Context, pg *sharedPage) error {
+	h := c.Response().Header()
+	for k, v := range pg.header {
+		h[k] = slices.Clone(v)
+	}
+	h.Del("Content-Length")
+	h.Set("Vary", "HX-Request, Accept-Encoding")
+	// A capability URL: browsers may keep it but must ask again (a revoked
+	// link must stop working), shared caches must not keep it.
+	h.Set("Cache-Control", "private, no-cache")
+	body, etag, enc := pg.raw, pg.etag, ""
+	switch acceptedEncoding(c.Request().Header.Get("Accept-Encoding"), pg.br != nil) {
+	case "br":
+		body, etag, enc = pg.br, pg.etag+"-br", "br"
+	case "gzip":
+		body, etag, enc = pg.gz, pg.etag+"-gz", "gzip"
+	}
+	etag = `"` + etag + `"`
+	h.Set("ETag", etag)
+	if enc != "" {
+		h.Set("Content-Encoding", enc)
+	}
+	if etagMatches(c.Request().Header.Get("If-None-Match"), etag) {
+		return c.NoContent(http.StatusNotModified)
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	return c.Blob(http.StatusOK, h.Get("Content-Type"), body)
+}
+
+// acceptedEncoding picks br (when available), then gzip, from an
+// Accept-Encoding header; "" for identity. q=0 refuses an encoding.
+func acceptedEncoding(header string, haveBrotli bool) string {
+	q := map[string]float64{}
+	for _, part := range strings.Split(header, ",") {
+		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		w := 1.0
+		if v, ok := strings.CutPrefix(strings.TrimSpace(params), "q="); ok {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				w = f
+			}
+		}
+		q[strings.ToLower(strings.TrimSpace(name))] = w
+	}
+	star, hasStar := q["*"]
+	accepts := func(enc string) bool {
+		if w, ok := q[enc]; ok {
+			return w > 0
+		}
+		return hasStar && star > 0
+	}
+	switch {
+	case haveBrotli && accepts("br"):
+		return "br"
+	case accepts("gzip"):
+		return "gzip"
+	}
+	return ""
+}
+
+// etagMatches is If-None-Match's comparison: "*" or any listed tag equal
+// to etag (W/ prefixes compare weakly, which is what If-None-Match asks).
+func etagMatches(header, etag string) bool {
+	if header == "" {
+		return false
+	}
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == etag {
+			return true
+		}
+	}
+	return false
+}
