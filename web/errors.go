@@ -50,7 +50,7 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	}
 	if status >= 500 {
 		s.log.ErrorContext(req.Context(), "request failed", "request_id", requestID(c),
-			"method", req.Method, "path", req.URL.Path, "err", err)
+			"method", req.Method, "path", logPath(c), "err", err)
 	}
 	if req.Method == http.MethodHead {
 		_ = c.NoContent(status)

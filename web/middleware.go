@@ -61,7 +61,7 @@ func (s *Server) withLogAndMetrics(next echo.HandlerFunc) echo.HandlerFunc {
 		s.metrics.requestDuration.WithLabelValues(c.Request().Method, route, strconv.Itoa(status)).Observe(d.Seconds())
 		if route != "/healthz" && route != "/readyz" && route != "/metrics" && !strings.HasPrefix(route, "/static") {
 			s.log.InfoContext(c.Request().Context(), "http", "request_id", requestID(c), "method", c.Request().Method,
-				"path", c.Request().URL.Path, "status", status, "ms", float64(d.Microseconds())/1000, "bytes", c.Response().Size)
+				"path", logPath(c), "status", status, "ms", float64(d.Microseconds())/1000, "bytes", c.Response().Size)
 		}
 		return nil
 	}
@@ -93,4 +93,20 @@ func wantsHTML(r *http.Request) bool {
 		return false
 	}
 	return r.Header.Get("HX-Request") == "true" || strings.Contains(r.Header.Get("Accept"), "text/html")
+}
+
+// secretParams are path parameters that are capabilities (a share link's
+// token): logs name the route, never the secret.
+var secretParams = map[string]bool{"token": true}
+
+// logPath is the request's path for logs, with secret segments redacted.
+func logPath(c echo.Context) string {
+	p := c.Request().URL.Path
+	values := c.ParamValues()
+	for i, name := range c.ParamNames() {
+		if secretParams[name] && i < len(values) && values[i] != "" {
+			p = strings.Replace(p, values[i], "[redacted]", 1)
+		}
+	}
+	return p
 }

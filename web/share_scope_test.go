@@ -1,14 +1,24 @@
 package web_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/waterline-dev/waterline/web"
 )
 
 // TestShareLinkReachesOnlyItsIncident walks every share route with
@@ -174,4 +184,132 @@ func TestShareLinkReachesOnlyItsIncident(t *testing.T) {
 		t.Fatal("the late request is not on the signed-in live page; the frozen check below would prove nothing")
 	}
 	walk("frozen incident")
+}
+
+// TestShareTokenNotLogged: the access log names a share route with the
+// token redacted, for known and unknown tokens alike.
+func TestShareTokenNotLogged(t *testing.T) {
+	e := newUIEnv(t)
+	var logs lockedBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	srv := httptest.NewServer(web.NewServer(web.Config{PublicURL: "http://waterline.test", RequestTimeout: time.Minute},
+		web.Deps{Store: e.st, Incidents: e.incidents, Registry: prometheus.NewRegistry(), Gatherer: prometheus.NewRegistry(),
+			Log: log, Now: func() time.Time { return testNow }, Ready: func(context.Context) error { return nil }}))
+	defer srv.Close()
+	tok, err := e.st.CreateShareLink(context.Background(), e.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unknown := strings.Repeat("B", len(tok))
+	for _, path := range []string{"/s/" + tok, "/s/" + tok + "/og.png", "/s/" + tok + "/samples/q-000001-0?t=1", "/s/" + unknown} {
+		res, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+	}
+	out := logs.String()
+	if strings.Contains(out, tok) || strings.Contains(out, unknown) {
+		t.Errorf("a share token reached the log:\n%s", out)
+	}
+	if strings.Count(out, "/s/[redacted]") < 4 {
+		t.Errorf("share requests not logged with the token redacted:\n%s", out)
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestSharePageCache: the share page comes compressed once with a strong
+// ETag per encoding, 304 for a browser that has it, and a new ETag as soon
+// as anything it shows changes (a new analysis, a freeze); a revoked link
+// is a 404 even while its page is cached.
+func TestSharePageCache(t *testing.T) {
+	e := newUIEnv(t)
+	tok, err := e.st.CreateShareLink(context.Background(), e.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := "/s/" + tok
+	anon := e.browser()
+	get := func(hdr map[string]string) page { t.Helper(); return anon.do("GET", path, nil, hdr) }
+	plain := get(map[string]string{"Accept-Encoding": "identity"})
+	etag := plain.header.Get("ETag")
+	if plain.status != 200 || plain.header.Get("Content-Encoding") != "" || !strings.HasPrefix(etag, `"`) || strings.HasPrefix(etag, "W/") {
+		t.Fatalf("plain: %d encoding %q ETag %q", plain.status, plain.header.Get("Content-Encoding"), etag)
+	}
+	if cc := plain.header.Get("Cache-Control"); cc != "private, no-cache" {
+		t.Errorf("Cache-Control %q", cc)
+	}
+	if plain.testid("causes").Length() == 0 {
+		t.Fatal("the cached page is not the incident page")
+	}
+	gz := get(map[string]string{"Accept-Encoding": "gzip, deflate"})
+	gzTag := gz.header.Get("ETag")
+	if gz.header.Get("Content-Encoding") != "gzip" || gzTag == etag || gzTag == "" {
+		t.Fatalf("gzip: encoding %q ETag %q (plain %q)", gz.header.Get("Content-Encoding"), gzTag, etag)
+	}
+	zr, err := gzip.NewReader(strings.NewReader(gz.body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unzipped, err := io.ReadAll(zr)
+	if err != nil || string(unzipped) != plain.body {
+		t.Fatalf("the gzip body is not the page (%v, %d vs %d bytes)", err, len(unzipped), len(plain.body))
+	}
+	if !strings.Contains(gz.header.Get("Vary"), "Accept-Encoding") || !strings.Contains(gz.header.Get("Vary"), "HX-Request") {
+		t.Errorf("Vary %q", gz.header.Get("Vary"))
+	}
+	// A browser that has the page gets 304, per encoding.
+	if r := get(map[string]string{"Accept-Encoding": "gzip", "If-None-Match": gzTag}); r.status != http.StatusNotModified || r.body != "" {
+		t.Errorf("If-None-Match gzip: %d (%d bytes)", r.status, len(r.body))
+	}
+	if r := get(map[string]string{"Accept-Encoding": "identity", "If-None-Match": `"x", ` + etag}); r.status != http.StatusNotModified {
+		t.Errorf("If-None-Match plain: %d", r.status)
+	}
+	if r := get(map[string]string{"Accept-Encoding": "identity", "If-None-Match": gzTag}); r.status != http.StatusOK {
+		t.Errorf("the gzip ETag matched the plain page: %d", r.status)
+	}
+	// Fragments are cached apart from the page.
+	frag := anon.do("GET", path, nil, map[string]string{"HX-Request": "true", "HX-Target": "sample-table", "Accept-Encoding": "identity"})
+	if frag.status != 200 || strings.Contains(frag.body, "<html") || frag.header.Get("ETag") == etag {
+		t.Errorf("fragment: %d ETag %q", frag.status, frag.header.Get("ETag"))
+	}
+	// A new analysis version changes the page at once.
+	e.storeAnalysis(t)
+	after := get(map[string]string{"Accept-Encoding": "identity", "If-None-Match": etag})
+	if after.status != http.StatusOK || after.header.Get("ETag") == etag {
+		t.Fatalf("after a new analysis: %d ETag %q", after.status, after.header.Get("ETag"))
+	}
+	// A freeze too.
+	w := e.browser()
+	w.login(e.write)
+	if r := w.post(e.incidentPath()+"/freeze", nil); r.status != http.StatusSeeOther {
+		t.Fatalf("freeze: %d", r.status)
+	}
+	frozen := get(map[string]string{"Accept-Encoding": "identity"})
+	if frozen.header.Get("ETag") == after.header.Get("ETag") || frozen.testid("snapshot-banner").Length() == 0 {
+		t.Errorf("after a freeze: ETag %q, banner %d", frozen.header.Get("ETag"), frozen.testid("snapshot-banner").Length())
+	}
+	// Revoked: gone, whatever is cached.
+	if r := w.post(e.incidentPath()+"/share/revoke", nil); r.status != http.StatusSeeOther {
+		t.Fatalf("revoke: %d", r.status)
+	}
+	if r := get(map[string]string{"Accept-Encoding": "gzip", "If-None-Match": gzTag}); r.status != http.StatusNotFound {
+		t.Errorf("revoked link: %d", r.status)
+	}
 }
