@@ -28,3 +28,6 @@ func Summary(in store.Incident, publicURL string) wire.Incident {
 	}
 	return out
 }
+
+// ShareURL is the public URL of a share link's token.
+func ShareURL(publicURL, token string) string { return publicURL + "/s/" + token }

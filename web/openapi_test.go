@@ -489,6 +489,12 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	hook := int64(v.(map[string]any)["id"].(float64))
 	a.call("POST /api/v1/webhooks", "/api/v1/webhooks", e.admin, "application/json", []byte(`{"url":"x"}`))
 	a.call("GET /api/v1/webhooks", "/api/v1/webhooks", e.admin, "", nil)
+	if st, v := a.call("POST /api/v1/incidents/{id}/share", ip+"/share", e.write, "", nil); st != 201 || !strings.Contains(v.(map[string]any)["url"].(string), "/s/") {
+		t.Fatalf("share: %d %v", st, v)
+	}
+	a.call("POST /api/v1/incidents/{id}/share", "/api/v1/incidents/999999/share", e.write, "", nil)
+	a.call("DELETE /api/v1/incidents/{id}/share", ip+"/share", e.write, "", nil)
+	a.call("DELETE /api/v1/incidents/{id}/share", "/api/v1/incidents/999999/share", e.write, "", nil)
 	a.call("POST /api/v1/incidents/{id}/resolve", ip+"/resolve", e.write, "", nil)
 	if err := webhook.NewNotifier(e.st, webhook.NotifierOptions{PublicURL: "http://waterline.test"}).NotifyIncident(ctx, id); err != nil {
 		t.Fatal(err)

@@ -32,6 +32,7 @@ var wireSchemas = map[string]any{
 	"IncidentCreate":      wire.IncidentCreate{},
 	"CauseSummary":        wire.CauseSummary{},
 	"Incident":            wire.Incident{},
+	"ShareLink":           wire.ShareLink{},
 	"IncidentPage":        wire.IncidentPage{},
 	"Target":              wire.Target{},
 	"Evidence":            wire.Evidence{},

@@ -33,6 +33,8 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.GET("/incidents", a.ListIncidents, read)
 	v1.GET("/incidents/:id", byID(a.GetIncident), read)
 	v1.POST("/incidents/:id/resolve", byID(a.ResolveIncident), write)
+	v1.POST("/incidents/:id/share", byID(a.CreateShareLink), write)
+	v1.DELETE("/incidents/:id/share", byID(a.RevokeShareLink), write)
 	v1.GET("/incidents/:id/analysis", byID(a.GetAnalysis), read)
 	v1.GET("/timeline", a.GetTimeline, read)
 	v1.GET("/spikes", a.ListSpikes, read)

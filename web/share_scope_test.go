@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -311,5 +312,57 @@ func TestSharePageCache(t *testing.T) {
 	}
 	if r := get(map[string]string{"Accept-Encoding": "gzip", "If-None-Match": gzTag}); r.status != http.StatusNotFound {
 		t.Errorf("revoked link: %d", r.status)
+	}
+}
+
+// TestShareLinkAPI: POST /api/v1/incidents/{id}/share makes a link (write
+// scope) that opens the page without an account; making another replaces
+// it; DELETE revokes it.
+func TestShareLinkAPI(t *testing.T) {
+	e := newUIEnv(t)
+	path := fmt.Sprintf("/api/v1/incidents/%d/share", e.id)
+	if r := e.do(request{method: "POST", path: path, token: e.read}); r.status != http.StatusForbidden {
+		t.Fatalf("read scope: %d", r.status)
+	}
+	if r := e.do(request{method: "DELETE", path: path, token: e.read}); r.status != http.StatusForbidden {
+		t.Fatalf("read scope revoke: %d", r.status)
+	}
+	if r := e.do(request{method: "POST", path: path}); r.status != http.StatusUnauthorized {
+		t.Fatalf("no token: %d", r.status)
+	}
+	create := func() string {
+		t.Helper()
+		r := e.do(request{method: "POST", path: path, token: e.write})
+		var v struct{ URL string }
+		if r.status != http.StatusCreated || json.Unmarshal(r.body, &v) != nil || !strings.HasPrefix(v.URL, "http://waterline.test/s/") {
+			t.Fatalf("create: %d %s", r.status, r.body)
+		}
+		return strings.TrimPrefix(v.URL, "http://waterline.test")
+	}
+	anon := e.browser()
+	first := create()
+	if p := anon.get(first); p.status != http.StatusOK || p.testid("causes").Length() == 0 {
+		t.Fatalf("the API's link: %d", p.status)
+	}
+	second := create()
+	if p := anon.get(first); p.status != http.StatusNotFound {
+		t.Errorf("the replaced link: %d", p.status)
+	}
+	if p := anon.get(second); p.status != http.StatusOK {
+		t.Errorf("the new link: %d", p.status)
+	}
+	if r := e.do(request{method: "DELETE", path: path, token: e.write}); r.status != http.StatusNoContent {
+		t.Fatalf("revoke: %d %s", r.status, r.body)
+	}
+	if p := anon.get(second); p.status != http.StatusNotFound {
+		t.Errorf("the revoked link: %d", p.status)
+	}
+	if r := e.do(request{method: "DELETE", path: path, token: e.write}); r.status != http.StatusNoContent {
+		t.Errorf("revoking twice: %d", r.status)
+	}
+	for _, m := range []string{"POST", "DELETE"} {
+		if r := e.do(request{method: m, path: "/api/v1/incidents/999999/share", token: e.write}); r.status != http.StatusNotFound {
+			t.Errorf("%s unknown incident: %d", m, r.status)
+		}
 	}
 }

@@ -126,3 +126,9 @@ type ServiceNowEvent struct {
 	TimeOfEvent     string `json:"time_of_event"`
 	ResolutionState string `json:"resolution_state"`
 }
+
+// ShareLink is the answer of POST /api/v1/incidents/{id}/share: the
+// incident's read-only link, shown this once.
+type ShareLink struct {
+	URL string `json:"url"`
+}

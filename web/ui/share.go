@@ -39,7 +39,7 @@ func (p *Pages) CreateShareLink(c echo.Context, id int64) error {
 const newShareURLKey = "waterline.new_share_url"
 
 // ShareURL is the public URL of a share token.
-func (p *Pages) ShareURL(tok string) string { return p.cfg.PublicURL + "/s/" + tok }
+func (p *Pages) ShareURL(tok string) string { return incident.ShareURL(p.cfg.PublicURL, tok) }
 
 // RevokeShareLink is POST /incidents/{id}/share/revoke.
 func (p *Pages) RevokeShareLink(c echo.Context, id int64) error {
