@@ -43,6 +43,9 @@ type Webhook struct {
 	Format    string
 	Events    []string
 	CreatedAt time.Time
+	// IncludeShareLink: deliveries carry a read-only link to the incident
+	// (WebhookShareToken).
+	IncludeShareLink bool
 }
 
 // NewWebhook is what CreateWebhook needs.
@@ -51,13 +54,15 @@ type NewWebhook struct {
 	Secret string
 	Format string
 	Events []string
+	// IncludeShareLink: deliveries carry a read-only link to the incident.
+	IncludeShareLink bool
 }
 
 // CreateWebhook stores a new webhook and returns it.
 func (s *Store) CreateWebhook(ctx context.Context, n NewWebhook) (Webhook, error) {
-	w := Webhook{URL: n.URL, Secret: n.Secret, Format: n.Format, Events: n.Events}
-	err := s.db.QueryRow(ctx, `INSERT INTO webhooks (url, secret, format, events) VALUES ($1, $2, $3, $4)
-		RETURNING id, created_at`, n.URL, n.Secret, n.Format, n.Events).Scan(&w.ID, &w.CreatedAt)
+	w := Webhook{URL: n.URL, Secret: n.Secret, Format: n.Format, Events: n.Events, IncludeShareLink: n.IncludeShareLink}
+	err := s.db.QueryRow(ctx, `INSERT INTO webhooks (url, secret, format, events, include_share_link) VALUES ($1, $2, $3, $4, $5)
+		RETURNING id, created_at`, n.URL, n.Secret, n.Format, n.Events, n.IncludeShareLink).Scan(&w.ID, &w.CreatedAt)
 	if err != nil {
 		return Webhook{}, wrap("create webhook", err)
 	}
@@ -66,7 +71,7 @@ func (s *Store) CreateWebhook(ctx context.Context, n NewWebhook) (Webhook, error
 
 // Webhooks lists every webhook, oldest first.
 func (s *Store) Webhooks(ctx context.Context) ([]Webhook, error) {
-	rows, err := s.db.Query(ctx, `SELECT id, url, secret, format, events, created_at FROM webhooks ORDER BY id`)
+	rows, err := s.db.Query(ctx, `SELECT id, url, secret, format, events, created_at, include_share_link FROM webhooks ORDER BY id`)
 	if err != nil {
 		return nil, wrap("webhooks", err)
 	}
@@ -76,7 +81,7 @@ func (s *Store) Webhooks(ctx context.Context) ([]Webhook, error) {
 
 // WebhookByID returns one webhook, or ErrNotFound.
 func (s *Store) WebhookByID(ctx context.Context, id int64) (Webhook, error) {
-	rows, err := s.db.Query(ctx, `SELECT id, url, secret, format, events, created_at FROM webhooks WHERE id = $1`, id)
+	rows, err := s.db.Query(ctx, `SELECT id, url, secret, format, events, created_at, include_share_link FROM webhooks WHERE id = $1`, id)
 	if err != nil {
 		return Webhook{}, wrap("webhook", err)
 	}
@@ -86,7 +91,7 @@ func (s *Store) WebhookByID(ctx context.Context, id int64) (Webhook, error) {
 
 func scanWebhook(row pgx.CollectableRow) (Webhook, error) {
 	var w Webhook
-	err := row.Scan(&w.ID, &w.URL, &w.Secret, &w.Format, &w.Events, &w.CreatedAt)
+	err := row.Scan(&w.ID, &w.URL, &w.Secret, &w.Format, &w.Events, &w.CreatedAt, &w.IncludeShareLink)
 	w.CreatedAt = w.CreatedAt.UTC()
 	return w, err
 }

@@ -20,6 +20,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/waterline-dev/waterline/web"
+	"github.com/waterline-dev/waterline/web/webhook"
+	"github.com/waterline-dev/waterline/wire"
 )
 
 // TestShareLinkReachesOnlyItsIncident walks every share route with
@@ -364,5 +366,134 @@ func TestShareLinkAPI(t *testing.T) {
 		if r := e.do(request{method: m, path: "/api/v1/incidents/999999/share", token: e.write}); r.status != http.StatusNotFound {
 			t.Errorf("%s unknown incident: %d", m, r.status)
 		}
+	}
+}
+
+// TestWebhookShareLink: a webhook set to include_share_link carries a
+// read-only link in every format — the same link in every delivery about
+// an incident — that opens the incident without an account; a webhook
+// without the setting carries the permalink only; after a revoke the link
+// is dead and later deliveries carry none.
+func TestWebhookShareLink(t *testing.T) {
+	e := newUIEnv(t)
+	ctx := context.Background()
+	rc := newHookReceiver(t)
+	register := func(path, format string, include bool) int64 {
+		t.Helper()
+		secret := "secret-for-" + strings.Trim(path, "/") + "-0123456789"
+		rc.mu.Lock()
+		rc.secrets[path] = secret
+		rc.mu.Unlock()
+		b, _ := json.Marshal(wire.WebhookCreate{URL: rc.srv.URL + path, Secret: secret, Format: format, IncludeShareLink: include})
+		r := e.do(request{method: "POST", path: "/api/v1/webhooks", token: e.admin, ctype: "application/json", body: b})
+		var v wire.Webhook
+		if r.status != http.StatusCreated || json.Unmarshal(r.body, &v) != nil || v.IncludeShareLink != include {
+			t.Fatalf("register %s: %d %s", path, r.status, r.body)
+		}
+		return v.ID
+	}
+	register("/jira", "jira", true)
+	register("/snow", "servicenow", true)
+	register("/waterline", "waterline", true)
+	register("/jira-plain", "jira", false)
+	var list wire.WebhookList
+	if r := e.do(request{method: "GET", path: "/api/v1/webhooks", token: e.admin}); json.Unmarshal(r.body, &list) != nil || !list.Webhooks[0].IncludeShareLink || list.Webhooks[3].IncludeShareLink {
+		t.Fatalf("list: %s", r.body)
+	}
+	r := e.post("/api/v1/incidents", "application/json", []byte(fmt.Sprintf(`{"title":"chat slow again","start":%q,"end":%q}`,
+		e.from.Format(time.RFC3339), e.to.Format(time.RFC3339))))
+	var inc struct{ ID int64 }
+	if r.status != http.StatusCreated || json.Unmarshal(r.body, &inc) != nil {
+		t.Fatalf("incident: %d %s", r.status, r.body)
+	}
+	notifier := webhook.NewNotifier(e.st, webhook.NotifierOptions{PublicURL: "http://waterline.test"})
+	dispatcher := webhook.NewDispatcher(e.st, webhook.Options{})
+	drain := func() {
+		t.Helper()
+		for {
+			sent, err := dispatcher.DeliverOne(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !sent {
+				return
+			}
+		}
+	}
+	if err := notifier.NotifyIncident(ctx, inc.ID); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.post(fmt.Sprintf("/api/v1/incidents/%d/resolve", inc.ID), "", nil); r.status != http.StatusOK {
+		t.Fatalf("resolve: %d", r.status)
+	}
+	if err := notifier.NotifyIncident(ctx, inc.ID); err != nil {
+		t.Fatal(err)
+	}
+	drain()
+	permalink := fmt.Sprintf("http://waterline.test/incidents/%d", inc.ID)
+	jiraURL := func(d delivered) string { return d.body["object"].(map[string]any)["url"].(string) }
+	jira := rc.deliveries("/jira")
+	if len(jira) != 2 {
+		t.Fatalf("jira deliveries: %v", events(jira))
+	}
+	link := jiraURL(jira[0])
+	if !strings.HasPrefix(link, "http://waterline.test/s/") || jiraURL(jira[1]) != link {
+		t.Fatalf("jira links %q, %q: want one share link", link, jiraURL(jira[1]))
+	}
+	// Each webhook has its own link, the same in each of its deliveries.
+	wl := rc.deliveries("/waterline")
+	wlLink, _ := wl[0].body["share_url"].(string)
+	if len(wl) != 2 || !strings.HasPrefix(wlLink, "http://waterline.test/s/") || wl[1].body["share_url"] != wlLink || wl[0].body["url"] != permalink {
+		t.Errorf("waterline bodies: %s", wl[0].raw)
+	}
+	snow := rc.deliveries("/snow")
+	snowInfo := snow[0].body["records"].([]any)[0].(map[string]any)
+	var info map[string]any
+	_ = json.Unmarshal([]byte(snowInfo["additional_info"].(string)), &info)
+	snowLink, _ := info["share_url"].(string)
+	if len(snow) != 2 || !strings.HasPrefix(snowLink, "http://waterline.test/s/") ||
+		!strings.HasSuffix(snowInfo["description"].(string), "Read-only link (no account needed): "+snowLink) {
+		t.Errorf("servicenow body: %s", snow[0].raw)
+	}
+	if plain := rc.deliveries("/jira-plain"); len(plain) != 2 || jiraURL(plain[0]) != permalink || strings.Contains(string(plain[0].raw), "/s/") {
+		t.Errorf("a webhook without include_share_link: %d deliveries", len(plain))
+	}
+	// The link opens the incident for someone without an account.
+	anon := e.browser()
+	path := strings.TrimPrefix(link, "http://waterline.test")
+	for _, l := range []string{link, wlLink, snowLink} {
+		if p := anon.get(strings.TrimPrefix(l, "http://waterline.test")); p.status != http.StatusOK || !strings.Contains(p.body, "chat slow again") {
+			t.Fatalf("the ticket's link %s: %d", l, p.status)
+		}
+	}
+	// Revoked: dead, and what is sent afterwards carries no link.
+	if r := e.do(request{method: "DELETE", path: fmt.Sprintf("/api/v1/incidents/%d/share", inc.ID), token: e.write}); r.status != http.StatusNoContent {
+		t.Fatalf("revoke: %d", r.status)
+	}
+	for _, l := range []string{link, wlLink, snowLink} {
+		if p := anon.get(strings.TrimPrefix(l, "http://waterline.test")); p.status != http.StatusNotFound {
+			t.Errorf("the revoked ticket link %s: %d", l, p.status)
+		}
+	}
+	v, err := e.st.StartAnalysis(ctx, inc.ID, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.FinishAnalysis(ctx, inc.ID, v, []byte(`{"causes":[{"category":"capacity","score":0.8,"summary":"x"}]}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := notifier.NotifyAnalysis(ctx, inc.ID, v, "", "capacity"); err != nil {
+		t.Fatal(err)
+	}
+	drain()
+	jira = rc.deliveries("/jira")
+	if len(jira) != 3 || jiraURL(jira[2]) != permalink {
+		t.Errorf("after the revoke: %d deliveries, last link %q", len(jira), jiraURL(jira[len(jira)-1]))
+	}
+	if wl := rc.deliveries("/waterline"); len(wl) != 3 || wl[2].body["share_url"] != nil {
+		t.Errorf("after the revoke the waterline body still has a link")
+	}
+	if p := anon.get(path); p.status != http.StatusNotFound {
+		t.Errorf("a later delivery revived the link: %d", p.status)
 	}
 }

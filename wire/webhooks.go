@@ -12,6 +12,10 @@ type WebhookCreate struct {
 	Secret string   `json:"secret"`
 	Format string   `json:"format,omitempty"` // waterline, jira or servicenow
 	Events []string `json:"events,omitempty"`
+	// IncludeShareLink puts a read-only link to the incident in every
+	// delivery (Jira's link, ServiceNow's description, share_url), so a
+	// ticket reader without an account can open it.
+	IncludeShareLink bool `json:"include_share_link,omitempty"`
 }
 
 // Webhook is a registered receiver. The secret is write-only, and a
@@ -22,6 +26,8 @@ type Webhook struct {
 	Format    string    `json:"format"`
 	Events    []string  `json:"events"`
 	CreatedAt time.Time `json:"created_at"`
+	// IncludeShareLink: deliveries carry a read-only link to the incident.
+	IncludeShareLink bool `json:"include_share_link"`
 }
 
 // WebhookList is the answer of GET /api/v1/webhooks.
@@ -63,6 +69,9 @@ type WebhookEvent struct {
 	OccurredAt       time.Time `json:"occurred_at"`
 	AnalysisVersion  int       `json:"analysis_version,omitempty"`
 	PreviousTopCause string    `json:"previous_top_cause,omitempty"`
+	// ShareURL is a read-only link to the incident for people without an
+	// account, when the webhook asks for it and sharing was not revoked.
+	ShareURL string `json:"share_url,omitempty"`
 }
 
 // JiraRemoteLink is a Jira remote issue link (POST /rest/api/3/issue/{key}/remotelink):

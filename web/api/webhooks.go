@@ -24,7 +24,7 @@ func webhookView(w store.Webhook) wire.Webhook {
 	if p, err := url.Parse(w.URL); err == nil {
 		u = p.Redacted()
 	}
-	return wire.Webhook{ID: w.ID, URL: u, Format: w.Format, Events: w.Events, CreatedAt: w.CreatedAt}
+	return wire.Webhook{ID: w.ID, URL: u, Format: w.Format, Events: w.Events, CreatedAt: w.CreatedAt, IncludeShareLink: w.IncludeShareLink}
 }
 
 // Limits of a webhook registration.
@@ -39,7 +39,7 @@ const (
 // 201 with the webhook, without its secret.
 func (a *API) CreateWebhook(c echo.Context) error {
 	var w wire.WebhookCreate
-	if err := ingest.ReadObject(c.Response(), c.Request(), maxWebhookBody, &w, `{"url", "secret", "format"?, "events"?}`); err != nil {
+	if err := ingest.ReadObject(c.Response(), c.Request(), maxWebhookBody, &w, `{"url", "secret", "format"?, "events"?, "include_share_link"?}`); err != nil {
 		return err
 	}
 	n, err := checkWebhook(w)
@@ -89,7 +89,7 @@ func checkWebhook(w wire.WebhookCreate) (store.NewWebhook, error) {
 			uniq = append(uniq, e)
 		}
 	}
-	return store.NewWebhook{URL: u.String(), Secret: w.Secret, Format: format, Events: uniq}, nil
+	return store.NewWebhook{URL: u.String(), Secret: w.Secret, Format: format, Events: uniq, IncludeShareLink: w.IncludeShareLink}, nil
 }
 
 // ListWebhooks is GET /api/v1/webhooks (admin).

@@ -21,6 +21,9 @@ type message struct {
 	Version int       // analysis version, for analysis.ready and cause.changed
 	PrevTop string    // the previous top cause, for cause.changed
 	View    wire.Incident
+	// Share is a read-only link to the incident, for webhooks that carry
+	// one ("" otherwise, or once sharing was revoked).
+	Share string
 }
 
 // render encodes m in one of the three formats. publicURL names
@@ -40,7 +43,8 @@ func render(format string, m message, publicURL string) ([]byte, error) {
 // waterlineBody is the Waterline format (wire.WebhookEvent): the flat
 // incident summary of GET /api/v1/incidents/{id}, plus what happened.
 func waterlineBody(m message) wire.WebhookEvent {
-	return wire.WebhookEvent{Incident: m.View, Event: m.Event, OccurredAt: m.At.UTC(), AnalysisVersion: m.Version, PreviousTopCause: m.PrevTop}
+	return wire.WebhookEvent{Incident: m.View, Event: m.Event, OccurredAt: m.At.UTC(), AnalysisVersion: m.Version, PreviousTopCause: m.PrevTop,
+		ShareURL: m.Share}
 }
 
 // jiraIconPath is the 16×16 icon Jira shows next to the link.
@@ -54,13 +58,19 @@ func jiraRemoteLink(m message, publicURL string) wire.JiraRemoteLink {
 		state = "resolved"
 	}
 	icon := wire.JiraIcon{URL16x16: publicURL + jiraIconPath, Title: "Waterline"}
+	// The link opens for every ticket reader when it is a share link;
+	// otherwise it is the permalink, behind sign-in.
+	link := v.URL
+	if m.Share != "" {
+		link = m.Share
+	}
 	return wire.JiraRemoteLink{
 		// ≤ 255 characters, Jira's limit: a host and an id always fit.
 		GlobalID:     "system=" + publicHost(publicURL) + "&incident=" + strconv.FormatInt(v.ID, 10),
 		Application:  wire.JiraApplication{Type: "dev.waterline", Name: "Waterline"},
 		Relationship: "latency incident",
 		Object: wire.JiraObject{
-			URL:     v.URL,
+			URL:     link,
 			Title:   clip(fmt.Sprintf("Waterline #%d: %s", v.ID, v.Title), 255),
 			Summary: clip(state+" · "+causeLine(v), 255),
 			Icon:    icon,
@@ -100,11 +110,19 @@ func serviceNowEvents(m message, publicURL string) wire.ServiceNowEvents {
 		Type:            "latency_incident",
 		MessageKey:      strconv.FormatInt(v.ID, 10),
 		Severity:        sev,
-		Description:     clip(fmt.Sprintf("%s (%s). %s. %s", v.Title, m.Event, causeLine(v), v.URL), 4000),
+		Description:     clip(fmt.Sprintf("%s (%s). %s. %s%s", v.Title, m.Event, causeLine(v), v.URL, shareLine(m.Share)), 4000),
 		AdditionalInfo:  string(info),
 		TimeOfEvent:     m.At.UTC().Format("2006-01-02 15:04:05"),
 		ResolutionState: state,
 	}}}
+}
+
+// shareLine is the read-only link, as the end of a description.
+func shareLine(share string) string {
+	if share == "" {
+		return ""
+	}
+	return " Read-only link (no account needed): " + share
 }
 
 // causeLine says the top cause in one line, or why there is none.

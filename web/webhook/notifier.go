@@ -149,6 +149,18 @@ func (n *Notifier) enqueue(ctx context.Context, hooks []store.Webhook, in store.
 			if !slices.Contains(h.Events, m.Event) || h.CreatedAt.After(m.At) {
 				continue
 			}
+			m.Share = ""
+			if h.IncludeShareLink {
+				// The same link in every delivery of this webhook about
+				// this incident; none once its sharing was revoked.
+				tok, ok, err := n.st.WebhookShareToken(ctx, in.ID, h)
+				if err != nil {
+					return err
+				}
+				if ok {
+					m.Share = incident.ShareURL(n.opt.PublicURL, tok)
+				}
+			}
 			body, err := render(h.Format, m, n.opt.PublicURL)
 			if err != nil {
 				return err
