@@ -33,7 +33,7 @@ end
 LUA
 bytes() { curl -s -o /dev/null -w '%{size_download}' "$@"; }
 echo "HTML bytes, incident page: $(bytes -H "Cookie: $cookie" "$url") plain, $(bytes -H "Cookie: $cookie" -H 'Accept-Encoding: gzip' "$url") gzip"
-echo "HTML bytes, share page:    $(bytes "$share") plain, $(bytes -H 'Accept-Encoding: gzip' "$share") gzip"
+echo "HTML bytes, share page:    $(bytes "$share") plain, $(bytes -H 'Accept-Encoding: gzip' "$share") gzip, $(bytes -H 'Accept-Encoding: br' "$share") brotli"
 echo "bytes per filtered fragment: $(bytes -H "Cookie: $cookie" -H 'HX-Request: true' -H 'HX-Target: filtered' "$url?page=2") plain"
 static="${url%%/incidents/*}/static/app.css"
 curl -s -o /dev/null -H "Cookie: $cookie" "$url" # warm caches

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/andybalholm/brotli"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/waterline-dev/waterline/web"
@@ -273,6 +274,19 @@ func TestSharePageCache(t *testing.T) {
 	unzipped, err := io.ReadAll(zr)
 	if err != nil || string(unzipped) != plain.body {
 		t.Fatalf("the gzip body is not the page (%v, %d vs %d bytes)", err, len(unzipped), len(plain.body))
+	}
+	br := get(map[string]string{"Accept-Encoding": "gzip, deflate, br;q=0.9"})
+	if br.header.Get("Content-Encoding") != "br" || br.header.Get("ETag") == gzTag || br.header.Get("ETag") == etag {
+		t.Fatalf("brotli: encoding %q ETag %q", br.header.Get("Content-Encoding"), br.header.Get("ETag"))
+	}
+	if unbr, err := io.ReadAll(brotli.NewReader(strings.NewReader(br.body))); err != nil || string(unbr) != plain.body {
+		t.Fatalf("the brotli body is not the page (%v)", err)
+	}
+	if len(br.body) >= len(gz.body) || len(gz.body) >= len(plain.body)/3 {
+		t.Errorf("sizes: plain %d, gzip %d, brotli %d", len(plain.body), len(gz.body), len(br.body))
+	}
+	if r := get(map[string]string{"Accept-Encoding": "br;q=0, gzip"}); r.header.Get("Content-Encoding") != "gzip" {
+		t.Errorf("br;q=0 got %q", r.header.Get("Content-Encoding"))
 	}
 	if !strings.Contains(gz.header.Get("Vary"), "Accept-Encoding") || !strings.Contains(gz.header.Get("Vary"), "HX-Request") {
 		t.Errorf("Vary %q", gz.header.Get("Vary"))
