@@ -45,8 +45,9 @@ func (s *Store) CreateShareLink(ctx context.Context, id int64) (string, error) {
 	}
 	tok := base64.RawURLEncoding.EncodeToString(raw)
 	var ok bool
-	err := s.db.QueryRow(ctx, `WITH inc AS (UPDATE incidents SET updated_at = now() WHERE id = $1 RETURNING id)
-		INSERT INTO share_links (incident_id, hash) SELECT id, $2 FROM inc
+	// Sharing is not a change of the incident: updated_at (which webhooks
+	// date a resolution by) stays as it is.
+	err := s.db.QueryRow(ctx, `INSERT INTO share_links (incident_id, hash) SELECT id, $2 FROM incidents WHERE id = $1
 		ON CONFLICT (incident_id, (COALESCE(webhook_id, 0)))
 		DO UPDATE SET hash = EXCLUDED.hash, created_at = now(), revoked_at = NULL
 		RETURNING true`, id, hashShareToken(tok)).Scan(&ok)
@@ -60,17 +61,14 @@ func (s *Store) CreateShareLink(ctx context.Context, id int64) (string, error) {
 // webhooks'): they stop working at once. Revoking an unshared incident is
 // harmless; ErrNotFound for an unknown incident.
 func (s *Store) RevokeShare(ctx context.Context, id int64) error {
-	tag, err := s.db.Exec(ctx, `UPDATE incidents SET updated_at = now() WHERE id = $1`, id)
-	if err != nil {
+	var exists bool
+	if err := s.db.QueryRow(ctx, `SELECT true FROM incidents WHERE id = $1`, id).Scan(&exists); err != nil {
 		return wrap("revoke share", err)
 	}
-	if tag.RowsAffected() == 0 {
-		return ErrNotFound
-	}
-	if _, err := s.db.Exec(ctx, `DELETE FROM share_links WHERE incident_id = $1 AND webhook_id IS NULL`, id); err != nil {
-		return wrap("revoke share", err)
-	}
-	_, err = s.db.Exec(ctx, `UPDATE share_links SET revoked_at = now() WHERE incident_id = $1 AND revoked_at IS NULL`, id)
+	// One statement: the incident's own link goes; webhooks' links stay
+	// as revoked rows, so that a later delivery cannot bring them back.
+	_, err := s.db.Exec(ctx, `WITH own AS (DELETE FROM share_links WHERE incident_id = $1 AND webhook_id IS NULL)
+		UPDATE share_links SET revoked_at = now() WHERE incident_id = $1 AND webhook_id IS NOT NULL AND revoked_at IS NULL`, id)
 	return wrap("revoke share", err)
 }
 
