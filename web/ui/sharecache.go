@@ -188,7 +188,7 @@ func serveCached(c echo.Context, pg *sharedPage) error {
 		h[k] = slices.Clone(v)
 	}
 	h.Del("Content-Length")
-	h.Set("Vary", "HX-Request, Accept-Encoding")
+	h.Set("Vary", "HX-Request, HX-Target, Accept-Encoding")
 	// A capability URL: browsers may keep it but must ask again (a revoked
 	// link must stop working), shared caches must not keep it.
 	h.Set("Cache-Control", "private, no-cache")
