@@ -133,33 +133,47 @@ func (s *Store) SharedIncident(ctx context.Context, token string) (int64, error)
 	return id, nil
 }
 
-// SharedState is what a share page depends on besides live data: the
-// incident a token opens, when it last changed, its newest analysis and
-// its snapshot. A share page cache keys on it.
-type SharedState struct {
+// PageState is what an incident page depends on besides live data: when
+// the incident last changed, its newest analysis, its snapshot and its own
+// share link. Page caches key on it.
+type PageState struct {
 	IncidentID      int64
 	UpdatedAt       time.Time
 	AnalysisVersion int
 	AnalysisStatus  string     // "" when none was started
 	SnapshotAt      *time.Time // nil when not frozen
+	SharedAt        *time.Time // when the incident's own link was made; nil when it has none
 }
 
-// SharedState returns the state of the incident a share token opens, in
-// one query, or ErrNotFound (unknown, revoked or malformed token).
-func (s *Store) SharedState(ctx context.Context, token string) (SharedState, error) {
-	if len(token) != base64.RawURLEncoding.EncodedLen(shareTokenBytes) {
-		return SharedState{}, ErrNotFound
-	}
-	var st SharedState
-	err := s.db.QueryRow(ctx, `SELECT l.incident_id, i.updated_at, COALESCE(a.version, 0), COALESCE(a.status, ''), sn.created_at
-		FROM share_links l
-		JOIN incidents i ON i.id = l.incident_id
-		LEFT JOIN LATERAL (SELECT version, status FROM analyses WHERE incident_id = l.incident_id ORDER BY version DESC LIMIT 1) a ON true
-		LEFT JOIN snapshots sn ON sn.incident_id = l.incident_id
-		WHERE l.hash = $1 AND l.revoked_at IS NULL`, hashShareToken(token)).
-		Scan(&st.IncidentID, &st.UpdatedAt, &st.AnalysisVersion, &st.AnalysisStatus, &st.SnapshotAt)
+const pageStateQuery = `SELECT i.id, i.updated_at, COALESCE(a.version, 0), COALESCE(a.status, ''), sn.created_at, own.created_at
+	FROM incidents i
+	LEFT JOIN LATERAL (SELECT version, status FROM analyses WHERE incident_id = i.id ORDER BY version DESC LIMIT 1) a ON true
+	LEFT JOIN snapshots sn ON sn.incident_id = i.id
+	LEFT JOIN share_links own ON own.incident_id = i.id AND own.webhook_id IS NULL AND own.revoked_at IS NULL
+	WHERE `
+
+func (s *Store) pageState(ctx context.Context, op, where string, arg any) (PageState, error) {
+	var st PageState
+	err := s.db.QueryRow(ctx, pageStateQuery+where, arg).
+		Scan(&st.IncidentID, &st.UpdatedAt, &st.AnalysisVersion, &st.AnalysisStatus, &st.SnapshotAt, &st.SharedAt)
 	if err != nil {
-		return SharedState{}, wrap("shared state", err)
+		return PageState{}, wrap(op, err)
 	}
 	return st, nil
+}
+
+// IncidentPageState returns an incident's PageState in one query, or
+// ErrNotFound.
+func (s *Store) IncidentPageState(ctx context.Context, id int64) (PageState, error) {
+	return s.pageState(ctx, "incident page state", `i.id = $1`, id)
+}
+
+// SharedState returns the PageState of the incident a share token opens,
+// in one query, or ErrNotFound (unknown, revoked or malformed token).
+func (s *Store) SharedState(ctx context.Context, token string) (PageState, error) {
+	if len(token) != base64.RawURLEncoding.EncodedLen(shareTokenBytes) {
+		return PageState{}, ErrNotFound
+	}
+	return s.pageState(ctx, "shared state",
+		`i.id = (SELECT incident_id FROM share_links WHERE hash = $1 AND revoked_at IS NULL)`, hashShareToken(token))
 }

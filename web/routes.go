@@ -61,7 +61,7 @@ func (s *Server) routes(e *echo.Echo) {
 	e.POST("/logout", p.Logout, uiRead)
 	e.GET("/", p.ShowHome, gz, uiRead)
 	e.GET("/explore", p.ShowExplore, gz, uiRead)
-	e.GET("/incidents/:id", byID(p.ShowIncident), gz, uiRead)
+	e.GET("/incidents/:id", byID(p.ShowIncident), uiRead) // cached pre-compressed per session (web/ui/pagecache.go)
 	e.GET("/incidents/:id/status", byID(p.ShowIncidentStatus), uiRead)
 	e.GET("/incidents/:id/samples/:rid", byID(p.ShowSample), gz, uiRead)
 	e.GET("/incidents/:id/export.md", byID(p.ExportIncident), gz, uiRead)

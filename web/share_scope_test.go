@@ -511,3 +511,58 @@ func TestWebhookShareLink(t *testing.T) {
 		t.Errorf("a later delivery revived the link: %d", p.status)
 	}
 }
+
+// TestIncidentPageCache: the signed-in page is cached per session — two
+// users on the same URL never get each other's page (names, CSRF tokens,
+// buttons) — with a strong ETag and 304, and a new page as soon as the
+// incident changes.
+func TestIncidentPageCache(t *testing.T) {
+	e := newUIEnv(t)
+	reader, writer := e.browser(), e.browser()
+	reader.login(e.read)
+	writer.login(e.write)
+	path := e.incidentPath()
+	gz := map[string]string{"Accept-Encoding": "gzip"}
+	r1 := reader.do("GET", path, nil, map[string]string{"Accept-Encoding": "identity"})
+	w1 := writer.do("GET", path, nil, map[string]string{"Accept-Encoding": "identity"})
+	if r1.status != 200 || w1.status != 200 || r1.header.Get("ETag") == "" || r1.header.Get("ETag") == w1.header.Get("ETag") {
+		t.Fatalf("reader %d %q, writer %d %q", r1.status, r1.header.Get("ETag"), w1.status, w1.header.Get("ETag"))
+	}
+	if r1.testid("freeze").Length() != 0 || w1.testid("freeze").Length() == 0 {
+		t.Fatal("a session got the other's page (buttons)")
+	}
+	if !strings.Contains(r1.body, reader.csrf) || strings.Contains(r1.body, writer.csrf) || !strings.Contains(w1.body, writer.csrf) {
+		t.Fatal("a session got the other's CSRF token")
+	}
+	// Again, from the cache: the same bytes; gzip; 304 with the ETag.
+	if again := reader.do("GET", path, nil, map[string]string{"Accept-Encoding": "identity"}); again.body != r1.body || again.header.Get("ETag") != r1.header.Get("ETag") {
+		t.Error("the second answer differs")
+	}
+	g := reader.do("GET", path, nil, gz)
+	if g.header.Get("Content-Encoding") != "gzip" {
+		t.Errorf("gzip: %q", g.header.Get("Content-Encoding"))
+	}
+	if r := reader.do("GET", path, nil, map[string]string{"Accept-Encoding": "gzip", "If-None-Match": g.header.Get("ETag")}); r.status != http.StatusNotModified {
+		t.Errorf("If-None-Match: %d", r.status)
+	}
+	if cc := g.header.Get("Cache-Control"); cc != "private, no-cache" {
+		t.Errorf("Cache-Control %q", cc)
+	}
+	// A share link made (through the API: not this replica's UI) shows at once.
+	if r := e.do(request{method: "POST", path: "/api/v1" + path + "/share", token: e.write}); r.status != http.StatusCreated {
+		t.Fatalf("API share: %d", r.status)
+	}
+	if w := writer.get(path); w.testid("share-since").Length() == 0 {
+		t.Error("the cached page does not show the new share link")
+	}
+	// A new analysis: a new page.
+	e.storeAnalysis(t)
+	if r := reader.do("GET", path, nil, map[string]string{"Accept-Encoding": "identity", "If-None-Match": r1.header.Get("ETag")}); r.status != 200 || r.header.Get("ETag") == r1.header.Get("ETag") {
+		t.Errorf("after a new analysis: %d %q", r.status, r.header.Get("ETag"))
+	}
+	// Signed out: the cache does not answer.
+	reader.post("/logout", nil)
+	if r := reader.get(path); r.status != http.StatusSeeOther {
+		t.Errorf("after logout: %d", r.status)
+	}
+}

@@ -23,7 +23,7 @@ import (
 // ShowIncident is GET /incidents/{id}: the permalink. An htmx request
 // targeting #filtered or #sample-table gets only that region.
 func (p *Pages) ShowIncident(c echo.Context, id int64) error {
-	return p.incidentPage(c, id, incidentPath(id), false)
+	return p.showIncidentCached(c, id) // pagecache.go; renders with incidentPage
 }
 
 // incidentPage renders the incident page (or one of its fragments) under

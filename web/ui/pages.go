@@ -39,10 +39,11 @@ type Pages struct {
 	incidents *incident.Service
 	now       func() time.Time
 
-	sessions sessionCache   // browser sessions (auth.go)
-	views    viewCache      // decoded analyses and snapshots (data.go)
-	viewData viewDataCache  // timeline and sample pages, briefly (cache.go)
-	share    sharePageCache // rendered share pages, compressed (sharecache.go)
+	sessions sessionCache  // browser sessions (auth.go)
+	views    viewCache     // decoded analyses and snapshots (data.go)
+	viewData viewDataCache // timeline and sample pages, briefly (cache.go)
+	share    pageCache     // rendered share pages, compressed (pagecache.go)
+	pages    pageCache     // rendered signed-in incident pages, per session
 }
 
 // New returns the pages.

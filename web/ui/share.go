@@ -31,6 +31,7 @@ func (p *Pages) CreateShareLink(c echo.Context, id int64) error {
 		return err
 	}
 	p.share.forget(id)
+	p.pages.forget(id)
 	c.Set(newShareURLKey, p.ShareURL(tok))
 	return p.incidentPage(c, id, incidentPath(id), false)
 }
@@ -47,6 +48,7 @@ func (p *Pages) RevokeShareLink(c echo.Context, id int64) error {
 		return err
 	}
 	p.share.forget(id)
+	p.pages.forget(id)
 	return c.Redirect(http.StatusSeeOther, incidentPath(id))
 }
 
@@ -70,7 +72,7 @@ func shareHeaders(c echo.Context) {
 }
 
 // ShowSharedIncident is GET /s/{token}: the incident page, read-only, and
-// its htmx fragments; answered from the share page cache (sharecache.go).
+// its htmx fragments; answered from the share page cache (pagecache.go).
 func (p *Pages) ShowSharedIncident(c echo.Context) error {
 	ctx := c.Request().Context()
 	tok := c.Param("token")
@@ -86,7 +88,7 @@ func (p *Pages) ShowSharedIncident(c echo.Context) error {
 	}
 	st.Live = false
 	key, ttl := sharePageKey(ss, base, fragmentTarget(c.Request()), st)
-	pg, err := p.share.get(ctx, key, func() (*sharedPage, error) {
+	pg, err := p.share.get(ctx, key, func() (*cachedPage, error) {
 		return renderCached(c, ss.IncidentID, ttl, func(c echo.Context) error {
 			return p.incidentPage(c, ss.IncidentID, base, true)
 		})

@@ -18,31 +18,35 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/web/request"
 	"github.com/waterline-dev/waterline/web/ui/views"
 )
 
-// sharePageCache keeps rendered share pages (and their htmx fragments),
+// pageCache keeps rendered incident pages (and their htmx fragments),
 // compressed once, for the moment a link pasted in a busy channel is
 // opened by a chat unfurler and dozens of people at the same time: one
 // render serves them all, a gzip or brotli encoding is made once, and a
-// browser that has the page gets 304 for its strong ETag.
+// browser that has the page gets 304 for its strong ETag. Share pages are
+// shared by everyone holding the link; signed-in pages are kept per
+// session (incidentPageKey).
 //
 // The key holds everything a page depends on: the link (its token is in
-// every URL on the page), the htmx target, the view's query, the
-// incident's updated_at (any change: window, status, sharing), its newest
-// analysis version and status, and its snapshot time. Live data has no
-// version, so a page over live data lives sharePageLiveTTL, the lag the
+// every URL on the page) or the session, the htmx target, the view's
+// query, the incident's updated_at (any change: window, status), its
+// newest analysis version and status, its snapshot time (and, signed in,
+// its share link). Live data has no
+// version, so a page over live data lives pageLiveTTL, the lag the
 // other page caches allow too; a frozen incident's page reads only its
 // snapshot and lives longer. Changes made here also drop the incident's
 // entries at once (forget).
-type sharePageCache struct {
+type pageCache struct {
 	mu sync.Mutex
-	m  map[string]*sharedPage
+	m  map[string]*cachedPage
 	sf singleflight.Group
 }
 
-// sharedPage is one cached answer: the page and its encodings.
-type sharedPage struct {
+// cachedPage is one cached answer: the page and its encodings.
+type cachedPage struct {
 	incident int64
 	header   http.Header // as rendered (Content-Type and whatever else the page set)
 	raw, gz  []byte
@@ -52,15 +56,15 @@ type sharedPage struct {
 }
 
 const (
-	sharePageLiveTTL   = 10 * time.Second
-	sharePageFrozenTTL = time.Minute
-	// sharePageMax bounds the cache: a demo incident page is ~160 KB raw
+	pageLiveTTL   = 10 * time.Second
+	pageFrozenTTL = time.Minute
+	// pageCacheMax bounds the cache: a demo incident page is ~160 KB raw
 	// and ~30 KB gzipped, so 64 entries stay under ~16 MB.
-	sharePageMax = 64
+	pageCacheMax = 64
 )
 
 // get returns the page under key, rendering it once however many ask.
-func (pc *sharePageCache) get(ctx context.Context, key string, render func() (*sharedPage, error)) (*sharedPage, error) {
+func (pc *pageCache) get(ctx context.Context, key string, render func() (*cachedPage, error)) (*cachedPage, error) {
 	now := time.Now()
 	pc.mu.Lock()
 	if pg, ok := pc.m[key]; ok && now.Before(pg.expires) {
@@ -76,9 +80,9 @@ func (pc *sharePageCache) get(ctx context.Context, key string, render func() (*s
 		pc.mu.Lock()
 		defer pc.mu.Unlock()
 		if pc.m == nil {
-			pc.m = map[string]*sharedPage{}
+			pc.m = map[string]*cachedPage{}
 		}
-		if len(pc.m) >= sharePageMax {
+		if len(pc.m) >= pageCacheMax {
 			pc.evictLocked(time.Now())
 		}
 		pc.m[key] = pg
@@ -87,24 +91,24 @@ func (pc *sharePageCache) get(ctx context.Context, key string, render func() (*s
 	if err != nil {
 		return nil, err
 	}
-	return v.(*sharedPage), nil
+	return v.(*cachedPage), nil
 }
 
 // evictLocked drops expired entries, or every entry when none expired
 // (crude but bounded; entries are cheap to rebuild).
-func (pc *sharePageCache) evictLocked(now time.Time) {
+func (pc *pageCache) evictLocked(now time.Time) {
 	for k, pg := range pc.m {
 		if !now.Before(pg.expires) {
 			delete(pc.m, k)
 		}
 	}
-	if len(pc.m) >= sharePageMax {
+	if len(pc.m) >= pageCacheMax {
 		clear(pc.m)
 	}
 }
 
 // forget drops every cached page of an incident.
-func (pc *sharePageCache) forget(id int64) {
+func (pc *pageCache) forget(id int64) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	for k, pg := range pc.m {
@@ -114,18 +118,58 @@ func (pc *sharePageCache) forget(id int64) {
 	}
 }
 
-// ForgetSharedPages drops an incident's cached share pages; callers that
-// change an incident outside this package (the API) call it.
-func (p *Pages) ForgetSharedPages(id int64) { p.share.forget(id) }
-
 // sharePageKey names one cached answer.
-func sharePageKey(ss store.SharedState, base, target string, st views.State) (string, time.Duration) {
-	snap, ttl := "live", sharePageLiveTTL
+func sharePageKey(ss store.PageState, base, target string, st views.State) (string, time.Duration) {
+	snap, ttl := "live", pageLiveTTL
 	if ss.SnapshotAt != nil {
-		snap, ttl = strconv.FormatInt(ss.SnapshotAt.UnixNano(), 10), sharePageFrozenTTL
+		snap, ttl = strconv.FormatInt(ss.SnapshotAt.UnixNano(), 10), pageFrozenTTL
 	}
-	return fmt.Sprintf("%s|%s|%s|%d|%d|%s|%s", base, target, st.URL(), ss.UpdatedAt.UnixNano(), ss.AnalysisVersion,
+	return fmt.Sprintf("share|%q|%q|%q|%d|%d|%q|%s", base, target, st.URL(), ss.UpdatedAt.UnixNano(), ss.AnalysisVersion,
 		ss.AnalysisStatus, snap), ttl
+}
+
+// incidentPageKey names a signed-in incident page. The page carries the
+// user's name and CSRF token and offers what their scope allows, so it is
+// kept per session; it also shows whether the incident has a share link.
+// Every string is quoted: no two sessions can make the same key.
+func incidentPageKey(ps store.PageState, u user, target string, st views.State) (string, time.Duration) {
+	snap, ttl := "live", pageLiveTTL
+	if ps.SnapshotAt != nil && !st.Live {
+		snap, ttl = strconv.FormatInt(ps.SnapshotAt.UnixNano(), 10), pageFrozenTTL
+	}
+	shared := "-"
+	if ps.SharedAt != nil {
+		shared = strconv.FormatInt(ps.SharedAt.UnixNano(), 10)
+	}
+	return fmt.Sprintf("incident|%d|%q|%q|%q|%q|%q|%d|%d|%q|%s|%s", ps.IncidentID, u.Name, u.Scope, u.CSRF, target, st.URL(),
+		ps.UpdatedAt.UnixNano(), ps.AnalysisVersion, ps.AnalysisStatus, snap, shared), ttl
+}
+
+// showIncidentCached answers GET /incidents/{id} (and its fragments) from
+// the page cache: one query says whether the cached page is still what the
+// incident looks like; only a miss renders.
+func (p *Pages) showIncidentCached(c echo.Context, id int64) error {
+	ctx := c.Request().Context()
+	ps, err := p.store.IncidentPageState(ctx, id)
+	if err != nil {
+		return err
+	}
+	base := incidentPath(id)
+	st, err := views.ParseState(base, c.QueryParams())
+	if err != nil {
+		return request.BadInput("", "%v", err)
+	}
+	u, _ := userOf(c)
+	key, ttl := incidentPageKey(ps, u, fragmentTarget(c.Request()), st)
+	pg, err := p.pages.get(ctx, key, func() (*cachedPage, error) {
+		return renderCached(c, id, ttl, func(c echo.Context) error {
+			return p.incidentPage(c, id, base, false)
+		})
+	})
+	if err != nil {
+		return err
+	}
+	return serveCached(c, pg)
 }
 
 // capturedResponse records what a handler writes.
@@ -151,7 +195,7 @@ func (r *capturedResponse) Write(b []byte) (int, error) {
 // renderCached runs h with its output captured and, when it answers 200,
 // makes a cache entry of it (compressed once). Anything else is an error
 // for the caller to answer as usual.
-func renderCached(c echo.Context, incidentID int64, ttl time.Duration, h func(echo.Context) error) (*sharedPage, error) {
+func renderCached(c echo.Context, incidentID int64, ttl time.Duration, h func(echo.Context) error) (*cachedPage, error) {
 	orig := c.Response()
 	rec := &capturedResponse{header: http.Header{}}
 	c.SetResponse(echo.NewResponse(rec, c.Echo()))
@@ -165,7 +209,7 @@ func renderCached(c echo.Context, incidentID int64, ttl time.Duration, h func(ec
 	}
 	raw := bytes.Clone(rec.body.Bytes())
 	sum := sha256.Sum256(raw)
-	pg := &sharedPage{incident: incidentID, header: rec.header, raw: raw, etag: hex.EncodeToString(sum[:16]),
+	pg := &cachedPage{incident: incidentID, header: rec.header, raw: raw, etag: hex.EncodeToString(sum[:16]),
 		expires: time.Now().Add(ttl)}
 	var gz bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression) // once per entry: worth the best ratio
@@ -182,7 +226,7 @@ func renderCached(c echo.Context, incidentID int64, ttl time.Duration, h func(ec
 
 // serveCached answers with a cached page in the best encoding the client
 // accepts, or 304 when it already has that representation.
-func serveCached(c echo.Context, pg *sharedPage) error {
+func serveCached(c echo.Context, pg *cachedPage) error {
 	h := c.Response().Header()
 	for k, v := range pg.header {
 		h[k] = slices.Clone(v)
