@@ -212,7 +212,7 @@ func renderCached(c echo.Context, incidentID int64, ttl time.Duration, h func(ec
 	pg := &cachedPage{incident: incidentID, header: rec.header, raw: raw, etag: hex.EncodeToString(sum[:16]),
 		expires: time.Now().Add(ttl)}
 	var gz bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression) // once per entry: worth the best ratio
+	zw, _ := gzip.NewWriterLevel(&gz, gzip.DefaultCompression) // best would save ~3 % for 2-3× the time of a miss
 	if _, err := zw.Write(raw); err != nil {
 		return nil, err
 	}
