@@ -40,9 +40,10 @@ import (
 // snapshot and lives longer. Changes made here also drop the incident's
 // entries at once (forget).
 type pageCache struct {
-	mu sync.Mutex
-	m  map[string]*cachedPage
-	sf singleflight.Group
+	mu    sync.Mutex
+	m     map[string]*cachedPage
+	bytes int // of every entry's page and encodings
+	sf    singleflight.Group
 }
 
 // cachedPage is one cached answer: the page and its encodings.
@@ -58,10 +59,12 @@ type cachedPage struct {
 const (
 	pageLiveTTL   = 10 * time.Second
 	pageFrozenTTL = time.Minute
-	// pageCacheMax bounds the cache: a demo incident page is ~160 KB raw
-	// and ~30 KB gzipped, so 64 entries stay under ~16 MB.
-	pageCacheMax = 64
+	// pageCacheBytes bounds each cache: a demo incident page is ~165 KB
+	// raw, ~31 KB gzipped and ~17 KB in brotli, so ~150 pages fit.
+	pageCacheBytes = 32 << 20
 )
+
+func (pg *cachedPage) size() int { return len(pg.raw) + len(pg.gz) + len(pg.br) }
 
 // get returns the page under key, rendering it once however many ask.
 func (pc *pageCache) get(ctx context.Context, key string, render func() (*cachedPage, error)) (*cachedPage, error) {
@@ -82,10 +85,12 @@ func (pc *pageCache) get(ctx context.Context, key string, render func() (*cached
 		if pc.m == nil {
 			pc.m = map[string]*cachedPage{}
 		}
-		if len(pc.m) >= pageCacheMax {
+		pc.dropLocked(key)
+		if pc.bytes+pg.size() > pageCacheBytes {
 			pc.evictLocked(time.Now())
 		}
 		pc.m[key] = pg
+		pc.bytes += pg.size()
 		return pg, nil
 	})
 	if err != nil {
@@ -94,16 +99,26 @@ func (pc *pageCache) get(ctx context.Context, key string, render func() (*cached
 	return v.(*cachedPage), nil
 }
 
-// evictLocked drops expired entries, or every entry when none expired
-// (crude but bounded; entries are cheap to rebuild).
+// evictLocked drops expired entries, then random ones (map order) until
+// a quarter of the budget is free: bounded, and cheap to rebuild.
 func (pc *pageCache) evictLocked(now time.Time) {
 	for k, pg := range pc.m {
 		if !now.Before(pg.expires) {
-			delete(pc.m, k)
+			pc.dropLocked(k)
 		}
 	}
-	if len(pc.m) >= pageCacheMax {
-		clear(pc.m)
+	for k := range pc.m {
+		if pc.bytes <= pageCacheBytes*3/4 {
+			break
+		}
+		pc.dropLocked(k)
+	}
+}
+
+func (pc *pageCache) dropLocked(key string) {
+	if pg, ok := pc.m[key]; ok {
+		pc.bytes -= pg.size()
+		delete(pc.m, key)
 	}
 }
 
@@ -113,7 +128,7 @@ func (pc *pageCache) forget(id int64) {
 	defer pc.mu.Unlock()
 	for k, pg := range pc.m {
 		if pg.incident == id {
-			delete(pc.m, k)
+			pc.dropLocked(k)
 		}
 	}
 }
