@@ -70,7 +70,7 @@ func (s *Server) routes(e *echo.Echo) {
 	e.POST("/incidents/:id/share/revoke", byID(p.RevokeShareLink), uiWrite)
 	e.POST("/incidents/:id/freeze", byID(p.FreezeIncident), uiWrite)
 	e.POST("/incidents/:id/resolve", byID(p.ResolveIncident), uiWrite)
-	e.GET("/s/:token", p.ShowSharedIncident) // cached pre-compressed (web/ui/sharecache.go)
+	e.GET("/s/:token", p.ShowSharedIncident) // cached pre-compressed (web/ui/pagecache.go)
 	e.GET("/s/:token/samples/:rid", p.ShowSharedSample, gz)
 	e.GET("/s/:token/og.png", p.DrawSharedCard)
 }
