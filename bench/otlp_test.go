@@ -90,7 +90,10 @@ func newOTLPFixture(b *testing.B, base time.Time) otlpFixture {
 // BenchmarkOTLPIngest measures samples per second through POST /v1/traces
 // (protobuf, batches of 512 spans, until the last sample is stored) next
 // to the JSON sample API on the same samples in the same run. Goal: OTLP
-// ≥ 0.5 × the JSON API.
+// ≥ 0.5 × the JSON API. inflight is how many requests each client keeps
+// open: 1 as the SDK's batch span processor exports, 4 (the server's
+// ingest slots) as a Collector's otlphttp exporter does with its sending
+// queue (10 consumers by default) and as a parallel JSON pusher would.
 func BenchmarkOTLPIngest(b *testing.B) {
 	ctx := context.Background()
 	pool := storetest.NewPool(b)
@@ -111,12 +114,29 @@ func BenchmarkOTLPIngest(b *testing.B) {
 		req.Header.Set("Content-Type", ctype)
 		res, err := client.Do(req)
 		if err != nil {
-			b.Fatal(err)
+			b.Error(err)
+			return
 		}
 		io.Copy(io.Discard, res.Body)
 		res.Body.Close()
 		if res.StatusCode != 200 {
-			b.Fatalf("%s: %d", url, res.StatusCode)
+			b.Errorf("%s: %d", url, res.StatusCode)
+		}
+	}
+	// postAll posts the bodies in order with up to inflight at once.
+	postAll := func(url, ctype string, bodies [][]byte, inflight int) {
+		var wg sync.WaitGroup
+		slots := make(chan struct{}, inflight)
+		for _, body := range bodies {
+			slots <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-slots }()
+				post(url, ctype, body)
+			})
+		}
+		wg.Wait()
+		if b.Failed() {
+			b.FailNow()
 		}
 	}
 	// server is a fresh server (and assembler: it remembers emitted trace
@@ -134,13 +154,11 @@ func BenchmarkOTLPIngest(b *testing.B) {
 		}, web.Deps{Store: st, Traces: a}))
 		return srv, a, func() { srv.Close(); stop() }
 	}
-	viaOTLP := func() time.Duration {
+	viaOTLP := func(inflight int) time.Duration {
 		srv, a, done := server()
 		defer done()
 		start := time.Now()
-		for _, body := range f.traceBodies {
-			post(srv.URL+"/v1/traces", "application/x-protobuf", body)
-		}
+		postAll(srv.URL+"/v1/traces", "application/x-protobuf", f.traceBodies, inflight)
 		for a.Stats().Samples.Load() < otlpSamples {
 			time.Sleep(2 * time.Millisecond)
 		}
@@ -150,32 +168,32 @@ func BenchmarkOTLPIngest(b *testing.B) {
 		}
 		return d
 	}
-	viaJSON := func() time.Duration {
+	viaJSON := func(inflight int) time.Duration {
 		srv, _, done := server()
 		defer done()
 		start := time.Now()
-		for _, body := range f.jsonBodies {
-			post(srv.URL+"/api/v1/samples", "application/x-ndjson", body)
-		}
+		postAll(srv.URL+"/api/v1/samples", "application/x-ndjson", f.jsonBodies, inflight)
 		return time.Since(start)
 	}
-	viaOTLP() // warm up
-	viaJSON()
-	var otlpT, jsonT time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if i%2 == 0 {
-			otlpT += viaOTLP()
-			jsonT += viaJSON()
-		} else {
-			jsonT += viaJSON()
-			otlpT += viaOTLP()
-		}
+	viaOTLP(1) // warm up
+	viaJSON(1)
+	for _, inflight := range []int{1, 4} {
+		b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
+			var otlpT, jsonT time.Duration
+			for i := 0; i < b.N; i++ {
+				if i%2 == 0 {
+					otlpT += viaOTLP(inflight)
+					jsonT += viaJSON(inflight)
+				} else {
+					jsonT += viaJSON(inflight)
+					otlpT += viaOTLP(inflight)
+				}
+			}
+			n := float64(b.N * otlpSamples)
+			b.ReportMetric(n/otlpT.Seconds(), "otlp_samples/s")
+			b.ReportMetric(float64(b.N*f.spans)/otlpT.Seconds(), "otlp_spans/s")
+			b.ReportMetric(n/jsonT.Seconds(), "json_samples/s")
+			b.ReportMetric(jsonT.Seconds()/otlpT.Seconds(), "ratio")
+		})
 	}
-	b.StopTimer()
-	n := float64(b.N * otlpSamples)
-	b.ReportMetric(n/otlpT.Seconds(), "otlp_samples/s")
-	b.ReportMetric(float64(b.N*f.spans)/otlpT.Seconds(), "otlp_spans/s")
-	b.ReportMetric(n/jsonT.Seconds(), "json_samples/s")
-	b.ReportMetric(jsonT.Seconds()/otlpT.Seconds(), "ratio")
 }

@@ -120,6 +120,7 @@ func (a *Assembler) Add(req *Request) (Result, error) {
 		return Result{}, ErrBusy
 	}
 	for i, rs := range req.ResourceSpans {
+		rd := a.m.resource(rs.Resource)
 		for j, ss := range rs.ScopeSpans {
 			for k, sp := range ss.Spans {
 				res.Spans++
@@ -148,7 +149,7 @@ func (a *Assembler) Add(req *Request) (Result, error) {
 					continue
 				}
 				t.spans = append(t.spans, span{})
-				a.m.resolve(&t.spans[len(t.spans)-1], sp, rs.Resource)
+				a.m.resolve(&t.spans[len(t.spans)-1], sp, rd)
 				a.held++
 				a.stats.Spans[SpanAccepted].Add(1)
 				if t.entryAt == 0 && a.isEntry(&t.spans[len(t.spans)-1]) {
@@ -250,12 +251,32 @@ func (a *Assembler) evictLocked() (correlate.Sample, bool) {
 // forgets it, remembering its id for MaxWait so retries and late spans
 // are not taken for a new trace.
 func (a *Assembler) finishLocked(t *trace, expired bool) (correlate.Sample, bool) {
-	s, reason, ok := a.build(t, expired)
+	return a.finish(a.detachLocked(t, expired))
+}
+
+// detached is a trace taken out of the buffer, to be built without the
+// lock.
+type detached struct {
+	id      [16]byte
+	spans   []span
+	expired bool
+}
+
+// detachLocked forgets t (see finishLocked), handing back its spans.
+func (a *Assembler) detachLocked(t *trace, expired bool) detached {
+	d := detached{t.id, t.spans, expired}
+	a.forgetLocked(t)
+	return d
+}
+
+// finish builds a detached trace's sample, counting the trace as emitted
+// or dropped.
+func (a *Assembler) finish(d detached) (correlate.Sample, bool) {
+	s, reason, ok := a.build(d.id, d.spans, d.expired)
 	if !ok {
-		a.dropLocked(t, reason)
+		a.stats.Dropped[reason].Add(1)
 		return correlate.Sample{}, false
 	}
-	a.forgetLocked(t)
 	a.stats.Traces.Add(1)
 	return s, true
 }
@@ -306,14 +327,14 @@ func (a *Assembler) Flush(ctx context.Context, final bool) error {
 	ns := now.UnixNano()
 	grace, wait := a.cfg.Grace.Nanoseconds(), a.cfg.MaxWait.Nanoseconds()
 	a.mu.Lock()
-	var out []correlate.Sample
+	// Due traces leave the buffer under the lock; their samples are built
+	// after it, so Add is not held up meanwhile.
+	var due []detached
 	for len(a.rdy) > 0 && (final || a.rdy[0].entryAt+grace <= ns) {
 		t := a.rdy[0]
 		a.rdy = a.rdy[1:]
 		if !t.gone {
-			if s, ok := a.finishLocked(t, false); ok {
-				out = append(out, s)
-			}
+			due = append(due, a.detachLocked(t, false))
 		}
 	}
 	for len(a.age) > 0 && (a.age[0].gone || a.age[0].first+wait <= ns) {
@@ -322,9 +343,7 @@ func (a *Assembler) Flush(ctx context.Context, final bool) error {
 		if t.gone || t.entryAt != 0 { // an entry span came late: rdy has it
 			continue
 		}
-		if s, ok := a.finishLocked(t, true); ok {
-			out = append(out, s)
-		}
+		due = append(due, a.detachLocked(t, true))
 	}
 	for len(a.doneQ) > 0 && a.doneQ[0].until <= ns {
 		if a.done[a.doneQ[0].id] == a.doneQ[0].until {
@@ -332,9 +351,14 @@ func (a *Assembler) Flush(ctx context.Context, final bool) error {
 		}
 		a.doneQ = a.doneQ[1:]
 	}
-	batch := append(a.pending, out...)
+	batch := a.pending
 	a.pending = nil
 	a.mu.Unlock()
+	for _, d := range due {
+		if s, ok := a.finish(d); ok {
+			batch = append(batch, s)
+		}
+	}
 	if len(batch) == 0 {
 		return nil
 	}

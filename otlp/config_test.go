@@ -1,9 +1,15 @@
 package otlp
 
 import (
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/waterline-dev/waterline/correlate"
 )
@@ -57,6 +63,86 @@ func TestParseConfigNamesTheBadField(t *testing.T) {
 		_, err := ParseConfig("w.yaml", []byte(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "w.yaml") {
 			t.Errorf("%q: got %v, want …%s…", tc.yaml, err, tc.want)
+		}
+	}
+}
+
+// The rules' verdict is cached per span name, kind and the values of the
+// attributes rules look at: spans alike in those share it, spans that
+// differ in any of them do not, and a full cache starts over.
+func TestRuleVerdictsAreCachedByWhatTheRulesRead(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Rules = []Rule{
+		{Stage: correlate.StageDownstream, Kind: "client", Attrs: map[string]*regexp.Regexp{"peer.service": regexp.MustCompile(`^vec`)}},
+		{Stage: correlate.StageAuth, Attrs: map[string]*regexp.Regexp{"auth.step": regexp.MustCompile(`^1$`)}},
+		{Stage: correlate.StageExec, Name: regexp.MustCompile(`^infer`), Leaf: true},
+	}
+	m := newMapper(cfg)
+	str := func(v string) *commonpb.AnyValue {
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}
+	}
+	num := func(v int64) *commonpb.AnyValue {
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: v}}
+	}
+	attr := func(k string, v *commonpb.AnyValue) []*commonpb.KeyValue {
+		return []*commonpb.KeyValue{{Key: k, Value: v}}
+	}
+	for round := 0; round < 2; round++ { // the second round answers from the cache
+		for _, c := range []struct {
+			name, kind  string
+			span, res   []*commonpb.KeyValue
+			leaf, inner int8
+		}{
+			{"call", "client", attr("peer.service", str("vector-db")), nil, int8(correlate.StageDownstream), int8(correlate.StageDownstream)},
+			{"call", "client", attr("peer.service", str("other")), nil, -1, -1},
+			{"call", "server", attr("peer.service", str("vector-db")), nil, -1, -1},
+			{"call", "client", nil, attr("peer.service", str("vector-db")), int8(correlate.StageDownstream), int8(correlate.StageDownstream)},
+			{"call", "client", nil, nil, -1, -1},
+			{"call", "", attr("auth.step", num(1)), nil, int8(correlate.StageAuth), int8(correlate.StageAuth)},
+			{"call", "", attr("auth.step", str("1")), nil, int8(correlate.StageAuth), int8(correlate.StageAuth)},
+			{"call", "", attr("auth.step", num(2)), nil, -1, -1},
+			{"infer", "", nil, nil, int8(correlate.StageExec), -1},
+			{"infer", "", attr("auth.step", num(1)), nil, int8(correlate.StageAuth), int8(correlate.StageAuth)},
+		} {
+			leaf, inner := m.stages(c.name, c.kind, attrs{span: c.span, res: c.res})
+			if leaf != c.leaf || inner != c.inner {
+				t.Errorf("round %d: %q %q %v %v: got %d/%d, want %d/%d", round, c.name, c.kind, c.span, c.res, leaf, inner, c.leaf, c.inner)
+			}
+		}
+	}
+	for i := 0; i < 3*maxRuleCache; i++ {
+		name := "call-" + strconv.Itoa(i)
+		if i%2 == 1 {
+			name = "infer-" + strconv.Itoa(i)
+		}
+		leaf, _ := m.stages(name, "", attrs{})
+		if want := map[bool]int8{false: -1, true: int8(correlate.StageExec)}[i%2 == 1]; leaf != want {
+			t.Fatalf("%s: got %d, want %d", name, leaf, want)
+		}
+		if len(m.ruleCache) > maxRuleCache {
+			t.Fatalf("cache holds %d verdicts, bound %d", len(m.ruleCache), maxRuleCache)
+		}
+	}
+}
+
+// A dimension takes its first listed attribute present on the span or its
+// resource; for the same attribute, the span's value.
+func TestDimensionsPreferTheFirstListedKeyThenTheSpan(t *testing.T) {
+	m := newMapper(DefaultConfig())
+	kvs := func(pairs ...string) []*commonpb.KeyValue {
+		var out []*commonpb.KeyValue
+		for i := 0; i < len(pairs); i += 2 {
+			out = append(out, &commonpb.KeyValue{Key: pairs[i], Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: pairs[i+1]}}})
+		}
+		return out
+	}
+	res := m.resource(&resourcepb.Resource{Attributes: kvs("gen_ai.request.model", "from-resource", "k8s.pod.name", "pod-res", "host.name", "host-res")})
+	var dst span
+	m.resolve(&dst, &tracepb.Span{Name: "x", SpanId: []byte("12345678"), Attributes: kvs("model", "from-span", "k8s.pod.name", "pod-span",
+		"k8s.node.name", "", "host.name", "host-span")}, res)
+	for d, want := range map[Dim]string{DimModel: "from-resource", DimReplica: "pod-span", DimNode: "host-span"} {
+		if got := dst.dims[dimIndex[d]]; got != want {
+			t.Errorf("%s: got %q, want %q", d, got, want)
 		}
 	}
 }

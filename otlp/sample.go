@@ -1,9 +1,10 @@
 package otlp
 
 import (
+	"cmp"
 	"encoding/hex"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"time"
 
@@ -17,18 +18,52 @@ import (
 // its rule's, else its parent's, the entry span's being gateway. expired
 // says MaxWait passed: without a configured entry span, the topmost span
 // present then stands in for a root that never came.
-func (a *Assembler) build(t *trace, expired bool) (correlate.Sample, Drop, bool) {
-	sp := t.spans
-	index := make(map[[8]byte]int, len(sp))
-	for i := range sp {
-		index[sp[i].id] = i
-	}
-	children := make([][]int, len(sp))
-	for i := range sp {
-		if p, ok := index[sp[i].parent]; ok && sp[i].parent != [8]byte{} && p != i {
-			children[p] = append(children[p], i)
+func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sample, Drop, bool) {
+	// Most traces have a handful of spans: find parents by a linear scan
+	// there, by a map past that.
+	var index map[[8]byte]int
+	if len(sp) > 16 {
+		index = make(map[[8]byte]int, len(sp))
+		for i := range sp {
+			index[sp[i].id] = i
 		}
 	}
+	parentOf := func(i int) (int, bool) {
+		p := sp[i].parent
+		if index != nil {
+			j, ok := index[p]
+			return j, ok
+		}
+		for j := range sp {
+			if sp[j].id == p {
+				return j, true
+			}
+		}
+		return 0, false
+	}
+	// Per span: its parent's place (-1 = not here) and its children, as
+	// runs of kids (kidAt[i]:kidAt[i+1]).
+	parent := make([]int, len(sp))
+	kidAt := make([]int, len(sp)+1)
+	for i := range sp {
+		parent[i] = -1
+		if p, ok := parentOf(i); ok && sp[i].parent != [8]byte{} && p != i {
+			parent[i] = p
+			kidAt[p+1]++
+		}
+	}
+	for i := range sp {
+		kidAt[i+1] += kidAt[i]
+	}
+	kids := make([]int, kidAt[len(sp)])
+	fill := append([]int(nil), kidAt[:len(sp)]...)
+	for i := range sp {
+		if p := parent[i]; p >= 0 {
+			kids[fill[p]] = i
+			fill[p]++
+		}
+	}
+	children := func(i int) []int { return kids[kidAt[i]:kidAt[i+1]] }
 	entry := -1
 	for i := range sp {
 		if a.isEntry(&sp[i]) && (entry < 0 || sp[i].start < sp[entry].start) {
@@ -39,7 +74,7 @@ func (a *Assembler) build(t *trace, expired bool) (correlate.Sample, Drop, bool)
 		// The longest span whose parent is not here (the caller's span
 		// was not exported to Waterline).
 		for i := range sp {
-			if _, ok := index[sp[i].parent]; !ok && (entry < 0 || sp[i].end-sp[i].start > sp[entry].end-sp[entry].start) {
+			if _, ok := parentOf(i); !ok && (entry < 0 || sp[i].end-sp[i].start > sp[entry].end-sp[entry].start) {
 				entry = i
 			}
 		}
@@ -68,7 +103,7 @@ func (a *Assembler) build(t *trace, expired bool) (correlate.Sample, Drop, bool)
 		seen[i] = true
 		order = append(order, i)
 		own := sp[i].stageInner
-		if len(children[i]) == 0 {
+		if len(children(i)) == 0 {
 			own = sp[i].stageLeaf
 		}
 		switch {
@@ -77,22 +112,22 @@ func (a *Assembler) build(t *trace, expired bool) (correlate.Sample, Drop, bool)
 		case i == entry:
 			stage[i] = int8(correlate.StageGateway)
 		default:
-			stage[i] = stage[index[sp[i].parent]]
+			stage[i] = stage[parent[i]]
 		}
 		// Children in reverse start order, so the walk visits them in order.
-		kids := children[i]
-		sort.Slice(kids, func(x, y int) bool { return sp[kids[x]].start > sp[kids[y]].start })
+		kids := children(i)
+		slices.SortFunc(kids, func(x, y int) int { return cmp.Compare(sp[y].start, sp[x].start) })
 		stack = append(stack, kids...)
 	}
 
 	var ms [correlate.NumStages]float64
 	var reported [correlate.NumStages]bool
-	depMs := map[string]float64{}
+	var depMs map[string]float64
 	serverish := make([]bool, len(sp))
 	for _, i := range order {
 		s := &sp[i]
-		self := float64(s.end-s.start) - covered(s, children[i], sp)
-		for _, x := range a.extras(s, children[i], sp) {
+		self := float64(s.end-s.start) - covered(s, children(i), sp)
+		for _, x := range a.extras(s, children(i), sp) {
 			take := math.Min(x.ms*1e6, math.Max(self, 0))
 			self -= take
 			ms[x.stage] += take / 1e6
@@ -104,6 +139,9 @@ func (a *Assembler) build(t *trace, expired bool) (correlate.Sample, Drop, bool)
 		reported[st] = true
 		serverish[i] = serverish[i] || isServerStage(st)
 		if st == correlate.StageDownstream && s.dims[dimIndex[DimDependency]] != "" {
+			if depMs == nil {
+				depMs = map[string]float64{}
+			}
 			depMs[s.dims[dimIndex[DimDependency]]] += math.Max(self, 0)
 		}
 	}
@@ -131,7 +169,7 @@ func (a *Assembler) build(t *trace, expired bool) (correlate.Sample, Drop, bool)
 		return ""
 	}
 	out := correlate.Sample{
-		RequestID: hex.EncodeToString(t.id[:]), Time: start,
+		RequestID: hex.EncodeToString(id[:]), Time: start,
 		Model: dim(DimModel), Version: dim(DimVersion), Tenant: dim(DimTenant), Replica: dim(DimReplica),
 		Node: dim(DimNode), Entry: dim(DimEntry), Status: status(e, dim(DimStatusCode)),
 		TotalMs: float64(e.end-e.start) / 1e6, SampleRate: 1,
@@ -176,7 +214,7 @@ func covered(s *span, kids []int, sp []span) float64 {
 			iv = append(iv, [2]int64{a, b})
 		}
 	}
-	sort.Slice(iv, func(i, j int) bool { return iv[i][0] < iv[j][0] })
+	slices.SortFunc(iv, func(x, y [2]int64) int { return cmp.Compare(x[0], y[0]) })
 	var total, curA, curB int64
 	for n, x := range iv {
 		if n == 0 || x[0] > curB {

@@ -1,7 +1,9 @@
 package otlp
 
 import (
+	"encoding/binary"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -57,19 +59,134 @@ var dimIndex = func() map[Dim]int {
 // rejects longer ones, spans have them cut).
 const maxDimLen = 256
 
-// mapper resolves spans against a Config.
+// mapper resolves spans against a Config. It is not safe for concurrent
+// use (the Assembler calls it under its lock).
 type mapper struct {
 	cfg        Config
 	eventNames map[string]bool
 	intern     map[string]string // dimension values, shared across spans
+	// ruleAttrs are the attributes any rule looks at, sorted; a span's
+	// stages depend only on its name, kind and these attributes' values,
+	// so ruleCache keeps the rules' verdict per such key (the regular
+	// expressions were most of the receiver's time). key is its buffer.
+	ruleAttrs []string
+	ruleCache map[string][2]int8
+	key       []byte
+	// dimKeys says, per attribute key, which dimensions read it and at
+	// which place in their list (0 = first choice), so a span's attributes
+	// are read in one pass.
+	dimKeys map[string][]dimKey
 }
 
+type dimKey struct{ dim, prio int }
+
+// resDims are the dimension values a resource gives, with the place in
+// its dimension's list of the key that gave each (noPrio = none). A
+// request's spans share their resource: it is read once.
+type resDims struct {
+	attrs []*commonpb.KeyValue
+	val   [numDims]string
+	prio  [numDims]int
+}
+
+const noPrio = math.MaxInt
+
+// maxRuleCache bounds ruleCache; a full cache is emptied (span names of
+// unbounded variety — ids in names — only cost the matching again).
+const maxRuleCache = 4096
+
 func newMapper(cfg Config) *mapper {
-	m := &mapper{cfg: cfg, eventNames: map[string]bool{}, intern: map[string]string{}}
+	m := &mapper{cfg: cfg, eventNames: map[string]bool{}, intern: map[string]string{}, ruleCache: map[string][2]int8{}}
 	for _, e := range cfg.EventStages {
 		m.eventNames[e.From], m.eventNames[e.To] = true, true
 	}
+	seen := map[string]bool{}
+	for _, r := range cfg.Rules {
+		for k := range r.Attrs {
+			if !seen[k] {
+				seen[k] = true
+				m.ruleAttrs = append(m.ruleAttrs, k)
+			}
+		}
+	}
+	sort.Strings(m.ruleAttrs)
+	m.dimKeys = map[string][]dimKey{}
+	for i, d := range dims {
+		for p, key := range cfg.Dims[d] {
+			m.dimKeys[key] = append(m.dimKeys[key], dimKey{i, p})
+		}
+	}
 	return m
+}
+
+// resource reads the dimensions of a resource.
+func (m *mapper) resource(res *resourcepb.Resource) *resDims {
+	r := &resDims{attrs: res.GetAttributes()}
+	m.readDims(r.attrs, &r.val, &r.prio)
+	return r
+}
+
+// readDims sets val and prio from attrs where a key ranks before prio's
+// (the first of equal keys wins).
+func (m *mapper) readDims(attrs []*commonpb.KeyValue, val *[numDims]string, prio *[numDims]int) {
+	for i := range prio {
+		prio[i] = noPrio
+	}
+	for _, kv := range attrs {
+		for _, dk := range m.dimKeys[kv.Key] {
+			if dk.prio >= prio[dk.dim] {
+				continue
+			}
+			if t := text(kv.Value); t != "" {
+				val[dk.dim], prio[dk.dim] = m.text(t), dk.prio
+			}
+		}
+	}
+}
+
+// stages returns the stage the first matching rule gives a span with this
+// name, kind and attributes as a leaf and as an inner span (-1 = none).
+func (m *mapper) stages(name, kind string, a attrs) (leaf, inner int8) {
+	if len(m.cfg.Rules) == 0 {
+		return -1, -1
+	}
+	// The key: name, kind, then each rule attribute's value as text would
+	// render it (or its absence), each length-prefixed.
+	key := appendField(m.key[:0], func(b []byte) []byte { return append(b, name...) })
+	key = appendField(key, func(b []byte) []byte { return append(b, kind...) })
+	for _, k := range m.ruleAttrs {
+		v, ok := a.get(k)
+		if !ok {
+			key = append(key, 0)
+			continue
+		}
+		key = append(key, 1)
+		key = appendField(key, func(b []byte) []byte { return appendText(b, v) })
+	}
+	m.key = key
+	if p, ok := m.ruleCache[string(key)]; ok {
+		return p[0], p[1]
+	}
+	leaf, inner = -1, -1
+	for _, r := range m.cfg.Rules {
+		if leaf >= 0 && inner >= 0 {
+			break
+		}
+		if !r.matches(name, kind, a) {
+			continue
+		}
+		if leaf < 0 {
+			leaf = int8(r.Stage)
+		}
+		if inner < 0 && !r.Leaf {
+			inner = int8(r.Stage)
+		}
+	}
+	if len(m.ruleCache) >= maxRuleCache {
+		clear(m.ruleCache)
+	}
+	m.ruleCache[string(key)] = [2]int8{leaf, inner}
+	return leaf, inner
 }
 
 // attrs finds attributes on a span, then its resource.
@@ -106,6 +223,29 @@ func text(v *commonpb.AnyValue) string {
 	return ""
 }
 
+// appendField appends what add appends, preceded by its length (4 bytes).
+func appendField(b []byte, add func([]byte) []byte) []byte {
+	n := len(b)
+	b = add(append(b, 0, 0, 0, 0))
+	binary.LittleEndian.PutUint32(b[n:], uint32(len(b)-n-4))
+	return b
+}
+
+// appendText appends text(v) to b.
+func appendText(b []byte, v *commonpb.AnyValue) []byte {
+	switch x := v.GetValue().(type) {
+	case *commonpb.AnyValue_StringValue:
+		return append(b, x.StringValue...)
+	case *commonpb.AnyValue_IntValue:
+		return strconv.AppendInt(b, x.IntValue, 10)
+	case *commonpb.AnyValue_DoubleValue:
+		return strconv.AppendFloat(b, x.DoubleValue, 'f', -1, 64)
+	case *commonpb.AnyValue_BoolValue:
+		return strconv.AppendBool(b, x.BoolValue)
+	}
+	return b
+}
+
 // number reads an attribute as a number (numbers sent as text too).
 func number(v *commonpb.AnyValue) (float64, bool) {
 	switch x := v.GetValue().(type) {
@@ -127,28 +267,13 @@ var kindNames = map[tracepb.Span_SpanKind]string{
 }
 
 // resolve fills dst from an OTLP span (already checked) and its resource.
-func (m *mapper) resolve(dst *span, sp *tracepb.Span, res *resourcepb.Resource) {
-	a := attrs{span: sp.Attributes, res: res.GetAttributes()}
+func (m *mapper) resolve(dst *span, sp *tracepb.Span, res *resDims) {
+	a := attrs{span: sp.Attributes, res: res.attrs}
 	copy(dst.id[:], sp.SpanId)
 	copy(dst.parent[:], sp.ParentSpanId)
 	dst.start, dst.end = int64(sp.StartTimeUnixNano), int64(sp.EndTimeUnixNano)
 	dst.name = m.text(sp.Name)
-	dst.stageLeaf, dst.stageInner = -1, -1
-	kind := kindNames[sp.Kind]
-	for _, r := range m.cfg.Rules {
-		if dst.stageLeaf >= 0 && dst.stageInner >= 0 {
-			break
-		}
-		if !r.matches(sp.Name, kind, a) {
-			continue
-		}
-		if dst.stageLeaf < 0 {
-			dst.stageLeaf = int8(r.Stage)
-		}
-		if dst.stageInner < 0 && !r.Leaf {
-			dst.stageInner = int8(r.Stage)
-		}
-	}
+	dst.stageLeaf, dst.stageInner = m.stages(sp.Name, kindNames[sp.Kind], a)
 	var have [correlate.NumStages]bool
 	for _, as := range m.cfg.AttrStages {
 		if have[as.Stage] {
@@ -170,14 +295,13 @@ func (m *mapper) resolve(dst *span, sp *tracepb.Span, res *resourcepb.Resource) 
 			}
 		}
 	}
-	for i, d := range dims {
-		for _, key := range m.cfg.Dims[d] {
-			if v, ok := a.get(key); ok {
-				if t := text(v); t != "" {
-					dst.dims[i] = m.text(t)
-					break
-				}
-			}
+	// Each dimension's first listed key present with a value; for the
+	// same key, the span's attribute before the resource's.
+	var prio [numDims]int
+	m.readDims(sp.Attributes, &dst.dims, &prio)
+	for i := range dst.dims {
+		if res.prio[i] < prio[i] {
+			dst.dims[i] = res.val[i]
 		}
 	}
 	dst.failed = sp.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR
