@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -154,46 +155,62 @@ func BenchmarkOTLPIngest(b *testing.B) {
 		}, web.Deps{Store: st, Traces: a}))
 		return srv, a, func() { srv.Close(); stop() }
 	}
-	viaOTLP := func(inflight int) time.Duration {
+	viaOTLP := func(inflight int) (time.Duration, time.Duration) {
 		srv, a, done := server()
 		defer done()
-		start := time.Now()
+		start, cpu0 := time.Now(), cpuTime()
 		postAll(srv.URL+"/v1/traces", "application/x-protobuf", f.traceBodies, inflight)
 		for a.Stats().Samples.Load() < otlpSamples {
 			time.Sleep(2 * time.Millisecond)
 		}
-		d := time.Since(start)
+		d, cpu := time.Since(start), cpuTime()-cpu0
 		if got := a.Stats().Samples.Load(); got != otlpSamples {
 			b.Fatalf("%d samples from %d traces", got, otlpSamples)
 		}
-		return d
+		return d, cpu
 	}
-	viaJSON := func(inflight int) time.Duration {
+	viaJSON := func(inflight int) (time.Duration, time.Duration) {
 		srv, _, done := server()
 		defer done()
-		start := time.Now()
+		start, cpu0 := time.Now(), cpuTime()
 		postAll(srv.URL+"/api/v1/samples", "application/x-ndjson", f.jsonBodies, inflight)
-		return time.Since(start)
+		return time.Since(start), cpuTime() - cpu0
 	}
 	viaOTLP(1) // warm up
 	viaJSON(1)
 	for _, inflight := range []int{1, 4} {
 		b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
-			var otlpT, jsonT time.Duration
+			var otlpT, jsonT, otlpCPU, jsonCPU time.Duration
+			add := func(t, cpu *time.Duration) func(d, c time.Duration) {
+				return func(d, c time.Duration) { *t += d; *cpu += c }
+			}
 			for i := 0; i < b.N; i++ {
 				if i%2 == 0 {
-					otlpT += viaOTLP(inflight)
-					jsonT += viaJSON(inflight)
+					add(&otlpT, &otlpCPU)(viaOTLP(inflight))
+					add(&jsonT, &jsonCPU)(viaJSON(inflight))
 				} else {
-					jsonT += viaJSON(inflight)
-					otlpT += viaOTLP(inflight)
+					add(&jsonT, &jsonCPU)(viaJSON(inflight))
+					add(&otlpT, &otlpCPU)(viaOTLP(inflight))
 				}
 			}
 			n := float64(b.N * otlpSamples)
+			// CPU time of this process (server and client; not Postgres)
+			// per sample: steadier than wall time on a shared machine.
+			b.ReportMetric(float64(otlpCPU.Microseconds())/n, "otlp_cpu_µs/sample")
+			b.ReportMetric(float64(jsonCPU.Microseconds())/n, "json_cpu_µs/sample")
 			b.ReportMetric(n/otlpT.Seconds(), "otlp_samples/s")
 			b.ReportMetric(float64(b.N*f.spans)/otlpT.Seconds(), "otlp_spans/s")
 			b.ReportMetric(n/jsonT.Seconds(), "json_samples/s")
 			b.ReportMetric(jsonT.Seconds()/otlpT.Seconds(), "ratio")
 		})
 	}
+}
+
+// cpuTime is the CPU time this process has used (user + system).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

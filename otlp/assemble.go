@@ -36,10 +36,11 @@ var ErrBusy = errors.New("otlp: samples are waiting for the store; retry later")
 // Assembler holds the spans of incomplete traces and turns each trace
 // into a sample once its entry span has arrived and Grace has passed.
 //
-// Memory: at most Config.MaxSpans spans (each ~0.3 KB: ids, times, the
+// Memory: at most Config.MaxSpans spans (each 0.15–0.35 KB: ids, times, the
 // resolved stage and dimension values — not the attributes), plus the ids
 // of traces emitted in the last MaxWait (at most MaxSpans of them), plus
-// MaxPending samples. Time: a trace waits Grace after its entry span
+// MaxPending samples, plus the mapper's caches (at most 4,096 rule
+// verdicts and dimension sets and 65,536 distinct values: a few MB). Time: a trace waits Grace after its entry span
 // arrives, MaxWait at most without one; under memory pressure the oldest
 // traces finish early.
 type Assembler struct {
@@ -113,12 +114,19 @@ func (a *Assembler) Add(req *Request) (Result, error) {
 		}
 		r.n++
 	}
-	a.mu.Lock()
-	if len(a.pending) >= a.opt.MaxPending {
-		a.mu.Unlock()
+	if a.busy() {
 		a.stats.Busy.Add(1)
 		return Result{}, ErrBusy
 	}
+	// Map the spans first, outside the buffer's lock (the mapper has its
+	// own), so flushing and other requests' buffering go on meanwhile.
+	type mapped struct {
+		tid     [16]byte
+		s       span
+		i, j, k int
+	}
+	var ms []mapped
+	a.m.mu.Lock()
 	for i, rs := range req.ResourceSpans {
 		rd := a.m.resource(rs.Resource)
 		for j, ss := range rs.ScopeSpans {
@@ -128,37 +136,55 @@ func (a *Assembler) Add(req *Request) (Result, error) {
 					rejectSpan(reason, i, j, k)
 					continue
 				}
-				var tid [16]byte
-				copy(tid[:], sp.TraceId)
-				if _, ok := a.done[tid]; ok {
-					a.stats.Spans[SpanLate].Add(1)
-					continue
+				if ms == nil {
+					ms = make([]mapped, 0, len(ss.Spans))
 				}
-				t := a.byID[tid]
-				if t == nil {
-					t = &trace{id: tid, first: now}
-					a.byID[tid] = t
-					a.age = append(a.age, t)
-				}
-				if t.has(sp.SpanId) {
-					a.stats.Spans[SpanDuplicate].Add(1)
-					continue
-				}
-				if len(t.spans) >= a.cfg.MaxSpansPerTrace {
-					rejectSpan(fmt.Sprintf("trace has more than %d spans (max_spans_per_trace)", a.cfg.MaxSpansPerTrace), i, j, k)
-					continue
-				}
-				t.spans = append(t.spans, span{})
-				a.m.resolve(&t.spans[len(t.spans)-1], sp, rd)
-				a.held++
-				a.stats.Spans[SpanAccepted].Add(1)
-				if t.entryAt == 0 && a.isEntry(&t.spans[len(t.spans)-1]) {
-					t.entryAt = now
-					a.rdy = append(a.rdy, t)
-				}
+				ms = append(ms, mapped{i: i, j: j, k: k})
+				m := &ms[len(ms)-1]
+				copy(m.tid[:], sp.TraceId)
+				a.m.resolve(&m.s, sp, rd)
 			}
 		}
 	}
+	a.m.mu.Unlock()
+	a.mu.Lock()
+	if len(a.pending) >= a.opt.MaxPending {
+		a.mu.Unlock()
+		a.stats.Busy.Add(1)
+		return Result{}, ErrBusy
+	}
+	var accepted, late, dup int64
+	for n := range ms {
+		m := &ms[n]
+		if _, ok := a.done[m.tid]; ok {
+			late++
+			continue
+		}
+		t := a.byID[m.tid]
+		if t == nil {
+			t = &trace{id: m.tid, first: now}
+			a.byID[m.tid] = t
+			a.age = append(a.age, t)
+		}
+		if t.has(m.s.id) {
+			dup++
+			continue
+		}
+		if len(t.spans) >= a.cfg.MaxSpansPerTrace {
+			rejectSpan(fmt.Sprintf("trace has more than %d spans (max_spans_per_trace)", a.cfg.MaxSpansPerTrace), m.i, m.j, m.k)
+			continue
+		}
+		t.spans = append(t.spans, m.s)
+		a.held++
+		accepted++
+		if t.entryAt == 0 && a.isEntry(&m.s) {
+			t.entryAt = now
+			a.rdy = append(a.rdy, t)
+		}
+	}
+	a.stats.Spans[SpanAccepted].Add(accepted)
+	a.stats.Spans[SpanLate].Add(late)
+	a.stats.Spans[SpanDuplicate].Add(dup)
 	a.stats.Spans[SpanRejected].Add(int64(res.Rejected))
 	var out []correlate.Sample
 	for a.held > a.cfg.MaxSpans {
@@ -176,6 +202,13 @@ func (a *Assembler) Add(req *Request) (Result, error) {
 		res.Message = fmt.Sprintf("%d of %d spans rejected: %s", res.Rejected, res.Spans, strings.Join(parts, "; "))
 	}
 	return res, nil
+}
+
+// busy reports whether samples waiting for the sink fill their bound.
+func (a *Assembler) busy() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.pending) >= a.opt.MaxPending
 }
 
 // invalid says what is wrong with a span's ids and times ("" if nothing).
@@ -204,9 +237,9 @@ func allZero(b []byte) bool {
 	return true
 }
 
-func (t *trace) has(id []byte) bool {
+func (t *trace) has(id [8]byte) bool {
 	for i := range t.spans {
-		if string(t.spans[i].id[:]) == string(id) {
+		if t.spans[i].id == id {
 			return true
 		}
 	}
@@ -351,7 +384,8 @@ func (a *Assembler) Flush(ctx context.Context, final bool) error {
 		}
 		a.doneQ = a.doneQ[1:]
 	}
-	batch := a.pending
+	batch := make([]correlate.Sample, len(a.pending), len(a.pending)+len(due))
+	copy(batch, a.pending)
 	a.pending = nil
 	a.mu.Unlock()
 	for _, d := range due {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -28,8 +29,10 @@ type span struct {
 	failed, timedOut      bool    // span status ERROR; error.type or status says timeout
 	extra                 []timed // stage times from attributes
 	events                []event // only those the event stages name
-	dims                  [numDims]string
-	name                  string
+	// dims are the span's dimension values, shared with every span that
+	// has the same (spans of one resource mostly do); never nil.
+	dims *[numDims]string
+	name string
 }
 
 // timed is a stage's time taken from an attribute.
@@ -59,9 +62,10 @@ var dimIndex = func() map[Dim]int {
 // rejects longer ones, spans have them cut).
 const maxDimLen = 256
 
-// mapper resolves spans against a Config. It is not safe for concurrent
-// use (the Assembler calls it under its lock).
+// mapper resolves spans against a Config. Its caches are not safe for
+// concurrent use: callers hold mu.
 type mapper struct {
+	mu         sync.Mutex // held by the caller around resource and resolve
 	cfg        Config
 	eventNames map[string]bool
 	intern     map[string]string // dimension values, shared across spans
@@ -76,7 +80,11 @@ type mapper struct {
 	// which place in their list (0 = first choice), so a span's attributes
 	// are read in one pass.
 	dimKeys map[string][]dimKey
+	// dimSets shares spans' dimension values (bounded like ruleCache).
+	dimSets map[[numDims]string]*[numDims]string
 }
+
+const maxDimSets = 4096
 
 type dimKey struct{ dim, prio int }
 
@@ -96,7 +104,8 @@ const noPrio = math.MaxInt
 const maxRuleCache = 4096
 
 func newMapper(cfg Config) *mapper {
-	m := &mapper{cfg: cfg, eventNames: map[string]bool{}, intern: map[string]string{}, ruleCache: map[string][2]int8{}}
+	m := &mapper{cfg: cfg, eventNames: map[string]bool{}, intern: map[string]string{}, ruleCache: map[string][2]int8{},
+		dimSets: map[[numDims]string]*[numDims]string{}}
 	for _, e := range cfg.EventStages {
 		m.eventNames[e.From], m.eventNames[e.To] = true, true
 	}
@@ -298,11 +307,20 @@ func (m *mapper) resolve(dst *span, sp *tracepb.Span, res *resDims) {
 	// Each dimension's first listed key present with a value; for the
 	// same key, the span's attribute before the resource's.
 	var prio [numDims]int
-	m.readDims(sp.Attributes, &dst.dims, &prio)
-	for i := range dst.dims {
+	var d [numDims]string
+	m.readDims(sp.Attributes, &d, &prio)
+	for i := range d {
 		if res.prio[i] < prio[i] {
-			dst.dims[i] = res.val[i]
+			d[i] = res.val[i]
 		}
+	}
+	dst.dims = m.dimSets[d]
+	if dst.dims == nil {
+		if len(m.dimSets) >= maxDimSets {
+			clear(m.dimSets)
+		}
+		dst.dims = &d
+		m.dimSets[d] = dst.dims
 	}
 	dst.failed = sp.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR
 	if v, ok := a.get("error.type"); ok {

@@ -54,7 +54,7 @@ func Traces(req *http.Request, lim Limits) (*otlp.Request, int64, error) {
 	lr := &limitReader{r: body, max: lim.MaxBytes}
 	var buf bytes.Buffer
 	if n := req.ContentLength; n > 0 && n <= lim.MaxBytes {
-		buf.Grow(int(n))
+		buf.Grow(int(n) + bytes.MinRead) // ReadFrom wants MinRead free to see the end without growing
 	}
 	if _, err := buf.ReadFrom(lr); err != nil {
 		if errors.Is(err, errTooLarge) {
