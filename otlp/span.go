@@ -319,7 +319,8 @@ func (m *mapper) resolve(dst *span, sp *tracepb.Span, res *resDims) {
 		if len(m.dimSets) >= maxDimSets {
 			clear(m.dimSets)
 		}
-		dst.dims = &d
+		dst.dims = new([numDims]string)
+		*dst.dims = d
 		m.dimSets[d] = dst.dims
 	}
 	dst.failed = sp.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR
