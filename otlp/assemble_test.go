@@ -427,3 +427,69 @@ func TestMemoryPerHeldSpan(t *testing.T) {
 	}
 	runtime.KeepAlive(a)
 }
+
+// Requests mapped and buffered concurrently while flushes build and store
+// samples (outside the buffer's lock): every trace becomes exactly one
+// sample, retries included. Run under -race by make test.
+func TestConcurrentAddsAndFlushes(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Grace = 0
+	a, ck, sk := newTest(t, cfg)
+	start := ck.now().Add(-time.Minute)
+	const senders, traces = 4, 200
+	done := make(chan struct{})
+	flushed := make(chan struct{})
+	go func() {
+		defer close(flushed)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+				if err := a.Flush(context.Background(), false); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for s := 0; s < senders; s++ {
+		wg.Go(func() {
+			for n := 0; n < traces; n++ {
+				tid := traceID(byte(s))
+				tid[1], tid[2] = byte(n>>8), byte(n)
+				// Children first, then the entry span, then a retry of both.
+				kids := request(tid, start, map[string]any{"k8s.pod.name": "chat-7b-" + itoa(uint64(s))},
+					tspan{id: 2, parent: 1, name: "llm_request", kind: server, from: 1, to: 9, attrs: map[string]any{"gen_ai.request.model": "chat-7b"}})
+				root := request(tid, start, map[string]any{"service.name": "gateway"},
+					tspan{id: 1, name: "POST /v1/chat", kind: server, from: 0, to: 10, attrs: map[string]any{"tenant": "t" + itoa(uint64(n%3))}})
+				for _, r := range []*Request{kids, root, kids, root} {
+					if _, err := a.Add(r); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(done)
+	<-flushed
+	if err := a.Flush(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, s := range sk.got {
+		if seen[s.RequestID] {
+			t.Fatalf("trace %s stored twice", s.RequestID)
+		}
+		seen[s.RequestID] = true
+		if s.Model != "chat-7b" || !strings.HasPrefix(s.Replica, "chat-7b-") || !near(s.TotalMs, 10) {
+			t.Errorf("sample %+v", s)
+		}
+	}
+	if len(seen) != senders*traces {
+		t.Errorf("%d samples from %d traces", len(seen), senders*traces)
+	}
+}
