@@ -110,6 +110,10 @@ func TestRuleVerdictsAreCachedByWhatTheRulesRead(t *testing.T) {
 			}
 		}
 	}
+	before := len(m.ruleCache)
+	if leaf, _ := m.stages("infer"+strings.Repeat("x", 2*maxRuleKey), "", attrs{}); leaf != int8(correlate.StageExec) || len(m.ruleCache) != before {
+		t.Errorf("a huge span name: leaf %d, cache %d → %d (not kept)", leaf, before, len(m.ruleCache))
+	}
 	for i := 0; i < 3*maxRuleCache; i++ {
 		name := "call-" + strconv.Itoa(i)
 		if i%2 == 1 {

@@ -103,6 +103,9 @@ const noPrio = math.MaxInt
 // unbounded variety — ids in names — only cost the matching again).
 const maxRuleCache = 4096
 
+// maxRuleKey bounds a cached key, so the cache stays under ~4 MB.
+const maxRuleKey = 1024
+
 func newMapper(cfg Config) *mapper {
 	m := &mapper{cfg: cfg, eventNames: map[string]bool{}, intern: map[string]string{}, ruleCache: map[string][2]int8{},
 		dimSets: map[[numDims]string]*[numDims]string{}}
@@ -190,6 +193,9 @@ func (m *mapper) stages(name, kind string, a attrs) (leaf, inner int8) {
 		if inner < 0 && !r.Leaf {
 			inner = int8(r.Stage)
 		}
+	}
+	if len(key) > maxRuleKey { // a huge name or value: not worth keeping
+		return leaf, inner
 	}
 	if len(m.ruleCache) >= maxRuleCache {
 		clear(m.ruleCache)
@@ -365,7 +371,7 @@ func (m *mapper) text(v string) string {
 	}
 	s = strings.ReplaceAll(s, "\x00", "")
 	s = strings.Clone(s) // not a view into the request's buffer
-	if len(m.intern) < 1<<16 {
+	if len(m.intern) < 1<<16 && len(v) <= 4*maxDimLen { // bounded: a few MB at most
 		m.intern[v] = s
 	}
 	return s
