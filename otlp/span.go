@@ -370,7 +370,7 @@ func (m *mapper) text(v string) string {
 		s = s[:cut]
 	}
 	s = strings.ReplaceAll(s, "\x00", "")
-	s = strings.Clone(s) // not a view into the request's buffer
+	s = strings.Clone(s)                                // not a view into the request's buffer
 	if len(m.intern) < 1<<16 && len(v) <= 4*maxDimLen { // bounded: a few MB at most
 		m.intern[v] = s
 	}
