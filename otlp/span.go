@@ -370,8 +370,9 @@ func (m *mapper) text(v string) string {
 		s = s[:cut]
 	}
 	s = strings.ReplaceAll(s, "\x00", "")
-	s = strings.Clone(s)                                // not a view into the request's buffer
-	if len(m.intern) < 1<<16 && len(v) <= 4*maxDimLen { // bounded: a few MB at most
+	s = strings.Clone(s) // not a view into the request's buffer
+	// Bounded: at most 65,536 values of at most 1 KB, a few MB.
+	if len(m.intern) < 1<<16 && len(v) <= 4*maxDimLen {
 		m.intern[v] = s
 	}
 	return s
