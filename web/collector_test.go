@@ -58,7 +58,8 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// lockedBuffer is the Collector's log, shown when the test fails.
+// lockedBuffer is a log written by another goroutine (a server, the
+// Collector) and read by the test.
 type lockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer

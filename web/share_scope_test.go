@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -13,7 +12,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -219,23 +217,6 @@ func TestShareTokenNotLogged(t *testing.T) {
 	if strings.Count(out, "/s/[redacted]") < 4 {
 		t.Errorf("share requests not logged with the token redacted:\n%s", out)
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestSharePageCache: the share page comes compressed once with a strong
