@@ -193,12 +193,45 @@ func (p *Pages) identify(c echo.Context) (user, bool, error) {
 	return user{Name: se.User, Scope: se.Scope, CSRF: se.CSRF}, true, nil
 }
 
-// safeNext keeps a post-login redirect on this site.
+// safeNext keeps a post-login redirect on this site: only a path (with an
+// optional query and fragment) on this host, never anything a browser
+// could read as another host. Browsers strip tabs and newlines from URLs
+// and treat a backslash as a slash, so "/\t/evil.example" and
+// "/\\evil.example" are protocol-relative URLs to them; so the value must
+// be printable ASCII without a backslash (the query parameter it came in
+// is already decoded once; non-ASCII look-alike slashes are refused too),
+// parse as a URL with no scheme, host or user, and its path, decoded,
+// must still start with exactly one slash and hold no backslash or
+// control character.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.ContainsAny(next, "\r\n") {
+	if !isSafeNext(next) {
 		return "/"
 	}
 	return next
+}
+
+func isSafeNext(next string) bool {
+	if len(next) == 0 || len(next) > 2048 || next[0] != '/' {
+		return false
+	}
+	for i := 0; i < len(next); i++ {
+		if c := next[i]; c < 0x21 || c > 0x7e || c == '\\' {
+			return false
+		}
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
+		return false
+	}
+	if !strings.HasPrefix(u.Path, "/") || strings.HasPrefix(u.Path, "//") || strings.HasPrefix(u.RawPath, "//") {
+		return false
+	}
+	for _, c := range u.Path {
+		if c < 0x20 || c == 0x7f || c == '\\' || c > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // ShowLogin is GET /login. The form's CSRF token is a random value
