@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,8 +114,13 @@ func TestIncidentsCreateValidation(t *testing.T) {
 		{"unknown scope field", `{"title":"x","start":"2026-11-29T10:00:00Z","scope":{"pod":"p"}}`, 422, "pod"},
 		{"wrong type", `{"title":5,"start":"2026-11-29T10:00:00Z"}`, 422, "title"},
 	}
+	// The cases' times are moved to hours before the test clock.
+	dates := strings.NewReplacer(
+		"2026-11-29T09:00:00Z", testNow.Add(-4*time.Hour).Format(time.RFC3339),
+		"2026-11-29T10:00:00Z", testNow.Add(-3*time.Hour).Format(time.RFC3339),
+		"2026-11-29T11:00:00Z", testNow.Add(-2*time.Hour).Format(time.RFC3339))
 	for _, c := range cases {
-		r := e.post("/api/v1/incidents", "application/json", []byte(c.body))
+		r := e.post("/api/v1/incidents", "application/json", []byte(dates.Replace(c.body)))
 		if r.status != c.status || r.err.Field != c.field {
 			t.Errorf("%s: %d field %q (%s), want %d field %q", c.name, r.status, r.err.Field, r.err.Error, c.status, c.field)
 		}

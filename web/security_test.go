@@ -1,9 +1,12 @@
 package web_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
+	"time"
 )
 
 // An open redirect after sign-in: the form's next and, for a user already
@@ -30,5 +33,78 @@ func TestLoginRedirectStaysOnSite(t *testing.T) {
 	b.login(e.read)
 	if r := b.get("/login?next=" + url.QueryEscape("/incidents/1?tenant=a")); r.header.Get("Location") != "/incidents/1?tenant=a" {
 		t.Errorf("a path on this site was not kept: %q", r.header.Get("Location"))
+	}
+}
+
+// Alertmanager notifications and new incidents are checked like every
+// other ingest: a NUL byte, an oversized text or a time outside the
+// ingest window is a 422 naming the field, and nothing is stored.
+func TestAlertAndIncidentInputChecked(t *testing.T) {
+	e := newAPIEnv(t)
+	at := testNow.Add(-10 * time.Minute).Format(time.RFC3339)
+	alert := func(groupKey, labels, annotations, startsAt string) string {
+		return fmt.Sprintf(`{"version":"4","groupKey":%s,"status":"firing","commonLabels":{"alertname":"P99High"},
+			"commonAnnotations":%s,"alerts":[{"status":"firing","labels":%s,"startsAt":%q}]}`, groupKey, annotations, labels, startsAt)
+	}
+	big := strings.Repeat("x", 200<<10)
+	for _, c := range []struct {
+		name, body, field string
+	}{
+		{"NUL in groupKey", alert(`"g\u0000"`, `{"alertname":"P99High"}`, `{}`, at), "groupKey"},
+		{"NUL in a label", alert(`"g"`, `{"alertname":"P99High","model":"chat\u0000"}`, `{}`, at), "alerts[0].labels.model"},
+		{"NUL in a label name", alert(`"g"`, `{"alertname":"P99High","a\u0000":"x"}`, `{}`, at), "alerts[0].labels"},
+		{"NUL in an annotation", alert(`"g"`, `{"alertname":"P99High"}`, `{"summary":"a\u0000"}`, at), "commonAnnotations.summary"},
+		{"200 KB summary", alert(`"g"`, `{"alertname":"P99High"}`, `{"summary":"`+big+`"}`, at), "commonAnnotations.summary"},
+		{"long scope label", alert(`"g"`, `{"alertname":"P99High","tenant":"`+strings.Repeat("t", 300)+`"}`, `{}`, at), "alerts[0].labels.tenant"},
+		{"year 1", alert(`"g"`, `{"alertname":"P99High"}`, `{}`, "0001-01-01T00:00:01Z"), "alerts[0].startsAt"},
+		{"year 1969", alert(`"g"`, `{"alertname":"P99High"}`, `{}`, "1969-12-31T00:00:00Z"), "alerts[0].startsAt"},
+		{"year 9999", alert(`"g"`, `{"alertname":"P99High"}`, `{}`, "9999-12-31T00:00:00Z"), "alerts[0].startsAt"},
+	} {
+		r := e.post("/api/v1/alerts/alertmanager", "application/json", []byte(c.body))
+		if r.status != http.StatusUnprocessableEntity || r.err.Field != c.field {
+			t.Errorf("%s: %d field %q (%s), want 422 field %q", c.name, r.status, r.err.Field, r.err.Error, c.field)
+		}
+	}
+	// A resolution dated in the far future is refused too.
+	r := e.post("/api/v1/alerts/alertmanager", "application/json", []byte(fmt.Sprintf(`{"version":"4","groupKey":"g","status":"resolved",
+		"alerts":[{"status":"resolved","labels":{"alertname":"A"},"startsAt":%q,"endsAt":"9999-01-01T00:00:00Z"}]}`, at)))
+	if r.status != http.StatusUnprocessableEntity || r.err.Field != "alerts[0].endsAt" {
+		t.Errorf("endsAt in 9999: %d field %q", r.status, r.err.Field)
+	}
+
+	day := 24 * time.Hour
+	old, future := testNow.Add(-400*day).Format(time.RFC3339), testNow.Add(2*time.Hour).Format(time.RFC3339)
+	for _, c := range []struct{ name, body, field string }{
+		{"year 1 to 9999", `{"title":"x","start":"0001-01-01T00:00:00Z","end":"9999-12-31T23:59:59Z"}`, "start"},
+		{"older than the ingest window", fmt.Sprintf(`{"title":"x","start":%q}`, old), "start"},
+		{"ends in 9999", fmt.Sprintf(`{"title":"x","start":%q,"end":"9999-12-31T23:59:59Z"}`, at), "end"},
+		{"starts in the future", fmt.Sprintf(`{"title":"x","start":%q}`, future), "start"},
+		{"NUL in title", fmt.Sprintf(`{"title":"a\u0000","start":%q}`, at), "title"},
+		{"600 B title", fmt.Sprintf(`{"title":%q,"start":%q}`, strings.Repeat("t", 600), at), "title"},
+	} {
+		r := e.post("/api/v1/incidents", "application/json", []byte(c.body))
+		if r.status != http.StatusUnprocessableEntity || r.err.Field != c.field {
+			t.Errorf("incident %s: %d field %q (%s), want 422 field %q", c.name, r.status, r.err.Field, r.err.Error, c.field)
+		}
+	}
+	for _, table := range []string{"incidents", "alert_receipts", "events"} {
+		if n := e.count("SELECT count(*) FROM " + table); n != 0 {
+			t.Errorf("%d rows in %s after rejected requests", n, table)
+		}
+	}
+
+	// A long (but not oversized) summary is accepted; the incident's
+	// title is cut to the incidents API's 500 bytes.
+	r = e.post("/api/v1/alerts/alertmanager", "application/json",
+		[]byte(alert(`"g"`, `{"alertname":"P99High","model":"chat"}`, `{"summary":"`+strings.Repeat("é", 2000)+`"}`, at)))
+	if r.status != http.StatusOK {
+		t.Fatalf("a 4 KB summary: %d %s", r.status, r.body)
+	}
+	var title string
+	if err := e.pool.QueryRow(t.Context(), "SELECT title FROM incidents").Scan(&title); err != nil {
+		t.Fatal(err)
+	}
+	if len(title) > 500 || !strings.HasPrefix(title, "P99High: éé") || !strings.HasSuffix(title, "…") {
+		t.Errorf("title of %d bytes: %.80q…", len(title), title)
 	}
 }

@@ -67,7 +67,10 @@ func TestServeSendsWebhooks(t *testing.T) {
 		fmt.Sprintf(`{"url":%q,"secret":%q}`, rc.URL+"/hook", secret)); st != 201 {
 		t.Fatalf("register: %d %s", st, b)
 	}
-	st, b := call("POST", "/api/v1/incidents", s.token, `{"title":"p99 up","start":"2026-11-29T10:00:00Z","end":"2026-11-29T11:00:00Z"}`)
+	// runServe reads the real clock, so the window is an hour before it.
+	hourAgo := time.Now().Add(-time.Hour).Truncate(time.Minute)
+	st, b := call("POST", "/api/v1/incidents", s.token, fmt.Sprintf(`{"title":"p99 up","start":%q,"end":%q}`,
+		hourAgo.Add(-time.Hour).Format(time.RFC3339), hourAgo.Format(time.RFC3339)))
 	var inc struct{ ID int64 }
 	if st != 201 || json.Unmarshal(b, &inc) != nil {
 		t.Fatalf("incident: %d %s", st, b)

@@ -25,7 +25,7 @@ func (a *API) CreateIncident(c echo.Context) error {
 	if err := ingest.ReadObject(c.Response(), c.Request(), maxIncidentBody, &w, `{"title", "start", "end", "scope"?}`); err != nil {
 		return err
 	}
-	n, err := checkIncident(&w)
+	n, err := checkIncident(&w, a.cfg.Ingest, a.now())
 	if err != nil {
 		return err
 	}
@@ -36,7 +36,9 @@ func (a *API) CreateIncident(c echo.Context) error {
 	return c.JSON(http.StatusCreated, incident.Summary(in, a.cfg.PublicURL))
 }
 
-func checkIncident(w *wire.IncidentCreate) (store.NewIncident, error) {
+// checkIncident validates a new incident. Its window must lie where data
+// can: within the ingest limits' age and future bounds around now.
+func checkIncident(w *wire.IncidentCreate, lim ingest.Limits, now time.Time) (store.NewIncident, error) {
 	w.Title = strings.TrimSpace(w.Title)
 	if w.Title == "" {
 		return store.NewIncident{}, request.Invalid("title", "required")
@@ -44,15 +46,15 @@ func checkIncident(w *wire.IncidentCreate) (store.NewIncident, error) {
 	if msg := request.CheckText(w.Title, 500); msg != "" {
 		return store.NewIncident{}, request.Invalid("title", "%s", msg)
 	}
-	start, err := time.Parse(time.RFC3339Nano, w.Start)
-	if err != nil {
-		return store.NewIncident{}, request.Invalid("start", "want an RFC 3339 time such as 2026-01-02T15:04:05Z, got %q", w.Start)
+	start, msg := ingest.CheckTime(w.Start, lim, now)
+	if msg != "" {
+		return store.NewIncident{}, request.Invalid("start", "%s", msg)
 	}
 	n := store.NewIncident{Title: w.Title, Source: store.SourceManual, Start: start.UTC()}
 	if w.End != "" {
-		end, err := time.Parse(time.RFC3339Nano, w.End)
-		if err != nil {
-			return store.NewIncident{}, request.Invalid("end", "want an RFC 3339 time such as 2026-01-02T15:04:05Z, got %q", w.End)
+		end, msg := ingest.CheckTime(w.End, lim, now)
+		if msg != "" {
+			return store.NewIncident{}, request.Invalid("end", "%s", msg)
 		}
 		if !end.After(start) {
 			return store.NewIncident{}, request.Invalid("end", "must be after start")

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/store"
@@ -25,7 +26,12 @@ const maxAlertBody = 8 << 20
 // Alertmanager decodes a notification (Alertmanager's webhook payload,
 // version 4) and maps it onto the store's terms. Unknown fields are
 // ignored: Grafana sends the same shape with more.
-func Alertmanager(w http.ResponseWriter, req *http.Request) (store.AlertGroup, error) {
+//
+// Every text that reaches the store is checked (no NUL, which Postgres
+// text and jsonb refuse; bounded sizes) and every time must fall within
+// the ingest limits' age and future bounds: a 422 names the field, and
+// nothing is stored.
+func Alertmanager(w http.ResponseWriter, req *http.Request, lim Limits, now time.Time) (store.AlertGroup, error) {
 	if ct := req.Header.Get("Content-Type"); ct != "" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 			return store.AlertGroup{}, &request.Error{Status: http.StatusUnsupportedMediaType, Field: "Content-Type",
@@ -48,14 +54,104 @@ func Alertmanager(w http.ResponseWriter, req *http.Request) (store.AlertGroup, e
 		}
 		return store.AlertGroup{}, request.BadInput("", "invalid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
-	return alertGroup(&p)
+	return alertGroup(&p, lim, now)
+}
+
+// Sizes of what a notification may carry. Scope labels become dimension
+// values (request.MaxLabelLen); other labels and annotations are kept
+// with the alert's event.
+const (
+	maxGroupKey        = 4096
+	maxAlertLabelName  = 256
+	maxAlertLabelValue = 4096
+	maxAnnotation      = 16 << 10
+	maxAlertTitle      = 500 // as POST /api/v1/incidents' title
+	maxEventSummary    = 4096
+)
+
+// checkAlertTexts checks every text of a notification.
+func checkAlertTexts(p *wire.AlertmanagerPayload) error {
+	if msg := request.CheckText(p.GroupKey, maxGroupKey); msg != "" {
+		return request.Invalid("groupKey", "%s", msg)
+	}
+	for _, f := range []struct{ name, v string }{{"receiver", p.Receiver}, {"externalURL", p.ExternalURL}, {"version", p.Version}} {
+		if msg := request.CheckText(f.v, maxAlertLabelValue); msg != "" {
+			return request.Invalid(f.name, "%s", msg)
+		}
+	}
+	type textMap struct {
+		name   string
+		m      map[string]string
+		values int // most bytes of a value
+	}
+	maps := []textMap{{"groupLabels", p.GroupLabels, maxAlertLabelValue}, {"commonLabels", p.CommonLabels, maxAlertLabelValue},
+		{"commonAnnotations", p.CommonAnnotations, maxAnnotation}}
+	for i, a := range p.Alerts {
+		field := fmt.Sprintf("alerts[%d]", i)
+		maps = append(maps, textMap{field + ".labels", a.Labels, maxAlertLabelValue},
+			textMap{field + ".annotations", a.Annotations, maxAnnotation})
+		for _, f := range []struct {
+			name string
+			v    string
+			max  int
+		}{{"fingerprint", a.Fingerprint, request.MaxLabelLen}, {"generatorURL", a.GeneratorURL, maxAlertLabelValue}} {
+			if msg := request.CheckText(f.v, f.max); msg != "" {
+				return request.Invalid(field+"."+f.name, "%s", msg)
+			}
+		}
+	}
+	for _, m := range maps {
+		keys := make([]string, 0, len(m.m))
+		for k := range m.m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys) // the same error every time
+		for _, k := range keys {
+			if msg := request.CheckText(k, maxAlertLabelName); msg != "" {
+				return request.Invalid(m.name, "label name %.64q: %s", k, msg)
+			}
+			max := m.values
+			if _, scope := scopeLabels[k]; scope && !strings.HasSuffix(m.name, "annotations") {
+				max = request.MaxLabelLen
+			}
+			if msg := request.CheckText(m.m[k], max); msg != "" {
+				return request.Invalid(m.name+"."+k, "%s", msg)
+			}
+		}
+	}
+	return nil
+}
+
+// scopeLabels are the labels labelScope maps onto a scope.
+var scopeLabels = map[string]struct{}{"model": {}, "version": {}, "tenant": {}, "pod": {}, "node": {}}
+
+// checkAlertTime bounds an alert's time as ingest bounds record times.
+func checkAlertTime(t time.Time, lim Limits, now time.Time) string {
+	_, msg := checkTime(t.UTC().Format(time.RFC3339Nano), lim, now)
+	return msg
+}
+
+// truncate cuts s to at most max bytes on a rune boundary, marking the cut.
+func truncate(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	const ellipsis = "…"
+	cut := max - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
 }
 
 // alertGroup validates a payload and maps it onto the store's terms:
 // labels model/version/tenant/pod/node become the scope (pod is the replica).
-func alertGroup(p *wire.AlertmanagerPayload) (store.AlertGroup, error) {
+func alertGroup(p *wire.AlertmanagerPayload, lim Limits, now time.Time) (store.AlertGroup, error) {
 	if p.GroupKey == "" {
 		return store.AlertGroup{}, request.Invalid("groupKey", "required")
+	}
+	if err := checkAlertTexts(p); err != nil {
+		return store.AlertGroup{}, err
 	}
 	if p.Status != store.AlertFiring && p.Status != store.AlertResolved {
 		return store.AlertGroup{}, request.Invalid("status", "want firing or resolved, got %q", p.Status)
@@ -76,12 +172,18 @@ func alertGroup(p *wire.AlertmanagerPayload) (store.AlertGroup, error) {
 		if a.StartsAt.IsZero() {
 			return store.AlertGroup{}, request.Invalid(field+".startsAt", "required")
 		}
+		if msg := checkAlertTime(a.StartsAt, lim, now); msg != "" {
+			return store.AlertGroup{}, request.Invalid(field+".startsAt", "%s", msg)
+		}
 		fp := a.Fingerprint
 		if fp == "" { // Alertmanager always sends one; hand-written payloads may not
 			fp = labelsFingerprint(a.Labels)
 		}
 		al := store.Alert{Fingerprint: fp, Status: a.Status, StartsAt: a.StartsAt.UTC()}
 		if a.Status == store.AlertResolved && !a.EndsAt.IsZero() && !a.EndsAt.Before(a.StartsAt) {
+			if msg := checkAlertTime(a.EndsAt, lim, now); msg != "" {
+				return store.AlertGroup{}, request.Invalid(field+".endsAt", "%s", msg)
+			}
 			end := a.EndsAt.UTC()
 			al.EndsAt = &end
 		}
@@ -108,7 +210,7 @@ func alertEvent(groupKey, fp string, a wire.AlertmanagerAlert, end *time.Time) c
 	}
 	return correlate.Event{
 		ID: "alertmanager:" + hex.EncodeToString(h[:16]), Kind: correlate.KindAlert, Time: a.StartsAt.UTC(), EndTime: end,
-		Scope: labelScope(a.Labels), Source: "alertmanager", Summary: summary, Attrs: attrs,
+		Scope: labelScope(a.Labels), Source: "alertmanager", Summary: truncate(summary, maxEventSummary), Attrs: attrs,
 	}
 }
 
@@ -150,10 +252,18 @@ func alertTitle(p *wire.AlertmanagerPayload) string {
 	if d := p.CommonAnnotations["summary"]; d != "" {
 		name += ": " + d
 	}
+	scope := ""
 	if sc := labelScope(p.CommonLabels).String(); sc != "" {
-		name += " (" + sc + ")"
+		scope = " (" + sc + ")"
 	}
-	return name
+	if len(name)+len(scope) > maxAlertTitle {
+		// A long summary is cut, the scope kept when it fits.
+		if len(scope) > maxAlertTitle/2 {
+			scope = ""
+		}
+		name = truncate(name, maxAlertTitle-len(scope))
+	}
+	return name + scope
 }
 
 // labelsFingerprint stands in for Alertmanager's fingerprint: a hash of the

@@ -163,12 +163,19 @@ func TestEventsWithoutIDAreIdempotent(t *testing.T) {
 	}
 }
 
+// The notifications below are dated around alertNow, which is handed to
+// the decoder (it reads no clock).
+var (
+	alertNow    = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	alertLimits = ingest.Limits{MaxAge: 30 * 24 * time.Hour, MaxFuture: time.Hour}
+)
+
 func TestAlertmanagerMapsLabels(t *testing.T) {
 	t.Parallel()
 	body := `{"version":"4","groupKey":"g","status":"resolved","commonLabels":{"alertname":"P99High","model":"chat","pod":"chat-1"},
 		"alerts":[{"status":"resolved","labels":{"alertname":"P99High","model":"chat","pod":"chat-1"},"startsAt":"2026-06-01T11:00:00Z","endsAt":"2026-06-01T11:20:00Z"}],
 		"extra":"Grafana's"}`
-	g, err := ingest.Alertmanager(httptest.NewRecorder(), post("application/json", "", []byte(body)))
+	g, err := ingest.Alertmanager(httptest.NewRecorder(), post("application/json", "", []byte(body)), alertLimits, alertNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +184,7 @@ func TestAlertmanagerMapsLabels(t *testing.T) {
 		a.EndsAt == nil || a.Event.Kind != correlate.KindAlert || !strings.HasPrefix(g.Title, "P99High") {
 		t.Fatalf("group %+v", g)
 	}
-	_, err = ingest.Alertmanager(httptest.NewRecorder(), post("application/json", "", []byte(`{"groupKey":"g","status":"firing","alerts":[]}`)))
+	_, err = ingest.Alertmanager(httptest.NewRecorder(), post("application/json", "", []byte(`{"groupKey":"g","status":"firing","alerts":[]}`)), alertLimits, alertNow)
 	if st, _, field := status(t, err); st != 422 || field != "alerts" {
 		t.Fatalf("no alerts: %d %s", st, field)
 	}

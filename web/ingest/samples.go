@@ -74,6 +74,14 @@ func checkSample(w *wire.Sample, line int, lim Limits, now time.Time, dst *corre
 	return nil
 }
 
+// CheckTime parses an RFC 3339 time and checks it lies within the limits'
+// window around now (and after 1970), as every ingested record's time
+// must. It returns a message when it does not.
+func CheckTime(v string, lim Limits, now time.Time) (time.Time, string) { return checkTime(v, lim, now) }
+
+// minTime is the earliest time accepted whatever the limits say.
+var minTime = time.Unix(0, 0).UTC()
+
 // checkTime parses an RFC 3339 time and checks it is within the accepted
 // window around now. It returns a message when it is not.
 func checkTime(v string, lim Limits, now time.Time) (time.Time, string) {
@@ -85,6 +93,9 @@ func checkTime(v string, lim Limits, now time.Time) (time.Time, string) {
 		return time.Time{}, fmt.Sprintf("want an RFC 3339 time such as 2026-01-02T15:04:05Z, got %q", v)
 	}
 	t = t.UTC()
+	if t.Before(minTime) {
+		return time.Time{}, fmt.Sprintf("%s is before 1970", v)
+	}
 	if lim.MaxAge > 0 && t.Before(now.Add(-lim.MaxAge)) {
 		return time.Time{}, fmt.Sprintf("%s is more than %s in the past", v, lim.MaxAge)
 	}
