@@ -77,7 +77,9 @@ func checkSample(w *wire.Sample, line int, lim Limits, now time.Time, dst *corre
 // CheckTime parses an RFC 3339 time and checks it lies within the limits'
 // window around now (and after 1970), as every ingested record's time
 // must. It returns a message when it does not.
-func CheckTime(v string, lim Limits, now time.Time) (time.Time, string) { return checkTime(v, lim, now) }
+func CheckTime(v string, lim Limits, now time.Time) (time.Time, string) {
+	return checkTime(v, lim, now)
+}
 
 // minTime is the earliest time accepted whatever the limits say.
 var minTime = time.Unix(0, 0).UTC()
