@@ -8,6 +8,7 @@
 package ingest
 
 import (
+	"cmp"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -24,9 +25,17 @@ import (
 type Limits struct {
 	MaxBytes   int64         // decompressed body size
 	MaxRecords int           // records per request
+	// MaxRecordBytes bounds one record (an NDJSON line or an array
+	// element), so one huge line is refused once it passes the bound
+	// instead of being buffered whole. 0 = DefaultMaxRecordBytes.
+	MaxRecordBytes int
 	MaxAge     time.Duration // oldest accepted record time, back from now (0: any)
 	MaxFuture  time.Duration // newest accepted record time, ahead of now
 }
+
+// DefaultMaxRecordBytes is the size bound of one record: a sample is a few
+// hundred bytes, an event at most ~25 KiB (summary 4 KiB, attrs 16 KiB).
+const DefaultMaxRecordBytes = 256 << 10
 
 // The ingest framing of DESIGN §4: a JSON array or NDJSON, optionally
 // gzip-compressed, decoded as a stream so a large request never sits in
@@ -108,7 +117,7 @@ func Open(req *http.Request, lim Limits) (*Body, error) {
 	}
 	lr := &limitReader{r: body, max: lim.MaxBytes}
 	return &Body{
-		records: newRecordReader(lr, lim.MaxRecords, lim.MaxBytes),
+		records: newRecordReader(lr, lim.MaxRecords, lim.MaxBytes, cmp.Or(lim.MaxRecordBytes, DefaultMaxRecordBytes)),
 		counted: lr,
 		close:   closeFn,
 	}, nil

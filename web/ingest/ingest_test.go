@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -187,5 +188,74 @@ func TestAlertmanagerMapsLabels(t *testing.T) {
 	_, err = ingest.Alertmanager(httptest.NewRecorder(), post("application/json", "", []byte(`{"groupKey":"g","status":"firing","alerts":[]}`)), alertLimits, alertNow)
 	if st, _, field := status(t, err); st != 422 || field != "alerts" {
 		t.Fatalf("no alerts: %d %s", st, field)
+	}
+}
+
+// gzipLongRecord compresses a body whose second record is one value of n
+// bytes, in the NDJSON or the array framing, without holding it whole.
+func gzipLongRecord(t *testing.T, array bool, n int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	first, open, sep, end := `{"kind":"deploy","time":"x"}`, "", "\n", "\n"
+	if array {
+		open, sep, end = "[", ",", "]"
+	}
+	_, _ = io.WriteString(zw, open+first+sep+`{"kind":"deploy","summary":"`)
+	chunk := bytes.Repeat([]byte("a"), 1<<20)
+	for w := 0; w < n; w += len(chunk) {
+		if _, err := zw.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, _ = io.WriteString(zw, `"}`+end)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// One 60 MB record (61 KB gzipped) is refused at the record bound: 413
+// naming its line, after reading not much more than the bound, and
+// without buffering the line.
+func TestOneHugeRecordStopsAtTheBound(t *testing.T) {
+	l := ingest.Limits{MaxBytes: 64 << 20, MaxRecords: 1000, MaxRecordBytes: 256 << 10}
+	for _, array := range []bool{false, true} {
+		body := gzipLongRecord(t, array, 60<<20)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		b, err := ingest.Open(post("application/json", "gzip", body), l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines []int
+		for {
+			_, line, err2 := b.Next()
+			if err2 != nil {
+				err = err2
+				break
+			}
+			lines = append(lines, line)
+		}
+		runtime.ReadMemStats(&after)
+		b.Close()
+		st, line, _ := status(t, err)
+		if st != http.StatusRequestEntityTooLarge || line != 2 || len(lines) != 1 || !strings.Contains(err.Error(), "record larger than 262144 bytes") {
+			t.Errorf("array=%v: %d line %d after records %v: %v", array, st, line, lines, err)
+		}
+		if n := b.Read(); n > 2<<20 {
+			t.Errorf("array=%v: read %d bytes of the body before refusing it", array, n)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8<<20 {
+			t.Errorf("array=%v: allocated %d MiB decoding it", array, alloc>>20)
+		}
+	}
+	// A record just under the bound passes.
+	rec := `{"kind":"deploy","summary":"` + strings.Repeat("a", 200<<10) + `"}`
+	for _, body := range []string{rec + "\n" + rec + "\n", "[" + rec + "," + rec + "]"} {
+		if lines, err := records(t, post("application/json", "", []byte(body)), l); err != nil || len(lines) != 2 {
+			t.Errorf("records of 200 KiB: %v %v", lines, err)
+		}
 	}
 }

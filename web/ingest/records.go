@@ -29,10 +29,46 @@ type recordReader struct {
 	records  int
 	long     []byte // NDJSON line longer than the bufio buffer
 	raw      json.RawMessage
+	// maxRecord bounds one record. NDJSON stops collecting a line past
+	// it; in an array, the decoder reads through cap, which refuses to
+	// read more than maxRecord past the element's start.
+	maxRecord int
+	cap       *capReader
 }
 
-func newRecordReader(r io.Reader, maxLines int, maxBytes int64) *recordReader {
-	return &recordReader{br: bufio.NewReaderSize(r, 64<<10), maxLines: maxLines, maxBytes: maxBytes}
+func newRecordReader(r io.Reader, maxLines int, maxBytes int64, maxRecord int) *recordReader {
+	return &recordReader{br: bufio.NewReaderSize(r, 64<<10), maxLines: maxLines, maxBytes: maxBytes, maxRecord: maxRecord}
+}
+
+// errRecordTooLarge is returned by capReader past one record's bound.
+var errRecordTooLarge = errors.New("record too large")
+
+// capReader lets a json.Decoder read only up to limit (an offset in the
+// stream), so that one huge array element is refused without being
+// buffered whole.
+type capReader struct {
+	r     io.Reader
+	n     int64 // bytes read so far
+	limit int64
+}
+
+func (c *capReader) Read(p []byte) (int, error) {
+	left := c.limit - c.n
+	if left <= 0 {
+		return 0, errRecordTooLarge
+	}
+	if int64(len(p)) > left {
+		p = p[:left]
+	}
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// bound lets the decoder read one more record from where it stands (a
+// little slack for the white space and comma around it).
+func (r *recordReader) bound() {
+	r.cap.limit = r.dec.InputOffset() + int64(r.maxRecord) + 1024
 }
 
 // next returns the next record and its number, or io.EOF after the last.
@@ -64,7 +100,9 @@ func (r *recordReader) read() ([]byte, int, error) {
 		}
 		if b == '[' {
 			r.array = true
-			r.dec = json.NewDecoder(r.br)
+			r.cap = &capReader{r: r.br}
+			r.dec = json.NewDecoder(r.cap)
+			r.bound()
 			if _, err := r.dec.Token(); err != nil {
 				return nil, 0, r.readErr(err, r.line)
 			}
@@ -94,6 +132,7 @@ func (r *recordReader) nextElement() ([]byte, int, error) {
 	}
 	r.line++
 	r.raw = r.raw[:0]
+	r.bound()
 	if err := r.dec.Decode(&r.raw); err != nil {
 		return nil, r.line, r.readErr(err, r.line)
 	}
@@ -103,6 +142,7 @@ func (r *recordReader) nextElement() ([]byte, int, error) {
 
 // endArray consumes "]" and checks nothing but space follows.
 func (r *recordReader) endArray() ([]byte, int, error) {
+	r.bound()
 	if _, err := r.dec.Token(); err != nil {
 		return nil, 0, r.readErr(err, r.line)
 	}
@@ -125,10 +165,16 @@ func (r *recordReader) nextLine() ([]byte, int, error) {
 		if errors.Is(err, bufio.ErrBufferFull) {
 			r.long = append(r.long[:0], b...)
 			for errors.Is(err, bufio.ErrBufferFull) {
+				if len(r.long) > r.maxRecord {
+					return nil, r.line + 1, r.readErr(errRecordTooLarge, r.line+1)
+				}
 				b, err = r.br.ReadSlice('\n')
 				r.long = append(r.long, b...)
 			}
 			b = r.long
+		}
+		if len(b) > r.maxRecord && len(bytes.TrimSpace(b)) > r.maxRecord {
+			return nil, r.line + 1, r.readErr(errRecordTooLarge, r.line+1)
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, r.line + 1, r.readErr(err, r.line+1)
@@ -181,6 +227,9 @@ func (r *recordReader) readErr(err error, line int) error {
 		fe flate.CorruptInputError
 	)
 	switch {
+	case errors.Is(err, errRecordTooLarge):
+		return &request.Error{Status: http.StatusRequestEntityTooLarge, Line: line,
+			Msg: fmt.Sprintf("record larger than %d bytes: a sample or event is a few KiB at most (an event's summary up to 4 KiB, attrs up to 16 KiB)", r.maxRecord)}
 	case errors.Is(err, errTooLarge):
 		return &request.Error{Status: http.StatusRequestEntityTooLarge, Line: line,
 			Msg: fmt.Sprintf("body larger than %d bytes (after decompression): split it", r.maxBytes)}

@@ -100,7 +100,7 @@ func BenchmarkSampleDecode(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		rr := newRecordReader(bytes.NewReader(body), 1<<20, 1<<30)
+		rr := newRecordReader(bytes.NewReader(body), 1<<20, 1<<30, DefaultMaxRecordBytes)
 		p := sampleParser{intern: map[string]string{}}
 		var w wire.Sample
 		var x correlate.Sample
