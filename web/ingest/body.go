@@ -23,14 +23,14 @@ import (
 
 // Limits bound what one ingest request may hold.
 type Limits struct {
-	MaxBytes   int64         // decompressed body size
-	MaxRecords int           // records per request
+	MaxBytes   int64 // decompressed body size
+	MaxRecords int   // records per request
 	// MaxRecordBytes bounds one record (an NDJSON line or an array
 	// element), so one huge line is refused once it passes the bound
 	// instead of being buffered whole. 0 = DefaultMaxRecordBytes.
 	MaxRecordBytes int
-	MaxAge     time.Duration // oldest accepted record time, back from now (0: any)
-	MaxFuture  time.Duration // newest accepted record time, ahead of now
+	MaxAge         time.Duration // oldest accepted record time, back from now (0: any)
+	MaxFuture      time.Duration // newest accepted record time, ahead of now
 }
 
 // DefaultMaxRecordBytes is the size bound of one record: a sample is a few
