@@ -25,40 +25,46 @@ func (s *Server) routes(e *echo.Echo) {
 	read := s.requireScope(store.ScopeRead)
 	write := s.requireScope(store.ScopeWrite)
 	admin := s.requireScope(store.ScopeAdmin)
+	// Every route that reads a body goes through a gate (bodies.go):
+	// bounded concurrency per kind, a slot only once the body flows, a
+	// minimum transfer rate.
+	g := s.gates
+	samples, traces, ingest, small := s.gated(g.samples), s.gated(g.traces), s.gated(g.ingest), s.gated(g.small)
 	v1 := e.Group("/api/v1")
-	v1.POST("/events", a.CreateEvents, write)
-	v1.POST("/samples", a.CreateSamples, write)
-	v1.POST("/alerts/alertmanager", a.ReceiveAlertmanager, write)
-	v1.POST("/incidents", a.CreateIncident, write)
+	v1.POST("/events", a.CreateEvents, write, ingest)
+	v1.POST("/samples", a.CreateSamples, write, samples)
+	v1.POST("/alerts/alertmanager", a.ReceiveAlertmanager, write, ingest)
+	v1.POST("/incidents", a.CreateIncident, write, small)
 	v1.GET("/incidents", a.ListIncidents, read)
 	v1.GET("/incidents/:id", byID(a.GetIncident), read)
-	v1.POST("/incidents/:id/resolve", byID(a.ResolveIncident), write)
-	v1.POST("/incidents/:id/share", byID(a.CreateShareLink), write)
+	v1.POST("/incidents/:id/resolve", byID(a.ResolveIncident), write, small)
+	v1.POST("/incidents/:id/share", byID(a.CreateShareLink), write, small)
 	v1.DELETE("/incidents/:id/share", byID(a.RevokeShareLink), write)
 	v1.GET("/incidents/:id/analysis", byID(a.GetAnalysis), read)
 	v1.GET("/timeline", a.GetTimeline, read)
 	v1.GET("/spikes", a.ListSpikes, read)
 	v1.GET("/pull/status", a.GetPullStatus, read)
-	v1.POST("/webhooks", a.CreateWebhook, admin)
+	v1.POST("/webhooks", a.CreateWebhook, admin, small)
 	v1.GET("/webhooks", a.ListWebhooks, admin)
 	v1.DELETE("/webhooks/:id", byID(a.DeleteWebhook), admin)
 	v1.GET("/webhooks/:id/deliveries", byID(a.ListDeliveries), admin)
 	// Where other tools already send: OTLP/HTTP's standard path (an OTel
 	// SDK or Collector points at the base URL) and Grafana's annotation
 	// API (a CD step that annotates Grafana posts the same body).
-	e.POST("/v1/traces", a.ExportTraces, write)
-	e.POST("/api/annotations", a.CreateAnnotation, write)
+	e.POST("/v1/traces", a.ExportTraces, write, traces)
+	e.POST("/api/annotations", a.CreateAnnotation, write, ingest)
 
 	// UI (htmx + templ). Pages need a browser session (or a trusted auth
-	// proxy user); changes need write scope and a CSRF token. Share links
+	// proxy user); changes need write scope and a CSRF token (read from
+	// the form, so the gate comes first). Share links
 	// need neither: the token in the path is the capability.
 	p := s.pages
 	gz := middleware.GzipWithConfig(middleware.GzipConfig{Level: 5, MinLength: 1024})
 	uiRead, uiWrite := p.RequireSession(store.ScopeRead), p.RequireSession(store.ScopeWrite)
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", staticHandler())), gz)
 	e.GET("/login", p.ShowLogin)
-	e.POST("/login", p.Login)
-	e.POST("/logout", p.Logout, uiRead)
+	e.POST("/login", p.Login, small)
+	e.POST("/logout", p.Logout, small, uiRead)
 	e.GET("/", p.ShowHome, gz, uiRead)
 	e.GET("/explore", p.ShowExplore, gz, uiRead)
 	e.GET("/incidents/:id", byID(p.ShowIncident), uiRead) // cached pre-compressed per session (web/ui/pagecache.go)
@@ -66,10 +72,10 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/incidents/:id/samples/:rid", byID(p.ShowSample), gz, uiRead)
 	e.GET("/incidents/:id/export.md", byID(p.ExportIncident), gz, uiRead)
 	e.GET("/incidents/:id/og.png", byID(p.DrawIncidentCard), uiRead)
-	e.POST("/incidents/:id/share", byID(p.CreateShareLink), uiWrite)
-	e.POST("/incidents/:id/share/revoke", byID(p.RevokeShareLink), uiWrite)
-	e.POST("/incidents/:id/freeze", byID(p.FreezeIncident), uiWrite)
-	e.POST("/incidents/:id/resolve", byID(p.ResolveIncident), uiWrite)
+	e.POST("/incidents/:id/share", byID(p.CreateShareLink), small, uiWrite)
+	e.POST("/incidents/:id/share/revoke", byID(p.RevokeShareLink), small, uiWrite)
+	e.POST("/incidents/:id/freeze", byID(p.FreezeIncident), small, uiWrite)
+	e.POST("/incidents/:id/resolve", byID(p.ResolveIncident), small, uiWrite)
 	e.GET("/s/:token", p.ShowSharedIncident) // cached pre-compressed (web/ui/pagecache.go)
 	e.GET("/s/:token/samples/:rid", p.ShowSharedSample, gz)
 	e.GET("/s/:token/og.png", p.DrawSharedCard)

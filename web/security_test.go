@@ -1,12 +1,17 @@
 package web_test
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/waterline-dev/waterline/web"
 )
 
 // An open redirect after sign-in: the form's next and, for a user already
@@ -106,5 +111,104 @@ func TestAlertAndIncidentInputChecked(t *testing.T) {
 	}
 	if len(title) > 500 || !strings.HasPrefix(title, "P99High: éé") || !strings.HasSuffix(title, "…") {
 		t.Errorf("title of %d bytes: %.80q…", len(title), title)
+	}
+}
+
+// slowClient opens a request with a body of length bytes and sends prefix
+// at once; the rest is left to the caller (a trickle, or nothing). It
+// returns the connection and a channel with the answer's status line.
+func slowClient(t *testing.T, e *apiEnv, path, ctype string, length int, prefix []byte) (net.Conn, <-chan string) {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n",
+		path, e.write, ctype, length)
+	if _, err := conn.Write(prefix); err != nil {
+		t.Fatal(err)
+	}
+	answer := make(chan string, 1)
+	go func() {
+		line, err := bufio.NewReader(conn).ReadString('\n')
+		if err != nil {
+			line = "error: " + err.Error()
+		}
+		answer <- strings.TrimSpace(line)
+	}()
+	return conn, answer
+}
+
+// Eight clients trickling sample bodies at a few bytes a second do not
+// hold the four ingest slots: a normal ingest is not delayed by more than
+// a second.
+func TestSlowUploadsDoNotStallIngest(t *testing.T) {
+	e := newAPIEnv(t)
+	start := time.Now()
+	accepted(t, e.post("/api/v1/samples", "application/x-ndjson", ndjson(0, 2000)))
+	alone := time.Since(start)
+
+	stop := make(chan struct{})
+	defer close(stop)
+	for i := 0; i < 8; i++ {
+		conn, _ := slowClient(t, e, "/api/v1/samples", "application/x-ndjson", 100000, []byte(sampleLine(100000 + i)[:20]))
+		go func() {
+			tick := time.NewTicker(200 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					if _, err := conn.Write([]byte(" ")); err != nil {
+						return
+					}
+				}
+			}
+		}()
+	}
+	time.Sleep(500 * time.Millisecond) // the slow requests are in
+	start = time.Now()
+	accepted(t, e.post("/api/v1/samples", "application/x-ndjson", ndjson(2000, 4000)))
+	if d := time.Since(start); d > alone+time.Second {
+		t.Errorf("ingest took %v next to 8 slow uploads, %v alone", d, alone)
+	}
+}
+
+// A body that stops arriving after its first chunk is cut off by the
+// minimum rate (408), releasing its slot; events, like samples, wait for
+// a slot: with one slot, a second events request is answered only after
+// the stalled one.
+func TestStalledBodyTimesOutAndEventsAreBounded(t *testing.T) {
+	e := newAPIEnv(t, func(c *web.Config) { c.IngestConcurrency = 1; c.BodyGrace = time.Second })
+	var prefix bytes.Buffer
+	for prefix.Len() < 40<<10 {
+		fmt.Fprintf(&prefix, `{"kind":"deploy","time":%q,"model":"chat","summary":"rollout %d"}`+"\n",
+			testNow.Add(-time.Hour).Format(time.RFC3339), prefix.Len())
+	}
+	_, stalled := slowClient(t, e, "/api/v1/events", "application/x-ndjson", prefix.Len()+1000, prefix.Bytes())
+	time.Sleep(300 * time.Millisecond) // it holds the only slot now
+	second := make(chan response, 1)
+	go func() {
+		second <- e.post("/api/v1/events", "application/x-ndjson",
+			[]byte(fmt.Sprintf(`{"kind":"deploy","time":%q,"model":"chat"}`+"\n", testNow.Add(-time.Hour).Format(time.RFC3339))))
+	}()
+	var first string
+	select {
+	case first = <-stalled:
+	case r := <-second:
+		t.Fatalf("the second events request was answered (%d) while the first held the only slot", r.status)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the stalled body was never cut off")
+	}
+	if !strings.Contains(first, " 408 ") {
+		t.Errorf("stalled body: %q, want 408", first)
+	}
+	if r := <-second; r.status != http.StatusOK {
+		t.Errorf("second events request: %d %s", r.status, r.body)
+	}
+	if n := e.count("SELECT count(*) FROM events"); n != 1 {
+		t.Errorf("%d events stored, want the second request's one", n)
 	}
 }

@@ -35,10 +35,17 @@ type Config struct {
 	RequestTimeout  time.Duration // per-request time limit
 	AlertLookback   time.Duration // incident start = earliest startsAt − lookback
 	AuthProxyHeader string        // trusted user header from an auth proxy; empty = off
-	// IngestConcurrency bounds sample ingest requests handled at once (each
-	// holds its samples in memory and a database connection); more wait
-	// their turn. 0 = 4.
+	// IngestConcurrency bounds the requests of one kind that read and
+	// handle their bodies at once (samples; traces; events, Alertmanager
+	// and annotations), each holding memory and a database connection;
+	// small bodies (incidents, webhooks, forms) get four times as many.
+	// More wait their turn, without a slot until their body arrives. 0 = 4.
 	IngestConcurrency int
+	// BodyGrace and BodyMinRate pace request bodies: the reads of a body
+	// may wait for the client BodyGrace + bytes received / BodyMinRate in
+	// all, else 408. 0 = 5 s and 16 KiB/s.
+	BodyGrace   time.Duration
+	BodyMinRate int
 }
 
 // Deps are the collaborators the server needs.
@@ -76,6 +83,7 @@ type Server struct {
 	metrics *metrics
 	gather  prometheus.Gatherer
 	tokens  tokenCache
+	gates   gates
 	echo    *echo.Echo
 	api     *api.API
 	pages   *ui.Pages
@@ -107,6 +115,7 @@ func NewServer(cfg Config, deps Deps) *Server {
 		deps.Incidents = incident.New(deps.Store, incident.Options{Log: s.log, Now: s.now})
 	}
 	s.metrics = newMetrics(deps.Registry)
+	s.gates = newGates(cfg)
 	if deps.Traces == nil {
 		deps.Traces = otlp.NewAssembler(otlp.DefaultConfig(), otlp.Options{Sink: StoreSink(deps.Store), Now: s.now,
 			MaxAge: cfg.IngestMaxAge, MaxFuture: cfg.IngestMaxFuture})
@@ -115,8 +124,7 @@ func NewServer(cfg Config, deps Deps) *Server {
 		PublicURL: cfg.PublicURL,
 		Ingest: ingest.Limits{MaxBytes: cfg.IngestMaxBytes, MaxRecords: cfg.IngestMaxLines,
 			MaxAge: cfg.IngestMaxAge, MaxFuture: cfg.IngestMaxFuture},
-		AlertLookback:     cfg.AlertLookback,
-		IngestConcurrency: cfg.IngestConcurrency,
+		AlertLookback: cfg.AlertLookback,
 	}, api.Deps{Store: deps.Store, Incidents: deps.Incidents, Registry: deps.Registry, Now: s.now,
 		SLO: deps.SLO, QueryRange: deps.QueryRange, Traces: deps.Traces})
 	s.pages = ui.New(ui.Config{PublicURL: cfg.PublicURL, AuthProxyHeader: cfg.AuthProxyHeader},

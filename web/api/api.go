@@ -6,7 +6,6 @@
 package api
 
 import (
-	"cmp"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,10 +21,6 @@ type Config struct {
 	PublicURL     string        // base URL for permalinks, without a trailing slash
 	Ingest        ingest.Limits // per ingest request
 	AlertLookback time.Duration // incident start = earliest startsAt − lookback
-	// IngestConcurrency bounds sample ingest requests handled at once (each
-	// holds its samples in memory and a database connection); more wait
-	// their turn. 0 = 4.
-	IngestConcurrency int
 }
 
 // Deps are the API's collaborators.
@@ -52,9 +47,7 @@ type API struct {
 	slo         func(model string) (float64, bool)
 	queryRange  QueryRangeFunc
 	metrics     *metrics
-	ingestSlots chan struct{} // one token per sample ingest in progress
 	traces      *otlp.Assembler
-	traceSlots  chan struct{} // one token per OTLP export in progress (each holds its body in memory)
 }
 
 // New returns the API; it registers its metrics on deps.Registry.
@@ -64,10 +57,8 @@ func New(cfg Config, deps Deps) *API {
 	}
 	return &API{
 		cfg: cfg, store: deps.Store, incidents: deps.Incidents, now: deps.Now, slo: deps.SLO, queryRange: deps.QueryRange,
-		metrics:     newMetrics(deps.Registry),
-		ingestSlots: make(chan struct{}, cmp.Or(cfg.IngestConcurrency, 4)),
-		traces:      deps.Traces,
-		traceSlots:  make(chan struct{}, cmp.Or(cfg.IngestConcurrency, 4)),
+		metrics: newMetrics(deps.Registry),
+		traces:  deps.Traces,
 	}
 }
 

@@ -13,14 +13,9 @@ import (
 )
 
 // CreateSamples is POST /api/v1/samples: request samples, streamed from
-// the body straight into the database's COPY, all-or-nothing.
+// the body straight into the database's COPY, all-or-nothing. The router
+// bounds how many run at once.
 func (a *API) CreateSamples(c echo.Context) error {
-	select {
-	case a.ingestSlots <- struct{}{}:
-		defer func() { <-a.ingestSlots }()
-	case <-c.Request().Context().Done():
-		return c.Request().Context().Err()
-	}
 	body, err := ingest.Open(c.Request(), a.cfg.Ingest)
 	if err != nil {
 		return a.ingestFailed(c, "samples", err)

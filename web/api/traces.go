@@ -22,12 +22,6 @@ import (
 // encoding.
 func (a *API) ExportTraces(c echo.Context) error {
 	enc := ingest.TraceEncoding(c.Request())
-	select {
-	case a.traceSlots <- struct{}{}:
-		defer func() { <-a.traceSlots }()
-	case <-c.Request().Context().Done():
-		return c.Request().Context().Err()
-	}
 	req, n, err := ingest.Traces(c.Request(), a.cfg.Ingest)
 	a.metrics.ingestBytes.WithLabelValues("traces").Add(float64(n))
 	if err != nil {
