@@ -40,14 +40,14 @@ type Deps struct {
 
 // API serves /api/v1.
 type API struct {
-	cfg         Config
-	store       *store.Store
-	incidents   *incident.Service
-	now         func() time.Time
-	slo         func(model string) (float64, bool)
-	queryRange  QueryRangeFunc
-	metrics     *metrics
-	traces      *otlp.Assembler
+	cfg        Config
+	store      *store.Store
+	incidents  *incident.Service
+	now        func() time.Time
+	slo        func(model string) (float64, bool)
+	queryRange QueryRangeFunc
+	metrics    *metrics
+	traces     *otlp.Assembler
 }
 
 // New returns the API; it registers its metrics on deps.Registry.
