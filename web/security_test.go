@@ -212,3 +212,36 @@ func TestStalledBodyTimesOutAndEventsAreBounded(t *testing.T) {
 		t.Errorf("%d events stored, want the second request's one", n)
 	}
 }
+
+// Webhooks: internal targets are refused at registration unless allowed,
+// and query-string values (secrets such as ?api_key=) never come back in
+// answers.
+func TestWebhookTargetsAndMasking(t *testing.T) {
+	e := newAPIEnv(t, func(c *web.Config) { c.WebhookAllowPrivate = false })
+	reg := func(u string) response {
+		b := fmt.Sprintf(`{"url":%q,"secret":"0123456789abcdef0123"}`, u)
+		return e.do(request{method: "POST", path: "/api/v1/webhooks", token: e.admin, ctype: "application/json", body: []byte(b)})
+	}
+	for _, u := range []string{"http://169.254.169.254/latest/meta-data/", "http://[::1]:8080/x", "http://0x7f000001/x",
+		"http://127.0.0.1:5432/", "http://10.1.2.3/", "http://[fe80::1]/", "http://0.0.0.0:80/", "http://2130706433/"} {
+		if r := reg(u); r.status != http.StatusUnprocessableEntity || r.err.Field != "url" {
+			t.Errorf("%s: %d field %q", u, r.status, r.err.Field)
+		}
+	}
+	r := reg("https://user:pw@hooks.example.com/in?api_key=s3cr3t&team=ops&flag")
+	if r.status != http.StatusCreated {
+		t.Fatalf("public receiver: %d %s", r.status, r.body)
+	}
+	list := e.do(request{method: "GET", path: "/api/v1/webhooks", token: e.admin})
+	for _, body := range [][]byte{r.body, list.body} {
+		if bytes.Contains(body, []byte("s3cr3t")) || bytes.Contains(body, []byte(":pw@")) || bytes.Contains(body, []byte("ops")) {
+			t.Errorf("a secret in the answer: %s", body)
+		}
+		if !bytes.Contains(body, []byte("api_key=xxxxx")) {
+			t.Errorf("query names are not kept: %s", body)
+		}
+	}
+	if n := e.count("SELECT count(*) FROM webhooks"); n != 1 {
+		t.Errorf("%d webhooks stored, want 1", n)
+	}
+}

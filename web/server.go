@@ -46,6 +46,9 @@ type Config struct {
 	// all, else 408. 0 = 5 s and 16 KiB/s.
 	BodyGrace   time.Duration
 	BodyMinRate int
+	// WebhookAllowPrivate lets webhooks target loopback, private and
+	// link-local addresses; the dispatcher needs the same setting.
+	WebhookAllowPrivate bool
 }
 
 // Deps are the collaborators the server needs.
@@ -124,7 +127,8 @@ func NewServer(cfg Config, deps Deps) *Server {
 		PublicURL: cfg.PublicURL,
 		Ingest: ingest.Limits{MaxBytes: cfg.IngestMaxBytes, MaxRecords: cfg.IngestMaxLines,
 			MaxAge: cfg.IngestMaxAge, MaxFuture: cfg.IngestMaxFuture},
-		AlertLookback: cfg.AlertLookback,
+		AlertLookback:       cfg.AlertLookback,
+		WebhookAllowPrivate: cfg.WebhookAllowPrivate,
 	}, api.Deps{Store: deps.Store, Incidents: deps.Incidents, Registry: deps.Registry, Now: s.now,
 		SLO: deps.SLO, QueryRange: deps.QueryRange, Traces: deps.Traces})
 	s.pages = ui.New(ui.Config{PublicURL: cfg.PublicURL, AuthProxyHeader: cfg.AuthProxyHeader},

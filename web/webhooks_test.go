@@ -187,7 +187,7 @@ func TestWebhookEventsAndFormats(t *testing.T) {
 	rc.register(e, "/snow", "servicenow")
 	rc.register(e, "/resolved-only", "waterline", "incident.resolved")
 	notifier := webhook.NewNotifier(e.st, webhook.NotifierOptions{PublicURL: "http://waterline.test"})
-	dispatcher := webhook.NewDispatcher(e.st, webhook.Options{})
+	dispatcher := webhook.NewDispatcher(e.st, webhook.Options{AllowPrivate: true})
 	notifyChanged := func() {
 		for _, id := range e.incidentChanges() {
 			if err := notifier.NotifyIncident(ctx, id); err != nil {

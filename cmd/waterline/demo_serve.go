@@ -61,6 +61,8 @@ func (d *demo) serve(ctx context.Context, dbURL, promURL string) (*demoServer, e
 		"WATERLINE_PULL_INTERVAL":   "0",
 		"WATERLINE_DETECT_INTERVAL": "0",
 		"WATERLINE_CONFIG":          "", // the built-in preset reads the simulated exporters
+		// Receivers for a demo are on this machine.
+		"WATERLINE_WEBHOOK_ALLOW_PRIVATE": "true",
 	}
 	env := func(k string) string {
 		if v, ok := overlay[k]; ok {

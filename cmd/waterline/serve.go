@@ -57,6 +57,8 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 		RequestTimeout:  c.RequestTimeout,
 		AlertLookback:   c.AlertLookback,
 		AuthProxyHeader: c.AuthProxyHeader,
+
+		WebhookAllowPrivate: c.WebhookAllowPrivate,
 	}, web.Deps{
 		Store:      st,
 		Incidents:  incidents,

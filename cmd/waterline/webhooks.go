@@ -19,7 +19,7 @@ type webhooks struct {
 }
 
 func newWebhooks(c config, st *store.Store, log *slog.Logger) *webhooks {
-	d := webhook.NewDispatcher(st, webhook.Options{Log: log})
+	d := webhook.NewDispatcher(st, webhook.Options{Log: log, AllowPrivate: c.WebhookAllowPrivate})
 	n := webhook.NewNotifier(st, webhook.NotifierOptions{PublicURL: c.PublicURL, Log: log, OnQueued: d.Wake})
 	return &webhooks{notifier: n, dispatcher: d, done: make(chan struct{})}
 }

@@ -44,7 +44,7 @@ func TestServeSendsWebhooks(t *testing.T) {
 	}
 
 	db := storetest.NewDatabase(t)
-	s := startServe(t, db)
+	s := startServe(t, db, "WATERLINE_WEBHOOK_ALLOW_PRIVATE", "true") // the receiver is on loopback
 	var admin bytes.Buffer
 	if err := run(context.Background(), []string{"token", "create", "--name", "hooks", "--scope", "admin"},
 		envMap(map[string]string{"DATABASE_URL": db}), &admin, io.Discard); err != nil {

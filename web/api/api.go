@@ -21,6 +21,9 @@ type Config struct {
 	PublicURL     string        // base URL for permalinks, without a trailing slash
 	Ingest        ingest.Limits // per ingest request
 	AlertLookback time.Duration // incident start = earliest startsAt − lookback
+	// WebhookAllowPrivate lets webhooks be registered for loopback,
+	// private and link-local addresses (WATERLINE_WEBHOOK_ALLOW_PRIVATE).
+	WebhookAllowPrivate bool
 }
 
 // Deps are the API's collaborators.

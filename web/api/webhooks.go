@@ -14,17 +14,33 @@ import (
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/web/ingest"
 	"github.com/waterline-dev/waterline/web/request"
+	"github.com/waterline-dev/waterline/web/webhook"
 	"github.com/waterline-dev/waterline/wire"
 )
 
 // webhookView is a webhook on the wire: a password in the URL (basic auth
-// for Jira or ServiceNow) is masked, and the secret is never shown.
+// for Jira or ServiceNow) and every query-string value (?api_key=…) are
+// masked, and the secret is never shown.
 func webhookView(w store.Webhook) wire.Webhook {
-	u := w.URL
-	if p, err := url.Parse(w.URL); err == nil {
-		u = p.Redacted()
+	return wire.Webhook{ID: w.ID, URL: maskURL(w.URL), Format: w.Format, Events: w.Events, CreatedAt: w.CreatedAt, IncludeShareLink: w.IncludeShareLink}
+}
+
+// maskURL hides a URL's password and its query values, keeping the names.
+func maskURL(raw string) string {
+	p, err := url.Parse(raw)
+	if err != nil {
+		return "(unreadable URL)"
 	}
-	return wire.Webhook{ID: w.ID, URL: u, Format: w.Format, Events: w.Events, CreatedAt: w.CreatedAt, IncludeShareLink: w.IncludeShareLink}
+	if p.RawQuery != "" {
+		parts := strings.Split(p.RawQuery, "&")
+		for i, kv := range parts {
+			if k, _, ok := strings.Cut(kv, "="); ok {
+				parts[i] = k + "=xxxxx"
+			}
+		}
+		p.RawQuery = strings.Join(parts, "&")
+	}
+	return p.Redacted()
 }
 
 // Limits of a webhook registration.
@@ -42,7 +58,7 @@ func (a *API) CreateWebhook(c echo.Context) error {
 	if err := ingest.ReadObject(c.Response(), c.Request(), maxWebhookBody, &w, `{"url", "secret", "format"?, "events"?, "include_share_link"?}`); err != nil {
 		return err
 	}
-	n, err := checkWebhook(w)
+	n, err := checkWebhook(w, a.cfg.WebhookAllowPrivate)
 	if err != nil {
 		return err
 	}
@@ -54,8 +70,10 @@ func (a *API) CreateWebhook(c echo.Context) error {
 }
 
 // checkWebhook validates a registration and fills defaults: format
-// waterline, every event.
-func checkWebhook(w wire.WebhookCreate) (store.NewWebhook, error) {
+// waterline, every event. A host that is a blocked address (or a number
+// in an odd spelling) is refused here; names are checked on every
+// connection (webhook.NewClient).
+func checkWebhook(w wire.WebhookCreate, allowPrivate bool) (store.NewWebhook, error) {
 	u, err := url.Parse(strings.TrimSpace(w.URL))
 	switch {
 	case w.URL == "":
@@ -64,6 +82,12 @@ func checkWebhook(w wire.WebhookCreate) (store.NewWebhook, error) {
 		return store.NewWebhook{}, request.Invalid("url", "want an absolute http(s) URL, got %q", w.URL)
 	case len(w.URL) > maxWebhookURL:
 		return store.NewWebhook{}, request.Invalid("url", "longer than %d bytes", maxWebhookURL)
+	}
+	if msg := webhook.CheckURL(u, allowPrivate); msg != "" {
+		return store.NewWebhook{}, request.Invalid("url", "%s", msg)
+	}
+	if msg := request.CheckText(w.Secret, maxWebhookSecret); msg != "" {
+		return store.NewWebhook{}, request.Invalid("secret", "%s", msg)
 	}
 	if len(w.Secret) < minWebhookSecret || len(w.Secret) > maxWebhookSecret {
 		return store.NewWebhook{}, request.Invalid("secret", "want %d to %d characters (the HMAC-SHA256 key receivers verify signatures with), got %d",

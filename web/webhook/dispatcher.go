@@ -8,8 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -24,7 +24,11 @@ type Options struct {
 	MaxBackoff  time.Duration // longest wait between attempts; default 1h
 	MaxAttempts int           // attempts before a delivery is marked failed; default 12 (about 9 h with the defaults)
 	Poll        time.Duration // how often idle workers look for due deliveries; default 1s
-	Client      *http.Client  // default: a client that does not follow redirects
+	Client      *http.Client  // default: NewClient(AllowPrivate)
+	// AllowPrivate lets webhooks reach loopback, private and link-local
+	// addresses (WATERLINE_WEBHOOK_ALLOW_PRIVATE); by default they are
+	// refused on every connection (egress.go).
+	AllowPrivate bool
 	Log         *slog.Logger
 	Now         func() time.Time
 }
@@ -62,11 +66,7 @@ func NewDispatcher(st *store.Store, opt Options) *Dispatcher {
 		opt.Poll = time.Second
 	}
 	if opt.Client == nil {
-		opt.Client = &http.Client{
-			// A receiver that redirects is misconfigured; following a
-			// redirect would also turn the POST into a GET.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}
+		opt.Client = NewClient(opt.AllowPrivate)
 	}
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
@@ -136,13 +136,13 @@ func (d *Dispatcher) DeliverOne(ctx context.Context) (bool, error) {
 		if err != nil {
 			return err
 		}
-		a := d.attempt(actx, due)
+		a, detail := d.attempt(actx, due)
 		if a.Status == store.DeliveryDelivered {
 			d.opt.Log.Info("webhook delivered", "delivery", due.ID, "webhook", due.WebhookID, "event", due.Event,
 				"incident", due.IncidentID, "status", a.HTTPStatus, "attempt", due.Attempts+1)
 		} else {
 			d.opt.Log.Warn("webhook attempt failed", "delivery", due.ID, "webhook", due.WebhookID, "event", due.Event,
-				"attempt", due.Attempts+1, "err", a.Err, "next", a.Status)
+				"attempt", due.Attempts+1, "err", a.Err, "detail", detail, "next", a.Status)
 		}
 		return tx.RecordAttempt(actx, due.ID, a)
 	})
@@ -152,32 +152,42 @@ func (d *Dispatcher) DeliverOne(ctx context.Context) (bool, error) {
 	return err == nil, err
 }
 
-// attempt POSTs one delivery and decides what happens next.
-func (d *Dispatcher) attempt(ctx context.Context, due store.DueDelivery) store.Attempt {
+// attempt POSTs one delivery and decides what happens next. The attempt
+// records only a short, sanitised reason (failure); detail is the
+// transport's own error, for the server log only (never the receiver's
+// body, nor the URL with its query string).
+func (d *Dispatcher) attempt(ctx context.Context, due store.DueDelivery) (a store.Attempt, detail string) {
 	now := d.opt.Now()
-	a := store.Attempt{At: now}
+	a = store.Attempt{At: now}
 	status, retryIn, err := d.post(ctx, due, now)
 	a.HTTPStatus = status
-	switch {
-	case err == nil:
+	if err == nil {
 		a.Status, a.NextAt = store.DeliveryDelivered, now
-		return a
-	case status != 0 && !retryable(status):
-		a.Status, a.Err, a.NextAt = store.DeliveryFailed, err.Error(), now
-		return a
+		return a, ""
 	}
-	a.Err = err.Error()
+	a.Err = failure(status, err, d.opt.Timeout)
+	if status == 0 {
+		detail = err.Error()
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			detail = ue.Err.Error()
+		}
+	}
+	if (status != 0 && !retryable(status)) || errors.Is(err, errBadURL) {
+		a.Status, a.NextAt = store.DeliveryFailed, now
+		return a, detail
+	}
 	if due.Attempts+1 >= d.opt.MaxAttempts {
 		a.Status, a.NextAt = store.DeliveryFailed, now
 		a.Err += fmt.Sprintf(" (gave up after %d attempts)", due.Attempts+1)
-		return a
+		return a, detail
 	}
 	wait := backoff(due.Attempts+1, d.opt.BaseBackoff, d.opt.MaxBackoff)
 	if retryIn > wait {
 		wait = min(retryIn, d.opt.MaxBackoff)
 	}
 	a.Status, a.NextAt = store.DeliveryPending, now.Add(wait)
-	return a
+	return a, detail
 }
 
 // post sends the delivery once. It returns the HTTP status (0 when no
@@ -188,7 +198,7 @@ func (d *Dispatcher) post(ctx context.Context, due store.DueDelivery, now time.T
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, due.URL, bytes.NewReader(due.Body))
 	if err != nil {
-		return 0, 0, fmt.Errorf("bad webhook URL: %w", err)
+		return 0, 0, fmt.Errorf("%w: %w", errBadURL, err)
 	}
 	ts := now.Unix()
 	h := req.Header
@@ -201,22 +211,14 @@ func (d *Dispatcher) post(ctx context.Context, due store.DueDelivery, now time.T
 	h.Set(HeaderSignature, Sign(due.Secret, ts, due.Body))
 	res, err := d.opt.Client.Do(req)
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return 0, 0, fmt.Errorf("no answer within %s", d.opt.Timeout)
-		}
-		return 0, 0, err // *url.Error: the client already hides a password in the URL
+		return 0, 0, err
 	}
 	defer res.Body.Close()
-	// Enough of the answer to explain a failure in the log; the rest is
-	// drained so the connection can be reused.
-	head, _ := io.ReadAll(io.LimitReader(res.Body, 512))
+	// The answer's body is not kept (it could be an internal service's
+	// data); it is drained so the connection can be reused.
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<20))
 	if res.StatusCode/100 == 2 {
 		return res.StatusCode, 0, nil
 	}
-	msg := strings.Join(strings.Fields(string(head)), " ")
-	if msg == "" {
-		msg = http.StatusText(res.StatusCode)
-	}
-	return res.StatusCode, retryAfter(res.Header), fmt.Errorf("HTTP %d: %s", res.StatusCode, msg)
+	return res.StatusCode, retryAfter(res.Header), fmt.Errorf("HTTP %d", res.StatusCode)
 }
