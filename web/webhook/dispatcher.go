@@ -29,8 +29,8 @@ type Options struct {
 	// addresses (WATERLINE_WEBHOOK_ALLOW_PRIVATE); by default they are
 	// refused on every connection (egress.go).
 	AllowPrivate bool
-	Log         *slog.Logger
-	Now         func() time.Time
+	Log          *slog.Logger
+	Now          func() time.Time
 }
 
 // Dispatcher sends queued deliveries. Several dispatchers (serve
