@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base32"
+	"errors"
 	"strings"
 	"time"
 )
@@ -99,4 +100,84 @@ func (s *Store) TouchToken(ctx context.Context, id int64, at time.Time) error {
 	_, err := s.db.Exec(ctx, `UPDATE api_tokens SET last_used_at = $2
 		WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2 - interval '1 minute')`, id, at)
 	return wrap("touch token", err)
+}
+
+// TokenInfo is a token as listed for an admin: never its secret.
+type TokenInfo struct {
+	Token
+	RevokedAt *time.Time
+}
+
+// ListTokens returns every token, live and revoked, oldest first.
+func (s *Store) ListTokens(ctx context.Context) ([]TokenInfo, error) {
+	rows, err := s.db.Query(ctx, `SELECT id, name, scope, created_at, last_used_at, revoked_at FROM api_tokens ORDER BY id`)
+	if err != nil {
+		return nil, wrap("list tokens", err)
+	}
+	defer rows.Close()
+	var out []TokenInfo
+	for rows.Next() {
+		var (
+			t  TokenInfo
+			sc string
+		)
+		if err := rows.Scan(&t.ID, &t.Name, &sc, &t.CreatedAt, &t.LastUsedAt, &t.RevokedAt); err != nil {
+			return nil, wrap("list tokens", err)
+		}
+		t.Scope = TokenScope(sc)
+		out = append(out, t)
+	}
+	return out, wrap("list tokens", rows.Err())
+}
+
+// ErrAmbiguousToken is returned by RevokeToken when a name matches more
+// than one live token: revoke those by id.
+var ErrAmbiguousToken = errors.New("more than one live token has that name; revoke by id")
+
+// RevokeToken revokes the live token with id byID (when byID > 0) or
+// else the one named byName, and ends its browser sessions. It returns
+// the token, or ErrNotFound when no live token matches.
+func (s *Store) RevokeToken(ctx context.Context, byID int64, byName string, at time.Time) (Token, error) {
+	var t Token
+	err := s.InTx(ctx, func(tx *Store) error {
+		rows, err := tx.db.Query(ctx, `SELECT id, name, scope, created_at, last_used_at FROM api_tokens
+			WHERE revoked_at IS NULL AND (id = $1 OR ($1 = 0 AND name = $2)) FOR UPDATE`, byID, byName)
+		if err != nil {
+			return err
+		}
+		var found []Token
+		for rows.Next() {
+			var (
+				x  Token
+				sc string
+			)
+			if err := rows.Scan(&x.ID, &x.Name, &sc, &x.CreatedAt, &x.LastUsedAt); err != nil {
+				rows.Close()
+				return err
+			}
+			x.Scope = TokenScope(sc)
+			found = append(found, x)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		switch len(found) {
+		case 0:
+			return ErrNotFound
+		case 1:
+		default:
+			return ErrAmbiguousToken
+		}
+		t = found[0]
+		if _, err := tx.db.Exec(ctx, `UPDATE api_tokens SET revoked_at = $2 WHERE id = $1`, t.ID, at); err != nil {
+			return err
+		}
+		_, err = tx.db.Exec(ctx, `DELETE FROM ui_sessions WHERE token_id = $1`, t.ID)
+		return err
+	})
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrAmbiguousToken) {
+		return Token{}, err
+	}
+	return t, wrap("revoke token", err)
 }

@@ -13,8 +13,10 @@ import (
 )
 
 // tokenCache keeps recent token lookups for a short time so that a burst of
-// API calls does not become a burst of database reads. Revocation takes
-// effect within tokenCacheTTL.
+// API calls does not become a burst of database reads. Revocation
+// ('waterline token revoke', which every replica reads from the database)
+// takes effect within tokenCacheTTL. The TTL runs on the real clock, not
+// the server's injected one.
 type tokenCache struct {
 	mu      sync.Mutex
 	entries map[string]tokenCacheEntry
@@ -25,7 +27,7 @@ type tokenCacheEntry struct {
 	expires time.Time
 }
 
-const tokenCacheTTL = 30 * time.Second
+const tokenCacheTTL = 5 * time.Second
 
 func (tc *tokenCache) get(secret string, now time.Time) (store.Token, bool) {
 	tc.mu.Lock()
@@ -63,8 +65,7 @@ func (s *Server) authenticate(c echo.Context) (store.Token, bool, error) {
 	if secret == "" {
 		return store.Token{}, false, nil
 	}
-	now := s.now()
-	if tok, ok := s.tokens.get(secret, now); ok {
+	if tok, ok := s.tokens.get(secret, time.Now()); ok {
 		return tok, true, nil
 	}
 	tok, err := s.store.LookupToken(c.Request().Context(), secret)
@@ -74,8 +75,8 @@ func (s *Server) authenticate(c echo.Context) (store.Token, bool, error) {
 	if err != nil {
 		return store.Token{}, false, err
 	}
-	s.tokens.put(secret, tok, now)
-	_ = s.store.TouchToken(c.Request().Context(), tok.ID, now)
+	s.tokens.put(secret, tok, time.Now())
+	_ = s.store.TouchToken(c.Request().Context(), tok.ID, s.now())
 	return tok, true, nil
 }
 

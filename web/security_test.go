@@ -245,3 +245,41 @@ func TestWebhookTargetsAndMasking(t *testing.T) {
 		t.Errorf("%d webhooks stored, want 1", n)
 	}
 }
+
+// A revoked token stops working within the caches' 5 s, for the API and
+// for the browser sessions it started.
+func TestRevokedTokenStopsWithinSeconds(t *testing.T) {
+	e := newAPIEnv(t)
+	secret, tok, err := e.st.CreateToken(t.Context(), "soon-revoked", "read")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := e.browser()
+	b.login(secret)
+	if r := e.do(request{method: "GET", path: "/api/v1/incidents", token: secret}); r.status != http.StatusOK {
+		t.Fatalf("before: %d", r.status)
+	}
+	if p := b.get("/"); p.status != http.StatusOK {
+		t.Fatalf("page before: %d", p.status)
+	}
+	if _, err := e.st.RevokeToken(t.Context(), 0, "soon-revoked", testNow); err != nil {
+		t.Fatal(err)
+	}
+	revoked := time.Now()
+	api, page := time.Duration(0), time.Duration(0)
+	for (api == 0 || page == 0) && time.Since(revoked) < 15*time.Second {
+		if api == 0 && e.do(request{method: "GET", path: "/api/v1/incidents", token: secret}).status == http.StatusUnauthorized {
+			api = time.Since(revoked)
+		}
+		if page == 0 && b.get("/").status == http.StatusSeeOther {
+			page = time.Since(revoked)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if api == 0 || api > 5500*time.Millisecond || page == 0 || page > 5500*time.Millisecond {
+		t.Errorf("revoked token still worked: API for %v, pages for %v (0 = past 15 s)", api, page)
+	}
+	if _, err := e.st.RevokeToken(t.Context(), tok.ID, "", testNow); err == nil {
+		t.Error("revoking a revoked token again did not say it was not found")
+	}
+}

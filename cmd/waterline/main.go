@@ -40,7 +40,7 @@ var commands = map[string]command{
 	"serve":   {"run the HTTP server and the pull loop", runServe},
 	"migrate": {"apply database migrations and exit", runMigrate},
 	"pull":    {"pull a range of history from Prometheus: pull --from T --to T", runPull},
-	"token":   {"manage API tokens: token create --name N --scope read|write|admin", runToken},
+	"token":   {"manage API tokens: token create --name N --scope read|write|admin, token list, token revoke NAME|ID", runToken},
 	"demo":    {"a simulated fleet with an incident, end to end: demo [--scenario release|capacity|…]", runDemo},
 }
 

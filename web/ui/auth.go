@@ -31,7 +31,7 @@ const (
 	sessionCookie    = "wl_session"
 	loginCSRFCookie  = "wl_login"
 	sessionTTL       = 12 * time.Hour
-	sessionCacheTTL  = 30 * time.Second
+	sessionCacheTTL  = 5 * time.Second // on the real clock; logout and token revocation reach every replica within it
 	csrfHeader       = "X-CSRF-Token"
 	userKey          = "ui_user"
 	proxySessionName = "proxy:"
@@ -65,7 +65,7 @@ func (sc *sessionCache) get(k [32]byte, now time.Time) (store.Session, bool) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	e, ok := sc.m[k]
-	if !ok || now.After(e.expires) || now.After(e.se.ExpiresAt) {
+	if !ok || time.Now().After(e.expires) || now.After(e.se.ExpiresAt) {
 		delete(sc.m, k)
 		return store.Session{}, false
 	}
@@ -78,7 +78,7 @@ func (sc *sessionCache) put(k [32]byte, se store.Session, now time.Time) {
 	if sc.m == nil || len(sc.m) > 10000 {
 		sc.m = map[[32]byte]sessionCacheEntry{}
 	}
-	sc.m[k] = sessionCacheEntry{se: se, expires: now.Add(sessionCacheTTL)}
+	sc.m[k] = sessionCacheEntry{se: se, expires: time.Now().Add(sessionCacheTTL)}
 }
 
 func (sc *sessionCache) drop(k [32]byte) {
