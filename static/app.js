@@ -7,6 +7,16 @@
 (function () {
   "use strict";
 
+  // The pages' Content-Security-Policy allows scripts from this site only,
+  // without eval: htmx must not evaluate attribute code (hx-on, js: values,
+  // trigger filters) nor run scripts in swapped content, and injects no
+  // style element of its own. No template relies on any of these.
+  if (window.htmx) {
+    htmx.config.allowEval = false;
+    htmx.config.allowScriptTags = false;
+    htmx.config.includeIndicatorStyles = false;
+  }
+
   function timeline(el) { return el && el.closest ? el.closest(".tl") : null; }
 
   // frac is the horizontal position of a mouse event within the plot area

@@ -12,7 +12,7 @@ import (
 
 // routes lists Waterline's whole HTTP surface.
 func (s *Server) routes(e *echo.Echo) {
-	e.Use(s.withRequestID, s.withLogAndMetrics, s.withTimeout)
+	e.Use(s.withRequestID, s.withLogAndMetrics, s.withSecurityHeaders, s.withTimeout)
 
 	e.GET("/healthz", s.handleHealthz)
 	e.GET("/readyz", s.handleReadyz)
@@ -70,15 +70,19 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/incidents/:id", byID(p.ShowIncident), uiRead) // cached pre-compressed per session (web/ui/pagecache.go)
 	e.GET("/incidents/:id/status", byID(p.ShowIncidentStatus), uiRead)
 	e.GET("/incidents/:id/samples/:rid", byID(p.ShowSample), gz, uiRead)
-	e.GET("/incidents/:id/export.md", byID(p.ExportIncident), gz, uiRead)
-	e.GET("/incidents/:id/og.png", byID(p.DrawIncidentCard), uiRead)
+	// A signed-in user's answers are for that browser only: no shared
+	// cache keeps them (and so serves them after a sign-out or revocation).
+	e.GET("/incidents/:id/export.md", byID(p.ExportIncident), gz, uiRead, cacheControl("private, no-cache"))
+	e.GET("/incidents/:id/og.png", byID(p.DrawIncidentCard), uiRead, cacheControl("private, max-age=300"))
 	e.POST("/incidents/:id/share", byID(p.CreateShareLink), small, uiWrite)
 	e.POST("/incidents/:id/share/revoke", byID(p.RevokeShareLink), small, uiWrite)
 	e.POST("/incidents/:id/freeze", byID(p.FreezeIncident), small, uiWrite)
 	e.POST("/incidents/:id/resolve", byID(p.ResolveIncident), small, uiWrite)
 	e.GET("/s/:token", p.ShowSharedIncident) // cached pre-compressed (web/ui/pagecache.go)
 	e.GET("/s/:token/samples/:rid", p.ShowSharedSample, gz)
-	e.GET("/s/:token/og.png", p.DrawSharedCard)
+	// A share link's card may be cached, but revalidated on every use, so
+	// a revoked link's card stops being served.
+	e.GET("/s/:token/og.png", p.DrawSharedCard, cacheControl("no-cache"))
 }
 
 // byID adapts a handler of a route with an {id} to the router: the id is

@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
+	cdppage "github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
 	"github.com/waterline-dev/waterline/web"
 )
 
@@ -281,5 +285,89 @@ func TestRevokedTokenStopsWithinSeconds(t *testing.T) {
 	}
 	if _, err := e.st.RevokeToken(t.Context(), tok.ID, "", testNow); err == nil {
 		t.Error("revoking a revoked token again did not say it was not found")
+	}
+}
+
+// Every answer carries the CSP, anti-framing, nosniff and no-referrer
+// headers; pages hold no inline script or event-handler attribute the
+// CSP would block; signed-in assets are not for shared caches.
+func TestSecurityHeadersAndCaching(t *testing.T) {
+	e := newUIEnv(t)
+	b := e.browser()
+	b.login(e.read)
+	paths := []string{"/", "/explore", e.incidentPath(), e.incidentPath() + "/export.md", e.incidentPath() + "/og.png",
+		"/login", "/no-such-page", "/api/openapi.json", "/healthz"}
+	for _, p := range paths {
+		r := b.get(p)
+		for h, want := range map[string]string{
+			"X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
+		} {
+			if got := r.header.Get(h); got != want {
+				t.Errorf("%s: %s %q, want %q", p, h, got, want)
+			}
+		}
+		csp := r.header.Get("Content-Security-Policy")
+		for _, d := range []string{"script-src 'self';", "frame-ancestors 'none'", "object-src 'none'", "base-uri 'none'"} {
+			if !strings.Contains(csp, d) {
+				t.Errorf("%s: CSP %q lacks %s", p, csp, d)
+			}
+		}
+		if strings.Contains(csp, "unsafe-eval") || strings.Contains(strings.SplitN(strings.SplitN(csp, "script-src", 2)[1], ";", 2)[0], "unsafe-inline") {
+			t.Errorf("%s: CSP allows inline or eval'd scripts: %q", p, csp)
+		}
+		if r.doc == nil {
+			continue
+		}
+		r.doc.Find("script").Each(func(_ int, s *goquery.Selection) {
+			if src, ok := s.Attr("src"); !ok || !strings.HasPrefix(src, "/static/") {
+				t.Errorf("%s: inline or foreign script %q", p, s.Text())
+			}
+		})
+		r.doc.Find("*").Each(func(_ int, s *goquery.Selection) {
+			for _, a := range s.Nodes[0].Attr {
+				if strings.HasPrefix(a.Key, "on") || strings.HasPrefix(a.Key, "hx-on") || strings.HasPrefix(strings.TrimSpace(a.Val), "javascript:") ||
+					((a.Key == "hx-vals" || a.Key == "hx-headers") && strings.HasPrefix(a.Val, "js:")) {
+					t.Errorf("%s: <%s %s=%q> needs inline script", p, s.Nodes[0].Data, a.Key, a.Val)
+				}
+			}
+		})
+	}
+	if cc := b.get(e.incidentPath() + "/og.png").header.Get("Cache-Control"); cc != "private, max-age=300" {
+		t.Errorf("signed-in og.png: Cache-Control %q", cc)
+	}
+	if cc := b.get(e.incidentPath() + "/export.md").header.Get("Cache-Control"); !strings.HasPrefix(cc, "private") {
+		t.Errorf("export.md: Cache-Control %q", cc)
+	}
+}
+
+// In Chromium, under the real CSP, pages raise no violation and htmx
+// still works (a concentration row filters the samples through a swap).
+func TestBrowserUnderCSP(t *testing.T) {
+	e := newUIEnv(t)
+	ctx := browser(t)
+	must(t, chromedp.Do(ctx, chromedp.Navigate("about:blank")), "start")
+	_, err := chromedp.Call(ctx, cdppage.AddScriptToEvaluateOnNewDocument, cdppage.AddScriptToEvaluateOnNewDocumentParams{Source: `window.__csp = [];
+		document.addEventListener('securitypolicyviolation', e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI + ' ' + (e.sample || '')));`})
+	must(t, err, "install the violation listener")
+	must(t, chromedp.Do(ctx,
+		chromedp.Navigate(e.srv.URL+"/login?next="+url.QueryEscape(e.incidentPath())),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=login]`)),
+		chromedp.SendKeys(chromedp.ID("token"), e.read),
+		chromedp.Submit(chromedp.ID("token")),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`)),
+	), "sign in")
+	if v := evalString(t, ctx, `JSON.stringify(window.__csp)`); v != "[]" {
+		t.Errorf("CSP violations on the incident page: %s", v)
+	}
+	if v := evalString(t, ctx, `String(htmx.config.allowEval)`); v != "false" {
+		t.Errorf("htmx.config.allowEval = %s", v)
+	}
+	must(t, chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`[data-testid=conc-link]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=filter-chip]`)),
+		chromedp.Poll[chromedp.Void](`!document.querySelector('#filtered.htmx-request')`),
+	), "filter through htmx")
+	if v := evalString(t, ctx, `JSON.stringify(window.__csp)`); v != "[]" {
+		t.Errorf("CSP violations after an htmx swap: %s", v)
 	}
 }
