@@ -5,7 +5,10 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Session is a signed-in browser: who it is, what it may do, and the CSRF
@@ -74,3 +77,40 @@ func (s *Store) DeleteSession(ctx context.Context, secret string, now time.Time)
 // SessionSecretHash is the key under which callers may cache a session: the
 // same hash the database uses, so a cache never holds raw secrets.
 func SessionSecretHash(secret string) [32]byte { return sha256.Sum256([]byte(secret)) }
+
+// ProxySession returns the one session of a user an auth proxy vouches
+// for (user is "proxy:<name>"), creating it on first use: requests
+// without a cookie reuse it instead of adding a row each. It carries the
+// CSRF token the user's pages and forms share, and the scope the
+// operator gives proxy users (updated when that setting changes). Its
+// expiry slides: past half its lifetime, a use extends it by ttl.
+func (s *Store) ProxySession(ctx context.Context, user string, scope TokenScope, ttl time.Duration, now time.Time) (Session, error) {
+	var se Session
+	err := s.InTx(ctx, func(tx *Store) error {
+		// One writer per user, so two first requests make one session.
+		if _, err := tx.db.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('ui_sessions:' || $1, 0))`, user); err != nil {
+			return err
+		}
+		var (
+			hash []byte
+			sc   string
+		)
+		err := tx.db.QueryRow(ctx, `SELECT hash, scope, csrf, expires_at FROM ui_sessions
+			WHERE user_name = $1 AND token_id IS NULL AND expires_at > $2 ORDER BY expires_at DESC LIMIT 1`,
+			user, now).Scan(&hash, &sc, &se.CSRF, &se.ExpiresAt)
+		if errors.Is(err, pgx.ErrNoRows) {
+			_, se, err = tx.CreateSession(ctx, user, scope, nil, ttl, now)
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		se.User, se.Scope = user, scope
+		if TokenScope(sc) != scope || se.ExpiresAt.Before(now.Add(ttl/2)) {
+			se.ExpiresAt = now.Add(ttl).UTC()
+			_, err = tx.db.Exec(ctx, `UPDATE ui_sessions SET scope = $2, expires_at = $3 WHERE hash = $1`, hash, string(scope), se.ExpiresAt)
+		}
+		return err
+	})
+	return se, wrap("proxy session", err)
+}

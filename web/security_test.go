@@ -371,3 +371,32 @@ func TestBrowserUnderCSP(t *testing.T) {
 		t.Errorf("CSP violations after an htmx swap: %s", v)
 	}
 }
+
+// Auth-proxy users: cookie-less requests reuse the user's one session
+// row, and proxy users get read scope unless the operator says otherwise.
+func TestAuthProxyReusesSessionAndDefaultsToRead(t *testing.T) {
+	e := newUIEnv(t, func(c *web.Config) { c.AuthProxyHeader = "X-Forwarded-User" })
+	var csrf string
+	for i := 0; i < 20; i++ {
+		b := e.browser() // a fresh browser each time: no cookie
+		p := b.do("GET", e.incidentPath(), nil, map[string]string{"X-Forwarded-User": "alice@example.com"})
+		if p.status != http.StatusOK {
+			t.Fatalf("proxy user: %d", p.status)
+		}
+		if csrf != "" && b.csrf != csrf {
+			t.Errorf("request %d got another CSRF token", i)
+		}
+		csrf = b.csrf
+	}
+	if n := e.count(`SELECT count(*) FROM ui_sessions WHERE user_name = 'proxy:alice@example.com'`); n != 1 {
+		t.Errorf("%d sessions for one proxy user after 20 cookie-less requests", n)
+	}
+	b := e.browser()
+	r := b.do("POST", e.incidentPath()+"/freeze", url.Values{"csrf": {csrf}}, map[string]string{"X-Forwarded-User": "alice@example.com"})
+	if r.status != http.StatusForbidden {
+		t.Errorf("a proxy user froze an incident with the default scope: %d", r.status)
+	}
+	if r := b.do("GET", e.incidentPath(), nil, map[string]string{"X-Forwarded-User": strings.Repeat("u", 300)}); r.status != http.StatusSeeOther {
+		t.Errorf("a 300-byte proxy user name: %d", r.status)
+	}
+}

@@ -35,6 +35,7 @@ type Config struct {
 	RequestTimeout  time.Duration // per-request time limit
 	AlertLookback   time.Duration // incident start = earliest startsAt − lookback
 	AuthProxyHeader string        // trusted user header from an auth proxy; empty = off
+	AuthProxyScope  string        // what proxy users may do: read (default), write or admin
 	// IngestConcurrency bounds the requests of one kind that read and
 	// handle their bodies at once (samples; traces; events, Alertmanager
 	// and annotations), each holding memory and a database connection;
@@ -131,7 +132,8 @@ func NewServer(cfg Config, deps Deps) *Server {
 		WebhookAllowPrivate: cfg.WebhookAllowPrivate,
 	}, api.Deps{Store: deps.Store, Incidents: deps.Incidents, Registry: deps.Registry, Now: s.now,
 		SLO: deps.SLO, QueryRange: deps.QueryRange, Traces: deps.Traces})
-	s.pages = ui.New(ui.Config{PublicURL: cfg.PublicURL, AuthProxyHeader: cfg.AuthProxyHeader},
+	s.pages = ui.New(ui.Config{PublicURL: cfg.PublicURL, AuthProxyHeader: cfg.AuthProxyHeader,
+		AuthProxyScope: store.TokenScope(cfg.AuthProxyScope)},
 		ui.Deps{Store: deps.Store, Incidents: deps.Incidents, Now: s.now})
 	e := echo.New()
 	e.HideBanner = true

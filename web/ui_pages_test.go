@@ -275,7 +275,7 @@ func TestUICSRFAndScopes(t *testing.T) {
 }
 
 func TestUIAuthProxy(t *testing.T) {
-	e := newUIEnv(t, func(c *web.Config) { c.AuthProxyHeader = "X-Forwarded-User" })
+	e := newUIEnv(t, func(c *web.Config) { c.AuthProxyHeader = "X-Forwarded-User"; c.AuthProxyScope = "write" })
 	b := e.browser()
 	p := b.do("GET", e.incidentPath(), nil, map[string]string{"X-Forwarded-User": "alice@example.com"})
 	if p.status != 200 || p.testid("user").Text() != "alice@example.com" {

@@ -39,6 +39,7 @@ type config struct {
 	DetectMinSev    string        // WATERLINE_DETECT_MIN_SEVERITY: page or ticket
 	DetectMerge     time.Duration // WATERLINE_DETECT_MERGE: spikes closer than this join one incident
 	AuthProxyHeader string        // WATERLINE_AUTH_PROXY_HEADER: trusted user header set by a proxy
+	AuthProxyScope  string        // WATERLINE_AUTH_PROXY_SCOPE: read, write or admin for proxy users
 
 	WebhookAllowPrivate bool // WATERLINE_WEBHOOK_ALLOW_PRIVATE: webhooks may target loopback/private/link-local addresses
 }
@@ -139,6 +140,7 @@ func flagSpecs(c *config) []envFlag {
 		{"detect-min-severity", "WATERLINE_DETECT_MIN_SEVERITY", "page", "weakest spike severity that opens an incident: page or ticket", oneOf(&c.DetectMinSev, "page", "ticket")},
 		{"detect-merge", "WATERLINE_DETECT_MERGE", "30m", "spikes closer than this join the same incident", dur(&c.DetectMerge)},
 		{"auth-proxy-header", "WATERLINE_AUTH_PROXY_HEADER", "", "trust this request header as the signed-in user (set by an auth proxy)", str(&c.AuthProxyHeader)},
+		{"auth-proxy-scope", "WATERLINE_AUTH_PROXY_SCOPE", "read", "what users vouched for by the auth proxy may do: read, write (resolve, freeze, share) or admin", oneOf(&c.AuthProxyScope, "read", "write", "admin")},
 		{"webhook-allow-private", "WATERLINE_WEBHOOK_ALLOW_PRIVATE", "false", "let webhooks target loopback, private and link-local addresses (receivers inside your network)", boolean(&c.WebhookAllowPrivate)},
 	}
 }

@@ -57,6 +57,7 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 		RequestTimeout:  c.RequestTimeout,
 		AlertLookback:   c.AlertLookback,
 		AuthProxyHeader: c.AuthProxyHeader,
+		AuthProxyScope:  c.AuthProxyScope,
 
 		WebhookAllowPrivate: c.WebhookAllowPrivate,
 	}, web.Deps{

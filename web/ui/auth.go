@@ -1,7 +1,9 @@
 package ui
 
 import (
+	"cmp"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
@@ -10,20 +12,24 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/web/request"
 	"github.com/waterline-dev/waterline/web/ui/views"
 )
 
 // Browser auth. The UI is reached either through an auth proxy that sets a
 // trusted user header (only when Config.AuthProxyHeader names it: a header
 // anyone can send is trusted only when the operator says a proxy strips
-// it), or by pasting an API token on /login, which starts a session. Either
-// way the browser holds an HttpOnly, SameSite=Lax session cookie whose
-// session carries a CSRF token: every POST must echo it (form field csrf or
-// header X-CSRF-Token, which htmx sends via hx-headers). API routes keep
+// it), or by pasting an API token on /login, which starts a session held
+// in an HttpOnly, SameSite=Lax cookie. A proxy user needs no cookie: one
+// session row per user carries their CSRF token and the scope
+// WATERLINE_AUTH_PROXY_SCOPE gives them (read by default). Every POST
+// must echo the CSRF token (form field csrf or header X-CSRF-Token, which
+// htmx sends via hx-headers). API routes keep
 // bearer tokens and need no CSRF (a browser cannot attach a bearer token
 // cross-site).
 
@@ -163,34 +169,48 @@ func validCSRF(c echo.Context, want string) bool {
 }
 
 // identify finds who the browser is: the trusted proxy header when one
-// is configured, else the session cookie.
+// is configured and sent, else the session cookie.
 func (p *Pages) identify(c echo.Context) (user, bool, error) {
-	se, _, ok, err := p.session(c)
-	if err != nil {
-		return user{}, false, err
-	}
 	if h := p.cfg.AuthProxyHeader; h != "" {
-		name := strings.TrimSpace(c.Request().Header.Get(h))
-		if name != "" {
-			// The proxy vouches for the user on every request; the
-			// session exists only to carry a CSRF token, and is replaced
-			// when the user behind the cookie changes.
-			if ok && se.TokenID == nil && se.User == proxySessionName+name {
-				return user{Name: name, Scope: se.Scope, CSRF: se.CSRF}, true, nil
+		if name := strings.TrimSpace(c.Request().Header.Get(h)); name != "" {
+			if request.CheckText(name, request.MaxLabelLen) != "" || strings.ContainsFunc(name, unicode.IsControl) {
+				return user{}, false, nil
 			}
-			secret, se, err := p.store.CreateSession(c.Request().Context(), proxySessionName+name, store.ScopeWrite, nil, sessionTTL, p.now())
+			// The proxy vouches for the user on every request; the user's
+			// one session row (shared by all their browsers and
+			// cookie-less requests) only carries the CSRF token and the
+			// scope the operator gives proxy users.
+			se, err := p.proxySession(c, name)
 			if err != nil {
 				return user{}, false, err
 			}
-			p.setSessionCookie(c, secret, se.ExpiresAt)
 			return user{Name: name, Scope: se.Scope, CSRF: se.CSRF}, true, nil
 		}
+	}
+	se, _, ok, err := p.session(c)
+	if err != nil {
+		return user{}, false, err
 	}
 	if !ok || se.TokenID == nil {
 		// A proxy session is worth nothing without the proxy's header.
 		return user{}, false, nil
 	}
 	return user{Name: se.User, Scope: se.Scope, CSRF: se.CSRF}, true, nil
+}
+
+// proxySession is a proxy user's session, cached like cookie sessions.
+func (p *Pages) proxySession(c echo.Context, name string) (store.Session, error) {
+	now := p.now()
+	k := sha256.Sum256([]byte("proxy\x00" + name))
+	if se, ok := p.sessions.get(k, now); ok {
+		return se, nil
+	}
+	se, err := p.store.ProxySession(c.Request().Context(), proxySessionName+name, cmp.Or(p.cfg.AuthProxyScope, store.ScopeRead), sessionTTL, now)
+	if err != nil {
+		return store.Session{}, err
+	}
+	p.sessions.put(k, se, now)
+	return se, nil
 }
 
 // safeNext keeps a post-login redirect on this site: only a path (with an

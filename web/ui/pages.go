@@ -23,6 +23,9 @@ import (
 type Config struct {
 	PublicURL       string // base URL for permalinks and share links, without a trailing slash
 	AuthProxyHeader string // trusted user header from an auth proxy; empty = off
+	// AuthProxyScope is what a proxy user may do (WATERLINE_AUTH_PROXY_SCOPE);
+	// empty = read.
+	AuthProxyScope store.TokenScope
 }
 
 // Deps are the pages' collaborators.
