@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -148,5 +149,24 @@ func cacheControl(v string) echo.MiddlewareFunc {
 			})
 			return next(c)
 		}
+	}
+}
+
+// withUnescapedParams decodes path parameters. The router matches on the
+// escaped path when there is one (so "a%2Fb" stays one segment) and hands
+// parameters over still escaped; a request id holding a "/" arrives as
+// %2F and must be looked up as "/".
+func (s *Server) withUnescapedParams(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.Request().URL.RawPath != "" {
+			vals := c.ParamValues()
+			for i, v := range vals {
+				if u, err := url.PathUnescape(v); err == nil {
+					vals[i] = u
+				}
+			}
+			c.SetParamValues(vals...)
+		}
+		return next(c)
 	}
 }

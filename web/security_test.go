@@ -400,3 +400,34 @@ func TestAuthProxyReusesSessionAndDefaultsToRead(t *testing.T) {
 		t.Errorf("a 300-byte proxy user name: %d", r.status)
 	}
 }
+
+// A request id holding "/" (or "%") opens in sample detail: its link is
+// escaped, and the escaped id is looked up as sent.
+func TestSampleDetailOfRequestIDWithSlash(t *testing.T) {
+	e := newUIEnv(t)
+	at := e.spikeAt.Add(5 * time.Minute)
+	for _, rid := range []string{"gw-1/req/42", "gw%2/x"} {
+		body := fmt.Sprintf(`{"request_id":%q,"time":%q,"model":"chat","version":"v1","tenant":%q,"replica":"chat-a","node":"n1","entry":"/v1/chat","batch_size":1,"status":"ok","total_ms":99999,"stages_ms":{"queue":99000,"exec":999},"sample_rate":1}`+"\n",
+			rid, at.Format(time.RFC3339), tenantA)
+		accepted(t, e.post("/api/v1/samples", "application/x-ndjson", []byte(body)))
+		at = at.Add(time.Second)
+	}
+	b := e.browser()
+	b.login(e.read)
+	p := b.get(e.incidentPath())
+	for _, rid := range []string{"gw-1/req/42", "gw%2/x"} {
+		var href string
+		p.doc.Find(`[data-testid=sample-row] a`).Each(func(_ int, s *goquery.Selection) {
+			if h, _ := s.Attr("href"); strings.Contains(h, url.PathEscape(rid)) {
+				href = h
+			}
+		})
+		if href == "" {
+			t.Fatalf("no sample row links to %q", rid)
+		}
+		d := b.get(href)
+		if d.status != http.StatusOK || !strings.Contains(d.body, rid) {
+			t.Errorf("%s: %d", href, d.status)
+		}
+	}
+}
