@@ -13,6 +13,9 @@ import (
 	"github.com/waterline-dev/waterline/wire"
 )
 
+// statusClientClosed is nginx's "client closed request".
+const statusClientClosed = 499
+
 // errorHandler maps every error a handler returns onto one response, in
 // one place: input problems keep their status, line and field; store
 // sentinels become 404/409; anything else is a 500 whose detail goes only
@@ -29,6 +32,10 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		be *echo.BindingError
 	)
 	switch {
+	case errors.Is(req.Context().Err(), context.Canceled):
+		// The client went away (or the server is shutting down) before
+		// the answer: nginx's 499, not a server error.
+		status, body = statusClientClosed, wire.Error{Error: "client closed request"}
 	case errors.As(err, &re):
 		status, body = re.Status, wire.Error{Error: re.Msg, Line: re.Line, Field: re.Field}
 	case errors.Is(err, store.ErrNotFound):
@@ -51,6 +58,10 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	if status >= 500 {
 		s.log.ErrorContext(req.Context(), "request failed", "request_id", requestID(c),
 			"method", req.Method, "path", logPath(c), "err", err)
+	}
+	if status == statusClientClosed {
+		_ = c.NoContent(status) // nobody reads it; the log and metrics record it
+		return
 	}
 	if req.Method == http.MethodHead {
 		_ = c.NoContent(status)

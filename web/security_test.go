@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +18,8 @@ import (
 	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/store/storetest"
 	"github.com/waterline-dev/waterline/web"
 )
 
@@ -429,5 +434,62 @@ func TestSampleDetailOfRequestIDWithSlash(t *testing.T) {
 		if d.status != http.StatusOK || !strings.Contains(d.body, rid) {
 			t.Errorf("%s: %d", href, d.status)
 		}
+	}
+}
+
+// syncBuf is a log sink safe for the server's goroutines.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) { s.mu.Lock(); defer s.mu.Unlock(); return s.b.Write(p) }
+func (s *syncBuf) String() string              { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// A client that goes away before its answer is logged as 499 at info
+// level, not as an ERROR with status 500.
+func TestClientDisconnectIs499(t *testing.T) {
+	var logs syncBuf
+	st := store.New(storetest.NewPool(t))
+	secret, _, err := st.CreateToken(t.Context(), "w", store.ScopeWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(web.NewServer(web.Config{PublicURL: "http://x", IngestMaxBytes: 1 << 20, IngestMaxLines: 1000,
+		IngestMaxAge: 24 * time.Hour, IngestMaxFuture: time.Hour, RequestTimeout: time.Minute, IngestConcurrency: 1, BodyGrace: 30 * time.Second},
+		web.Deps{Store: st, Log: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo})), Now: func() time.Time { return testNow }}))
+	defer srv.Close()
+	e := &apiEnv{t: t, srv: srv, write: secret}
+	// One events request holds the only slot, its body unfinished…
+	prefix := bytes.Repeat([]byte(" "), 40<<10)
+	holder, _ := slowClient(t, e, "/api/v1/events", "application/x-ndjson", len(prefix)+100, prefix)
+	defer holder.Close() // before the server closes, which waits for its handler
+	time.Sleep(300 * time.Millisecond)
+	// …so a second waits for it, and its client gives up.
+	body := fmt.Sprintf(`{"kind":"deploy","time":%q}`+"\n", testNow.Add(-time.Hour).Format(time.RFC3339))
+	conn, _ := slowClient(t, e, "/api/v1/events", "application/x-ndjson", len(body), []byte(body))
+	time.Sleep(300 * time.Millisecond)
+	conn.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), `"status":499`) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	var found bool
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, `"level":"ERROR"`) {
+			t.Errorf("an ERROR for a client that went away: %s", line)
+		}
+		if strings.Contains(line, `"status":499`) {
+			found = true
+			if !strings.Contains(line, `"level":"INFO"`) {
+				t.Errorf("499 not at info: %s", line)
+			}
+		}
+		if strings.Contains(line, `"status":500`) {
+			t.Errorf("a 500 for a client that went away: %s", line)
+		}
+	}
+	if !found {
+		t.Errorf("no 499 in the log:\n%s", logs.String())
 	}
 }
