@@ -68,8 +68,13 @@ func (s *Server) authenticate(c echo.Context) (store.Token, bool, error) {
 	if tok, ok := s.tokens.get(secret, time.Now()); ok {
 		return tok, true, nil
 	}
+	k := clientKey(c.Request())
+	if w := s.failures.wait(k, time.Now()); w > 0 {
+		return store.Token{}, false, tooManyFailures(c, w)
+	}
 	tok, err := s.store.LookupToken(c.Request().Context(), secret)
 	if errors.Is(err, store.ErrNotFound) {
+		s.failures.fail(k, time.Now())
 		return store.Token{}, false, nil
 	}
 	if err != nil {

@@ -13,6 +13,14 @@ import (
 	"github.com/waterline-dev/waterline/wire"
 )
 
+// clientGone reports whether the client went away before its answer: the
+// server's own context of the request (not the one withTimeout derived,
+// which is already cancelled when errors are handled) is cancelled.
+func clientGone(c echo.Context) bool {
+	ctx, ok := c.Get(clientCtxKey).(context.Context)
+	return ok && errors.Is(ctx.Err(), context.Canceled)
+}
+
 // statusClientClosed is nginx's "client closed request".
 const statusClientClosed = 499
 
@@ -32,7 +40,7 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		be *echo.BindingError
 	)
 	switch {
-	case errors.Is(req.Context().Err(), context.Canceled):
+	case clientGone(c):
 		// The client went away (or the server is shutting down) before
 		// the answer: nginx's 499, not a server error.
 		status, body = statusClientClosed, wire.Error{Error: "client closed request"}

@@ -17,6 +17,10 @@ type ctxKey int
 
 const requestIDKey ctxKey = iota
 
+// clientCtxKey holds the server's context of the request, cancelled when
+// the client goes away.
+const clientCtxKey = "client_ctx"
+
 // requestID returns the id the request was tagged with by withRequestID.
 func requestID(c echo.Context) string {
 	if v, ok := c.Get("request_id").(string); ok {
@@ -37,6 +41,7 @@ func (s *Server) withRequestID(next echo.HandlerFunc) echo.HandlerFunc {
 			id = hex.EncodeToString(b)
 		}
 		c.Set("request_id", id)
+		c.Set(clientCtxKey, c.Request().Context())
 		c.Response().Header().Set(echo.HeaderXRequestID, id)
 		ctx := context.WithValue(c.Request().Context(), requestIDKey, id)
 		c.SetRequest(c.Request().WithContext(ctx))

@@ -63,7 +63,7 @@ func (s *Server) routes(e *echo.Echo) {
 	uiRead, uiWrite := p.RequireSession(store.ScopeRead), p.RequireSession(store.ScopeWrite)
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", staticHandler())), gz)
 	e.GET("/login", p.ShowLogin)
-	e.POST("/login", p.Login, small)
+	e.POST("/login", p.Login, s.limitLogins, small)
 	e.POST("/logout", p.Logout, small, uiRead)
 	e.GET("/", p.ShowHome, gz, uiRead)
 	e.GET("/explore", p.ShowExplore, gz, uiRead)

@@ -493,3 +493,58 @@ func TestClientDisconnectIs499(t *testing.T) {
 		t.Errorf("no 499 in the log:\n%s", logs.String())
 	}
 }
+
+// Wrong tokens are answered at a bounded rate per client: after a burst,
+// 429 with Retry-After, for sign-in and for the API; a token already in
+// use keeps working.
+func TestFailedAuthIsRateLimited(t *testing.T) {
+	e := newAPIEnv(t)
+	if r := e.do(request{method: "GET", path: "/api/v1/incidents", token: e.read}); r.status != http.StatusOK {
+		t.Fatalf("valid token: %d", r.status)
+	}
+	limited := func(r response) bool { return r.status == http.StatusTooManyRequests }
+	var last response
+	n := 0
+	for ; n < 40; n++ {
+		last = e.do(request{method: "GET", path: "/api/v1/incidents", token: fmt.Sprintf("wl_guess%d", n)})
+		if limited(last) {
+			break
+		}
+		if last.status != http.StatusUnauthorized {
+			t.Fatalf("guess %d: %d", n, last.status)
+		}
+	}
+	if n < 15 || n >= 40 {
+		t.Fatalf("429 after %d wrong API tokens, want after a burst of about 20", n)
+	}
+	if r := e.do(request{method: "GET", path: "/api/v1/incidents", token: e.read}); r.status != http.StatusOK {
+		t.Errorf("a token in use was refused while the address is limited: %d", r.status)
+	}
+	// Sign-in shares the client's bucket: refused at once, with Retry-After.
+	b := e.browser()
+	p := b.get("/login")
+	csrf, _ := p.doc.Find(`input[name=csrf]`).Attr("value")
+	r := b.do("POST", "/login", url.Values{"csrf": {csrf}, "token": {"wl_wrong"}, "next": {"/"}}, nil)
+	if r.status != http.StatusTooManyRequests || r.header.Get("Retry-After") == "" {
+		t.Errorf("sign-in while limited: %d Retry-After %q", r.status, r.header.Get("Retry-After"))
+	}
+
+	// A fresh client address has its own bucket: 20 wrong sign-ins, then 429.
+	f := newAPIEnv(t)
+	b = f.browser()
+	n = 0
+	for ; n < 40; n++ {
+		p := b.get("/login")
+		csrf, _ := p.doc.Find(`input[name=csrf]`).Attr("value")
+		r = b.do("POST", "/login", url.Values{"csrf": {csrf}, "token": {"wl_wrong"}, "next": {"/"}}, nil)
+		if r.status == http.StatusTooManyRequests {
+			break
+		}
+	}
+	if n < 15 || n >= 40 {
+		t.Errorf("429 after %d wrong sign-ins", n)
+	}
+	if ra := r.header.Get("Retry-After"); ra == "" || ra == "0" {
+		t.Errorf("Retry-After %q", ra)
+	}
+}

@@ -79,18 +79,19 @@ type Deps struct {
 
 // Server serves Waterline's HTTP surface.
 type Server struct {
-	cfg     Config
-	store   *store.Store
-	log     *slog.Logger
-	ready   func(ctx context.Context) error
-	now     func() time.Time
-	metrics *metrics
-	gather  prometheus.Gatherer
-	tokens  tokenCache
-	gates   gates
-	echo    *echo.Echo
-	api     *api.API
-	pages   *ui.Pages
+	cfg      Config
+	store    *store.Store
+	log      *slog.Logger
+	ready    func(ctx context.Context) error
+	now      func() time.Time
+	metrics  *metrics
+	gather   prometheus.Gatherer
+	tokens   tokenCache
+	failures failLimiter // failed sign-ins and API authentications (ratelimit.go)
+	gates    gates
+	echo     *echo.Echo
+	api      *api.API
+	pages    *ui.Pages
 }
 
 // NewServer wires the routes. It registers its metrics on deps.Registry.
