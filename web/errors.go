@@ -40,12 +40,15 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		be *echo.BindingError
 	)
 	switch {
+	case errors.As(err, &re):
+		// Before the client-gone check: a failed body read (a stall, a
+		// cut connection) also cancels the server's context, and its
+		// status says what happened.
+		status, body = re.Status, wire.Error{Error: re.Msg, Line: re.Line, Field: re.Field}
 	case clientGone(c):
 		// The client went away (or the server is shutting down) before
 		// the answer: nginx's 499, not a server error.
 		status, body = statusClientClosed, wire.Error{Error: "client closed request"}
-	case errors.As(err, &re):
-		status, body = re.Status, wire.Error{Error: re.Msg, Line: re.Line, Field: re.Field}
 	case errors.Is(err, store.ErrNotFound):
 		status, body = http.StatusNotFound, wire.Error{Error: "not found"}
 	case errors.Is(err, store.ErrConflict):
