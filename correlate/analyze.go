@@ -175,7 +175,7 @@ func latencySpikes(cs *curveSet, in Input) []Spike {
 			if in.Scope.Model != "" && c.Scope.Model != in.Scope.Model {
 				continue
 			}
-			opt := SpikeOptions{Step: in.Step}
+			opt := SpikeOptions{Step: in.Step, Locate: true}
 			if v, ok := in.SLO(c.Scope.Model); ok && role != RoleLatencyP50 {
 				opt.SLO = v
 			}

@@ -45,10 +45,16 @@ type Spike struct {
 	PeakValue  float64   `json:"peak_value"`
 	Baseline   float64   `json:"baseline"`
 	Direction  Direction `json:"direction"`
-	DetectedAt time.Time `json:"detected_at"`      // when a live run would have raised it
-	Score      float64   `json:"score"`            // peak robust z
-	Severity   string    `json:"severity"`         // "page", "ticket" or "info" against the SLO
-	SLOMs      float64   `json:"slo_ms,omitempty"` // the SLO used for Severity, if any
+	DetectedAt time.Time `json:"detected_at"` // when a live run would have raised it
+	Score      float64   `json:"score"`       // 0..1: how far past its threshold it went (0.5 at the threshold)
+	Z          float64   `json:"z"`           // peak robust z
+	// BaselineKind says what the spike was judged against: "trailing"
+	// (the recent median), "seasonal" (the same time on previous days,
+	// moved to the recent level) or "window" (an incident window's own
+	// trailing hour, when locating an onset).
+	BaselineKind string  `json:"baseline_kind,omitempty"`
+	Severity     string  `json:"severity"`         // "page", "ticket" or "info" against the SLO
+	SLOMs        float64 `json:"slo_ms,omitempty"` // the SLO used for Severity, if any
 }
 
 // Target says what a cause points at; fields follow DESIGN §4.

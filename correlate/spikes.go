@@ -28,6 +28,12 @@ type SpikeOptions struct {
 	MinDuration    time.Duration // a spike that ended sooner is a blip, unless it tripled; default 3m
 	MaxCreep       time.Duration // a rise under ×2 that took longer than this to climb is drift; default 10m
 	SLO            float64       // SLO in the series' unit (0 = none), for Severity
+	// Sensitivity sets the alarm detector's false-alarm budget; default medium.
+	Sensitivity Sensitivity
+	// Locate finds the onset of what a known incident window holds (the
+	// analysis) rather than deciding whether to raise an alarm: the fixed
+	// trailing-baseline rules, without the series' own tail threshold.
+	Locate bool
 }
 
 // DefaultSpikeOptions returns the defaults: a trailing 60-minute median/MAD
@@ -114,6 +120,9 @@ func (o SpikeOptions) withDefaults() SpikeOptions {
 	if o.MaxCreep <= 0 {
 		o.MaxCreep = d.MaxCreep
 	}
+	if o.Sensitivity == "" {
+		o.Sensitivity = SensitivityMedium
+	}
 	return o
 }
 
@@ -139,7 +148,11 @@ func DetectSpikes(points []Point, opt SpikeOptions) []Spike {
 		dirs = []Direction{Up, Down}
 	}
 	for _, dir := range dirs {
-		spikes = append(spikes, detectDirection(points, opt, dir)...)
+		if opt.Locate {
+			spikes = append(spikes, detectDirection(points, opt, dir)...)
+		} else {
+			spikes = append(spikes, detectAlarms(points, opt, dir)...)
+		}
 	}
 	if opt.Direction == Both {
 		sortSpikes(spikes)
@@ -238,7 +251,7 @@ func detectDirection(points []Point, opt SpikeOptions, dir Direction) []Spike {
 			if sign*(p.V-active.PeakValue) > 0 {
 				active.PeakValue, active.PeakTime = p.V, p.Time()
 			}
-			active.Score = math.Max(active.Score, z)
+			active.Z = math.Max(active.Z, z)
 			continue
 		}
 
@@ -282,15 +295,16 @@ func detectDirection(points []Point, opt SpikeOptions, dir Direction) []Spike {
 			}
 		}
 		active = &Spike{
-			Start:      points[runStart].Time(),
-			Onset:      points[runStart].Time(), // refined by locateOnsets
-			DetectedAt: detected,
-			Baseline:   base.Median,
-			Direction:  dir,
-			SLOMs:      opt.SLO,
-			PeakValue:  p.V,
-			PeakTime:   p.Time(),
-			Score:      z,
+			Start:        points[runStart].Time(),
+			Onset:        points[runStart].Time(), // refined by locateOnsets
+			DetectedAt:   detected,
+			Baseline:     base.Median,
+			Direction:    dir,
+			SLOMs:        opt.SLO,
+			PeakValue:    p.V,
+			PeakTime:     p.Time(),
+			Z:            z,
+			BaselineKind: "window",
 		}
 		for j := runStart; j < i; j++ {
 			if !math.IsNaN(points[j].V) && sign*(points[j].V-active.PeakValue) > 0 {
@@ -308,6 +322,7 @@ func detectDirection(points []Point, opt SpikeOptions, dir Direction) []Spike {
 	rise := locateOnsets(spikes, points, opt, sign)
 	kept := spikes[:0]
 	for i, sp := range spikes {
+		sp.Score = alarmScore(sp.Z, opt.StrongZ)
 		if incidentLike(sp, rise[i], opt) {
 			sp.Severity = severity(sp, points, opt)
 			kept = append(kept, sp)
@@ -498,4 +513,14 @@ func sortSpikes(s []Spike) {
 			s[j], s[j-1] = s[j-1], s[j]
 		}
 	}
+}
+
+// History is how much data before a window the detector needs to judge
+// the window's first point as well as its last.
+func (o SpikeOptions) History() time.Duration {
+	o = o.withDefaults()
+	if o.Locate {
+		return o.BaselineWindow
+	}
+	return max(o.BaselineWindow, min(8*24*time.Hour, 12000*o.Step))
 }

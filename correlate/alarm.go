@@ -1,0 +1,450 @@
+package correlate
+
+import (
+	"math"
+	"sort"
+	"time"
+)
+
+// Sensitivity trades missed spikes for false alarms: how many alarms a
+// day a series' ordinary noise may raise.
+type Sensitivity string
+
+const (
+	SensitivityLow    Sensitivity = "low"
+	SensitivityMedium Sensitivity = "medium"
+	SensitivityHigh   Sensitivity = "high"
+)
+
+// ParseSensitivity reads low, medium or high ("" is medium).
+func ParseSensitivity(s string) (Sensitivity, bool) {
+	switch Sensitivity(s) {
+	case "", SensitivityMedium:
+		return SensitivityMedium, true
+	case SensitivityLow, SensitivityHigh:
+		return Sensitivity(s), true
+	}
+	return "", false
+}
+
+// alarmsPerDay is the false-alarm budget of one series: the rate at which
+// Gaussian noise would cross the floor of the threshold.
+func (s Sensitivity) alarmsPerDay() float64 {
+	switch s {
+	case SensitivityLow:
+		return 0.02
+	case SensitivityHigh:
+		return 0.5
+	}
+	return 0.1
+}
+
+// Alarm-detector constants, chosen on the labelled real series of the
+// development set (bench/realspikes_test.go) and the simulated fleets,
+// never per series.
+const (
+	// heavyTail widens the Gaussian threshold: real residuals are far
+	// heavier-tailed than normal, so z of the Gaussian budget ×2.
+	heavyTail = 2.0
+	// spreadShare floors the scale by this share of the window's 5–95 %
+	// spread (in σ units), so a series that sits at zero and bursts, or
+	// bursts often, has a scale that is its usual range, not a MAD of 0.
+	spreadShare = 0.75
+	// alarmRatio: an alarm also needs the value to be ×1.5 the baseline
+	// (or 1/1.5 for a drop): z alone flags tiny moves on very calm series.
+	alarmRatio = 1.5
+	// tailRisk is the per-day exceedance the series' own tail sets the
+	// threshold at (peaks over threshold, below).
+	tailAlarmsPerDay = 1.0
+	// tailMemory is how many past z the tail model keeps.
+	tailMemory = 5000
+)
+
+// alarmParams are SpikeOptions turned into point counts for one series:
+// every minimum duration is also a minimum number of points.
+type alarmParams struct {
+	stepMs      int64
+	window      int // trailing baseline, points
+	gap         int // most recent points left out of the baseline
+	persist     int // consecutive points over the threshold
+	persistWeak int // … or 80 % of this many
+	endPersist  int // points back under the end level that end a spike
+	period      int // a day in points (0: steps too coarse for a daily cycle)
+	perDay      float64
+}
+
+func newAlarmParams(opt SpikeOptions) alarmParams {
+	stepMs := max(opt.Step.Milliseconds(), 1)
+	pts := func(d time.Duration, floor int) int {
+		return max(int((d.Milliseconds()+stepMs-1)/stepMs), floor)
+	}
+	p := alarmParams{
+		stepMs: stepMs,
+		// At least 240 points for a stable median and spread (an hour at
+		// 15 s, four at 1 min), at most a day (24 points at 1 h).
+		window:      min(pts(opt.BaselineWindow, 240), pts(24*time.Hour, 24)),
+		gap:         pts(opt.BaselineGap, 0),
+		persist:     pts(time.Duration(opt.Persist)*15*time.Second, 1),
+		persistWeak: pts(time.Duration(opt.PersistWeak)*15*time.Second, 1),
+		endPersist:  pts(time.Duration(opt.EndPersist)*15*time.Second, 1),
+		perDay:      float64(24*time.Hour.Milliseconds()) / float64(stepMs),
+	}
+	if day := int(24 * time.Hour.Milliseconds() / stepMs); day >= 24 {
+		p.period = day
+	}
+	return p
+}
+
+// detectAlarms is DetectSpikes deciding whether to raise an alarm, on any
+// resolution from seconds to hours:
+//   - the baseline is the trailing median, or — when the series repeats
+//     daily — the median of the same time on up to seven previous days,
+//     moved to the recent level (the seasonal idea of Twitter's S-H-ESD and
+//     of STL, kept robust and causal);
+//   - the scale is the window's MAD, floored by its usual 5–95 % range;
+//   - the threshold is the larger of a z floor set by a false-alarm budget
+//     per series and day (so it rises with the number of points a day) and
+//     the level the series' own past z exceed at a rate of one a day, from a
+//     generalised Pareto fit of their upper tail (SPOT, Siffer et al., KDD
+//     2017): a bursty series raises its own bar;
+//   - one alarm per episode: a spike lasts until z falls back under half
+//     the threshold.
+func detectAlarms(points []Point, opt SpikeOptions, dir Direction) []Spike {
+	sign := 1.0
+	if dir == Down {
+		sign = -1
+	}
+	n := len(points)
+	ap := newAlarmParams(opt)
+	vals := make([]float64, n)
+	for i, p := range points {
+		vals[i] = p.V
+	}
+	quantum := valueQuantum(vals)
+	var seas []float64
+	if ap.period > 0 {
+		seas = seasonalExpectation(points, ap)
+		if !seasonalHelps(vals, seas, ap) {
+			seas = nil
+		}
+	}
+	// resid is what the baseline window holds: the value, or its
+	// departure from the seasonal expectation.
+	resid := func(i int) float64 {
+		if seas != nil {
+			return vals[i] - seas[i]
+		}
+		return vals[i]
+	}
+	usable := func(i int) bool {
+		return !math.IsNaN(vals[i]) && (seas == nil || !math.IsNaN(seas[i]))
+	}
+	pAlarm := opt.Sensitivity.alarmsPerDay() / ap.perDay
+	floor := heavyTail * math.Sqrt2 * math.Erfinv(1-2*pAlarm)
+	var tail tailModel
+	tail.init(math.Min(0.05, tailAlarmsPerDay/ap.perDay), floor)
+
+	var (
+		spikes    []Spike
+		win       sortedWindow
+		lo, hi    int
+		skip      = make([]bool, n) // the points that raised a spike stay out of baselines
+		strongRun int
+		runStart  int
+		recent    []int
+		active    *Spike
+		activeThr float64
+		below     int
+	)
+	for i, p := range points {
+		for hi < i-ap.gap {
+			if usable(hi) && !skip[hi] {
+				win.add(resid(hi))
+			}
+			hi++
+		}
+		for lo < hi && lo < hi-ap.window {
+			if usable(lo) && !skip[lo] {
+				win.remove(resid(lo))
+			}
+			lo++
+		}
+		if !usable(i) || win.len() < max(opt.MinBaseline, ap.window/2) {
+			continue
+		}
+		base := win.stats(0, quantum/2)
+		off := 0.0
+		if seas != nil {
+			off = seas[i]
+		}
+		level := base.Median + off
+		spread := math.Max(quantileSorted(win.vals, 0.95)-base.Median, base.Median-quantileSorted(win.vals, 0.05))
+		scale := math.Max(base.Scale, math.Max(opt.ScaleFloor*math.Abs(level), spreadShare*spread/1.645))
+		z := sign * (p.V - level) / scale
+
+		if active != nil {
+			if z < activeThr/2 {
+				below++
+				if below >= ap.endPersist {
+					active.End = points[max(i-ap.endPersist, 0)].Time()
+					if active.End.Before(active.Start) {
+						active.End = active.Start
+					}
+					active.Score = alarmScore(active.Z, activeThr)
+					spikes = append(spikes, *active)
+					active, below, strongRun, recent = nil, 0, 0, recent[:0]
+				}
+				continue
+			}
+			below = 0
+			if sign*(p.V-active.PeakValue) > 0 {
+				active.PeakValue, active.PeakTime = p.V, p.Time()
+			}
+			active.Z = math.Max(active.Z, z)
+			continue
+		}
+		thr := tail.threshold()
+		tail.add(z)
+		ratio := safeRatio(p.V, level)
+		if dir == Down {
+			ratio = safeRatio(level, p.V)
+		}
+		over := z >= thr && (math.IsNaN(ratio) || math.IsInf(ratio, 0) || ratio >= alarmRatio) &&
+			math.Abs(p.V-level) >= opt.MinDelta
+		for len(recent) > 0 && recent[0] <= i-ap.persistWeak {
+			recent = recent[1:]
+		}
+		if !over {
+			strongRun = 0
+			continue
+		}
+		recent = append(recent, i)
+		if strongRun == 0 {
+			runStart = i
+		}
+		strongRun++
+		switch {
+		case strongRun >= ap.persist:
+		case ap.persistWeak > 1 && 5*len(recent) >= 4*ap.persistWeak:
+			runStart = recent[0]
+		default:
+			continue
+		}
+		active = &Spike{
+			Start:        points[runStart].Time(),
+			Onset:        points[runStart].Time(),
+			DetectedAt:   p.Time(),
+			Baseline:     level,
+			Direction:    dir,
+			SLOMs:        opt.SLO,
+			PeakValue:    p.V,
+			PeakTime:     p.Time(),
+			Z:            z,
+			BaselineKind: baselineKind(seas != nil),
+		}
+		activeThr = thr
+		for j := runStart; j <= i; j++ {
+			skip[j] = true
+			if usable(j) && sign*(vals[j]-active.PeakValue) > 0 {
+				active.PeakValue, active.PeakTime = vals[j], points[j].Time()
+			}
+		}
+		below = 0
+	}
+	if active != nil {
+		active.End = points[n-1].Time()
+		active.Ongoing = true
+		active.Score = alarmScore(active.Z, activeThr)
+		spikes = append(spikes, *active)
+	}
+	rise := locateOnsets(spikes, points, opt, sign)
+	o := opt
+	o.MaxCreep = max(opt.MaxCreep, 3*time.Duration(ap.stepMs)*time.Millisecond)
+	if opt.MinDuration < 4*time.Duration(ap.stepMs)*time.Millisecond {
+		o.MinDuration = 0 // too coarse to tell a blip from a spike by its length
+	}
+	kept := spikes[:0]
+	for i, sp := range spikes {
+		if incidentLike(sp, rise[i], o) {
+			sp.Severity = severity(sp, points, opt)
+			kept = append(kept, sp)
+		}
+	}
+	return kept
+}
+
+// alarmScore maps a spike's peak z against the threshold it crossed to
+// [0,1]: 0.5 at the threshold, 0.75 at twice it, towards 1 beyond.
+func alarmScore(z, thr float64) float64 {
+	if thr <= 0 || z <= 0 {
+		return 0
+	}
+	return clamp01(1 - 0.5*thr/math.Max(z, thr/2))
+}
+
+// valueQuantum is the smallest step between distinct values (1 for
+// counts), so that a series that sits still is not judged by a zero spread.
+func valueQuantum(vals []float64) float64 {
+	c := make([]float64, 0, len(vals))
+	for _, v := range vals {
+		if !math.IsNaN(v) {
+			c = append(c, v)
+		}
+	}
+	return math.Max(resolution(c), 1e-9)
+}
+
+// seasonalExpectation is, for each point, the median of the values at the
+// same time of day on up to seven previous days (NaN with fewer than two).
+func seasonalExpectation(points []Point, ap alarmParams) []float64 {
+	out := make([]float64, len(points))
+	periodMs := int64(ap.period) * ap.stepMs
+	var buf []float64
+	for i, p := range points {
+		buf = buf[:0]
+		j := i
+		for k := int64(1); k <= 7; k++ {
+			t := p.T - k*periodMs
+			// Points are sorted: walk back to t (a regular grid makes this
+			// one step per day).
+			j = sort.Search(j, func(x int) bool { return points[x].T >= t })
+			if j < len(points) && points[j].T == t && !math.IsNaN(points[j].V) {
+				buf = append(buf, points[j].V)
+			}
+			if j == 0 {
+				break
+			}
+		}
+		if len(buf) < 2 {
+			out[i] = math.NaN()
+			continue
+		}
+		sort.Float64s(buf)
+		out[i] = quantileSorted(buf, 0.5)
+	}
+	return out
+}
+
+// seasonalHelps says whether the series repeats daily: the seasonal
+// expectation, moved to the recent level, explains the series' large
+// moves better (a 90th percentile of absolute residuals at least 10 %
+// smaller) than the trailing median does, over the points where both exist.
+// The choice is the series' model, made on all the data the detector was
+// given (history included); each point's verdict stays causal.
+func seasonalHelps(vals, seas []float64, ap alarmParams) bool {
+	var rs, rt []float64
+	var wv, wr sortedWindow
+	for i := range vals {
+		ok := !math.IsNaN(vals[i]) && !math.IsNaN(seas[i])
+		if i >= ap.window && ok && wv.len() > ap.window/2 && wr.len() > ap.window/2 {
+			rt = append(rt, math.Abs(vals[i]-quantileSorted(wv.vals, 0.5)))
+			rs = append(rs, math.Abs(vals[i]-seas[i]-quantileSorted(wr.vals, 0.5)))
+		}
+		if !math.IsNaN(vals[i]) {
+			wv.add(vals[i])
+		}
+		if ok {
+			wr.add(vals[i] - seas[i])
+		}
+		if j := i - ap.window; j >= 0 {
+			if !math.IsNaN(vals[j]) {
+				wv.remove(vals[j])
+			}
+			if !math.IsNaN(vals[j]) && !math.IsNaN(seas[j]) {
+				wr.remove(vals[j] - seas[j])
+			}
+		}
+	}
+	if len(rs) < ap.period {
+		return false
+	}
+	return quantile(rs, 0.9) < 0.9*quantile(rt, 0.9)
+}
+
+// tailModel keeps the recent z of a series and the threshold its upper
+// tail implies: peaks over the 98th percentile fitted with a generalised
+// Pareto distribution (method of moments), extrapolated to the risk —
+// SPOT's "peaks over threshold" (Siffer et al., KDD 2017), refitted every
+// 5 % of its memory.
+type tailModel struct {
+	risk, floor float64
+	zs          []float64 // ring of recent z
+	next        int
+	thr         float64
+	sinceFit    int
+}
+
+func (t *tailModel) init(risk, floor float64) {
+	t.risk, t.floor, t.thr = risk, floor, floor
+	t.zs = make([]float64, 0, 256)
+}
+
+func (t *tailModel) add(z float64) {
+	if math.IsNaN(z) || math.IsInf(z, 0) {
+		return
+	}
+	if len(t.zs) < tailMemory {
+		t.zs = append(t.zs, z)
+	} else {
+		t.zs[t.next] = z
+		t.next = (t.next + 1) % tailMemory
+	}
+	t.sinceFit++
+	if t.sinceFit >= max(20, len(t.zs)/20) {
+		t.fit()
+		t.sinceFit = 0
+	}
+}
+
+func (t *tailModel) threshold() float64 { return t.thr }
+
+func (t *tailModel) fit() {
+	if len(t.zs) < 200 {
+		t.thr = t.floor
+		return
+	}
+	c := append([]float64(nil), t.zs...)
+	sort.Float64s(c)
+	u := quantileSorted(c, 0.98)
+	var ex []float64
+	for i := len(c) - 1; i >= 0 && c[i] > u; i-- {
+		ex = append(ex, c[i]-u)
+	}
+	if len(ex) < 5 {
+		t.thr = math.Max(t.floor, c[len(c)-1])
+		return
+	}
+	var m, v float64
+	for _, e := range ex {
+		m += e
+	}
+	m /= float64(len(ex))
+	for _, e := range ex {
+		v += (e - m) * (e - m)
+	}
+	v /= float64(len(ex) - 1)
+	r := t.risk * float64(len(c)) / float64(len(ex))
+	var q float64
+	if v <= 0 {
+		q = u + m
+	} else {
+		xi := 0.5 * (1 - m*m/v)
+		sigma := 0.5 * m * (m*m/v + 1)
+		xi = math.Max(-0.5, math.Min(xi, 0.5))
+		if math.Abs(xi) < 1e-6 {
+			q = u - sigma*math.Log(r)
+		} else {
+			q = u + sigma/xi*(math.Pow(r, -xi)-1)
+		}
+	}
+	t.thr = math.Max(t.floor, q)
+}
+
+// baselineKind names the baseline a spike was judged against, for its
+// evidence.
+func baselineKind(seasonal bool) string {
+	if seasonal {
+		return "seasonal"
+	}
+	return "trailing"
+}
