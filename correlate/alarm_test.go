@@ -1,0 +1,165 @@
+package correlate
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// gen makes a regular series of n points at step from f(i) with
+// multiplicative Gaussian noise (sd), NaN for a gap.
+func gen(n int, step time.Duration, seed uint64, sd float64, f func(i int) float64) []Point {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	pts := make([]Point, 0, n)
+	for i := 0; i < n; i++ {
+		v := f(i)
+		if math.IsNaN(v) {
+			continue
+		}
+		pts = append(pts, Point{T: t0.Add(time.Duration(i) * step).UnixMilli(), V: v * (1 + sd*rng.NormFloat64())})
+	}
+	return pts
+}
+
+// alarmsAfter returns the spikes detected after warm (point index).
+func alarmsAfter(pts []Point, step time.Duration, warm int, opt SpikeOptions) []Spike {
+	opt.Step = step
+	var out []Spike
+	for _, s := range DetectSpikes(pts, opt) {
+		if !s.DetectedAt.Before(t0.Add(time.Duration(warm) * step)) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// A daily cycle (traffic, and so latency, follows the clock) at 1 min:
+// the evening peak every day is normal; one real spike on day 5 is found,
+// near its start, and the seasonal baseline is named.
+func TestAlarmDailyCycleWithOneSpike(t *testing.T) {
+	t.Parallel()
+	const perDay = 1440
+	spikeAt := 5*perDay + 600
+	daily := func(i int) float64 {
+		h := float64(i%perDay) / 60
+		v := 100 + 80*math.Max(0, math.Sin((h-6)/24*2*math.Pi)) // a peak ×1.8 every afternoon
+		if i >= spikeAt && i < spikeAt+20 {
+			v *= 3
+		}
+		return v
+	}
+	pts := gen(6*perDay, time.Minute, 1, 0.03, daily)
+	got := alarmsAfter(pts, time.Minute, 2*perDay, SpikeOptions{Direction: Both})
+	if len(got) != 1 {
+		t.Fatalf("want the one spike, got %d: %v", len(got), onsets(got))
+	}
+	if d := got[0].DetectedAt.Sub(at4(spikeAt, time.Minute)); d < 0 || d > 3*time.Minute {
+		t.Errorf("detected %v after the spike began, want within 3 min", d)
+	}
+	if got[0].BaselineKind != "seasonal" {
+		t.Errorf("baseline %q, want seasonal", got[0].BaselineKind)
+	}
+	if got[0].Score < 0.5 || got[0].Score > 1 {
+		t.Errorf("score %.2f, want in [0.5, 1]", got[0].Score)
+	}
+}
+
+// An hourly series with a single-point outlier: one point is enough at
+// this resolution (a persistence of 30 s is one point here).
+func TestAlarmHourlySinglePointOutlier(t *testing.T) {
+	t.Parallel()
+	pts := gen(24*20, time.Hour, 2, 0.08, func(i int) float64 {
+		if i == 24*15 {
+			return 500
+		}
+		return 40
+	})
+	got := alarmsAfter(pts, time.Hour, 48, SpikeOptions{Direction: Both})
+	if len(got) != 1 || !got[0].DetectedAt.Equal(at4(24*15, time.Hour)) {
+		t.Fatalf("want one spike at the outlier (%s), got %v", at4(24*15, time.Hour), onsets(got))
+	}
+}
+
+// Bursty counts that sit at zero (crashes, errors): ordinary bursts of a
+// few counts raise nothing; a burst far beyond them does.
+func TestAlarmBurstyCounts(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 3))
+	n := 3 * 1440
+	big := 2 * 1440
+	var pts []Point
+	for i := 0; i < n; i++ {
+		v := 0.0
+		if rng.Float64() < 0.1 {
+			v = float64(1 + rng.IntN(8)) // a burst of up to 8 every ten minutes or so
+		}
+		if i >= big && i < big+3 {
+			v = 120
+		}
+		pts = append(pts, Point{T: t0.Add(time.Duration(i) * time.Minute).UnixMilli(), V: v})
+	}
+	// A day of warm-up: the series' own tail needs history (the API and the
+	// detector fetch up to 8 days before the window).
+	got := alarmsAfter(pts, time.Minute, 1440, SpikeOptions{})
+	if len(got) != 1 || got[0].DetectedAt.Before(at4(big, time.Minute)) || got[0].DetectedAt.After(at4(big+2, time.Minute)) {
+		t.Fatalf("want only the burst at %s, got %v", at4(big, time.Minute), onsets(got))
+	}
+}
+
+// A level shift (a bigger instance type, a new baseline) is one alarm, not
+// a flood, and the new level becomes normal.
+func TestAlarmLevelShiftIsOneAlarm(t *testing.T) {
+	t.Parallel()
+	shift := 2000
+	pts := gen(6000, 15*time.Second, 4, 0.03, func(i int) float64 {
+		if i >= shift {
+			return 260
+		}
+		return 100
+	})
+	got := alarmsAfter(pts, 15*time.Second, 400, SpikeOptions{})
+	if len(got) != 1 {
+		t.Fatalf("want one alarm for the shift, got %d: %v", len(got), onsets(got))
+	}
+	if d := got[0].Onset.Sub(at4(shift, 15*time.Second)); d < -30*time.Second || d > 30*time.Second {
+		t.Errorf("onset %v from the shift, want within 30 s", d)
+	}
+}
+
+// A gap in the data (a scrape outage) neither raises a spike nor hides the
+// one that follows it.
+func TestAlarmGap(t *testing.T) {
+	t.Parallel()
+	pts := gen(1200, 15*time.Second, 5, 0.03, func(i int) float64 {
+		switch {
+		case i >= 500 && i < 560:
+			return math.NaN()
+		case i >= 900 && i < 960:
+			return 400
+		}
+		return 100
+	})
+	got := alarmsAfter(pts, 15*time.Second, 300, SpikeOptions{})
+	if len(got) != 1 || got[0].Onset.Before(at4(895, 15*time.Second)) || got[0].Onset.After(at4(905, 15*time.Second)) {
+		t.Fatalf("want one spike at %s, got %v", at4(900, 15*time.Second), onsets(got))
+	}
+}
+
+// Sensitivity orders the false-alarm budgets: on the same noisy series,
+// high raises at least as many alarms as medium, and medium as low.
+func TestAlarmSensitivityOrders(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(6, 6))
+	pts := gen(20000, time.Minute, 6, 0, func(i int) float64 { return 100 * math.Exp(0.4*rng.NormFloat64()) })
+	count := func(s Sensitivity) int { return len(alarmsAfter(pts, time.Minute, 300, SpikeOptions{Sensitivity: s})) }
+	lo, med, hi := count(SensitivityLow), count(SensitivityMedium), count(SensitivityHigh)
+	if !(lo <= med && med <= hi) || hi == 0 {
+		t.Errorf("alarms low %d, medium %d, high %d: want low ≤ medium ≤ high, high > 0", lo, med, hi)
+	}
+	if days := 20000.0 / 1440; float64(med)/days > 1 {
+		t.Errorf("medium raised %d alarms in %.0f days of heavy-tailed noise, want at most one a day", med, days)
+	}
+}
+
+func at4(i int, step time.Duration) time.Time { return t0.Add(time.Duration(i) * step) }
