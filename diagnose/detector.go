@@ -15,11 +15,12 @@ import (
 // DetectorOptions configure the background detector; zero fields take
 // defaults.
 type DetectorOptions struct {
-	Interval      time.Duration // how often to look; default 1m
-	Lookback      time.Duration // how much recent data each pass judges; default 2h
-	Merge         time.Duration // spikes closer than this join one incident; default 30m
-	OpenIncidents bool          // open incidents for severe spikes
-	MinSeverity   string        // "page" (default) or "ticket"
+	Interval      time.Duration         // how often to look; default 1m
+	Lookback      time.Duration         // how much recent data each pass judges; default 2h
+	Merge         time.Duration         // spikes closer than this join one incident; default 30m
+	OpenIncidents bool                  // open incidents for severe spikes
+	MinSeverity   string                // "page" (default) or "ticket"
+	Sensitivity   correlate.Sensitivity // the spike detector's false-alarm budget; default medium
 	SLO           SLOFunc
 	Log           *slog.Logger
 	Now           func() time.Time
@@ -88,7 +89,7 @@ func (d *Detector) Run(ctx context.Context) {
 func (d *Detector) Once(ctx context.Context) error {
 	now := d.opt.Now()
 	from := now.Add(-d.opt.Lookback)
-	spikes, err := Spikes(ctx, d.st, SpikeQuery{From: from, To: now}, d.opt.SLO)
+	spikes, err := Spikes(ctx, d.st, SpikeQuery{From: from, To: now, Sensitivity: d.opt.Sensitivity}, d.opt.SLO)
 	if err != nil {
 		return err
 	}
@@ -145,7 +146,7 @@ func lasting(sp correlate.Spike) bool {
 // without opening incidents: for history pulled after the fact. It
 // returns how many spikes it recorded.
 func (d *Detector) Record(ctx context.Context, from, to time.Time) (int, error) {
-	spikes, err := Spikes(ctx, d.st, SpikeQuery{From: from, To: to}, d.opt.SLO)
+	spikes, err := Spikes(ctx, d.st, SpikeQuery{From: from, To: to, Sensitivity: d.opt.Sensitivity}, d.opt.SLO)
 	if err != nil {
 		return 0, err
 	}

@@ -18,24 +18,29 @@ type SpikeQuery struct {
 	Scope     correlate.Scope   // model etc.; empty = all
 	Levels    []correlate.Level // default: model
 	Direction correlate.Direction
+	// Sensitivity is the detector's false-alarm budget; default medium.
+	Sensitivity correlate.Sensitivity
 }
 
 // Spikes detects spikes on the stored latency curves and returns those
-// whose onset lies in [From, To), oldest first. Curves are read from an
-// hour before From so the trailing baseline is complete at From.
+// whose onset lies in [From, To), oldest first. Curves are read from as
+// far before From as the detector's baseline needs (its trailing window,
+// the days a seasonal baseline compares with, its tail's memory).
+// Stored curves are at most a 15 s step: their history is the 15 s one.
 func Spikes(ctx context.Context, st *store.Store, q SpikeQuery, slo SLOFunc) ([]correlate.Spike, error) {
 	levels := q.Levels
 	if len(levels) == 0 {
 		levels = []correlate.Level{correlate.LevelModel}
 	}
-	curves, err := st.Curves(ctx, store.CurveFilter{From: q.From.Add(-curveLead), To: q.To, Roles: latencyRoles, Levels: levels, Scope: q.Scope})
+	lead := max(curveLead, correlate.SpikeOptions{Step: 15 * time.Second}.History())
+	curves, err := st.Curves(ctx, store.CurveFilter{From: q.From.Add(-lead), To: q.To, Roles: latencyRoles, Levels: levels, Scope: q.Scope})
 	if err != nil {
 		return nil, err
 	}
 	step := stepOf(curves)
 	var out []correlate.Spike
 	for _, c := range curves {
-		opt := correlate.SpikeOptions{Step: step, Direction: q.Direction}
+		opt := correlate.SpikeOptions{Step: step, Direction: q.Direction, Sensitivity: q.Sensitivity}
 		if slo != nil && c.Role != correlate.RoleLatencyP50 {
 			if v, ok := slo(c.Scope.Model); ok {
 				opt.SLO = v

@@ -524,7 +524,7 @@ func fullAnalysis() correlate.Analysis {
 		Window: correlate.Window{From: curveT0, To: curveT0.Add(2 * time.Hour)}, Onset: &t0,
 		Spikes: []correlate.Spike{{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel, Scope: correlate.Scope{Model: "chat"},
 			Start: t0, End: t0.Add(15 * time.Minute), Onset: t0, PeakTime: t0.Add(time.Minute), PeakValue: 800, Baseline: 200,
-			Direction: correlate.Up, DetectedAt: t0.Add(time.Minute), Score: 12, Severity: "page", SLOMs: 400}},
+			Direction: correlate.Up, DetectedAt: t0.Add(time.Minute), Score: 0.8, Z: 12, BaselineKind: "window", Severity: "page", SLOMs: 400}},
 		Scope: correlate.ScopeReport{Breadth: "version", Summary: "only chat v2", Models: []string{"chat"}, Versions: []string{"v2"},
 			Replicas: []string{"chat-1"}, Nodes: []string{"gpu-1"}, Tenants: []string{"t-a"}},
 		Causes: []correlate.Cause{{Category: correlate.CatRelease, Score: 0.8, Target: correlate.Target{Model: "chat", Version: "v2", Replicas: []string{"chat-1"}, Models: []string{"chat"}},

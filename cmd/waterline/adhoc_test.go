@@ -64,7 +64,19 @@ func TestSpikesOnAdHocPromQL(t *testing.T) {
 		t.Errorf("bad PromQL: %d %v, want 400 naming the query", code, body)
 	}
 	q.Set("query", "gateway_p99_ms")
+	// 0.1 s over two hours (with the baseline's history) is 72,000 points:
+	// more than Prometheus answers at once, so the server splits the query.
 	q.Set("step", "0.1s")
+	if code, body = get(q); code != http.StatusOK || len(body["spikes"].([]any)) != 1 {
+		t.Errorf("a window of 72,000 steps: %d %v, want 200 with the spike (queries split)", code, body)
+	}
+	q.Set("step", "30s")
+	q.Set("sensitivity", "extreme")
+	if code, body = get(q); code != http.StatusBadRequest || body["field"] != "sensitivity" {
+		t.Errorf("unknown sensitivity: %d %v, want 400 naming it", code, body)
+	}
+	q.Del("sensitivity")
+	q.Set("step", "0.01s")
 	if code, body = get(q); code != http.StatusBadRequest || body["field"] != "step" {
 		t.Errorf("too many points: %d %v, want 400 naming the step", code, body)
 	}

@@ -37,6 +37,7 @@ type config struct {
 	DetectInterval  time.Duration // WATERLINE_DETECT_INTERVAL; 0 disables the background detector
 	DetectOpen      bool          // WATERLINE_DETECT_OPEN_INCIDENTS: detector may open incidents
 	DetectMinSev    string        // WATERLINE_DETECT_MIN_SEVERITY: page or ticket
+	DetectSens      string        // WATERLINE_DETECT_SENSITIVITY: low, medium or high
 	DetectMerge     time.Duration // WATERLINE_DETECT_MERGE: spikes closer than this join one incident
 	AuthProxyHeader string        // WATERLINE_AUTH_PROXY_HEADER: trusted user header set by a proxy
 	AuthProxyScope  string        // WATERLINE_AUTH_PROXY_SCOPE: read, write or admin for proxy users
@@ -138,6 +139,7 @@ func flagSpecs(c *config) []envFlag {
 		{"detect-interval", "WATERLINE_DETECT_INTERVAL", "1m", "background spike detector period; 0 disables it", dur(&c.DetectInterval)},
 		{"detect-open-incidents", "WATERLINE_DETECT_OPEN_INCIDENTS", "true", "let the detector open incidents for severe spikes", boolean(&c.DetectOpen)},
 		{"detect-min-severity", "WATERLINE_DETECT_MIN_SEVERITY", "page", "weakest spike severity that opens an incident: page or ticket", oneOf(&c.DetectMinSev, "page", "ticket")},
+		{"detect-sensitivity", "WATERLINE_DETECT_SENSITIVITY", "medium", "spike detector's false-alarm budget per series: low (about 1 alarm in 50 days of noise), medium (1 in 10), high (1 in 2)", oneOf(&c.DetectSens, "low", "medium", "high")},
 		{"detect-merge", "WATERLINE_DETECT_MERGE", "30m", "spikes closer than this join the same incident", dur(&c.DetectMerge)},
 		{"auth-proxy-header", "WATERLINE_AUTH_PROXY_HEADER", "", "trust this request header as the signed-in user (set by an auth proxy)", str(&c.AuthProxyHeader)},
 		{"auth-proxy-scope", "WATERLINE_AUTH_PROXY_SCOPE", "read", "what users vouched for by the auth proxy may do: read, write (resolve, freeze, share) or admin", oneOf(&c.AuthProxyScope, "read", "write", "admin")},

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/diagnose"
 	"github.com/waterline-dev/waterline/incident"
 	"github.com/waterline-dev/waterline/pull"
@@ -31,6 +32,7 @@ func newDiagnosis(c config, st *store.Store, slo diagnose.SLOFunc, log *slog.Log
 		Merge:         c.DetectMerge,
 		OpenIncidents: c.DetectOpen,
 		MinSeverity:   c.DetectMinSev,
+		Sensitivity:   correlate.Sensitivity(c.DetectSens),
 		SLO:           slo,
 		Log:           log,
 		Incidents:     incidents,

@@ -54,12 +54,16 @@ func (a *API) ListSpikes(c echo.Context) error {
 	default:
 		return request.BadInput("direction", "want up, down or both, got %q", dir)
 	}
+	sens, ok := correlate.ParseSensitivity(c.QueryParam("sensitivity"))
+	if !ok {
+		return request.BadInput("sensitivity", "want low, medium or high, got %q", c.QueryParam("sensitivity"))
+	}
 	ctx := c.Request().Context()
 	var spikes []wire.ListedSpike
 	if q := strings.TrimSpace(c.QueryParam("query")); q != "" {
-		spikes, err = a.adhocSpikes(ctx, c, q, from, to, dir)
+		spikes, err = a.adhocSpikes(ctx, c, q, from, to, dir, sens)
 	} else {
-		spikes, err = a.storedSpikes(ctx, c, from, to, dir)
+		spikes, err = a.storedSpikes(ctx, c, from, to, dir, sens)
 	}
 	if err != nil {
 		return err
@@ -70,8 +74,8 @@ func (a *API) ListSpikes(c echo.Context) error {
 	return c.JSON(http.StatusOK, wire.SpikeList{Spikes: spikes})
 }
 
-func (a *API) storedSpikes(ctx context.Context, c echo.Context, from, to time.Time, dir correlate.Direction) ([]wire.ListedSpike, error) {
-	q := diagnose.SpikeQuery{From: from, To: to, Direction: dir, Scope: correlate.Scope{
+func (a *API) storedSpikes(ctx context.Context, c echo.Context, from, to time.Time, dir correlate.Direction, sens correlate.Sensitivity) ([]wire.ListedSpike, error) {
+	q := diagnose.SpikeQuery{From: from, To: to, Direction: dir, Sensitivity: sens, Scope: correlate.Scope{
 		Model: c.QueryParam("model"), Version: c.QueryParam("version"), Replica: c.QueryParam("replica"), Node: c.QueryParam("node"),
 	}}
 	switch lv := correlate.Level(c.QueryParam("level")); lv {
@@ -92,7 +96,7 @@ func (a *API) storedSpikes(ctx context.Context, c echo.Context, from, to time.Ti
 	return out, nil
 }
 
-func (a *API) adhocSpikes(ctx context.Context, c echo.Context, q string, from, to time.Time, dir correlate.Direction) ([]wire.ListedSpike, error) {
+func (a *API) adhocSpikes(ctx context.Context, c echo.Context, q string, from, to time.Time, dir correlate.Direction, sens correlate.Sensitivity) ([]wire.ListedSpike, error) {
 	if a.queryRange == nil {
 		return nil, echo.NewHTTPError(http.StatusServiceUnavailable, "no Prometheus configured (PROMETHEUS_URL): ad-hoc queries are unavailable")
 	}
@@ -100,12 +104,17 @@ func (a *API) adhocSpikes(ctx context.Context, c echo.Context, q string, from, t
 	if err != nil {
 		return nil, err
 	}
-	// The trailing baseline needs an hour before from.
-	start := from.Add(-time.Hour)
-	if n := to.Sub(start) / step; n > maxPoints {
-		return nil, request.BadInput("step", "exceeded maximum resolution of %d points per timeseries (%d requested); try decreasing the window or increasing step", maxPoints, n)
+	if step <= 0 {
+		return nil, request.BadInput("step", "want a positive duration, got %s", step)
 	}
-	series, err := a.queryRange(ctx, q, start, to, step)
+	opt := correlate.SpikeOptions{Step: step, Direction: dir, Sensitivity: sens}
+	// The baseline needs history before from: its window, the days a
+	// seasonal baseline compares with, the tail's memory.
+	start := from.Add(-opt.History())
+	if n := to.Sub(start) / step; n > maxSpikeQueries*maxPoints {
+		return nil, request.BadInput("step", "the window and the history its baseline needs take %d points per series, more than %d; increase step", n, maxSpikeQueries*maxPoints)
+	}
+	series, err := a.queryRangeSplit(ctx, q, start, to, step)
 	if errors.Is(err, ErrBadQuery) {
 		return nil, request.BadInput("query", "%v", err)
 	}
@@ -114,7 +123,7 @@ func (a *API) adhocSpikes(ctx context.Context, c echo.Context, q string, from, t
 	}
 	var out []wire.ListedSpike
 	for _, ser := range series {
-		for _, sp := range correlate.DetectSpikes(ser.Points, correlate.SpikeOptions{Step: step, Direction: dir}) {
+		for _, sp := range correlate.DetectSpikes(ser.Points, opt) {
 			if sp.Onset.Before(from) || !sp.Onset.Before(to) {
 				continue
 			}
@@ -124,6 +133,40 @@ func (a *API) adhocSpikes(ctx context.Context, c echo.Context, q string, from, t
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Onset.Before(out[j].Onset) })
+	return out, nil
+}
+
+// maxSpikeQueries bounds the Prometheus queries one spike request makes.
+const maxSpikeQueries = 12
+
+// queryRangeSplit runs a range query in pieces of at most maxPoints steps
+// (Prometheus refuses more in one answer) and joins each series' points.
+func (a *API) queryRangeSplit(ctx context.Context, q string, start, end time.Time, step time.Duration) ([]LabeledSeries, error) {
+	byKey := map[string]*LabeledSeries{}
+	var order []string
+	for lo := start; !lo.After(end); {
+		hi := lo.Add(time.Duration(maxPoints-1) * step)
+		if hi.After(end) {
+			hi = end
+		}
+		part, err := a.queryRange(ctx, q, lo, hi, step)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range part {
+			k := labelString(s.Labels)
+			if byKey[k] == nil {
+				byKey[k] = &LabeledSeries{Labels: s.Labels}
+				order = append(order, k)
+			}
+			byKey[k].Points = append(byKey[k].Points, s.Points...)
+		}
+		lo = hi.Add(step)
+	}
+	out := make([]LabeledSeries, len(order))
+	for i, k := range order {
+		out[i] = *byKey[k]
+	}
 	return out, nil
 }
 
