@@ -199,8 +199,8 @@ func nabSig(x float64) float64 {
 }
 
 type nabScore struct {
-	raw                         float64
-	windows, found, fp, scored  int
+	raw                        float64
+	windows, found, fp, scored int
 }
 
 // nab scores detections the way ../shared/eval/realspikes does (NAB standard
