@@ -117,6 +117,12 @@
     }
   });
 
+  // Forms that change something for everyone (Resolve) ask first.
+  document.addEventListener("submit", function (ev) {
+    var f = ev.target.closest("form[data-confirm]");
+    if (f && !window.confirm(f.dataset.confirm)) ev.preventDefault();
+  }, true);
+
   // Copy buttons (share link).
   document.addEventListener("click", function (ev) {
     var b = ev.target.closest("[data-copy]");

@@ -132,9 +132,9 @@ func (p *Pages) filtered(ctx context.Context, d *incidentData, st views.State) (
 	f := views.Filtered{Base: st.Base, Timeline: views.BuildTimeline(in)}
 	f.Chips, f.Clear = views.FilterChips(st)
 	if d.an != nil {
-		f.Conc = views.BuildConc(d.an.Concentration, st)
+		f.Conc = views.BuildConc(d.an.Concentration, st, d.an)
 	} else {
-		f.Conc = views.BuildConc(nil, st)
+		f.Conc = views.BuildConc(nil, st, nil)
 	}
 	if f.Samples, err = p.sampleTable(ctx, d, st); err != nil {
 		return views.Filtered{}, err

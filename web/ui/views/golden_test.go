@@ -41,6 +41,7 @@ func golden(t *testing.T, name string, got []byte) {
 func fixtureIncident() (IncidentInput, correlate.Analysis) {
 	onset := t0.Add(40 * time.Minute)
 	end := t0.Add(time.Hour)
+	peakAt, recovered, share := onset.Add(5*time.Minute), onset.Add(15*time.Minute), 0.7
 	a := correlate.Analysis{
 		Onset:  &onset,
 		Spikes: []correlate.Spike{{Start: onset, End: onset.Add(15 * time.Minute)}},
@@ -55,8 +56,14 @@ func fixtureIncident() (IncidentInput, correlate.Analysis) {
 		Events: []correlate.AlignedEvent{{Event: correlate.Event{Kind: correlate.KindDeploy, Time: onset.Add(-2 * time.Minute),
 			Scope: correlate.Scope{Model: "chat", Version: "v2"}}, OffsetS: -120, TimeWeight: 0.9, ScopeMatch: 1}},
 		P99BeforeMs: 200, P99DuringMs: 850,
-		Checklist: []correlate.ChecklistStep{{Step: "scope", Answer: "chat v2."}, {Step: "timeline", Answer: "Deploy 2 min before."},
-			{Step: "samples", Answer: "exec grew."}, {Step: "action", Answer: "Roll back."}},
+		Headline:    correlate.Headline{Model: "chat", Title: "P99 latency up ×4.3 on chat", Summary: "chat: P99 200 ms → 850 ms."},
+		Impact: []correlate.Impact{{Model: "chat", BaselineP99Ms: 200, DuringP99Ms: 850, PeakP99Ms: 1310, PeakAt: &peakAt, NowP99Ms: 210,
+			Rise: 4.25, Status: "recovered", RecoveredAt: &recovered, SlowRequests: 1234,
+			Tenants: []correlate.ScopeEntry{{Name: "t-<1>", SlowShare: &share}}}},
+		Samples:        correlate.SampleSummary{Total: 5000, Slow: 300, SlowRequests: 1234},
+		Reconciliation: "Traffic rose ×1.4, but only chat v2's requests slowed.",
+		Checklist: []correlate.ChecklistStep{{Step: "scope", Answer: "chat v2."}, {Step: "timeline", Answer: "Latency rose at 10:40:00 UTC. Deploy 2 min before.", Evidence: "new_version_slower", Curve: "p99"},
+			{Step: "samples", Answer: "1,234 slow requests. exec grew.", Row: map[string]string{"version": "v2"}}, {Step: "action", Answer: "Roll back."}},
 	}
 	inc := store.Incident{ID: 7, Title: "chat slow <after> deploy", Status: "open", Source: "manual", Start: t0, End: &end}
 	return IncidentInput{Incident: inc, Analysis: &a, Status: "ready", Version: 2, ComputedAt: t0.Add(50 * time.Minute),
@@ -74,7 +81,7 @@ func TestIncidentPageGolden(t *testing.T) {
 	p.Filtered = Filtered{Base: "/incidents/7", Timeline: BuildTimeline(TimelineInput{From: t0, To: t0.Add(time.Hour), Step: time.Minute,
 		Curves: curves, Onset: a.Onset, Spikes: a.Spikes, State: in.State, Target: "#filtered",
 		Events: []correlate.Event{a.Events[0].Event}}),
-		Conc:    BuildConc(a.Concentration, in.State),
+		Conc:    BuildConc(a.Concentration, in.State, &a),
 		Samples: BuildSampleTable(SampleTableInput{State: in.State})}
 	var buf bytes.Buffer
 	// The body only: the layout links assets by content hash, which would

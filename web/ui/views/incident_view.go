@@ -4,6 +4,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/waterline-dev/waterline/correlate"
@@ -34,13 +35,18 @@ type IncidentPage struct {
 
 // IncidentHeader is the top of the page.
 type IncidentHeader struct {
-	Title, Status, Source string
-	Scope                 string // the analysis' scope sentence, or the incident's scope
-	Window                string
-	Onset                 string
-	P99Before, P99During  string
-	P99Change             string // "×4.5"
-	P99Up                 bool
+	Title, Status   string
+	Opened          string // "opened manually", "opened by Alertmanager", "opened by the detector"
+	Named           string // the incident's own title, when the headline replaces it
+	Model           string // the headline model (hit hardest)
+	Scope           string // the analysis' scope sentence, or the incident's scope
+	Reconciliation  string // why the concentration and the top cause do not disagree
+	Window          string
+	Onset           string
+	Impact          []ImpactView // per affected model, hardest hit first
+	MoreModels      int          // affected models not listed
+	Slow            SlowCount    // the incident's one count of slow requests
+	HasSlow         bool
 	Analysis              AnalysisState
 	Snapshot              string // "frozen 2026-…": the page reads a snapshot
 	LiveHref              string // the same view from live data, when a snapshot is shown
@@ -71,13 +77,17 @@ type CauseView struct {
 
 // EvidenceView is one measured fact.
 type EvidenceView struct {
-	Summary, Value string
+	Summary, Value string // Value: how strongly it counts, in words
+	Name           string // the item's identifier, for the curious
 	StrengthPct    float64
 }
 
 // CheckStep is one step of the article's checklist.
 type CheckStep struct {
-	Step, Title, Answer, Anchor string
+	Step, Title, Anchor string
+	Key                 string // the step in one line: its key fact
+	Answer              string // the analysis' full answer, one click away ("" when Key says it all)
+	Row, RowHref        string // the concentration row the samples step quotes, and its filter link
 }
 
 // StagesView is the stage attribution: typical stage time of slow
@@ -135,7 +145,7 @@ func BuildIncident(in IncidentInput) IncidentPage {
 	if !in.ReadOnly {
 		p.ExportMD = in.State.Base + "/export.md"
 	}
-	h := IncidentHeader{Title: inc.Title, Status: inc.Status, Source: inc.Source, Scope: inc.Scope.String()}
+	h := IncidentHeader{Title: inc.Title, Status: inc.Status, Opened: correlate.OpenedBy(inc.Source), Scope: inc.Scope.String()}
 	if h.Scope == "" {
 		h.Scope = "whole fleet"
 	}
@@ -179,13 +189,17 @@ func BuildIncident(in IncidentInput) IncidentPage {
 		if a.Onset != nil {
 			h.Onset = FmtTime(*a.Onset, time.Time{})
 		}
-		if a.P99BeforeMs > 0 || a.P99DuringMs > 0 {
-			h.P99Before, h.P99During = FmtMs(a.P99BeforeMs), FmtMs(a.P99DuringMs)
-			if a.P99BeforeMs > 0 {
-				r := a.P99DuringMs / a.P99BeforeMs
-				h.P99Change = "×" + strconv.FormatFloat(r, 'f', 1, 64)
-				h.P99Up = r > 1.05
+		if a.Headline.Title != "" {
+			h.Title, h.Model = a.Headline.Title, a.Headline.Model
+			if inc.Title != "" && inc.Title != h.Title {
+				h.Named = inc.Title
 			}
+		}
+		h.Reconciliation = a.Reconciliation
+		h.Impact = impactViews(a, in.State)
+		h.MoreModels = len(a.Impact) - len(h.Impact)
+		if a.Samples.SlowRequests > 0 {
+			h.Slow, h.HasSlow = slowCount(a.Samples.SlowRequests), true
 		}
 		p.Causes = causeViews(a.Causes, in.State)
 		p.Ruled = ruledOut(a.Causes, a.NotAssessable)
@@ -193,7 +207,7 @@ func BuildIncident(in IncidentInput) IncidentPage {
 			p.Unjudged = append(p.Unjudged, CategoryLabel(string(n.Category))+" — "+n.Reason)
 		}
 		p.Coverage = a.Coverage.Summary
-		p.Check = checkSteps(a.Checklist)
+		p.Check = storyChecklist(a, in.State)
 		p.Stages = stagesView(a.Stages, a.StageSource)
 		p.Aligned = alignedRows(a.Events)
 	} else {
@@ -223,7 +237,14 @@ func causeViews(causes []correlate.Cause, s State) []CauseView {
 }
 
 func evidenceView(e correlate.Evidence) EvidenceView {
-	return EvidenceView{Summary: e.Summary, Value: e.Name + " = " + FmtNum(e.Value), StrengthPct: pct(e.Strength)}
+	w := "weak"
+	switch {
+	case e.Strength >= 0.7:
+		w = "strong"
+	case e.Strength >= 0.4:
+		w = "moderate"
+	}
+	return EvidenceView{Summary: e.Summary, Value: w, Name: e.Name, StrengthPct: pct(e.Strength)}
 }
 
 // targetLinks turns a cause's target into links that filter the page: the
@@ -284,18 +305,6 @@ var checkTitles = map[string][2]string{
 	"timeline": {"Timeline", "#timeline"},
 	"samples":  {"Samples", "#samples"},
 	"action":   {"Action", "#causes"},
-}
-
-func checkSteps(steps []correlate.ChecklistStep) []CheckStep {
-	out := make([]CheckStep, 0, len(steps))
-	for _, s := range steps {
-		t, ok := checkTitles[s.Step]
-		if !ok {
-			t = [2]string{s.Step, "#"}
-		}
-		out = append(out, CheckStep{Step: s.Step, Title: t[0], Answer: s.Answer, Anchor: t[1]})
-	}
-	return out
 }
 
 func stagesView(stages []correlate.StageShare, source string) StagesView {
@@ -376,7 +385,9 @@ type ConcTable struct {
 // ConcRow is one over-represented dimension value (or pair).
 type ConcRow struct {
 	Key                  string // "replica=r-7 · node=n-3"
-	Href                 string // filters the page to it; "" when not filterable
+	Row                  string // DimsKey of the row's own dimensions: the checklist names rows by it
+	Href                 string // filters the page to it
+	Title                string // what the link filters to, when not the row's own dimensions
 	Selected             bool
 	Sel, Base            string
 	SelPct, BasePct      float64
@@ -385,8 +396,10 @@ type ConcRow struct {
 }
 
 // BuildConc builds the concentration table; a click on a row filters
-// samples and timeline to it, a click on the selected row clears it.
-func BuildConc(rows []correlate.Concentration, s State) ConcTable {
+// samples and timeline to it (every row: see concHref), a click on the
+// selected row clears it. a gives the replicas a replica_age row stands
+// for; nil is fine.
+func BuildConc(rows []correlate.Concentration, s State, a *correlate.Analysis) ConcTable {
 	t := ConcTable{}
 	if len(rows) == 0 {
 		t.Empty = "Slow requests are not concentrated on any dimension value (or there are no samples in the window)."
@@ -395,7 +408,7 @@ func BuildConc(rows []correlate.Concentration, s State) ConcTable {
 	cur := DimsKey(s.Dims())
 	for _, r := range rows {
 		key := DimsKey(r.Dims)
-		row := ConcRow{Key: key, Selected: key == cur && cur != "", Sel: FmtPct(r.SelectionPct), Base: FmtPct(r.BaselinePct),
+		row := ConcRow{Key: key, Row: key, Sel: FmtPct(r.SelectionPct), Base: FmtPct(r.BaselinePct),
 			SelPct: math.Min(100, r.SelectionPct), BasePct: math.Min(100, r.BaselinePct),
 			RiskRatio: "×" + FmtNum(r.RiskRatio), Support: FmtPct(100 * r.Support), P99Without: "—", P99Delta: "—"}
 		if len(r.Also) > 0 && r.Label != "" {
@@ -408,18 +421,11 @@ func BuildConc(rows []correlate.Concentration, s State) ConcTable {
 				row.P99Delta = "+" + FmtMs(-r.P99DeltaMs)
 			}
 		}
-		filterable := true
-		for k := range r.Dims {
-			if !FilterDims[k] {
-				filterable = false
-			}
-		}
-		if filterable {
-			if row.Selected {
-				row.Href = s.WithFilters(nil).URL()
-			} else {
-				row.Href = s.WithFilters(r.Dims).URL()
-			}
+		row.Href = concHref(r, a, s)
+		if d := filterableDims(r.Dims); d != nil {
+			row.Selected = key == cur && cur != ""
+		} else if d := concDims(r, a); d != nil {
+			row.Title = "Filters to " + DimsKey(d) + ": the page cannot filter on " + strings.Join(unfilterable(r.Dims), ", ")
 		}
 		t.Rows = append(t.Rows, row)
 	}

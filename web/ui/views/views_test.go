@@ -136,18 +136,18 @@ func TestConcRows(t *testing.T) {
 		{Dims: map[string]string{"replica_age": "young"}, SelectionPct: 40, BaselinePct: 5},
 	}
 	s := State{Base: "/incidents/1", Tab: "baseline", Page: 3}
-	c := BuildConc(rows, s)
+	c := BuildConc(rows, s, nil)
 	if c.Rows[0].Key != "node=n-3 · replica=r-7" || c.Rows[0].Href != "/incidents/1?replica=r-7&node=n-3&tab=baseline" || c.Rows[0].Selected {
 		t.Errorf("row 0: %+v", c.Rows[0])
 	}
 	if c.Rows[1].Href != "" {
 		t.Errorf("replica_age is not a filter, yet the row links to %s", c.Rows[1].Href)
 	}
-	sel := BuildConc(rows, State{Base: "/incidents/1", Scope: correlate.Scope{Replica: "r-7", Node: "n-3"}})
+	sel := BuildConc(rows, State{Base: "/incidents/1", Scope: correlate.Scope{Replica: "r-7", Node: "n-3"}}, nil)
 	if !sel.Rows[0].Selected || sel.Rows[0].Href != "/incidents/1" {
 		t.Errorf("selected row: %+v (a click clears it)", sel.Rows[0])
 	}
-	if BuildConc(nil, s).Empty == "" {
+	if BuildConc(nil, s, nil).Empty == "" {
 		t.Error("no empty state")
 	}
 }

@@ -1,0 +1,310 @@
+package views
+
+import (
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+)
+
+// The incident's story on the page: the headline, the impact per model,
+// the reconciliation and the checklist's key facts all come from the
+// analysis (correlate's Headline, Impact, Reconciliation, Checklist and
+// Samples.SlowRequests); nothing here recomputes them, so the header, the
+// checklist, the export and the API summary cannot disagree.
+
+// ImpactView is one affected model's row of the impact block.
+type ImpactView struct {
+	Model      string
+	Baseline   string // "429 ms"
+	Peak       string // "1,307 ms"
+	PeakAt     string // "07:31 UTC"
+	Now        string
+	Rise       string // "×3.0"
+	Status     string // "ongoing" or "recovered"
+	StatusText string // "recovered at 08:18 UTC" / "ongoing at the end of the data"
+	Slow       string // "12,345" slow requests of this model ("" without samples)
+	SlowRaw    string // the same, unformatted, for tests
+	Tenants    []Link // tenants hit, as filter chips: "t-contoso 68%"
+	SLO        string // "SLO 500 ms: 14 min over, 3.2% of the 30-day budget"
+}
+
+// SlowCount is the incident's one count of slow requests.
+type SlowCount struct {
+	Text string // "37,978"
+	Raw  string // "37978", a data attribute tests compare
+}
+
+func slowCount(v float64) SlowCount {
+	r := math.Round(v)
+	return SlowCount{Text: thousands(r), Raw: FmtInt(r)}
+}
+
+// FmtInt renders a whole number without separators.
+func FmtInt(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "0"
+	}
+	return strconv.FormatFloat(math.Round(v), 'f', 0, 64)
+}
+
+// clock renders an instant as "07:31 UTC".
+func clock(t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("15:04") + " UTC"
+}
+
+// impactViews builds the impact block, hardest hit first, at most four
+// models (the rest are counted).
+func impactViews(a *correlate.Analysis, s State) []ImpactView {
+	var out []ImpactView
+	for i, im := range a.Impact {
+		if i == 4 {
+			break
+		}
+		v := ImpactView{Model: im.Model, Baseline: FmtMs(im.BaselineP99Ms), Now: FmtMs(im.NowP99Ms), Status: im.Status}
+		if im.BaselineP99Ms > 0 && im.Rise > 0 {
+			v.Rise = "×" + trimZero(strconv.FormatFloat(im.Rise, 'f', 1, 64))
+		}
+		peak := im.PeakP99Ms
+		if peak < im.DuringP99Ms {
+			peak = im.DuringP99Ms
+		}
+		v.Peak, v.PeakAt = FmtMs(peak), clock(im.PeakAt)
+		if im.NowP99Ms == 0 {
+			v.Now = "–"
+		}
+		switch {
+		case im.Status == "recovered" && im.RecoveredAt != nil:
+			v.StatusText = "recovered at " + clock(im.RecoveredAt)
+		case im.Status == "recovered":
+			v.StatusText = "recovered"
+		default:
+			v.Status = "ongoing"
+			v.StatusText = "ongoing at the end of the data"
+		}
+		if a.Samples.SlowRequests > 0 {
+			c := slowCount(im.SlowRequests)
+			v.Slow, v.SlowRaw = c.Text, c.Raw
+		}
+		for j, t := range im.Tenants {
+			if j == 3 || t.SlowShare == nil || *t.SlowShare < 0.1 {
+				break
+			}
+			l := filterLink(map[string]string{"tenant": t.Name}, s)
+			l.Text = t.Name + " " + FmtPct(100**t.SlowShare)
+			v.Tenants = append(v.Tenants, l)
+		}
+		if im.SLO != nil {
+			slo := "SLO " + FmtMs(im.SLO.SLOMs) + ": " + FmtNum(im.SLO.MinutesOver) + " min over"
+			if im.SLO.BudgetBurned != nil {
+				slo += ", " + FmtPct(100**im.SLO.BudgetBurned) + " of the 30-day error budget"
+			}
+			v.SLO = slo
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// storyChecklist turns the analysis' checklist into one line per step:
+// the step's key fact (the evidence item, event or concentration row the
+// analysis says it quotes), with the full answer one click away.
+func storyChecklist(a *correlate.Analysis, s State) []CheckStep {
+	var top *correlate.Cause
+	if len(a.Causes) > 0 && a.Causes[0].Category != correlate.CatUnexplained {
+		top = &a.Causes[0]
+	}
+	evidence := func(name string) string {
+		if top == nil || name == "" {
+			return ""
+		}
+		for _, e := range top.Evidence {
+			if e.Name == name {
+				return e.Summary
+			}
+		}
+		return ""
+	}
+	out := make([]CheckStep, 0, len(a.Checklist))
+	for _, st := range a.Checklist {
+		t, ok := checkTitles[st.Step]
+		if !ok {
+			t = [2]string{st.Step, "#"}
+		}
+		c := CheckStep{Step: st.Step, Title: t[0], Answer: st.Answer, Anchor: t[1]}
+		switch st.Step {
+		case "scope":
+			c.Key = firstSentence(a.Scope.Summary)
+			if c.Key == "" {
+				c.Key = firstSentence(st.Answer)
+			}
+		case "timeline":
+			c.Key = firstSentence(st.Answer)
+			if e := evidence(st.Evidence); e != "" && (st.Event != "" || st.Curve != "") {
+				c.Key += " " + e
+			} else if ev := findEvent(a.Events, st.Event); ev != nil {
+				c.Key += " " + capitalize(EventLabel(ev.Event)) + " " + offsetWords(ev.OffsetS) + "."
+			}
+		case "samples":
+			if row, ok := findRow(a.Concentration, st.Row); ok {
+				name := DimsKey(row.Dims)
+				c.Key = "Slow requests concentrate on " + name + " (" + FmtPct(row.SelectionPct) + " of slow requests vs " + FmtPct(row.BaselinePct) + " of the others)."
+				c.Row = name
+				c.RowHref = concHref(row, a, s)
+			} else {
+				c.Key = firstSentence(st.Answer)
+			}
+		default:
+			c.Key = firstSentence(st.Answer)
+		}
+		if strings.TrimSpace(c.Key) == strings.TrimSpace(c.Answer) {
+			c.Answer = ""
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func findEvent(evs []correlate.AlignedEvent, id string) *correlate.AlignedEvent {
+	if id == "" {
+		return nil
+	}
+	for i := range evs {
+		if evs[i].ID == id {
+			return &evs[i]
+		}
+	}
+	return nil
+}
+
+func findRow(rows []correlate.Concentration, dims map[string]string) (correlate.Concentration, bool) {
+	if len(dims) == 0 {
+		return correlate.Concentration{}, false
+	}
+	want := DimsKey(dims)
+	for _, r := range rows {
+		if DimsKey(r.Dims) == want {
+			return r, true
+		}
+	}
+	return correlate.Concentration{}, false
+}
+
+// offsetWords says when an event came relative to the onset: "12 min
+// before the onset".
+func offsetWords(s float64) string {
+	d := FmtDuration(time.Duration(math.Abs(s)) * time.Second)
+	if s < 0 {
+		return d + " before the onset"
+	}
+	if s == 0 {
+		return "at the onset"
+	}
+	return d + " after the onset"
+}
+
+// firstSentence is s up to its first sentence end (". " followed by a
+// capital letter), so decimals and abbreviations do not cut it.
+func firstSentence(s string) string {
+	s = strings.TrimSpace(s)
+	for i := 0; i+2 < len(s); i++ {
+		if s[i] == '.' && s[i+1] == ' ' && s[i+2] >= 'A' && s[i+2] <= 'Z' {
+			return s[:i+1]
+		}
+	}
+	return s
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// concHref is the link a concentration row filters the page with. Rows on
+// a dimension the page cannot filter by (replica_age) use an equivalent
+// value that selects the same requests (Also), or the young replicas
+// the analysis found among the row's models (one replica: that replica;
+// several: their model).
+func concHref(r correlate.Concentration, a *correlate.Analysis, s State) string {
+	dims := concDims(r, a)
+	if dims == nil {
+		return ""
+	}
+	if DimsKey(dims) == DimsKey(s.Dims()) {
+		return s.WithFilters(nil).URL()
+	}
+	return s.WithFilters(dims).URL()
+}
+
+// concDims is the filter a concentration row's link sets.
+func concDims(r correlate.Concentration, a *correlate.Analysis) map[string]string {
+	dims := filterableDims(r.Dims)
+	if dims == nil {
+		dims = filterableDims(r.Also)
+	}
+	if dims == nil && r.Dims["replica_age"] != "" && a != nil {
+		var young []correlate.ReplicaComparison
+		for _, rc := range a.Replicas {
+			if rc.Young == (r.Dims["replica_age"] == "young") && (len(r.Models) == 0 || containsString(r.Models, rc.Model)) {
+				young = append(young, rc)
+			}
+		}
+		switch {
+		case len(young) == 1:
+			dims = map[string]string{"replica": young[0].Replica}
+		case len(r.Models) > 0:
+			dims = map[string]string{"model": r.Models[0]}
+		}
+		for k, v := range r.Dims {
+			if dims != nil && k != "replica_age" && FilterDims[k] {
+				dims[k] = v
+			}
+		}
+	}
+	if dims == nil && len(r.Models) > 0 {
+		dims = map[string]string{"model": r.Models[0]}
+	}
+	return dims
+}
+
+// unfilterable lists the dimensions of dims the page cannot filter on.
+func unfilterable(dims map[string]string) []string {
+	var out []string
+	for k := range dims {
+		if !FilterDims[k] {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// filterableDims is dims when the page can filter on all of them.
+func filterableDims(dims map[string]string) map[string]string {
+	if len(dims) == 0 {
+		return nil
+	}
+	for k := range dims {
+		if !FilterDims[k] {
+			return nil
+		}
+	}
+	return dims
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
