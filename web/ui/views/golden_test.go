@@ -56,7 +56,7 @@ func fixtureIncident() (IncidentInput, correlate.Analysis) {
 		Events: []correlate.AlignedEvent{{Event: correlate.Event{Kind: correlate.KindDeploy, Time: onset.Add(-2 * time.Minute),
 			Scope: correlate.Scope{Model: "chat", Version: "v2"}}, OffsetS: -120, TimeWeight: 0.9, ScopeMatch: 1}},
 		P99BeforeMs: 200, P99DuringMs: 850,
-		Headline:    correlate.Headline{Model: "chat", Title: "P99 latency up ×4.3 on chat", Summary: "chat: P99 200 ms → 850 ms."},
+		Headline: correlate.Headline{Model: "chat", Title: "P99 latency up ×4.3 on chat", Summary: "chat: P99 200 ms → 850 ms."},
 		Impact: []correlate.Impact{{Model: "chat", BaselineP99Ms: 200, DuringP99Ms: 850, PeakP99Ms: 1310, PeakAt: &peakAt, NowP99Ms: 210,
 			Rise: 4.25, Status: "recovered", RecoveredAt: &recovered, SlowRequests: 1234,
 			Tenants: []correlate.ScopeEntry{{Name: "t-<1>", SlowShare: &share}}}},

@@ -35,21 +35,21 @@ type IncidentPage struct {
 
 // IncidentHeader is the top of the page.
 type IncidentHeader struct {
-	Title, Status   string
-	Opened          string // "opened manually", "opened by Alertmanager", "opened by the detector"
-	Named           string // the incident's own title, when the headline replaces it
-	Model           string // the headline model (hit hardest)
-	Scope           string // the analysis' scope sentence, or the incident's scope
-	Reconciliation  string // why the concentration and the top cause do not disagree
-	Window          string
-	Onset           string
-	Impact          []ImpactView // per affected model, hardest hit first
-	MoreModels      int          // affected models not listed
-	Slow            SlowCount    // the incident's one count of slow requests
-	HasSlow         bool
-	Analysis              AnalysisState
-	Snapshot              string // "frozen 2026-…": the page reads a snapshot
-	LiveHref              string // the same view from live data, when a snapshot is shown
+	Title, Status  string
+	Opened         string // "opened manually", "opened by Alertmanager", "opened by the detector"
+	Named          string // the incident's own title, when the headline replaces it
+	Model          string // the headline model (hit hardest)
+	Scope          string // the analysis' scope sentence, or the incident's scope
+	Reconciliation string // why the concentration and the top cause do not disagree
+	Window         string
+	Onset          string
+	Impact         []ImpactView // per affected model, hardest hit first
+	MoreModels     int          // affected models not listed
+	Slow           SlowCount    // the incident's one count of slow requests
+	HasSlow        bool
+	Analysis       AnalysisState
+	Snapshot       string // "frozen 2026-…": the page reads a snapshot
+	LiveHref       string // the same view from live data, when a snapshot is shown
 }
 
 // AnalysisState says how current the analysis is.
