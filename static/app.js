@@ -67,12 +67,58 @@
     return u.pathname + u.search;
   }
 
+  // points parses a lane path ("M x y l dx dy dx dy … M …") into absolute
+  // [x, y] pairs, cached on the element.
+  function points(path) {
+    if (path._pts) return path._pts;
+    var out = [], x = 0, y = 0, rel = false;
+    var toks = (path.getAttribute("d") || "").match(/[MLlZz]|-?\d+(?:\.\d+)?/g) || [];
+    for (var i = 0; i < toks.length; i++) {
+      var t = toks[i];
+      if (t === "M" || t === "L") { rel = false; continue; }
+      if (t === "l") { rel = true; continue; }
+      if (t === "Z" || t === "z") break;
+      var a = Number(t), b = Number(toks[++i]);
+      if (rel) { x += a; y += b; } else { x = a; y = b; }
+      out.push([x, y]);
+    }
+    path._pts = out;
+    return out;
+  }
+
+  function fmtVal(v, unit) {
+    var s = Math.abs(v) >= 100 ? Math.round(v).toLocaleString("en") : (Math.round(v * 10) / 10).toString();
+    return s + " " + unit;
+  }
+
+  // values lists, for every drawn lane, each series' value at fraction f
+  // of the window, read back from the lane's own path and scale.
+  function values(tl, f) {
+    var lines = [];
+    tl.querySelectorAll("svg[data-ymax]").forEach(function (svg) {
+      var ymax = Number(svg.dataset.ymax), h = Number(svg.getAttribute("height"));
+      var parts = [];
+      svg.querySelectorAll("path[data-n]").forEach(function (p) {
+        if (p.classList.contains("area") || parts.length >= 4) return;
+        var pts = points(p), x = f * 1000, best = null;
+        for (var i = 0; i < pts.length; i++) {
+          if (best === null || Math.abs(pts[i][0] - x) < Math.abs(best[0] - x)) best = pts[i];
+        }
+        if (!best || Math.abs(best[0] - x) > 15) return;
+        var v = (h - 2 - best[1]) / (h - 4) * ymax;
+        parts.push(p.dataset.n + " " + fmtVal(v, svg.dataset.unit));
+      });
+      if (parts.length) lines.push(svg.dataset.lane.split(" ")[0] + ": " + parts.join(" · "));
+    });
+    return lines;
+  }
+
   var drag = null; // {tl, f0}
 
   document.addEventListener("mousemove", function (ev) {
     var tl = drag ? drag.tl : timeline(ev.target);
-    document.querySelectorAll(".tl-cross").forEach(function (c) {
-      if (!tl || !tl.contains(c)) c.style.display = "none";
+    document.querySelectorAll(".tl-cross, .tl-tip").forEach(function (c) {
+      if (!tl || !tl.contains(c) || (!drag && !ev.target.closest(".tl-plot"))) c.style.display = "none";
     });
     if (!tl || (!drag && !ev.target.closest(".tl-plot"))) return;
     var f = frac(tl, ev);
@@ -80,6 +126,17 @@
     cross.style.display = "block";
     cross.style.left = (f * 100) + "%";
     cross.firstElementChild.textContent = fmt(timeAt(tl, f));
+    var tip = tl.querySelector(".tl-tip");
+    if (tip && !drag) {
+      var lines = values(tl, f);
+      tip.textContent = lines.join("\n");
+      tip.style.display = lines.length ? "block" : "none";
+      var left = f < 0.6;
+      tip.style.left = left ? "calc(" + (f * 100) + "% + 12px)" : "";
+      tip.style.right = left ? "" : "calc(" + ((1 - f) * 100) + "% + 12px)";
+      var plot = ev.target.closest(".tl-plot"), ov = tl.querySelector(".tl-overlay");
+      if (plot && ov) tip.style.top = Math.max(0, ev.clientY - ov.getBoundingClientRect().top + 14) + "px";
+    }
     if (drag) {
       var sel = tl.querySelector(".tl-sel");
       var a = Math.min(drag.f0, f), b = Math.max(drag.f0, f);

@@ -122,7 +122,10 @@ func (p *Pages) filtered(ctx context.Context, d *incidentData, st views.State) (
 		State: st, Target: "#filtered"}
 	if d.an != nil {
 		in.Onset, in.Spikes = d.an.Onset, d.an.Spikes
-		if len(d.an.Scope.Models) > 0 {
+		in.Tenant = views.TenantDriver(d.an, st)
+		if d.an.Headline.Model != "" {
+			in.StageModel = d.an.Headline.Model
+		} else if len(d.an.Scope.Models) > 0 {
 			in.StageModel = d.an.Scope.Models[0]
 		}
 	}

@@ -308,3 +308,33 @@ func containsString(list []string, s string) bool {
 	}
 	return false
 }
+
+// TenantDriver is the tenant that drives the incident's traffic, as a
+// chip that filters the page to it: the one the top cause names, else a
+// tenant sending at least half of the hardest-hit model's slow requests.
+func TenantDriver(a *correlate.Analysis, s State) *Link {
+	if a == nil {
+		return nil
+	}
+	name, what := "", ""
+	if len(a.Causes) > 0 && a.Causes[0].Target.Tenant != "" {
+		name, what = a.Causes[0].Target.Tenant, "drives the traffic"
+	}
+	if len(a.Impact) > 0 {
+		for _, t := range a.Impact[0].Tenants {
+			if t.SlowShare == nil {
+				continue
+			}
+			if name == "" && *t.SlowShare >= 0.5 || name == t.Name {
+				name, what = t.Name, FmtPct(100**t.SlowShare)+" of slow requests"
+				break
+			}
+		}
+	}
+	if name == "" {
+		return nil
+	}
+	l := filterLink(map[string]string{"tenant": name}, s)
+	l.Text = "tenant " + name + ": " + what
+	return &l
+}

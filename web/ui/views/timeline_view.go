@@ -61,8 +61,12 @@ type EventMark struct {
 // Lane is one curve chart.
 type Lane struct {
 	ID, Name string
-	YMax     string // "max 1,250 ms"
+	Per      string // "per model", "per node", "per replica", "fleet": what one line is
+	YMax     string // "scale 0–1,250 ms"
+	YMaxV    string // the scale's top as a number, for the crosshair's values
+	Unit     string
 	Height   int
+	Chip     *Link // a tenant driving the traffic (on the traffic lane)
 	Legend   []LegendItem
 	Paths    []SVGPath
 	More     int    // series not drawn
@@ -76,9 +80,9 @@ type LegendItem struct {
 
 // SVGPath is one series: its colour class, dash class and path data.
 type SVGPath struct {
-	Class string // "s0".."s7" and "d1"/"d2" dashes, or "area s3" for stacked areas
+	Class string // "s0".."s5" per model, "n0".."n5" per node, "d1"/"d2" dashes, or "area st3" for stacked areas
 	D     string
-	Title string
+	Title string // the series' name: the crosshair lists it with its value
 }
 
 // TimelineInput is what BuildTimeline draws.
@@ -95,6 +99,11 @@ type TimelineInput struct {
 	StageModel string
 	State      State  // for zoom and event links
 	Target     string // region zoom reloads, e.g. "#filtered"
+	// Tenant, when one tenant drives the traffic: a chip on the
+	// traffic lane that filters the page to it.
+	Tenant *Link
+	// models maps a model to its colour class, the same on every lane.
+	models map[string]string
 }
 
 // laneSpec says which roles a lane draws and how.
@@ -146,8 +155,13 @@ func BuildTimeline(in TimelineInput) Timeline {
 	}
 	tl.Bands = spikeBands(in.Spikes, in.From, in.To, x)
 	tl.EventLanes, tl.EventCount = eventLanes(in.Events, in.From, in.To, in.State)
+	in.models = modelColours(in.Curves, in.StageModel)
 	for _, spec := range laneSpecs {
-		tl.Lanes = append(tl.Lanes, buildLane(spec, in))
+		l := buildLane(spec, in)
+		if spec.id == "qps" && in.Tenant != nil {
+			l.Chip = in.Tenant
+		}
+		tl.Lanes = append(tl.Lanes, l)
 	}
 	tl.Nav = timelineNav(in.State, in.From, in.To)
 	if in.Filter.Tenant != "" {
@@ -374,6 +388,37 @@ func entityName(c correlate.Curve) string {
 	return c.Scope.String()
 }
 
+// modelPalette is how many colours models get; beyond it they repeat.
+const modelPalette = 6
+
+// modelColours gives every model in the window one colour class for all
+// lanes: the incident's model first, the others by name.
+func modelColours(curves []correlate.Curve, first string) map[string]string {
+	seen := map[string]bool{}
+	var names []string
+	for _, c := range curves {
+		if m := c.Scope.Model; m != "" && !seen[m] {
+			seen[m] = true
+			if m != first {
+				names = append(names, m)
+			}
+		}
+	}
+	sort.Strings(names)
+	if first != "" {
+		names = append([]string{first}, names...)
+	}
+	out := make(map[string]string, len(names))
+	for i, m := range names {
+		out[m] = "s" + strconv.Itoa(i%modelPalette)
+	}
+	return out
+}
+
+// perWords says what one line of a lane is.
+var perWords = map[correlate.Level]string{correlate.LevelModel: "per model", correlate.LevelVersion: "per model version",
+	correlate.LevelReplica: "per replica", correlate.LevelNode: "per node", correlate.LevelFleet: "whole fleet"}
+
 var dashOf = map[correlate.Role]string{correlate.RoleLatencyP95: " d1", correlate.RoleLatencyP50: " d2"}
 
 var roleShort = map[correlate.Role]string{correlate.RoleLatencyP99: "P99", correlate.RoleLatencyP95: "P95", correlate.RoleLatencyP50: "P50"}
@@ -397,12 +442,14 @@ func buildLane(spec laneSpec, in TimelineInput) Lane {
 		lane.Empty = "no " + strings.ToLower(spec.name) + " curves in this window"
 		return lane
 	}
+	lane.Per, lane.Unit = perWords[cands[0].Level], spec.unit
 	if spec.stacked {
 		return stackedLane(spec, lane, cands, in)
 	}
 	// Group by entity; rank entities by the peak of their first role.
 	type entity struct {
 		name   string
+		model  string
 		curves map[correlate.Role]correlate.Curve
 		peak   float64
 	}
@@ -412,7 +459,7 @@ func buildLane(spec laneSpec, in TimelineInput) Lane {
 		n := entityName(c)
 		e := ents[n]
 		if e == nil {
-			e = &entity{name: n, curves: map[correlate.Role]correlate.Curve{}, peak: math.Inf(-1)}
+			e = &entity{name: n, model: c.Scope.Model, curves: map[correlate.Role]correlate.Curve{}, peak: math.Inf(-1)}
 			ents[n] = e
 			order = append(order, n)
 		}
@@ -438,10 +485,25 @@ func buildLane(spec laneSpec, in TimelineInput) Lane {
 		}
 	}
 	ymax = niceCeil(ymax)
-	lane.YMax = "max " + FmtNum(ymax) + " " + spec.unit
+	lane.YMax = "scale 0–" + FmtNum(ymax) + " " + spec.unit + ", " + lane.Per
+	lane.YMaxV = strconv.FormatFloat(ymax, 'g', 6, 64)
+	nodeIdx := 0
 	for i, n := range order {
-		cls := "s" + strconv.Itoa(i)
-		lane.Legend = append(lane.Legend, LegendItem{Class: cls, Label: n})
+		// One colour per model on every lane; what has no model (a node,
+		// the fleet) is drawn in shades of grey.
+		cls, ok := in.models[ents[n].model]
+		if !ok || ents[n].model == "" {
+			cls = "n" + strconv.Itoa(nodeIdx%6)
+			nodeIdx++
+		}
+		label := n
+		if ents[n].model != "" && n != ents[n].model {
+			label = n + " (" + ents[n].model + ")"
+			if strings.HasPrefix(n, ents[n].model) {
+				label = n
+			}
+		}
+		lane.Legend = append(lane.Legend, LegendItem{Class: cls, Label: label})
 		for k, r := range spec.roles {
 			c, ok := ents[n].curves[r]
 			if !ok {
@@ -461,7 +523,7 @@ func buildLane(spec laneSpec, in TimelineInput) Lane {
 		}
 	}
 	if len(spec.roles) > 1 {
-		lane.Legend = append(lane.Legend, LegendItem{Class: "s6", Label: "P99"}, LegendItem{Class: "s6 d1", Label: "P95"}, LegendItem{Class: "s6 d2", Label: "P50"})
+		lane.Legend = append(lane.Legend, LegendItem{Class: "k", Label: "P99"}, LegendItem{Class: "k d1", Label: "P95"}, LegendItem{Class: "k d2", Label: "P50"})
 	}
 	return lane
 }
@@ -536,7 +598,8 @@ func stackedLane(spec laneSpec, lane Lane, cands []correlate.Curve, in TimelineI
 		ymax = math.Max(ymax, v)
 	}
 	ymax = niceCeil(ymax)
-	lane.YMax = "max " + FmtNum(ymax) + " " + spec.unit
+	lane.YMax = "scale 0–" + FmtNum(ymax) + " " + spec.unit + " (stacked)"
+	lane.YMaxV = strconv.FormatFloat(ymax, 'g', 6, 64)
 	for k := len(curves) - 1; k >= 0; k-- {
 		var lower []float64
 		if k > 0 {
@@ -601,41 +664,105 @@ func plot(t int64, v float64, in TimelineInput, ymax float64, h int) (float64, f
 	return x, y
 }
 
-// appendXY writes one point in whole units of the lane's box (a unit is
-// about a pixel: finer coordinates would only add bytes). After an M the
-// command letter is left out, which SVG reads as implicit line-tos.
-func appendXY(b []byte, cmd byte, x, y float64) []byte {
-	if cmd != 0 {
-		b = append(b, cmd)
-	} else {
-		b = append(b, ' ')
+// appendInt writes a whole number, with a separating space unless the
+// number's sign separates it.
+func appendInt(b []byte, v int64) []byte {
+	if v >= 0 && len(b) > 0 {
+		c := b[len(b)-1]
+		if c >= '0' && c <= '9' {
+			b = append(b, ' ')
+		}
 	}
-	b = strconv.AppendInt(b, int64(math.Round(x)), 10)
-	b = append(b, ' ')
-	return strconv.AppendInt(b, int64(math.Round(y)), 10)
+	return strconv.AppendInt(b, v, 10)
 }
 
-// linePath draws points as one path, lifting the pen over gaps longer
-// than 2.5 steps (a scrape outage must not look like a straight line).
+// linePath draws points as one path in whole units of the lane's box (a
+// unit is about a pixel: finer coordinates would only add bytes): an
+// absolute move, then relative line-tos ("l") whose small deltas take
+// half the bytes of absolute coordinates. Where there are more points
+// than columns, each column keeps its first, lowest, highest and last
+// point, so no spike is lost. The pen lifts over gaps longer than 2.5
+// steps (a scrape outage must not look like a straight line).
 func linePath(pts []correlate.Point, in TimelineInput, scale, ymax float64, h int) string {
 	gap := int64(2.5 * float64(max(in.Step, time.Second).Milliseconds()))
-	b := make([]byte, 0, len(pts)*12)
+	b := make([]byte, 0, len(pts)*5)
 	var last int64
-	pen := false
+	var px, py int64
+	pen, inLine := false, false
+	col, n := int64(-1), 0
+	var cmin, cmax, cfirst, clast [2]int64 // per column: (x, y)
+	flush := func() {
+		if n == 0 {
+			return
+		}
+		pts := [][2]int64{cfirst}
+		if n > 1 {
+			lo, hi := cmin, cmax
+			if lo[0] > hi[0] {
+				lo, hi = hi, lo
+			}
+			for _, p := range [][2]int64{lo, hi, clast} {
+				if p != pts[len(pts)-1] {
+					pts = append(pts, p)
+				}
+			}
+		}
+		for _, p := range pts {
+			if !inLine {
+				b = append(b, 'l')
+				inLine = true
+			}
+			b = appendInt(b, p[0]-px)
+			b = appendInt(b, p[1]-py)
+			px, py = p[0], p[1]
+		}
+		n = 0
+	}
 	for _, p := range pts {
 		if math.IsNaN(p.V) {
 			pen = false
 			continue
 		}
-		x, y := plot(p.T, p.V*scale, in, ymax, h)
-		cmd := byte(0)
+		fx, fy := plot(p.T, p.V*scale, in, ymax, h)
+		x, y := int64(math.Round(fx)), int64(math.Round(fy))
 		if !pen || p.T-last > gap {
-			cmd = 'M'
+			flush()
+			b = append(b, 'M')
+			b = appendInt(b, x)
+			b = appendInt(b, y)
+			px, py, inLine, col = x, y, false, x
+			pen, last = true, p.T
+			continue
 		}
-		b = appendXY(b, cmd, x, y)
 		pen, last = true, p.T
+		if x != col {
+			flush()
+			col = x
+		}
+		pt := [2]int64{x, y}
+		if n == 0 {
+			cfirst, cmin, cmax = pt, pt, pt
+		}
+		if y > cmin[1] {
+			cmin = pt // lower on screen: a smaller value
+		}
+		if y < cmax[1] {
+			cmax = pt
+		}
+		clast = pt
+		n++
 	}
+	flush()
 	return string(b)
+}
+
+// appendXY writes one absolute point.
+func appendXY(b []byte, cmd byte, x, y float64) []byte {
+	if cmd != 0 {
+		b = append(b, cmd)
+	}
+	b = appendInt(b, int64(math.Round(x)))
+	return appendInt(b, int64(math.Round(y)))
 }
 
 // areaPath draws the band between upper and lower (nil = zero).

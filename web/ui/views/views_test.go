@@ -68,7 +68,7 @@ func TestTimelineLanesPickLevelsAndCap(t *testing.T) {
 	}
 	// Model level without a filter (the replica curve is not drawn), the
 	// highest peaks first, only the top model with its P50.
-	if lat.Legend[0].Label != "h" || lat.YMax != "max 1000 ms" {
+	if lat.Legend[0].Label != "h" || lat.YMax != "scale 0–1000 ms, per model" {
 		t.Errorf("legend[0] %q, ymax %q", lat.Legend[0].Label, lat.YMax)
 	}
 	if len(lat.Paths) != 7 {
@@ -80,7 +80,7 @@ func TestTimelineLanesPickLevelsAndCap(t *testing.T) {
 			stages = l
 		}
 	}
-	if stages.Name != "Time per stage (stacked) · a" || len(stages.Paths) != 2 || stages.YMax != "max 50 ms" {
+	if stages.Name != "Time per stage (stacked) · a" || len(stages.Paths) != 2 || stages.YMax != "scale 0–50 ms (stacked)" {
 		t.Errorf("stages lane %q with %d areas, %s", stages.Name, len(stages.Paths), stages.YMax)
 	}
 	// A replica filter switches to replica curves.
@@ -101,8 +101,66 @@ func TestLinePathBreaksAtGaps(t *testing.T) {
 	pts := []correlate.Point{{T: t0.UnixMilli(), V: 0}, {T: t0.Add(time.Minute).UnixMilli(), V: 10},
 		{T: t0.Add(6 * time.Minute).UnixMilli(), V: 10}, {T: t0.Add(7 * time.Minute).UnixMilli(), V: math.NaN()}, {T: t0.Add(8 * time.Minute).UnixMilli(), V: 5}}
 	got := linePath(pts, in, 1, 10, 104)
-	if want := "M0 102 100 2M600 2M800 52"; got != want {
+	if want := "M0 102l100-100M600 2M800 52"; got != want {
 		t.Fatalf("linePath = %q, want %q", got, want)
+	}
+}
+
+// More points than columns: each column keeps its extremes, so a one-point
+// spike survives, and the path is shorter than one point per sample.
+func TestLinePathKeepsColumnExtremes(t *testing.T) {
+	in := TimelineInput{From: t0, To: t0.Add(time.Hour), Step: time.Second}
+	var pts []correlate.Point
+	for i := 0; i < 3600; i++ {
+		v := 10.0
+		if i == 1801 {
+			v = 100 // one second's spike
+		}
+		pts = append(pts, correlate.Point{T: t0.Add(time.Duration(i) * time.Second).UnixMilli(), V: v})
+	}
+	got := linePath(pts, in, 1, 100, 104)
+	if !strings.Contains(got, "-90") || !strings.Contains(got, " 90") {
+		t.Errorf("the spike to the top is lost: %s", got)
+	}
+	if len(got) > 5000 { // one point per sample would take ~25 kB
+		t.Errorf("path of %d bytes for 1000 columns", len(got))
+	}
+}
+
+// A model keeps its colour from lane to lane, whatever its rank there;
+// nodes are drawn in greys.
+func TestTimelineOneColourPerModel(t *testing.T) {
+	flat := func(v float64) func(int) float64 { return func(int) float64 { return v } }
+	curves := []correlate.Curve{
+		curve(correlate.RoleLatencyP99, correlate.LevelModel, correlate.Scope{Model: "a"}, "", flat(100)),
+		curve(correlate.RoleLatencyP99, correlate.LevelModel, correlate.Scope{Model: "b"}, "", flat(900)),
+		curve(correlate.RoleQPS, correlate.LevelModel, correlate.Scope{Model: "a"}, "", flat(900)),
+		curve(correlate.RoleQPS, correlate.LevelModel, correlate.Scope{Model: "b"}, "", flat(100)),
+		curve(correlate.RoleGPUUtil, correlate.LevelReplica, correlate.Scope{Model: "b", Replica: "b-1", Node: "n1"}, "", flat(90)),
+		curve(correlate.RoleNodeCPU, correlate.LevelNode, correlate.Scope{Node: "n1"}, "", flat(0.5)),
+	}
+	tl := BuildTimeline(TimelineInput{From: t0, To: t0.Add(time.Hour), Step: time.Minute, Curves: curves, StageModel: "a", State: State{Base: "/i"}})
+	colour := map[string]string{}
+	for _, l := range tl.Lanes {
+		for _, g := range l.Legend {
+			m := strings.Fields(g.Label)[0]
+			if strings.HasPrefix(m, "b-") {
+				m = "b"
+			}
+			if g.Class[0] == 'k' {
+				continue
+			}
+			if c, ok := colour[m]; ok && c != g.Class {
+				t.Errorf("%s is %s on one lane and %s on lane %s", m, c, g.Class, l.ID)
+			}
+			colour[m] = g.Class
+		}
+		if l.ID == "gpu" && l.Per != "per replica" {
+			t.Errorf("GPU lane of replica curves says %q", l.Per)
+		}
+	}
+	if colour["a"] != "s0" || colour["b"] != "s1" || colour["n1"][0] != 'n' {
+		t.Errorf("colours %v: want the incident's model first, nodes grey", colour)
 	}
 }
 
