@@ -416,11 +416,11 @@ func TestUIMarkdownExport(t *testing.T) {
 	}
 	for _, want := range []string{
 		"# Incident #", "## Likely causes", "### 1. Capacity / traffic peak — score 0.82",
-		"- ✔ Queueing explains 91% of the tail's growth. (`queue_growth` = 0.91)",
+		"- ✔ Queueing explains 91% of the tail's growth.",
 		"- ✘ No deploy of chat in the hour before.", "- [ ] Scale chat out",
-		"## Timeline", "| deploy |", "**onset**", "## Stages", "| queue | 5.0 ms | 420 ms | +415 ms |",
+		"## Timeline", "| deploy |", "| onset | latency |", "## Where the time went", "| queue | 5.0 ms | 420 ms | +415 ms |",
 		"## Where slow requests concentrate", "| tenant=" + tenantA + " | 100% | 30% |", "## Checklist", "1. **Scope:**",
-		"Permalink:** http://waterline.test" + e.incidentPath(),
+		"Permalink (signed in):** <http://waterline.test" + e.incidentPath() + ">",
 	} {
 		if !strings.Contains(r.body, want) {
 			t.Errorf("export lacks %q:\n%s", want, r.body)

@@ -11,13 +11,28 @@ import (
 )
 
 // ExportIncident is GET /incidents/{id}/export.md: the incident as
-// Markdown for a postmortem or a ticket, with the permalink.
+// Markdown for a postmortem or a ticket, with the permalink and the chart
+// card.
 func (p *Pages) ExportIncident(c echo.Context, id int64) error {
-	d, err := p.loadIncident(c.Request().Context(), id, false)
+	ctx := c.Request().Context()
+	d, err := p.loadIncident(ctx, id, false)
 	if err != nil {
 		return err
 	}
-	md := views.Markdown(views.MarkdownInput{Incident: d.inc, Analysis: d.an, Version: d.version, Permalink: incident.Permalink(p.cfg.PublicURL, id), Now: p.now()})
-	c.Response().Header().Set("Content-Disposition", `inline; filename="incident-`+strconv.FormatInt(id, 10)+`.md"`)
+	in := views.MarkdownInput{Incident: d.inc, Analysis: d.an, Version: d.version, Permalink: incident.Permalink(p.cfg.PublicURL, id), Now: p.now()}
+	// The share link's token cannot be read back (only its hash is
+	// stored): the export from a share link (/s/{token}/export.md) is the
+	// one that carries it.
+	in.ImageURL = p.cfg.PublicURL + incidentPath(id) + "/og.png"
+	return markdown(c, id, views.Markdown(in))
+}
+
+// markdown answers an export: never cached by shared caches (a share link
+// can be revoked), shown inline.
+func markdown(c echo.Context, id int64, md string) error {
+	h := c.Response().Header()
+	h.Set("Content-Disposition", `inline; filename="incident-`+strconv.FormatInt(id, 10)+`.md"`)
+	h.Set("Cache-Control", "private, no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
 	return c.Blob(http.StatusOK, "text/markdown; charset=utf-8", []byte(md))
 }

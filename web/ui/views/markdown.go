@@ -3,6 +3,7 @@ package views
 import (
 	"fmt"
 	"math"
+	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -16,94 +17,227 @@ type MarkdownInput struct {
 	Incident  store.Incident
 	Analysis  *correlate.Analysis
 	Version   int
-	Permalink string
+	Permalink string // the signed-in page
+	ShareURL  string // the read-only share link, when one exists
+	ImageURL  string // the chart card (og.png) anyone with the link can load; "" for none
 	Now       time.Time
 }
 
-// Markdown renders an incident for a postmortem or a ticket: header, top
-// causes with evidence, aligned events, stages, concentration, checklist
-// and the permalink. Table cells are escaped so a summary with "|" cannot
-// break a table.
+// Markdown renders an incident for a postmortem or a ticket, from the
+// analysis' story (the same headline, impact, counts and checklist the
+// page shows): the links, peak, recovery and duration, the impact per
+// model, every cause (those ruled out too, with the reason), the events
+// the causes rest on, stages, concentration and the checklist.
+//
+// Everything that comes from outside (titles, summaries, names) is
+// escaped for Markdown: one line, no HTML, no link or image syntax; the
+// only links are the export's own, and only http(s) ones.
 func Markdown(in MarkdownInput) string {
 	var b strings.Builder
 	inc, a := in.Incident, in.Analysis
-	fmt.Fprintf(&b, "# Incident #%d: %s\n\n", inc.ID, inc.Title)
+	title := inc.Title
+	if a != nil && a.Headline.Title != "" {
+		title = a.Headline.Title
+	}
+	fmt.Fprintf(&b, "# Incident #%d: %s\n\n", inc.ID, mdText(title))
+	if title != inc.Title && inc.Title != "" {
+		fmt.Fprintf(&b, "- **Opened as:** %s\n", mdText(inc.Title))
+	}
+	fmt.Fprintf(&b, "- **Status:** %s (%s)\n", mdText(inc.Status), mdText(correlate.OpenedBy(inc.Source)))
 	end := "ongoing"
 	if inc.End != nil {
 		end = FmtTime(*inc.End, time.Time{})
 	}
-	fmt.Fprintf(&b, "- **Status:** %s (opened by %s)\n", inc.Status, inc.Source)
 	fmt.Fprintf(&b, "- **Window:** %s – %s\n", FmtTime(inc.Start, time.Time{}), end)
 	if sc := inc.Scope.String(); sc != "" {
-		fmt.Fprintf(&b, "- **Scope (as opened):** %s\n", sc)
+		fmt.Fprintf(&b, "- **Scope (as opened):** %s\n", mdText(sc))
 	}
-	fmt.Fprintf(&b, "- **Permalink:** %s\n", in.Permalink)
+	if l := mdLink(in.ShareURL, in.ShareURL); l != "" {
+		fmt.Fprintf(&b, "- **Share link (read-only, no sign-in):** %s\n", l)
+	}
+	if l := mdLink(in.Permalink, in.Permalink); l != "" {
+		fmt.Fprintf(&b, "- **Permalink (signed in):** %s\n", l)
+	}
 	if a == nil {
 		b.WriteString("\n_No analysis is ready yet._\n")
 		return b.String()
 	}
-	if a.Scope.Summary != "" {
-		fmt.Fprintf(&b, "- **Scope:** %s\n", a.Scope.Summary)
-	}
 	if a.Onset != nil {
 		fmt.Fprintf(&b, "- **Onset:** %s\n", FmtTime(*a.Onset, time.Time{}))
 	}
-	if a.P99BeforeMs > 0 || a.P99DuringMs > 0 {
-		fmt.Fprintf(&b, "- **P99 before → during:** %s → %s\n", FmtMs(a.P99BeforeMs), FmtMs(a.P99DuringMs))
+	if len(a.Impact) > 0 {
+		im := a.Impact[0]
+		if im.PeakAt != nil {
+			fmt.Fprintf(&b, "- **Peak:** %s P99 %s at %s (baseline %s)\n", mdText(im.Model), FmtMs(math.Max(im.PeakP99Ms, im.DuringP99Ms)),
+				FmtTime(*im.PeakAt, time.Time{}), FmtMs(im.BaselineP99Ms))
+		}
+		if im.RecoveredAt != nil {
+			fmt.Fprintf(&b, "- **Recovered:** %s\n", FmtTime(*im.RecoveredAt, time.Time{}))
+		} else {
+			now := ""
+			if im.NowAt != nil {
+				now = " (P99 " + FmtMs(im.NowP99Ms) + " at " + FmtTime(*im.NowAt, time.Time{}) + ")"
+			}
+			fmt.Fprintf(&b, "- **Recovered:** not yet, ongoing at the end of the data%s\n", now)
+		}
+		if a.Onset != nil {
+			switch {
+			case im.RecoveredAt != nil:
+				fmt.Fprintf(&b, "- **Duration:** %s\n", FmtDuration(im.RecoveredAt.Sub(*a.Onset)))
+			case im.NowAt != nil:
+				fmt.Fprintf(&b, "- **Duration:** %s so far\n", FmtDuration(im.NowAt.Sub(*a.Onset)))
+			}
+		}
+	}
+	if a.Samples.SlowRequests > 0 {
+		fmt.Fprintf(&b, "- **Slow requests:** %s\n", thousands(math.Round(a.Samples.SlowRequests)))
+	}
+	if a.Scope.Summary != "" {
+		fmt.Fprintf(&b, "- **Scope:** %s\n", mdText(a.Scope.Summary))
 	}
 	fmt.Fprintf(&b, "- **Analysis:** version %d, exported %s\n", in.Version, FmtTime(in.Now, time.Time{}))
+	if a.Reconciliation != "" {
+		fmt.Fprintf(&b, "\n> %s\n", mdText(a.Reconciliation))
+	}
+	if img := mdImage("Latency chart of the incident", in.ImageURL); img != "" {
+		b.WriteString("\n" + img + "\n")
+	}
+
+	if len(a.Impact) > 0 {
+		b.WriteString("\n## Impact\n\n")
+		var rows [][]string
+		for _, im := range a.Impact {
+			peak, status := FmtMs(math.Max(im.PeakP99Ms, im.DuringP99Ms)), "ongoing"
+			if im.PeakAt != nil {
+				peak += " at " + clock(im.PeakAt)
+			}
+			if im.RecoveredAt != nil {
+				status = "recovered at " + clock(im.RecoveredAt)
+			}
+			var tenants []string
+			for i, t := range im.Tenants {
+				if i == 3 || t.SlowShare == nil {
+					break
+				}
+				tenants = append(tenants, t.Name+" "+FmtPct(100**t.SlowShare))
+			}
+			slow := "–"
+			if a.Samples.SlowRequests > 0 {
+				slow = thousands(math.Round(im.SlowRequests))
+			}
+			rows = append(rows, []string{im.Model, FmtMs(im.BaselineP99Ms), peak, FmtMs(im.NowP99Ms), status, slow, strings.Join(tenants, ", ")})
+		}
+		table(&b, []string{"Model", "P99 baseline", "Peak", "Now", "Status", "Slow requests", "Tenants hit"}, rows)
+	}
 
 	b.WriteString("\n## Likely causes\n\n")
 	if len(a.Causes) == 0 {
-		b.WriteString("No cause found.\n")
+		b.WriteString("No cause found.\n\n")
 	}
 	for i, c := range a.Causes {
-		if i == 3 {
-			fmt.Fprintf(&b, "_%d more causes with lower scores on the permalink._\n\n", len(a.Causes)-3)
-			break
-		}
-		fmt.Fprintf(&b, "### %d. %s — score %.2f\n\n%s\n\n", i+1, CategoryLabel(string(c.Category)), c.Score, c.Summary)
+		fmt.Fprintf(&b, "### %d. %s — score %.2f\n\n%s\n\n", i+1, CategoryLabel(string(c.Category)), c.Score, mdText(c.Summary))
 		if t := targetString(c.Target); t != "" {
-			fmt.Fprintf(&b, "Target: `%s`\n\n", t)
+			fmt.Fprintf(&b, "Target: %s\n\n", mdText(t))
 		}
 		for _, e := range c.Evidence {
-			fmt.Fprintf(&b, "- ✔ %s (`%s` = %s)\n", e.Summary, e.Name, FmtNum(e.Value))
+			fmt.Fprintf(&b, "- ✔ %s (%s)\n", mdText(e.Summary), mdText(evidenceView(e).Value))
 		}
 		for _, e := range c.CounterEvidence {
-			fmt.Fprintf(&b, "- ✘ %s (`%s` = %s)\n", e.Summary, e.Name, FmtNum(e.Value))
+			fmt.Fprintf(&b, "- ✘ %s (%s)\n", mdText(e.Summary), mdText(evidenceView(e).Value))
 		}
 		if len(c.Actions) > 0 {
 			b.WriteString("\nSuggested action:\n\n")
 			for _, act := range c.Actions {
-				fmt.Fprintf(&b, "- [ ] %s\n", act)
+				fmt.Fprintf(&b, "- [ ] %s\n", mdText(act))
 			}
+		}
+		b.WriteString("\n")
+	}
+	if ruled := ruledOutReasons(a); len(ruled) > 0 {
+		b.WriteString("### Ruled out or not assessable\n\n")
+		for _, r := range ruled {
+			fmt.Fprintf(&b, "- %s\n", r)
 		}
 		b.WriteString("\n")
 	}
 
 	b.WriteString("## Timeline\n\n")
+	used := map[string]bool{}
+	for _, c := range a.Causes {
+		for _, e := range append(append([]correlate.Evidence(nil), c.Evidence...), c.CounterEvidence...) {
+			if e.Event != "" {
+				used[e.Event] = true
+			}
+		}
+	}
+	type tlRow struct {
+		t    time.Time
+		cols []string
+	}
+	var tl []tlRow
+	onsetWords := func(t time.Time) string {
+		if a.Onset == nil {
+			return ""
+		}
+		return offsetWords(t.Sub(*a.Onset).Seconds())
+	}
 	evs := append([]correlate.AlignedEvent(nil), a.Events...)
-	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Time.Before(evs[j].Time) })
-	rows := [][]string{}
-	for _, e := range evs {
-		rows = append(rows, []string{FmtTime(e.Time, time.Time{}), fmt.Sprintf("%+.0f s", e.OffsetS), string(e.Kind), e.Scope.String(),
-			e.Summary, fmt.Sprintf("%.2f", e.TimeWeight*e.ScopeMatch)})
+	sort.SliceStable(evs, func(i, j int) bool {
+		return evs[i].TimeWeight*evs[i].ScopeMatch > evs[j].TimeWeight*evs[j].ScopeMatch
+	})
+	for i, e := range evs {
+		if i >= 20 && !used[e.ID] {
+			continue // the causes' events always, the rest up to twenty
+		}
+		use := ""
+		if used[e.ID] {
+			use = "yes"
+		}
+		tl = append(tl, tlRow{e.Time, []string{FmtTime(e.Time, time.Time{}), onsetWords(e.Time), string(e.Kind), e.Scope.String(), e.Summary, use}})
 	}
 	if a.Onset != nil {
-		rows = append(rows, []string{FmtTime(*a.Onset, time.Time{}), "0 s", "**onset**", "", "latency rose", ""})
-		sort.SliceStable(rows, func(i, j int) bool { return rows[i][0] < rows[j][0] })
+		tl = append(tl, tlRow{*a.Onset, []string{FmtTime(*a.Onset, time.Time{}), "onset", "latency", "", "latency rose", ""}})
 	}
-	if len(rows) == 0 {
+	if len(a.Impact) > 0 {
+		im := a.Impact[0]
+		if im.PeakAt != nil {
+			tl = append(tl, tlRow{*im.PeakAt, []string{FmtTime(*im.PeakAt, time.Time{}), onsetWords(*im.PeakAt), "latency", im.Model,
+				"peak P99 " + FmtMs(math.Max(im.PeakP99Ms, im.DuringP99Ms)), ""}})
+		}
+		if im.RecoveredAt != nil {
+			tl = append(tl, tlRow{*im.RecoveredAt, []string{FmtTime(*im.RecoveredAt, time.Time{}), onsetWords(*im.RecoveredAt), "latency", im.Model, "recovered", ""}})
+		}
+	}
+	sort.SliceStable(tl, func(i, j int) bool { return tl[i].t.Before(tl[j].t) })
+	if len(tl) == 0 {
 		b.WriteString("No events in the window.\n")
 	} else {
-		table(&b, []string{"Time", "From onset", "Kind", "Scope", "Summary", "Weight"}, rows)
+		rows := make([][]string, len(tl))
+		for i, r := range tl {
+			rows[i] = r.cols
+		}
+		table(&b, []string{"Time", "From onset", "Kind", "Scope", "Summary", "Used by a cause"}, rows)
+	}
+	var curves []string
+	if top := topOf(a); top != nil {
+		for _, e := range top.Evidence {
+			if e.Curve != "" && e.Event == "" {
+				curves = append(curves, mdText(e.Summary))
+			}
+		}
+	}
+	if len(curves) > 0 {
+		b.WriteString("\nCurves the top cause rests on:\n\n")
+		for _, c := range curves {
+			fmt.Fprintf(&b, "- %s\n", c)
+		}
 	}
 
-	b.WriteString("\n## Stages (slow requests, before → during)\n\n")
+	b.WriteString("\n## Where the time went (slow requests, before → during)\n\n")
 	if len(a.Stages) == 0 {
 		b.WriteString("No stage data.\n")
 	} else {
-		rows = rows[:0]
+		var rows [][]string
 		for _, s := range a.Stages {
 			rows = append(rows, []string{s.Stage, FmtMs(s.BeforeMs), FmtMs(s.DuringMs), signedMs(s.DeltaMs),
 				"[" + FmtNum(s.DeltaLoMs) + ", " + FmtNum(s.DeltaHiMs) + "] ms", FmtPct(100 * s.Share)})
@@ -115,13 +249,21 @@ func Markdown(in MarkdownInput) string {
 	if len(a.Concentration) == 0 {
 		b.WriteString("No concentration found.\n")
 	} else {
-		rows = rows[:0]
+		var rows [][]string
 		for i, c := range a.Concentration {
 			if i == 10 {
 				break
 			}
-			rows = append(rows, []string{DimsKey(c.Dims), FmtPct(c.SelectionPct), FmtPct(c.BaselinePct), "×" + FmtNum(c.RiskRatio),
-				FmtPct(100 * c.Support), FmtMs(c.P99WithoutMs)})
+			without := "–"
+			if c.P99WithoutMs > 0 {
+				without = FmtMs(c.P99WithoutMs)
+			}
+			name := DimsKey(c.Dims)
+			if len(c.Also) > 0 && c.Label != "" {
+				name = c.Label
+			}
+			rows = append(rows, []string{name, FmtPct(c.SelectionPct), FmtPct(c.BaselinePct), "×" + FmtNum(c.RiskRatio),
+				FmtPct(100 * c.Support), without})
 		}
 		table(&b, []string{"Dimension", "Slow", "Others", "Risk ratio", "Support", "P99 without"}, rows)
 	}
@@ -132,10 +274,46 @@ func Markdown(in MarkdownInput) string {
 		if t, ok := checkTitles[s.Step]; ok {
 			title = t[0]
 		}
-		fmt.Fprintf(&b, "%d. **%s:** %s\n", i+1, title, s.Answer)
+		fmt.Fprintf(&b, "%d. **%s:** %s\n", i+1, mdText(title), mdText(s.Answer))
 	}
-	fmt.Fprintf(&b, "\n---\nExported from Waterline: %s\n", in.Permalink)
+	link := mdLink(in.ShareURL, in.ShareURL)
+	if link == "" {
+		link = mdLink(in.Permalink, in.Permalink)
+	}
+	fmt.Fprintf(&b, "\n---\nExported from Waterline: %s\n", link)
 	return b.String()
+}
+
+func topOf(a *correlate.Analysis) *correlate.Cause {
+	if len(a.Causes) == 0 || a.Causes[0].Category == correlate.CatUnexplained {
+		return nil
+	}
+	return &a.Causes[0]
+}
+
+// ruledOutReasons lists every category that is not a supported cause,
+// with why: its strongest counter-evidence, no supporting evidence, or
+// the signal it needs is missing.
+func ruledOutReasons(a *correlate.Analysis) []string {
+	var out []string
+	scored := map[correlate.Category]bool{}
+	for _, c := range a.Causes {
+		scored[c.Category] = true
+	}
+	na := map[correlate.Category]string{}
+	for _, n := range a.NotAssessable {
+		na[n.Category] = n.Reason
+	}
+	for _, cat := range correlate.Categories {
+		label := CategoryLabel(string(cat))
+		switch {
+		case na[cat] != "":
+			out = append(out, label+": "+mdText(na[cat]))
+		case !scored[cat]:
+			out = append(out, label+": ruled out, no supporting evidence in this window")
+		}
+	}
+	return out
 }
 
 func signedMs(v float64) string {
@@ -161,9 +339,64 @@ func targetString(t correlate.Target) string {
 	return strings.Join(parts, " ")
 }
 
-// table writes a GitHub-flavoured Markdown table.
+// mdEscaper backslash-escapes the ASCII punctuation Markdown (CommonMark
+// and GitHub's) gives a meaning to within a line, so text from outside can
+// neither open an HTML tag, a link, an image, emphasis, code nor a table
+// cell; line breaks become spaces, so it cannot start a line of its own
+// (a heading, a list, a block quote).
+var mdEscaper = strings.NewReplacer(
+	"\r\n", " ", "\n", " ", "\r", " ", "\u2028", " ", "\u2029", " ", "\x00", "",
+	`\`, `\\`, "`", "\\`", "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`,
+	"(", `\(`, ")", `\)`, "#", `\#`, "!", `\!`, "|", `\|`, "<", `\<`, ">", `\>`,
+	"~", `\~`, "&", `\&`,
+)
+
+// mdText is s as one line of plain Markdown text.
+func mdText(s string) string {
+	s = mdEscaper.Replace(s)
+	var b strings.Builder
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			b.WriteByte(' ')
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// safeURL is u when it is an absolute http(s) URL without spaces or
+// characters that could end a Markdown link early; "" otherwise.
+func safeURL(u string) string {
+	if u == "" || strings.ContainsAny(u, " <>()[]`\"'\\\n\r\t") {
+		return ""
+	}
+	p, err := url.Parse(u)
+	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+		return ""
+	}
+	return p.String()
+}
+
+// mdLink is a link to u (http or https only) as an autolink; "" when u
+// is not safe.
+func mdLink(_ string, u string) string {
+	if s := safeURL(u); s != "" {
+		return "<" + s + ">"
+	}
+	return ""
+}
+
+// mdImage is an image of u (http or https only); "" when u is not safe.
+func mdImage(alt, u string) string {
+	if s := safeURL(u); s != "" {
+		return "![" + mdText(alt) + "](" + s + ")"
+	}
+	return ""
+}
+
+// table writes a GitHub-flavoured Markdown table; every cell is escaped.
 func table(b *strings.Builder, head []string, rows [][]string) {
-	cell := strings.NewReplacer("|", `\|`, "\n", " ", "\r", "")
 	b.WriteString("| " + strings.Join(head, " | ") + " |\n|")
 	for range head {
 		b.WriteString(" --- |")
@@ -172,7 +405,7 @@ func table(b *strings.Builder, head []string, rows [][]string) {
 	for _, r := range rows {
 		b.WriteString("|")
 		for _, c := range r {
-			b.WriteString(" " + cell.Replace(c) + " |")
+			b.WriteString(" " + mdText(c) + " |")
 		}
 		b.WriteString("\n")
 	}

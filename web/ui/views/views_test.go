@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"image/png"
 	"math"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -292,5 +293,104 @@ func TestOGImageSize(t *testing.T) {
 	}
 	if latin1("a → b … ✓") != "a -> b ... ?" {
 		t.Errorf("latin1: %q", latin1("a → b … ✓"))
+	}
+}
+
+// Text from outside (an Alertmanager title, a cause summary, an event, a
+// tenant name) cannot add lines, HTML, links or images to the export,
+// and the export links only to http(s) URLs.
+func TestMarkdownEscapesInjection(t *testing.T) {
+	in, a := fixtureIncident()
+	evil := "x\n# pwned\r\n<script>alert(1)</script> [click](javascript:alert(1)) ![i](http://evil.example/i.png) | cell `code` *b* <img src=x onerror=alert(1)>"
+	in.Incident.Title = evil
+	a.Headline.Title = evil
+	a.Causes[0].Summary = evil
+	a.Causes[0].Actions = []string{evil}
+	a.Scope.Summary = evil
+	a.Reconciliation = evil
+	a.Events[0].Summary = evil
+	a.Checklist[0].Answer = evil
+	a.Impact[0].Tenants[0].Name = evil
+	md := Markdown(MarkdownInput{Incident: in.Incident, Analysis: &a, Version: 2, Permalink: "javascript:alert(1)",
+		ShareURL: "https://w.test/s/abc", ImageURL: "data:image/png;base64,AAAA", Now: in.Now})
+	for i, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(line, "# pwned") || strings.HasPrefix(line, "#") && i > 0 && !strings.HasPrefix(line, "## ") && !strings.HasPrefix(line, "### ") {
+			t.Errorf("line %d is a heading the input added: %q", i+1, line)
+		}
+		if rawHTML.MatchString(autolink.ReplaceAllString(line, "")) {
+			t.Errorf("line %d has raw HTML: %q", i+1, line)
+		}
+		if strings.Count(line, "|") > 0 && strings.HasPrefix(line, "|") {
+			if n, head := strings.Count(strings.ReplaceAll(line, `\|`, ""), "|"), strings.Count(tableHeadBefore(md, line), "|"); head > 0 && n != head {
+				t.Errorf("line %d has %d cell separators, its table %d: %q", i+1, n, head, line)
+			}
+		}
+	}
+	// Every link or image destination is http(s); escaped brackets are no link.
+	for _, re := range []*regexp.Regexp{regexp.MustCompile(`[^\\]\]\(([^)]*)\)`), regexp.MustCompile(`(?:^|[^\\])<([a-zA-Z][a-zA-Z0-9+.-]*:[^>]*)>`)} {
+		for _, m := range re.FindAllStringSubmatch(md, -1) {
+			if !strings.HasPrefix(m[1], "http://") && !strings.HasPrefix(m[1], "https://") {
+				t.Errorf("link to %q", m[1])
+			}
+		}
+	}
+	if strings.Contains(md, "javascript:alert(1)>") || strings.Contains(md, "data:image") {
+		t.Errorf("a non-http link survived:\n%s", md)
+	}
+	if !strings.Contains(md, "<https://w.test/s/abc>") {
+		t.Errorf("the share link is missing:\n%s", md)
+	}
+	if !strings.HasPrefix(md, "# Incident #7: x \\# pwned") {
+		t.Errorf("title line: %q", strings.SplitN(md, "\n", 2)[0])
+	}
+}
+
+// autolink is the export's own link form.
+var autolink = regexp.MustCompile(`<https?://[^\s<>]*>`)
+
+// rawHTML is an unescaped tag opening.
+var rawHTML = regexp.MustCompile(`(?:^|[^\\])<[a-zA-Z/!?]`)
+
+// tableHeadBefore is the header line of the table holding line.
+func tableHeadBefore(md, line string) string {
+	lines := strings.Split(md, "\n")
+	head := ""
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "|") {
+			head = ""
+			continue
+		}
+		if head == "" {
+			head = l
+		}
+		if l == line {
+			return head
+		}
+	}
+	return ""
+}
+
+// The export carries what a postmortem needs: the share link, peak,
+// recovery and duration, every cause and the ones ruled out, the chart.
+func TestMarkdownPostmortemFacts(t *testing.T) {
+	in, a := fixtureIncident()
+	a.Causes = append(a.Causes, correlate.Cause{Category: correlate.CatCapacity, Score: 0.1, Summary: "Traffic was flat."},
+		correlate.Cause{Category: correlate.CatRouting, Score: 0.05, Summary: "Routing even."},
+		correlate.Cause{Category: correlate.CatIngress, Score: 0.02, Summary: "Gateway fine."})
+	a.NotAssessable = []correlate.NotAssessable{{Category: correlate.CatBatching, Reason: "no batch-size curve for chat"}}
+	a.Causes[0].Evidence[0].Event = "ev-1"
+	a.Events[0].ID = "ev-1"
+	md := Markdown(MarkdownInput{Incident: in.Incident, Analysis: &a, Version: 2, Permalink: "http://w.test/incidents/7",
+		ShareURL: "http://w.test/s/tok", ImageURL: "http://w.test/s/tok/og.png", Now: in.Now})
+	for _, want := range []string{"<http://w.test/s/tok>", "**Peak:** chat P99 1,310 ms at 2026-10-06 07:45:00 UTC", "**Recovered:** 2026-10-06 07:55:00 UTC",
+		"**Duration:** 15 min", "![Latency chart of the incident](http://w.test/s/tok/og.png)", "### 4. Ingress / gateway",
+		"Batching window: no batch-size curve for chat", "Cold start after scale-up: ruled out", "2 min before the onset", "| yes |",
+		"**Slow requests:** 1,234"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("export lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "more causes") || strings.Contains(md, "-120 s") || strings.Contains(md, "opened by manual") {
+		t.Errorf("export still cuts causes or speaks in raw offsets:\n%s", md)
 	}
 }
