@@ -83,6 +83,9 @@ func (s *Server) routes(e *echo.Echo) {
 	// A share link's card may be cached, but revalidated on every use, so
 	// a revoked link's card stops being served.
 	e.GET("/s/:token/og.png", p.DrawSharedCard, cacheControl("no-cache"))
+	// The export from a share link: for the link's holder, never kept by a
+	// shared cache, revalidated on every use (a revoked link stops it).
+	e.GET("/s/:token/export.md", p.ExportSharedIncident, gz, cacheControl("private, no-cache"))
 }
 
 // byID adapts a handler of a route with an {id} to the router: the id is

@@ -27,12 +27,29 @@ func (p *Pages) ExportIncident(c echo.Context, id int64) error {
 	return markdown(c, id, views.Markdown(in))
 }
 
-// markdown answers an export: never cached by shared caches (a share link
-// can be revoked), shown inline.
+// markdown answers an export, shown inline (its caching is set where the
+// routes are declared).
 func markdown(c echo.Context, id int64, md string) error {
 	h := c.Response().Header()
 	h.Set("Content-Disposition", `inline; filename="incident-`+strconv.FormatInt(id, 10)+`.md"`)
-	h.Set("Cache-Control", "private, no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	return c.Blob(http.StatusOK, "text/markdown; charset=utf-8", []byte(md))
+}
+
+// ExportSharedIncident is GET /s/{token}/export.md: the same export for
+// whoever holds the share link, linking back to it (not to the signed-in
+// permalink, which they cannot open). It reads what the share page
+// shows: the snapshot once frozen, never live data.
+func (p *Pages) ExportSharedIncident(c echo.Context) error {
+	id, base, err := p.sharedIncident(c)
+	if err != nil {
+		return err
+	}
+	d, err := p.loadIncident(c.Request().Context(), id, false)
+	if err != nil {
+		return err
+	}
+	share := p.cfg.PublicURL + base
+	return markdown(c, id, views.Markdown(views.MarkdownInput{Incident: d.inc, Analysis: d.an, Version: d.version,
+		ShareURL: share, ImageURL: share + "/og.png", Now: p.now()}))
 }

@@ -30,6 +30,8 @@ type IncidentPage struct {
 	Filtered Filtered
 	Share    ShareBox
 	ExportMD string // export link; "" on share pages
+	// ShareExport is the share page's own export link ("" elsewhere).
+	ShareExport string
 	CSRF     string // for the page's forms
 }
 
@@ -144,6 +146,8 @@ func BuildIncident(in IncidentInput) IncidentPage {
 	p := IncidentPage{ID: inc.ID, Base: in.State.Base, ReadOnly: in.ReadOnly, CanWrite: in.CanWrite && !in.ReadOnly}
 	if !in.ReadOnly {
 		p.ExportMD = in.State.Base + "/export.md"
+	} else {
+		p.ShareExport = in.State.Base + "/export.md"
 	}
 	h := IncidentHeader{Title: inc.Title, Status: inc.Status, Opened: correlate.OpenedBy(inc.Source), Scope: inc.Scope.String()}
 	if h.Scope == "" {
