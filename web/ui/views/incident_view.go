@@ -32,7 +32,7 @@ type IncidentPage struct {
 	ExportMD string // export link; "" on share pages
 	// ShareExport is the share page's own export link ("" elsewhere).
 	ShareExport string
-	CSRF     string // for the page's forms
+	CSRF        string // for the page's forms
 }
 
 // IncidentHeader is the top of the page.
