@@ -1,0 +1,318 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/internal/testing/stacktest"
+	"github.com/waterline-dev/waterline/sim"
+	"github.com/waterline-dev/waterline/web/ui/views"
+)
+
+// TestBrowserStoryAcrossScenarios replays each of the eight demo scenarios
+// (the demo's -small fleet) through the real stack and reads the incident
+// page in Chromium the way an on-call engineer would (issue 17):
+//   - the title names the model whose P99 rose most, and the header shows
+//     that model's peak;
+//   - the checklist's samples step names (and links) the concentration row
+//     the top cause rests on, and that row is on the page and clickable;
+//   - every count of slow requests on the page agrees with the analysis'
+//     one count (or its per-model split);
+//   - every text element meets WCAG AA contrast, legends are ≥ 12 px and
+//     event markers have accessible names;
+//   - no page logs a console error or fails a request.
+func TestBrowserStoryAcrossScenarios(t *testing.T) {
+	if testing.Short() {
+		t.Skip("eight full stacks: not in -short")
+	}
+	ctx := browser(t)
+	watch := watchConsole(t, ctx)
+	for i, sc := range sim.Scenarios {
+		if sc == sim.None {
+			continue
+		}
+		t.Run(string(sc), func(t *testing.T) {
+			b := stacktest.SimBundle(t, "story-"+string(sc), sim.Options{Seed: int64(1 + i), Scenario: sc, Confounders: true,
+				Duration: 90 * time.Minute, Onset: 60 * time.Minute, Models: 2, ReplicasPerModel: 2, Nodes: 3, Tenants: 4, TrafficScale: 0.7})
+			s := stacktest.Start(t, b, stacktest.Options{})
+			id := s.Incident(t, "P99 up: "+string(sc))
+			a := readyAnalysis(t, s, id)
+			must(t, chromedp.Do(ctx, clearCookies(), chromedp.Navigate(s.URL+"/login"),
+				chromedp.WaitVisible(chromedp.CSS(`[data-testid=login]`))), "login page")
+			checkPageHealth(t, ctx, watch, "login", "")
+			must(t, chromedp.Do(ctx,
+				chromedp.SendKeys(chromedp.ID("token"), s.Token),
+				chromedp.Submit(chromedp.ID("token")),
+				chromedp.WaitVisible(chromedp.CSS(`[data-testid=open-incidents]`)),
+			), "sign in")
+			checkPageHealth(t, ctx, watch, "home", "")
+			page := fmt.Sprintf("%s/incidents/%d", s.URL, id)
+			must(t, chromedp.Do(ctx, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`))), "incident")
+			checkStory(t, ctx, a)
+			checkPageHealth(t, ctx, watch, "incident", "incident")
+
+			// The explorer, a sample's own page and the share link.
+			explore := fmt.Sprintf("%s/explore?from=%s&to=%s", s.URL, b.Start.Format(time.RFC3339), b.End.Format(time.RFC3339))
+			must(t, chromedp.Do(ctx, chromedp.Navigate(explore), chromedp.WaitVisible(chromedp.CSS(`[data-testid=timeline]`))), "explore")
+			checkPageHealth(t, ctx, watch, "explore", "")
+			must(t, chromedp.Do(ctx, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`))), "incident again")
+			if href := evalString(t, ctx, `document.querySelector('[data-testid=sample-link]')?.getAttribute('href') || ''`); href != "" {
+				must(t, chromedp.Do(ctx, chromedp.Navigate(s.URL+href), chromedp.WaitVisible(chromedp.CSS(`[data-testid=sample-detail-body]`))), "sample detail")
+				checkPageHealth(t, ctx, watch, "sample detail", "")
+				must(t, chromedp.Do(ctx, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`))), "incident again")
+			}
+			must(t, chromedp.Do(ctx,
+				chromedp.Click(chromedp.CSS(`[data-testid=share]`)),
+				chromedp.WaitVisible(chromedp.CSS(`[data-testid=share-url]`)),
+			), "create share link")
+			shareURL, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS(`[data-testid=share-url]`)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			must(t, chromedp.Do(ctx, clearCookies(), chromedp.Navigate(shareURL), chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`))), "share page")
+			checkStory(t, ctx, a)
+			checkPageHealth(t, ctx, watch, "share", "incident")
+		})
+	}
+}
+
+func readyAnalysis(t *testing.T, s *stacktest.Stack, id int64) correlate.Analysis {
+	t.Helper()
+	rec, err := s.Store.LatestReadyAnalysis(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a correlate.Analysis
+	if err := json.Unmarshal(rec.Result, &a); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// checkStory holds the page to the analysis' story.
+func checkStory(t *testing.T, ctx context.Context, a correlate.Analysis) {
+	t.Helper()
+	// The title's model is the one whose P99 rose most.
+	if len(a.Impact) > 0 {
+		best := a.Impact[0]
+		for _, im := range a.Impact {
+			if im.Rise > best.Rise {
+				best = im
+			}
+		}
+		title := evalString(t, ctx, `document.querySelector('[data-testid=title]').textContent`)
+		if model := evalString(t, ctx, `document.querySelector('[data-testid=title]').dataset.model`); model != best.Model || !strings.Contains(title, best.Model) {
+			t.Errorf("title %q (model %q); the largest P99 rise is %s's (×%.1f)", title, model, best.Model, best.Rise)
+		}
+		peak := views.FmtMs(math.Max(best.PeakP99Ms, best.DuringP99Ms))
+		got := evalString(t, ctx, fmt.Sprintf(`document.querySelector('[data-testid=impact-row][data-model=%s] [data-testid=peak]')?.textContent || ''`, jsString(best.Model)))
+		if got != peak {
+			t.Errorf("header shows peak %q for %s, the analysis' peak is %s", got, best.Model, peak)
+		}
+	} else {
+		t.Logf("no affected model in the analysis: title %q", evalString(t, ctx, `document.querySelector('[data-testid=title]').textContent`))
+	}
+	// The samples step names the concentration row the top cause rests on,
+	// and that row is on the page and clickable.
+	for _, st := range a.Checklist {
+		if st.Step != "samples" || len(st.Row) == 0 {
+			continue
+		}
+		want := views.DimsKey(st.Row)
+		named := evalString(t, ctx, `document.querySelector('[data-testid=step-samples] [data-testid=step-row]')?.dataset.row || ''`)
+		key := evalString(t, ctx, `document.querySelector('[data-testid=step-samples] [data-testid=step-key]')?.textContent || ''`)
+		if named != want || !strings.Contains(key, want) {
+			t.Errorf("samples step names %q (%q); the analysis quotes row %s", named, key, want)
+		}
+		if n := evalString(t, ctx, fmt.Sprintf(`String(document.querySelectorAll('[data-testid=conc-link][data-row=%s]').length)`, jsString(want))); n != "1" {
+			t.Errorf("concentration row %s: %s clickable rows on the page", want, n)
+		}
+	}
+	if n := evalString(t, ctx, `String([...document.querySelectorAll('[data-testid=conc-row]')].filter(r => !r.querySelector('[data-testid=conc-link]')).length)`); n != "0" {
+		t.Errorf("%s concentration rows cannot be clicked", n)
+	}
+	// Every count of slow requests agrees with the analysis' one count.
+	var counts struct {
+		Total  []string `json:"total"`
+		Models []string `json:"models"`
+		Text   []string `json:"text"`
+	}
+	raw := evalString(t, ctx, `JSON.stringify({
+		total: [...document.querySelectorAll('[data-slow-requests][data-part=total]')].map(e => e.dataset.slowRequests),
+		models: [...document.querySelectorAll('[data-slow-requests][data-part=model]')].map(e => e.dataset.slowRequests),
+		text: [...document.body.innerText.matchAll(/([0-9][0-9,]*) slow requests/g)].map(m => m[1].replaceAll(',', '')),
+	})`)
+	if err := json.Unmarshal([]byte(raw), &counts); err != nil {
+		t.Fatal(err)
+	}
+	total := views.FmtInt(a.Samples.SlowRequests)
+	allowed := map[string]bool{total: true}
+	sum := 0.0
+	for _, im := range a.Impact {
+		allowed[views.FmtInt(im.SlowRequests)] = true
+		sum += math.Round(im.SlowRequests)
+	}
+	if a.Samples.SlowRequests > 0 && (len(counts.Total) == 0 || len(counts.Models) == 0) {
+		t.Errorf("the header lacks the slow-request count: %+v", counts)
+	}
+	for _, c := range counts.Total {
+		if c != total {
+			t.Errorf("header says %s slow requests, the analysis %s", c, total)
+		}
+	}
+	for _, c := range append(counts.Models, counts.Text...) {
+		if !allowed[c] {
+			t.Errorf("the page says %s slow requests; the analysis: %s in all, per model %v", c, total, countKeys(allowed))
+		}
+	}
+	if len(a.Impact) > 1 && math.Abs(sum-math.Round(a.Samples.SlowRequests)) > float64(len(a.Impact)) {
+		t.Errorf("per-model slow requests sum to %.0f, the total is %s", sum, total)
+	}
+	if strings.Contains(evalString(t, ctx, `document.body.innerText`), "IQR") {
+		t.Error(`the page says "IQR"`)
+	}
+}
+
+func countKeys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// consoleWatch collects what the browser reports: console errors,
+// uncaught exceptions and failed requests (network failures and HTTP
+// statuses ≥ 400), since the last reset.
+type consoleWatch struct {
+	mu       sync.Mutex
+	problems []string
+	urls     map[network.RequestID]string
+}
+
+func watchConsole(t *testing.T, ctx context.Context) *consoleWatch {
+	t.Helper()
+	w := &consoleWatch{urls: map[network.RequestID]string{}}
+	listenErr := chromedp.Listen(ctx, func(ev any) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		switch e := ev.(type) {
+		case *network.EventRequestWillBeSent:
+			w.urls[e.RequestID] = e.Request.URL
+		case *network.EventLoadingFailed:
+			if !e.Canceled {
+				w.problems = append(w.problems, "request failed: "+w.urls[e.RequestID]+": "+e.ErrorText)
+			}
+		case *network.EventResponseReceived:
+			if e.Response.Status >= 400 {
+				w.problems = append(w.problems, fmt.Sprintf("HTTP %d: %s", int(e.Response.Status), e.Response.URL))
+			}
+		case *runtime.EventExceptionThrown:
+			d := e.ExceptionDetails
+			msg := d.Text
+			if d.Exception != nil {
+				msg += " " + d.Exception.Description
+			}
+			w.problems = append(w.problems, fmt.Sprintf("exception: %s at %s:%d", msg, d.URL, d.LineNumber+1))
+		case *runtime.EventConsoleAPICalled:
+			if e.Type == runtime.ConsoleAPICalledTypeError {
+				var args []string
+				for _, a := range e.Args {
+					args = append(args, string(a.Value))
+				}
+				w.problems = append(w.problems, "console.error: "+strings.Join(args, " "))
+			}
+		case *cdplog.EventEntryAdded:
+			if e.Entry.Level == cdplog.EntryLevelError {
+				w.problems = append(w.problems, "console: "+e.Entry.Text+" "+e.Entry.URL)
+			}
+		}
+	})
+	must(t, listenErr, "listen to the browser")
+	must(t, chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+			return err
+		}
+		if _, err := chromedp.Call(ctx, runtime.Enable, cdp.Empty{}); err != nil {
+			return err
+		}
+		_, err := chromedp.Call(ctx, cdplog.Enable, cdp.Empty{})
+		return err
+	})), "enable console and network events")
+	return w
+}
+
+func (w *consoleWatch) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.problems
+	w.problems = nil
+	return out
+}
+
+// contrastJS computes the WCAG 2 contrast ratio of every visible text
+// element against its effective background (the first opaque ancestor
+// background, with translucent ones composited on top) and lists those
+// under 4.5:1 (3:1 for large text), legends under 12 px and event markers
+// without an accessible name.
+const contrastJS = `(() => {
+	const parse = c => { const m = c.match(/rgba?\(([^)]+)\)/); if (!m) return null;
+		const p = m[1].split(/[ ,\/]+/).filter(Boolean).map(Number); return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; };
+	const lum = c => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+		return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
+	const over = (top, bottom) => { const a = top[3]; return [top[0] * a + bottom[0] * (1 - a), top[1] * a + bottom[1] * (1 - a), top[2] * a + bottom[2] * (1 - a), 1]; };
+	const background = el => { const layers = [];
+		for (let e = el; e; e = e.parentElement) { const c = parse(getComputedStyle(e).backgroundColor);
+			if (c && c[3] > 0) { layers.push(c); if (c[3] >= 1) break; } }
+		let bg = [255, 255, 255, 1]; for (let i = layers.length - 1; i >= 0; i--) bg = over(layers[i], bg); return bg; };
+	const bad = [];
+	for (const el of document.querySelectorAll('body *')) {
+		if (!el.getClientRects().length) continue;
+		const text = [...el.childNodes].filter(n => n.nodeType === 3).map(n => n.textContent).join('').trim();
+		if (!text) continue;
+		const cs = getComputedStyle(el);
+		if (cs.visibility === 'hidden' || parseFloat(cs.opacity) === 0 || el.closest('[aria-hidden=true]')) continue;
+		const bg = background(el), fg = over(parse(cs.color), bg);
+		const l1 = lum(fg), l2 = lum(bg), ratio = (Math.max(l1, l2) + 0.05) / (Math.min(l1, l2) + 0.05);
+		const size = parseFloat(cs.fontSize), bold = parseInt(cs.fontWeight, 10) >= 700;
+		const need = size >= 24 || (bold && size >= 18.66) ? 3 : 4.5;
+		if (ratio < need) bad.push(ratio.toFixed(2) + ':1 ' + el.tagName.toLowerCase() + '.' + el.className + ' "' + text.slice(0, 40) + '"');
+		if (el.closest('.legend') && size < 12) bad.push('legend text of ' + size + ' px: "' + text.slice(0, 40) + '"');
+	}
+	for (const m of document.querySelectorAll('.tl-events .ev')) if (!(m.getAttribute('aria-label') || '').trim()) bad.push('event marker "' + m.textContent + '" without an accessible name');
+	return JSON.stringify(bad.slice(0, 30));
+})()`
+
+// checkPageHealth fails on console errors and failed requests since the
+// last check; on the main pages (kind "incident") it also checks contrast.
+func checkPageHealth(t *testing.T, ctx context.Context, w *consoleWatch, name, kind string) {
+	t.Helper()
+	// Let late requests (htmx polls, the favicon) finish.
+	must(t, chromedp.Do(ctx, chromedp.Sleep(300*time.Millisecond)), "settle")
+	for _, p := range w.take() {
+		t.Errorf("%s page: %s", name, p)
+	}
+	var bad []string
+	if err := json.Unmarshal([]byte(evalString(t, ctx, contrastJS)), &bad); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bad {
+		t.Errorf("%s page: %s", name, b)
+	}
+}
+
