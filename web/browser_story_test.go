@@ -64,6 +64,8 @@ func TestBrowserStoryAcrossScenarios(t *testing.T) {
 			must(t, chromedp.Do(ctx, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`))), "incident")
 			checkStory(t, ctx, a)
 			checkPageHealth(t, ctx, watch, "incident", "incident")
+			checkPhone(t, ctx, page)
+			checkPageHealth(t, ctx, watch, "incident at 390 px", "incident")
 
 			// The explorer, a sample's own page and the share link.
 			explore := fmt.Sprintf("%s/explore?from=%s&to=%s", s.URL, b.Start.Format(time.RFC3339), b.End.Format(time.RFC3339))
@@ -87,6 +89,57 @@ func TestBrowserStoryAcrossScenarios(t *testing.T) {
 			checkStory(t, ctx, a)
 			checkPageHealth(t, ctx, watch, "share", "incident")
 		})
+	}
+}
+
+// checkPhone reads the incident page at 390 px: one column (nothing wider
+// than the screen but the timeline, which scrolls sideways inside its
+// card), the checklist's steps stacked, the sample table at its key
+// columns.
+func checkPhone(t *testing.T, ctx context.Context, page string) {
+	t.Helper()
+	must(t, chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(page),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`))), "phone")
+	defer func() {
+		must(t, chromedp.Do(ctx, chromedp.EmulateViewport(1366, 900)), "back to a laptop")
+	}()
+	var got struct {
+		PageWidth  float64  `json:"pageWidth"`
+		Wide       []string `json:"wide"`
+		Steps      []float64
+		TLScroll   bool `json:"tlScroll"`
+		SampleCols int  `json:"sampleCols"`
+	}
+	raw := evalString(t, ctx, `(() => {
+		const vw = document.documentElement.clientWidth, wide = [];
+		for (const el of document.querySelectorAll('main *')) {
+			if (el.closest('#timeline .tl, .scroll-x, section.card table, pre') || !el.getClientRects().length) continue;
+			const r = el.getBoundingClientRect();
+			if (r.right > vw + 1 && getComputedStyle(el).position !== 'absolute') wide.push(el.tagName.toLowerCase() + '.' + el.className + ' ' + Math.round(r.right));
+		}
+		const tl = document.querySelector('#timeline');
+		const row = document.querySelector('[data-testid=sample-row]');
+		return JSON.stringify({pageWidth: document.documentElement.scrollWidth, wide: wide.slice(0, 10),
+			steps: [...document.querySelectorAll('.checklist > li')].map(li => li.getBoundingClientRect().width / vw),
+			tlScroll: !!tl && tl.scrollWidth > tl.clientWidth,
+			sampleCols: row ? [...row.children].filter(td => td.getClientRects().length).length : 0});
+	})()`)
+	if err := json.Unmarshal([]byte(raw), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.PageWidth > 391 || len(got.Wide) > 0 {
+		t.Errorf("at 390 px the page is %.0f px wide; too wide: %v", got.PageWidth, got.Wide)
+	}
+	for i, w := range got.Steps {
+		if w < 0.7 {
+			t.Errorf("checklist step %d takes %.0f%% of the width: not one column", i+1, 100*w)
+		}
+	}
+	if !got.TLScroll {
+		t.Error("the timeline does not scroll sideways at 390 px")
+	}
+	if got.SampleCols > 4 {
+		t.Errorf("the sample table shows %d columns at 390 px", got.SampleCols)
 	}
 }
 
