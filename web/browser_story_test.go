@@ -62,6 +62,10 @@ func TestBrowserStoryAcrossScenarios(t *testing.T) {
 			checkPageHealth(t, ctx, watch, "home", "")
 			page := fmt.Sprintf("%s/incidents/%d", s.URL, id)
 			must(t, chromedp.Do(ctx, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`))), "incident")
+			if n := evalString(t, ctx, `String(document.documentElement.outerHTML.length)`); len(n) > 0 {
+				t.Logf("incident page HTML before scrolling: %s characters", n)
+			}
+			must(t, chromedp.Do(ctx, revealRegion()), "scroll to the timeline")
 			checkStory(t, ctx, a)
 			checkPageHealth(t, ctx, watch, "incident", "incident")
 			checkPhone(t, ctx, page)
@@ -71,7 +75,7 @@ func TestBrowserStoryAcrossScenarios(t *testing.T) {
 			explore := fmt.Sprintf("%s/explore?from=%s&to=%s", s.URL, b.Start.Format(time.RFC3339), b.End.Format(time.RFC3339))
 			must(t, chromedp.Do(ctx, chromedp.Navigate(explore), chromedp.WaitVisible(chromedp.CSS(`[data-testid=timeline]`))), "explore")
 			checkPageHealth(t, ctx, watch, "explore", "")
-			must(t, chromedp.Do(ctx, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`))), "incident again")
+			must(t, chromedp.Do(ctx, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`)), revealRegion()), "incident again")
 			if href := evalString(t, ctx, `document.querySelector('[data-testid=sample-link]')?.getAttribute('href') || ''`); href != "" {
 				must(t, chromedp.Do(ctx, chromedp.Navigate(s.URL+href), chromedp.WaitVisible(chromedp.CSS(`[data-testid=sample-detail-body]`))), "sample detail")
 				checkPageHealth(t, ctx, watch, "sample detail", "")
@@ -85,7 +89,7 @@ func TestBrowserStoryAcrossScenarios(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			must(t, chromedp.Do(ctx, clearCookies(), chromedp.Navigate(shareURL), chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`))), "share page")
+			must(t, chromedp.Do(ctx, clearCookies(), chromedp.Navigate(shareURL), chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`)), revealRegion()), "share page")
 			checkStory(t, ctx, a)
 			checkPageHealth(t, ctx, watch, "share", "incident")
 		})
@@ -99,7 +103,7 @@ func TestBrowserStoryAcrossScenarios(t *testing.T) {
 func checkPhone(t *testing.T, ctx context.Context, page string) {
 	t.Helper()
 	must(t, chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(page),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`))), "phone")
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`)), revealRegion()), "phone")
 	defer func() {
 		must(t, chromedp.Do(ctx, chromedp.EmulateViewport(1366, 900)), "back to a laptop")
 	}()
@@ -369,3 +373,15 @@ func checkPageHealth(t *testing.T, ctx context.Context, w *consoleWatch, name, k
 	}
 }
 
+
+// revealRegion scrolls the incident page's lazy region (timeline,
+// concentration, samples) into view and waits until htmx has loaded it.
+func revealRegion() chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		return chromedp.Do(ctx,
+			chromedp.Evaluate[chromedp.Void](`document.getElementById('filtered')?.scrollIntoView()`),
+			chromedp.WaitVisible(chromedp.CSS(`#filtered[data-testid=filtered] [data-testid=timeline]`)),
+			chromedp.Poll[chromedp.Void](`!document.querySelector('#filtered.htmx-request')`),
+		)
+	})
+}

@@ -72,6 +72,7 @@ func browserFlow(t *testing.T, b stacktest.Bundle) {
 		chromedp.SendKeys(chromedp.ID("token"), s.Token),
 		chromedp.Submit(chromedp.ID("token")),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`)),
+		revealRegion(),
 	), "sign in")
 	loc, _ := chromedp.Run(ctx, chromedp.Location())
 	if loc != page {

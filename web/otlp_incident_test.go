@@ -135,6 +135,7 @@ func TestOTelFedIncidentOnThePage(t *testing.T) {
 		chromedp.SendKeys(chromedp.ID("token"), viaOTel.Token),
 		chromedp.Submit(chromedp.ID("token")),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`)),
+		revealRegion(),
 	), "sign in")
 	if cat := evalString(t, ctx, `document.querySelector('[data-testid=cause]').dataset.category`); cat != want {
 		t.Errorf("first cause on the page is %q, the analysis' top cause is %q", cat, want)

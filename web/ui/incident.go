@@ -64,8 +64,14 @@ func (p *Pages) incidentPage(c echo.Context, id int64, base string, readOnly boo
 		}
 		return render(c, http.StatusOK, views.FilteredRegion(f))
 	}
-	f, err := p.filtered(ctx, d, st)
-	if err != nil {
+	// A browser's navigation gets the page without what lies below the
+	// fold (timeline, concentration, samples): htmx loads that region when
+	// it is scrolled into view. Whatever runs no script (a crawler, curl,
+	// the tests' HTTP clients) sends no Sec-Fetch-Mode and gets it whole.
+	var f views.Filtered
+	if c.Request().Header.Get("Sec-Fetch-Mode") == "navigate" {
+		f = views.Filtered{Base: st.Base, Lazy: st.URL()}
+	} else if f, err = p.filtered(ctx, d, st); err != nil {
 		return err
 	}
 	u, _ := userOf(c)

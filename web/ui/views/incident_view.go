@@ -49,9 +49,12 @@ type IncidentHeader struct {
 	MoreModels     int          // affected models not listed
 	Slow           SlowCount    // the incident's one count of slow requests
 	HasSlow        bool
-	Analysis       AnalysisState
-	Snapshot       string // "frozen 2026-…": the page reads a snapshot
-	LiveHref       string // the same view from live data, when a snapshot is shown
+	// P99 is "100 ms → 900 ms" for an analysis stored before the impact
+	// block existed (no Impact): its headline model's before and during.
+	P99      string
+	Analysis AnalysisState
+	Snapshot string // "frozen 2026-…": the page reads a snapshot
+	LiveHref string // the same view from live data, when a snapshot is shown
 }
 
 // AnalysisState says how current the analysis is.
@@ -201,6 +204,9 @@ func BuildIncident(in IncidentInput) IncidentPage {
 		}
 		h.Reconciliation = a.Reconciliation
 		h.Impact = impactViews(a, in.State)
+		if len(h.Impact) == 0 && (a.P99BeforeMs > 0 || a.P99DuringMs > 0) {
+			h.P99 = FmtMs(a.P99BeforeMs) + " → " + FmtMs(a.P99DuringMs)
+		}
 		h.MoreModels = len(a.Impact) - len(h.Impact)
 		if a.Samples.SlowRequests > 0 {
 			h.Slow, h.HasSlow = slowCount(a.Samples.SlowRequests), true
@@ -373,6 +379,7 @@ func alignedRows(evs []correlate.AlignedEvent) []AlignedRow {
 // concentration table and the sample table.
 type Filtered struct {
 	Base     string
+	Lazy     string // when set, the region is loaded from this URL once scrolled into view
 	Chips    []Link // active filters; each link removes its filter
 	Clear    string
 	Timeline Timeline
