@@ -373,7 +373,6 @@ func checkPageHealth(t *testing.T, ctx context.Context, w *consoleWatch, name, k
 	}
 }
 
-
 // revealRegion scrolls the incident page's lazy region (timeline,
 // concentration, samples) into view and waits until htmx has loaded it.
 func revealRegion() chromedp.Action[chromedp.Void] {
