@@ -239,6 +239,9 @@ func checkStory(t *testing.T, ctx context.Context, a correlate.Analysis) {
 	if len(a.Impact) > 1 && math.Abs(sum-math.Round(a.Samples.SlowRequests)) > float64(len(a.Impact)) {
 		t.Errorf("per-model slow requests sum to %.0f, the total is %s", sum, total)
 	}
+	t.Logf("title %q; samples step %q; slow requests %s (per model %v, in text %v)",
+		evalString(t, ctx, `document.querySelector('[data-testid=title]').textContent`),
+		evalString(t, ctx, `document.querySelector('[data-testid=step-samples] [data-testid=step-key]')?.textContent || ''`), total, counts.Models, counts.Text)
 	if strings.Contains(evalString(t, ctx, `document.body.innerText`), "IQR") {
 		t.Error(`the page says "IQR"`)
 	}
