@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
@@ -238,6 +239,19 @@ func checkStory(t *testing.T, ctx context.Context, a correlate.Analysis) {
 	}
 	if len(a.Impact) > 1 && math.Abs(sum-math.Round(a.Samples.SlowRequests)) > float64(len(a.Impact)) {
 		t.Errorf("per-model slow requests sum to %.0f, the total is %s", sum, total)
+	}
+	// The crosshair lists the values under it, in their units, for every
+	// drawn lane.
+	var box struct{ X, Y float64 }
+	if err := json.Unmarshal([]byte(evalString(t, ctx, `(() => { const p = document.querySelector('[data-testid=lane-latency] .tl-plot');
+		p.scrollIntoView({block: 'center'}); const r = p.getBoundingClientRect();
+		return JSON.stringify({x: r.left + r.width * 0.7, y: r.top + r.height / 2}); })()`)), &box); err != nil {
+		t.Fatal(err)
+	}
+	must(t, chromedp.Do(ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, box.X, box.Y)), "hover the latency lane")
+	tip := evalString(t, ctx, `document.querySelector('[data-testid=crosshair-values]')?.innerText || ''`)
+	if !strings.Contains(tip, " ms") || !strings.Contains(tip, "Latency:") || strings.Count(tip, "\n") < 1 {
+		t.Errorf("crosshair values %q: want every lane's values with units", tip)
 	}
 	t.Logf("title %q; samples step %q; slow requests %s (per model %v, in text %v)",
 		evalString(t, ctx, `document.querySelector('[data-testid=title]').textContent`),
