@@ -40,7 +40,7 @@ func HomeBody(h HomePage) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		if len(h.Spikes) == 0 {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "<p class=\"empty-state\">The detector has recorded no spike (it runs on pulled latency curves).</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "<p class=\"empty-state\">The detector has recorded no spike yet: it judges latency curves as the pull brings them in, and records what it sees live (GET /api/v1/spikes computes spikes over any window, past data included).</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -393,7 +393,7 @@ func incidentTable(rows []IncidentRow, empty string) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		} else {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 38, "<table><thead><tr><th>#</th><th>Title</th><th>Started</th><th>Duration</th><th>Top cause</th><th>Analysis</th></tr></thead> <tbody>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 38, "<table><thead><tr><th>#</th><th>Title</th><th>Window from</th><th>Window length</th><th>Top cause</th><th>Analysis</th></tr></thead> <tbody>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -158,7 +158,11 @@ func storyChecklist(a *correlate.Analysis, s State) []CheckStep {
 				c.Row = name
 				c.RowHref = concHref(row, a, s)
 			} else {
+				// No row to quote: the count, then what the samples say.
 				c.Key = firstSentence(st.Answer)
+				if rest := strings.TrimSpace(strings.TrimPrefix(st.Answer, c.Key)); rest != "" {
+					c.Key += " " + firstSentence(rest)
+				}
 			}
 		default:
 			c.Key = firstSentence(st.Answer)
