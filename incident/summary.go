@@ -23,6 +23,10 @@ func Summary(in store.Incident, publicURL string) wire.Incident {
 		ID: in.ID, Title: in.Title, Status: in.Status, Source: in.Source, StartedAt: in.Start, EndedAt: in.End,
 		ResolvedAt: in.ResolvedAt, Scope: in.Scope, AnalysisStatus: st, URL: Permalink(publicURL, in.ID),
 	}
+	if h := in.Headline; h != nil {
+		hl := *h
+		out.Headline = &hl
+	}
 	if c := in.TopCause; c != nil {
 		out.TopCause = &wire.CauseSummary{Category: c.Category, Score: c.Score, Summary: c.Summary}
 	}

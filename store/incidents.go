@@ -37,6 +37,9 @@ type Incident struct {
 	UpdatedAt  time.Time
 	// TopCause is the first cause of the newest ready analysis, if any.
 	TopCause *CauseSummary
+	// Headline is that analysis' headline (the model hit hardest, the
+	// incident in one line), if it has one.
+	Headline *correlate.Headline
 	// AnalysisStatus is the newest analysis' status, "" when there is none.
 	AnalysisStatus string
 }
@@ -63,7 +66,8 @@ const incidentSelect = `
 	SELECT i.id, i.title, i.status, i.source, i.start_at, i.end_at, i.resolved_at,
 	       i.model, i.version, i.tenant, i.replica, i.node, COALESCE(i.group_key, ''), i.created_at, i.updated_at,
 	       COALESCE(a.status, ''), r.result->'causes'->0->>'category', (r.result->'causes'->0->>'score')::float8,
-	       r.result->'causes'->0->>'summary'
+	       r.result->'causes'->0->>'summary',
+	       r.result->'headline'->>'model', r.result->'headline'->>'title', r.result->'headline'->>'summary'
 	FROM incidents i
 	LEFT JOIN LATERAL (SELECT status FROM analyses WHERE incident_id = i.id ORDER BY version DESC LIMIT 1) a ON true
 	LEFT JOIN LATERAL (SELECT result FROM analyses WHERE incident_id = i.id AND status = 'ready'
@@ -74,10 +78,13 @@ func scanIncident(row interface{ Scan(...any) error }) (Incident, error) {
 		in           Incident
 		cat, summary *string
 		score        *float64
+		hModel       *string
+		hTitle       *string
+		hSummary     *string
 	)
 	err := row.Scan(&in.ID, &in.Title, &in.Status, &in.Source, &in.Start, &in.End, &in.ResolvedAt,
 		&in.Scope.Model, &in.Scope.Version, &in.Scope.Tenant, &in.Scope.Replica, &in.Scope.Node, &in.GroupKey, &in.CreatedAt, &in.UpdatedAt,
-		&in.AnalysisStatus, &cat, &score, &summary)
+		&in.AnalysisStatus, &cat, &score, &summary, &hModel, &hTitle, &hSummary)
 	if err != nil {
 		return Incident{}, err
 	}
@@ -91,6 +98,15 @@ func scanIncident(row interface{ Scan(...any) error }) (Incident, error) {
 		}
 		if summary != nil {
 			in.TopCause.Summary = *summary
+		}
+	}
+	if hTitle != nil && *hTitle != "" {
+		in.Headline = &correlate.Headline{Title: *hTitle}
+		if hModel != nil {
+			in.Headline.Model = *hModel
+		}
+		if hSummary != nil {
+			in.Headline.Summary = *hSummary
 		}
 	}
 	return in, nil

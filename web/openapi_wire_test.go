@@ -45,6 +45,7 @@ var wireSchemas = map[string]any{
 	"ReplicaComparison":   wire.ReplicaComparison{},
 	"CurveDeviation":      wire.CurveDeviation{},
 	"Impact":              wire.Impact{},
+	"Headline":            wire.Headline{},
 	"ScopeEntry":          wire.ScopeEntry{},
 	"Window":              wire.Window{},
 	"Analysis":            wire.Analysis{},

@@ -1,10 +1,14 @@
 package web_test
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/waterline-dev/waterline/correlate"
 )
 
 // The export opens from a share link too: without a session, linking back
@@ -50,5 +54,35 @@ func TestUIShareExport(t *testing.T) {
 	w.post(e.incidentPath()+"/share/revoke", nil)
 	if r := anon.get(href); r.status != http.StatusNotFound {
 		t.Errorf("export of a revoked link: %d", r.status)
+	}
+}
+
+// The API's incident summary (what GET /api/v1/incidents and webhooks
+// carry) gives the analysis' headline, the same line the page's title
+// shows.
+func TestAPIIncidentHeadlineIsThePageTitle(t *testing.T) {
+	e := newUIEnv(t)
+	if inc := e.incident(e.id); inc.Headline != nil {
+		t.Fatalf("headline %+v from an analysis that has none", inc.Headline)
+	}
+	a := e.analysis()
+	a.Headline = correlate.Headline{Model: "chat", Title: "P99 latency up ×9.0 on chat", Summary: "chat: P99 100 ms → 900 ms."}
+	ctx := context.Background()
+	v, err := e.st.StartAnalysis(ctx, e.id, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(a)
+	if err := e.st.FinishAnalysis(ctx, e.id, v, body, ""); err != nil {
+		t.Fatal(err)
+	}
+	inc := e.incident(e.id)
+	if inc.Headline == nil || *inc.Headline != a.Headline {
+		t.Fatalf("API headline %+v, want %+v", inc.Headline, a.Headline)
+	}
+	w := e.browser()
+	w.login(e.read)
+	if title := w.get(e.incidentPath()).testid("title").Text(); title != inc.Headline.Title {
+		t.Errorf("page title %q, API headline %q", title, inc.Headline.Title)
 	}
 }

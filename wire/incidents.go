@@ -22,17 +22,21 @@ type IncidentCreate struct {
 // Incident is the flat, ticket-friendly incident of DESIGN §4: what GET
 // /api/v1/incidents/{id} answers and what webhooks carry.
 type Incident struct {
-	ID             int64         `json:"id"`
-	Title          string        `json:"title"`
-	Status         string        `json:"status"` // open or resolved
-	Source         string        `json:"source"` // manual, alertmanager or detector
-	StartedAt      time.Time     `json:"started_at"`
-	EndedAt        *time.Time    `json:"ended_at"`
-	ResolvedAt     *time.Time    `json:"resolved_at"`
-	Scope          Scope         `json:"scope"`
-	TopCause       *CauseSummary `json:"top_cause"`
-	AnalysisStatus string        `json:"analysis_status"` // none, pending, ready or failed
-	URL            string        `json:"url"`             // the permalink
+	ID         int64         `json:"id"`
+	Title      string        `json:"title"`
+	Status     string        `json:"status"` // open or resolved
+	Source     string        `json:"source"` // manual, alertmanager or detector
+	StartedAt  time.Time     `json:"started_at"`
+	EndedAt    *time.Time    `json:"ended_at"`
+	ResolvedAt *time.Time    `json:"resolved_at"`
+	Scope      Scope         `json:"scope"`
+	TopCause   *CauseSummary `json:"top_cause"`
+	// Headline is the newest analysis' one-line story (the model hit
+	// hardest and what happened to it), the same the page's title says;
+	// absent until an analysis has one.
+	Headline       *Headline `json:"headline,omitempty"`
+	AnalysisStatus string    `json:"analysis_status"` // none, pending, ready or failed
+	URL            string    `json:"url"`             // the permalink
 }
 
 // CauseSummary is the part of the top cause a ticket shows.
@@ -64,6 +68,7 @@ type (
 	ReplicaComparison = correlate.ReplicaComparison
 	CurveDeviation    = correlate.CurveDeviation
 	Impact            = correlate.Impact
+	Headline          = correlate.Headline
 	ScopeEntry        = correlate.ScopeEntry
 )
 
