@@ -190,4 +190,74 @@
     if (navigator.clipboard) navigator.clipboard.writeText(input.value);
     b.textContent = "Copied";
   });
+
+  // Latency heatmap of the samples: cells drawn from one data attribute;
+  // a brushed box asks the server to compare those requests with the rest
+  // of the window (BubbleUp).
+  function drawHeat(c, box) {
+    var ctx = c.getContext("2d"), cols = Number(c.dataset.cols), rows = Number(c.dataset.rows);
+    var cells = c.dataset.cells || "", w = c.width / cols, h = c.height / rows;
+    ctx.clearRect(0, 0, c.width, c.height);
+    for (var r = 0; r < rows; r++) {
+      for (var k = 0; k < cols; k++) {
+        var lvl = cells.charCodeAt(r * cols + k) - 48;
+        if (lvl > 0) {
+          ctx.fillStyle = "rgba(0, 86, 140, " + (0.12 + 0.88 * lvl / 9) + ")";
+          ctx.fillRect(k * w, r * h, Math.ceil(w), Math.ceil(h));
+        }
+      }
+    }
+    var lo = Number(c.dataset.lo), hi = Number(c.dataset.hi), slow = Number(c.dataset.slow);
+    if (slow > lo && slow < hi) {
+      var y = c.height * (1 - Math.log(slow / lo) / Math.log(hi / lo));
+      ctx.strokeStyle = "#a64a00"; ctx.setLineDash([6, 4]); ctx.beginPath();
+      ctx.moveTo(0, y); ctx.lineTo(c.width, y); ctx.stroke(); ctx.setLineDash([]);
+    }
+    if (box) {
+      ctx.strokeStyle = "#a64a00"; ctx.lineWidth = 2;
+      ctx.strokeRect(box[0], box[1], box[2] - box[0], box[3] - box[1]);
+      ctx.fillStyle = "rgba(230, 159, 0, 0.18)";
+      ctx.fillRect(box[0], box[1], box[2] - box[0], box[3] - box[1]);
+      ctx.lineWidth = 1;
+    }
+  }
+
+  function heatAll(root) {
+    (root || document).querySelectorAll("canvas.heat-c").forEach(function (c) { drawHeat(c); });
+  }
+  document.addEventListener("DOMContentLoaded", function () { heatAll(document); });
+  document.addEventListener("htmx:load", function (ev) { heatAll(ev.target); });
+
+  var brush = null; // {c, x0, y0, box}
+  function canvasXY(c, ev) {
+    var r = c.getBoundingClientRect();
+    return [Math.max(0, Math.min(c.width, (ev.clientX - r.left) * c.width / r.width)),
+      Math.max(0, Math.min(c.height, (ev.clientY - r.top) * c.height / r.height))];
+  }
+  document.addEventListener("mousedown", function (ev) {
+    var c = ev.target.closest && ev.target.closest("canvas.heat-c");
+    if (!c || ev.button !== 0) return;
+    ev.preventDefault();
+    var p = canvasXY(c, ev);
+    brush = { c: c, x0: p[0], y0: p[1], box: null };
+  });
+  document.addEventListener("mousemove", function (ev) {
+    if (!brush) return;
+    var p = canvasXY(brush.c, ev);
+    brush.box = [Math.min(brush.x0, p[0]), Math.min(brush.y0, p[1]), Math.max(brush.x0, p[0]), Math.max(brush.y0, p[1])];
+    drawHeat(brush.c, brush.box);
+  });
+  document.addEventListener("mouseup", function () {
+    if (!brush) return;
+    var b = brush; brush = null;
+    if (!b.box || b.box[2] - b.box[0] < 3 || b.box[3] - b.box[1] < 3) { drawHeat(b.c); return; }
+    var c = b.c, from = Number(c.dataset.from), to = Number(c.dataset.to);
+    var lo = Number(c.dataset.lo), hi = Number(c.dataset.hi);
+    var t = function (x) { return Math.round(from + (to - from) * x / c.width); };
+    var ms = function (y) { return lo * Math.pow(hi / lo, 1 - y / c.height); };
+    var sel = [t(b.box[0]), t(b.box[2]), ms(b.box[3]).toFixed(1), ms(b.box[1]).toFixed(1)].join(",");
+    var u = new URL(c.dataset.url, window.location.href);
+    u.searchParams.set("hsel", sel);
+    if (window.htmx) window.htmx.ajax("GET", u.pathname + u.search, { target: "#bubbleup", swap: "outerHTML" });
+  });
 })();

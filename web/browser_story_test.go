@@ -71,6 +71,7 @@ func TestBrowserStoryAcrossScenarios(t *testing.T) {
 			}
 			must(t, chromedp.Do(ctx, revealRegion()), "scroll to the timeline")
 			checkStory(t, ctx, a)
+			checkBrush(t, ctx)
 			checkPageHealth(t, ctx, watch, "incident", "incident")
 			checkPhone(t, ctx, page)
 			checkPageHealth(t, ctx, watch, "incident at 390 px", "incident")
@@ -149,6 +150,38 @@ func checkPhone(t *testing.T, ctx context.Context, page string) {
 	if got.SampleCols > 4 {
 		t.Errorf("the sample table shows %d columns at 390 px", got.SampleCols)
 	}
+}
+
+// checkBrush drags a box over the slow requests after the onset in the
+// latency heatmap and reads the selection-vs-rest comparison it brings.
+func checkBrush(t *testing.T, ctx context.Context) {
+	t.Helper()
+	var box struct{ X, Y, W, H float64 }
+	raw := evalString(t, ctx, `(() => { const c = document.querySelector('[data-testid=heatmap-canvas]'); if (!c) return '';
+		c.scrollIntoView({block: 'center'}); const r = c.getBoundingClientRect();
+		return JSON.stringify({x: r.left, y: r.top, w: r.width, h: r.height}); })()`)
+	if raw == "" {
+		t.Error("no latency heatmap on the incident page")
+		return
+	}
+	if err := json.Unmarshal([]byte(raw), &box); err != nil {
+		t.Fatal(err)
+	}
+	// The right two thirds (the spike), the upper half (slow).
+	must(t, chromedp.Do(ctx,
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, box.X+box.W*0.67, box.Y+2, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, box.X+box.W*0.8, box.Y+box.H*0.3, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, box.X+box.W-2, box.Y+box.H*0.5, chromedp.ButtonLeft),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, box.X+box.W-2, box.Y+box.H*0.5, chromedp.ButtonLeft),
+		chromedp.WaitVisible(chromedp.CSS(`#bubbleup h3`)),
+	), "brush the heatmap")
+	what := evalString(t, ctx, `document.querySelector('#bubbleup h3').textContent`)
+	rows := evalString(t, ctx, `[...document.querySelectorAll('[data-testid=bubbleup-row] a')].map(a => a.textContent).join(', ')`)
+	empty := evalString(t, ctx, `document.querySelector('[data-testid=bubbleup-empty]')?.textContent || ''`)
+	if !strings.Contains(what, "Selection:") || (rows == "" && empty == "") {
+		t.Errorf("brushing the heatmap: %q, rows %q, %q", what, rows, empty)
+	}
+	t.Logf("brushed %s → %s%s", what, rows, empty)
 }
 
 func readyAnalysis(t *testing.T, s *stacktest.Stack, id int64) correlate.Analysis {

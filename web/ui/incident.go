@@ -57,6 +57,17 @@ func (p *Pages) incidentPage(c echo.Context, id int64, base string, readOnly boo
 			return err
 		}
 		return render(c, http.StatusOK, views.SampleTableView(t))
+	case "bubbleup":
+		sel, err := views.ParseSelection(c.QueryParam("hsel"))
+		if err != nil {
+			return request.BadInput("hsel", "%v", err)
+		}
+		from, to := p.viewWindow(d, st)
+		hs, err := p.heatSamples(ctx, d, from, to, st.Scope)
+		if err != nil {
+			return err
+		}
+		return render(c, http.StatusOK, views.BubbleUpView(views.BuildBubbleUp(hs, sel, st)))
 	case "filtered":
 		f, err := p.filtered(ctx, d, st)
 		if err != nil {
@@ -148,6 +159,13 @@ func (p *Pages) filtered(ctx context.Context, d *incidentData, st views.State) (
 	if f.Samples, err = p.sampleTable(ctx, d, st); err != nil {
 		return views.Filtered{}, err
 	}
+	hs, err := p.heatSamples(ctx, d, from, to, st.Scope)
+	if err != nil {
+		return views.Filtered{}, err
+	}
+	_, def := d.view().SlowThresholds()
+	h := views.BuildHeatmap(hs, from, to, def, st)
+	f.Heat = &h
 	return f, nil
 }
 

@@ -384,6 +384,7 @@ type Filtered struct {
 	Clear    string
 	Timeline Timeline
 	Conc     ConcTable
+	Heat     *Heatmap // nil where the page has none (the explorer)
 	Samples  SampleTable
 }
 

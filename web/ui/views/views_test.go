@@ -5,6 +5,7 @@ import (
 	"image/png"
 	"math"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -392,5 +393,44 @@ func TestMarkdownPostmortemFacts(t *testing.T) {
 	}
 	if strings.Contains(md, "more causes") || strings.Contains(md, "-120 s") || strings.Contains(md, "opened by manual") {
 		t.Errorf("export still cuts causes or speaks in raw offsets:\n%s", md)
+	}
+}
+
+// The heatmap grids samples by time and log latency; a brushed box
+// compares its requests with the rest of the window and puts the value
+// they share first.
+func TestHeatmapAndBubbleUp(t *testing.T) {
+	var samples []correlate.Sample
+	for i := 0; i < 600; i++ {
+		x := correlate.Sample{Time: t0.Add(time.Duration(i) * 6 * time.Second), Model: "chat", Replica: "r-" + strconv.Itoa(i%3), Tenant: "t-1", TotalMs: 50, SampleRate: 1}
+		if i >= 300 && i%3 == 0 {
+			x.TotalMs, x.Replica = 2000, "r-0" // slow after the half hour, all on r-0
+		}
+		samples = append(samples, x)
+	}
+	h := BuildHeatmap(samples, t0, t0.Add(time.Hour), 200, State{Base: "/incidents/1"})
+	if h.Empty != "" || len(h.Cells) != h.Cols*h.Rows || h.LoMs != 10 || h.HiMs != 10000 || h.Count != 600 {
+		t.Fatalf("heatmap %+v", h)
+	}
+	// The slow requests sit in the right half, near the top.
+	top := strings.IndexFunc(h.Cells, func(r rune) bool { return r != '0' })
+	if row, col := top/h.Cols, top%h.Cols; col < h.Cols/2 || row > h.Rows/2 {
+		t.Errorf("first shaded cell at row %d, column %d", row, col)
+	}
+	sel, err := ParseSelection(strconv.FormatInt(t0.Add(30*time.Minute).UnixMilli(), 10) + "," + strconv.FormatInt(t0.Add(time.Hour).UnixMilli(), 10) + ",1000,5000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := BuildBubbleUp(samples, sel, State{Base: "/incidents/1"})
+	if b.Selected != 100 || len(b.Rows) == 0 || b.Rows[0].Key != "replica=r-0" || b.Rows[0].Sel != "100%" {
+		t.Fatalf("bubbleup: %d selected, rows %+v", b.Selected, b.Rows)
+	}
+	if !strings.Contains(b.Rows[0].Href, "replica=r-0") {
+		t.Errorf("row link %q", b.Rows[0].Href)
+	}
+	for _, bad := range []string{"", "1,2,3", "2,1,0,5", "0,1,5,5", "a,b,c,d", "0,1,-1,5"} {
+		if _, err := ParseSelection(bad); err == nil {
+			t.Errorf("selection %q accepted", bad)
+		}
 	}
 }
