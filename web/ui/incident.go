@@ -80,7 +80,7 @@ func (p *Pages) incidentPage(c echo.Context, id int64, base string, readOnly boo
 	// it is scrolled into view. Whatever runs no script (a crawler, curl,
 	// the tests' HTTP clients) sends no Sec-Fetch-Mode and gets it whole.
 	var f views.Filtered
-	if c.Request().Header.Get("Sec-Fetch-Mode") == "navigate" {
+	if lazyNavigation(c.Request()) {
 		f = views.Filtered{Base: st.Base, Lazy: st.URL()}
 	} else if f, err = p.filtered(ctx, d, st); err != nil {
 		return err

@@ -175,7 +175,7 @@ func (p *Pages) showIncidentCached(c echo.Context, id int64) error {
 		return request.BadInput("", "%v", err)
 	}
 	u, _ := userOf(c)
-	key, ttl := incidentPageKey(ps, u, fragmentTarget(c.Request()), st)
+	key, ttl := incidentPageKey(ps, u, pageVariant(c.Request()), st)
 	pg, err := p.pages.get(ctx, key, func() (*cachedPage, error) {
 		return renderCached(c, id, ttl, func(c echo.Context) error {
 			return p.incidentPage(c, id, base, false)
@@ -247,7 +247,7 @@ func serveCached(c echo.Context, pg *cachedPage) error {
 		h[k] = slices.Clone(v)
 	}
 	h.Del("Content-Length")
-	h.Set("Vary", "HX-Request, HX-Target, Accept-Encoding")
+	h.Set("Vary", "HX-Request, HX-Target, Sec-Fetch-Mode, Accept-Encoding")
 	// A capability URL: browsers may keep it but must ask again (a revoked
 	// link must stop working), shared caches must not keep it.
 	h.Set("Cache-Control", "private, no-cache")

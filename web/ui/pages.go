@@ -74,9 +74,30 @@ func render(c echo.Context, status int, cmp templ.Component) error {
 		return err
 	}
 	h := c.Response().Header()
-	h.Add("Vary", "HX-Request")
+	h.Add("Vary", "HX-Request, Sec-Fetch-Mode")
 	h.Set("Cache-Control", "no-store")
 	return c.HTMLBlob(status, buf.Bytes())
+}
+
+// lazyNavigation reports whether r is a browser's navigation to a full
+// page: it gets the page above the fold, and htmx loads the rest when it
+// is scrolled to. Whatever runs no script sends no Sec-Fetch-Mode.
+func lazyNavigation(r *http.Request) bool {
+	return r.Header.Get("Sec-Fetch-Mode") == "navigate" && fragmentTarget(r) == ""
+}
+
+// pageVariant names which answer a request gets, for the page caches' keys:
+// the fragment it swaps (a heatmap selection with its box), a browser
+// navigation's light page, or the whole page.
+func pageVariant(r *http.Request) string {
+	switch t := fragmentTarget(r); {
+	case t == "bubbleup":
+		return t + "|" + r.URL.Query().Get("hsel")
+	case lazyNavigation(r):
+		return "navigate"
+	default:
+		return t
+	}
 }
 
 // fragmentTarget returns the id of the element an htmx request will swap

@@ -87,7 +87,7 @@ func (p *Pages) ShowSharedIncident(c echo.Context) error {
 		return request.BadInput("", "%v", err)
 	}
 	st.Live = false
-	key, ttl := sharePageKey(ss, base, fragmentTarget(c.Request()), st)
+	key, ttl := sharePageKey(ss, base, pageVariant(c.Request()), st)
 	pg, err := p.share.get(ctx, key, func() (*cachedPage, error) {
 		return renderCached(c, ss.IncidentID, ttl, func(c echo.Context) error {
 			return p.incidentPage(c, ss.IncidentID, base, true)
