@@ -360,6 +360,7 @@ func TestBrowserUnderCSP(t *testing.T) {
 		chromedp.SendKeys(chromedp.ID("token"), e.read),
 		chromedp.Submit(chromedp.ID("token")),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`)),
+		revealRegion(), // the timeline, concentration and samples load when scrolled to
 	), "sign in")
 	if v := evalString(t, ctx, `JSON.stringify(window.__csp)`); v != "[]" {
 		t.Errorf("CSP violations on the incident page: %s", v)
