@@ -16,18 +16,27 @@ import (
 // is written as it is made. progress, if not nil, is called after each
 // series with the number of series written and the total.
 func (f *Fleet) WriteOpenMetrics(w io.Writer, progress func(done, total int)) error {
+	return f.writeOpenMetrics(w, progress, 0, f.nSteps-1, allExporters)
+}
+
+// allExporters are the four exporters' sections, in the order
+// WriteOpenMetrics writes them.
+var allExporters = []func(*omWriter){
+	(*omWriter).writeInference,
+	(*omWriter).writeGPU,
+	(*omWriter).writeNode,
+	(*omWriter).writeKube,
+}
+
+// writeOpenMetrics writes the scrapes lo..hi (inclusive) of the given
+// sections, with timestamps.
+func (f *Fleet) writeOpenMetrics(w io.Writer, progress func(done, total int), lo, hi int, sections []func(*omWriter)) error {
 	f.run()
-	o := &omWriter{f: f, w: bufio.NewWriterSize(w, 1<<18), progress: progress}
+	o := &omWriter{f: f, w: bufio.NewWriterSize(w, 1<<18), progress: progress, lo: lo, hi: hi}
 	o.ts = make([][]byte, f.nSteps)
 	start := f.opts.Start.Unix()
 	for i := range o.ts {
 		o.ts[i] = strconv.AppendInt([]byte{' '}, start+int64(i)*int64(f.step), 10)
-	}
-	sections := []func(*omWriter){
-		(*omWriter).writeInference,
-		(*omWriter).writeGPU,
-		(*omWriter).writeNode,
-		(*omWriter).writeKube,
 	}
 	// The first pass only counts series, for the progress total.
 	if progress != nil {
@@ -62,6 +71,8 @@ type omWriter struct {
 	counting bool
 	done     int
 	total    int
+	lo, hi   int  // the scrapes written: lo..hi
+	noTS     bool // leave timestamps out (a live scrape: the scraper stamps them)
 }
 
 func (o *omWriter) raw(s string) {
@@ -90,6 +101,9 @@ func (o *omWriter) skip() bool { return o.counting || o.err != nil }
 // sample writes `name{labels} value ts`. labels is the rendered label set
 // without braces; value is already formatted into val.
 func (o *omWriter) sample(name string, labels []byte, extra string, val []byte, step int) {
+	if step < o.lo || step > o.hi {
+		return
+	}
 	b := append(o.buf[:0], name...)
 	b = append(b, '{')
 	b = append(b, labels...)
@@ -101,7 +115,9 @@ func (o *omWriter) sample(name string, labels []byte, extra string, val []byte, 
 	}
 	b = append(b, '}', ' ')
 	b = append(b, val...)
-	b = append(b, o.ts[step]...)
+	if !o.noTS {
+		b = append(b, o.ts[step]...)
+	}
 	b = append(b, '\n')
 	o.buf = b
 	if _, err := o.w.Write(b); err != nil && o.err == nil {
