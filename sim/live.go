@@ -71,7 +71,7 @@ func (f *Fleet) WriteScrape(w io.Writer, exporter string, t time.Time) error {
 		return fmt.Errorf("sim: unknown exporter %q (want one of %v)", exporter, Exporters)
 	}
 	f.run()
-	o := &omWriter{f: f, w: bufio.NewWriterSize(w, 1<<16), lo: i, hi: i, noTS: true}
+	o := &omWriter{f: f, w: bufio.NewWriterSize(w, 1<<16), window: true, lo: i, hi: i, noTS: true}
 	o.ts = make([][]byte, f.nSteps)
 	allExporters[k](o)
 	o.raw("# EOF\n")

@@ -32,7 +32,7 @@ var allExporters = []func(*omWriter){
 // sections, with timestamps.
 func (f *Fleet) writeOpenMetrics(w io.Writer, progress func(done, total int), lo, hi int, sections []func(*omWriter)) error {
 	f.run()
-	o := &omWriter{f: f, w: bufio.NewWriterSize(w, 1<<18), progress: progress, lo: lo, hi: hi}
+	o := &omWriter{f: f, w: bufio.NewWriterSize(w, 1<<18), progress: progress, window: true, lo: lo, hi: hi}
 	o.ts = make([][]byte, f.nSteps)
 	start := f.opts.Start.Unix()
 	for i := range o.ts {
@@ -71,7 +71,8 @@ type omWriter struct {
 	counting bool
 	done     int
 	total    int
-	lo, hi   int  // the scrapes written: lo..hi
+	window   bool // write only the scrapes lo..hi
+	lo, hi   int
 	noTS     bool // leave timestamps out (a live scrape: the scraper stamps them)
 }
 
@@ -101,7 +102,7 @@ func (o *omWriter) skip() bool { return o.counting || o.err != nil }
 // sample writes `name{labels} value ts`. labels is the rendered label set
 // without braces; value is already formatted into val.
 func (o *omWriter) sample(name string, labels []byte, extra string, val []byte, step int) {
-	if step < o.lo || step > o.hi {
+	if o.window && (step < o.lo || step > o.hi) {
 		return
 	}
 	b := append(o.buf[:0], name...)
