@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/waterline-dev/waterline/internal/demo/pgtmp"
@@ -24,7 +25,9 @@ type demoOptions struct {
 	small       bool
 	keep        bool
 	addr        string
-	timeout     time.Duration // for the analysis
+	timeout     time.Duration // for the analysis (live: for the detector, after the onset)
+	live        bool          // scrape, pull, detect in real time
+	injectAfter time.Duration // live: the onset, after start-up
 }
 
 // demoSteps is the number of numbered steps the demo prints.
@@ -43,9 +46,17 @@ func runDemo(ctx context.Context, args []string, env func(string) string, stdout
 	if err != nil {
 		return err
 	}
-	d := &demo{opts: o, env: env, stdout: stdout, stderr: stderr, p: newProgress(stderr, demoSteps)}
+	steps := demoSteps
+	if o.live {
+		steps = liveSteps
+	}
+	d := &demo{opts: o, env: env, stdout: &lockedWriter{w: stdout}, stderr: stderr, p: newProgress(stderr, steps)}
 	defer d.cleanup()
-	err = d.setUp(ctx)
+	if o.live {
+		err = d.setUpLive(ctx)
+	} else {
+		err = d.setUp(ctx)
+	}
 	if ctx.Err() != nil {
 		d.p.note("\ninterrupted; stopping what the demo started")
 		return nil
@@ -72,7 +83,9 @@ func parseDemoFlags(args []string, env func(string) string, stderr io.Writer) (d
 		addr = "127.0.0.1:8080"
 	}
 	fs.StringVar(&o.addr, "addr", addr, "listen address; a free port is used when it is taken ($WATERLINE_ADDR)")
-	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long to wait for the analysis")
+	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long to wait for the analysis (with -live: for the detector's incident after the onset, default 10m)")
+	fs.BoolVar(&o.live, "live", false, "real time: exporters scraped by Prometheus every 5s, the pull loop and detector on, events and samples pushed as they happen, a webhook receiver; only the detector opens the incident")
+	fs.DurationVar(&o.injectAfter, "inject-after", 3*time.Minute, "with -live: when the incident starts, after start-up")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: waterline demo [flags]\n\nA simulated inference fleet with one incident, end to end, on a private Postgres\n(DATABASE_URL overrides) and a private Prometheus. Ctrl-C stops it.\n\nflags:")
 		fs.PrintDefaults()
@@ -82,6 +95,14 @@ func parseDemoFlags(args []string, env func(string) string, stderr io.Writer) (d
 			return o, errUsage
 		}
 		return o, err
+	}
+	timeoutSet := false
+	fs.Visit(func(f *flag.Flag) { timeoutSet = timeoutSet || f.Name == "timeout" })
+	if o.live && !timeoutSet {
+		o.timeout = liveDefaultTimeout
+	}
+	if o.injectAfter < 0 {
+		return o, fmt.Errorf("-inject-after: want a non-negative duration, got %s", o.injectAfter)
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
@@ -107,6 +128,19 @@ type demo struct {
 
 	dir   string   // holds everything the demo writes
 	stops []func() // run last-first by cleanup
+}
+
+// lockedWriter serialises writes: a live run prints from several
+// goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
 
 // atExit registers fn to run at cleanup, before what was registered

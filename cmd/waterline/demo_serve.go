@@ -32,6 +32,17 @@ type demoServer struct {
 // once and opens its own incident) — and waits until it is ready. Its log
 // goes to waterline.log in the demo directory.
 func (d *demo) serve(ctx context.Context, dbURL, promURL string) (*demoServer, error) {
+	return d.serveWith(ctx, dbURL, promURL, map[string]string{
+		"WATERLINE_PULL_INTERVAL":   "0",
+		"WATERLINE_DETECT_INTERVAL": "0",
+		"WATERLINE_CONFIG":          "", // the built-in preset reads the simulated exporters
+	}, "")
+}
+
+// serveWith is serve with its own settings over the demo's (a live run
+// turns the pull loop and the detector on); what says so on the step's
+// line.
+func (d *demo) serveWith(ctx context.Context, dbURL, promURL string, settings map[string]string, what string) (*demoServer, error) {
 	d.p.step("waterline serve")
 	addr, err := pickAddr(d.opts.addr)
 	if err != nil {
@@ -54,15 +65,15 @@ func (d *demo) serve(ctx context.Context, dbURL, promURL string) (*demoServer, e
 		public = "http://" + addr
 	}
 	overlay := map[string]string{
-		"DATABASE_URL":              dbURL,
-		"PROMETHEUS_URL":            promURL,
-		"WATERLINE_ADDR":            addr,
-		"WATERLINE_PUBLIC_URL":      public,
-		"WATERLINE_PULL_INTERVAL":   "0",
-		"WATERLINE_DETECT_INTERVAL": "0",
-		"WATERLINE_CONFIG":          "", // the built-in preset reads the simulated exporters
+		"DATABASE_URL":         dbURL,
+		"PROMETHEUS_URL":       promURL,
+		"WATERLINE_ADDR":       addr,
+		"WATERLINE_PUBLIC_URL": public,
 		// Receivers for a demo are on this machine.
 		"WATERLINE_WEBHOOK_ALLOW_PRIVATE": "true",
+	}
+	for k, v := range settings {
+		overlay[k] = v
 	}
 	env := func(k string) string {
 		if v, ok := overlay[k]; ok {
@@ -94,7 +105,10 @@ func (d *demo) serve(ctx context.Context, dbURL, promURL string) (*demoServer, e
 	if err := waitReady(ctx, s.base+"/readyz", done); err != nil {
 		return nil, fmt.Errorf("%w (log: %s)", err, logf.Name())
 	}
-	d.p.done("on %s (migrated; admin token created; log in waterline.log)", s.base)
+	if what != "" {
+		what = "; " + what
+	}
+	d.p.done("on %s (migrated; admin token created; log in waterline.log%s)", s.base, what)
 	return s, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -70,6 +71,34 @@ func New(dir string) (*Server, error) {
 		return nil, fmt.Errorf("promrun: %w", err)
 	}
 	return s, nil
+}
+
+// Target is one scrape job: an exporter on the loopback.
+type Target struct {
+	Job  string // job name, e.g. "inference"
+	Addr string // host:port
+	Path string // metrics path, e.g. /metrics
+}
+
+// Scrape makes the Prometheus (before Start) scrape targets every
+// interval, as well as serve what was backfilled. The job and instance
+// labels a scrape adds are dropped again, so the scraped series carry on
+// the backfilled ones (which have neither) instead of starting new ones.
+func (s *Server) Scrape(interval time.Duration, targets []Target) error {
+	if interval < time.Second || interval%time.Second != 0 {
+		return fmt.Errorf("promrun: scrape interval %s: want whole seconds", interval)
+	}
+	var b strings.Builder
+	secs := int64(interval / time.Second)
+	fmt.Fprintf(&b, "global:\n  scrape_interval: %ds\n  scrape_timeout: %ds\nscrape_configs:\n", secs, secs)
+	for _, t := range targets {
+		fmt.Fprintf(&b, "  - job_name: %q\n    metrics_path: %q\n    static_configs:\n      - targets: [%q]\n", t.Job, t.Path, t.Addr)
+		b.WriteString("    metric_relabel_configs:\n      - action: labeldrop\n        regex: job|instance\n")
+	}
+	if err := os.WriteFile(filepath.Join(s.dir, "prometheus.yml"), []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("promrun: %w", err)
+	}
+	return nil
 }
 
 // LookPath checks that prometheus and promtool are installed.
