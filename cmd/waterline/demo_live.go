@@ -430,6 +430,7 @@ func (d *demo) awaitDetector(ctx context.Context, s *demoServer, fl *demoFleet, 
 	}
 	deadline := lr.onset.Add(d.opts.timeout)
 	var spikeAt, openedAt, readyAt time.Time
+	var first correlate.Spike // the first spike recorded after the onset
 	var inc store.Incident
 	seenBefore := map[int64]bool{}
 	for {
@@ -449,7 +450,7 @@ func (d *demo) awaitDetector(ctx context.Context, s *demoServer, fl *demoFleet, 
 			}
 			for _, sp := range sps {
 				if sp.Direction == correlate.Up {
-					spikeAt = now
+					spikeAt, first = now, sp.Spike
 					d.p.note("detector recorded a spike at %s: %s on %s, onset %s (%s after the injected onset)", fmtTime(now),
 						roleName(string(sp.Role)), orFleet(sp.Scope.Model), fmtTime(sp.Onset), now.Sub(lr.onset).Round(time.Second))
 					break
@@ -529,5 +530,13 @@ func (d *demo) awaitDetector(ctx context.Context, s *demoServer, fl *demoFleet, 
 	}
 	fmt.Fprintf(d.stdout, "live delays after the injected onset: spike recorded %s, incident opened %s, analysis ready %s, webhook delivered %s\n",
 		since(spikeAt, true), since(openedAt, true), since(readyAt, true), since(hookAt, hooked))
+	// Where the time goes: the curve departs (the rollout, the rate
+	// window), the detector confirms the departure in the data, the data
+	// reaches the detector (scrape, pull delay and interval, detector
+	// interval), and the spike lasts long enough to page.
+	if !spikeAt.IsZero() {
+		fmt.Fprintf(d.stdout, "live breakdown after the injected onset: curve departs %s, spike confirmed in the data %s, recorded by the detector %s, incident opened %s\n",
+			since(first.Onset, true), since(first.DetectedAt, true), since(spikeAt, true), since(openedAt, true))
+	}
 	return res, nil
 }
