@@ -221,14 +221,31 @@ func (d *demo) exporters(fl *demoFleet) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	mux := http.NewServeMux()
 	var ended sync.Once
+	mux := exporterHandler(fl.f, func() {
+		ended.Do(func() { d.p.note("the simulated fleet's window has ended: its exporters answer 503 from now on") })
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	d.atExit(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	return ln.Addr().String(), nil
+}
+
+// exporterHandler serves each of f's exporters at /<exporter>/metrics:
+// the scrape at the time it is asked. After the window it answers 503
+// and calls ended.
+func exporterHandler(f *sim.Fleet, ended func()) http.Handler {
+	mux := http.NewServeMux()
 	for _, e := range sim.Exporters {
 		mux.HandleFunc("/"+e+"/metrics", func(w http.ResponseWriter, r *http.Request) {
 			var b bytes.Buffer
-			err := fl.f.WriteScrape(&b, e, time.Now())
+			err := f.WriteScrape(&b, e, time.Now())
 			if errors.Is(err, sim.ErrOutsideWindow) {
-				ended.Do(func() { d.p.note("the simulated fleet's window has ended: its exporters answer 503 from now on") })
+				ended()
 				http.Error(w, "the simulated window has ended", http.StatusServiceUnavailable)
 				return
 			}
@@ -240,14 +257,7 @@ func (d *demo) exporters(fl *demoFleet) (string, error) {
 			_, _ = w.Write(b.Bytes())
 		})
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	d.atExit(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
-	return ln.Addr().String(), nil
+	return mux
 }
 
 // livePrometheus backfills the scrapes before now and starts Prometheus

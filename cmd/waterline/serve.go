@@ -89,7 +89,8 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 	go incidents.Run(bg)
 	hooks.run(bg)
 	if detector != nil {
-		go detector.Run(bg)
+		// One detector among the replicas: the lease holder's.
+		go runLeased(bg, st, detectLease, min(c.DetectInterval, 15*time.Second), log, detector.Run)
 	}
 
 	log.Info("waterline serving", "addr", ln.Addr().String(), "public_url", c.PublicURL)

@@ -65,6 +65,15 @@ func (p *Prometheus) BackfillWindows(t testing.TB, from, to time.Time, write fun
 	}
 }
 
+// Scrape makes Prometheus (before Start) scrape targets every interval
+// (see promrun.Server.Scrape).
+func (p *Prometheus) Scrape(t testing.TB, interval time.Duration, targets []promrun.Target) {
+	t.Helper()
+	if err := p.srv.Scrape(interval, targets); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Start runs Prometheus on the TSDB and waits until it is ready.
 func (p *Prometheus) Start(t testing.TB) {
 	t.Helper()
