@@ -48,8 +48,15 @@ type truth struct {
 // ranked first with the right target.
 func replay(t *testing.T, b bundle) {
 	t.Helper()
+	replayFrom(t, b, func(t *testing.T, om io.Reader) string { return promtest.Run(t, om).URL })
+}
+
+// replayFrom is replay with the metrics loaded by load into a
+// Prometheus-compatible server, whose base URL it returns.
+func replayFrom(t *testing.T, b bundle, load func(t *testing.T, om io.Reader) string) {
+	t.Helper()
 	ctx := context.Background()
-	prom := promtest.Run(t, b.metrics())
+	promURL := load(t, b.metrics())
 	st := storetest.New(t)
 	if _, _, err := st.InsertEvents(ctx, b.events); err != nil {
 		t.Fatal(err)
@@ -61,7 +68,7 @@ func replay(t *testing.T, b bundle) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := pull.New(cfg, prom.URL, st, pull.Options{})
+	p, err := pull.New(cfg, promURL, st, pull.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ var (
 // receiver exactly once. It takes about two and a half minutes of real
 // time (the incident has to happen), -short or not.
 func TestDemoLive(t *testing.T) {
+	t.Parallel()
 	d := startDemo(t, "-live", "-small", "-scenario", "release", "-seed", "1", "-inject-after", "10s", "-addr", "127.0.0.1:0", "-timeout", "4m")
 	dir := d.wait(t, reWorkDir, 10*time.Second)
 	pgAddr := d.wait(t, rePgPort, time.Minute)

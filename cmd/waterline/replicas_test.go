@@ -124,6 +124,7 @@ func (r *replica) leader() bool {
 // detectors opened one incident, and the receiver got each webhook event
 // once per idempotency key.
 func TestTwoReplicasLive(t *testing.T) {
+	t.Parallel()
 	const (
 		scrape   = 5 * time.Second
 		pullIvl  = 5 * time.Second
