@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/waterline-dev/waterline/diagnose"
 	"github.com/waterline-dev/waterline/pull"
 	"github.com/waterline-dev/waterline/store"
 )
@@ -202,7 +203,13 @@ func (d *demo) pull(ctx context.Context, s *demoServer, fl *demoFleet) error {
 	if err != nil {
 		return err
 	}
-	d.p.done("%s – %s: %s points from %d sources, %d events derived from kube-state-metrics",
-		fmtTime(fl.desc.Start), fmtTime(fl.desc.End), thousands(pr.Points), pr.Sources, pr.Events)
+	// As `waterline pull` does: the spikes of the pulled range are
+	// recorded, so the home page lists them under "Recent spikes".
+	n, err := diagnose.NewDetector(s.st, diagnose.DetectorOptions{SLO: cfg.SLOFor}).Record(ctx, fl.desc.Start, fl.desc.End)
+	if err != nil {
+		return err
+	}
+	d.p.done("%s – %s: %s points from %d sources, %d events derived from kube-state-metrics; %d latency spikes recorded",
+		fmtTime(fl.desc.Start), fmtTime(fl.desc.End), thousands(pr.Points), pr.Sources, pr.Events, n)
 	return nil
 }

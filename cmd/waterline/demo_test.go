@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/sim"
 	"github.com/waterline-dev/waterline/wire"
@@ -133,6 +135,20 @@ func TestDemoEndToEnd(t *testing.T) {
 	}
 	if !strings.Contains(d.stdout.String(), "ranked first") {
 		t.Fatalf("summary does not say the injected cause ranked first:\n%s", d.stdout)
+	}
+
+	// The home page tells the truth: the pulled history's spikes are
+	// recorded, the injected one among them.
+	conn, err := pgx.Connect(context.Background(), "postgres://postgres@"+pgAddr+"/postgres?sslmode=disable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recorded int
+	err = conn.QueryRow(context.Background(), `SELECT count(*) FROM spikes WHERE model = $1 AND onset BETWEEN $2 AND $3`,
+		truth.Target.Model, truth.Onset.Add(-5*time.Minute), truth.Onset.Add(5*time.Minute)).Scan(&recorded)
+	conn.Close(context.Background())
+	if err != nil || recorded == 0 {
+		t.Errorf("no recorded spike of %s near the onset %s (%v): the home page's Recent spikes would be empty", truth.Target.Model, truth.Onset, err)
 	}
 
 	// Still serving until Ctrl-C.
