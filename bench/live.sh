@@ -41,13 +41,13 @@ for sc in "${scenarios[@]}"; do
 		--addr 127.0.0.1:0 >"$log.out" 2>"$log.err" &
 	pid=$!
 	# Wait for the delays (or the demo giving up), then Ctrl-C it.
-	while kill -0 "$pid" 2>/dev/null && ! grep -q '^live breakdown' "$log.out"; do sleep 1; done
+	while kill -0 "$pid" 2>/dev/null && ! grep -q '^live: ' "$log.out"; do sleep 1; done
 	sleep 1
 	kill -INT "$pid" 2>/dev/null || true
 	wait "$pid" || true
 	live=$(grep '^live: ' "$log.out" || true)
-	delays=$(grep '^live delays' "$log.out" || true)
-	brk=$(grep '^live breakdown' "$log.out" || true)
+	delays=$(grep '^live delays' "$log.err" || true)
+	brk=$(grep '^live breakdown' "$log.err" || true)
 	if [ -z "$live" ]; then
 		echo "$sc: no incident; the demo said:" >&2
 		tail -5 "$log.err" >&2

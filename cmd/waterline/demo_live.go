@@ -71,10 +71,9 @@ func (o demoOptions) liveFleetOptions(start time.Time) (sim.Options, time.Durati
 
 // liveRun is what a live run keeps between its steps.
 type liveRun struct {
-	start   time.Time // the demo's start-up
-	history time.Duration
-	onset   time.Time // the injected onset (the truth's)
-	hooks   *hookReceiver
+	start time.Time // the demo's start-up
+	onset time.Time // the injected onset (the truth's)
+	hooks *hookReceiver
 }
 
 // setUpLive runs the numbered steps of a live run and then waits for the
@@ -103,7 +102,6 @@ func (d *demo) setUpLive(ctx context.Context) error {
 
 	d.p.step("simulate fleet")
 	so, history := d.opts.liveFleetOptions(lr.start)
-	lr.history = history
 	f, err := sim.New(so)
 	if err != nil {
 		return err
@@ -530,23 +528,23 @@ func (d *demo) awaitDetector(ctx context.Context, s *demoServer, fl *demoFleet, 
 	if len(res.analysis.Causes) > 0 {
 		top = fmt.Sprintf("%s (%.2f)", res.analysis.Causes[0].Category, res.analysis.Causes[0].Score)
 	}
-	fmt.Fprintf(d.stdout, "\nlive: incident #%d opened by the detector at %s, %d s after the injected onset; top cause %s\n",
-		inc.ID, fmtTime(openedAt), int(openedAt.Sub(lr.onset).Round(time.Second)/time.Second), top)
 	since := func(t time.Time, ok bool) string {
 		if !ok || t.IsZero() {
 			return "-"
 		}
 		return fmt.Sprintf("%.0fs", t.Sub(lr.onset).Seconds())
 	}
-	fmt.Fprintf(d.stdout, "live delays after the injected onset: spike recorded %s, incident opened %s, analysis ready %s, webhook delivered %s\n",
+	d.p.note("live delays after the injected onset: spike recorded %s, incident opened %s, analysis ready %s, webhook delivered %s",
 		since(spikeAt, true), since(openedAt, true), since(readyAt, true), since(hookAt, hooked))
 	// Where the time goes: the curve departs (the rollout, the rate
 	// window), the detector confirms the departure in the data, the data
 	// reaches the detector (scrape, pull delay and interval, detector
 	// interval), and the spike lasts long enough to page.
 	if !spikeAt.IsZero() {
-		fmt.Fprintf(d.stdout, "live breakdown after the injected onset: curve departs %s, spike confirmed in the data %s, recorded by the detector %s, incident opened %s\n",
+		d.p.note("live breakdown after the injected onset: curve departs %s, spike confirmed in the data %s, recorded by the detector %s, incident opened %s",
 			since(first.Onset, true), since(first.DetectedAt, true), since(spikeAt, true), since(openedAt, true))
 	}
+	fmt.Fprintf(d.stdout, "\nlive: incident #%d opened by the detector at %s, %d s after the injected onset; top cause %s\n",
+		inc.ID, fmtTime(openedAt), int(openedAt.Sub(lr.onset).Round(time.Second)/time.Second), top)
 	return res, nil
 }
