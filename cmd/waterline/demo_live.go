@@ -442,8 +442,11 @@ func (d *demo) awaitDetector(ctx context.Context, s *demoServer, fl *demoFleet, 
 	var inc store.Incident
 	seenBefore := map[int64]bool{}
 	for {
-		if time.Now().After(deadline) {
+		if time.Now().After(deadline) && openedAt.IsZero() {
 			return res, fmt.Errorf("the detector opened no incident within %s of the onset (see waterline.log)", d.opts.timeout)
+		}
+		if time.Now().After(deadline.Add(d.opts.timeout)) {
+			return res, fmt.Errorf("analysis of incident %d not ready %s after the onset (see waterline.log)", inc.ID, 2*d.opts.timeout)
 		}
 		select {
 		case <-ctx.Done():
