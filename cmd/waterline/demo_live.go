@@ -406,6 +406,9 @@ func (d *demo) startHookReceiver(lr *liveRun) (*hookReceiver, error) {
 		if again {
 			note = " (again: same idempotency key)"
 		}
+		if ev.TopCause != nil {
+			note = fmt.Sprintf(", top cause %s (%.2f)", ev.TopCause.Category, ev.TopCause.Score) + note
+		}
 		d.p.note("webhook delivered at %s: format waterline, %s, incident #%d, key %s%s", fmtTime(at), r.Header.Get(webhook.HeaderEvent), ev.ID, key, note)
 		w.WriteHeader(http.StatusNoContent)
 	})}

@@ -16,7 +16,7 @@ import (
 
 var (
 	reLive = regexp.MustCompile(`(?m)^live: incident #(\d+) opened by the detector at (\d\d:\d\d:\d\dZ), (\d+) s after the injected onset; top cause (\w+) \((\d\.\d\d)\)$`)
-	reHook = regexp.MustCompile(`webhook delivered at \S+: format waterline, (\S+), incident #(\d+), key (\S+)`)
+	reHook = regexp.MustCompile(`webhook delivered at \S+: format waterline, (\S+), incident #(\d+), key ([^\s,]+)`)
 )
 
 // TestDemoLive runs `waterline demo --live` on a small fleet: Prometheus
