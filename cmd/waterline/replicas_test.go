@@ -210,6 +210,8 @@ func TestTwoReplicasLive(t *testing.T) {
 		"DATABASE_URL": dbURL, "PROMETHEUS_URL": prom.URL, "WATERLINE_CONFIG": cfg,
 		"WATERLINE_PULL_INTERVAL": pullIvl.String(), "WATERLINE_DETECT_INTERVAL": liveDetect.String(),
 		"WATERLINE_LOG_LEVEL": "info",
+		// The receiver is on this machine.
+		"WATERLINE_WEBHOOK_ALLOW_PRIVATE": "true",
 	}
 	a := startReplica(t, "replica-a", env)
 	b := startReplica(t, "replica-b", env)
