@@ -141,7 +141,11 @@ func (d *demo) setUpLive(ctx context.Context) error {
 		"WATERLINE_PULL_INTERVAL":   livePull.String(),
 		"WATERLINE_DETECT_INTERVAL": liveDetect.String(),
 		"WATERLINE_CONFIG":          cfgPath,
-	}, fmt.Sprintf("pull loop every %s, detector every %s", livePull, liveDetect))
+		// A ticket-grade spike (×1.5 and more) opens an incident too: the
+		// default fleet's injected release raises a P99 of ~120 ms by
+		// about ×1.8, which pages nobody at the default "page".
+		"WATERLINE_DETECT_MIN_SEVERITY": "ticket",
+	}, fmt.Sprintf("pull loop every %s, detector every %s, opening incidents from ticket severity", livePull, liveDetect))
 	if err != nil {
 		return err
 	}
