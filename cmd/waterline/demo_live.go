@@ -168,7 +168,11 @@ func (d *demo) setUpLive(ctx context.Context) error {
 		return err
 	}
 	d.p.done("%s samples and %d events before %s; from now on every %s, as they happen", thousands(int64(pushed.samples)), pushed.events, fmtTime(cut), livePush)
-	go d.pushLive(ctx, wl, fl, cut)
+	// The pusher stops before serve does (cleanup runs newest first).
+	pctx, stopPush := context.WithCancel(ctx)
+	pushDone := make(chan struct{})
+	go func() { d.pushLive(pctx, wl, fl, cut); close(pushDone) }()
+	d.atExit(func() { stopPush(); <-pushDone })
 
 	res, err := d.awaitDetector(ctx, wl, fl, lr)
 	if err != nil {
