@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -10,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/internal/testing/stacktest"
+	"github.com/waterline-dev/waterline/internal/testing/syncbuf"
 )
 
 // otelcol returns the path of the test's OpenTelemetry Collector:
@@ -56,25 +55,6 @@ func freeAddr(t *testing.T) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
-}
-
-// lockedBuffer is a log written by another goroutine (a server, the
-// Collector) and read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // The path a user runs: services instrumented with the OpenTelemetry SDK
@@ -121,7 +101,7 @@ service:
 	cctx, stop := context.WithCancel(ctx)
 	cmd := exec.CommandContext(cctx, bin, "--config", path)
 	cmd.Env = append(os.Environ(), "WATERLINE_TOKEN="+e.write)
-	var log lockedBuffer
+	var log syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &log, &log
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 10 * time.Second

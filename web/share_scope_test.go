@@ -18,6 +18,7 @@ import (
 	"github.com/andybalholm/brotli"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/waterline-dev/waterline/internal/testing/syncbuf"
 	"github.com/waterline-dev/waterline/web"
 	"github.com/waterline-dev/waterline/web/webhook"
 	"github.com/waterline-dev/waterline/wire"
@@ -192,7 +193,7 @@ func TestShareLinkReachesOnlyItsIncident(t *testing.T) {
 // token redacted, for known and unknown tokens alike.
 func TestShareTokenNotLogged(t *testing.T) {
 	e := newUIEnv(t)
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	srv := httptest.NewServer(web.NewServer(web.Config{PublicURL: "http://waterline.test", RequestTimeout: time.Minute},
 		web.Deps{Store: e.st, Incidents: e.incidents, Registry: prometheus.NewRegistry(), Gatherer: prometheus.NewRegistry(),

@@ -17,13 +17,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/internal/testing/syncbuf"
 	"github.com/waterline-dev/waterline/sim"
 	"github.com/waterline-dev/waterline/wire"
 )
 
 // demoRun is `waterline demo` running in the test process.
 type demoRun struct {
-	stdout, stderr *syncBuffer
+	stdout, stderr *syncbuf.Buffer
 	cancel         context.CancelFunc
 	done           chan error
 }
@@ -31,7 +32,7 @@ type demoRun struct {
 func startDemo(t *testing.T, args ...string) *demoRun {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &demoRun{stdout: &syncBuffer{}, stderr: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	d := &demoRun{stdout: &syncbuf.Buffer{}, stderr: &syncbuf.Buffer{}, cancel: cancel, done: make(chan error, 1)}
 	// No DATABASE_URL: the demo starts its own Postgres, as on a fresh machine.
 	go func() {
 		d.done <- run(ctx, append([]string{"demo"}, args...), envMap(nil), d.stdout, d.stderr)

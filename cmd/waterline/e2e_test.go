@@ -15,26 +15,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/waterline-dev/waterline/internal/testing/syncbuf"
 	"github.com/waterline-dev/waterline/store/storetest"
 )
-
-// syncBuffer is an io.Writer safe for the server goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // envMap turns a map into the env function run takes.
 func envMap(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -43,7 +26,7 @@ func envMap(m map[string]string) func(string) string { return func(k string) str
 type server struct {
 	base   string
 	token  string
-	stderr *syncBuffer
+	stderr *syncbuf.Buffer
 	stop   func() error // cancels serve and waits for run to return
 }
 
@@ -63,7 +46,7 @@ func startServe(t *testing.T, dbURL string, extraEnv ...string) *server {
 		t.Fatalf("token create: %v", err)
 	}
 	sctx, cancel := context.WithCancel(ctx)
-	stdout, stderr := &syncBuffer{}, &syncBuffer{}
+	stdout, stderr := &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	done := make(chan error, 1)
 	go func() { done <- run(sctx, []string{"serve"}, envMap(env), stdout, stderr) }()
 	s := &server{token: strings.TrimSpace(tok.String()), stderr: stderr}
