@@ -109,25 +109,13 @@ func newAlarmParams(opt SpikeOptions) alarmParams {
 //     2017): a bursty series raises its own bar;
 //   - one alarm per episode: a spike lasts until z falls back under half
 //     the threshold.
-func detectAlarms(points []Point, opt SpikeOptions, dir Direction) []Spike {
+func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction) []Spike {
 	sign := 1.0
 	if dir == Down {
 		sign = -1
 	}
 	n := len(points)
-	ap := newAlarmParams(opt)
-	vals := make([]float64, n)
-	for i, p := range points {
-		vals[i] = p.V
-	}
-	quantum := valueQuantum(vals)
-	var seas []float64
-	if ap.period > 0 {
-		seas = seasonalExpectation(points, ap)
-		if !seasonalHelps(vals, seas, ap) {
-			seas = nil
-		}
-	}
+	ap, vals, quantum, seas := m.ap, m.vals, m.quantum, m.seas
 	// resid is what the baseline window holds: the value, or its
 	// departure from the seasonal expectation.
 	resid := func(i int) float64 {
@@ -285,6 +273,31 @@ func detectAlarms(points []Point, opt SpikeOptions, dir Direction) []Spike {
 		}
 	}
 	return kept
+}
+
+// alarmModel is what both directions of one series share: its point
+// counts, values, value quantum and, when it repeats daily, its seasonal
+// expectation (nil otherwise).
+type alarmModel struct {
+	ap      alarmParams
+	vals    []float64
+	quantum float64
+	seas    []float64
+}
+
+func newAlarmModel(points []Point, opt SpikeOptions) *alarmModel {
+	m := &alarmModel{ap: newAlarmParams(opt), vals: make([]float64, len(points))}
+	for i, p := range points {
+		m.vals[i] = p.V
+	}
+	m.quantum = valueQuantum(m.vals)
+	if m.ap.period > 0 {
+		m.seas = seasonalExpectation(points, m.ap)
+		if !seasonalHelps(m.vals, m.seas, m.ap) {
+			m.seas = nil
+		}
+	}
+	return m
 }
 
 // alarmScore maps a spike's peak z against the threshold it crossed to

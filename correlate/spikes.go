@@ -147,11 +147,15 @@ func DetectSpikes(points []Point, opt SpikeOptions) []Spike {
 	if opt.Direction == Both {
 		dirs = []Direction{Up, Down}
 	}
+	var model *alarmModel
+	if !opt.Locate {
+		model = newAlarmModel(points, opt)
+	}
 	for _, dir := range dirs {
 		if opt.Locate {
 			spikes = append(spikes, detectDirection(points, opt, dir)...)
 		} else {
-			spikes = append(spikes, detectAlarms(points, opt, dir)...)
+			spikes = append(spikes, detectAlarms(points, opt, model, dir)...)
 		}
 	}
 	if opt.Direction == Both {
