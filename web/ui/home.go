@@ -34,7 +34,15 @@ func (p *Pages) ShowHome(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	h := views.HomePage{Open: views.BuildIncidentRows(open, now), Recent: views.BuildIncidentRows(resolved, now),
+	ids := make([]int64, 0, len(open)+len(resolved))
+	for _, in := range append(append([]store.Incident(nil), open...), resolved...) {
+		ids = append(ids, in.ID)
+	}
+	sp, err := p.store.IncidentSpikes(ctx, ids)
+	if err != nil {
+		return err
+	}
+	h := views.HomePage{Open: views.BuildIncidentRows(open, sp, now), Recent: views.BuildIncidentRows(resolved, sp, now),
 		Spikes: views.BuildSpikeRows(spikes, now), Pull: views.BuildPullHealth(ps, now)}
 	return p.page(c, http.StatusOK, views.Page{Title: "Incidents", Nav: "home"}, views.HomeBody(h))
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/wire"
 )
@@ -17,10 +18,22 @@ type HomePage struct {
 	Pull         PullHealth
 }
 
-// IncidentRow is one incident in a list.
+// IncidentRow is one incident in a list. It tells the spike, not the
+// data window the incident was opened over: when it began, its peak, how
+// long it lasted (or has lasted), and when data stopped arriving.
 type IncidentRow struct {
-	ID, Href, Title, Status, Started, Duration, TopCause, Score, Analysis string
+	ID, Href, Title, Status, TopCause, Score, Analysis string
+	Onset    string // "07:27:45 UTC (2 h ago)"; "" when neither an analysis nor a spike says
+	Peak     string // "1,307 ms at 07:31 UTC on chat-8b"
+	Duration string // "51 min, recovered at 08:18 UTC" / "1 h 2 min so far"
+	NoData   string // "no data since 08:30 UTC (2 h ago)" when the curves stop before now
+	Window   string // the data window, when nothing is known of the spike
 }
+
+// staleData is how old a curve's last point may be before an open
+// incident says data stopped arriving (a pull behind by more than this is
+// "behind" on the pull health card too).
+const staleData = 10 * time.Minute
 
 // SpikeRow is one recorded spike.
 type SpikeRow struct {
@@ -42,17 +55,17 @@ type PullRow struct {
 	Failing, Behind                         bool
 }
 
-// BuildIncidentRows formats incidents for a list.
-func BuildIncidentRows(list []store.Incident, now time.Time) []IncidentRow {
+// BuildIncidentRows formats incidents for a list; spikes holds what the
+// store knows of each one's spike (store.IncidentSpikes), nil for none.
+func BuildIncidentRows(list []store.Incident, spikes map[int64]store.IncidentSpike, now time.Time) []IncidentRow {
 	out := make([]IncidentRow, 0, len(list))
 	for _, in := range list {
 		r := IncidentRow{ID: strconv.FormatInt(in.ID, 10), Href: "/incidents/" + strconv.FormatInt(in.ID, 10), Title: in.Title,
-			Status: in.Status, Started: FmtTime(in.Start, now) + " (" + Ago(in.Start, now) + ")", Analysis: in.AnalysisStatus}
-		end := now
-		if in.End != nil {
-			end = *in.End
+			Status: in.Status, Analysis: in.AnalysisStatus}
+		if in.Headline != nil && in.Headline.Title != "" {
+			r.Title = in.Headline.Title // the analysis' one line, as the page's title
 		}
-		r.Duration = FmtDuration(end.Sub(in.Start))
+		spikeCells(&r, in, spikes[in.ID], now)
 		if in.TopCause != nil {
 			r.TopCause = CategoryLabel(in.TopCause.Category)
 			r.Score = strconv.FormatFloat(in.TopCause.Score, 'f', 2, 64)
@@ -63,6 +76,59 @@ func BuildIncidentRows(list []store.Incident, now time.Time) []IncidentRow {
 		out = append(out, r)
 	}
 	return out
+}
+
+// spikeCells fills a row's onset, peak, duration and data note.
+func spikeCells(r *IncidentRow, in store.Incident, sp store.IncidentSpike, now time.Time) {
+	stale := in.Status == store.IncidentOpen && sp.LastData != nil && now.Sub(*sp.LastData) > staleData
+	if stale {
+		r.NoData = "no data since " + clockOf(*sp.LastData, now) + " (" + Ago(*sp.LastData, now) + ")"
+	}
+	if sp.Onset == nil {
+		end := now
+		if in.End != nil {
+			end = *in.End
+		}
+		r.Window = "window " + FmtTime(in.Start, now) + ", " + FmtDuration(end.Sub(in.Start)) + "; no spike located yet"
+		return
+	}
+	onset := *sp.Onset
+	r.Onset = FmtTime(onset, now) + " (" + Ago(onset, now) + ")"
+	if sp.PeakMs > 0 {
+		r.Peak = FmtMs(sp.PeakMs)
+		if sp.PeakAt != nil {
+			r.Peak += " at " + clockOf(*sp.PeakAt, now)
+		}
+		if sp.Model != "" {
+			r.Peak += " on " + sp.Model
+		}
+		if sp.BaselineMs > 0 {
+			r.Peak += " (baseline " + FmtMs(sp.BaselineMs) + ")"
+		}
+	}
+	switch {
+	case !sp.Ongoing && sp.RecoveredAt != nil && sp.RecoveredAt.After(onset):
+		r.Duration = FmtDuration(sp.RecoveredAt.Sub(onset)) + ", recovered at " + clockOf(*sp.RecoveredAt, now)
+	case !sp.Ongoing:
+		r.Duration = "recovered"
+	case stale:
+		// The spike was still on when the data stopped: it lasted at
+		// least this long, and nothing says whether it still does.
+		r.Duration = "at least " + FmtDuration(sp.LastData.Sub(onset)) + ", ongoing when the data stopped"
+	case in.Status != store.IncidentOpen && in.ResolvedAt != nil && in.ResolvedAt.After(onset):
+		r.Duration = FmtDuration(in.ResolvedAt.Sub(onset)) + " until resolved"
+	default:
+		r.Duration = FmtDuration(now.Sub(onset)) + " so far"
+	}
+}
+
+// clockOf is "07:31 UTC", with the date when it is not ref's day.
+func clockOf(t, ref time.Time) string {
+	t = t.UTC()
+	if t.Format("2006-01-02") != ref.UTC().Format("2006-01-02") {
+		return t.Format("2006-01-02 15:04") + " UTC"
+	}
+	return t.Format("15:04") + " UTC"
 }
 
 // BuildSpikeRows formats recorded spikes; each links to the explorer
@@ -80,7 +146,7 @@ func BuildSpikeRows(spikes []store.RecordedSpike, now time.Time) []SpikeRow {
 		if end.Before(sp.Onset) {
 			end = sp.Onset
 		}
-		r := SpikeRow{Series: series, Onset: FmtTime(sp.Onset, now), Peak: FmtNum(sp.PeakValue), Baseline: FmtNum(sp.Baseline),
+		r := SpikeRow{Series: series, Onset: FmtTime(sp.Onset, now), Peak: RoleValue(sp.Role, sp.PeakValue), Baseline: RoleValue(sp.Role, sp.Baseline),
 			Severity: sp.Severity, Href: st.WithWindow(sp.Onset.Add(-45*time.Minute), end.Add(15*time.Minute)).URL()}
 		if sp.IncidentID != nil {
 			r.Incident = "/incidents/" + strconv.FormatInt(*sp.IncidentID, 10)
@@ -88,6 +154,27 @@ func BuildSpikeRows(spikes []store.RecordedSpike, now time.Time) []SpikeRow {
 		out = append(out, r)
 	}
 	return out
+}
+
+// RoleValue formats a value of a curve of role in the unit its lane
+// uses ("864 ms", "12.5 req/s", "3.2%").
+func RoleValue(role correlate.Role, v float64) string {
+	for _, spec := range laneSpecs {
+		for _, r := range spec.roles {
+			if r != role {
+				continue
+			}
+			if spec.unit == "ms" {
+				return FmtMs(v)
+			}
+			sep := " "
+			if spec.unit == "%" {
+				sep = ""
+			}
+			return FmtNum(v*spec.scale) + sep + spec.unit
+		}
+	}
+	return FmtNum(v)
 }
 
 // BuildPullHealth formats pull progress; a source is "behind" when its

@@ -1,0 +1,159 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// IncidentSpike is what a list of incidents says about each one's spike
+// rather than its data window: when it began, how high it went, whether
+// it is over, and when the data last arrived. It comes from the newest
+// ready analysis (its onset and the hardest-hit model's impact) and, when
+// there is none, from the spikes the detector attached to the incident.
+type IncidentSpike struct {
+	Source      string // "analysis", "spikes" or "" (nothing known)
+	Model       string
+	Onset       *time.Time
+	PeakMs      float64 // 0 when unknown
+	PeakAt      *time.Time
+	BaselineMs  float64
+	Ongoing     bool
+	RecoveredAt *time.Time // when the P99 came back (analysis), or the last spike's end
+	// LastData is the newest point of the model's P99 curve, whatever the
+	// analysis saw: nil when the model has no stored P99 curve.
+	LastData *time.Time
+}
+
+// IncidentSpikes returns the spike summary of each incident in ids.
+func (s *Store) IncidentSpikes(ctx context.Context, ids []int64) (map[int64]IncidentSpike, error) {
+	out := make(map[int64]IncidentSpike, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := s.db.Query(ctx, `
+		SELECT i.id, i.model,
+		       (r.result->>'onset')::timestamptz, r.result->'impact'->0->>'model',
+		       (r.result->'impact'->0->>'peak_p99_ms')::float8, (r.result->'impact'->0->>'during_p99_ms')::float8,
+		       (r.result->'impact'->0->>'peak_at')::timestamptz, (r.result->'impact'->0->>'baseline_p99_ms')::float8,
+		       r.result->'impact'->0->>'status', (r.result->'impact'->0->>'recovered_at')::timestamptz,
+		       sp.onset, sp.end_at, sp.ongoing, pk.model, pk.peak_value, pk.peak_time, pk.baseline
+		FROM incidents i
+		LEFT JOIN LATERAL (SELECT result FROM analyses WHERE incident_id = i.id AND status = 'ready'
+		                   ORDER BY version DESC LIMIT 1) r ON true
+		LEFT JOIN LATERAL (SELECT min(onset) AS onset, max(end_at) AS end_at, bool_or(ongoing) AS ongoing
+		                   FROM spikes WHERE incident_id = i.id) sp ON true
+		LEFT JOIN LATERAL (SELECT model, peak_value, peak_time, baseline FROM spikes
+		                   WHERE incident_id = i.id AND role = 'latency_p99'
+		                   ORDER BY peak_value DESC LIMIT 1) pk ON true
+		WHERE i.id = ANY($1)`, ids)
+	if err != nil {
+		return nil, wrap("incident spikes", err)
+	}
+	defer rows.Close()
+	models := map[string]bool{}
+	for rows.Next() {
+		var (
+			id                          int64
+			scopeModel                  string
+			aOnset, aPeakAt, aRecovered *time.Time
+			aModel, aStatus             *string
+			aPeak, aDuring, aBase       *float64
+			sOnset, sEnd                *time.Time
+			sOngoing                    *bool
+			pModel                      *string
+			pPeak, pBase                *float64
+			pAt                         *time.Time
+		)
+		if err := rows.Scan(&id, &scopeModel, &aOnset, &aModel, &aPeak, &aDuring, &aPeakAt, &aBase, &aStatus, &aRecovered,
+			&sOnset, &sEnd, &sOngoing, &pModel, &pPeak, &pAt, &pBase); err != nil {
+			return nil, wrap("incident spikes", err)
+		}
+		var sp IncidentSpike
+		switch {
+		case aOnset != nil || aModel != nil:
+			sp.Source, sp.Onset, sp.PeakAt = "analysis", utcPtr(aOnset), utcPtr(aPeakAt)
+			sp.Model = deref(aModel)
+			// The impact's peak is a median of three points; a spike
+			// whose main part is higher still reports that level.
+			sp.PeakMs = max(derefF(aPeak), derefF(aDuring))
+			sp.BaselineMs = derefF(aBase)
+			sp.Ongoing = deref(aStatus) != "recovered"
+			if !sp.Ongoing {
+				sp.RecoveredAt = utcPtr(aRecovered)
+			}
+		case sOnset != nil:
+			sp.Source, sp.Onset = "spikes", utcPtr(sOnset)
+			sp.Ongoing = sOngoing != nil && *sOngoing
+			if !sp.Ongoing {
+				sp.RecoveredAt = utcPtr(sEnd)
+			}
+			if pModel != nil {
+				sp.Model, sp.PeakMs, sp.PeakAt, sp.BaselineMs = *pModel, derefF(pPeak), utcPtr(pAt), derefF(pBase)
+			}
+		}
+		if sp.Model == "" {
+			sp.Model = scopeModel
+		}
+		if sp.Model != "" {
+			models[sp.Model] = true
+		}
+		out[id] = sp
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap("incident spikes", err)
+	}
+	if len(models) == 0 {
+		return out, nil
+	}
+	// The newest point of each model's P99 curve: one index probe per
+	// series (points are keyed by series and time).
+	names := make([]string, 0, len(models))
+	for m := range models {
+		names = append(names, m)
+	}
+	lrows, err := s.db.Query(ctx, `
+		SELECT s.model, max(l.time)
+		FROM series s
+		CROSS JOIN LATERAL (SELECT p.time FROM points p WHERE p.series_id = s.id ORDER BY p.time DESC LIMIT 1) l
+		WHERE s.role = 'latency_p99' AND s.level = 'model' AND s.model = ANY($1)
+		GROUP BY s.model`, names)
+	if err != nil {
+		return nil, wrap("incident spikes: last data", err)
+	}
+	defer lrows.Close()
+	last := map[string]time.Time{}
+	for lrows.Next() {
+		var (
+			m string
+			t time.Time
+		)
+		if err := lrows.Scan(&m, &t); err != nil {
+			return nil, wrap("incident spikes: last data", err)
+		}
+		last[m] = t.UTC()
+	}
+	if err := lrows.Err(); err != nil {
+		return nil, wrap("incident spikes: last data", err)
+	}
+	for id, sp := range out {
+		if t, ok := last[sp.Model]; ok {
+			sp.LastData = &t
+			out[id] = sp
+		}
+	}
+	return out, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func derefF(f *float64) float64 {
+	if f == nil {
+		return 0
+	}
+	return *f
+}

@@ -1,0 +1,143 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/store/storetest"
+)
+
+// The home page tells each incident's spike, not the data window it was
+// opened over (issue 17, item 7): the onset, the peak with its time and
+// model, how long it lasted, and — for an open incident whose curves stop
+// before now — since when no data has arrived. Without an analysis the
+// spikes the detector attached say it; with neither, the row says so.
+func TestUIHomeShowsTheSpike(t *testing.T) {
+	e := newAPIEnv(t)
+	ctx := context.Background()
+	// A time of day, with its date when it is not today's (the suite runs
+	// at any hour and date).
+	clock := func(at time.Time) string {
+		if at.UTC().Format("2006-01-02") != testNow.UTC().Format("2006-01-02") {
+			return at.UTC().Format("2006-01-02 15:04 UTC")
+		}
+		return at.UTC().Format("15:04 UTC")
+	}
+	p99 := func(model string, from, to time.Time, v func(time.Time) float64) correlate.Curve {
+		c := correlate.Curve{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel, Scope: correlate.Scope{Model: model}}
+		for at := from; at.Before(to); at = at.Add(15 * time.Second) {
+			c.Points = append(c.Points, correlate.Point{T: at.UnixMilli(), V: v(at)})
+		}
+		return c
+	}
+	// chat: data up to now, a spike that recovered. rank: data stopped
+	// three hours ago, in the middle of its spike.
+	chatOnset := testNow.Add(-2*time.Hour + 45*time.Second)
+	chatPeak, chatBack := chatOnset.Add(4*time.Minute), chatOnset.Add(51*time.Minute)
+	rankOnset := testNow.Add(-4*time.Hour - 30*time.Minute)
+	rankLast := testNow.Add(-3*time.Hour - 15*time.Second)
+	storetest.WriteCurves(t, e.st, []correlate.Curve{
+		p99("chat", testNow.Add(-4*time.Hour), testNow, func(time.Time) float64 { return 100 }),
+		p99("rank", testNow.Add(-6*time.Hour), rankLast.Add(time.Second), func(time.Time) float64 { return 80 }),
+	})
+	open := func(title, model string, start time.Time, end *time.Time) int64 {
+		in, err := e.st.CreateIncident(ctx, store.NewIncident{Title: title, Start: start, End: end, Scope: correlate.Scope{Model: model}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in.ID
+	}
+	analyse := func(id int64, a correlate.Analysis) {
+		v, err := e.st.StartAnalysis(ctx, id, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := json.Marshal(a)
+		if err := e.st.FinishAnalysis(ctx, id, v, body, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	chatEnd := testNow.Add(-30 * time.Minute)
+	chatID := open("chat slow", "chat", chatOnset.Add(-90*time.Minute), &chatEnd)
+	analyse(chatID, correlate.Analysis{Onset: &chatOnset,
+		Headline: correlate.Headline{Model: "chat", Title: "P99 latency up ×9.0 on chat"},
+		Impact: []correlate.Impact{{Model: "chat", BaselineP99Ms: 100, DuringP99Ms: 700, PeakP99Ms: 1307, PeakAt: &chatPeak, Rise: 7,
+			Status: "recovered", RecoveredAt: &chatBack}}})
+	rankID := open("rank slow", "rank", rankOnset.Add(-90*time.Minute), nil)
+	analyse(rankID, correlate.Analysis{Onset: &rankOnset,
+		Headline: correlate.Headline{Model: "rank", Title: "P99 latency up ×4.0 on rank"},
+		Impact:   []correlate.Impact{{Model: "rank", BaselineP99Ms: 80, DuringP99Ms: 320, PeakP99Ms: 410, PeakAt: &rankLast, Rise: 4, Status: "ongoing"}}})
+	// No analysis yet; the detector attached a spike of chat's P99.
+	spikeOnset := testNow.Add(-20 * time.Minute)
+	spikeID := open("detector: chat", "chat", spikeOnset.Add(-time.Hour), nil)
+	sid, _, _, err := e.st.RecordSpike(ctx, "latency_p99|model|chat", correlate.Spike{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel,
+		Scope: correlate.Scope{Model: "chat"}, Start: spikeOnset, End: testNow.Add(-time.Minute), Onset: spikeOnset, Ongoing: true,
+		PeakTime: spikeOnset.Add(5 * time.Minute), PeakValue: 640, Baseline: 95, Direction: correlate.Up, DetectedAt: spikeOnset, Severity: "page"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.AttachSpike(ctx, sid, spikeID); err != nil {
+		t.Fatal(err)
+	}
+	bareID := open("manual: something", "", testNow.Add(-time.Hour), nil)
+
+	w := e.browser()
+	w.login(e.read)
+	home := w.get("/")
+	rows := map[string]*goquery.Selection{}
+	home.testid("incident-row").Each(func(_ int, s *goquery.Selection) { rows[strings.TrimSpace(s.Find("td").First().Text())] = s })
+	cell := func(id int64, testid string) string {
+		r := rows[strconv.FormatInt(id, 10)]
+		if r == nil {
+			t.Fatalf("no row for incident %d in %s", id, home.testid("open-incidents").Text())
+		}
+		return strings.Join(strings.Fields(r.Find(`[data-testid="` + testid + `"]`).Text()), " ")
+	}
+
+	// chat: the onset and the peak, not the window; recovered after 50 min.
+	if got := cell(chatID, "spike-onset"); !strings.Contains(got, chatOnset.UTC().Format("15:04:05")) || strings.Contains(got, chatOnset.Add(-90*time.Minute).UTC().Format("15:04:05")) {
+		t.Errorf("chat onset %q, want %s", got, chatOnset.UTC().Format("15:04:05"))
+	}
+	if got := cell(chatID, "spike-peak"); got != "1,307 ms at "+clock(chatPeak)+" on chat (baseline 100 ms)" {
+		t.Errorf("chat peak %q", got)
+	}
+	if got := cell(chatID, "spike-duration"); got != "51 min, recovered at "+clock(chatBack) {
+		t.Errorf("chat duration %q", got)
+	}
+	if got := cell(chatID, "no-data"); got != "" {
+		t.Errorf("chat has data up to now, yet %q", got)
+	}
+	if title := rows[strconv.FormatInt(chatID, 10)].Find("td a").First().Text(); title != "P99 latency up ×9.0 on chat" {
+		t.Errorf("chat's title %q, want the analysis' headline", title)
+	}
+	// rank: the data stopped mid-spike.
+	if got := cell(rankID, "no-data"); !strings.HasPrefix(got, "no data since "+clock(rankLast)) || !strings.Contains(got, "3 h ago") {
+		t.Errorf("rank: %q, want no data since %s", got, clock(rankLast))
+	}
+	if got := cell(rankID, "spike-duration"); !strings.HasPrefix(got, "at least 1 h 29 min, ongoing when the data stopped") {
+		t.Errorf("rank duration %q", got)
+	}
+	// The attached spike, without an analysis.
+	if got := cell(spikeID, "spike-peak"); got != "640 ms at "+clock(spikeOnset.Add(5*time.Minute))+" on chat (baseline 95 ms)" {
+		t.Errorf("spike-only peak %q", got)
+	}
+	if got := cell(spikeID, "spike-duration"); got != "20 min so far" {
+		t.Errorf("spike-only duration %q", got)
+	}
+	// Nothing known: the row says so rather than passing the window off as the spike.
+	if got := cell(bareID, "spike-window"); !strings.Contains(got, "no spike located yet") {
+		t.Errorf("bare incident %q", got)
+	}
+	// The recorded spike's values carry their unit.
+	if got := home.testid("recent-spikes").Text(); !strings.Contains(got, "640 ms") || !strings.Contains(got, "95 ms") {
+		t.Errorf("recent spikes without units: %s", strings.Join(strings.Fields(got), " "))
+	}
+}
