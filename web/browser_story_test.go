@@ -239,6 +239,30 @@ func checkStory(t *testing.T, ctx context.Context, a correlate.Analysis) {
 	if n := evalString(t, ctx, `String([...document.querySelectorAll('[data-testid=conc-row]')].filter(r => !r.querySelector('[data-testid=conc-link]')).length)`); n != "0" {
 		t.Errorf("%s concentration rows cannot be clicked", n)
 	}
+	// A capacity or cold-start cause shows the pool its actions act on:
+	// the replicas the analysis compared, and the autoscaler's limits as
+	// not known (the data holds none).
+	for _, c := range a.Causes {
+		if (c.Category != correlate.CatCapacity && c.Category != correlate.CatColdStart) || c.Target.Model == "" {
+			continue
+		}
+		n := 0
+		for _, r := range a.Replicas {
+			if r.Model == c.Target.Model {
+				n++
+			}
+		}
+		sel := fmt.Sprintf(`[data-testid=cause][data-category=%s] [data-testid=pool][data-model=%s]`, c.Category, jsString(c.Target.Model))
+		reps := evalString(t, ctx, `document.querySelector('`+sel+` [data-testid=pool-replicas]')?.textContent || ''`)
+		limits := evalString(t, ctx, `document.querySelector('`+sel+` [data-testid=pool-limits]')?.textContent || ''`)
+		want := "not known"
+		if n > 0 {
+			want = fmt.Sprintf("%d replica", n)
+		}
+		if !strings.HasPrefix(reps, want) || !strings.HasPrefix(limits, "not known") {
+			t.Errorf("%s cause's pool: replicas %q (analysis: %d), limits %q", c.Category, reps, n, limits)
+		}
+	}
 	// Every count of slow requests agrees with the analysis' one count.
 	var counts struct {
 		Total  []string `json:"total"`

@@ -77,6 +77,7 @@ type CauseView struct {
 	Targets           []Link
 	Evidence, Counter []EvidenceView
 	Actions           []string
+	Pool              []PoolFact // capacity and cold start: the replicas and the autoscaler the actions act on
 	Open              bool
 }
 
@@ -211,7 +212,7 @@ func BuildIncident(in IncidentInput) IncidentPage {
 		if a.Samples.SlowRequests > 0 {
 			h.Slow, h.HasSlow = slowCount(a.Samples.SlowRequests), true
 		}
-		p.Causes = causeViews(a.Causes, in.State)
+		p.Causes = causeViews(a, in.State)
 		p.Ruled = ruledOut(a.Causes, a.NotAssessable)
 		for _, n := range a.NotAssessable {
 			p.Unjudged = append(p.Unjudged, CategoryLabel(string(n.Category))+" — "+n.Reason)
@@ -229,12 +230,12 @@ func BuildIncident(in IncidentInput) IncidentPage {
 
 // causeViews ranks the causes (already sorted by score) for display; the
 // top one is open, the rest collapsed.
-func causeViews(causes []correlate.Cause, s State) []CauseView {
-	out := make([]CauseView, 0, len(causes))
-	for i, c := range causes {
+func causeViews(a *correlate.Analysis, s State) []CauseView {
+	out := make([]CauseView, 0, len(a.Causes))
+	for i, c := range a.Causes {
 		v := CauseView{Rank: i + 1, Category: string(c.Category), Label: CategoryLabel(string(c.Category)),
 			ScorePct: pct(c.Score), Score: strconv.FormatFloat(c.Score, 'f', 2, 64), Summary: c.Summary,
-			Actions: c.Actions, Open: i == 0, Targets: targetLinks(c.Target, s)}
+			Actions: c.Actions, Open: i == 0, Targets: targetLinks(c.Target, s), Pool: PoolFacts(a, c)}
 		for _, e := range c.Evidence {
 			v.Evidence = append(v.Evidence, evidenceView(e))
 		}

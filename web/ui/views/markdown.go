@@ -151,6 +151,10 @@ func Markdown(in MarkdownInput) string {
 				fmt.Fprintf(&b, "- [ ] %s\n", mdText(act))
 			}
 		}
+		for _, pf := range PoolFacts(a, c) {
+			fmt.Fprintf(&b, "\nPool of %s:\n\n- Replicas: %s\n- Scaling: %s\n- Autoscaler limits: %s\n",
+				mdText(pf.Model), mdText(pf.Replicas), mdText(pf.Scaling), mdText(pf.Limits))
+		}
 		b.WriteString("\n")
 	}
 	if ruled := ruledOutReasons(a); len(ruled) > 0 {

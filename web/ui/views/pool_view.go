@@ -1,0 +1,141 @@
+package views
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+)
+
+// PoolFact is what acting on a capacity (or cold-start) cause needs to
+// know about a model's pool: how many replicas serve it, what scaled it,
+// and the autoscaler's limits. Each line comes from the analysis (its
+// replica comparison and its events); what the data does not hold is
+// said to be not known rather than guessed.
+type PoolFact struct {
+	Model    string
+	Replicas string // "2 replicas served during the spike: a on gpu-l40s-01, b on gpu-a100-04"
+	Scaling  string // what changed the desired replicas in the window, or that nothing did
+	Limits   string // the autoscaler's min/max replicas and whether it is at its max
+}
+
+// kubeEventSource is the Source of the events the pull derives from
+// kube-state-metrics (pull.EventSource): their presence says the scaling
+// of the fleet was watched.
+const kubeEventSource = "kube-state-metrics"
+
+// poolLimits is said of every model: the pull reads the HPA's desired
+// replicas (kube_horizontalpodautoscaler_status_desired_replicas), not its
+// spec limits.
+const poolLimits = "not known: Waterline reads the autoscaler's desired replicas, not its min and max (kube_horizontalpodautoscaler_spec_min_replicas / _spec_max_replicas), so whether it is at its max is not known either"
+
+// PoolFacts describes the pools of the models a capacity or cold-start
+// cause targets; nil for other causes.
+func PoolFacts(a *correlate.Analysis, c correlate.Cause) []PoolFact {
+	if a == nil || (c.Category != correlate.CatCapacity && c.Category != correlate.CatColdStart) {
+		return nil
+	}
+	models := c.Target.Models
+	if c.Target.Model != "" {
+		models = []string{c.Target.Model}
+	}
+	watched := false // kube-state-metrics events are in the data
+	for _, e := range a.Events {
+		if e.Source == kubeEventSource {
+			watched = true
+			break
+		}
+	}
+	out := make([]PoolFact, 0, len(models))
+	for _, m := range models {
+		out = append(out, PoolFact{Model: m, Replicas: replicaLine(a, m), Scaling: scalingLine(a, m, watched), Limits: poolLimits})
+	}
+	return out
+}
+
+// replicaLine counts the model's replicas that have data during the spike
+// (the analysis' replica comparison).
+func replicaLine(a *correlate.Analysis, m string) string {
+	var reps []correlate.ReplicaComparison
+	for _, r := range a.Replicas {
+		if r.Model == m {
+			reps = append(reps, r)
+		}
+	}
+	if len(reps) == 0 {
+		return "not known: no per-replica latency of " + m + " during the spike"
+	}
+	sort.Slice(reps, func(i, j int) bool { return reps[i].Replica < reps[j].Replica })
+	n := "1 replica"
+	if len(reps) > 1 {
+		n = fmt.Sprintf("%d replicas", len(reps))
+	}
+	s := n + " served during the spike"
+	if len(reps) <= 4 {
+		var names []string
+		for _, r := range reps {
+			name := r.Replica
+			if r.Node != "" {
+				name += " on " + r.Node
+			}
+			names = append(names, name)
+		}
+		s += ": " + strings.Join(names, ", ")
+	}
+	return s
+}
+
+// scalingLine lists what changed the model's desired replicas in the
+// window, from the scale events (an HPA decision or a spec change).
+func scalingLine(a *correlate.Analysis, m string, watched bool) string {
+	var scales []correlate.AlignedEvent
+	for _, e := range a.Events {
+		if (e.Kind == correlate.KindScaleUp || e.Kind == correlate.KindScaleDown) && e.Model == m {
+			scales = append(scales, e)
+		}
+	}
+	if len(scales) == 0 {
+		if !watched {
+			return "not known: no kube-state-metrics events in the data"
+		}
+		return "kube-state-metrics shows no change of " + m + "'s desired replicas in the window: nothing scaled it"
+	}
+	sort.Slice(scales, func(i, j int) bool { return scales[i].Time.Before(scales[j].Time) })
+	var parts []string
+	for _, e := range scales {
+		what := e.Summary
+		if from, to, ok := scaleCounts(e.Event); ok {
+			what = fmt.Sprintf("%s → %s replicas", FmtNum(from), FmtNum(to))
+			if via, _ := e.Attrs["via"].(string); via != "" {
+				what += " (" + via + ")"
+			}
+		}
+		when := clock(&e.Time)
+		if a.Onset != nil {
+			when += ", " + offsetWords(e.Time.Sub(*a.Onset).Round(time.Second).Seconds())
+		}
+		parts = append(parts, what+" at "+when)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// scaleCounts reads a scale event's from and to replica counts.
+func scaleCounts(e correlate.Event) (from, to float64, ok bool) {
+	f, ok1 := number(e.Attrs["from"])
+	t, ok2 := number(e.Attrs["to"])
+	return f, t, ok1 && ok2
+}
+
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	}
+	return 0, false
+}
