@@ -99,7 +99,7 @@ func TestUIHomeShowsTheSpike(t *testing.T) {
 		if r == nil {
 			t.Fatalf("no row for incident %d in %s", id, home.testid("open-incidents").Text())
 		}
-		return strings.Join(strings.Fields(r.Find(`[data-testid="` + testid + `"]`).Text()), " ")
+		return strings.Join(strings.Fields(r.Find(`[data-testid="`+testid+`"]`).Text()), " ")
 	}
 
 	// chat: the onset and the peak, not the window; recovered after 50 min.

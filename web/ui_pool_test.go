@@ -37,7 +37,9 @@ func TestUICapacityCauseShowsThePool(t *testing.T) {
 	if pool.Length() != 1 {
 		t.Fatalf("no pool under the capacity cause: %s", page.testid("causes").Text())
 	}
-	text := func(id string) string { return strings.Join(strings.Fields(pool.Find(`[data-testid=` + id + `]`).Text()), " ") }
+	text := func(id string) string {
+		return strings.Join(strings.Fields(pool.Find(`[data-testid=`+id+`]`).Text()), " ")
+	}
 	if got := text("pool-replicas"); got != "2 replicas served during the spike: chat-a on n1, chat-b on n2" {
 		t.Errorf("replicas %q", got)
 	}

@@ -22,7 +22,9 @@ type HomePage struct {
 // data window the incident was opened over: when it began, its peak, how
 // long it lasted (or has lasted), and when data stopped arriving.
 type IncidentRow struct {
-	ID, Href, Title, Status, TopCause, Score, Analysis string
+	ID, Href, Title, Status   string
+	TopCause, Score, Analysis string
+
 	Onset    string // "07:27:45 UTC (2 h ago)"; "" when neither an analysis nor a spike says
 	Peak     string // "1,307 ms at 07:31 UTC on chat-8b"
 	Duration string // "51 min, recovered at 08:18 UTC" / "1 h 2 min so far"
