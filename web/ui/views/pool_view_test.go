@@ -55,3 +55,26 @@ func TestPoolFacts(t *testing.T) {
 		t.Errorf("a local-replica cause has pool facts: %+v", got)
 	}
 }
+
+// The samples step says when the row it names is only the one explaining
+// most of the tail, not what the top cause is about (a release whose
+// slow requests concentrate on a batch size), and plainly when the row is
+// the top cause's.
+func TestSamplesStepSaysWhoseRowItIs(t *testing.T) {
+	t.Parallel()
+	a := &correlate.Analysis{
+		Causes:        []correlate.Cause{{Category: correlate.CatRelease, Target: correlate.Target{Model: "chat", Version: "v2"}}},
+		Concentration: []correlate.Concentration{{Dims: map[string]string{"batch_size": "3-4"}, SelectionPct: 40, BaselinePct: 10}},
+		Checklist:     []correlate.ChecklistStep{{Step: "samples", Answer: "x", Row: map[string]string{"batch_size": "3-4"}}},
+	}
+	steps := storyChecklist(a, State{Base: "/incidents/1"})
+	if got := steps[0].Key; !strings.HasPrefix(got, "No row singles out the top cause; the one explaining most of the tail is batch_size=3-4") {
+		t.Errorf("fallback row: %q", got)
+	}
+	a.Concentration = append(a.Concentration, correlate.Concentration{Dims: map[string]string{"replica": "chat-1"},
+		Also: map[string]string{"version": "v2"}, SelectionPct: 90, BaselinePct: 20})
+	a.Checklist[0].Row = map[string]string{"replica": "chat-1"}
+	if got := storyChecklist(a, State{Base: "/incidents/1"})[0].Key; !strings.HasPrefix(got, "Slow requests concentrate on replica=chat-1") {
+		t.Errorf("the target's row: %q", got)
+	}
+}
