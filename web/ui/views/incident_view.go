@@ -21,7 +21,7 @@ type IncidentPage struct {
 	CanWrite bool   // signed in with write scope
 	Header   IncidentHeader
 	Causes   []CauseView
-	Ruled    []string // categories with no supporting evidence
+	Ruled    []string // categories scored 0.05 or less (or not listed at all)
 	Unjudged []string // categories not assessable, with the reason
 	Coverage string   // what data the analysis had, one sentence
 	Check    []CheckStep
