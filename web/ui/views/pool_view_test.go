@@ -68,7 +68,7 @@ func TestSamplesStepSaysWhoseRowItIs(t *testing.T) {
 		Checklist:     []correlate.ChecklistStep{{Step: "samples", Answer: "x", Row: map[string]string{"batch_size": "3-4"}}},
 	}
 	steps := storyChecklist(a, State{Base: "/incidents/1"})
-	if got := steps[0].Key; !strings.HasPrefix(got, "No row singles out the top cause; the one explaining most of the tail is batch_size=3-4") {
+	if got := steps[0].Key; !strings.HasPrefix(got, "No row singles out the top cause; the row explaining the largest share of the tail is batch_size=3-4") {
 		t.Errorf("fallback row: %q", got)
 	}
 	a.Concentration = append(a.Concentration, correlate.Concentration{Dims: map[string]string{"replica": "chat-1"},

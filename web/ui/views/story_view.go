@@ -159,7 +159,7 @@ func storyChecklist(a *correlate.Analysis, s State) []CheckStep {
 					// The analysis fell back to the row explaining most
 					// of the tail: say so, rather than pass it off as
 					// what the top cause is about.
-					lead = "No row singles out the top cause; the one explaining most of the tail is "
+					lead = "No row singles out the top cause; the row explaining the largest share of the tail is "
 				}
 				c.Key = lead + name + " (" + FmtPct(row.SelectionPct) + " of slow requests vs " + FmtPct(row.BaselinePct) + " of the others)."
 				c.Row = name
