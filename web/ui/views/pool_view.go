@@ -29,7 +29,7 @@ const kubeEventSource = "kube-state-metrics"
 // poolLimits is said of every model: the pull reads the HPA's desired
 // replicas (kube_horizontalpodautoscaler_status_desired_replicas), not its
 // spec limits.
-const poolLimits = "not known: Waterline reads the autoscaler's desired replicas, not its min and max (kube_horizontalpodautoscaler_spec_min_replicas / _spec_max_replicas), so whether it is at its max is not known either"
+const poolLimits = "not known: Waterline reads the autoscaler's desired replicas, not its min and max replicas, so whether it is at its max is not known either"
 
 // PoolFacts describes the pools of the models a capacity or cold-start
 // cause targets; nil for other causes.
