@@ -407,6 +407,24 @@ func checkStory(t *testing.T, ctx context.Context, a correlate.Analysis) {
 			t.Errorf("%s cause's pool: replicas %q (analysis: %d), limits %q", c.Category, reps, n, limits)
 		}
 	}
+	// The GPU lane reads the GPUs the capacity evidence quotes: the
+	// affected replicas', on a scale that holds the quoted level.
+	for _, c := range a.Causes {
+		if c.Target.Model == "" || c.Target.Model != a.Headline.Model {
+			continue // the lane follows the headline model
+		}
+		for _, e := range c.Evidence {
+			if e.Name != "gpu_busy" {
+				continue
+			}
+			ymax := evalString(t, ctx, `document.querySelector('[data-testid=lane-gpu] .ymax')?.textContent || ''`)
+			var top float64
+			fmt.Sscanf(strings.TrimPrefix(ymax, "scale 0–"), "%g", &top)
+			if !strings.Contains(ymax, "per replica of "+a.Headline.Model) || top < e.Value {
+				t.Errorf("GPU lane %q; the %s cause says the affected replicas' GPUs run at %.0f%%", ymax, c.Category, e.Value)
+			}
+		}
+	}
 	// Every count of slow requests agrees with the analysis' one count.
 	var counts struct {
 		Total  []string `json:"total"`

@@ -140,15 +140,8 @@ func (p *Pages) filtered(ctx context.Context, d *incidentData, st views.State) (
 	if d.an != nil {
 		in.Onset, in.Spikes = d.an.Onset, d.an.Spikes
 		in.Tenant = views.TenantDriver(d.an, st)
-		if d.an.Headline.Model != "" {
-			in.StageModel = d.an.Headline.Model
-		} else if len(d.an.Scope.Models) > 0 {
-			in.StageModel = d.an.Scope.Models[0]
-		}
 	}
-	if in.StageModel == "" {
-		in.StageModel = d.inc.Scope.Model
-	}
+	in.StageModel = storyModel(d)
 	f := views.Filtered{Base: st.Base, Timeline: views.BuildTimeline(in)}
 	f.Chips, f.Clear = views.FilterChips(st)
 	if d.an != nil {
@@ -167,6 +160,20 @@ func (p *Pages) filtered(ctx context.Context, d *incidentData, st views.State) (
 	h := views.BuildHeatmap(hs, from, to, def, st)
 	f.Heat = &h
 	return f, nil
+}
+
+// storyModel is the model the incident's story is about: the analysis'
+// headline model, else the first affected one, else the incident's scope.
+func storyModel(d *incidentData) string {
+	if d.an != nil {
+		if d.an.Headline.Model != "" {
+			return d.an.Headline.Model
+		}
+		if len(d.an.Scope.Models) > 0 {
+			return d.an.Scope.Models[0]
+		}
+	}
+	return d.inc.Scope.Model
 }
 
 // timelineData loads (through the short-lived cache) the timeline of a
@@ -193,6 +200,18 @@ func (p *Pages) timelineData(ctx context.Context, d *incidentData, from, to time
 				return nil, err
 			}
 			curves = append(slices.Clip(curves), views.NodeTotals(reps, correlate.RoleGPUMemUsed)...)
+			// The GPU utilisation of the hardest-hit model's replicas: what
+			// the capacity evidence quotes ("GPUs of the affected replicas
+			// at 94 %"), which a node's average over all its GPUs hides.
+			if m := storyModel(d); m != "" && (scope.Model == "" || scope.Model == m) {
+				gpu, err := d.src.Curves(ctx, store.CurveFilter{From: from, To: to.Add(time.Nanosecond), Step: step,
+					Roles: []correlate.Role{correlate.RoleGPUUtil}, Levels: []correlate.Level{correlate.LevelReplica},
+					Scope: correlate.Scope{Model: m, Version: scope.Version}})
+				if err != nil {
+					return nil, err
+				}
+				curves = append(curves, gpu...)
+			}
 		}
 		return result{tv, curves}, nil
 	})

@@ -78,3 +78,41 @@ func TestSamplesStepSaysWhoseRowItIs(t *testing.T) {
 		t.Errorf("the target's row: %q", got)
 	}
 }
+
+// The GPU lane of an incident shows its model's replicas, the GPUs the
+// capacity evidence quotes, not each node's average over all its GPUs
+// (which read "max 50 %" next to evidence saying 94 %); without a story
+// model it stays per node.
+func TestGPULaneFollowsTheIncidentModel(t *testing.T) {
+	t.Parallel()
+	flat := func(v float64) func(int) float64 { return func(int) float64 { return v } }
+	curves := []correlate.Curve{
+		curve(correlate.RoleGPUUtil, correlate.LevelNode, correlate.Scope{Node: "n1"}, "", flat(47)),
+		curve(correlate.RoleGPUUtil, correlate.LevelNode, correlate.Scope{Node: "n2"}, "", flat(30)),
+		curve(correlate.RoleGPUUtil, correlate.LevelReplica, correlate.Scope{Model: "emb", Replica: "emb-1", Node: "n1"}, "", flat(94)),
+		curve(correlate.RoleGPUUtil, correlate.LevelReplica, correlate.Scope{Model: "emb", Replica: "emb-2", Node: "n2"}, "", flat(60)),
+		curve(correlate.RoleGPUUtil, correlate.LevelReplica, correlate.Scope{Model: "chat", Replica: "chat-1", Node: "n2"}, "", flat(20)),
+	}
+	gpuLane := func(in TimelineInput) Lane {
+		for _, l := range BuildTimeline(in).Lanes {
+			if l.ID == "gpu" {
+				return l
+			}
+		}
+		t.Fatal("no GPU lane")
+		return Lane{}
+	}
+	in := TimelineInput{From: t0, To: t0.Add(time.Hour), Step: 30 * time.Second, Curves: curves, StageModel: "emb", State: State{Base: "/i"}}
+	l := gpuLane(in)
+	var names []string
+	for _, it := range l.Legend {
+		names = append(names, it.Label)
+	}
+	if l.YMax != "scale 0–100 %, per replica of emb" || strings.Join(names, ",") != "emb-1,emb-2" {
+		t.Errorf("incident GPU lane: %q, legend %v", l.YMax, names)
+	}
+	in.StageModel = ""
+	if l := gpuLane(in); l.YMax != "scale 0–50 %, per node" {
+		t.Errorf("explorer GPU lane: %q", l.YMax)
+	}
+}

@@ -438,11 +438,28 @@ func buildLane(spec laneSpec, in TimelineInput) Lane {
 			break
 		}
 	}
+	per := ""
+	if spec.id == "gpu" && in.StageModel != "" && in.Filter.Replica == "" && in.Filter.Node == "" {
+		// The incident's model's own replicas, as the evidence reads
+		// them, rather than each node's average over all its GPUs.
+		var own []correlate.Curve
+		for _, c := range byLevel[correlate.LevelReplica] {
+			if c.Scope.Model == in.StageModel {
+				own = append(own, c)
+			}
+		}
+		if len(own) > 0 {
+			cands, per = own, "per replica of "+in.StageModel
+		}
+	}
 	if len(cands) == 0 {
 		lane.Empty = "no " + strings.ToLower(spec.name) + " curves in this window"
 		return lane
 	}
 	lane.Per, lane.Unit = perWords[cands[0].Level], spec.unit
+	if per != "" {
+		lane.Per = per
+	}
 	if spec.stacked {
 		return stackedLane(spec, lane, cands, in)
 	}
