@@ -32,10 +32,21 @@ const kubeEventSource = "kube-state-metrics"
 const poolLimits = "not known: Waterline reads the autoscaler's desired replicas, not its min and max replicas, so whether it is at its max is not known either"
 
 // PoolFacts describes the pools of the models a capacity or cold-start
-// cause targets; nil for other causes.
+// cause targets, for the higher ranked of the two only; nil for other
+// causes.
 func PoolFacts(a *correlate.Analysis, c correlate.Cause) []PoolFact {
-	if a == nil || (c.Category != correlate.CatCapacity && c.Category != correlate.CatColdStart) {
+	pooled := func(cat correlate.Category) bool { return cat == correlate.CatCapacity || cat == correlate.CatColdStart }
+	if a == nil || !pooled(c.Category) {
 		return nil
+	}
+	// Once per analysis: under the higher ranked of the two.
+	for _, x := range a.Causes {
+		if pooled(x.Category) {
+			if x.Category != c.Category {
+				return nil
+			}
+			break
+		}
 	}
 	models := c.Target.Models
 	if c.Target.Model != "" {

@@ -54,6 +54,12 @@ func TestPoolFacts(t *testing.T) {
 	if got := PoolFacts(&stored, correlate.Cause{Category: correlate.CatLocalReplica, Target: correlate.Target{Model: "emb"}}); got != nil {
 		t.Errorf("a local-replica cause has pool facts: %+v", got)
 	}
+	// Once per analysis, under the higher ranked cause of the two.
+	cold := correlate.Cause{Category: correlate.CatColdStart, Target: correlate.Target{Model: "emb"}}
+	stored.Causes = []correlate.Cause{capacity, cold}
+	if PoolFacts(&stored, capacity) == nil || PoolFacts(&stored, cold) != nil {
+		t.Error("the pool is not shown once, under the capacity cause ranked above cold start")
+	}
 }
 
 // The samples step says when the row it names is only the one explaining
