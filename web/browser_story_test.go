@@ -383,12 +383,15 @@ func checkStory(t *testing.T, ctx context.Context, a correlate.Analysis) {
 	if n := evalString(t, ctx, `String([...document.querySelectorAll('[data-testid=conc-row]')].filter(r => !r.querySelector('[data-testid=conc-link]')).length)`); n != "0" {
 		t.Errorf("%s concentration rows cannot be clicked", n)
 	}
-	// A capacity or cold-start cause shows the pool its actions act on:
-	// the replicas the analysis compared, and the autoscaler's limits as
-	// not known (the data holds none).
+	// The higher ranked of the capacity and cold-start causes shows the
+	// pool its actions act on: the replicas the analysis compared, and the
+	// autoscaler's limits as not known (the data holds none).
 	for _, c := range a.Causes {
-		if (c.Category != correlate.CatCapacity && c.Category != correlate.CatColdStart) || c.Target.Model == "" {
+		if c.Category != correlate.CatCapacity && c.Category != correlate.CatColdStart {
 			continue
+		}
+		if c.Target.Model == "" {
+			break
 		}
 		n := 0
 		for _, r := range a.Replicas {
@@ -406,6 +409,10 @@ func checkStory(t *testing.T, ctx context.Context, a correlate.Analysis) {
 		if !strings.HasPrefix(reps, want) || !strings.HasPrefix(limits, "not known") {
 			t.Errorf("%s cause's pool: replicas %q (analysis: %d), limits %q", c.Category, reps, n, limits)
 		}
+		if pools := evalString(t, ctx, `String(document.querySelectorAll('[data-testid=pool]').length)`); pools != "1" {
+			t.Errorf("%s pools on the page, want one", pools)
+		}
+		break
 	}
 	// The GPU lane reads the GPUs the capacity evidence quotes: the
 	// affected replicas', on a scale that holds the quoted level.
