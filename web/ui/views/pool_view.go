@@ -35,7 +35,9 @@ const poolLimits = "not known: Waterline reads the autoscaler's desired replicas
 // cause targets, for the higher ranked of the two only; nil for other
 // causes.
 func PoolFacts(a *correlate.Analysis, c correlate.Cause) []PoolFact {
-	pooled := func(cat correlate.Category) bool { return cat == correlate.CatCapacity || cat == correlate.CatColdStart }
+	pooled := func(cat correlate.Category) bool {
+		return cat == correlate.CatCapacity || cat == correlate.CatColdStart
+	}
 	if a == nil || !pooled(c.Category) {
 		return nil
 	}
