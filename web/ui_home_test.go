@@ -88,6 +88,13 @@ func TestUIHomeShowsTheSpike(t *testing.T) {
 		t.Fatal(err)
 	}
 	bareID := open("manual: something", "", testNow.Add(-time.Hour), nil)
+	// A spike nobody attached (the incident was opened by hand): it links
+	// to the incident of its model whose window holds its onset.
+	if _, _, _, err := e.st.RecordSpike(ctx, "latency_p99|model|chat", correlate.Spike{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel,
+		Scope: correlate.Scope{Model: "chat"}, Start: chatOnset, End: chatBack, Onset: chatOnset, PeakTime: chatPeak, PeakValue: 1300,
+		Baseline: 100, Direction: correlate.Up, DetectedAt: chatOnset, Severity: "page"}); err != nil {
+		t.Fatal(err)
+	}
 
 	w := e.browser()
 	w.login(e.read)
@@ -135,6 +142,14 @@ func TestUIHomeShowsTheSpike(t *testing.T) {
 	// Nothing known: the row says so rather than passing the window off as the spike.
 	if got := cell(bareID, "spike-window"); !strings.Contains(got, "no spike located yet") {
 		t.Errorf("bare incident %q", got)
+	}
+	links := map[string]string{}
+	home.testid("recent-spikes").Find("tbody tr").Each(func(_ int, r *goquery.Selection) {
+		href, _ := r.Find("td").Last().Find("a").Attr("href")
+		links[strings.TrimSpace(r.Find("td").Eq(2).Text())] = href
+	})
+	if links["1,300 ms"] != "/incidents/"+strconv.FormatInt(chatID, 10) || links["640 ms"] != "/incidents/"+strconv.FormatInt(spikeID, 10) {
+		t.Errorf("spikes link to %v; want the 1,300 ms one to #%d (its window), the 640 ms one to #%d (attached)", links, chatID, spikeID)
 	}
 	// The recorded spike's values carry their unit.
 	if got := home.testid("recent-spikes").Text(); !strings.Contains(got, "640 ms") || !strings.Contains(got, "95 ms") {

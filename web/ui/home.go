@@ -43,6 +43,6 @@ func (p *Pages) ShowHome(c echo.Context) error {
 		return err
 	}
 	h := views.HomePage{Open: views.BuildIncidentRows(open, sp, now), Recent: views.BuildIncidentRows(resolved, sp, now),
-		Spikes: views.BuildSpikeRows(spikes, now), Pull: views.BuildPullHealth(ps, now)}
+		Spikes: views.BuildSpikeRows(spikes, append(append([]store.Incident(nil), open...), resolved...), now), Pull: views.BuildPullHealth(ps, now)}
 	return p.page(c, http.StatusOK, views.Page{Title: "Incidents", Nav: "home"}, views.HomeBody(h))
 }

@@ -134,8 +134,10 @@ func clockOf(t, ref time.Time) string {
 }
 
 // BuildSpikeRows formats recorded spikes; each links to the explorer
-// around it.
-func BuildSpikeRows(spikes []store.RecordedSpike, now time.Time) []SpikeRow {
+// around it, and to its incident: the one the detector attached it to,
+// else an incident of the same model (or of no model) whose window holds
+// its onset (one opened by hand or by Alertmanager).
+func BuildSpikeRows(spikes []store.RecordedSpike, incidents []store.Incident, now time.Time) []SpikeRow {
 	out := make([]SpikeRow, 0, len(spikes))
 	for _, sp := range spikes {
 		series := string(sp.Role)
@@ -152,10 +154,31 @@ func BuildSpikeRows(spikes []store.RecordedSpike, now time.Time) []SpikeRow {
 			Severity: sp.Severity, Href: st.WithWindow(sp.Onset.Add(-45*time.Minute), end.Add(15*time.Minute)).URL()}
 		if sp.IncidentID != nil {
 			r.Incident = "/incidents/" + strconv.FormatInt(*sp.IncidentID, 10)
+		} else if in, ok := incidentHolding(incidents, sp); ok {
+			r.Incident = "/incidents/" + strconv.FormatInt(in.ID, 10)
 		}
 		out = append(out, r)
 	}
 	return out
+}
+
+// incidentHolding finds the newest incident whose window holds the spike's
+// onset and whose model (if it has one) is the spike's.
+func incidentHolding(list []store.Incident, sp store.RecordedSpike) (store.Incident, bool) {
+	var best store.Incident
+	found := false
+	for _, in := range list {
+		if in.Start.After(sp.Onset) || in.End != nil && !in.End.After(sp.Onset) {
+			continue
+		}
+		if in.Scope.Model != "" && in.Scope.Model != sp.Scope.Model {
+			continue
+		}
+		if !found || in.Start.After(best.Start) {
+			best, found = in, true
+		}
+	}
+	return best, found
 }
 
 // RoleValue formats a value of a curve of role in the unit its lane

@@ -204,7 +204,11 @@ func BuildIncident(in IncidentInput) IncidentPage {
 			}
 		}
 		h.Reconciliation = a.Reconciliation
-		h.Impact = impactViews(a, in.State)
+		stale := in.Now // an open incident says when its data stops
+		if inc.Status != store.IncidentOpen {
+			stale = time.Time{}
+		}
+		h.Impact = impactViews(a, in.State, stale)
 		if len(h.Impact) == 0 && (a.P99BeforeMs > 0 || a.P99DuringMs > 0) {
 			h.P99 = FmtMs(a.P99BeforeMs) + " → " + FmtMs(a.P99DuringMs)
 		}

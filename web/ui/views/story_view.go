@@ -61,7 +61,7 @@ func clock(t *time.Time) string {
 
 // impactViews builds the impact block, hardest hit first, at most four
 // models (the rest are counted).
-func impactViews(a *correlate.Analysis, s State) []ImpactView {
+func impactViews(a *correlate.Analysis, s State, now time.Time) []ImpactView {
 	var out []ImpactView
 	for i, im := range a.Impact {
 		if i == 4 {
@@ -87,6 +87,10 @@ func impactViews(a *correlate.Analysis, s State) []ImpactView {
 		default:
 			v.Status = "ongoing"
 			v.StatusText = "ongoing at the end of the data"
+			if im.NowAt != nil && !now.IsZero() && now.Sub(*im.NowAt) > staleData {
+				// Say when the data ends, so "ongoing" is not read as now.
+				v.StatusText = "ongoing when the data stops, at " + clockOf(*im.NowAt, now) + " (" + Ago(*im.NowAt, now) + ")"
+			}
 		}
 		if a.Samples.SlowRequests > 0 {
 			c := slowCount(im.SlowRequests)

@@ -122,3 +122,21 @@ func TestGPULaneFollowsTheIncidentModel(t *testing.T) {
 		t.Errorf("explorer GPU lane: %q", l.YMax)
 	}
 }
+
+// An open incident whose data stopped says when, rather than "ongoing" as
+// if it were now (issue 17, item 7).
+func TestImpactSaysWhenTheDataStops(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC)
+	last := time.Date(2026, 3, 4, 8, 30, 0, 0, time.UTC)
+	a := &correlate.Analysis{Impact: []correlate.Impact{{Model: "chat", BaselineP99Ms: 100, PeakP99Ms: 900, NowAt: &last, Status: "ongoing"}}}
+	if got := impactViews(a, State{Base: "/i"}, now)[0].StatusText; got != "ongoing when the data stops, at 08:30 UTC (1 h ago)" {
+		t.Errorf("stale data: %q", got)
+	}
+	if got := impactViews(a, State{Base: "/i"}, last.Add(time.Minute))[0].StatusText; got != "ongoing at the end of the data" {
+		t.Errorf("fresh data: %q", got)
+	}
+	if got := impactViews(a, State{Base: "/i"}, time.Time{})[0].StatusText; got != "ongoing at the end of the data" {
+		t.Errorf("a resolved incident (no clock): %q", got)
+	}
+}
