@@ -70,7 +70,7 @@ func TestBrowserStoryAcrossScenarios(t *testing.T) {
 				chromedp.WaitVisible(chromedp.CSS(`[data-testid=open-incidents]`)),
 			), "sign in")
 			checkPageHealth(t, ctx, watch, "home", "")
-			checkHome(t, ctx, "open-incidents", a)
+			checkHome(t, ctx, "open-incidents", id, a)
 			page := fmt.Sprintf("%s/incidents/%d", s.URL, id)
 			must(t, chromedp.Do(ctx, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`))), "incident")
 			if n := evalString(t, ctx, `String(document.documentElement.outerHTML.length)`); len(n) > 0 {
@@ -126,7 +126,7 @@ func TestBrowserStoryAcrossScenarios(t *testing.T) {
 				chromedp.WaitVisible(chromedp.CSS(`[data-testid=status].resolved`)),
 			), "resolve, confirmed")
 			must(t, chromedp.Do(ctx, chromedp.Navigate(s.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-testid=recent-incidents]`))), "home after resolving")
-			checkHome(t, ctx, "recent-incidents", a)
+			checkHome(t, ctx, "recent-incidents", id, a)
 			checkPageHealth(t, ctx, watch, "resolve and home", "")
 		})
 	}
@@ -135,9 +135,9 @@ func TestBrowserStoryAcrossScenarios(t *testing.T) {
 // checkHome reads the incident's row on the home page (list is the
 // card's testid): it tells the spike (the analysis' onset and the hardest
 // hit model's peak), not the data window.
-func checkHome(t *testing.T, ctx context.Context, list string, a correlate.Analysis) {
+func checkHome(t *testing.T, ctx context.Context, list string, id int64, a correlate.Analysis) {
 	t.Helper()
-	row := `document.querySelector('[data-testid=` + list + `] [data-testid=incident-row]')`
+	row := fmt.Sprintf(`document.querySelector('[data-testid=%s] a[href="/incidents/%d"]')?.closest('[data-testid=incident-row]')`, list, id)
 	onset := evalString(t, ctx, row+`?.querySelector('[data-testid=spike-onset]')?.textContent || ''`)
 	peak := evalString(t, ctx, row+`?.querySelector('[data-testid=spike-peak]')?.textContent || ''`)
 	if a.Onset != nil && !strings.Contains(onset, a.Onset.UTC().Format("15:04:05")) {
