@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,7 +65,10 @@ type trace struct {
 	spans   []span
 	first   int64 // arrival of the first span (Unix ns, server clock)
 	entryAt int64 // arrival of the entry span; 0 = not yet
-	gone    bool  // emitted or dropped; queues drop it lazily
+	// incoming counts the spans of the request being added that are yet
+	// to be filed here (Add sizes spans with it).
+	incoming int32
+	gone     bool // emitted or dropped; queues drop it lazily
 }
 
 type doneID struct {
@@ -120,12 +124,24 @@ func (a *Assembler) Add(req *Request) (Result, error) {
 	}
 	// Map the spans first, outside the buffer's lock (the mapper has its
 	// own), so flushing and other requests' buffering go on meanwhile.
-	type mapped struct {
-		tid     [16]byte
-		s       span
-		i, j, k int
+	total := 0
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			total += len(ss.Spans)
+		}
 	}
-	var ms []mapped
+	// The mapped spans are scratch, copied into their traces below: one
+	// slice per request, reused (it was as many bytes as the decoded
+	// request again).
+	scratch := mappedPool.Get().(*[]mapped)
+	ms := slices.Grow((*scratch)[:0], total)
+	defer func() {
+		clear(ms) // no strings or traces kept alive from the pool
+		if cap(ms) <= maxPooledSpans {
+			*scratch = ms[:0]
+			mappedPool.Put(scratch)
+		}
+	}()
 	a.m.mu.Lock()
 	for i, rs := range req.ResourceSpans {
 		rd := a.m.resource(rs.Resource)
@@ -136,10 +152,7 @@ func (a *Assembler) Add(req *Request) (Result, error) {
 					rejectSpan(reason, i, j, k)
 					continue
 				}
-				if ms == nil {
-					ms = make([]mapped, 0, len(ss.Spans))
-				}
-				ms = append(ms, mapped{i: i, j: j, k: k})
+				ms = append(ms, mapped{i: int32(i), j: int32(j), k: int32(k)})
 				m := &ms[len(ms)-1]
 				copy(m.tid[:], sp.TraceId)
 				a.m.resolve(&m.s, sp, rd)
@@ -154,6 +167,8 @@ func (a *Assembler) Add(req *Request) (Result, error) {
 		return Result{}, ErrBusy
 	}
 	var accepted, late, dup int64
+	// First find each span's trace and count what this request brings
+	// each, so a trace's spans grow once per request, not span by span.
 	for n := range ms {
 		m := &ms[n]
 		if _, ok := a.done[m.tid]; ok {
@@ -166,12 +181,25 @@ func (a *Assembler) Add(req *Request) (Result, error) {
 			a.byID[m.tid] = t
 			a.age = append(a.age, t)
 		}
+		m.t = t
+		t.incoming++
+	}
+	for n := range ms {
+		m := &ms[n]
+		t := m.t
+		if t == nil {
+			continue
+		}
+		if len(t.spans) == cap(t.spans) {
+			t.spans = slices.Grow(t.spans, int(t.incoming))
+		}
+		t.incoming--
 		if t.has(m.s.id) {
 			dup++
 			continue
 		}
 		if len(t.spans) >= a.cfg.MaxSpansPerTrace {
-			rejectSpan(fmt.Sprintf("trace has more than %d spans (max_spans_per_trace)", a.cfg.MaxSpansPerTrace), m.i, m.j, m.k)
+			rejectSpan(fmt.Sprintf("trace has more than %d spans (max_spans_per_trace)", a.cfg.MaxSpansPerTrace), int(m.i), int(m.j), int(m.k))
 			continue
 		}
 		t.spans = append(t.spans, m.s)
@@ -203,6 +231,20 @@ func (a *Assembler) Add(req *Request) (Result, error) {
 	}
 	return res, nil
 }
+
+// mapped is a span resolved for the buffer, with its trace id and its
+// place in the request (for partial_success's reasons).
+type mapped struct {
+	t       *trace // set under the buffer's lock; nil = late
+	tid     [16]byte
+	s       span
+	i, j, k int32
+}
+
+var mappedPool = sync.Pool{New: func() any { return new([]mapped) }}
+
+// maxPooledSpans bounds the scratch slices kept for reuse (~1 MB each).
+const maxPooledSpans = 8192
 
 // busy reports whether samples waiting for the sink fill their bound.
 func (a *Assembler) busy() bool {

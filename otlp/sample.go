@@ -43,8 +43,14 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 	}
 	// Per span: its parent's place (-1 = not here) and its children, as
 	// runs of kids (kidAt[i]:kidAt[i+1]).
-	parent := make([]int, len(sp))
-	kidAt := make([]int, len(sp)+1)
+	// One allocation for the walk's index slices (a handful of spans per
+	// trace, so this was most of build's allocations): parent, kidAt,
+	// kids, fill, stack and order.
+	n := len(sp)
+	ints := make([]int, 6*n+1)
+	parent, kidAt := ints[:n:n], ints[n:2*n+1:2*n+1]
+	flags := make([]int8, 3*n) // stage, seen, serverish
+	stage, seen, serverish := flags[:n:n], flags[n:2*n:2*n], flags[2*n:]
 	for i := range sp {
 		parent[i] = -1
 		if p, ok := parentOf(i); ok && sp[i].parent != [8]byte{} && p != i {
@@ -55,8 +61,9 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 	for i := range sp {
 		kidAt[i+1] += kidAt[i]
 	}
-	kids := make([]int, kidAt[len(sp)])
-	fill := append([]int(nil), kidAt[:len(sp)]...)
+	kids := ints[2*n+1 : 2*n+1+kidAt[n]]
+	fill := ints[3*n+1 : 4*n+1]
+	copy(fill, kidAt[:n])
 	for i := range sp {
 		if p := parent[i]; p >= 0 {
 			kids[fill[p]] = i
@@ -90,17 +97,17 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 	}
 
 	// Walk the entry's subtree parents first, giving each span its stage.
-	stage := make([]int8, len(sp))
-	var order []int
-	stack := []int{entry}
-	seen := make([]bool, len(sp))
+	// Each span is pushed once at most (one parent each), so stack and
+	// order fit in n.
+	order := ints[4*n+1 : 4*n+1 : 5*n+1]
+	stack := append(ints[5*n+1:5*n+1:6*n+1], entry)
 	for len(stack) > 0 {
 		i := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		if seen[i] { // a cycle in bad data
+		if seen[i] != 0 { // a cycle in bad data
 			continue
 		}
-		seen[i] = true
+		seen[i] = 1
 		order = append(order, i)
 		own := sp[i].stageInner
 		if len(children(i)) == 0 {
@@ -123,7 +130,6 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 	var ms [correlate.NumStages]float64
 	var reported [correlate.NumStages]bool
 	var depMs map[string]float64
-	serverish := make([]bool, len(sp))
 	for _, i := range order {
 		s := &sp[i]
 		self := float64(s.end-s.start) - covered(s, children(i), sp)
@@ -132,12 +138,16 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 			self -= take
 			ms[x.stage] += take / 1e6
 			reported[x.stage] = true
-			serverish[i] = serverish[i] || isServerStage(x.stage)
+			if isServerStage(x.stage) {
+				serverish[i] = 1
+			}
 		}
 		st := correlate.Stage(stage[i])
 		ms[st] += math.Max(self, 0) / 1e6
 		reported[st] = true
-		serverish[i] = serverish[i] || isServerStage(st)
+		if isServerStage(st) {
+			serverish[i] = 1
+		}
 		if st == correlate.StageDownstream && s.dims[dimIndex[DimDependency]] != "" {
 			if depMs == nil {
 				depMs = map[string]float64{}
@@ -153,7 +163,7 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 		k := dimIndex[d]
 		if serverDims[d] {
 			for _, i := range order {
-				if serverish[i] && sp[i].dims[k] != "" {
+				if serverish[i] != 0 && sp[i].dims[k] != "" {
 					return sp[i].dims[k]
 				}
 			}

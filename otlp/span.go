@@ -95,6 +95,10 @@ type resDims struct {
 	attrs []*commonpb.KeyValue
 	val   [numDims]string
 	prio  [numDims]int
+	// shared is val's shared set, found at the first span without
+	// dimension attributes of its own (most child spans): those spans
+	// take it without looking it up again.
+	shared *[numDims]string
 }
 
 const noPrio = math.MaxInt
@@ -139,11 +143,12 @@ func (m *mapper) resource(res *resourcepb.Resource) *resDims {
 }
 
 // readDims sets val and prio from attrs where a key ranks before prio's
-// (the first of equal keys wins).
-func (m *mapper) readDims(attrs []*commonpb.KeyValue, val *[numDims]string, prio *[numDims]int) {
+// (the first of equal keys wins), and reports whether any did.
+func (m *mapper) readDims(attrs []*commonpb.KeyValue, val *[numDims]string, prio *[numDims]int) bool {
 	for i := range prio {
 		prio[i] = noPrio
 	}
+	found := false
 	for _, kv := range attrs {
 		for _, dk := range m.dimKeys[kv.Key] {
 			if dk.prio >= prio[dk.dim] {
@@ -151,9 +156,11 @@ func (m *mapper) readDims(attrs []*commonpb.KeyValue, val *[numDims]string, prio
 			}
 			if t := text(kv.Value); t != "" {
 				val[dk.dim], prio[dk.dim] = m.text(t), dk.prio
+				found = true
 			}
 		}
 	}
+	return found
 }
 
 // stages returns the stage the first matching rule gives a span with this
@@ -314,20 +321,18 @@ func (m *mapper) resolve(dst *span, sp *tracepb.Span, res *resDims) {
 	// same key, the span's attribute before the resource's.
 	var prio [numDims]int
 	var d [numDims]string
-	m.readDims(sp.Attributes, &d, &prio)
-	for i := range d {
-		if res.prio[i] < prio[i] {
-			d[i] = res.val[i]
+	if !m.readDims(sp.Attributes, &d, &prio) {
+		if res.shared == nil {
+			res.shared = m.dimSet(&res.val)
 		}
-	}
-	dst.dims = m.dimSets[d]
-	if dst.dims == nil {
-		if len(m.dimSets) >= maxDimSets {
-			clear(m.dimSets)
+		dst.dims = res.shared
+	} else {
+		for i := range d {
+			if res.prio[i] < prio[i] {
+				d[i] = res.val[i]
+			}
 		}
-		dst.dims = new([numDims]string)
-		*dst.dims = d
-		m.dimSets[d] = dst.dims
+		dst.dims = m.dimSet(&d)
 	}
 	dst.failed = sp.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR
 	if v, ok := a.get("error.type"); ok {
@@ -336,6 +341,20 @@ func (m *mapper) resolve(dst *span, sp *tracepb.Span, res *resDims) {
 	if msg := strings.ToLower(sp.Status.GetMessage()); dst.failed && (strings.Contains(msg, "timeout") || strings.Contains(msg, "deadline")) {
 		dst.timedOut = true
 	}
+}
+
+// dimSet returns the shared set holding d's values.
+func (m *mapper) dimSet(d *[numDims]string) *[numDims]string {
+	if ds := m.dimSets[*d]; ds != nil {
+		return ds
+	}
+	if len(m.dimSets) >= maxDimSets {
+		clear(m.dimSets)
+	}
+	ds := new([numDims]string)
+	*ds = *d
+	m.dimSets[*d] = ds
+	return ds
 }
 
 // matches reports whether the rule holds for a span (Leaf aside).
