@@ -216,7 +216,7 @@ func (a *Assembler) Add(req *Request) (Result, error) {
 	a.stats.Spans[SpanRejected].Add(int64(res.Rejected))
 	var out []correlate.Sample
 	for a.held > a.cfg.MaxSpans {
-		if s, ok := a.evictLocked(); ok {
+		if s, ok := a.evictLocked(now); ok {
 			out = append(out, s)
 		}
 	}
@@ -299,7 +299,7 @@ func (a *Assembler) isEntry(s *span) bool {
 
 // evictLocked finishes the oldest trace to make room: emitted if its entry
 // span is there, else dropped.
-func (a *Assembler) evictLocked() (correlate.Sample, bool) {
+func (a *Assembler) evictLocked(now int64) (correlate.Sample, bool) {
 	for len(a.age) > 0 {
 		t := a.age[0]
 		a.age = a.age[1:]
@@ -307,16 +307,16 @@ func (a *Assembler) evictLocked() (correlate.Sample, bool) {
 			continue
 		}
 		if t.entryAt == 0 {
-			a.dropLocked(t, DropEvicted)
+			a.dropLocked(t, DropEvicted, now)
 			return correlate.Sample{}, false
 		}
-		return a.finishLocked(t, false)
+		return a.finishLocked(t, false, now)
 	}
 	for len(a.rdy) > 0 { // traces past MaxWait still waiting out Grace
 		t := a.rdy[0]
 		a.rdy = a.rdy[1:]
 		if !t.gone {
-			return a.finishLocked(t, false)
+			return a.finishLocked(t, false, now)
 		}
 	}
 	return correlate.Sample{}, false
@@ -324,9 +324,10 @@ func (a *Assembler) evictLocked() (correlate.Sample, bool) {
 
 // finishLocked turns t into a sample (or drops it, counting why) and
 // forgets it, remembering its id for MaxWait so retries and late spans
-// are not taken for a new trace.
-func (a *Assembler) finishLocked(t *trace, expired bool) (correlate.Sample, bool) {
-	return a.finish(a.detachLocked(t, expired))
+// are not taken for a new trace. now is the caller's clock (Unix ns), read
+// once per Add or Flush.
+func (a *Assembler) finishLocked(t *trace, expired bool, now int64) (correlate.Sample, bool) {
+	return a.finish(a.detachLocked(t, expired, now))
 }
 
 // detached is a trace taken out of the buffer, to be built without the
@@ -338,9 +339,9 @@ type detached struct {
 }
 
 // detachLocked forgets t (see finishLocked), handing back its spans.
-func (a *Assembler) detachLocked(t *trace, expired bool) detached {
+func (a *Assembler) detachLocked(t *trace, expired bool, now int64) detached {
 	d := detached{t.id, t.spans, expired}
-	a.forgetLocked(t)
+	a.forgetLocked(t, now)
 	return d
 }
 
@@ -356,16 +357,16 @@ func (a *Assembler) finish(d detached) (correlate.Sample, bool) {
 	return s, true
 }
 
-func (a *Assembler) dropLocked(t *trace, reason Drop) {
+func (a *Assembler) dropLocked(t *trace, reason Drop, now int64) {
 	a.stats.Dropped[reason].Add(1)
-	a.forgetLocked(t)
+	a.forgetLocked(t, now)
 }
 
-func (a *Assembler) forgetLocked(t *trace) {
+func (a *Assembler) forgetLocked(t *trace, now int64) {
 	t.gone = true
 	a.held -= len(t.spans)
 	delete(a.byID, t.id)
-	until := a.opt.Now().Add(a.cfg.MaxWait).UnixNano()
+	until := now + a.cfg.MaxWait.Nanoseconds()
 	a.done[t.id] = until
 	a.doneQ = append(a.doneQ, doneID{t.id, until})
 	for len(a.doneQ) > a.cfg.MaxSpans { // bound the memory of ids
@@ -409,7 +410,7 @@ func (a *Assembler) Flush(ctx context.Context, final bool) error {
 		t := a.rdy[0]
 		a.rdy = a.rdy[1:]
 		if !t.gone {
-			due = append(due, a.detachLocked(t, false))
+			due = append(due, a.detachLocked(t, false, ns))
 		}
 	}
 	for len(a.age) > 0 && (a.age[0].gone || a.age[0].first+wait <= ns) {
@@ -418,7 +419,7 @@ func (a *Assembler) Flush(ctx context.Context, final bool) error {
 		if t.gone || t.entryAt != 0 { // an entry span came late: rdy has it
 			continue
 		}
-		due = append(due, a.detachLocked(t, true))
+		due = append(due, a.detachLocked(t, true, ns))
 	}
 	for len(a.doneQ) > 0 && a.doneQ[0].until <= ns {
 		if a.done[a.doneQ[0].id] == a.doneQ[0].until {

@@ -9,10 +9,17 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/waterline-dev/waterline/otlp"
 	"github.com/waterline-dev/waterline/web/request"
 )
+
+var traceBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledTraceBuf bounds the buffers kept for reuse: an exporter's batch
+// of 512 spans is 50–200 KB; rare huge bodies are left to the GC.
+const maxPooledTraceBuf = 4 << 20
 
 // TraceEncoding is the OTLP/HTTP encoding a request's Content-Type names
 // (protobuf unless it says JSON), so that even an error is answered in
@@ -52,7 +59,15 @@ func Traces(req *http.Request, lim Limits) (*otlp.Request, int64, error) {
 			Msg: fmt.Sprintf("unsupported Content-Encoding %q: send gzip or no encoding", enc)}
 	}
 	lr := &limitReader{r: body, max: lim.MaxBytes}
-	var buf bytes.Buffer
+	// The body is only read while decoding (the decoder copies what it
+	// keeps), so its buffer is reused across requests.
+	buf := traceBufs.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledTraceBuf {
+			buf.Reset()
+			traceBufs.Put(buf)
+		}
+	}()
 	if n := req.ContentLength; n > 0 && n <= lim.MaxBytes {
 		buf.Grow(int(n) + bytes.MinRead) // ReadFrom wants MinRead free to see the end without growing
 	}
