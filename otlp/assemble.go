@@ -41,9 +41,11 @@ var ErrBusy = errors.New("otlp: samples are waiting for the store; retry later")
 // resolved stage and dimension values — not the attributes), plus the ids
 // of traces emitted in the last MaxWait (at most MaxSpans of them), plus
 // MaxPending samples, plus the mapper's caches (at most 4,096 rule
-// verdicts and dimension sets and 65,536 distinct values: a few MB). Time: a trace waits Grace after its entry span
-// arrives, MaxWait at most without one; under memory pressure the oldest
-// traces finish early.
+// verdicts and dimension sets and 65,536 distinct values: a few MB), plus
+// the mapped-span scratch kept for reuse (~0.2 KB a span, slices of at
+// most 8,192 spans, about one per export being added). Time: a trace
+// waits Grace after its entry span arrives, MaxWait at most without one;
+// under memory pressure the oldest traces finish early.
 type Assembler struct {
 	cfg     Config
 	opt     Options
