@@ -42,7 +42,7 @@ var ErrBusy = errors.New("otlp: samples are waiting for the store; retry later")
 // of traces emitted in the last MaxWait (at most MaxSpans of them), plus
 // MaxPending samples, plus the mapper's caches (at most 4,096 rule
 // verdicts and dimension sets and 65,536 distinct values: a few MB), plus
-// the mapped-span scratch kept for reuse (~0.2 KB a span, slices of at
+// the mapped-span scratch kept for reuse (0.15 KB a span, slices of at
 // most 8,192 spans, about one per export being added). Time: a trace
 // waits Grace after its entry span arrives, MaxWait at most without one;
 // under memory pressure the oldest traces finish early.
@@ -245,7 +245,7 @@ type mapped struct {
 
 var mappedPool = sync.Pool{New: func() any { return new([]mapped) }}
 
-// maxPooledSpans bounds the scratch slices kept for reuse (~1 MB each).
+// maxPooledSpans bounds the scratch slices kept for reuse (1.2 MB each).
 const maxPooledSpans = 8192
 
 // busy reports whether samples waiting for the sink fill their bound.
