@@ -89,19 +89,20 @@ func (d *Detector) Run(ctx context.Context) {
 func (d *Detector) Once(ctx context.Context) error {
 	now := d.opt.Now()
 	from := now.Add(-d.opt.Lookback)
-	spikes, err := Spikes(ctx, d.st, SpikeQuery{From: from, To: now, Sensitivity: d.opt.Sensitivity}, d.opt.SLO)
+	spikes, err := findSpikes(ctx, d.st, SpikeQuery{From: from, To: now, Sensitivity: d.opt.Sensitivity}, d.opt.SLO)
 	if err != nil {
 		return err
 	}
 	seen := make([]int64, 0, len(spikes))
-	for _, sp := range spikes {
+	for _, f := range spikes {
+		sp := f.Spike
 		key := correlate.Curve{Role: sp.Role, Level: sp.Level, Scope: sp.Scope}.Key()
 		id, _, incident, err := d.st.RecordSpike(ctx, key, sp)
 		if err != nil {
 			return err
 		}
 		seen = append(seen, id)
-		if incident != nil || !d.opt.OpenIncidents || !d.severeEnough(sp) || sp.Role == correlate.RoleLatencyP50 || !lasting(sp) {
+		if incident != nil || !d.opt.OpenIncidents || !d.severeEnough(sp) || !lasting(f) {
 			continue
 		}
 		inc, err := d.st.OpenDetectorIncident(ctx, sp.Onset, d.opt.Merge)
@@ -135,11 +136,23 @@ func (d *Detector) Once(ctx context.Context) error {
 	return d.closeQuiet(ctx, now)
 }
 
-// lasting says whether a spike deserves an incident yet: it has held for
-// three minutes (what an alert's "for: 3m" would ask), or it tripled the
-// baseline. Until then it is recorded but nobody is paged.
-func lasting(sp correlate.Spike) bool {
-	return sp.End.Sub(sp.Start) >= 3*time.Minute || sp.PeakValue >= 3*sp.Baseline
+// openExcess is how much latency a spike must have added (see
+// foundSpike.excess) to open an incident: what the weakest spike the
+// detector raises (×1.5 its baseline) adds in three minutes, an alert's
+// "for: 3m". A bigger spike gets there sooner — ×2 in 90 s, ×3 in 45 s,
+// ×4 in 30 s, when the alarm has just confirmed it — as a fast error-budget
+// burn pages sooner than a slow one; a bad minute at ×2 (60 s) does not.
+const openExcess = 90 * time.Second
+
+// lasting says whether a spike deserves an incident yet: it has added
+// openExcess of latency, held for three minutes, or tripled the baseline
+// (the last two make it an incident whatever comes next: see
+// correlate.DetectSpikes' blips). Until then it is recorded but nobody is
+// paged. Every quantile counts: a delay added to every request (a batching
+// window, say) moves the median the most in proportion.
+func lasting(f foundSpike) bool {
+	sp := f.Spike
+	return f.excess >= openExcess || sp.End.Sub(sp.Start) >= 3*time.Minute || sp.PeakValue >= 3*sp.Baseline
 }
 
 // Record detects and records the latency spikes with onset in [from, to)

@@ -28,6 +28,28 @@ type SpikeQuery struct {
 // the days a seasonal baseline compares with, its tail's memory).
 // Stored curves are at most a 15 s step: their history is the 15 s one.
 func Spikes(ctx context.Context, st *store.Store, q SpikeQuery, slo SLOFunc) ([]correlate.Spike, error) {
+	found, err := findSpikes(ctx, st, q, slo)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]correlate.Spike, len(found))
+	for i, f := range found {
+		out[i] = f.Spike
+	}
+	return out, nil
+}
+
+// foundSpike is a detected spike with what the detector's opening rule
+// reads from its curve.
+type foundSpike struct {
+	correlate.Spike
+	// excess is the latency the spike has added so far, in units of its
+	// baseline: Σ (v/baseline − 1)⁺ × step over its points. A spike held
+	// at ×2 for a minute has added 60 s; at ×1.5 for three minutes, 90 s.
+	excess time.Duration
+}
+
+func findSpikes(ctx context.Context, st *store.Store, q SpikeQuery, slo SLOFunc) ([]foundSpike, error) {
 	levels := q.Levels
 	if len(levels) == 0 {
 		levels = []correlate.Level{correlate.LevelModel}
@@ -38,7 +60,7 @@ func Spikes(ctx context.Context, st *store.Store, q SpikeQuery, slo SLOFunc) ([]
 		return nil, err
 	}
 	step := stepOf(curves)
-	var out []correlate.Spike
+	var out []foundSpike
 	for _, c := range curves {
 		opt := correlate.SpikeOptions{Step: step, Direction: q.Direction, Sensitivity: q.Sensitivity}
 		if slo != nil && c.Role != correlate.RoleLatencyP50 {
@@ -51,9 +73,26 @@ func Spikes(ctx context.Context, st *store.Store, q SpikeQuery, slo SLOFunc) ([]
 				continue
 			}
 			s.Role, s.Level, s.Scope = c.Role, c.Level, c.Scope
-			out = append(out, s)
+			out = append(out, foundSpike{Spike: s, excess: excess(c.Points, s, step)})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Onset.Before(out[j].Onset) })
 	return out, nil
+}
+
+// excess sums how far a rising spike's points stand above its baseline,
+// relative to it, each point counting for one step (0 for a drop).
+func excess(points []correlate.Point, s correlate.Spike, step time.Duration) time.Duration {
+	if s.Direction == correlate.Down || s.Baseline <= 0 {
+		return 0
+	}
+	from, to := s.Start.UnixMilli(), s.End.UnixMilli()
+	i := sort.Search(len(points), func(i int) bool { return points[i].T >= from })
+	var sum float64
+	for ; i < len(points) && points[i].T <= to; i++ {
+		if r := points[i].V/s.Baseline - 1; r > 0 { // NaN compares false
+			sum += r
+		}
+	}
+	return time.Duration(sum * float64(step))
 }

@@ -1,0 +1,173 @@
+package diagnose_test
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/diagnose"
+	"github.com/waterline-dev/waterline/sim"
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/store/storetest"
+)
+
+// The live detector's opening rule, judged as `demo --live` runs it: curves
+// at the scrape's 5 s step, one detector pass every 10 s over the data up
+// to that instant. Times are the fixtures' own (no wall clock): how long
+// after the onset the detector's data would open the incident.
+
+const (
+	liveStep   = 5 * time.Second
+	livePasses = 10 * time.Second
+)
+
+// liveRun steps a detector over st from from to to, one pass every
+// livePasses, and returns when it opened its first incident (zero: none)
+// and how many spikes it recorded on the way.
+func liveRun(t *testing.T, st *store.Store, from, to time.Time) (opened time.Time, recorded int) {
+	t.Helper()
+	ctx := context.Background()
+	now := from
+	det := diagnose.NewDetector(st, diagnose.DetectorOptions{OpenIncidents: true, MinSeverity: "ticket", Now: func() time.Time { return now }})
+	for ; !now.After(to); now = now.Add(livePasses) {
+		if err := det.Once(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if rec, err := st.RecordedSpikes(ctx, from.Add(-time.Hour), to, 100); err != nil {
+			t.Fatal(err)
+		} else {
+			recorded = max(recorded, len(rec))
+		}
+		list, _, err := st.ListIncidents(ctx, store.IncidentFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) > 0 {
+			t.Logf("opened at %s: %s", now.Format(time.TimeOnly), list[0].Title)
+			return now, recorded
+		}
+	}
+	return time.Time{}, recorded
+}
+
+// liveFleet writes the model latency curves of demo --live's small fleet
+// (75 min of history, then the onset, 5 s steps) and returns the onset.
+func liveFleet(t *testing.T, st *store.Store, sc sim.Scenario, seed int64, tail time.Duration) (start, onset time.Time) {
+	t.Helper()
+	history := 75*time.Minute + 30*time.Second
+	f, err := sim.New(sim.Options{Seed: seed, Scenario: sc, Confounders: true,
+		Models: 2, ReplicasPerModel: 2, Nodes: 3, Tenants: 4, TrafficScale: 0.7,
+		Step: liveStep, Start: t0, Onset: history, Duration: history + tail})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var curves []correlate.Curve
+	for _, c := range f.Curves() {
+		if c.Level == correlate.LevelModel && (c.Role == correlate.RoleLatencyP50 || c.Role == correlate.RoleLatencyP95 || c.Role == correlate.RoleLatencyP99) {
+			curves = append(curves, c)
+		}
+	}
+	storetest.WriteCurves(t, st, curves)
+	return t0, t0.Add(history)
+}
+
+// Quiet simulated fleets, judged pass by pass for 35 minutes after the
+// detector's baseline hour, open no incident.
+func TestLiveDetectorQuietFleetsOpenNothing(t *testing.T) {
+	t.Parallel()
+	for seed := int64(1); seed <= 3; seed++ {
+		st := storetest.New(t)
+		start, onset := liveFleet(t, st, sim.None, seed, 20*time.Minute)
+		opened, rec := liveRun(t, st, start.Add(time.Hour), onset.Add(20*time.Minute))
+		t.Logf("seed %d: %d spikes recorded", seed, rec)
+		if !opened.IsZero() {
+			t.Errorf("seed %d: a quiet fleet opened an incident at %s (%d spikes recorded)", seed, opened, rec)
+		}
+	}
+}
+
+// blipCurve is a P99 of 200 ms with 5 % noise at 5 s steps for two hours,
+// lifted ×ratio for hold from start+100 min.
+func blipCurve(seed uint64, ratio float64, hold time.Duration) (correlate.Curve, time.Time) {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	c := correlate.Curve{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel, Scope: correlate.Scope{Model: "chat"}}
+	onset := t0.Add(100 * time.Minute)
+	for ts := t0; ts.Before(t0.Add(2 * time.Hour)); ts = ts.Add(liveStep) {
+		v := 200 * math.Exp(0.05*rng.NormFloat64())
+		if !ts.Before(onset) && ts.Before(onset.Add(hold)) {
+			v *= ratio
+		}
+		c.Points = append(c.Points, correlate.Point{T: ts.UnixMilli(), V: v})
+	}
+	return c, onset
+}
+
+// A short blip is recorded but pages nobody; a spike of the same height
+// that holds opens an incident, sooner the higher it is.
+func TestLiveDetectorOpensByExcessNotForBlips(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		ratio  float64
+		hold   time.Duration
+		within time.Duration // opens at most this long after the onset; 0: never
+	}{
+		{"a bad minute at ×2 is a blip", 2, time.Minute, 0},
+		{"two minutes at ×1.6 are a blip", 1.6, 2 * time.Minute, 0},
+		{"×2 held opens after its 90 s of excess", 2, 10 * time.Minute, 110 * time.Second},
+		{"×2.5 held opens after 60 s", 2.5, 10 * time.Minute, 80 * time.Second},
+		{"×1.6 held opens after about three minutes", 1.6, 10 * time.Minute, 200 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			st := storetest.New(t)
+			c, onset := blipCurve(7, tc.ratio, tc.hold)
+			storetest.WriteCurves(t, st, []correlate.Curve{c})
+			opened, rec := liveRun(t, st, onset.Add(-time.Minute), onset.Add(tc.hold+5*time.Minute))
+			if rec == 0 {
+				t.Fatal("the detector recorded no spike: nothing was judged")
+			}
+			switch {
+			case tc.within == 0 && !opened.IsZero():
+				t.Errorf("a %s blip at ×%.1f opened an incident %s after its onset", tc.hold, tc.ratio, opened.Sub(onset))
+			case tc.within > 0 && opened.IsZero():
+				t.Errorf("a held spike at ×%.1f opened no incident", tc.ratio)
+			case tc.within > 0 && opened.Sub(onset) > tc.within:
+				t.Errorf("a held spike at ×%.1f opened %s after its onset, want ≤ %s", tc.ratio, opened.Sub(onset), tc.within)
+			case tc.within > 0 && opened.Sub(onset) < tc.within-60*time.Second:
+				t.Errorf("a held spike at ×%.1f opened %s after its onset: sooner than its excess allows", tc.ratio, opened.Sub(onset))
+			}
+		})
+	}
+}
+
+// The simulated incidents of the live demo open within the detector's
+// own share of the goal: the batching one through its P50, which moves the
+// most (every request waits for the longer batching window).
+func TestLiveDetectorOpensSimulatedIncidents(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		sc     sim.Scenario
+		within time.Duration
+	}{
+		{sim.Release, 150 * time.Second}, // a staged rollout: its first stage is ×1.5–2
+		{sim.Batching, 2 * time.Minute},
+	} {
+		t.Run(string(tc.sc), func(t *testing.T) {
+			t.Parallel()
+			st := storetest.New(t)
+			_, onset := liveFleet(t, st, tc.sc, 1, 15*time.Minute)
+			opened, _ := liveRun(t, st, onset.Add(-2*time.Minute), onset.Add(10*time.Minute))
+			if opened.IsZero() {
+				t.Fatalf("no incident within 10 minutes of the %s onset", tc.sc)
+			}
+			t.Logf("%s: opened %s after the onset", tc.sc, opened.Sub(onset))
+			if d := opened.Sub(onset); d < 0 || d > tc.within {
+				t.Errorf("%s: opened %s after the onset, want within %s", tc.sc, d, tc.within)
+			}
+		})
+	}
+}
