@@ -15,11 +15,15 @@
 #             the pull delay (5 s) and interval (≤ 5 s), the detector
 #             interval (≤ 10 s);
 #   opened    when the detector opened the incident: recorded + its
-#             persistence rule (held 3 min or peaked at 3× the baseline).
+#             opening rule (the spike added 90 s of latency relative to its
+#             baseline — ×1.5 for 3 min, ×2 for 90 s, ×3 for 45 s — or held
+#             3 min, or peaked at 3× the baseline).
+# These four are for the spike that opened the incident ("opener": its
+# quantile and how far above its baseline it had gone).
 #
 # Usage: bench/live.sh [scenario ...] (default: release capacity batching
 # downstream). FLEET=default uses the default fleet instead of -small;
-# INJECT_AFTER (default 30s). Results also go to bench/results/. Needs
+# INJECT_AFTER (default 30s). Results (and each demo's log) also go to bench/results/. Needs
 # prometheus and promtool (Debian package "prometheus") and Postgres'
 # binaries (the demo starts a private cluster), or DATABASE_URL.
 set -euo pipefail
@@ -45,6 +49,7 @@ for sc in "${scenarios[@]}"; do
 	sleep 1
 	kill -INT "$pid" 2>/dev/null || true
 	wait "$pid" || true
+	cp "$log.err" "${out%.txt}-$sc.log"
 	live=$(grep '^live: ' "$log.out" || true)
 	delays=$(grep '^live delays' "$log.err" || true)
 	brk=$(grep '^live breakdown' "$log.err" || true)
@@ -56,16 +61,17 @@ for sc in "${scenarios[@]}"; do
 	fi
 	num() { sed -n "s/.*$1 \(-\{0,1\}[0-9]*s\|-\).*/\1/p" <<<"$2"; }
 	top=$(sed -n 's/.*top cause \(.*\)$/\1/p' <<<"$live")
-	rows+=("$(printf '%-14s %9s %9s %9s %9s   %8s %9s %8s %7s   %s' "$sc" \
+	opener=$(sed -n 's/.*incident opened [0-9-]*s* (\(.*\) latency on .*, \(×[0-9.]*\))$/\1 \2/p' <<<"$brk")
+	rows+=("$(printf '%-14s %9s %9s %9s %9s   %8s %9s %8s %7s %-9s   %s' "$sc" \
 		"$(num 'spike recorded' "$delays")" "$(num 'incident opened' "$delays")" \
 		"$(num 'analysis ready' "$delays")" "$(num 'webhook delivered' "$delays")" \
 		"$(num 'curve departs' "$brk")" "$(num 'spike confirmed in the data' "$brk")" \
-		"$(num 'recorded by the detector' "$brk")" "$(num 'incident opened' "$brk")" "$top")")
+		"$(num 'recorded by the detector' "$brk")" "$(num 'incident opened' "$brk")" "${opener:--}" "$top")")
 	echo "$sc: $live" >&2
 done
 
 {
 	echo "waterline demo --live ${size[*]} (scrape 5s, pull 5s, detector 10s, inject after ${INJECT_AFTER:-30s}); seconds after the injected onset"
-	printf '%-14s %9s %9s %9s %9s   %8s %9s %8s %7s   %s\n' scenario spike incident analysis webhook departs confirmed recorded opened 'top cause'
+	printf '%-14s %9s %9s %9s %9s   %8s %9s %8s %7s %-9s   %s\n' scenario spike incident analysis webhook departs confirmed recorded opened opener 'top cause'
 	printf '%s\n' "${rows[@]}"
 } | tee "$out"

@@ -449,9 +449,9 @@ func (d *demo) awaitDetector(ctx context.Context, s *demoServer, fl *demoFleet, 
 	}
 	deadline := lr.onset.Add(d.opts.timeout)
 	var spikeAt, openedAt, readyAt time.Time
-	var first correlate.Spike // the first spike recorded after the onset
 	var inc store.Incident
 	seenBefore := map[int64]bool{}
+	recordedAt := map[int64]time.Time{} // spike → when the demo first saw it recorded
 	for {
 		if time.Now().After(deadline) && openedAt.IsZero() {
 			return res, fmt.Errorf("the detector opened no incident within %s of the onset (see waterline.log)", d.opts.timeout)
@@ -465,18 +465,21 @@ func (d *demo) awaitDetector(ctx context.Context, s *demoServer, fl *demoFleet, 
 		case <-time.After(500 * time.Millisecond):
 		}
 		now := time.Now().UTC()
-		if spikeAt.IsZero() {
+		if openedAt.IsZero() {
 			sps, err := s.st.RecordedSpikes(ctx, lr.onset.Add(-5*time.Minute), now.Add(time.Minute), 100)
 			if err != nil {
 				return res, err
 			}
 			for _, sp := range sps {
-				if sp.Direction == correlate.Up {
-					spikeAt, first = now, sp.Spike
-					d.p.note("detector recorded a spike at %s: %s on %s, onset %s (%s after the injected onset)", fmtTime(now),
-						roleName(string(sp.Role)), orFleet(sp.Scope.Model), fmtTime(sp.Onset), now.Sub(lr.onset).Round(time.Second))
-					break
+				if sp.Direction != correlate.Up || !recordedAt[sp.ID].IsZero() {
+					continue
 				}
+				recordedAt[sp.ID] = now
+				if spikeAt.IsZero() {
+					spikeAt = now
+				}
+				d.p.note("detector recorded a spike at %s: %s on %s, onset %s (%s after the injected onset), ×%.1f so far",
+					fmtTime(now), roleName(string(sp.Role)), orFleet(sp.Scope.Model), fmtTime(sp.Onset), now.Sub(lr.onset).Round(time.Second), sp.PeakValue/sp.Baseline)
 			}
 		}
 		if openedAt.IsZero() {
@@ -550,13 +553,33 @@ func (d *demo) awaitDetector(ctx context.Context, s *demoServer, fl *demoFleet, 
 	}
 	d.p.note("live delays after the injected onset: spike recorded %s, incident opened %s, analysis ready %s, webhook delivered %s",
 		since(spikeAt, true), since(openedAt, true), since(readyAt, true), since(hookAt, hooked))
-	// Where the time goes: the curve departs (the rollout, the rate
-	// window), the detector confirms the departure in the data, the data
-	// reaches the detector (scrape, pull delay and interval, detector
-	// interval), and the spike lasts long enough to page.
-	if !spikeAt.IsZero() {
-		d.p.note("live breakdown after the injected onset: curve departs %s, spike confirmed in the data %s, recorded by the detector %s, incident opened %s",
-			since(first.Onset, true), since(first.DetectedAt, true), since(spikeAt, true), since(openedAt, true))
+	// Where the time goes, for the spike that opened the incident (the
+	// first recorded of those it holds): the curve departs (the cause's
+	// ramp, the rate window), the alarm confirms the departure in the data,
+	// the data reaches the detector (scrape, pull delay and interval,
+	// detector interval), and the spike adds enough latency to page.
+	var opener *store.RecordedSpike
+	sps, err := s.st.RecordedSpikes(ctx, lr.onset.Add(-5*time.Minute), time.Now().Add(time.Minute), 100)
+	if err != nil {
+		return res, err
+	}
+	first := func(a, b store.RecordedSpike) bool {
+		ta, tb := recordedAt[a.ID], recordedAt[b.ID]
+		if ta.IsZero() || tb.IsZero() || ta.Equal(tb) {
+			return a.DetectedAt.Before(b.DetectedAt)
+		}
+		return ta.Before(tb)
+	}
+	for i, sp := range sps {
+		if sp.IncidentID != nil && *sp.IncidentID == inc.ID && (opener == nil || first(sp, *opener)) {
+			opener = &sps[i]
+		}
+	}
+	if opener != nil {
+		at, ok := recordedAt[opener.ID]
+		d.p.note("live breakdown after the injected onset: curve departs %s, spike confirmed in the data %s, recorded by the detector %s, incident opened %s (%s on %s, ×%.1f)",
+			since(opener.Onset, true), since(opener.DetectedAt, true), since(at, ok), since(openedAt, true),
+			roleName(string(opener.Role)), orFleet(opener.Scope.Model), opener.PeakValue/opener.Baseline)
 	}
 	fmt.Fprintf(d.stdout, "\nlive: incident #%d opened by the detector at %s, %d s after the injected onset; top cause %s\n",
 		inc.ID, fmtTime(openedAt), int(openedAt.Sub(lr.onset).Round(time.Second)/time.Second), top)
