@@ -45,7 +45,7 @@ for sc in "${scenarios[@]}"; do
 		--addr 127.0.0.1:0 >"$log.out" 2>"$log.err" &
 	pid=$!
 	# Wait for the delays (or the demo giving up), then Ctrl-C it.
-	while kill -0 "$pid" 2>/dev/null && ! grep -q '^live: ' "$log.out"; do sleep 1; done
+	while kill -0 "$pid" 2>/dev/null && ! grep -qs '^live: ' "$log.out"; do sleep 1; done
 	sleep 1
 	kill -INT "$pid" 2>/dev/null || true
 	wait "$pid" || true
