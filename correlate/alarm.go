@@ -65,6 +65,7 @@ const (
 type alarmParams struct {
 	stepMs      int64
 	window      int // trailing baseline, points
+	scaleWin    int // trailing scale window, points (≥ window)
 	gap         int // most recent points left out of the baseline
 	persist     int // consecutive points over the threshold
 	persistWeak int // … or 80 % of this many
@@ -82,7 +83,11 @@ func newAlarmParams(opt SpikeOptions) alarmParams {
 		stepMs: stepMs,
 		// At least 240 points for a stable median and spread (an hour at
 		// 15 s, four at 1 min), at most a day (24 points at 1 h).
-		window:      min(pts(opt.BaselineWindow, 240), pts(24*time.Hour, 24)),
+		window: min(pts(opt.BaselineWindow, 240), pts(24*time.Hour, 24)),
+		// The scale needs many points, the level recent ones: at coarse
+		// steps (1 h) the level window is capped at a day, the scale's
+		// is not (240 points: 10 days at 1 h).
+		scaleWin:    pts(opt.BaselineWindow, 240),
 		gap:         pts(opt.BaselineGap, 0),
 		persist:     pts(time.Duration(opt.Persist)*15*time.Second, 1),
 		persistWeak: pts(time.Duration(opt.PersistWeak)*15*time.Second, 1),
@@ -125,7 +130,13 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 		return vals[i]
 	}
 	usable := func(i int) bool {
-		return !math.IsNaN(vals[i]) && (seas == nil || !math.IsNaN(seas[i]))
+		return !math.IsNaN(vals[i]) && (seas == nil || !math.IsNaN(seas[i])) && !(m.intermittent && vals[i] == 0)
+	}
+	// An intermittent series has few non-zero points a day: its level
+	// needs the scale window's length to hold enough of them.
+	levelWin, minLevel := ap.window, max(opt.MinBaseline, ap.window/2)
+	if m.intermittent {
+		levelWin, minLevel = ap.scaleWin, opt.MinBaseline
 	}
 	pAlarm := opt.Sensitivity.alarmsPerDay() / ap.perDay
 	floor := heavyTail * math.Sqrt2 * math.Erfinv(1-2*pAlarm)
@@ -133,10 +144,16 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 	tail.init(math.Min(0.05, tailAlarmsPerDay/ap.perDay), floor)
 
 	var (
-		spikes    []Spike
-		win       sortedWindow
-		lo, hi    int
-		skip      = make([]bool, n) // the points that raised a spike stay out of baselines
+		spikes []Spike
+		win    sortedWindow
+		lo, hi int
+		skip   = make([]bool, n) // the points that raised a spike stay out of baselines
+		// dev are the departures from the level of the points judged
+		// (NaN: not judged, or inside an episode); the scale window
+		// holds the last ap.scaleWin of them.
+		dev       = make([]float64, n)
+		swin      sortedWindow
+		slo, shi  int
 		strongRun int
 		runStart  int
 		recent    []int
@@ -147,6 +164,9 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 		spread    float64
 		statsAt   = -1
 	)
+	for k := range dev {
+		dev[k] = math.NaN()
+	}
 	statsEvery := max(1, ap.window/40)
 	for i, p := range points {
 		for hi < i-ap.gap {
@@ -155,13 +175,25 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 			}
 			hi++
 		}
-		for lo < hi && lo < hi-ap.window {
+		for lo < hi && lo < hi-levelWin {
 			if usable(lo) && !skip[lo] {
 				win.remove(resid(lo))
 			}
 			lo++
 		}
-		if !usable(i) || win.len() < max(opt.MinBaseline, ap.window/2) {
+		for shi < i-ap.gap {
+			if !math.IsNaN(dev[shi]) && !skip[shi] {
+				swin.add(dev[shi])
+			}
+			shi++
+		}
+		for slo < shi && slo < shi-ap.scaleWin {
+			if !math.IsNaN(dev[slo]) && !skip[slo] {
+				swin.remove(dev[slo])
+			}
+			slo++
+		}
+		if !usable(i) || win.len() < minLevel {
 			continue
 		}
 		// The window's statistics move little from one point to the next:
@@ -170,12 +202,18 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 		if statsAt < 0 || i-statsAt >= statsEvery {
 			// Location: the median; scale: the IQR in σ units (O(1) on the
 			// sorted window, as robust as the MAD for the shapes seen here).
-			w := win.vals
-			base.Median = quantileSorted(w, 0.5)
+			// The scale is that of the departures from the level (until
+			// there are enough of them, of the level window's values).
+			w, c := win.vals, quantileSorted(win.vals, 0.5)
+			base.Median = c
+			if swin.len() >= minLevel {
+				w, c = swin.vals, 0
+			}
 			base.Scale = math.Max((quantileSorted(w, 0.75)-quantileSorted(w, 0.25))/1.349, quantum/2)
-			spread = math.Max(quantileSorted(w, 0.95)-base.Median, base.Median-quantileSorted(w, 0.05))
+			spread = math.Max(quantileSorted(w, 0.95)-c, c-quantileSorted(w, 0.05))
 			statsAt = i
 		}
+		dev[i] = resid(i) - base.Median
 		off := 0.0
 		if seas != nil {
 			off = seas[i]
@@ -185,6 +223,10 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 		z := sign * (p.V - level) / scale
 
 		if active != nil {
+			// An episode's points stay out of the scale (a second spike
+			// soon after a first is judged by the usual noise), not out
+			// of the level (a lasting shift becomes the new level).
+			dev[i] = math.NaN()
 			if z < activeThr/2 {
 				below++
 				if below >= ap.endPersist {
@@ -283,6 +325,11 @@ type alarmModel struct {
 	vals    []float64
 	quantum float64
 	seas    []float64
+	// intermittent: most values are 0 (a latency with no calls, a count
+	// with no events); its level and scale are those of the non-zero
+	// values, as Croston's method (1972) models intermittent demand
+	// sizes apart from the gaps between them.
+	intermittent bool
 }
 
 func newAlarmModel(points []Point, opt SpikeOptions) *alarmModel {
@@ -291,6 +338,16 @@ func newAlarmModel(points []Point, opt SpikeOptions) *alarmModel {
 		m.vals[i] = p.V
 	}
 	m.quantum = valueQuantum(m.vals)
+	zeros, nn := 0, 0
+	for _, v := range m.vals {
+		if !math.IsNaN(v) {
+			nn++
+			if v == 0 {
+				zeros++
+			}
+		}
+	}
+	m.intermittent = 2*zeros > nn
 	if m.ap.period > 0 {
 		m.seas = seasonalExpectation(points, m.ap)
 		if !seasonalHelps(m.vals, m.seas, m.ap) {
@@ -357,6 +414,40 @@ func seasonalExpectation(points []Point, ap alarmParams) []float64 {
 		}
 		sort.Float64s(buf)
 		out[i] = quantileSorted(buf, 0.5)
+	}
+	// The profile is smoothed over ±5 % of the period (±72 min a day), as
+	// STL smooths its seasonal component: a spike that recurs at one
+	// minute of the day stays a spike, the daily shape stays the baseline.
+	if h := ap.period / 20; h > 0 {
+		out = runningMedian(out, h)
+	}
+	return out
+}
+
+// runningMedian is the centred running median of x over ±h points (NaN
+// left out).
+func runningMedian(x []float64, h int) []float64 {
+	out := make([]float64, len(x))
+	var w sortedWindow
+	lo, hi := 0, 0
+	for i := range x {
+		for hi < len(x) && hi <= i+h {
+			if !math.IsNaN(x[hi]) {
+				w.add(x[hi])
+			}
+			hi++
+		}
+		for lo < i-h {
+			if !math.IsNaN(x[lo]) {
+				w.remove(x[lo])
+			}
+			lo++
+		}
+		if math.IsNaN(x[i]) || w.len() == 0 {
+			out[i] = math.NaN()
+			continue
+		}
+		out[i] = quantileSorted(w.vals, 0.5)
 	}
 	return out
 }
