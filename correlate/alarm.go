@@ -211,6 +211,12 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 			}
 			base.Scale = math.Max((quantileSorted(w, 0.75)-quantileSorted(w, 0.25))/1.349, quantum/2)
 			spread = math.Max(quantileSorted(w, 0.95)-c, c-quantileSorted(w, 0.05))
+			if swin.len() >= minLevel {
+				// The departures' spread on the side being judged: the
+				// drop back after an episode the level had caught up
+				// with is no upward noise.
+				spread = math.Max(sign*(quantileSorted(w, 0.5+sign*0.45)), 0)
+			}
 			statsAt = i
 		}
 		dev[i] = resid(i) - base.Median

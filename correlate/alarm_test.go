@@ -146,6 +146,75 @@ func TestAlarmGap(t *testing.T) {
 	}
 }
 
+// An hourly crash count: a day-long episode far above the usual level,
+// then, two days later, a second one as high. The second is judged by the
+// series' usual noise, not by a scale the first episode inflated.
+func TestAlarmSecondEpisodeSoonAfterFirst(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(7, 7))
+	first, second := 24*12, 24*12+24+48
+	pts := gen(24*20, time.Hour, 7, 0, func(i int) float64 {
+		switch {
+		case i >= first && i < first+24, i >= second && i < second+4:
+			return 2000 + 100*rng.NormFloat64()
+		}
+		return float64(5 + rng.IntN(20)) // 5–24 crashes an hour
+	})
+	got := alarmsAfter(pts, time.Hour, 48, SpikeOptions{})
+	if len(got) != 2 || !got[0].DetectedAt.Equal(at4(first, time.Hour)) || !got[1].DetectedAt.Equal(at4(second, time.Hour)) {
+		t.Fatalf("want alarms at %s and %s, got %v", at4(first, time.Hour), at4(second, time.Hour), onsets(got))
+	}
+}
+
+// A one-minute burst at the same minute every day (a nightly job) stays a
+// spike: the seasonal baseline follows the daily shape, smoothed over
+// about an hour, not each minute's own history.
+func TestAlarmDailyRecurringBurst(t *testing.T) {
+	t.Parallel()
+	const perDay = 1440
+	burst := 300 // 11:00 every day
+	pts := gen(6*perDay, time.Minute, 8, 0.05, func(i int) float64 {
+		h := float64(i%perDay) / 60
+		v := 400 + 200*math.Sin(h/24*2*math.Pi)
+		if i%perDay == burst {
+			v *= 3
+		}
+		return v
+	})
+	got := alarmsAfter(pts, time.Minute, 3*perDay, SpikeOptions{Direction: Both})
+	if len(got) != 3 {
+		t.Fatalf("want the burst on each of the last 3 days, got %d: %v", len(got), onsets(got))
+	}
+	for d, s := range got {
+		if want := at4((3+d)*perDay+burst, time.Minute); !s.DetectedAt.Equal(want) {
+			t.Errorf("alarm %d detected at %s, want %s", d, s.DetectedAt, want)
+		}
+	}
+}
+
+// An intermittent latency (no calls most hours, so 0): its usual calls,
+// within ×3 of each other, raise nothing; one call ×20 slower does.
+func TestAlarmIntermittentSeries(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(9, 9))
+	n, big := 24*30, 24*25+5
+	var pts []Point
+	for i := 0; i < n; i++ {
+		v := 0.0
+		if rng.Float64() < 0.15 {
+			v = 100 * math.Exp(0.35*rng.NormFloat64())
+		}
+		if i == big {
+			v = 2000
+		}
+		pts = append(pts, Point{T: at4(i, time.Hour).UnixMilli(), V: v})
+	}
+	got := alarmsAfter(pts, time.Hour, 24*5, SpikeOptions{Direction: Both})
+	if len(got) != 1 || !got[0].DetectedAt.Equal(at4(big, time.Hour)) {
+		t.Fatalf("want only the slow call at %s, got %v", at4(big, time.Hour), onsets(got))
+	}
+}
+
 // Sensitivity orders the false-alarm budgets: on the same noisy series,
 // high raises at least as many alarms as medium, and medium as low.
 func TestAlarmSensitivityOrders(t *testing.T) {
