@@ -146,16 +146,23 @@ func TestAlarmGap(t *testing.T) {
 	}
 }
 
-// An hourly crash count: a day-long episode far above the usual level,
-// then, two days later, a second one as high. The second is judged by the
-// series' usual noise, not by a scale the first episode inflated.
+// An hourly crash count: an 8-hour episode far above the usual level,
+// then, 16 hours later, a second one as high. The second is judged by the
+// series' usual noise, not by a scale the first episode inflated; and a
+// day-long episode, whose level the baseline catches up with, does not
+// hide one two days later either.
 func TestAlarmSecondEpisodeSoonAfterFirst(t *testing.T) {
 	t.Parallel()
+	t.Run("8h", func(t *testing.T) { testSecondEpisode(t, 8, 24) })
+	t.Run("24h", func(t *testing.T) { testSecondEpisode(t, 24, 72) })
+}
+
+func testSecondEpisode(t *testing.T, length, after int) {
 	rng := rand.New(rand.NewPCG(7, 7))
-	first, second := 24*12, 24*12+24+48
+	first, second := 24*12, 24*12+after
 	pts := gen(24*20, time.Hour, 7, 0, func(i int) float64 {
 		switch {
-		case i >= first && i < first+24, i >= second && i < second+4:
+		case i >= first && i < first+length, i >= second && i < second+4:
 			return 2000 + 100*rng.NormFloat64()
 		}
 		return float64(5 + rng.IntN(20)) // 5–24 crashes an hour
