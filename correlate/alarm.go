@@ -105,8 +105,13 @@ func newAlarmParams(opt SpikeOptions) alarmParams {
 //   - the baseline is the trailing median, or — when the series repeats
 //     daily — the median of the same time on up to seven previous days,
 //     moved to the recent level (the seasonal idea of Twitter's S-H-ESD and
-//     of STL, kept robust and causal);
-//   - the scale is the window's MAD, floored by its usual 5–95 % range;
+//     of STL, kept robust and causal), smoothed over ±5 % of the day as
+//     STL smooths its seasonal component; a series that is zero most of
+//     the time is judged on its non-zero values (Croston, 1972);
+//   - the scale is the IQR of the departures from the level over at
+//     least 240 points (10 days at 1 h, where the level's window stops at
+//     a day), floored by their 95 % range on the side judged; a spike's
+//     points stay out of it, so a second spike soon after is not hidden;
 //   - the threshold is the larger of a z floor set by a false-alarm budget
 //     per series and day (so it rises with the number of points a day) and
 //     the level the series' own past z exceed at a rate of one a day, from a
