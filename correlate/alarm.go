@@ -108,10 +108,11 @@ func newAlarmParams(opt SpikeOptions) alarmParams {
 //     of STL, kept robust and causal), smoothed over ±5 % of the day as
 //     STL smooths its seasonal component; a series that is zero most of
 //     the time is judged on its non-zero values (Croston, 1972);
-//   - the scale is the IQR of the departures from the level over at
-//     least 240 points (10 days at 1 h, where the level's window stops at
-//     a day), floored by their 95 % range on the side judged; a spike's
-//     points stay out of it, so a second spike soon after is not hidden;
+//   - the scale is the window's IQR, floored by its usual 5–95 % range;
+//     where the level's window stops at a day (steps over 6 min), the IQR
+//     of the departures from the level over 240 points (10 days at 1 h),
+//     floored by their 95 % range on the side judged; a spike's points
+//     stay out of it, so a second spike soon after is not hidden;
 //   - the threshold is the larger of a z floor set by a false-alarm budget
 //     per series and day (so it rises with the number of points a day) and
 //     the level the series' own past z exceed at a rate of one a day, from a
@@ -155,8 +156,11 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 		skip   = make([]bool, n) // the points that raised a spike stay out of baselines
 		// dev are the departures from the level of the points judged
 		// (NaN: not judged, or inside an episode); the scale window
-		// holds the last ap.scaleWin of them.
-		dev       = make([]float64, n)
+		// holds the last ap.scaleWin of them. Only where the level's
+		// window is the shorter (steps of more than 6 min): elsewhere
+		// the level window is as long and its own spread is the scale.
+		sepScale  = ap.scaleWin > ap.window
+		dev       []float64
 		swin      floatWindow
 		slo, shi  int
 		strongRun int
@@ -169,8 +173,11 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 		spread    float64
 		statsAt   = -1
 	)
-	for k := range dev {
-		dev[k] = math.NaN()
+	if sepScale {
+		dev = make([]float64, n)
+		for k := range dev {
+			dev[k] = math.NaN()
+		}
 	}
 	statsEvery := max(1, ap.window/40)
 	for i, p := range points {
@@ -186,13 +193,13 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 			}
 			lo++
 		}
-		for shi < i-ap.gap {
+		for sepScale && shi < i-ap.gap {
 			if !math.IsNaN(dev[shi]) && !skip[shi] {
 				swin.add(dev[shi])
 			}
 			shi++
 		}
-		for slo < shi && slo < shi-ap.scaleWin {
+		for sepScale && slo < shi && slo < shi-ap.scaleWin {
 			if !math.IsNaN(dev[slo]) && !skip[slo] {
 				swin.remove(dev[slo])
 			}
@@ -207,16 +214,17 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 		if statsAt < 0 || i-statsAt >= statsEvery {
 			// Location: the median; scale: the IQR in σ units (O(1) on the
 			// sorted window, as robust as the MAD for the shapes seen here).
-			// The scale is that of the departures from the level (until
-			// there are enough of them, of the level window's values).
+			// With a scale window, the scale is that of the departures
+			// from the level (once there are enough of them).
 			w, c := win.vals, quantileSorted(win.vals, 0.5)
 			base.Median = c
-			if swin.len() >= minLevel {
+			departures := sepScale && swin.len() >= minLevel
+			if departures {
 				w, c = swin.vals, 0
 			}
 			base.Scale = math.Max((quantileSorted(w, 0.75)-quantileSorted(w, 0.25))/1.349, quantum/2)
 			spread = math.Max(quantileSorted(w, 0.95)-c, c-quantileSorted(w, 0.05))
-			if swin.len() >= minLevel {
+			if departures {
 				// The departures' spread on the side being judged: the
 				// drop back after an episode the level had caught up
 				// with is no upward noise.
@@ -224,7 +232,9 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 			}
 			statsAt = i
 		}
-		dev[i] = resid(i) - base.Median
+		if sepScale {
+			dev[i] = resid(i) - base.Median
+		}
 		off := 0.0
 		if seas != nil {
 			off = seas[i]
@@ -237,7 +247,9 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 			// An episode's points stay out of the scale (a second spike
 			// soon after a first is judged by the usual noise), not out
 			// of the level (a lasting shift becomes the new level).
-			dev[i] = math.NaN()
+			if sepScale {
+				dev[i] = math.NaN()
+			}
 			if z < activeThr/2 {
 				below++
 				if below >= ap.endPersist {
