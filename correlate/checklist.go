@@ -117,9 +117,7 @@ func samplesStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 			lead = "No concentration row singles out what the top cause names; the row explaining most of the tail is"
 		}
 		s := fmt.Sprintf("%s %s (%.0f%% of slow requests vs %.0f%% of the others, %s)", lead, row.Label, row.SelectionPct, row.BaselinePct, likelier(row.RiskRatio))
-		if row.P99WithoutMs > 0 && row.P99Ms > 0 {
-			s += fmt.Sprintf("; without them %s's P99 would be %s instead of %s", list(row.Models), fmtMs(row.P99WithoutMs), fmtMs(row.P99Ms))
-		}
+		s += tailClause(a, row)
 		sm = append(sm, s+".")
 	} else {
 		sm = append(sm, "Slow requests are not concentrated on any single dimension.")
@@ -130,6 +128,26 @@ func samplesStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 	}
 	st.Answer = strings.Join(sm, " ")
 	return st
+}
+
+// tailClause says how much of the P99's rise the row accounts for, as a
+// share: the samples' own P99 over the whole spike is another population
+// than the impact's P99 curve (its median over the spike's main part), so
+// quoting it in milliseconds would contradict the header. The rise quoted
+// is the impact's, when the row is about one model of the impact.
+func tailClause(a Analysis, row Concentration) string {
+	if row.TailShare <= 0 || len(row.Models) == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("; removing them from the request samples undoes %.0f%% of %s's P99 rise", 100*row.TailShare, list(row.Models))
+	if len(row.Models) == 1 {
+		for _, im := range a.Impact {
+			if im.Model == row.Models[0] && im.BaselineP99Ms > 0 && im.DuringP99Ms > im.BaselineP99Ms {
+				s += fmt.Sprintf(" (%s → %s)", fmtMs(im.BaselineP99Ms), fmtMs(im.DuringP99Ms))
+			}
+		}
+	}
+	return s
 }
 
 // keyRow is the concentration row the samples step quotes: the one the top

@@ -134,3 +134,29 @@ func TestWords(t *testing.T) {
 		t.Errorf("moved: %q", got)
 	}
 }
+
+// TestSamplesStepQuotesTheHeadersP99: the samples' own P99 over the spike
+// (824 ms, 265 ms without the row) is another population than the impact's
+// P99 curve (190 ms → 624 ms); the step quotes the row's effect as a share
+// of the impact's rise, never the samples' milliseconds.
+func TestSamplesStepQuotesTheHeadersP99(t *testing.T) {
+	t.Parallel()
+	row := Concentration{Dims: map[string]string{"replica": "r-1"}, Label: "replica=r-1", SelectionPct: 79, BaselinePct: 20, RiskRatio: 9,
+		Models: []string{"chat"}, P99Ms: 824, P99WithoutMs: 265, P99DeltaMs: 559, TailShare: 0.88}
+	a := Analysis{Concentration: []Concentration{row}, Samples: SampleSummary{Total: 1000, SlowRequests: 120},
+		Impact: []Impact{{Model: "chat", BaselineP99Ms: 190, DuringP99Ms: 624}}}
+	got := samplesStep(a, &facts{}, nil).Answer
+	if !strings.Contains(got, "undoes 88% of chat's P99 rise (190 ms → 624 ms)") {
+		t.Errorf("samples step %q: want the share of the impact's rise", got)
+	}
+	for _, ms := range []string{"824", "265", "559"} {
+		if strings.Contains(got, ms) {
+			t.Errorf("samples step %q quotes the samples' own P99 (%s ms)", got, ms)
+		}
+	}
+	// No share, no P99 clause.
+	a.Concentration[0].TailShare = 0
+	if got := samplesStep(a, &facts{}, nil).Answer; strings.Contains(got, "P99") {
+		t.Errorf("samples step %q: a row explaining none of the rise says nothing of the P99", got)
+	}
+}

@@ -7,7 +7,9 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -373,6 +375,22 @@ func checkStory(t *testing.T, ctx context.Context, a correlate.Analysis) {
 	case len(a.Concentration) == 0 && named != "":
 		t.Errorf("samples step names row %q with an empty concentration table", named)
 	}
+	// One P99 per model: the step quotes the rise the header's ratio is
+	// made of (baseline → during), never the samples' own P99, and the
+	// concentration table gives shares, not milliseconds.
+	for _, m := range regexp.MustCompile(`(\S+)'s P99 rise \(([^)]*) → ([^)]*)\)`).FindAllStringSubmatch(key, -1) {
+		for _, im := range a.Impact {
+			if im.Model == m[1] && (!nearMs(m[2], im.BaselineP99Ms) || !nearMs(m[3], im.DuringP99Ms)) {
+				t.Errorf("samples step quotes %s's P99 rise as %s → %s; the impact's is %.0f → %.0f ms", m[1], m[2], m[3], im.BaselineP99Ms, im.DuringP99Ms)
+			}
+		}
+	}
+	if strings.Contains(key, "would be") {
+		t.Errorf("samples step %q quotes the samples' own P99", key)
+	}
+	if ms := evalString(t, ctx, `[...document.querySelectorAll('[data-testid=conc-row] td:last-child')].map(e => e.textContent).filter(s => / m?s\b/.test(s)).join(' | ')`); ms != "" {
+		t.Errorf("concentration table quotes P99s in time units (%s), another population than the header's", ms)
+	}
 	if named != "" {
 		if n := evalString(t, ctx, fmt.Sprintf(`String(document.querySelectorAll('[data-testid=conc-link][data-row=%s]').length)`, jsString(named))); n != "1" {
 			t.Errorf("concentration row %s: %s clickable rows on the page", named, n)
@@ -488,6 +506,23 @@ func checkStory(t *testing.T, ctx context.Context, a correlate.Analysis) {
 	if strings.Contains(evalString(t, ctx, `document.body.innerText`), "IQR") {
 		t.Error(`the page says "IQR"`)
 	}
+}
+
+// nearMs reports whether a duration as the page prints it ("644 ms",
+// "1,307 ms", "1.08 s") is v ms, to its printed precision.
+func nearMs(s string, v float64) bool {
+	s = strings.ReplaceAll(strings.TrimSpace(s), ",", "")
+	mult := 1.0
+	switch {
+	case strings.HasSuffix(s, " ms"):
+		s = strings.TrimSuffix(s, " ms")
+	case strings.HasSuffix(s, " s"):
+		s, mult = strings.TrimSuffix(s, " s"), 1000
+	default:
+		return false
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	return err == nil && math.Abs(f*mult-v) <= math.Max(1, 0.01*v)
 }
 
 func countKeys(m map[string]bool) []string {

@@ -52,7 +52,7 @@ func fixtureIncident() (IncidentInput, correlate.Analysis) {
 			Actions:         []string{"Roll back chat to v1"}}},
 		Stages:        []correlate.StageShare{{Stage: "exec", BeforeMs: 40, DuringMs: 120, DeltaMs: 80, DeltaLoMs: 70, DeltaHiMs: 90, Share: 1}},
 		StageSource:   "samples",
-		Concentration: []correlate.Concentration{{Dims: map[string]string{"version": "v2"}, SelectionPct: 90, BaselinePct: 20, RiskRatio: 12, Support: 0.9, P99WithoutMs: 150, P99DeltaMs: 700}},
+		Concentration: []correlate.Concentration{{Dims: map[string]string{"version": "v2"}, SelectionPct: 90, BaselinePct: 20, RiskRatio: 12, Support: 0.9, Models: []string{"chat"}, P99Ms: 850, P99WithoutMs: 150, P99DeltaMs: 700, TailShare: 0.92}},
 		Events: []correlate.AlignedEvent{{Event: correlate.Event{Kind: correlate.KindDeploy, Time: onset.Add(-2 * time.Minute),
 			Scope: correlate.Scope{Model: "chat", Version: "v2"}}, OffsetS: -120, TimeWeight: 0.9, ScopeMatch: 1}},
 		P99BeforeMs: 200, P99DuringMs: 850,

@@ -401,15 +401,15 @@ type ConcTable struct {
 
 // ConcRow is one over-represented dimension value (or pair).
 type ConcRow struct {
-	Key                  string // "replica=r-7 · node=n-3"
-	Row                  string // DimsKey of the row's own dimensions: the checklist names rows by it
-	Href                 string // filters the page to it
-	Title                string // what the link filters to, when not the row's own dimensions
-	Selected             bool
-	Sel, Base            string
-	SelPct, BasePct      float64
-	RiskRatio, Support   string
-	P99Without, P99Delta string
+	Key                string // "replica=r-7 · node=n-3"
+	Row                string // DimsKey of the row's own dimensions: the checklist names rows by it
+	Href               string // filters the page to it
+	Title              string // what the link filters to, when not the row's own dimensions
+	Selected           bool
+	Sel, Base          string
+	SelPct, BasePct    float64
+	RiskRatio, Support string
+	Tail, TailTitle    string // share of the P99's rise it explains; the samples' own P99s in the title
 }
 
 // BuildConc builds the concentration table; a click on a row filters
@@ -427,16 +427,18 @@ func BuildConc(rows []correlate.Concentration, s State, a *correlate.Analysis) C
 		key := DimsKey(r.Dims)
 		row := ConcRow{Key: key, Row: key, Sel: FmtPct(r.SelectionPct), Base: FmtPct(r.BaselinePct),
 			SelPct: math.Min(100, r.SelectionPct), BasePct: math.Min(100, r.BaselinePct),
-			RiskRatio: "×" + FmtNum(r.RiskRatio), Support: FmtPct(100 * r.Support), P99Without: "—", P99Delta: "—"}
+			RiskRatio: "×" + FmtNum(r.RiskRatio), Support: FmtPct(100 * r.Support), Tail: "—"}
 		if len(r.Also) > 0 && r.Label != "" {
 			row.Key = r.Label // rows selecting the same requests, folded into one
 		}
-		if r.P99WithoutMs > 0 { // 0: nothing of its models' traffic would remain
-			row.P99Without = FmtMs(r.P99WithoutMs)
-			row.P99Delta = "−" + FmtMs(r.P99DeltaMs)
-			if r.P99DeltaMs < 0 {
-				row.P99Delta = "+" + FmtMs(-r.P99DeltaMs)
-			}
+		// A share, not the samples' P99 in ms: that is the P99 of the
+		// sampled requests over the whole spike, another figure than the
+		// header's P99 curve, and the two read as a contradiction.
+		if r.TailShare > 0 {
+			row.Tail = FmtPct(100 * r.TailShare)
+		}
+		if r.P99WithoutMs > 0 && r.P99Ms > 0 { // 0: nothing of its models' traffic would remain
+			row.TailTitle = "In the request samples of " + strings.Join(r.Models, ", ") + " over the spike: P99 " + FmtMs(r.P99Ms) + ", " + FmtMs(r.P99WithoutMs) + " without these requests"
 		}
 		row.Href = concHref(r, a, s)
 		if d := filterableDims(r.Dims); d != nil {

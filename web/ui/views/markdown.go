@@ -258,9 +258,9 @@ func Markdown(in MarkdownInput) string {
 			if i == 10 {
 				break
 			}
-			without := "–"
-			if c.P99WithoutMs > 0 {
-				without = FmtMs(c.P99WithoutMs)
+			without := "–" // a share: the samples' P99 in ms is another figure than the impact's
+			if c.TailShare > 0 {
+				without = FmtPct(100 * c.TailShare)
 			}
 			name := DimsKey(c.Dims)
 			if len(c.Also) > 0 && c.Label != "" {
@@ -269,7 +269,7 @@ func Markdown(in MarkdownInput) string {
 			rows = append(rows, []string{name, FmtPct(c.SelectionPct), FmtPct(c.BaselinePct), "×" + FmtNum(c.RiskRatio),
 				FmtPct(100 * c.Support), without})
 		}
-		table(&b, []string{"Dimension", "Slow", "Others", "Risk ratio", "Support", "P99 without"}, rows)
+		table(&b, []string{"Dimension", "Slow", "Others", "Risk ratio", "Support", "Tail explained"}, rows)
 	}
 
 	b.WriteString("\n## Checklist\n\n")
