@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"math"
 	"slices"
 	"sort"
@@ -30,10 +31,31 @@ type SampleQuery struct {
 	SlowMs        map[string]float64 // per model
 	DefaultSlowMs float64            // for models not in SlowMs
 	// Sort is "time", "total" or a stage name; Desc reverses it.
-	Sort   string
-	Desc   bool
+	Sort string
+	Desc bool
+	// Spread picks the slowest request of each (time bucket, replica)
+	// first, the second slowest of each next, and so on, each page sorted
+	// by total descending: the slowest requests alone often come from one
+	// burst on one replica. The window is cut into SpreadBuckets buckets.
+	// It replaces Sort and Desc.
+	Spread bool
 	Offset int
 	Limit  int // 1..500; 0 = 25
+}
+
+// SpreadBuckets is how many time buckets a Spread query cuts its window into.
+const SpreadBuckets = 20
+
+// spreadStride is the width of a Spread query's time buckets: whole
+// microseconds (what Postgres' date_bin works in), at least one.
+func spreadStride(from, to time.Time) time.Duration {
+	return max(to.Sub(from)/SpreadBuckets, time.Microsecond).Truncate(time.Microsecond)
+}
+
+// spreadBucket is the time bucket of t in a Spread query over [from, to):
+// date_bin(stride, t, from) in SQL, the same integer arithmetic here.
+func spreadBucket(t, from, to time.Time) int64 {
+	return (t.UnixMicro() - from.UnixMicro()) / spreadStride(from, to).Microseconds()
 }
 
 // SamplePage is one page of a SampleQuery and how many samples match.
@@ -92,9 +114,17 @@ func (s *Store) SamplesPage(ctx context.Context, q SampleQuery) (SamplePage, err
 		  AND ($12 = 0 OR (($12 = 1) = (total_ms >= COALESCE(thr.ms, $15::float8))))`
 	args := []any{q.From, q.To, q.Scope.Model, q.Scope.Version, q.Scope.Tenant, q.Scope.Replica, q.Scope.Node,
 		q.Entry, q.Status, q.BatchMax, q.BatchMin, slow, models, ms, q.DefaultSlowMs}
+	count := func() (n int, err error) {
+		err = s.db.QueryRow(ctx, `SELECT count(*) FROM `+from+` WHERE `+where, args...).Scan(&n)
+		return n, wrap("samples page", err)
+	}
+	if q.Spread {
+		return s.spreadPage(ctx, q, from, where, args, count)
+	}
 	var page SamplePage
-	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM `+from+` WHERE `+where, args...).Scan(&page.Total); err != nil {
-		return SamplePage{}, wrap("samples page", err)
+	var err error
+	if page.Total, err = count(); err != nil {
+		return SamplePage{}, err
 	}
 	if page.Total == 0 {
 		return page, nil
@@ -104,14 +134,14 @@ func (s *Store) SamplesPage(ctx context.Context, q SampleQuery) (SamplePage, err
 		formats[i] = pgx.BinaryFormatCode
 	}
 	col := sampleSortColumn(q.Sort)
-	rows, err := s.db.Query(ctx, `
+	sql := `
 		SELECT time, request_id, model, version, tenant, replica, node, entry, batch_size, status, total_ms,
 		       gateway_ms, auth_ms, route_ms, queue_ms, batch_wait_ms, exec_ms, postprocess_ms, downstream_ms, sample_rate,
 		       dependency
-		FROM `+from+` WHERE `+where+`
-		ORDER BY `+col+` `+dir+` NULLS LAST, time, request_id
-		LIMIT `+itoa(q.limit())+` OFFSET `+itoa(max(q.Offset, 0)),
-		append([]any{formats}, args...)...)
+		FROM ` + from + ` WHERE ` + where + `
+		ORDER BY ` + col + ` ` + dir + ` NULLS LAST, time, request_id
+		LIMIT ` + itoa(q.limit()) + ` OFFSET ` + itoa(max(q.Offset, 0))
+	rows, err := s.db.Query(ctx, sql, append([]any{formats}, args...)...)
 	if err != nil {
 		return SamplePage{}, wrap("samples page", err)
 	}
@@ -125,6 +155,61 @@ func (s *Store) SamplesPage(ctx context.Context, q SampleQuery) (SamplePage, err
 		page.Samples = append(page.Samples, x)
 	}
 	return page, wrap("samples page", rows.Err())
+}
+
+// spreadPage is SamplesPage for a Spread query. It ranks on the narrow key
+// columns only (the sort of every matching row stays small), takes the
+// page's keys, then fetches their rows by primary key within the window's
+// partitions; the count comes from the same scan (one pass over the window,
+// where the other orders make two). Byte-order ("C") comparisons: faster
+// than the locale's, and the order spreadPageOf uses on snapshots.
+func (s *Store) spreadPage(ctx context.Context, q SampleQuery, from, where string, args []any, count func() (int, error)) (SamplePage, error) {
+	sql := `
+		WITH r AS MATERIALIZED (
+			SELECT time AS t, request_id AS rid, total_ms AS tot,
+			       row_number() OVER (PARTITION BY date_bin($16::interval, time, $1), replica COLLATE "C"
+			                          ORDER BY total_ms DESC, time, request_id COLLATE "C") AS rn
+			FROM ` + from + ` WHERE ` + where + `
+		), p AS (
+			SELECT t, rid, tot FROM r ORDER BY rn, tot DESC, t, rid COLLATE "C"
+			LIMIT ` + itoa(q.limit()) + ` OFFSET ` + itoa(max(q.Offset, 0)) + `
+		)
+		SELECT time, request_id, model, version, tenant, replica, node, entry, batch_size, status, total_ms,
+		       gateway_ms, auth_ms, route_ms, queue_ms, batch_wait_ms, exec_ms, postprocess_ms, downstream_ms, sample_rate,
+		       dependency, (SELECT count(*) FROM r)
+		FROM p JOIN samples ON samples.time = p.t AND samples.request_id = p.rid AND samples.time >= $1 AND samples.time < $2
+		ORDER BY p.tot DESC, p.t, p.rid COLLATE "C"`
+	formats := make(pgx.QueryResultFormats, len(sampleColumns)+1)
+	for i := range formats {
+		formats[i] = pgx.BinaryFormatCode
+	}
+	rows, err := s.db.Query(ctx, sql, append([]any{formats}, append(args, spreadStride(q.From, q.To))...)...)
+	if err != nil {
+		return SamplePage{}, wrap("samples page", err)
+	}
+	defer rows.Close()
+	var page SamplePage
+	intern := interner{}
+	for rows.Next() {
+		raw := rows.RawValues()
+		var x correlate.Sample
+		if err := decodeSampleRow(raw[:len(sampleColumns)], &x, intern); err != nil {
+			return SamplePage{}, wrap("samples page", err)
+		}
+		if n := raw[len(sampleColumns)]; len(n) == 8 {
+			page.Total = int(binary.BigEndian.Uint64(n))
+		}
+		page.Samples = append(page.Samples, x)
+	}
+	if err := rows.Err(); err != nil {
+		return SamplePage{}, wrap("samples page", err)
+	}
+	if len(page.Samples) == 0 { // no row to carry the count: past the end, or nothing matches
+		var err error
+		page.Total, err = count()
+		return page, err
+	}
+	return page, nil
 }
 
 // SampleByID returns the sample with request id rid in [from, to), or
@@ -209,6 +294,9 @@ func (q SampleQuery) PageOf(samples []correlate.Sample) SamplePage {
 			return x.StagesMs[st]
 		}
 	}
+	if q.Spread {
+		return q.spreadPageOf(sel)
+	}
 	sort.SliceStable(sel, func(i, j int) bool {
 		a, b := key(&sel[i]), key(&sel[j])
 		an, bn := math.IsNaN(a), math.IsNaN(b)
@@ -230,6 +318,54 @@ func (q SampleQuery) PageOf(samples []correlate.Sample) SamplePage {
 	lo := min(max(q.Offset, 0), len(sel))
 	hi := min(lo+q.limit(), len(sel))
 	page.Samples = slices.Clone(sel[lo:hi])
+	return page
+}
+
+// spreadPageOf is the Spread order of SamplesPage in memory: rank within
+// (time bucket, replica) by total descending, take the page by rank then
+// total, show it by total.
+func (q SampleQuery) spreadPageOf(sel []correlate.Sample) SamplePage {
+	byTotal := func(a, b *correlate.Sample) int {
+		if a.TotalMs != b.TotalMs {
+			if a.TotalMs > b.TotalMs {
+				return -1
+			}
+			return 1
+		}
+		if c := a.Time.Compare(b.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.RequestID, b.RequestID)
+	}
+	slices.SortStableFunc(sel, func(a, b correlate.Sample) int { return byTotal(&a, &b) })
+	type group struct {
+		bucket  int64
+		replica string
+	}
+	seen := map[group]int{}
+	rank := make([]int, len(sel))
+	for i := range sel {
+		g := group{spreadBucket(sel[i].Time, q.From, q.To), sel[i].Replica}
+		seen[g]++
+		rank[i] = seen[g]
+	}
+	idx := make([]int, len(sel))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		if rank[a] != rank[b] {
+			return rank[a] - rank[b]
+		}
+		return byTotal(&sel[a], &sel[b])
+	})
+	page := SamplePage{Total: len(sel)}
+	lo := min(max(q.Offset, 0), len(sel))
+	hi := min(lo+q.limit(), len(sel))
+	for _, i := range idx[lo:hi] {
+		page.Samples = append(page.Samples, sel[i])
+	}
+	slices.SortStableFunc(page.Samples, func(a, b correlate.Sample) int { return byTotal(&a, &b) })
 	return page
 }
 

@@ -49,6 +49,10 @@ func TestSamplesPageMatchesSnapshot(t *testing.T) {
 		w(store.SampleQuery{Sort: "queue", Limit: 30}),
 		w(store.SampleQuery{BatchMin: 5, BatchMax: 8, Status: "ok", Entry: "/e", Slow: true, SlowMs: map[string]float64{}, DefaultSlowMs: 400}),
 		w(store.SampleQuery{Scope: correlate.Scope{Tenant: "nobody"}}),
+		w(store.SampleQuery{Spread: true, Slow: true, SlowMs: slow, DefaultSlowMs: 100}),
+		w(store.SampleQuery{Spread: true, Limit: 30, Offset: 70}), // crosses from the first of each group into the second
+		w(store.SampleQuery{Spread: true, Scope: correlate.Scope{Replica: "rep-1"}, Limit: 7, Offset: 15}),
+		w(store.SampleQuery{Spread: true, Offset: 5000}), // past the end: the count still comes
 	}
 	for i, q := range queries {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
@@ -77,6 +81,56 @@ func TestSamplesPageMatchesSnapshot(t *testing.T) {
 	tenants, err := st.SampleTenants(ctx, base, base.Add(time.Hour))
 	if err != nil || !reflect.DeepEqual(tenants, []string{"t"}) {
 		t.Fatalf("tenants %v %v", tenants, err)
+	}
+}
+
+// TestSamplesPageSpread: the slowest requests of the test set all come
+// from the window's last seconds; the spread page shows the slowest of
+// each (time bucket, replica) instead, one row per group, by total.
+func TestSamplesPageSpread(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	base := time.Date(2026, 10, 6, 23, 50, 0, 0, time.UTC)
+	in := testSamples(base, 0, 900) // total grows with time; replica i%4
+	if _, _, err := st.InsertSamples(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	from, to := base.Add(time.Minute), base.Add(14*time.Minute) // 39 s buckets
+	slowest, err := st.SamplesPage(ctx, store.SampleQuery{From: from, To: to, Desc: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first, last := slowest.Samples[0].Time, slowest.Samples[len(slowest.Samples)-1].Time; first.Sub(last) > 30*time.Second {
+		t.Fatalf("fixture: the 25 slowest span %v, want one burst", first.Sub(last))
+	}
+	spread, err := st.SamplesPage(ctx, store.SampleQuery{From: from, To: to, Spread: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spread.Samples) != 25 || spread.Total != slowest.Total {
+		t.Fatalf("spread: %d rows of %d, want 25 of %d", len(spread.Samples), spread.Total, slowest.Total)
+	}
+	type group struct {
+		bucket  int64
+		replica string
+	}
+	groups, buckets := map[group]bool{}, map[int64]bool{}
+	span := to.Sub(from) / store.SpreadBuckets
+	for i, x := range spread.Samples {
+		g := group{int64(x.Time.Sub(from) / span), x.Replica}
+		if groups[g] {
+			t.Errorf("row %d (%s) is the second of bucket %d, replica %s on page 1", i, x.RequestID, g.bucket, g.replica)
+		}
+		groups[g], buckets[g.bucket] = true, true
+		if i > 0 && x.TotalMs > spread.Samples[i-1].TotalMs {
+			t.Errorf("row %d: %.2f ms after %.2f ms, want by total descending", i, x.TotalMs, spread.Samples[i-1].TotalMs)
+		}
+	}
+	// 20 buckets × 4 replicas: the 25 slowest group leaders are the last
+	// 7 buckets' (4 each, 28 ≥ 25), the slowest request first.
+	if len(buckets) < 7 || spread.Samples[0].RequestID != slowest.Samples[0].RequestID {
+		t.Errorf("spread page covers %d time buckets (want 7), first %s (want the slowest, %s)", len(buckets), spread.Samples[0].RequestID, slowest.Samples[0].RequestID)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/png"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -132,6 +133,28 @@ func TestUIPagesAndFragments(t *testing.T) {
 	}
 	if n := p.testid("sample-row").Length(); n != 25 {
 		t.Errorf("%d sample rows on page 1, want 25", n)
+	}
+	// The default page spreads the slow requests over the window and the
+	// replicas (store.TestSamplesPageSpread holds the order); a link shows
+	// the slowest only, and back. Both pages read by total, descending.
+	href, _ := p.testid("sample-pick-link").Attr("href")
+	if !strings.Contains(href, "pick=slowest") || !strings.Contains(p.testid("sample-pick").Text(), "each replica") {
+		t.Errorf("sample pick %q, link %q", p.testid("sample-pick").Text(), href)
+	}
+	slowest := b.fragment(href, "sample-table")
+	back, _ := slowest.testid("sample-pick-link").Attr("href")
+	if slowest.testid("sample-row").Length() != 25 || strings.Contains(back, "pick=") {
+		t.Errorf("slowest only: %d rows, link back %q", slowest.testid("sample-row").Length(), back)
+	}
+	for _, pg := range []page{p, slowest} {
+		prev := math.Inf(1)
+		pg.doc.Find(`[data-testid=sample-row] td.num:nth-child(3)`).Each(func(i int, c *goquery.Selection) {
+			v, err := strconv.ParseFloat(strings.TrimSuffix(strings.ReplaceAll(c.Text(), ",", ""), " ms"), 64)
+			if err != nil || v > prev {
+				t.Errorf("row %d: total %q after %.0f ms, want by total descending", i, c.Text(), prev)
+			}
+			prev = v
+		})
 	}
 	if p.doc.Find("svg path").Length() == 0 {
 		t.Error("no SVG paths in the lanes")

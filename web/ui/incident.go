@@ -244,7 +244,7 @@ func (p *Pages) sampleQuery(d *incidentData, st views.State) store.SampleQuery {
 	slowMs, def := d.view().SlowThresholds()
 	q := store.SampleQuery{From: from, To: to, Scope: st.Scope, Entry: st.Entry, Status: st.Status,
 		SlowMs: slowMs, DefaultSlowMs: def, Sort: st.Sort, Desc: !st.Asc,
-		Offset: (max(st.Page, 1) - 1) * views.SamplePageSize, Limit: views.SamplePageSize}
+		Offset: (max(st.Page, 1) - 1) * views.SamplePageSize, Limit: views.SamplePageSize, Spread: st.Spread()}
 	if st.Sort == "time" {
 		q.Desc = !st.Asc
 	}

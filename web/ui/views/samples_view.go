@@ -28,6 +28,9 @@ type SampleTable struct {
 	HowTo   bool // the window has no samples at all: show how to send them
 	Clear   string
 	Note    string // what "slow" means here
+	// Pick says how the slow requests were picked, PickHref/PickText the
+	// other way (spread over the window and replicas, or slowest only).
+	Pick, PickHref, PickText string
 }
 
 // SortColumn is a sortable header: clicking sorts by it, or flips it.
@@ -103,6 +106,17 @@ func BuildSampleTable(in SampleTableInput) SampleTable {
 		}
 		sc.Href = cs.URL()
 		t.Columns = append(t.Columns, sc)
+	}
+	if s.Tab == "" && s.Sort == "" && !s.Asc {
+		ps := s
+		ps.Page, ps.Slowest = 0, !s.Slowest
+		t.PickHref = ps.URL()
+		if s.Slowest {
+			t.Pick, t.PickText = "The slowest requests first.", "Spread them over the window and the replicas"
+		} else {
+			t.Pick = "The slowest request of each replica in each twentieth of the window first, then the second slowest, and so on (so one burst does not fill the page); by total."
+			t.PickText = "Show the slowest only"
+		}
 	}
 	total := in.Page.Total
 	t.Total = thousands(float64(total))

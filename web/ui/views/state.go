@@ -26,12 +26,16 @@ type State struct {
 	Sort                 string // "total" (default), "time" or a stage name
 	Asc                  bool   // default descending
 	Page                 int    // 1-based; 0 = 1
+	// Slowest shows the slowest slow requests only; by default the slow
+	// tab, sorted by total, spreads them over the window and the replicas
+	// (see Spread).
+	Slowest bool
 	// Live reads live data even when the incident has a frozen snapshot.
 	Live bool
 }
 
 // stateParams are the query parameters State reads, in URL order.
-var stateParams = []string{"from", "to", "model", "version", "tenant", "replica", "node", "entry", "status", "batch_size", "tab", "sort", "dir", "page", "live"}
+var stateParams = []string{"from", "to", "model", "version", "tenant", "replica", "node", "entry", "status", "batch_size", "tab", "sort", "dir", "pick", "page", "live"}
 
 // ParseState reads a State from query parameters. Times are RFC 3339 or
 // Unix seconds; bad values are errors naming the parameter, so a mangled
@@ -80,6 +84,13 @@ func ParseState(base string, q url.Values) (State, error) {
 	default:
 		return s, fmt.Errorf("dir: want asc or desc, got %q", q.Get("dir"))
 	}
+	switch q.Get("pick") {
+	case "", "spread":
+	case "slowest":
+		s.Slowest = true
+	default:
+		return s, fmt.Errorf("pick: want spread or slowest, got %q", q.Get("pick"))
+	}
 	if p := q.Get("page"); p != "" {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 || n > 100000 {
@@ -105,6 +116,13 @@ func parseTime(v string) (time.Time, error) {
 		return time.UnixMilli(int64(f * 1000)).UTC(), nil
 	}
 	return time.Time{}, fmt.Errorf("want an RFC 3339 time or Unix seconds, got %q", v)
+}
+
+// Spread reports whether the sample table spreads the slow requests over
+// the window and the replicas: the slow tab's default order (total,
+// descending) unless Slowest asks for the slowest only.
+func (s State) Spread() bool {
+	return s.Tab == "" && s.Sort == "" && !s.Asc && !s.Slowest
 }
 
 // BatchRange parses a batch-size bucket as concentration rows name them:
@@ -149,6 +167,9 @@ func (s State) Query() url.Values {
 	set("sort", s.Sort)
 	if s.Asc {
 		set("dir", "asc")
+	}
+	if s.Slowest {
+		set("pick", "slowest")
 	}
 	if s.Page > 1 {
 		set("page", strconv.Itoa(s.Page))
