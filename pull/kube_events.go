@@ -22,6 +22,7 @@ const EventSource = "kube-state-metrics"
 type kubeInput struct {
 	grid                           []int64 // ms, ascending: every step of the range
 	generation, spec, hpa, hpaInfo model.Matrix
+	hpaMin, hpaMax                 model.Matrix // the autoscalers' spec limits (absent from many exports)
 	podStart, restarts, ready      model.Matrix
 	podLabels, podInfo             model.Matrix
 	modelLabel, versionLabel       model.LabelName
@@ -283,6 +284,22 @@ func (in *kubeInput) scales() []correlate.Event {
 		at       int
 		from, to float64
 	}
+	// The autoscaler's min and max replicas, per ns/deployment: attributes
+	// of its scale events (the limits in force at the change), so the page
+	// can say whether it hit its max without a curve the analysis scores.
+	limits := map[string][2]track{}
+	for k, m := range []model.Matrix{in.hpaMin, in.hpaMax} {
+		for _, s := range m {
+			ns, name := string(s.Metric["namespace"]), string(s.Metric["horizontalpodautoscaler"])
+			dep := name
+			if t, ok := target[ns+"/"+name]; ok {
+				dep = t
+			}
+			l := limits[ns+"/"+dep]
+			l[k] = in.track(s)
+			limits[ns+"/"+dep] = l
+		}
+	}
 	hpaChanges := map[string][]change{} // ns/deployment → HPA changes
 	var out []correlate.Event
 	emit := func(ns, dep, via string, i int, from, to float64) {
@@ -291,11 +308,19 @@ func (in *kubeInput) scales() []correlate.Event {
 			kind, verb = correlate.KindScaleDown, "scale down"
 		}
 		mdl := in.modelOf(dep)
+		attrs := map[string]any{"namespace": ns, "deployment": dep, "from": from, "to": to, "via": via}
+		if l, ok := limits[ns+"/"+dep]; ok {
+			for k, name := range []string{"hpa_min_replicas", "hpa_max_replicas"} {
+				if l[k] != nil && present(l[k][i]) {
+					attrs[name] = l[k][i]
+				}
+			}
+		}
 		out = append(out, correlate.Event{
 			ID:   eventID(string(kind), ns, dep, fmt.Sprint(in.grid[i]), fmt.Sprint(from), fmt.Sprint(to)),
 			Kind: kind, Time: in.time(i), Scope: correlate.Scope{Model: mdl}, Source: EventSource,
 			Summary: fmt.Sprintf("%s %s %g → %g replicas (%s)", verb, mdl, from, to, via),
-			Attrs:   map[string]any{"namespace": ns, "deployment": dep, "from": from, "to": to, "via": via},
+			Attrs:   attrs,
 		})
 	}
 	for _, s := range in.hpa {

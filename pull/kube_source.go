@@ -39,6 +39,8 @@ func (p *Puller) fetchKube(ctx context.Context, w window) (*batch, error) {
 		{&in.spec, `max by (namespace, deployment) (kube_deployment_spec_replicas)`},
 		{&in.hpa, `max by (namespace, horizontalpodautoscaler) (kube_horizontalpodautoscaler_status_desired_replicas)`},
 		{&in.hpaInfo, `max by (namespace, horizontalpodautoscaler, scaletargetref_name) (kube_horizontalpodautoscaler_info)`},
+		{&in.hpaMin, `max by (namespace, horizontalpodautoscaler) (kube_horizontalpodautoscaler_spec_min_replicas)`},
+		{&in.hpaMax, `max by (namespace, horizontalpodautoscaler) (kube_horizontalpodautoscaler_spec_max_replicas)`},
 		{&in.podStart, `max by (namespace, pod) (kube_pod_start_time)`},
 		{&in.restarts, `max by (namespace, pod, container) (kube_pod_container_status_restarts_total)`},
 		{&in.ready, `max by (node, status) (kube_node_status_condition{condition="Ready"})`},

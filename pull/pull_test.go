@@ -140,15 +140,21 @@ func TestKubeEventsFromHistoryAndRepull(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(sortedCopy(wantFleetEvents), "\n") {
 		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(sortedCopy(wantFleetEvents), "\n"))
 	}
-	evs, _ := st.Events(ctx, store.EventFilter{From: f.Start, To: f.End().Add(time.Minute), Kinds: []correlate.EventKind{correlate.KindDeploy, correlate.KindScaleUp}})
+	evs, _ := st.Events(ctx, store.EventFilter{From: f.Start, To: f.End().Add(time.Minute), Kinds: []correlate.EventKind{correlate.KindDeploy, correlate.KindScaleUp, correlate.KindScaleDown}})
 	for _, e := range evs {
 		switch e.Kind {
 		case correlate.KindDeploy:
 			if e.Attrs["from_version"] != "v1" || e.Attrs["to_version"] != "v2" || !strings.Contains(e.Summary, "v1 → v2") {
 				t.Errorf("deploy = %+v", e)
 			}
+		case correlate.KindScaleDown: // embed has no autoscaler: no limits
+			if _, ok := e.Attrs["hpa_max_replicas"]; ok {
+				t.Errorf("scale_down of a deployment without an autoscaler has limits: %+v", e)
+			}
 		case correlate.KindScaleUp:
-			if e.Attrs["from"] != 2.0 || e.Attrs["to"] != 3.0 || !strings.Contains(e.Summary, "2 → 3") {
+			// The script's autoscaler: min its initial 2, max twice that.
+			if e.Attrs["from"] != 2.0 || e.Attrs["to"] != 3.0 || !strings.Contains(e.Summary, "2 → 3") ||
+				e.Attrs["hpa_min_replicas"] != 2.0 || e.Attrs["hpa_max_replicas"] != 4.0 {
 				t.Errorf("scale_up = %+v", e)
 			}
 		}

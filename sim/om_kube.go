@@ -71,6 +71,23 @@ func (o *omWriter) writeKube() {
 		func(m *model) []stepValue { return m.generation })
 	deployFamily("kube_horizontalpodautoscaler_status_desired_replicas", "Desired number of replicas of pods managed by this autoscaler.", "horizontalpodautoscaler",
 		func(m *model) []stepValue { return m.hpa })
+	// The autoscalers' spec limits, fixed: min the initial replicas, max
+	// twice that (or the most the plan ever desires). No random draw, so
+	// every simulated fleet stays as it was.
+	limit := func(k int) func(m *model) []stepValue {
+		return func(m *model) []stepValue {
+			lo, hi := hpaLimits(float64(m.replicas), func(yield func(float64) bool) {
+				for _, h := range m.hpa {
+					if !yield(h.v) {
+						return
+					}
+				}
+			})
+			return []stepValue{{t: -inf, v: []float64{lo, hi}[k]}}
+		}
+	}
+	deployFamily("kube_horizontalpodautoscaler_spec_min_replicas", "Lower limit for the number of pods that can be set by the autoscaler, default 1.", "horizontalpodautoscaler", limit(0))
+	deployFamily("kube_horizontalpodautoscaler_spec_max_replicas", "Upper limit for the number of pods that can be set by the autoscaler; cannot be smaller than MinReplicas.", "horizontalpodautoscaler", limit(1))
 
 	o.family("kube_node_status_condition", "gauge", "The condition of a cluster node.")
 	for _, n := range f.nodes {

@@ -25,6 +25,7 @@ func TestOpenMetricsValidAndCountersMonotonic(t *testing.T) {
 				"kube_pod_info", "kube_pod_labels", "kube_pod_start_time", "kube_pod_container_status_restarts",
 				"kube_deployment_spec_replicas", "kube_deployment_metadata_generation",
 				"kube_horizontalpodautoscaler_status_desired_replicas", "kube_node_status_condition",
+				"kube_horizontalpodautoscaler_spec_min_replicas", "kube_horizontalpodautoscaler_spec_max_replicas",
 			} {
 				if _, ok := m.types[fam]; !ok {
 					t.Errorf("family %s missing", fam)

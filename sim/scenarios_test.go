@@ -187,8 +187,10 @@ func TestScenarioColdStartNewPodsSlow(t *testing.T) {
 	o := scenarioOut(t, ColdStart)
 	tg := o.truth.Target
 	from, to := o.window()
-	m := o.metrics(t, "kube_horizontalpodautoscaler_status_desired_replicas", "kube_deployment_spec_replicas", "kube_pod_start_time", "kube_pod_info")
+	m := o.metrics(t, "kube_horizontalpodautoscaler_status_desired_replicas", "kube_deployment_spec_replicas", "kube_pod_start_time", "kube_pod_info",
+		"kube_horizontalpodautoscaler_spec_min_replicas", "kube_horizontalpodautoscaler_spec_max_replicas")
 	on := o.onset()
+	var before, after float64
 	for _, name := range []string{"kube_horizontalpodautoscaler_status_desired_replicas", "kube_deployment_spec_replicas"} {
 		label := map[bool]string{true: "horizontalpodautoscaler", false: "deployment"}[strings.Contains(name, "horizontal")]
 		s := m.byLabel(name, label)[tg.Model][0]
@@ -196,6 +198,18 @@ func TestScenarioColdStartNewPodsSlow(t *testing.T) {
 		b, _ := s.valueAt(on.Add(time.Minute).Unix())
 		if b <= a {
 			t.Errorf("%s %v -> %v, want a rise at the onset", name, a, b)
+		}
+		before, after = a, b
+	}
+	// The autoscaler's limits: min the initial replicas, max twice that
+	// (the scale-up stays within it), the same at every step.
+	for k, name := range []string{"kube_horizontalpodautoscaler_spec_min_replicas", "kube_horizontalpodautoscaler_spec_max_replicas"} {
+		s := m.byLabel(name, "horizontalpodautoscaler")[tg.Model][0]
+		want := []float64{before, max(2*before, after)}[k]
+		for _, p := range s.points {
+			if p.v != want {
+				t.Fatalf("%s = %v, want %v throughout", name, p.v, want)
+			}
 		}
 	}
 	started := map[string]bool{}

@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"iter"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -263,6 +266,23 @@ func (w *scriptWriter) kube() {
 			}
 		}
 	}
+	// The autoscalers' spec limits: min the first desired replicas, max
+	// twice that (or the most it ever desires), fixed for the script.
+	for k, fam := range []struct{ name, help string }{
+		{"kube_horizontalpodautoscaler_spec_min_replicas", "Lower limit for the number of pods that can be set by the autoscaler, default 1."},
+		{"kube_horizontalpodautoscaler_spec_max_replicas", "Upper limit for the number of pods that can be set by the autoscaler; cannot be smaller than MinReplicas."},
+	} {
+		w.family(fam.name, "gauge", fam.help)
+		for _, d := range w.s.Deployments {
+			if len(d.HPA) == 0 {
+				continue
+			}
+			first := slices.Min(slices.Collect(maps.Keys(d.HPA)))
+			lo, hi := hpaLimits(d.HPA[first], maps.Values(d.HPA))
+			v := []float64{lo, hi}[k]
+			w.series(fam.name, labelSet("namespace", namespace, "horizontalpodautoscaler", d.Name), "", 0, w.s.Steps, func(int) float64 { return v })
+		}
+	}
 	w.family("kube_node_status_condition", "gauge", "The condition of a cluster node.")
 	for _, n := range w.s.Nodes {
 		down := func(i int) bool {
@@ -282,6 +302,17 @@ func (w *scriptWriter) kube() {
 			})
 		}
 	}
+}
+
+// hpaLimits are a simulated autoscaler's min and max replicas: min its
+// initial desired replicas, max twice that or the most it ever desires.
+// Deterministic (no random draw), so no simulated fleet changes.
+func hpaLimits(initial float64, desired iter.Seq[float64]) (lo, hi float64) {
+	lo, hi = initial, 2*initial
+	for v := range desired {
+		hi = max(hi, v)
+	}
+	return lo, hi
 }
 
 // scriptValueAt is the value in force at step i (NaN before the first change).

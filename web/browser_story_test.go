@@ -183,7 +183,11 @@ func checkShareExport(t *testing.T, shareURL string, a correlate.Analysis) {
 		scored[c.Category] = true
 		want = append(want, fmt.Sprintf("### %d. %s — score %.2f", i+1, views.CategoryLabel(string(c.Category)), c.Score))
 		for _, p := range views.PoolFacts(&a, c) {
-			want = append(want, "Pool of "+p.Model+":", "- Autoscaler limits: not known")
+			// The page's line (checkStory holds it to the events), up to
+			// where Markdown escapes start.
+			lim, _, _ := strings.Cut(p.Limits, "(")
+			lim, _, _ = strings.Cut(lim, "_")
+			want = append(want, "Pool of "+p.Model+":", "- Autoscaler limits: "+lim)
 		}
 	}
 	for _, cat := range correlate.Categories {
@@ -403,7 +407,8 @@ func checkStory(t *testing.T, ctx context.Context, a correlate.Analysis) {
 	}
 	// The higher ranked of the capacity and cold-start causes shows the
 	// pool its actions act on: the replicas the analysis compared, and the
-	// autoscaler's limits as not known (the data holds none).
+	// autoscaler's limits from its scale events (the simulator exports
+	// them), "not known" when no scale event of the model carries them.
 	for _, c := range a.Causes {
 		if c.Category != correlate.CatCapacity && c.Category != correlate.CatColdStart {
 			continue
@@ -424,9 +429,18 @@ func checkStory(t *testing.T, ctx context.Context, a correlate.Analysis) {
 		if n > 0 {
 			want = fmt.Sprintf("%d replica", n)
 		}
-		if !strings.HasPrefix(reps, want) || !strings.HasPrefix(limits, "not known") {
-			t.Errorf("%s cause's pool: replicas %q (analysis: %d), limits %q", c.Category, reps, n, limits)
+		wantLimits := "not known"
+		for _, e := range a.Events {
+			if hi, ok := e.Attrs["hpa_max_replicas"].(float64); ok && e.Model == c.Target.Model &&
+				(e.Kind == correlate.KindScaleUp || e.Kind == correlate.KindScaleDown) {
+				lo, _ := e.Attrs["hpa_min_replicas"].(float64)
+				wantLimits = fmt.Sprintf("autoscaler %g–%g replicas; ", lo, hi) // the latest event's: the sim's limits are fixed
+			}
 		}
+		if !strings.HasPrefix(reps, want) || !strings.HasPrefix(limits, wantLimits) {
+			t.Errorf("%s cause's pool: replicas %q (analysis: %d), limits %q (want %q…)", c.Category, reps, n, limits, wantLimits)
+		}
+		t.Logf("%s pool: %q; limits %q", c.Category, reps, limits)
 		if pools := evalString(t, ctx, `String(document.querySelectorAll('[data-testid=pool]').length)`); pools != "1" {
 			t.Errorf("%s pools on the page, want one", pools)
 		}

@@ -12,15 +12,15 @@ import (
 
 // The capacity cause carries its pool (issue 17, item 5): the replicas
 // that served the model and what scaled it, on the page and in the
-// export, and the autoscaler's limits as "not known" (the data holds
-// none).
+// export, and the autoscaler's limits its scale event carries (the pull's
+// attributes from kube_horizontalpodautoscaler_spec_min/max_replicas).
 func TestUICapacityCauseShowsThePool(t *testing.T) {
 	e := newUIEnv(t)
 	a := e.analysis()
 	a.Replicas = []correlate.ReplicaComparison{{Replica: "chat-a", Model: "chat", Node: "n1"}, {Replica: "chat-b", Model: "chat", Node: "n2"}}
 	a.Events = append(a.Events, correlate.AlignedEvent{Event: correlate.Event{ID: "hpa1", Kind: correlate.KindScaleUp,
 		Time: e.spikeAt.Add(3 * time.Minute), Scope: correlate.Scope{Model: "chat"}, Source: "kube-state-metrics",
-		Summary: "scale up chat 2 → 3 replicas (HPA desired replicas)", Attrs: map[string]any{"from": 2, "to": 3, "via": "HPA desired replicas"}}})
+		Summary: "scale up chat 2 → 3 replicas (HPA desired replicas)", Attrs: map[string]any{"from": 2, "to": 3, "via": "HPA desired replicas", "hpa_min_replicas": 2, "hpa_max_replicas": 3}}})
 	ctx := context.Background()
 	v, err := e.st.StartAnalysis(ctx, e.id, "test")
 	if err != nil {
@@ -46,7 +46,8 @@ func TestUICapacityCauseShowsThePool(t *testing.T) {
 	if got := text("pool-scaling"); !strings.HasPrefix(got, "2 → 3 replicas (HPA desired replicas) at ") || !strings.HasSuffix(got, "3 min after the onset") {
 		t.Errorf("scaling %q", got)
 	}
-	if got := text("pool-limits"); !strings.HasPrefix(got, "not known") {
+	at := e.spikeAt.Add(3 * time.Minute).UTC().Format("15:04") + " UTC"
+	if got := text("pool-limits"); got != "autoscaler 2–3 replicas; at its max since "+at {
 		t.Errorf("limits %q", got)
 	}
 	if n := page.doc.Find(`[data-testid=cause][data-category=local_replica] [data-testid=pool]`).Length(); n != 0 {
@@ -54,7 +55,7 @@ func TestUICapacityCauseShowsThePool(t *testing.T) {
 	}
 	md := w.get(e.incidentPath() + "/export.md").body
 	for _, want := range []string{"Pool of chat:", "- Replicas: 2 replicas served during the spike: chat-a on n1, chat-b on n2",
-		"- Scaling: 2 → 3 replicas \\(HPA desired replicas\\) at ", "- Autoscaler limits: not known"} {
+		"- Scaling: 2 → 3 replicas \\(HPA desired replicas\\) at ", "- Autoscaler limits: autoscaler 2–3 replicas; at its max since " + at} {
 		if !strings.Contains(md, want) {
 			t.Errorf("export lacks %q:\n%s", want, md)
 		}

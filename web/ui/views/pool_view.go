@@ -26,10 +26,11 @@ type PoolFact struct {
 // of the fleet was watched.
 const kubeEventSource = "kube-state-metrics"
 
-// poolLimits is said of every model: the pull reads the HPA's desired
-// replicas (kube_horizontalpodautoscaler_status_desired_replicas), not its
-// spec limits.
-const poolLimits = "not known: Waterline reads the autoscaler's desired replicas, not its min and max replicas, so whether it is at its max is not known either"
+// poolLimits is said of a model none of whose scale events in the window
+// carries its autoscaler's limits (the pull reads them from
+// kube_horizontalpodautoscaler_spec_min_replicas and _max_replicas, which
+// many exports lack).
+const poolLimits = "not known: no scale event in the window carries the autoscaler's min and max replicas (kube-state-metrics' kube_horizontalpodautoscaler_spec_min_replicas and _max_replicas), so whether it is at its max is not known either"
 
 // PoolFacts describes the pools of the models a capacity or cold-start
 // cause targets, for the higher ranked of the two only; nil for other
@@ -63,7 +64,7 @@ func PoolFacts(a *correlate.Analysis, c correlate.Cause) []PoolFact {
 	}
 	out := make([]PoolFact, 0, len(models))
 	for _, m := range models {
-		out = append(out, PoolFact{Model: m, Replicas: replicaLine(a, m), Scaling: scalingLine(a, m, watched), Limits: poolLimits})
+		out = append(out, PoolFact{Model: m, Replicas: replicaLine(a, m), Scaling: scalingLine(a, m, watched), Limits: limitsLine(a, m)})
 	}
 	return out
 }
@@ -132,6 +133,52 @@ func scalingLine(a *correlate.Analysis, m string, watched bool) string {
 		parts = append(parts, what+" at "+when)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// limitsLine gives the autoscaler's limits from the latest scale event of
+// m that carries them (the pull's hpa_min_replicas / hpa_max_replicas
+// attributes) and whether its desired replicas are at the max: since the
+// first event of the trailing run at it, or below it.
+func limitsLine(a *correlate.Analysis, m string) string {
+	var scales []correlate.AlignedEvent
+	for _, e := range a.Events {
+		if (e.Kind == correlate.KindScaleUp || e.Kind == correlate.KindScaleDown) && e.Model == m {
+			scales = append(scales, e)
+		}
+	}
+	sort.SliceStable(scales, func(i, j int) bool { return scales[i].Time.Before(scales[j].Time) })
+	last := -1
+	for i, e := range scales {
+		_, ok1 := number(e.Attrs["hpa_min_replicas"])
+		_, ok2 := number(e.Attrs["hpa_max_replicas"])
+		if ok1 && ok2 {
+			last = i
+		}
+	}
+	if last < 0 {
+		return poolLimits
+	}
+	e := scales[last]
+	lo, _ := number(e.Attrs["hpa_min_replicas"])
+	hi, _ := number(e.Attrs["hpa_max_replicas"])
+	s := fmt.Sprintf("autoscaler %s–%s replicas", FmtNum(lo), FmtNum(hi))
+	_, to, ok := scaleCounts(e.Event)
+	switch {
+	case !ok:
+		return s
+	case to >= hi:
+		since := last
+		for since > 0 {
+			if _, prev, ok := scaleCounts(scales[since-1].Event); ok && prev >= hi {
+				since--
+				continue
+			}
+			break
+		}
+		return s + "; at its max since " + clock(&scales[since].Time)
+	default:
+		return fmt.Sprintf("%s; below its max (%s desired since %s)", s, FmtNum(to), clock(&e.Time))
+	}
 }
 
 // scaleCounts reads a scale event's from and to replica counts.

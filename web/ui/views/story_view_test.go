@@ -62,6 +62,48 @@ func TestPoolFacts(t *testing.T) {
 	}
 }
 
+// The autoscaler's limits come from the latest scale event carrying them
+// (the pull's attributes); at its max since the first event of the run at
+// it, else below it; without them, "not known".
+func TestPoolLimits(t *testing.T) {
+	t.Parallel()
+	onset := time.Date(2026, 3, 4, 7, 27, 45, 0, time.UTC)
+	scale := func(id string, at time.Duration, from, to int, limits bool) correlate.AlignedEvent {
+		e := correlate.Event{ID: id, Kind: correlate.KindScaleUp, Time: onset.Add(at), Scope: correlate.Scope{Model: "emb"}, Source: kubeEventSource,
+			Attrs: map[string]any{"from": from, "to": to, "via": "HPA desired replicas"}}
+		if to < from {
+			e.Kind = correlate.KindScaleDown
+		}
+		if limits {
+			e.Attrs["hpa_min_replicas"], e.Attrs["hpa_max_replicas"] = 3, 6
+		}
+		return correlate.AlignedEvent{Event: e}
+	}
+	for _, c := range []struct {
+		name   string
+		events []correlate.AlignedEvent
+		want   string
+	}{
+		{"at max", []correlate.AlignedEvent{scale("b", 4*time.Minute, 5, 6, true), scale("a", time.Minute, 3, 5, true)},
+			"autoscaler 3–6 replicas; at its max since 07:31 UTC"},
+		{"below max", []correlate.AlignedEvent{scale("a", time.Minute, 3, 6, true), scale("b", 9*time.Minute, 6, 4, true)},
+			"autoscaler 3–6 replicas; below its max (4 desired since 07:36 UTC)"},
+		{"no limits", []correlate.AlignedEvent{scale("a", time.Minute, 3, 6, false)}, poolLimits},
+		{"no scale event", nil, poolLimits},
+	} {
+		a := &correlate.Analysis{Onset: &onset, Events: c.events}
+		raw, _ := json.Marshal(a) // as the page reads a stored analysis
+		var stored correlate.Analysis
+		if err := json.Unmarshal(raw, &stored); err != nil {
+			t.Fatal(err)
+		}
+		got := PoolFacts(&stored, correlate.Cause{Category: correlate.CatCapacity, Target: correlate.Target{Model: "emb"}})
+		if len(got) != 1 || got[0].Limits != c.want {
+			t.Errorf("%s: limits %+v, want %q", c.name, got, c.want)
+		}
+	}
+}
+
 // The samples step says when the row it names is only the one explaining
 // most of the tail, not what the top cause is about (a release whose
 // slow requests concentrate on a batch size), and plainly when the row is
