@@ -46,7 +46,7 @@ func TestUICapacityCauseShowsThePool(t *testing.T) {
 	if got := text("pool-scaling"); !strings.HasPrefix(got, "2 → 3 replicas (HPA desired replicas) at ") || !strings.HasSuffix(got, "3 min after the onset") {
 		t.Errorf("scaling %q", got)
 	}
-	at := e.spikeAt.Add(3 * time.Minute).UTC().Format("15:04") + " UTC"
+	at := e.spikeAt.Add(3*time.Minute).UTC().Format("15:04") + " UTC"
 	if got := text("pool-limits"); got != "autoscaler 2–3 replicas; at its max since "+at {
 		t.Errorf("limits %q", got)
 	}
