@@ -454,7 +454,7 @@ func (d *demo) awaitDetector(ctx context.Context, s *demoServer, fl *demoFleet, 
 	recordedAt := map[int64]time.Time{} // spike → when the demo first saw it recorded
 	for {
 		if time.Now().After(deadline) && openedAt.IsZero() {
-			return res, fmt.Errorf("the detector opened no incident within %s of the onset (see waterline.log)", d.opts.timeout)
+			return res, fmt.Errorf("the detector opened no incident within %s of the onset (%s; see waterline.log)", d.opts.timeout, d.pipelineState(ctx, s, len(recordedAt)))
 		}
 		if time.Now().After(deadline.Add(d.opts.timeout)) {
 			return res, fmt.Errorf("analysis of incident %d not ready %s after the onset (see waterline.log)", inc.ID, 2*d.opts.timeout)
@@ -584,4 +584,25 @@ func (d *demo) awaitDetector(ctx context.Context, s *demoServer, fl *demoFleet, 
 	fmt.Fprintf(d.stdout, "\nlive: incident #%d opened by the detector at %s, %d s after the injected onset; top cause %s\n",
 		inc.ID, fmtTime(openedAt), int(openedAt.Sub(lr.onset).Round(time.Second)/time.Second), top)
 	return res, nil
+}
+
+// pipelineState says how far each pull source had got and how many spikes
+// the detector recorded, so a live run that opened nothing tells whether
+// the data was late, or on time and judged quiet.
+func (d *demo) pipelineState(ctx context.Context, s *demoServer, spikes int) string {
+	srcs, err := s.st.PullSources(ctx)
+	if err != nil {
+		return "pull state unknown: " + err.Error()
+	}
+	now := time.Now()
+	parts := make([]string, 0, len(srcs)+1)
+	for _, p := range srcs {
+		state := fmt.Sprintf("%s pulled up to %s ago", p.Source, now.Sub(p.Cursor).Round(time.Second))
+		if p.LastError != "" {
+			state += fmt.Sprintf(" (last error: %s)", p.LastError)
+		}
+		parts = append(parts, state)
+	}
+	parts = append(parts, fmt.Sprintf("%d rising spikes recorded since 5 min before the onset", spikes))
+	return strings.Join(parts, ", ")
 }
