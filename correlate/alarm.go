@@ -223,12 +223,13 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 				w, c = swin.vals, 0
 			}
 			base.Scale = math.Max((quantileSorted(w, 0.75)-quantileSorted(w, 0.25))/1.349, quantum/2)
-			spread = math.Max(quantileSorted(w, 0.95)-c, c-quantileSorted(w, 0.05))
 			if departures {
 				// The departures' spread on the side being judged: the
 				// drop back after an episode the level had caught up
 				// with is no upward noise.
 				spread = math.Max(sign*(quantileSorted(w, 0.5+sign*0.45)), 0)
+			} else {
+				spread = math.Max(quantileSorted(w, 0.95)-c, c-quantileSorted(w, 0.05))
 			}
 			statsAt = i
 		}
@@ -370,6 +371,10 @@ func newAlarmModel(points []Point, opt SpikeOptions) *alarmModel {
 			}
 		}
 	}
+	// Like the quantum and whether the seasonal profile helps, this is read
+	// off the whole fetched series, history and judged range together: the
+	// history (up to 8 days) outweighs the judged minutes in live use, but a
+	// series that turns mostly zero within the lookback changes mode.
 	m.intermittent = 2*zeros > nn
 	if m.ap.period > 0 {
 		m.seas = seasonalExpectation(points, m.ap)
