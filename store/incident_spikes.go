@@ -36,15 +36,16 @@ func (s *Store) IncidentSpikes(ctx context.Context, ids []int64) (map[int64]Inci
 		       (r.result->'impact'->0->>'peak_p99_ms')::float8, (r.result->'impact'->0->>'during_p99_ms')::float8,
 		       (r.result->'impact'->0->>'peak_at')::timestamptz, (r.result->'impact'->0->>'baseline_p99_ms')::float8,
 		       r.result->'impact'->0->>'status', (r.result->'impact'->0->>'recovered_at')::timestamptz,
-		       sp.onset, sp.end_at, sp.ongoing, pk.model, pk.peak_value, pk.peak_time, pk.baseline
+		       sp.onset, sp.end_at, sp.ongoing, sp.role, sp.model, sp.peak_value, sp.peak_time, sp.baseline
 		FROM incidents i
 		LEFT JOIN LATERAL (SELECT result FROM analyses WHERE incident_id = i.id AND status = 'ready'
 		                   ORDER BY version DESC LIMIT 1) r ON true
-		LEFT JOIN LATERAL (SELECT min(onset) AS onset, max(end_at) AS end_at, bool_or(ongoing) AS ongoing
-		                   FROM spikes WHERE incident_id = i.id) sp ON true
-		LEFT JOIN LATERAL (SELECT model, peak_value, peak_time, baseline FROM spikes
-		                   WHERE incident_id = i.id AND role = 'latency_p99'
-		                   ORDER BY peak_value DESC LIMIT 1) pk ON true
+		-- One pass over the incident's spikes: the window aggregates span
+		-- all of them; the row kept is the highest P99 spike, if any.
+		LEFT JOIN LATERAL (SELECT min(onset) OVER () AS onset, max(end_at) OVER () AS end_at,
+		                          bool_or(ongoing) OVER () AS ongoing, role, model, peak_value, peak_time, baseline
+		                   FROM spikes WHERE incident_id = i.id
+		                   ORDER BY (role = 'latency_p99') DESC, peak_value DESC LIMIT 1) sp ON true
 		WHERE i.id = ANY($1)`, ids)
 	if err != nil {
 		return nil, wrap("incident spikes", err)
@@ -60,12 +61,12 @@ func (s *Store) IncidentSpikes(ctx context.Context, ids []int64) (map[int64]Inci
 			aPeak, aDuring, aBase       *float64
 			sOnset, sEnd                *time.Time
 			sOngoing                    *bool
-			pModel                      *string
+			pRole, pModel               *string
 			pPeak, pBase                *float64
 			pAt                         *time.Time
 		)
 		if err := rows.Scan(&id, &scopeModel, &aOnset, &aModel, &aPeak, &aDuring, &aPeakAt, &aBase, &aStatus, &aRecovered,
-			&sOnset, &sEnd, &sOngoing, &pModel, &pPeak, &pAt, &pBase); err != nil {
+			&sOnset, &sEnd, &sOngoing, &pRole, &pModel, &pPeak, &pAt, &pBase); err != nil {
 			return nil, wrap("incident spikes", err)
 		}
 		var sp IncidentSpike
@@ -87,7 +88,7 @@ func (s *Store) IncidentSpikes(ctx context.Context, ids []int64) (map[int64]Inci
 			if !sp.Ongoing {
 				sp.RecoveredAt = utcPtr(sEnd)
 			}
-			if pModel != nil {
+			if deref(pRole) == "latency_p99" {
 				sp.Model, sp.PeakMs, sp.PeakAt, sp.BaselineMs = *pModel, derefF(pPeak), utcPtr(pAt), derefF(pBase)
 			}
 		}

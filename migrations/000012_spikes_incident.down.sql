@@ -1,0 +1,1 @@
+DROP INDEX spikes_incident_idx;

@@ -1,0 +1,68 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/store/storetest"
+)
+
+// incidentWithSpikes opens an incident and attaches the given spikes.
+func incidentWithSpikes(t *testing.T, st *store.Store, base time.Time, spikes ...correlate.Spike) int64 {
+	t.Helper()
+	ctx := context.Background()
+	in, err := st.CreateIncident(ctx, store.NewIncident{Title: "t", Start: base, Scope: correlate.Scope{Model: "m"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, sp := range spikes {
+		id, _, _, err := st.RecordSpike(ctx, string(sp.Role)+"/"+sp.Scope.Model+"/"+string(rune('a'+i)), sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.AttachSpike(ctx, id, in.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return in.ID
+}
+
+func latencySpike(role correlate.Role, model string, onset time.Time, peak, baseline float64, ongoing bool) correlate.Spike {
+	return correlate.Spike{Role: role, Level: correlate.LevelModel, Scope: correlate.Scope{Model: model},
+		Start: onset.Add(time.Minute), End: onset.Add(10 * time.Minute), Ongoing: ongoing, Onset: onset,
+		PeakTime: onset.Add(3 * time.Minute), PeakValue: peak, Baseline: baseline, Direction: correlate.Up,
+		DetectedAt: onset.Add(2 * time.Minute), Score: 0.8, Severity: "page"}
+}
+
+// TestIncidentSpikesFromSpikes: with no analysis the row comes from the
+// attached spikes: the earliest onset, the latest end, the highest spike.
+func TestIncidentSpikesFromSpikes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	base := time.Date(2026, 10, 6, 10, 0, 0, 0, time.UTC)
+	id := incidentWithSpikes(t, st, base,
+		latencySpike(correlate.RoleLatencyP99, "m", base.Add(5*time.Minute), 900, 200, false),
+		latencySpike(correlate.RoleLatencyP99, "m", base.Add(2*time.Minute), 1500, 300, false),
+		correlate.Spike{Role: correlate.RoleQPS, Level: correlate.LevelModel, Scope: correlate.Scope{Model: "m"},
+			Start: base.Add(9 * time.Minute), End: base.Add(40 * time.Minute), Onset: base.Add(8 * time.Minute),
+			PeakTime: base.Add(9 * time.Minute), PeakValue: 50000, Baseline: 100, Direction: correlate.Up,
+			DetectedAt: base.Add(9 * time.Minute), Severity: "info"})
+	got, err := st.IncidentSpikes(ctx, []int64{id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := got[id]
+	if sp.Source != "spikes" || sp.Onset == nil || !sp.Onset.Equal(base.Add(2*time.Minute)) {
+		t.Fatalf("source/onset: %+v", sp)
+	}
+	if sp.PeakMs != 1500 || sp.BaselineMs != 300 || sp.PeakAt == nil || !sp.PeakAt.Equal(base.Add(5*time.Minute)) {
+		t.Errorf("peak: %+v", sp)
+	}
+	if sp.Ongoing || sp.RecoveredAt == nil || !sp.RecoveredAt.Equal(base.Add(40*time.Minute)) {
+		t.Errorf("recovery: %+v", sp)
+	}
+}
