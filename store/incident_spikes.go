@@ -33,7 +33,7 @@ func (s *Store) IncidentSpikes(ctx context.Context, ids []int64) (map[int64]Inci
 	rows, err := s.db.Query(ctx, `
 		SELECT i.id, i.model,
 		       (r.result->>'onset')::timestamptz, r.result->'impact'->0->>'model',
-		       (r.result->'impact'->0->>'peak_p99_ms')::float8, (r.result->'impact'->0->>'during_p99_ms')::float8,
+		       (r.result->'impact'->0->>'peak_p99_ms')::float8,
 		       (r.result->'impact'->0->>'peak_at')::timestamptz, (r.result->'impact'->0->>'baseline_p99_ms')::float8,
 		       r.result->'impact'->0->>'status', (r.result->'impact'->0->>'recovered_at')::timestamptz,
 		       sp.onset, sp.end_at, sp.ongoing, sp.role, sp.model, sp.peak_value, sp.peak_time, sp.baseline
@@ -58,29 +58,40 @@ func (s *Store) IncidentSpikes(ctx context.Context, ids []int64) (map[int64]Inci
 			scopeModel                  string
 			aOnset, aPeakAt, aRecovered *time.Time
 			aModel, aStatus             *string
-			aPeak, aDuring, aBase       *float64
+			aPeak, aBase                *float64
 			sOnset, sEnd                *time.Time
 			sOngoing                    *bool
 			pRole, pModel               *string
 			pPeak, pBase                *float64
 			pAt                         *time.Time
 		)
-		if err := rows.Scan(&id, &scopeModel, &aOnset, &aModel, &aPeak, &aDuring, &aPeakAt, &aBase, &aStatus, &aRecovered,
+		if err := rows.Scan(&id, &scopeModel, &aOnset, &aModel, &aPeak, &aPeakAt, &aBase, &aStatus, &aRecovered,
 			&sOnset, &sEnd, &sOngoing, &pRole, &pModel, &pPeak, &pAt, &pBase); err != nil {
 			return nil, wrap("incident spikes", err)
 		}
 		var sp IncidentSpike
 		switch {
-		case aOnset != nil || aModel != nil:
+		case aOnset != nil:
+			// An analysis that located no onset says nothing the
+			// recorded spikes do not say better.
 			sp.Source, sp.Onset, sp.PeakAt = "analysis", utcPtr(aOnset), utcPtr(aPeakAt)
 			sp.Model = deref(aModel)
-			// The impact's peak is a median of three points; a spike
-			// whose main part is higher still reports that level.
-			sp.PeakMs = max(derefF(aPeak), derefF(aDuring))
+			sp.PeakMs = derefF(aPeak) // peak_at is this value's time
 			sp.BaselineMs = derefF(aBase)
-			sp.Ongoing = deref(aStatus) != "recovered"
-			if !sp.Ongoing {
-				sp.RecoveredAt = utcPtr(aRecovered)
+			switch {
+			case aStatus != nil:
+				sp.Ongoing = *aStatus != "recovered"
+				if !sp.Ongoing {
+					sp.RecoveredAt = utcPtr(aRecovered)
+				}
+			case sOnset != nil:
+				// No impact row: whether it is over is the spikes' word.
+				sp.Ongoing = sOngoing != nil && *sOngoing
+				if !sp.Ongoing {
+					sp.RecoveredAt = utcPtr(sEnd)
+				}
+			default:
+				sp.Ongoing = true // nothing says it ended
 			}
 		case sOnset != nil:
 			sp.Source, sp.Onset = "spikes", utcPtr(sOnset)

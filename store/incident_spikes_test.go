@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ func incidentWithSpikes(t *testing.T, st *store.Store, base time.Time, spikes ..
 		t.Fatal(err)
 	}
 	for i, sp := range spikes {
-		id, _, _, err := st.RecordSpike(ctx, string(sp.Role)+"/"+sp.Scope.Model+"/"+string(rune('a'+i)), sp)
+		id, _, _, err := st.RecordSpike(ctx, fmt.Sprintf("%s/%s/%d/%d", sp.Role, sp.Scope.Model, in.ID, i), sp)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,5 +65,53 @@ func TestIncidentSpikesFromSpikes(t *testing.T) {
 	}
 	if sp.Ongoing || sp.RecoveredAt == nil || !sp.RecoveredAt.Equal(base.Add(40*time.Minute)) {
 		t.Errorf("recovery: %+v", sp)
+	}
+}
+
+// readyAnalysis stores a ready analysis with the given result JSON.
+func readyAnalysis(t *testing.T, st *store.Store, id int64, result string) {
+	t.Helper()
+	ctx := context.Background()
+	v, err := st.StartAnalysis(ctx, id, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.FinishAnalysis(ctx, id, v, []byte(result), ""); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestIncidentSpikesAnalysisSource: an analysis is the source only when it
+// located an onset; without an impact row the spikes say whether it is
+// over; the peak is the impact's peak (whose time peak_at is).
+func TestIncidentSpikesAnalysisSource(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	base := time.Date(2026, 10, 6, 10, 0, 0, 0, time.UTC)
+	spike := latencySpike(correlate.RoleLatencyP99, "m", base.Add(2*time.Minute), 1500, 300, false)
+
+	noOnset := incidentWithSpikes(t, st, base, spike)
+	readyAnalysis(t, st, noOnset, `{"impact":[{"model":"m","status":"ongoing"}]}`)
+	noImpact := incidentWithSpikes(t, st, base, spike)
+	readyAnalysis(t, st, noImpact, `{"onset":"`+base.Add(3*time.Minute).Format(time.RFC3339)+`"}`)
+	full := incidentWithSpikes(t, st, base, spike)
+	readyAnalysis(t, st, full, `{"onset":"`+base.Add(3*time.Minute).Format(time.RFC3339)+`","impact":[{"model":"m",
+		"peak_p99_ms":800,"during_p99_ms":950,"peak_at":"`+base.Add(6*time.Minute).Format(time.RFC3339)+`","baseline_p99_ms":200,
+		"status":"recovered","recovered_at":"`+base.Add(20*time.Minute).Format(time.RFC3339)+`"}]}`)
+
+	got, err := st.IncidentSpikes(ctx, []int64{noOnset, noImpact, full})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp := got[noOnset]; sp.Source != "spikes" || sp.Onset == nil || !sp.Onset.Equal(base.Add(2*time.Minute)) || sp.PeakMs != 1500 {
+		t.Errorf("analysis without onset: want the spikes' row, got %+v", sp)
+	}
+	if sp := got[noImpact]; sp.Source != "analysis" || sp.Ongoing || sp.RecoveredAt == nil || !sp.RecoveredAt.Equal(spike.End) {
+		t.Errorf("analysis without impact: want the spikes' recovery, got %+v", sp)
+	}
+	if sp := got[full]; sp.Source != "analysis" || sp.PeakMs != 800 || sp.BaselineMs != 200 || sp.Ongoing ||
+		sp.RecoveredAt == nil || !sp.RecoveredAt.Equal(base.Add(20*time.Minute)) {
+		t.Errorf("full analysis: want peak 800 recovered at +20m, got %+v", sp)
 	}
 }
