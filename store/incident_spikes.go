@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -15,6 +16,7 @@ type IncidentSpike struct {
 	Model       string
 	Onset       *time.Time
 	PeakMs      float64 // 0 when unknown
+	Quantile    string  // the peak's: "P50", "P95" or "P99"
 	PeakAt      *time.Time
 	BaselineMs  float64
 	Ongoing     bool
@@ -41,11 +43,13 @@ func (s *Store) IncidentSpikes(ctx context.Context, ids []int64) (map[int64]Inci
 		LEFT JOIN LATERAL (SELECT result FROM analyses WHERE incident_id = i.id AND status = 'ready'
 		                   ORDER BY version DESC LIMIT 1) r ON true
 		-- One pass over the incident's spikes: the window aggregates span
-		-- all of them; the row kept is the highest P99 spike, if any.
+		-- all of them; the row kept is the latency spike (of any quantile:
+		-- the detector opens incidents from each) that rose most over its baseline.
 		LEFT JOIN LATERAL (SELECT min(onset) OVER () AS onset, max(end_at) OVER () AS end_at,
 		                          bool_or(ongoing) OVER () AS ongoing, role, model, peak_value, peak_time, baseline
 		                   FROM spikes WHERE incident_id = i.id
-		                   ORDER BY (role = 'latency_p99') DESC, peak_value DESC LIMIT 1) sp ON true
+		                   ORDER BY (role IN ('latency_p50', 'latency_p95', 'latency_p99')) DESC,
+		                            peak_value / NULLIF(baseline, 0) DESC NULLS LAST, peak_value DESC LIMIT 1) sp ON true
 		WHERE i.id = ANY($1)`, ids)
 	if err != nil {
 		return nil, wrap("incident spikes", err)
@@ -77,6 +81,7 @@ func (s *Store) IncidentSpikes(ctx context.Context, ids []int64) (map[int64]Inci
 			sp.Source, sp.Onset, sp.PeakAt = "analysis", utcPtr(aOnset), utcPtr(aPeakAt)
 			sp.Model = deref(aModel)
 			sp.PeakMs = derefF(aPeak) // peak_at is this value's time
+			sp.Quantile = "P99"
 			sp.BaselineMs = derefF(aBase)
 			switch {
 			case aStatus != nil:
@@ -99,8 +104,9 @@ func (s *Store) IncidentSpikes(ctx context.Context, ids []int64) (map[int64]Inci
 			if !sp.Ongoing {
 				sp.RecoveredAt = utcPtr(sEnd)
 			}
-			if deref(pRole) == "latency_p99" {
+			if q, ok := strings.CutPrefix(deref(pRole), "latency_p"); ok {
 				sp.Model, sp.PeakMs, sp.PeakAt, sp.BaselineMs = *pModel, derefF(pPeak), utcPtr(pAt), derefF(pBase)
+				sp.Quantile = "P" + q
 			}
 		}
 		if sp.Model == "" {

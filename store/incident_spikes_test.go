@@ -115,3 +115,28 @@ func TestIncidentSpikesAnalysisSource(t *testing.T) {
 		t.Errorf("full analysis: want peak 800 recovered at +20m, got %+v", sp)
 	}
 }
+
+// TestIncidentSpikesAnyQuantile: the detector opens incidents from any
+// latency quantile, so the row's peak is the latency spike that rose most
+// over its baseline, whichever quantile, and says which.
+func TestIncidentSpikesAnyQuantile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	base := time.Date(2026, 10, 6, 10, 0, 0, 0, time.UTC)
+	id := incidentWithSpikes(t, st, base,
+		latencySpike(correlate.RoleLatencyP99, "m", base.Add(2*time.Minute), 2000, 1000, false),
+		latencySpike(correlate.RoleLatencyP50, "m", base.Add(3*time.Minute), 1307, 100, false),
+		latencySpike(correlate.RoleLatencyP95, "m", base.Add(4*time.Minute), 1500, 500, false))
+	only50 := incidentWithSpikes(t, st, base, latencySpike(correlate.RoleLatencyP50, "m", base.Add(3*time.Minute), 700, 100, true))
+	got, err := st.IncidentSpikes(ctx, []int64{id, only50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp := got[id]; sp.Quantile != "P50" || sp.PeakMs != 1307 || sp.BaselineMs != 100 {
+		t.Errorf("want the P50 spike (×13), got %+v", sp)
+	}
+	if sp := got[only50]; sp.Source != "spikes" || sp.Quantile != "P50" || sp.PeakMs != 700 || !sp.Ongoing {
+		t.Errorf("P50 only: want its peak, got %+v", sp)
+	}
+}

@@ -113,7 +113,7 @@ func TestUIHomeShowsTheSpike(t *testing.T) {
 	if got := cell(chatID, "spike-onset"); !strings.Contains(got, chatOnset.UTC().Format("15:04:05")) || strings.Contains(got, chatOnset.Add(-90*time.Minute).UTC().Format("15:04:05")) {
 		t.Errorf("chat onset %q, want %s", got, chatOnset.UTC().Format("15:04:05"))
 	}
-	if got := cell(chatID, "spike-peak"); got != "1,307 ms at "+clock(chatPeak)+" on chat (baseline 100 ms)" {
+	if got := cell(chatID, "spike-peak"); got != "P99 1,307 ms at "+clock(chatPeak)+" on chat (baseline 100 ms)" {
 		t.Errorf("chat peak %q", got)
 	}
 	if got := cell(chatID, "spike-duration"); got != "51 min, recovered at "+clock(chatBack) {
@@ -133,7 +133,7 @@ func TestUIHomeShowsTheSpike(t *testing.T) {
 		t.Errorf("rank duration %q", got)
 	}
 	// The attached spike, without an analysis.
-	if got := cell(spikeID, "spike-peak"); got != "640 ms at "+clock(spikeOnset.Add(5*time.Minute))+" on chat (baseline 95 ms)" {
+	if got := cell(spikeID, "spike-peak"); got != "P99 640 ms at "+clock(spikeOnset.Add(5*time.Minute))+" on chat (baseline 95 ms)" {
 		t.Errorf("spike-only peak %q", got)
 	}
 	if got := cell(spikeID, "spike-duration"); got != "20 min so far" {

@@ -98,6 +98,9 @@ func spikeCells(r *IncidentRow, in store.Incident, sp store.IncidentSpike, now t
 	r.Onset = FmtTime(onset, now) + " (" + Ago(onset, now) + ")"
 	if sp.PeakMs > 0 {
 		r.Peak = FmtMs(sp.PeakMs)
+		if sp.Quantile != "" {
+			r.Peak = sp.Quantile + " " + r.Peak
+		}
 		if sp.PeakAt != nil {
 			r.Peak += " at " + clockOf(*sp.PeakAt, now)
 		}
