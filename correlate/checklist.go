@@ -112,11 +112,8 @@ func samplesStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 	}
 	if row, ev, ok := keyRow(a, top); ok {
 		st.Row, st.Evidence = row.Dims, ev
-		lead := "Slow requests concentrate on"
-		if ev == "" && top != nil && !matchesTarget(row, top.Target) {
-			lead = "No concentration row singles out what the top cause names; the row explaining most of the tail is"
-		}
-		s := fmt.Sprintf("%s %s (%.0f%% of slow requests vs %.0f%% of the others, %s)", lead, row.Label, row.SelectionPct, row.BaselinePct, likelier(row.RiskRatio))
+		st.Fallback = ev == "" && top != nil && !matchesTarget(row, top.Target)
+		s := fmt.Sprintf("%s %s (%.0f%% of slow requests vs %.0f%% of the others, %s)", RowLead(st.Fallback), row.Label, row.SelectionPct, row.BaselinePct, likelier(row.RiskRatio))
 		s += tailClause(a, row)
 		sm = append(sm, s+".")
 	} else {
@@ -190,6 +187,15 @@ func keyRow(a Analysis, top *Cause) (Concentration, string, bool) {
 	return Concentration{}, "", false
 }
 
+// RowLead opens the sentence that quotes the samples step's row: what
+// every surface says before the row's name, so they cannot disagree.
+func RowLead(fallback bool) string {
+	if fallback {
+		return "No concentration row singles out what the top cause names; the row explaining most of the tail is"
+	}
+	return "Slow requests concentrate on"
+}
+
 // matchesTarget reports whether a row names something the target names.
 func matchesTarget(c Concentration, t Target) bool {
 	for dim, v := range map[string]string{"model": t.Model, "version": t.Version, "tenant": t.Tenant, "replica": t.Replica, "node": t.Node} {
@@ -198,6 +204,9 @@ func matchesTarget(c Concentration, t Target) bool {
 		}
 	}
 	if r, ok := c.value("replica"); ok && containsStr(t.Replicas, r) {
+		return true
+	}
+	if m, ok := c.value("model"); ok && containsStr(t.Models, m) {
 		return true
 	}
 	return false

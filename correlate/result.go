@@ -253,6 +253,9 @@ type ChecklistStep struct {
 	Event    string            `json:"event,omitempty"`    // id of the event quoted
 	Curve    string            `json:"curve,omitempty"`    // key of the curve quoted
 	Row      map[string]string `json:"row,omitempty"`      // dims of the concentration row quoted
+	// Fallback: no row matches what the top cause names, so Row is the
+	// one explaining most of the tail (every surface says so; see RowLead).
+	Fallback bool `json:"fallback,omitempty"`
 }
 
 // ReplicaComparison is one replica of an affected model against its peers

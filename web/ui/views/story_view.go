@@ -158,13 +158,9 @@ func storyChecklist(a *correlate.Analysis, s State) []CheckStep {
 		case "samples":
 			if row, ok := findRow(a.Concentration, st.Row); ok {
 				name := DimsKey(row.Dims)
-				lead := "Slow requests concentrate on "
-				if st.Evidence == "" && top != nil && !rowNames(row, top.Target) {
-					// The analysis fell back to the row explaining most
-					// of the tail: say so, rather than pass it off as
-					// what the top cause is about.
-					lead = "No row singles out the top cause; the row explaining the largest share of the tail is "
-				}
+				// The analysis decided whether it fell back to the row
+				// explaining most of the tail; the page says what it said.
+				lead := correlate.RowLead(st.Fallback) + " "
 				c.Key = lead + name + " (" + FmtPct(row.SelectionPct) + " of slow requests vs " + FmtPct(row.BaselinePct) + " of the others)."
 				c.Row = name
 				c.RowHref = concHref(row, a, s)
@@ -184,20 +180,6 @@ func storyChecklist(a *correlate.Analysis, s State) []CheckStep {
 		out = append(out, c)
 	}
 	return out
-}
-
-// rowNames reports whether a concentration row (or a value equivalent to
-// it) names something the cause's target names.
-func rowNames(r correlate.Concentration, t correlate.Target) bool {
-	want := map[string]string{"model": t.Model, "version": t.Version, "tenant": t.Tenant, "replica": t.Replica, "node": t.Node}
-	for _, dims := range []map[string]string{r.Dims, r.Also} {
-		for k, v := range dims {
-			if want[k] != "" && want[k] == v || k == "replica" && containsString(t.Replicas, v) || k == "model" && containsString(t.Models, v) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func findEvent(evs []correlate.AlignedEvent, id string) *correlate.AlignedEvent {

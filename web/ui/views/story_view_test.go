@@ -107,21 +107,22 @@ func TestPoolLimits(t *testing.T) {
 // The samples step says when the row it names is only the one explaining
 // most of the tail, not what the top cause is about (a release whose
 // slow requests concentrate on a batch size), and plainly when the row is
-// the top cause's.
+// the top cause's. The analysis decides (its step's Fallback); the page
+// repeats that decision in the analysis' words, as the export does.
 func TestSamplesStepSaysWhoseRowItIs(t *testing.T) {
 	t.Parallel()
 	a := &correlate.Analysis{
 		Causes:        []correlate.Cause{{Category: correlate.CatRelease, Target: correlate.Target{Model: "chat", Version: "v2"}}},
 		Concentration: []correlate.Concentration{{Dims: map[string]string{"batch_size": "3-4"}, SelectionPct: 40, BaselinePct: 10}},
-		Checklist:     []correlate.ChecklistStep{{Step: "samples", Answer: "x", Row: map[string]string{"batch_size": "3-4"}}},
+		Checklist:     []correlate.ChecklistStep{{Step: "samples", Answer: "x", Row: map[string]string{"batch_size": "3-4"}, Fallback: true}},
 	}
 	steps := storyChecklist(a, State{Base: "/incidents/1"})
-	if got := steps[0].Key; !strings.HasPrefix(got, "No row singles out the top cause; the row explaining the largest share of the tail is batch_size=3-4") {
+	if got := steps[0].Key; !strings.HasPrefix(got, correlate.RowLead(true)+" batch_size=3-4") {
 		t.Errorf("fallback row: %q", got)
 	}
 	a.Concentration = append(a.Concentration, correlate.Concentration{Dims: map[string]string{"replica": "chat-1"},
 		Also: map[string]string{"version": "v2"}, SelectionPct: 90, BaselinePct: 20})
-	a.Checklist[0].Row = map[string]string{"replica": "chat-1"}
+	a.Checklist[0].Row, a.Checklist[0].Fallback = map[string]string{"replica": "chat-1"}, false
 	if got := storyChecklist(a, State{Base: "/incidents/1"})[0].Key; !strings.HasPrefix(got, "Slow requests concentrate on replica=chat-1") {
 		t.Errorf("the target's row: %q", got)
 	}
