@@ -88,8 +88,10 @@ func impactViews(a *correlate.Analysis, s State, now time.Time) []ImpactView {
 			v.Status = "ongoing"
 			v.StatusText = "ongoing at the end of the data"
 			if im.NowAt != nil && !now.IsZero() && now.Sub(*im.NowAt) > staleData {
-				// Say when the data ends, so "ongoing" is not read as now.
-				v.StatusText = "ongoing when the data stops, at " + clockOf(*im.NowAt, now) + " (" + Ago(*im.NowAt, now) + ")"
+				// Say when the analysed window ends, so "ongoing" is not
+				// read as now. NowAt is that end, not the last point
+				// stored: newer data may exist, so this is no "data stops".
+				v.StatusText = "ongoing at the end of the analysed data (" + clockOf(*im.NowAt, now) + ", " + Ago(*im.NowAt, now) + ")"
 			}
 		}
 		if a.Samples.SlowRequests > 0 {

@@ -166,14 +166,15 @@ func TestGPULaneFollowsTheIncidentModel(t *testing.T) {
 	}
 }
 
-// An open incident whose data stopped says when, rather than "ongoing" as
-// if it were now (issue 17, item 7).
+// An open incident whose analysed window ended a while ago says when,
+// rather than "ongoing" as if it were now (issue 17, item 7); the window's
+// end is not the last point stored, so it does not claim the data stops.
 func TestImpactSaysWhenTheDataStops(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC)
 	last := time.Date(2026, 3, 4, 8, 30, 0, 0, time.UTC)
 	a := &correlate.Analysis{Impact: []correlate.Impact{{Model: "chat", BaselineP99Ms: 100, PeakP99Ms: 900, NowAt: &last, Status: "ongoing"}}}
-	if got := impactViews(a, State{Base: "/i"}, now)[0].StatusText; got != "ongoing when the data stops, at 08:30 UTC (1 h ago)" {
+	if got := impactViews(a, State{Base: "/i"}, now)[0].StatusText; got != "ongoing at the end of the analysed data (08:30 UTC, 1 h ago)" {
 		t.Errorf("stale data: %q", got)
 	}
 	if got := impactViews(a, State{Base: "/i"}, last.Add(time.Minute))[0].StatusText; got != "ongoing at the end of the data" {
