@@ -104,19 +104,13 @@ func replicaLine(a *correlate.Analysis, m string) string {
 // scalingLine lists what changed the model's desired replicas in the
 // window, from the scale events (an HPA decision or a spec change).
 func scalingLine(a *correlate.Analysis, m string, watched bool) string {
-	var scales []correlate.AlignedEvent
-	for _, e := range a.Events {
-		if (e.Kind == correlate.KindScaleUp || e.Kind == correlate.KindScaleDown) && e.Model == m {
-			scales = append(scales, e)
-		}
-	}
+	scales := modelScales(a, m)
 	if len(scales) == 0 {
 		if !watched {
 			return "not known: no kube-state-metrics events in the data"
 		}
 		return "kube-state-metrics shows no change of " + m + "'s desired replicas in the window: nothing scaled it"
 	}
-	sort.Slice(scales, func(i, j int) bool { return scales[i].Time.Before(scales[j].Time) })
 	var parts []string
 	for _, e := range scales {
 		what := e.Summary
@@ -135,11 +129,9 @@ func scalingLine(a *correlate.Analysis, m string, watched bool) string {
 	return strings.Join(parts, "; ")
 }
 
-// limitsLine gives the autoscaler's limits from the latest scale event of
-// m that carries them (the pull's hpa_min_replicas / hpa_max_replicas
-// attributes) and whether its desired replicas are at the max: since the
-// first event of the trailing run at it, or below it.
-func limitsLine(a *correlate.Analysis, m string) string {
+// modelScales is m's scale events (an HPA decision or a spec change),
+// oldest first.
+func modelScales(a *correlate.Analysis, m string) []correlate.AlignedEvent {
 	var scales []correlate.AlignedEvent
 	for _, e := range a.Events {
 		if (e.Kind == correlate.KindScaleUp || e.Kind == correlate.KindScaleDown) && e.Model == m {
@@ -147,22 +139,31 @@ func limitsLine(a *correlate.Analysis, m string) string {
 		}
 	}
 	sort.SliceStable(scales, func(i, j int) bool { return scales[i].Time.Before(scales[j].Time) })
-	last := -1
-	for i, e := range scales {
-		_, ok1 := number(e.Attrs["hpa_min_replicas"])
-		_, ok2 := number(e.Attrs["hpa_max_replicas"])
+	return scales
+}
+
+// limitsLine gives the autoscaler's limits from the latest scale event of
+// m that carries them (the pull's hpa_min_replicas / hpa_max_replicas
+// attributes) and whether its desired replicas, as the latest scale event
+// left them, are at the max: since the first event of the trailing run at
+// it, or below it.
+func limitsLine(a *correlate.Analysis, m string) string {
+	scales := modelScales(a, m)
+	var lo, hi float64
+	found := false
+	for _, e := range scales {
+		l, ok1 := number(e.Attrs["hpa_min_replicas"])
+		h, ok2 := number(e.Attrs["hpa_max_replicas"])
 		if ok1 && ok2 {
-			last = i
+			lo, hi, found = l, h, true
 		}
 	}
-	if last < 0 {
+	if !found {
 		return poolLimits
 	}
-	e := scales[last]
-	lo, _ := number(e.Attrs["hpa_min_replicas"])
-	hi, _ := number(e.Attrs["hpa_max_replicas"])
 	s := fmt.Sprintf("autoscaler %s–%s replicas", FmtNum(lo), FmtNum(hi))
-	_, to, ok := scaleCounts(e.Event)
+	last := len(scales) - 1
+	_, to, ok := scaleCounts(scales[last].Event)
 	switch {
 	case !ok:
 		return s
@@ -177,7 +178,7 @@ func limitsLine(a *correlate.Analysis, m string) string {
 		}
 		return s + "; at its max since " + clock(&scales[since].Time)
 	default:
-		return fmt.Sprintf("%s; below its max (%s desired since %s)", s, FmtNum(to), clock(&e.Time))
+		return fmt.Sprintf("%s; below its max (%s desired since %s)", s, FmtNum(to), clock(&scales[last].Time))
 	}
 }
 

@@ -88,6 +88,8 @@ func TestPoolLimits(t *testing.T) {
 			"autoscaler 3–6 replicas; at its max since 07:31 UTC"},
 		{"below max", []correlate.AlignedEvent{scale("a", time.Minute, 3, 6, true), scale("b", 9*time.Minute, 6, 4, true)},
 			"autoscaler 3–6 replicas; below its max (4 desired since 07:36 UTC)"},
+		{"latest scale without limits", []correlate.AlignedEvent{scale("b", 9*time.Minute, 6, 4, false), scale("a", time.Minute, 3, 6, true)},
+			"autoscaler 3–6 replicas; below its max (4 desired since 07:36 UTC)"},
 		{"no limits", []correlate.AlignedEvent{scale("a", time.Minute, 3, 6, false)}, poolLimits},
 		{"no scale event", nil, poolLimits},
 	} {
