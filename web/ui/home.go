@@ -34,8 +34,9 @@ func (p *Pages) ShowHome(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	ids := make([]int64, 0, len(open)+len(resolved))
-	for _, in := range append(append([]store.Incident(nil), open...), resolved...) {
+	all := append(append([]store.Incident(nil), open...), resolved...)
+	ids := make([]int64, 0, len(all))
+	for _, in := range all {
 		ids = append(ids, in.ID)
 	}
 	sp, err := p.store.IncidentSpikes(ctx, ids)
@@ -43,6 +44,6 @@ func (p *Pages) ShowHome(c echo.Context) error {
 		return err
 	}
 	h := views.HomePage{Open: views.BuildIncidentRows(open, sp, now), Recent: views.BuildIncidentRows(resolved, sp, now),
-		Spikes: views.BuildSpikeRows(spikes, append(append([]store.Incident(nil), open...), resolved...), now), Pull: views.BuildPullHealth(ps, now)}
+		Spikes: views.BuildSpikeRows(spikes, all, now), Pull: views.BuildPullHealth(ps, now)}
 	return p.page(c, http.StatusOK, views.Page{Title: "Incidents", Nav: "home"}, views.HomeBody(h))
 }

@@ -107,7 +107,7 @@ func BuildSampleTable(in SampleTableInput) SampleTable {
 		sc.Href = cs.URL()
 		t.Columns = append(t.Columns, sc)
 	}
-	if s.Tab == "" && s.Sort == "" && !s.Asc {
+	if s.DefaultOrder() {
 		ps := s
 		ps.Page, ps.Slowest = 0, !s.Slowest
 		t.PickHref = ps.URL()

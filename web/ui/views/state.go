@@ -122,7 +122,14 @@ func parseTime(v string) (time.Time, error) {
 // the window and the replicas: the slow tab's default order (total,
 // descending) unless Slowest asks for the slowest only.
 func (s State) Spread() bool {
-	return s.Tab == "" && s.Sort == "" && !s.Asc && !s.Slowest
+	return s.DefaultOrder() && !s.Slowest
+}
+
+// DefaultOrder reports whether the sample table shows the slow tab in its
+// default order (total, descending), where Slowest picks between spreading
+// the slow requests and the slowest only.
+func (s State) DefaultOrder() bool {
+	return s.Tab == "" && s.Sort == "" && !s.Asc
 }
 
 // BatchRange parses a batch-size bucket as concentration rows name them:
