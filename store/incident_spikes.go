@@ -34,14 +34,14 @@ func (s *Store) IncidentSpikes(ctx context.Context, ids []int64) (map[int64]Inci
 	}
 	rows, err := s.db.Query(ctx, `
 		SELECT i.id, i.model,
-		       (r.result->>'onset')::timestamptz, r.result->'impact'->0->>'model',
-		       (r.result->'impact'->0->>'peak_p99_ms')::float8,
-		       (r.result->'impact'->0->>'peak_at')::timestamptz, (r.result->'impact'->0->>'baseline_p99_ms')::float8,
-		       r.result->'impact'->0->>'status', (r.result->'impact'->0->>'recovered_at')::timestamptz,
+		       r.onset, im.model, im.peak_p99_ms, im.peak_at, im.baseline_p99_ms, im.status, im.recovered_at,
 		       sp.onset, sp.end_at, sp.ongoing, sp.role, sp.model, sp.peak_value, sp.peak_time, sp.baseline
 		FROM incidents i
-		LEFT JOIN LATERAL (SELECT result FROM analyses WHERE incident_id = i.id AND status = 'ready'
-		                   ORDER BY version DESC LIMIT 1) r ON true
+		LEFT JOIN LATERAL (SELECT (result->>'onset')::timestamptz AS onset, result->'impact'->0 AS impact
+		                   `+newestReadyAnalysis+`) r ON true
+		-- The hardest-hit model's impact, its fields read once.
+		LEFT JOIN LATERAL jsonb_to_record(r.impact) AS im(model text, peak_p99_ms float8, peak_at timestamptz,
+		                   baseline_p99_ms float8, status text, recovered_at timestamptz) ON true
 		-- One pass over the incident's spikes: the window aggregates span
 		-- all of them; the row kept is the latency spike (of any quantile:
 		-- the detector opens incidents from each) that rose most over its baseline.

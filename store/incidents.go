@@ -70,8 +70,11 @@ const incidentSelect = `
 	       r.result->'headline'->>'model', r.result->'headline'->>'title', r.result->'headline'->>'summary'
 	FROM incidents i
 	LEFT JOIN LATERAL (SELECT status FROM analyses WHERE incident_id = i.id ORDER BY version DESC LIMIT 1) a ON true
-	LEFT JOIN LATERAL (SELECT result FROM analyses WHERE incident_id = i.id AND status = 'ready'
-	                   ORDER BY version DESC LIMIT 1) r ON true`
+	LEFT JOIN LATERAL (SELECT result ` + newestReadyAnalysis + `) r ON true`
+
+// newestReadyAnalysis is the FROM of a LATERAL subquery that reads the
+// newest ready analysis of incident i.
+const newestReadyAnalysis = `FROM analyses WHERE incident_id = i.id AND status = 'ready' ORDER BY version DESC LIMIT 1`
 
 func scanIncident(row interface{ Scan(...any) error }) (Incident, error) {
 	var (
