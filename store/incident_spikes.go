@@ -37,7 +37,9 @@ func (s *Store) IncidentSpikes(ctx context.Context, ids []int64) (map[int64]Inci
 		       r.onset, im.model, im.peak_p99_ms, im.peak_at, im.baseline_p99_ms, im.status, im.recovered_at,
 		       sp.onset, sp.end_at, sp.ongoing, sp.role, sp.model, sp.peak_value, sp.peak_time, sp.baseline
 		FROM incidents i
-		LEFT JOIN LATERAL (SELECT (result->>'onset')::timestamptz AS onset, result->'impact'->0 AS impact
+		LEFT JOIN LATERAL (SELECT (result->>'onset')::timestamptz AS onset,
+		                          -- jsonb_to_record refuses a JSON null (an analysis without impact).
+		                          CASE WHEN jsonb_typeof(result->'impact'->0) = 'object' THEN result->'impact'->0 END AS impact
 		                   `+newestReadyAnalysis+`) r ON true
 		-- The hardest-hit model's impact, its fields read once.
 		LEFT JOIN LATERAL jsonb_to_record(r.impact) AS im(model text, peak_p99_ms float8, peak_at timestamptz,

@@ -95,12 +95,14 @@ func TestIncidentSpikesAnalysisSource(t *testing.T) {
 	readyAnalysis(t, st, noOnset, `{"impact":[{"model":"m","status":"ongoing"}]}`)
 	noImpact := incidentWithSpikes(t, st, base, spike)
 	readyAnalysis(t, st, noImpact, `{"onset":"`+base.Add(3*time.Minute).Format(time.RFC3339)+`"}`)
+	nullImpact := incidentWithSpikes(t, st, base, spike) // a JSON null, as an empty Go slice marshals
+	readyAnalysis(t, st, nullImpact, `{"onset":"`+base.Add(3*time.Minute).Format(time.RFC3339)+`","impact":[null]}`)
 	full := incidentWithSpikes(t, st, base, spike)
 	readyAnalysis(t, st, full, `{"onset":"`+base.Add(3*time.Minute).Format(time.RFC3339)+`","impact":[{"model":"m",
 		"peak_p99_ms":800,"during_p99_ms":950,"peak_at":"`+base.Add(6*time.Minute).Format(time.RFC3339)+`","baseline_p99_ms":200,
 		"status":"recovered","recovered_at":"`+base.Add(20*time.Minute).Format(time.RFC3339)+`"}]}`)
 
-	got, err := st.IncidentSpikes(ctx, []int64{noOnset, noImpact, full})
+	got, err := st.IncidentSpikes(ctx, []int64{noOnset, noImpact, nullImpact, full})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,6 +111,9 @@ func TestIncidentSpikesAnalysisSource(t *testing.T) {
 	}
 	if sp := got[noImpact]; sp.Source != "analysis" || sp.Ongoing || sp.RecoveredAt == nil || !sp.RecoveredAt.Equal(spike.End) {
 		t.Errorf("analysis without impact: want the spikes' recovery, got %+v", sp)
+	}
+	if sp := got[nullImpact]; sp.Source != "analysis" || sp.Ongoing || sp.RecoveredAt == nil {
+		t.Errorf("analysis whose impact is null: want the spikes' recovery, got %+v", sp)
 	}
 	if sp := got[full]; sp.Source != "analysis" || sp.PeakMs != 800 || sp.BaselineMs != 200 || sp.Ongoing ||
 		sp.RecoveredAt == nil || !sp.RecoveredAt.Equal(base.Add(20*time.Minute)) {
