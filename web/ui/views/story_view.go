@@ -71,8 +71,11 @@ func impactViews(a *correlate.Analysis, s State, now time.Time) []ImpactView {
 		if im.BaselineP99Ms > 0 && im.Rise > 0 {
 			v.Rise = "×" + trimZero(strconv.FormatFloat(im.Rise, 'f', 1, 64))
 		}
-		// The peak and its time are one reading (as on the home page).
-		v.Peak, v.PeakAt = FmtMs(im.PeakP99Ms), clock(im.PeakAt)
+		peak := im.PeakP99Ms
+		if peak < im.DuringP99Ms {
+			peak = im.DuringP99Ms
+		}
+		v.Peak, v.PeakAt = FmtMs(peak), clock(im.PeakAt)
 		if im.NowP99Ms == 0 {
 			v.Now = "–"
 		}
