@@ -34,7 +34,7 @@ func (s *Store) IncidentSpikes(ctx context.Context, ids []int64) (map[int64]Inci
 	}
 	rows, err := s.db.Query(ctx, `
 		SELECT i.id, i.model,
-		       r.onset, im.model, im.peak_p99_ms, im.peak_at, im.baseline_p99_ms, im.status, im.recovered_at,
+		       r.onset, im.model, GREATEST(im.peak_p99_ms, im.during_p99_ms), im.peak_at, im.baseline_p99_ms, im.status, im.recovered_at,
 		       sp.onset, sp.end_at, sp.ongoing, sp.role, sp.model, sp.peak_value, sp.peak_time, sp.baseline
 		FROM incidents i
 		LEFT JOIN LATERAL (SELECT (result->>'onset')::timestamptz AS onset,
@@ -42,7 +42,7 @@ func (s *Store) IncidentSpikes(ctx context.Context, ids []int64) (map[int64]Inci
 		                          CASE WHEN jsonb_typeof(result->'impact'->0) = 'object' THEN result->'impact'->0 END AS impact
 		                   `+newestReadyAnalysis+`) r ON true
 		-- The hardest-hit model's impact, its fields read once.
-		LEFT JOIN LATERAL jsonb_to_record(r.impact) AS im(model text, peak_p99_ms float8, peak_at timestamptz,
+		LEFT JOIN LATERAL jsonb_to_record(r.impact) AS im(model text, peak_p99_ms float8, during_p99_ms float8, peak_at timestamptz,
 		                   baseline_p99_ms float8, status text, recovered_at timestamptz) ON true
 		-- One pass over the incident's spikes: the window aggregates span
 		-- all of them; the row kept is the latency spike (of any quantile:

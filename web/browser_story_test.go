@@ -147,7 +147,7 @@ func checkHome(t *testing.T, ctx context.Context, list string, id int64, a corre
 	}
 	if len(a.Impact) > 0 {
 		im := a.Impact[0]
-		if want := views.FmtMs(math.Max(im.PeakP99Ms, im.DuringP99Ms)); !strings.HasPrefix(strings.TrimSpace(peak), want) || !strings.Contains(peak, im.Model) {
+		if want := "P99 " + views.FmtMs(math.Max(im.PeakP99Ms, im.DuringP99Ms)); !strings.HasPrefix(strings.TrimSpace(peak), want) || !strings.Contains(peak, im.Model) {
 			t.Errorf("home (%s): peak %q, the analysis' peak is %s on %s", list, peak, want, im.Model)
 		}
 	}
