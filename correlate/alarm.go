@@ -106,8 +106,10 @@ func newAlarmParams(opt SpikeOptions) alarmParams {
 //     daily — the median of the same time on up to seven previous days,
 //     moved to the recent level (the seasonal idea of Twitter's S-H-ESD and
 //     of STL, kept robust and causal), smoothed over ±5 % of the day as
-//     STL smooths its seasonal component; a series that is zero most of
-//     the time is judged on its non-zero values (Croston, 1972);
+//     STL smooths its seasonal component, and the trailing median where
+//     fewer than two earlier days are known; a series that is zero most
+//     of the time is judged on its last window's worth of non-zero values
+//     (Croston, 1972);
 //   - the scale is the window's IQR, floored by its usual 5–95 % range;
 //     where the level's window stops at a day (steps over 6 min), the IQR
 //     of the departures from the level over 240 points (10 days at 1 h),
@@ -187,7 +189,10 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 			}
 			hi++
 		}
-		for lo < hi && lo < hi-levelWin {
+		// An intermittent series' level is that of its last window's
+		// worth of non-zero values (looked for over the scale window), so
+		// that it follows a lasting change as fast as a dense series does.
+		for lo < hi && (lo < hi-levelWin || m.intermittent && win.len() > ap.window) {
 			if usable(lo) && !skip[lo] {
 				win.remove(resid(lo))
 			}
@@ -380,6 +385,8 @@ func newAlarmModel(points []Point, opt SpikeOptions) *alarmModel {
 		m.seas = seasonalExpectation(points, m.ap)
 		if !seasonalHelps(m.vals, m.seas, m.ap) {
 			m.seas = nil
+		} else {
+			fillTrailing(m.seas, m.vals, m.ap, max(opt.MinBaseline, m.ap.window/2))
 		}
 	}
 	return m
@@ -450,6 +457,32 @@ func seasonalExpectation(points []Point, ap alarmParams) []float64 {
 		out = runningMedian(out, h)
 	}
 	return out
+}
+
+// fillTrailing gives the points whose seasonal expectation is not known
+// (fewer than two earlier days: the first days of a series, or after a
+// long gap) the trailing median instead, so they are judged as a series
+// without a daily cycle would be, rather than not at all.
+func fillTrailing(seas, vals []float64, ap alarmParams, minPts int) {
+	var win floatWindow
+	lo, hi := 0, 0
+	for i := range seas {
+		for hi < i-ap.gap {
+			if !math.IsNaN(vals[hi]) {
+				win.add(vals[hi])
+			}
+			hi++
+		}
+		for lo < hi && lo < hi-ap.window {
+			if !math.IsNaN(vals[lo]) {
+				win.remove(vals[lo])
+			}
+			lo++
+		}
+		if math.IsNaN(seas[i]) && win.len() >= minPts {
+			seas[i] = quantileSorted(win.vals, 0.5)
+		}
+	}
 }
 
 // runningMedian is the centred running median of x over ±h points (NaN

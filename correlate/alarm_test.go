@@ -222,6 +222,63 @@ func TestAlarmIntermittentSeries(t *testing.T) {
 	}
 }
 
+// An intermittent latency whose calls gain 540 ms for good (a new
+// downstream hop): the change is one alarm, and a call ×15 slower four
+// days later is another. The level follows the last day's worth of calls,
+// not ten days of them, so the first episode ends once the new level is
+// the usual one (it lasted ~5 days before, and hid the slow call).
+func TestAlarmIntermittentLevelShiftThenSpike(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(10, 10))
+	n, shift, big := 24*30, 24*12, 24*16+7
+	var pts []Point
+	for i := 0; i < n; i++ {
+		v := 0.0
+		if rng.Float64() < 0.4 {
+			v = 60 * math.Exp(0.3*rng.NormFloat64())
+			if i >= shift {
+				v += 540
+			}
+		}
+		if i == big {
+			v = 15 * 600
+		}
+		pts = append(pts, Point{T: at4(i, time.Hour).UnixMilli(), V: v})
+	}
+	got := alarmsAfter(pts, time.Hour, 24*5, SpikeOptions{})
+	if len(got) != 2 || got[0].DetectedAt.Before(at4(shift, time.Hour)) || got[0].DetectedAt.After(at4(shift+24, time.Hour)) ||
+		!got[1].DetectedAt.Equal(at4(big, time.Hour)) {
+		t.Fatalf("want the shift (at %s) and the slow call (at %s), got %v", at4(shift, time.Hour), at4(big, time.Hour), onsets(got))
+	}
+}
+
+// A series with a daily cycle is judged from its first hours too: until
+// two earlier days give a seasonal expectation, the trailing median does,
+// so a spike on day 1 is found (it went unjudged before).
+func TestAlarmDailyCycleSpikeOnFirstDay(t *testing.T) {
+	t.Parallel()
+	const perDay = 1440
+	spikeAt := perDay / 2
+	pts := gen(8*perDay, time.Minute, 11, 0.03, func(i int) float64 {
+		h := float64(i%perDay) / 60
+		v := 100 + 80*math.Max(0, math.Sin((h-6)/24*2*math.Pi))
+		if i >= spikeAt && i < spikeAt+15 {
+			v *= 3
+		}
+		return v
+	})
+	got := alarmsAfter(pts, time.Minute, 0, SpikeOptions{Direction: Both})
+	if len(got) != 1 {
+		t.Fatalf("want the first day's spike (at %s), got %v", at4(spikeAt, time.Minute), onsets(got))
+	}
+	if d := got[0].DetectedAt.Sub(at4(spikeAt, time.Minute)); d < 0 || d > 3*time.Minute {
+		t.Errorf("detected %v after the spike began, want within 3 min", d)
+	}
+	if got[0].BaselineKind != "seasonal" {
+		t.Errorf("baseline %q, want the series' model (seasonal) named", got[0].BaselineKind)
+	}
+}
+
 // Sensitivity orders the false-alarm budgets: on the same noisy series,
 // high raises at least as many alarms as medium, and medium as low.
 func TestAlarmSensitivityOrders(t *testing.T) {
