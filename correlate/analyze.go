@@ -71,6 +71,7 @@ func Analyze(in Input) Analysis {
 		a.Onset = &t
 	}
 	a.Impact = f.impacts(scope.Models, in.Window.To)
+	a.Pools = pools(cs, ph, in.Window.To, scope.Models)
 	if len(a.Impact) > 0 {
 		a.P99BeforeMs, a.P99DuringMs = a.Impact[0].BaselineP99Ms, a.Impact[0].DuringP99Ms
 	}
@@ -302,6 +303,9 @@ func eventsIn(events []Event, from, to time.Time) []Event {
 func topDeviations(cs *curveSet, ph phases, n int) []CurveDeviation {
 	out := make([]CurveDeviation, 0, len(cs.all))
 	for i := range cs.all {
+		if cs.all[i].Role.PoolState() {
+			continue
+		}
 		d := deviation(&cs.all[i], ph)
 		if !math.IsNaN(d.Deviation) {
 			out = append(out, d)

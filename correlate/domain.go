@@ -210,12 +210,25 @@ const (
 	RoleNodeMemory  Role = "node_memory"  // used fraction 0..1
 	RoleNodeNetwork Role = "node_network" // bytes/s received
 	RoleKVCache     Role = "kv_cache"     // used fraction 0..1 (vLLM)
+	// The pool's state (kube-state-metrics), model level: what acting on
+	// a capacity cause needs to know. No cause is scored on them.
+	RoleReplicas    Role = "replicas"     // desired replicas of the model's deployments
+	RoleReplicasMin Role = "replicas_min" // the autoscalers' min replicas
+	RoleReplicasMax Role = "replicas_max" // the autoscalers' max replicas
 )
 
 // Roles lists every role, in the order the timeline draws them.
 var Roles = []Role{
 	RoleLatencyP50, RoleLatencyP95, RoleLatencyP99, RoleQPS, RoleErrorRate, RoleQueue, RoleBatchSize,
 	RoleStageTime, RoleGPUUtil, RoleGPUMemUsed, RoleGPUMemFree, RoleNodeCPU, RoleNodeMemory, RoleNodeNetwork, RoleKVCache,
+	RoleReplicas, RoleReplicasMin, RoleReplicasMax,
+}
+
+// PoolState says whether a role is the pool's state (replica counts and
+// limits) rather than a load or resource curve: such curves are read for
+// what they say, never scored as deviations.
+func (r Role) PoolState() bool {
+	return r == RoleReplicas || r == RoleReplicasMin || r == RoleReplicasMax
 }
 
 // Levels lists every level, from the whole fleet down.

@@ -223,7 +223,8 @@ type Analysis struct {
 	Events        []AlignedEvent      `json:"events"`
 	Deviations    []CurveDeviation    `json:"deviations"`
 	Replicas      []ReplicaComparison `json:"replicas"`
-	P99BeforeMs   float64             `json:"p99_before_ms"` // the headline model's
+	Pools         []Pool              `json:"pools,omitempty"` // the affected models' desired replicas and autoscaler limits, where kube-state-metrics has them
+	P99BeforeMs   float64             `json:"p99_before_ms"`   // the headline model's
 	P99DuringMs   float64             `json:"p99_during_ms"`
 	Samples       SampleSummary       `json:"samples"`
 	Checklist     []ChecklistStep     `json:"checklist"`

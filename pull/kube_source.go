@@ -59,7 +59,7 @@ func (p *Puller) fetchKube(ctx context.Context, w window) (*batch, error) {
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	b := &batch{}
+	b := &batch{curves: in.poolCurves(w)}
 	for _, e := range deriveKubeEvents(in) {
 		switch {
 		case e.Time.Before(w.from):

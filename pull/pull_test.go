@@ -160,6 +160,34 @@ func TestKubeEventsFromHistoryAndRepull(t *testing.T) {
 		}
 	}
 
+	// The pool's state as model curves: desired replicas from the
+	// deployment spec, the autoscaler's limits where there is one.
+	pools, err := st.Curves(ctx, store.CurveFilter{From: f.Start, To: f.End().Add(time.Minute),
+		Roles: []correlate.Role{correlate.RoleReplicas, correlate.RoleReplicasMin, correlate.RoleReplicasMax}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(c correlate.Curve, step int) float64 {
+		tm := f.Start.Add(time.Duration(step) * f.Step).UnixMilli()
+		for _, pt := range c.Points {
+			if pt.T == tm {
+				return pt.V
+			}
+		}
+		return -1
+	}
+	var poolRows []string
+	for _, c := range pools {
+		if c.Level != correlate.LevelModel {
+			t.Errorf("pool curve at level %s: %+v", c.Level, c.Scope)
+		}
+		poolRows = append(poolRows, fmt.Sprintf("%s %s %g→%g", c.Role, c.Scope.Model, at(c, 10), at(c, 190)))
+	}
+	sort.Strings(poolRows)
+	if want := "replicas chat 2→3|replicas embed 2→1|replicas_max chat 4→4|replicas_min chat 2→2"; strings.Join(poolRows, "|") != want {
+		t.Errorf("pool curves %q, want %q", strings.Join(poolRows, "|"), want)
+	}
+
 	// Re-pulling the same range leaves exactly the same rows.
 	var points, distinct int
 	count := func() {

@@ -407,8 +407,8 @@ func checkStory(t *testing.T, ctx context.Context, a correlate.Analysis) {
 	}
 	// The higher ranked of the capacity and cold-start causes shows the
 	// pool its actions act on: the replicas the analysis compared, and the
-	// autoscaler's limits from its scale events (the simulator exports
-	// them), "not known" when no scale event of the model carries them.
+	// autoscaler's limits from the pool-state curves or its scale events
+	// (the simulator exports them), "not known" when neither has them.
 	for _, c := range a.Causes {
 		if c.Category != correlate.CatCapacity && c.Category != correlate.CatColdStart {
 			continue
@@ -429,7 +429,7 @@ func checkStory(t *testing.T, ctx context.Context, a correlate.Analysis) {
 		if n > 0 {
 			want = fmt.Sprintf("%d replica", n)
 		}
-		wantLimits := "not known"
+		wantLimits, wantWhere := "not known", ""
 		for _, e := range a.Events {
 			if hi, ok := e.Attrs["hpa_max_replicas"].(float64); ok && e.Model == c.Target.Model &&
 				(e.Kind == correlate.KindScaleUp || e.Kind == correlate.KindScaleDown) {
@@ -437,8 +437,19 @@ func checkStory(t *testing.T, ctx context.Context, a correlate.Analysis) {
 				wantLimits = fmt.Sprintf("autoscaler %g–%g replicas; ", lo, hi) // the latest event's: the sim's limits are fixed
 			}
 		}
-		if !strings.HasPrefix(reps, want) || !strings.HasPrefix(limits, wantLimits) {
-			t.Errorf("%s cause's pool: replicas %q (analysis: %d), limits %q (want %q…)", c.Category, reps, n, limits, wantLimits)
+		// The pool-state curves (the simulator exports the autoscaler's
+		// limits) say it even when nothing scaled the model, and where
+		// the desired replicas stand.
+		for _, p := range a.Pools {
+			if p.Model == c.Target.Model && p.MaxReplicas > 0 {
+				wantLimits, wantWhere = fmt.Sprintf("autoscaler %g–%g replicas; ", p.MinReplicas, p.MaxReplicas), "below its max"
+				if p.AtMaxSince != nil {
+					wantWhere = "at its max since"
+				}
+			}
+		}
+		if !strings.HasPrefix(reps, want) || !strings.HasPrefix(limits, wantLimits) || !strings.Contains(limits, wantWhere) {
+			t.Errorf("%s cause's pool: replicas %q (analysis: %d), limits %q (want %q… %q)", c.Category, reps, n, limits, wantLimits, wantWhere)
 		}
 		t.Logf("%s pool: %q; limits %q", c.Category, reps, limits)
 		if pools := evalString(t, ctx, `String(document.querySelectorAll('[data-testid=pool]').length)`); pools != "1" {

@@ -47,6 +47,7 @@ var wireSchemas = map[string]any{
 	"Impact":              wire.Impact{},
 	"Headline":            wire.Headline{},
 	"ScopeEntry":          wire.ScopeEntry{},
+	"Pool":                wire.Pool{},
 	"Window":              wire.Window{},
 	"Analysis":            wire.Analysis{},
 	"Point":               wire.Point{},

@@ -70,6 +70,7 @@ type (
 	Impact            = correlate.Impact
 	Headline          = correlate.Headline
 	ScopeEntry        = correlate.ScopeEntry
+	Pool              = correlate.Pool
 )
 
 // Analysis is the answer of GET /api/v1/incidents/{id}/analysis: its

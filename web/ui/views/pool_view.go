@@ -30,7 +30,7 @@ const kubeEventSource = "kube-state-metrics"
 // carries its autoscaler's limits (the pull reads them from
 // kube_horizontalpodautoscaler_spec_min_replicas and _max_replicas, which
 // many exports lack).
-const poolLimits = "not known: no scale event in the window carries the autoscaler's min and max replicas (kube-state-metrics' kube_horizontalpodautoscaler_spec_min_replicas and _max_replicas), so whether it is at its max is not known either"
+const poolLimits = "not known: kube-state-metrics' kube_horizontalpodautoscaler_spec_min_replicas and _max_replicas are not in the data, so whether it is at its max is not known either"
 
 // PoolFacts describes the pools of the models a capacity or cold-start
 // cause targets, for the higher ranked of the two only; nil for other
@@ -142,12 +142,51 @@ func modelScales(a *correlate.Analysis, m string) []correlate.AlignedEvent {
 	return scales
 }
 
-// limitsLine gives the autoscaler's limits from the latest scale event of
+// limitsLine gives the autoscaler's limits and where the desired replicas
+// stand against them: from the analysis' pool state (the curves
+// kube-state-metrics exports) when it has m's, else from the scale events.
+func limitsLine(a *correlate.Analysis, m string) string {
+	for _, p := range a.Pools {
+		if p.Model == m && (p.MaxReplicas > 0 || p.Desired > 0) {
+			return poolLine(p)
+		}
+	}
+	return eventLimitsLine(a, m)
+}
+
+// poolLine says the autoscaler's limits and whether the desired replicas
+// are at the max (since when) or below it, and whether they grew since
+// the onset: "below its max and unchanged" is the autoscaler not reacting.
+func poolLine(p correlate.Pool) string {
+	desired := fmt.Sprintf("%s desired", FmtNum(p.Desired))
+	switch {
+	case p.DesiredPeak > p.DesiredAtOnset:
+		desired = fmt.Sprintf("desired replicas %s at the onset, %s by %s", FmtNum(p.DesiredAtOnset), FmtNum(p.Desired), clock(&p.Through))
+	case p.Desired > 0:
+		desired += " since before the onset: it did not scale up"
+	}
+	if p.MaxReplicas == 0 {
+		return "no autoscaler limits in the data (kube-state-metrics' kube_horizontalpodautoscaler_spec_max_replicas); " + desired
+	}
+	s := fmt.Sprintf("autoscaler %s–%s replicas", FmtNum(p.MinReplicas), FmtNum(p.MaxReplicas))
+	if p.MinReplicas == 0 {
+		s = fmt.Sprintf("autoscaler up to %s replicas", FmtNum(p.MaxReplicas))
+	}
+	switch {
+	case p.AtMaxSince != nil:
+		return s + "; at its max since " + clock(p.AtMaxSince) + ": it cannot add replicas"
+	case p.Desired > 0:
+		return s + "; below its max (" + desired + ")"
+	}
+	return s
+}
+
+// eventLimitsLine gives the autoscaler's limits from the latest scale event of
 // m that carries them (the pull's hpa_min_replicas / hpa_max_replicas
 // attributes) and whether its desired replicas, as the latest scale event
 // left them, are at the max: since the first event of the trailing run at
 // it, or below it.
-func limitsLine(a *correlate.Analysis, m string) string {
+func eventLimitsLine(a *correlate.Analysis, m string) string {
 	scales := modelScales(a, m)
 	var lo, hi float64
 	found := false

@@ -106,6 +106,44 @@ func TestPoolLimits(t *testing.T) {
 	}
 }
 
+// With the pool-state curves (kube-state-metrics' desired replicas and
+// autoscaler limits) the analysis' pool says where the pool stands even
+// when nothing scaled it: the autoscaler below its max and not reacting
+// is what the capacity action turns on. It wins over the scale events.
+func TestPoolLimitsFromPoolState(t *testing.T) {
+	t.Parallel()
+	onset := time.Date(2026, 3, 4, 7, 27, 45, 0, time.UTC)
+	through := onset.Add(40 * time.Minute)
+	atMax := onset.Add(4 * time.Minute)
+	for _, c := range []struct {
+		name string
+		pool correlate.Pool
+		want string
+	}{
+		{"did not react", correlate.Pool{Model: "emb", DesiredAtOnset: 2, Desired: 2, DesiredPeak: 2, MinReplicas: 2, MaxReplicas: 4, Through: through},
+			"autoscaler 2–4 replicas; below its max (2 desired since before the onset: it did not scale up)"},
+		{"scaled, below max", correlate.Pool{Model: "emb", DesiredAtOnset: 2, Desired: 3, DesiredPeak: 3, MinReplicas: 2, MaxReplicas: 4, Through: through},
+			"autoscaler 2–4 replicas; below its max (desired replicas 2 at the onset, 3 by 08:07 UTC)"},
+		{"at max", correlate.Pool{Model: "emb", DesiredAtOnset: 3, Desired: 6, DesiredPeak: 6, MinReplicas: 3, MaxReplicas: 6, Through: through, AtMaxSince: &atMax},
+			"autoscaler 3–6 replicas; at its max since 07:31 UTC: it cannot add replicas"},
+		{"no autoscaler", correlate.Pool{Model: "emb", DesiredAtOnset: 2, Desired: 2, DesiredPeak: 2, Through: through},
+			"no autoscaler limits in the data (kube-state-metrics' kube_horizontalpodautoscaler_spec_max_replicas); 2 desired since before the onset: it did not scale up"},
+	} {
+		a := &correlate.Analysis{Onset: &onset, Pools: []correlate.Pool{c.pool}, Events: []correlate.AlignedEvent{{Event: correlate.Event{
+			ID: "s", Kind: correlate.KindScaleUp, Time: onset, Scope: correlate.Scope{Model: "emb"}, Source: kubeEventSource,
+			Attrs: map[string]any{"from": 1, "to": 2, "hpa_min_replicas": 1, "hpa_max_replicas": 9}}}}}
+		raw, _ := json.Marshal(a)
+		var stored correlate.Analysis
+		if err := json.Unmarshal(raw, &stored); err != nil {
+			t.Fatal(err)
+		}
+		got := PoolFacts(&stored, correlate.Cause{Category: correlate.CatCapacity, Target: correlate.Target{Model: "emb"}})
+		if len(got) != 1 || got[0].Limits != c.want {
+			t.Errorf("%s: limits %+v, want %q", c.name, got, c.want)
+		}
+	}
+}
+
 // The samples step says when the row it names is only the one explaining
 // most of the tail, not what the top cause is about (a release whose
 // slow requests concentrate on a batch size), and plainly when the row is

@@ -121,6 +121,7 @@ var laneSpecs = []laneSpec{
 	{id: "errors", name: "Errors", unit: "%", roles: []correlate.Role{correlate.RoleErrorRate}, scale: 100, height: 45},
 	{id: "queue", name: "Queue", unit: "req", roles: []correlate.Role{correlate.RoleQueue}, scale: 1, height: 55},
 	{id: "batch", name: "Batch size", unit: "req", roles: []correlate.Role{correlate.RoleBatchSize}, scale: 1, height: 45},
+	{id: "replicas", name: "Replicas desired", unit: "replicas", roles: []correlate.Role{correlate.RoleReplicas}, scale: 1, height: 45},
 	{id: "stages", name: "Time per stage (stacked)", unit: "ms", roles: []correlate.Role{correlate.RoleStageTime}, scale: 1, height: 80, stacked: true},
 	{id: "gpu", name: "GPU utilisation", unit: "%", roles: []correlate.Role{correlate.RoleGPUUtil}, scale: 1, height: 55},
 	{id: "gpumem", name: "GPU memory used", unit: "GiB", roles: []correlate.Role{correlate.RoleGPUMemUsed}, scale: 1.0 / 1024, height: 45},

@@ -1,0 +1,94 @@
+package correlate
+
+import (
+	"math"
+	"time"
+)
+
+// Pool is what the pool-state curves (kube-state-metrics: desired
+// replicas, the autoscaler's limits) say about one affected model over
+// the analysed window: whether the pool could still grow when it
+// saturated, which a capacity cause's action turns on. A zero count is
+// not in the data.
+type Pool struct {
+	Model string `json:"model"`
+	// DesiredAtOnset and Desired are the desired replicas at the onset
+	// and at the last point read (Through); DesiredPeak the most desired
+	// between the onset and Through.
+	DesiredAtOnset float64   `json:"desired_at_onset,omitempty"`
+	Desired        float64   `json:"desired,omitempty"`
+	DesiredPeak    float64   `json:"desired_peak,omitempty"`
+	Through        time.Time `json:"through"`
+	// MinReplicas and MaxReplicas are the autoscaler's limits at Through
+	// (0: no autoscaler in the data).
+	MinReplicas float64 `json:"min_replicas,omitempty"`
+	MaxReplicas float64 `json:"max_replicas,omitempty"`
+	// AtMaxSince is when the desired replicas reached the max and stayed
+	// there until Through; nil when they are below it.
+	AtMaxSince *time.Time `json:"at_max_since,omitempty"`
+}
+
+// pools reads the pool state of models over [ph.BeforeFrom, to]: nil for
+// a model without any pool curve.
+func pools(cs *curveSet, ph phases, to time.Time, models []string) []Pool {
+	var out []Pool
+	for _, m := range models {
+		desired := cs.model(RoleReplicas, m, "")
+		hi := cs.model(RoleReplicasMax, m, "")
+		if desired == nil && hi == nil {
+			continue
+		}
+		p := Pool{Model: m}
+		pts := curvePoints(desired, ph.BeforeFrom, to)
+		for _, pt := range pts {
+			t := time.UnixMilli(pt.T).UTC()
+			if !t.After(ph.Onset) {
+				p.DesiredAtOnset = pt.V
+			} else {
+				p.DesiredPeak = math.Max(p.DesiredPeak, pt.V)
+			}
+		}
+		if len(pts) > 0 {
+			last := pts[len(pts)-1]
+			p.Desired, p.Through = last.V, time.UnixMilli(last.T).UTC()
+			if p.DesiredAtOnset == 0 {
+				p.DesiredAtOnset = pts[0].V
+			}
+			p.DesiredPeak = math.Max(p.DesiredPeak, p.Desired)
+		}
+		if lim := curvePoints(hi, ph.BeforeFrom, to); len(lim) > 0 {
+			p.MaxReplicas = lim[len(lim)-1].V
+			if p.Through.IsZero() {
+				p.Through = time.UnixMilli(lim[len(lim)-1].T).UTC()
+			}
+		}
+		if lim := curvePoints(cs.model(RoleReplicasMin, m, ""), ph.BeforeFrom, to); len(lim) > 0 {
+			p.MinReplicas = lim[len(lim)-1].V
+		}
+		if p.MaxReplicas > 0 && p.Desired >= p.MaxReplicas {
+			since := len(pts) - 1
+			for since > 0 && pts[since-1].V >= p.MaxReplicas {
+				since--
+			}
+			t := time.UnixMilli(pts[since].T).UTC()
+			p.AtMaxSince = &t
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// curvePoints is c's points in [from, to] (nil for no curve).
+func curvePoints(c *Curve, from, to time.Time) []Point {
+	if c == nil {
+		return nil
+	}
+	var out []Point
+	lo, hi := from.UnixMilli(), to.UnixMilli()
+	for _, p := range c.Points {
+		if p.T >= lo && p.T <= hi && !math.IsNaN(p.V) {
+			out = append(out, p)
+		}
+	}
+	return out
+}

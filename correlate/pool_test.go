@@ -1,0 +1,74 @@
+package correlate
+
+import (
+	"testing"
+	"time"
+)
+
+// The pool state read off the kube-state-metrics curves: desired replicas
+// at the onset and at the end, the most desired during the spike, the
+// autoscaler's limits, and since when it is at its max.
+func TestPools(t *testing.T) {
+	t.Parallel()
+	onset := t0.Add(60 * time.Minute)
+	ph := newPhases(onset, onset.Add(20*time.Minute), t0, t0.Add(100*time.Minute))
+	steps := func(role Role, model string, f func(min int) float64) Curve {
+		c := Curve{Role: role, Level: LevelModel, Scope: Scope{Model: model}}
+		for m := 0; m <= 100; m++ {
+			c.Points = append(c.Points, Point{T: t0.Add(time.Duration(m) * time.Minute).UnixMilli(), V: f(m)})
+		}
+		return c
+	}
+	flat := func(v float64) func(int) float64 { return func(int) float64 { return v } }
+	cs := newCurveSet([]Curve{
+		steps(RoleReplicas, "stuck", flat(2)), steps(RoleReplicasMin, "stuck", flat(2)), steps(RoleReplicasMax, "stuck", flat(4)),
+		steps(RoleReplicas, "maxed", func(m int) float64 {
+			switch {
+			case m < 63:
+				return 3
+			case m < 70:
+				return 5
+			}
+			return 6
+		}),
+		steps(RoleReplicasMax, "maxed", flat(6)),
+		steps(RoleReplicas, "plain", flat(1)),
+	})
+	got := pools(cs, ph, t0.Add(100*time.Minute), []string{"stuck", "maxed", "plain", "unwatched"})
+	if len(got) != 3 {
+		t.Fatalf("pools %+v, want stuck, maxed and plain (no curve: no pool)", got)
+	}
+	stuck, maxed, plain := got[0], got[1], got[2]
+	if stuck.DesiredAtOnset != 2 || stuck.Desired != 2 || stuck.DesiredPeak != 2 || stuck.MinReplicas != 2 || stuck.MaxReplicas != 4 || stuck.AtMaxSince != nil {
+		t.Errorf("stuck: %+v", stuck)
+	}
+	if maxed.DesiredAtOnset != 3 || maxed.Desired != 6 || maxed.DesiredPeak != 6 || maxed.MaxReplicas != 6 ||
+		maxed.AtMaxSince == nil || !maxed.AtMaxSince.Equal(t0.Add(70*time.Minute)) {
+		t.Errorf("maxed: %+v", maxed)
+	}
+	if plain.Desired != 1 || plain.MaxReplicas != 0 || plain.AtMaxSince != nil || !plain.Through.Equal(t0.Add(100*time.Minute)) {
+		t.Errorf("plain: %+v", plain)
+	}
+}
+
+// Pool-state curves are never deviations: a scale-up is a change of
+// state, not a resource that moved.
+func TestPoolCurvesAreNotDeviations(t *testing.T) {
+	t.Parallel()
+	onset := t0.Add(60 * time.Minute)
+	ph := newPhases(onset, onset.Add(20*time.Minute), t0, t0.Add(100*time.Minute))
+	c := Curve{Role: RoleReplicas, Level: LevelModel, Scope: Scope{Model: "m"}}
+	for m := 0; m <= 100; m++ {
+		v := 2.0
+		if m >= 60 {
+			v = 8
+		}
+		c.Points = append(c.Points, Point{T: t0.Add(time.Duration(m) * time.Minute).UnixMilli(), V: v})
+	}
+	q := c
+	q.Role = RoleQueue
+	devs := topDeviations(newCurveSet([]Curve{c, q}), ph, 10)
+	if len(devs) != 1 || devs[0].Role != RoleQueue {
+		t.Errorf("deviations %+v, want the queue's only", devs)
+	}
+}
