@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"fmt"
 	"math"
 	"time"
 )
@@ -91,4 +92,51 @@ func curvePoints(c *Curve, from, to time.Time) []Point {
 		}
 	}
 	return out
+}
+
+// hpaReaction is how long an autoscaler may take before "it did not
+// react" is fair: its sync period (15 s) plus the scale-up it needs to see
+// in its metric's window, a few minutes in practice.
+const hpaReaction = 3 * time.Minute
+
+// scaleAction words a capacity cause's scale-out action for the pool it
+// acts on, when the pool state is known: at its max the autoscaler cannot
+// help (raise the max); below it and unchanged for hpaReaction after the
+// onset, it did not react (look at what it scales on); otherwise it is
+// scaling, or has not had the time.
+func scaleAction(p Pool, onset time.Time) (string, bool) {
+	switch {
+	case p.MaxReplicas > 0 && p.AtMaxSince != nil:
+		return fmt.Sprintf("Raise %s's autoscaler max (at its max of %g replicas since %s UTC) or add GPUs to the pool",
+			p.Model, p.MaxReplicas, p.AtMaxSince.Format("15:04")), true
+	case p.MaxReplicas > 0 && p.Desired > 0 && p.DesiredPeak <= p.DesiredAtOnset && p.Through.Sub(onset) < hpaReaction:
+		return fmt.Sprintf("Scale out %s (%g desired of at most %g; its autoscaler has had under %d minutes to react)",
+			p.Model, p.Desired, p.MaxReplicas, int(hpaReaction.Minutes())), true
+	case p.MaxReplicas > 0 && p.Desired > 0 && p.DesiredPeak <= p.DesiredAtOnset:
+		return fmt.Sprintf("Scale out %s now (%g desired of at most %g): its autoscaler did not react — check the metric and target it scales on",
+			p.Model, p.Desired, p.MaxReplicas), true
+	case p.MaxReplicas > 0 && p.Desired > 0:
+		return fmt.Sprintf("Let %s's autoscaler finish scaling (%g → %g of at most %g replicas) or scale out ahead of it",
+			p.Model, p.DesiredAtOnset, p.Desired, p.MaxReplicas), true
+	}
+	return "", false
+}
+
+// withPoolActions replaces the generic scale-out action of each capacity
+// cause whose target model's pool state is known.
+func withPoolActions(causes []Cause, ps []Pool, onset time.Time) {
+	for i := range causes {
+		c := &causes[i]
+		if c.Category != CatCapacity || c.Target.Model == "" {
+			continue
+		}
+		for _, p := range ps {
+			if p.Model != c.Target.Model {
+				continue
+			}
+			if a, ok := scaleAction(p, onset); ok && len(c.Actions) > 1 {
+				c.Actions[1] = a
+			}
+		}
+	}
 }

@@ -72,3 +72,33 @@ func TestPoolCurvesAreNotDeviations(t *testing.T) {
 		t.Errorf("deviations %+v, want the queue's only", devs)
 	}
 }
+
+// A capacity cause's scale-out action follows the pool: raise the max
+// when the autoscaler sits at it, look at what it scales on when it did
+// not react, let it finish when it is scaling; the generic action stays
+// when the pool state is not in the data.
+func TestPoolActions(t *testing.T) {
+	t.Parallel()
+	at, onset, through := t0.Add(70*time.Minute), t0.Add(60*time.Minute), t0.Add(80*time.Minute)
+	for _, c := range []struct {
+		pool Pool
+		want string
+	}{
+		{Pool{Model: "m", DesiredAtOnset: 3, Desired: 6, DesiredPeak: 6, MaxReplicas: 6, AtMaxSince: &at},
+			"Raise m's autoscaler max (at its max of 6 replicas since " + at.Format("15:04") + " UTC) or add GPUs to the pool"},
+		{Pool{Model: "m", DesiredAtOnset: 2, Desired: 2, DesiredPeak: 2, MaxReplicas: 4, Through: onset.Add(time.Minute)},
+			"Scale out m (2 desired of at most 4; its autoscaler has had under 3 minutes to react)"},
+		{Pool{Model: "m", DesiredAtOnset: 2, Desired: 2, DesiredPeak: 2, MaxReplicas: 4, Through: through},
+			"Scale out m now (2 desired of at most 4): its autoscaler did not react — check the metric and target it scales on"},
+		{Pool{Model: "m", DesiredAtOnset: 2, Desired: 3, DesiredPeak: 3, MaxReplicas: 4},
+			"Let m's autoscaler finish scaling (2 → 3 of at most 4 replicas) or scale out ahead of it"},
+		{Pool{Model: "other", DesiredAtOnset: 2, Desired: 2, DesiredPeak: 2, MaxReplicas: 4}, actions(CatCapacity, Target{Model: "m"})[1]},
+		{Pool{Model: "m", DesiredAtOnset: 2, Desired: 2, DesiredPeak: 2}, actions(CatCapacity, Target{Model: "m"})[1]},
+	} {
+		causes := []Cause{{Category: CatCapacity, Target: Target{Model: "m"}, Actions: actions(CatCapacity, Target{Model: "m"})}}
+		withPoolActions(causes, []Pool{c.pool}, onset)
+		if got := causes[0].Actions[1]; got != c.want {
+			t.Errorf("pool %+v: action %q, want %q", c.pool, got, c.want)
+		}
+	}
+}

@@ -148,7 +148,7 @@ func modelScales(a *correlate.Analysis, m string) []correlate.AlignedEvent {
 func limitsLine(a *correlate.Analysis, m string) string {
 	for _, p := range a.Pools {
 		if p.Model == m && (p.MaxReplicas > 0 || p.Desired > 0) {
-			return poolLine(p)
+			return poolLine(p, a.Onset)
 		}
 	}
 	return eventLimitsLine(a, m)
@@ -157,11 +157,13 @@ func limitsLine(a *correlate.Analysis, m string) string {
 // poolLine says the autoscaler's limits and whether the desired replicas
 // are at the max (since when) or below it, and whether they grew since
 // the onset: "below its max and unchanged" is the autoscaler not reacting.
-func poolLine(p correlate.Pool) string {
+func poolLine(p correlate.Pool, onset *time.Time) string {
 	desired := fmt.Sprintf("%s desired", FmtNum(p.Desired))
 	switch {
 	case p.DesiredPeak > p.DesiredAtOnset:
 		desired = fmt.Sprintf("desired replicas %s at the onset, %s by %s", FmtNum(p.DesiredAtOnset), FmtNum(p.Desired), clock(&p.Through))
+	case p.Desired > 0 && onset != nil && p.Through.Sub(*onset) < 3*time.Minute:
+		desired += " since before the onset, " + clock(&p.Through) + " (too early to say whether it will scale up)"
 	case p.Desired > 0:
 		desired += " since before the onset: it did not scale up"
 	}

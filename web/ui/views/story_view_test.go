@@ -126,6 +126,8 @@ func TestPoolLimitsFromPoolState(t *testing.T) {
 			"autoscaler 2–4 replicas; below its max (desired replicas 2 at the onset, 3 by 08:07 UTC)"},
 		{"at max", correlate.Pool{Model: "emb", DesiredAtOnset: 3, Desired: 6, DesiredPeak: 6, MinReplicas: 3, MaxReplicas: 6, Through: through, AtMaxSince: &atMax},
 			"autoscaler 3–6 replicas; at its max since 07:31 UTC: it cannot add replicas"},
+		{"too early", correlate.Pool{Model: "emb", DesiredAtOnset: 2, Desired: 2, DesiredPeak: 2, MinReplicas: 2, MaxReplicas: 4, Through: onset.Add(time.Minute)},
+			"autoscaler 2–4 replicas; below its max (2 desired since before the onset, 07:28 UTC (too early to say whether it will scale up))"},
 		{"no autoscaler", correlate.Pool{Model: "emb", DesiredAtOnset: 2, Desired: 2, DesiredPeak: 2, Through: through},
 			"no autoscaler limits in the data (kube-state-metrics' kube_horizontalpodautoscaler_spec_max_replicas); 2 desired since before the onset: it did not scale up"},
 	} {
