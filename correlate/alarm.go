@@ -119,7 +119,9 @@ func newAlarmParams(opt SpikeOptions) alarmParams {
 //     per series and day (so it rises with the number of points a day) and
 //     the level the series' own past z exceed at a rate of one a day, from a
 //     generalised Pareto fit of their upper tail (SPOT, Siffer et al., KDD
-//     2017): a bursty series raises its own bar;
+//     2017): a bursty series raises its own bar; the z of a departure
+//     building up under the threshold join the tail only once it has had
+//     the long persistence to become a spike;
 //   - one alarm per episode: a spike lasts until z falls back under half
 //     the threshold.
 func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction) []Spike {
@@ -182,6 +184,12 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 		}
 	}
 	statsEvery := max(1, ap.window/40)
+	type pendingZ struct {
+		i int
+		z float64
+	}
+	var pending []pendingZ
+	tailDelay := max(1, ap.persistWeak)
 	for i, p := range points {
 		for hi < i-ap.gap {
 			if usable(hi) && !skip[hi] {
@@ -277,7 +285,20 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 			continue
 		}
 		thr := tail.threshold()
-		tail.add(z)
+		if z < thr {
+			// The tail learns the series' ordinary z: a point joins it once
+			// the long persistence has passed without it becoming part of
+			// a spike (a departure building up under the threshold would
+			// otherwise raise its own bar, as SPOT keeps alarms out of its
+			// model).
+			pending = append(pending, pendingZ{i, z})
+		}
+		for len(pending) > 0 && pending[0].i <= i-tailDelay {
+			if !skip[pending[0].i] {
+				tail.add(pending[0].z)
+			}
+			pending = pending[1:]
+		}
 		ratio := safeRatio(p.V, level)
 		if dir == Down {
 			ratio = safeRatio(level, p.V)
@@ -316,6 +337,10 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 			BaselineKind: baselineKind(seas != nil),
 		}
 		activeThr = thr
+		// The peak that raised the alarm does count: a series that bursts
+		// often raises its own bar (on the labelled real series this
+		// keeps fewer false alarms than SPOT's leaving alarms out).
+		tail.add(z)
 		for j := runStart; j <= i; j++ {
 			skip[j] = true
 			if usable(j) && sign*(vals[j]-active.PeakValue) > 0 {

@@ -269,17 +269,24 @@ func (in *kubeInput) deploys(pods map[string]*pod) []correlate.Event {
 	return out
 }
 
-// scales: one event per change of desired replicas. The HPA's decision is
-// the change; the deployment's spec following it to the same count within
-// the merge window is the same change and is not repeated. A spec change
-// without an HPA decision (kubectl scale, GitOps) is an event of its own.
-func (in *kubeInput) scales() []correlate.Event {
-	target := map[string]string{} // ns/hpa → deployment
+// hpaTargets maps each autoscaler (ns/name) onto the deployment it
+// scales, where kube_horizontalpodautoscaler_info says.
+func (in *kubeInput) hpaTargets() map[string]string {
+	target := map[string]string{}
 	for _, s := range in.hpaInfo {
 		if t := string(s.Metric["scaletargetref_name"]); t != "" {
 			target[string(s.Metric["namespace"])+"/"+string(s.Metric["horizontalpodautoscaler"])] = t
 		}
 	}
+	return target
+}
+
+// scales: one event per change of desired replicas. The HPA's decision is
+// the change; the deployment's spec following it to the same count within
+// the merge window is the same change and is not repeated. A spec change
+// without an HPA decision (kubectl scale, GitOps) is an event of its own.
+func (in *kubeInput) scales() []correlate.Event {
+	target := in.hpaTargets()
 	type change struct {
 		at       int
 		from, to float64

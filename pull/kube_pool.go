@@ -17,12 +17,7 @@ import (
 // them. Only the points of w are returned (the context before it was the
 // previous window's).
 func (in *kubeInput) poolCurves(w window) []pulledCurve {
-	target := map[string]string{} // ns/hpa → deployment
-	for _, s := range in.hpaInfo {
-		if t := string(s.Metric["scaletargetref_name"]); t != "" {
-			target[string(s.Metric["namespace"])+"/"+string(s.Metric["horizontalpodautoscaler"])] = t
-		}
-	}
+	target := in.hpaTargets()
 	var out []pulledCurve
 	sum := func(role correlate.Role, m model.Matrix, deployment func(*model.SampleStream) string) {
 		byModel := map[string]track{}
