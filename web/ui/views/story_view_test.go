@@ -93,16 +93,7 @@ func TestPoolLimits(t *testing.T) {
 		{"no limits", []correlate.AlignedEvent{scale("a", time.Minute, 3, 6, false)}, poolLimits},
 		{"no scale event", nil, poolLimits},
 	} {
-		a := &correlate.Analysis{Onset: &onset, Events: c.events}
-		raw, _ := json.Marshal(a) // as the page reads a stored analysis
-		var stored correlate.Analysis
-		if err := json.Unmarshal(raw, &stored); err != nil {
-			t.Fatal(err)
-		}
-		got := PoolFacts(&stored, correlate.Cause{Category: correlate.CatCapacity, Target: correlate.Target{Model: "emb"}})
-		if len(got) != 1 || got[0].Limits != c.want {
-			t.Errorf("%s: limits %+v, want %q", c.name, got, c.want)
-		}
+		checkLimits(t, c.name, &correlate.Analysis{Onset: &onset, Events: c.events}, c.want)
 	}
 }
 
@@ -134,15 +125,22 @@ func TestPoolLimitsFromPoolState(t *testing.T) {
 		a := &correlate.Analysis{Onset: &onset, Pools: []correlate.Pool{c.pool}, Events: []correlate.AlignedEvent{{Event: correlate.Event{
 			ID: "s", Kind: correlate.KindScaleUp, Time: onset, Scope: correlate.Scope{Model: "emb"}, Source: kubeEventSource,
 			Attrs: map[string]any{"from": 1, "to": 2, "hpa_min_replicas": 1, "hpa_max_replicas": 9}}}}}
-		raw, _ := json.Marshal(a)
-		var stored correlate.Analysis
-		if err := json.Unmarshal(raw, &stored); err != nil {
-			t.Fatal(err)
-		}
-		got := PoolFacts(&stored, correlate.Cause{Category: correlate.CatCapacity, Target: correlate.Target{Model: "emb"}})
-		if len(got) != 1 || got[0].Limits != c.want {
-			t.Errorf("%s: limits %+v, want %q", c.name, got, c.want)
-		}
+		checkLimits(t, c.name, a, c.want)
+	}
+}
+
+// checkLimits reads the capacity cause's pool limits of model emb from a
+// as the page does, from the stored (JSON round-tripped) analysis.
+func checkLimits(t *testing.T, name string, a *correlate.Analysis, want string) {
+	t.Helper()
+	raw, _ := json.Marshal(a)
+	var stored correlate.Analysis
+	if err := json.Unmarshal(raw, &stored); err != nil {
+		t.Fatal(err)
+	}
+	got := PoolFacts(&stored, correlate.Cause{Category: correlate.CatCapacity, Target: correlate.Target{Model: "emb"}})
+	if len(got) != 1 || got[0].Limits != want {
+		t.Errorf("%s: limits %+v, want %q", name, got, want)
 	}
 }
 
