@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"time"
 )
@@ -42,6 +43,12 @@ func (s Sensitivity) alarmsPerDay() float64 {
 // Alarm-detector constants, chosen on the labelled real series of the
 // development set (bench/realspikes_test.go) and the simulated fleets,
 // never per series.
+// weeklyMinStep is the finest step at which the detector looks for a
+// weekly cycle (fifteen days are 4,320 points at 5 min; at 15 s they
+// would be 86,400, and live curves at such steps are judged on 8 days of
+// history anyway).
+const weeklyMinStep = 5 * time.Minute
+
 const (
 	// heavyTail widens the Gaussian threshold: real residuals are far
 	// heavier-tailed than normal, so z of the Gaussian budget ×2.
@@ -56,6 +63,11 @@ const (
 	// tailRisk is the per-day exceedance the series' own tail sets the
 	// threshold at (peaks over threshold, below).
 	tailAlarmsPerDay = 1.0
+	// dailyMargin and weeklyMargin: a seasonal profile is the series'
+	// model when its 90th percentile of absolute residuals is this share
+	// of the simpler model's (the trailing median; the daily profile).
+	dailyMargin  = 0.9
+	weeklyMargin = 0.75
 	// tailMemory is how many past z the tail model keeps.
 	tailMemory = 5000
 )
@@ -107,7 +119,9 @@ func newAlarmParams(opt SpikeOptions) alarmParams {
 //     moved to the recent level (the seasonal idea of Twitter's S-H-ESD and
 //     of STL, kept robust and causal), smoothed over ±5 % of the day as
 //     STL smooths its seasonal component, and the trailing median where
-//     fewer than two earlier days are known; a series that is zero most
+//     fewer than two earlier days are known; at coarse steps over 15 days,
+//     the same time of the week on up to four previous weeks where the
+//     week repeats (MSTL's second period); a series that is zero most
 //     of the time is judged on its last window's worth of non-zero values
 //     (Croston, 1972);
 //   - the scale is the window's IQR, floored by its usual 5–95 % range;
@@ -334,7 +348,7 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 			PeakValue:    p.V,
 			PeakTime:     p.Time(),
 			Z:            z,
-			BaselineKind: baselineKind(seas != nil),
+			BaselineKind: m.baselineKind(i),
 		}
 		activeThr = thr
 		// The peak that raised the alarm does count: a series that bursts
@@ -384,6 +398,10 @@ type alarmModel struct {
 	// values, as Croston's method (1972) models intermittent demand
 	// sizes apart from the gaps between them.
 	intermittent bool
+	// daily and weekly are the seasonal profiles the series follows (nil:
+	// it does not), NaN where too few earlier periods are known; seas is
+	// the expectation they give, trailing median filled in.
+	daily, weekly []float64
 }
 
 func newAlarmModel(points []Point, opt SpikeOptions) *alarmModel {
@@ -407,14 +425,65 @@ func newAlarmModel(points []Point, opt SpikeOptions) *alarmModel {
 	// series that turns mostly zero within the lookback changes mode.
 	m.intermittent = 2*zeros > nn
 	if m.ap.period > 0 {
-		m.seas = seasonalExpectation(points, m.ap)
-		if !seasonalHelps(m.vals, m.seas, m.ap) {
-			m.seas = nil
-		} else {
+		daily := seasonalExpectation(points, m.ap, m.ap.period, 7)
+		if !seasonalHelps(m.vals, daily, nil, m.ap, dailyMargin) {
+			daily = nil
+		}
+		m.daily, m.weekly = daily, weeklyExpectation(points, m.vals, daily, m.ap)
+		// The expectation a point is judged by: the weekly profile where
+		// two earlier weeks are known, else the daily one where two earlier
+		// days are, else the trailing median.
+		for _, prof := range [][]float64{m.weekly, m.daily} {
+			if prof == nil {
+				continue
+			}
+			if m.seas == nil {
+				m.seas = slices.Clone(prof)
+				continue
+			}
+			for i, v := range m.seas {
+				if math.IsNaN(v) {
+					m.seas[i] = prof[i]
+				}
+			}
+		}
+		if m.seas != nil {
 			fillTrailing(m.seas, m.vals, m.ap, max(opt.MinBaseline, m.ap.window/2))
 		}
 	}
 	return m
+}
+
+// baselineKind names what point i is judged against, for its spike's
+// evidence.
+func (m *alarmModel) baselineKind(i int) string {
+	switch {
+	case m.weekly != nil && !math.IsNaN(m.weekly[i]):
+		return "weekly"
+	case m.daily != nil && !math.IsNaN(m.daily[i]):
+		return "seasonal"
+	}
+	return "trailing"
+}
+
+// weeklyExpectation is the profile of a series that repeats weekly
+// (weekdays unlike weekends, say): the median of the same time of the
+// week on up to four previous weeks (NaN with fewer than two). It is nil
+// unless the series spans fifteen days and the weekly profile explains its
+// large moves better than the daily one (daily; nil: the trailing median)
+// does on the points where it is known, by a wider margin than the daily
+// profile needs: it has seven times the values, each from fewer periods.
+func weeklyExpectation(points []Point, vals, daily []float64, ap alarmParams) []float64 {
+	week := 7 * ap.period
+	if ap.stepMs < weeklyMinStep.Milliseconds() || len(points) < 2*week+ap.period ||
+		points[len(points)-1].T-points[0].T < int64(2*week+ap.period)*ap.stepMs {
+		return nil
+	}
+	seas := seasonalExpectation(points, ap, week, 4)
+	if !seasonalHelps(vals, seas, daily, ap, weeklyMargin) {
+		return nil
+	}
+	return seas
 }
 
 // alarmScore maps a spike's peak z against the threshold it crossed to
@@ -441,22 +510,23 @@ func valueQuantum(vals []float64) float64 {
 }
 
 // seasonalExpectation is, for each point, the median of the values at the
-// same time of day on up to seven previous days (NaN with fewer than two).
-func seasonalExpectation(points []Point, ap alarmParams) []float64 {
+// same time of the period (a day, a week: period points) on up to back
+// previous periods (NaN with fewer than two).
+func seasonalExpectation(points []Point, ap alarmParams, period, back int) []float64 {
 	out := make([]float64, len(points))
-	periodMs := int64(ap.period) * ap.stepMs
+	periodMs := int64(period) * ap.stepMs
 	var buf []float64
 	for i, p := range points {
 		buf = buf[:0]
 		j := i
-		for k := int64(1); k <= 7; k++ {
+		for k := int64(1); k <= int64(back); k++ {
 			t := p.T - k*periodMs
 			// On a regular grid the point a day back is a period back;
 			// otherwise (gaps) search the sorted points before it.
 			if t < points[0].T {
 				break
 			}
-			if g := j - ap.period; g >= 0 && points[g].T == t {
+			if g := j - period; g >= 0 && points[g].T == t {
 				j = g
 			} else {
 				j = sort.Search(j, func(x int) bool { return points[x].T >= t })
@@ -571,38 +641,49 @@ func (w *floatWindow) remove(v float64) {
 
 func (w *floatWindow) len() int { return len(w.vals) }
 
-// seasonalHelps says whether the series repeats daily: the seasonal
-// expectation, moved to the recent level, explains the series' large
-// moves better (a 90th percentile of absolute residuals at least 10 %
-// smaller) than the recent median does. The levels are the medians of the
-// previous block of a window's length (cheap, and plenty to choose a
-// model). The choice is the series' model, made on all the data the
-// detector was given (history included); each point's verdict stays causal.
-func seasonalHelps(vals, seas []float64, ap alarmParams) bool {
+// seasonalHelps says whether the series follows the seasonal expectation
+// seas better than the model than (another expectation, or nil: the
+// recent median): seas, moved to the recent level, explains the series'
+// large moves better (a 90th percentile of absolute residuals at least
+// 10 % smaller) on the points where both are known. The levels are the
+// medians of the previous block of a window's length (cheap, and plenty
+// to choose a model). The choice is the series' model, made on all the
+// data the detector was given (history included); each point's verdict
+// stays causal.
+func seasonalHelps(vals, seas, than []float64, ap alarmParams, margin float64) bool {
 	w := ap.window
 	var rs, rt []float64
-	var prevV, prevR float64 = math.NaN(), math.NaN()
-	blockV := make([]float64, 0, w)
+	var prevT, prevR float64 = math.NaN(), math.NaN()
+	blockT := make([]float64, 0, w)
 	blockR := make([]float64, 0, w)
+	known := func(x []float64, i int) bool { return x == nil || !math.IsNaN(x[i]) }
+	resid := func(x []float64, i int) float64 {
+		if x == nil {
+			return vals[i]
+		}
+		return vals[i] - x[i]
+	}
 	for start := 0; start < len(vals); start += w {
 		end := min(start+w, len(vals))
-		blockV, blockR = blockV[:0], blockR[:0]
+		blockT, blockR = blockT[:0], blockR[:0]
 		for i := start; i < end; i++ {
 			if math.IsNaN(vals[i]) {
 				continue
 			}
-			blockV = append(blockV, vals[i])
-			if !math.IsNaN(seas[i]) {
-				blockR = append(blockR, vals[i]-seas[i])
-				if !math.IsNaN(prevV) && !math.IsNaN(prevR) && i%4 == 0 { // every 4th point is plenty
-					rt = append(rt, math.Abs(vals[i]-prevV))
-					rs = append(rs, math.Abs(vals[i]-seas[i]-prevR))
+			if known(than, i) {
+				blockT = append(blockT, resid(than, i))
+			}
+			if known(seas, i) {
+				blockR = append(blockR, resid(seas, i))
+				if known(than, i) && !math.IsNaN(prevT) && !math.IsNaN(prevR) && i%4 == 0 { // every 4th point is plenty
+					rt = append(rt, math.Abs(resid(than, i)-prevT))
+					rs = append(rs, math.Abs(resid(seas, i)-prevR))
 				}
 			}
 		}
-		prevV, prevR = math.NaN(), math.NaN()
-		if len(blockV) > w/2 {
-			prevV = median(blockV)
+		prevT, prevR = math.NaN(), math.NaN()
+		if len(blockT) > w/2 {
+			prevT = median(blockT)
 		}
 		if len(blockR) > w/2 {
 			prevR = median(blockR)
@@ -611,7 +692,7 @@ func seasonalHelps(vals, seas []float64, ap alarmParams) bool {
 	if 4*len(rs) < ap.period {
 		return false
 	}
-	return quantile(rs, 0.9) < 0.9*quantile(rt, 0.9)
+	return quantile(rs, 0.9) < margin*quantile(rt, 0.9)
 }
 
 // tailModel keeps the recent z of a series and the threshold its upper
@@ -724,13 +805,4 @@ func (t *tailModel) fit() {
 		}
 	}
 	t.thr = math.Max(t.floor, q)
-}
-
-// baselineKind names the baseline a spike was judged against, for its
-// evidence.
-func baselineKind(seasonal bool) string {
-	if seasonal {
-		return "seasonal"
-	}
-	return "trailing"
 }

@@ -254,7 +254,7 @@ func TestAlarmIntermittentLevelShiftThenSpike(t *testing.T) {
 
 // A series with a daily cycle is judged from its first hours too: until
 // two earlier days give a seasonal expectation, the trailing median does,
-// so a spike on day 1 is found (it went unjudged before).
+// so a spike on day 1 is found (it went unjudged before), and says so.
 func TestAlarmDailyCycleSpikeOnFirstDay(t *testing.T) {
 	t.Parallel()
 	const perDay = 1440
@@ -274,8 +274,8 @@ func TestAlarmDailyCycleSpikeOnFirstDay(t *testing.T) {
 	if d := got[0].DetectedAt.Sub(at4(spikeAt, time.Minute)); d < 0 || d > 3*time.Minute {
 		t.Errorf("detected %v after the spike began, want within 3 min", d)
 	}
-	if got[0].BaselineKind != "seasonal" {
-		t.Errorf("baseline %q, want the series' model (seasonal) named", got[0].BaselineKind)
+	if got[0].BaselineKind != "trailing" {
+		t.Errorf("baseline %q, want trailing: no earlier day is known yet", got[0].BaselineKind)
 	}
 }
 
@@ -324,3 +324,35 @@ func TestAlarmSensitivityOrders(t *testing.T) {
 }
 
 func at4(i int, step time.Duration) time.Time { return t0.Add(time.Duration(i) * step) }
+
+// A weekly cycle at 5 min: weekday afternoons peak at ×5 the night,
+// weekends stay flat and low. Judged by the same time on previous days
+// alone, each weekend day looks like a drop (and its Monday like a rise);
+// by the same time of the week, only the real spike — on a Saturday
+// afternoon, well under a weekday's peak — is raised, against the weekly
+// baseline.
+func TestAlarmWeeklyCycle(t *testing.T) {
+	t.Parallel()
+	const perDay = 288
+	spikeAt := 26*perDay + 14*12 // t0 is a Monday: day 26 is a Saturday, 14:00 + 6 h
+	for seed := uint64(1); seed <= 3; seed++ {
+		pts := gen(28*perDay, 5*time.Minute, seed, 0.05, func(i int) float64 {
+			h := float64(i%perDay) / 12
+			v := 200 + 800*math.Max(0, math.Sin((h-6)/24*2*math.Pi))
+			if (i/perDay)%7 >= 5 {
+				v = 150 + 30*math.Max(0, math.Sin((h-8)/24*2*math.Pi))
+			}
+			if i >= spikeAt && i < spikeAt+6 {
+				v *= 3
+			}
+			return v
+		})
+		got := alarmsAfter(pts, 5*time.Minute, 15*perDay, SpikeOptions{Direction: Both})
+		if len(got) != 1 || got[0].Onset.Before(at4(spikeAt-1, 5*time.Minute)) || got[0].Onset.After(at4(spikeAt+2, 5*time.Minute)) {
+			t.Fatalf("seed %d: want the one Saturday spike at %s, got %v", seed, at4(spikeAt, 5*time.Minute), onsets(got))
+		}
+		if got[0].BaselineKind != "weekly" {
+			t.Errorf("seed %d: baseline %q, want weekly", seed, got[0].BaselineKind)
+		}
+	}
+}

@@ -50,8 +50,9 @@ type Spike struct {
 	Z          float64   `json:"z"`           // peak robust z
 	// BaselineKind says what the spike was judged against: "trailing"
 	// (the recent median), "seasonal" (the same time on previous days,
-	// moved to the recent level) or "window" (an incident window's own
-	// trailing hour, when locating an onset).
+	// moved to the recent level), "weekly" (the same time of the week on
+	// previous weeks, moved likewise) or "window" (an incident window's
+	// own trailing hour, when locating an onset).
 	BaselineKind string  `json:"baseline_kind,omitempty"`
 	Severity     string  `json:"severity"`         // "page", "ticket" or "info" against the SLO
 	SLOMs        float64 `json:"slo_ms,omitempty"` // the SLO used for Severity, if any
