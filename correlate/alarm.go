@@ -43,12 +43,6 @@ func (s Sensitivity) alarmsPerDay() float64 {
 // Alarm-detector constants, chosen on the labelled real series of the
 // development set (bench/realspikes_test.go) and the simulated fleets,
 // never per series.
-// weeklyMinStep is the finest step at which the detector looks for a
-// weekly cycle (fifteen days are 4,320 points at 5 min; at 15 s they
-// would be 86,400, and live curves at such steps are judged on 8 days of
-// history anyway).
-const weeklyMinStep = 5 * time.Minute
-
 const (
 	// heavyTail widens the Gaussian threshold: real residuals are far
 	// heavier-tailed than normal, so z of the Gaussian budget ×2.
@@ -68,6 +62,11 @@ const (
 	// of the simpler model's (the trailing median; the daily profile).
 	dailyMargin  = 0.9
 	weeklyMargin = 0.75
+	// weeklyMinStep is the finest step at which the detector looks for a
+	// weekly cycle (fifteen days are 4,320 points at 5 min; at 15 s they
+	// would be 86,400, and live curves at such steps are judged on 8 days
+	// of history anyway).
+	weeklyMinStep = 5 * time.Minute
 	// tailMemory is how many past z the tail model keeps.
 	tailMemory = 5000
 )
@@ -545,9 +544,10 @@ func seasonalExpectation(points []Point, ap alarmParams, period, back int) []flo
 		sort.Float64s(buf)
 		out[i] = quantileSorted(buf, 0.5)
 	}
-	// The profile is smoothed over ±5 % of the period (±72 min a day), as
-	// STL smooths its seasonal component: a spike that recurs at one
-	// minute of the day stays a spike, the daily shape stays the baseline.
+	// The profile is smoothed over ±5 % of a day (±72 min, a weekly
+	// profile too), as STL smooths its seasonal component: a spike that
+	// recurs at one minute of the day stays a spike, the daily shape stays
+	// the baseline.
 	if h := ap.period / 20; h > 0 {
 		out = runningMedian(out, h)
 	}
