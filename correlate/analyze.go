@@ -240,13 +240,16 @@ func sameIncident(primary, s Spike) bool {
 }
 
 // spikeWeight ranks spikes: relative height, capped so one clipped
-// histogram does not dwarf everything, times log duration.
+// histogram does not dwarf everything, times log duration up to a quarter
+// of an hour. Past that, length says how long a spike lasted, not how bad
+// it was (and its peak already grows with it): uncapped, a mild shift that
+// runs to the end of the window outweighed the sharp incident inside it.
 func spikeWeight(s Spike) float64 {
 	r := math.Min(safeRatio(s.PeakValue, s.Baseline), 20)
 	if math.IsNaN(r) {
 		r = 1
 	}
-	d := s.End.Sub(s.Start).Minutes()
+	d := math.Min(s.End.Sub(s.Start).Minutes(), 15)
 	return r * math.Log1p(math.Max(d, 0.25))
 }
 

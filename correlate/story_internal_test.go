@@ -160,3 +160,30 @@ func TestSamplesStepQuotesTheHeadersP99(t *testing.T) {
 		t.Errorf("samples step %q: a row explaining none of the rise says nothing of the P99", got)
 	}
 }
+
+// TestPickOnsetSharpOverLongMild: in a window with no scope, a mild shift
+// (P99 ×1.8 at its peak) that runs from early on to the end of the data
+// does not outweigh the sharp incident inside it (×3.4 for 8 minutes):
+// the sharp one sets the onset. A long ×2 spike still outweighs a
+// one-minute ×4 blip beside it.
+func TestPickOnsetSharpOverLongMild(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 1, 5, 7, 39, 45, 0, time.UTC)
+	spike := func(model string, from, to time.Duration, peak, base float64) Spike {
+		return Spike{Role: RoleLatencyP99, Level: LevelModel, Scope: Scope{Model: model}, Onset: at.Add(from), Start: at.Add(from),
+			End: at.Add(to), PeakValue: peak, Baseline: base}
+	}
+	for _, c := range []struct {
+		name   string
+		spikes []Spike
+		want   time.Time
+	}{
+		{"sharp inside a long mild shift", []Spike{spike("embed", 0, 80*time.Minute, 163, 91), spike("vision", 15*time.Minute, 23*time.Minute, 812, 238)}, at.Add(15 * time.Minute)},
+		{"long spike beside a blip", []Spike{spike("chat", 0, 30*time.Minute, 400, 200), spike("embed", 10*time.Minute, 11*time.Minute, 400, 100)}, at},
+	} {
+		onset, _, ok := pickOnset(c.spikes, Input{})
+		if !ok || !onset.Equal(c.want) {
+			t.Errorf("%s: onset %s, want %s", c.name, onset, c.want)
+		}
+	}
+}
