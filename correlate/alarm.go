@@ -376,7 +376,7 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 	}
 	kept := spikes[:0]
 	for i, sp := range spikes {
-		if incidentLike(sp, rise[i], o) {
+		if incidentLike(sp, rise[i], o, heldRatio(sp, points)) {
 			sp.Severity = severity(sp, points, opt)
 			kept = append(kept, sp)
 		}

@@ -356,3 +356,30 @@ func TestAlarmWeeklyCycle(t *testing.T) {
 		}
 	}
 }
+
+// One slow scrape, smeared by the rate window over three 15 s points
+// (×2.9, ×3.5, ×2.9, as a quiet fleet showed at 30 s scrapes), is a blip:
+// it touched ×3 once but never held it. The same burst holding ×3.5 on two
+// consecutive points tripled and is kept.
+func TestAlarmOneScrapeBurstIsABlip(t *testing.T) {
+	t.Parallel()
+	const step, at = 15 * time.Second, 600
+	for _, c := range []struct {
+		name  string
+		shape []float64
+		want  int
+	}{
+		{"touched ×3 once", []float64{2.9, 3.5, 2.9}, 0},
+		{"held ×3", []float64{2.9, 3.5, 3.5}, 1},
+	} {
+		pts := gen(800, step, 3, 0.03, func(i int) float64 {
+			if k := i - at; k >= 0 && k < len(c.shape) {
+				return 200 * c.shape[k]
+			}
+			return 200
+		})
+		if got := alarmsAfter(pts, step, 300, SpikeOptions{Direction: Up}); len(got) != c.want {
+			t.Errorf("%s: want %d spikes, got %v", c.name, c.want, onsets(got))
+		}
+	}
+}

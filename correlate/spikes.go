@@ -327,7 +327,7 @@ func detectDirection(points []Point, opt SpikeOptions, dir Direction) []Spike {
 	kept := spikes[:0]
 	for i, sp := range spikes {
 		sp.Score = alarmScore(sp.Z, opt.StrongZ)
-		if incidentLike(sp, rise[i], opt) {
+		if incidentLike(sp, rise[i], opt, peakRatio(sp)) {
 			sp.Severity = severity(sp, points, opt)
 			kept = append(kept, sp)
 		}
@@ -336,19 +336,60 @@ func detectDirection(points []Point, opt SpikeOptions, dir Direction) []Spike {
 }
 
 // incidentLike drops the two shapes that are not incidents: a blip that
-// was over in less than MinDuration without at least tripling (one slow
-// scrape, a burst of a bad minute), and a rise of less than ×2 that took
+// was over in less than MinDuration without tripling (one slow scrape, a
+// burst of a bad minute), and a rise of less than ×2 at its peak that took
 // longer than MaxCreep to climb (drift: traffic growing through the day).
+// held is how far the spike tripled-or-not: its peak ratio for the window
+// detector, and for the alarm the ratio it held on two consecutive points,
+// because a rate window smears one slow scrape over several points
+// (×2.9, ×3.5, ×2.9 at 30 s scrapes) and one of them may pass ×3.
 // An ongoing blip is kept: nobody knows yet how it ends.
-func incidentLike(sp Spike, rise time.Duration, opt SpikeOptions) bool {
-	ratio := safeRatio(sp.PeakValue, sp.Baseline)
-	if sp.Direction == Down {
-		ratio = safeRatio(sp.Baseline, sp.PeakValue)
-	}
-	if rise > opt.MaxCreep && !(ratio >= 2) {
+func incidentLike(sp Spike, rise time.Duration, opt SpikeOptions, held float64) bool {
+	if rise > opt.MaxCreep && !(peakRatio(sp) >= 2) {
 		return false
 	}
-	return sp.Ongoing || sp.End.Sub(sp.Start) >= opt.MinDuration || ratio >= 3
+	return sp.Ongoing || sp.End.Sub(sp.Start) >= opt.MinDuration || held >= 3
+}
+
+// peakRatio is the spike's peak over its baseline, or the baseline over
+// the trough for a drop.
+func peakRatio(sp Spike) float64 {
+	if sp.Direction == Down {
+		return safeRatio(sp.Baseline, sp.PeakValue)
+	}
+	return safeRatio(sp.PeakValue, sp.Baseline)
+}
+
+// heldRatio is the largest ratio to the baseline that the spike held on two
+// consecutive points within [Start, End] (the smaller of the pair's ratios).
+// A spike of one point has no pair and holds nothing.
+func heldRatio(sp Spike, points []Point) float64 {
+	startMs, endMs := sp.Start.UnixMilli(), sp.End.UnixMilli()
+	ratio := func(v float64) float64 {
+		if math.IsNaN(v) {
+			return math.NaN()
+		}
+		if sp.Direction == Down {
+			return safeRatio(sp.Baseline, v)
+		}
+		return safeRatio(v, sp.Baseline)
+	}
+	best := 0.0
+	prev := math.NaN()
+	for _, p := range points {
+		if p.T < startMs {
+			continue
+		}
+		if p.T > endMs {
+			break
+		}
+		r := ratio(p.V)
+		if h := min(prev, r); !math.IsNaN(h) && h > best {
+			best = h
+		}
+		prev = r
+	}
+	return best
 }
 
 // locateOnsets refines each spike's onset with a two-level least-squares
