@@ -22,9 +22,9 @@ type prom struct {
 	timeout time.Duration
 }
 
-func newProm(url string, rt http.RoundTripper) (*prom, error) {
+func newProm(url string, rt http.RoundTripper, compress bool) (*prom, error) {
 	if rt == nil {
-		rt = &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute, DisableCompression: false}
+		rt = &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute, DisableCompression: !compress}
 	}
 	c, err := api.NewClient(api.Config{Address: url, RoundTripper: rt})
 	if err != nil {
@@ -98,7 +98,7 @@ func (p *prom) instant(ctx context.Context, source, expr string, t time.Time) (m
 // origin in the config. A Prometheus that cannot be reached is reported
 // as such (the caller may go on: the pull loop retries).
 func (c *Config) Validate(ctx context.Context, prometheusURL string, at time.Time) error {
-	p, err := newProm(prometheusURL, nil)
+	p, err := newProm(prometheusURL, nil, false)
 	if err != nil {
 		return err
 	}

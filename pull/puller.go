@@ -33,13 +33,20 @@ type Options struct {
 	Log          *slog.Logger      // nil: discard
 	Now          func() time.Time  // nil: time.Now; tests pin the clock to their fixtures
 	RoundTripper http.RoundTripper // nil: a pooled transport
+	// Compression asks Prometheus for gzipped answers (with the pooled
+	// transport): worth it across a slow link only. Next to Prometheus,
+	// gzipping a large range answer costs it far more CPU than the bytes
+	// save: a day of 150 series at 15 s with the detector's history takes
+	// three times as long compressed (bench/spikes_prom_test.go), and the
+	// Prometheus is everyone's.
+	Compression bool
 }
 
 // New returns a Puller for cfg against the Prometheus-compatible API at
 // prometheusURL, writing through st (which must run on a pool, not a
 // transaction, for the leader lease).
 func New(cfg *Config, prometheusURL string, st *store.Store, opts Options) (*Puller, error) {
-	pr, err := newProm(prometheusURL, opts.RoundTripper)
+	pr, err := newProm(prometheusURL, opts.RoundTripper, opts.Compression)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 type config struct {
 	DatabaseURL   string        // DATABASE_URL
 	PrometheusURL string        // PROMETHEUS_URL; empty disables pulling
+	PromGzip      bool          // WATERLINE_PROMETHEUS_COMPRESSION: ask for gzipped answers
 	Addr          string        // WATERLINE_ADDR
 	PublicURL     string        // WATERLINE_PUBLIC_URL; default http://<addr>
 	PullInterval  time.Duration // WATERLINE_PULL_INTERVAL; 0 disables the loop
@@ -122,6 +123,7 @@ func flagSpecs(c *config) []envFlag {
 	return []envFlag{
 		{"database-url", "DATABASE_URL", "", "Postgres URL", str(&c.DatabaseURL)},
 		{"prometheus-url", "PROMETHEUS_URL", "", "Prometheus (or Thanos/Mimir/VictoriaMetrics) base URL; empty disables pulling", str(&c.PrometheusURL)},
+		{"prometheus-compression", "WATERLINE_PROMETHEUS_COMPRESSION", "false", "ask Prometheus for gzipped answers (a Prometheus across a slow link; next to it, gzip costs more than it saves)", boolean(&c.PromGzip)},
 		{"addr", "WATERLINE_ADDR", "127.0.0.1:8080", "HTTP listen address", str(&c.Addr)},
 		{"public-url", "WATERLINE_PUBLIC_URL", "", "base URL for permalinks and webhooks (default http://<addr>)", str(&c.PublicURL)},
 		{"pull-interval", "WATERLINE_PULL_INTERVAL", "30s", "pull loop period; 0 disables the loop", dur(&c.PullInterval)},

@@ -59,7 +59,7 @@ func runPull(ctx context.Context, args []string, env func(string) string, stdout
 		return err
 	}
 	log := newLogger(c, stderr)
-	p, err := pull.New(cfg, c.PrometheusURL, st, pull.Options{Log: log})
+	p, err := pull.New(cfg, c.PrometheusURL, st, pull.Options{Log: log, Compression: c.PromGzip})
 	if err != nil {
 		return err
 	}
@@ -127,7 +127,7 @@ func setupPull(ctx context.Context, c config, st *store.Store, reg prometheus.Re
 		}
 		log.Warn("pull: queries not validated; the loop will retry", "err", err)
 	}
-	p, err := pull.New(cfg, c.PrometheusURL, st, pull.Options{Log: log})
+	p, err := pull.New(cfg, c.PrometheusURL, st, pull.Options{Log: log, Compression: c.PromGzip})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,0 +1,79 @@
+package pull
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/waterline-dev/waterline/internal/testing/promtest"
+)
+
+// TestPrometheusCompression: by default the puller asks a real Prometheus
+// for plain answers (gzipping a large range answer costs Prometheus more
+// than the bytes save next to it); with Options.Compression it asks for
+// gzip, Prometheus gzips, and the points read are the same.
+func TestPrometheusCompression(t *testing.T) {
+	t.Parallel()
+	start := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
+	var om strings.Builder
+	om.WriteString("# TYPE p99_ms gauge\n")
+	for i := 0; i < 480; i++ {
+		for m := 0; m < 4; m++ {
+			fmt.Fprintf(&om, "p99_ms{model=\"m-%d\"} %d %d\n", m, 100+i%17+m, start.Add(time.Duration(i)*15*time.Second).Unix())
+		}
+	}
+	om.WriteString("# EOF\n")
+	prom := promtest.Run(t, strings.NewReader(om.String()))
+	// A pass-through proxy in front of the real Prometheus records what
+	// was asked for and what came back.
+	target, _ := url.Parse(prom.URL)
+	var mu sync.Mutex
+	var asked, answered []string
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.ModifyResponse = func(res *http.Response) error {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, res.Request.Header.Get("Accept-Encoding"))
+		answered = append(answered, res.Header.Get("Content-Encoding"))
+		return nil
+	}
+	proxy := httptest.NewServer(rp)
+	defer proxy.Close()
+
+	var points [2]int
+	for i, compress := range []bool{false, true} {
+		mu.Lock()
+		asked, answered = nil, nil
+		mu.Unlock()
+		p, err := New(&Config{}, proxy.URL, nil, Options{Compression: compress})
+		if err != nil {
+			t.Fatal(err)
+		}
+		series, err := p.QueryRange(context.Background(), "p99_ms", start, start.Add(2*time.Hour), 15*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range series {
+			points[i] += len(s.Points)
+		}
+		mu.Lock()
+		gotAsk, gotAns := strings.Join(asked, ","), strings.Join(answered, ",")
+		mu.Unlock()
+		switch {
+		case !compress && (strings.Contains(gotAsk, "gzip") || gotAns != ""):
+			t.Errorf("default: asked %q, answered %q; want a plain answer", gotAsk, gotAns)
+		case compress && (!strings.Contains(gotAsk, "gzip") || gotAns != "gzip"):
+			t.Errorf("Compression: asked %q, answered %q; want gzip", gotAsk, gotAns)
+		}
+	}
+	if points[0] != 4*481 || points[1] != points[0] {
+		t.Errorf("points read plain %d, gzipped %d; want %d both ways", points[0], points[1], 4*481)
+	}
+}
