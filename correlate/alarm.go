@@ -111,6 +111,17 @@ func newAlarmParams(opt SpikeOptions) alarmParams {
 	return p
 }
 
+// minLevel is how many points the level needs before a point is judged:
+// half its window, or an hour's worth (at least 60 points) when that is
+// fewer. Half of 240 points is 30 minutes at 15 s but two hours at 60 s:
+// a fleet scraped every minute, pulled for the last three hours, would
+// have its first two hours unjudged (a ×16 P99 spike 114 minutes in went
+// unseen).
+func (ap alarmParams) minLevel(opt SpikeOptions) int {
+	hour := max(int(time.Hour.Milliseconds()/ap.stepMs), 60)
+	return max(opt.MinBaseline, min(ap.window/2, hour))
+}
+
 // detectAlarms is DetectSpikes deciding whether to raise an alarm, on any
 // resolution from seconds to hours:
 //   - the baseline is the trailing median, or — when the series repeats
@@ -157,7 +168,7 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 	}
 	// An intermittent series has few non-zero points a day: its level
 	// needs the scale window's length to hold enough of them.
-	levelWin, minLevel := ap.window, max(opt.MinBaseline, ap.window/2)
+	levelWin, minLevel := ap.window, ap.minLevel(opt)
 	if m.intermittent {
 		levelWin, minLevel = ap.scaleWin, opt.MinBaseline
 	}
@@ -371,12 +382,28 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 	rise := locateOnsets(spikes, points, opt, sign)
 	o := opt
 	o.MaxCreep = max(opt.MaxCreep, 3*time.Duration(ap.stepMs)*time.Millisecond)
-	if opt.MinDuration < 4*time.Duration(ap.stepMs)*time.Millisecond {
-		o.MinDuration = 0 // too coarse to tell a blip from a spike by its length
+	step := time.Duration(ap.stepMs) * time.Millisecond
+	// Where a point is over 45 s, a spike is too coarse to time by its
+	// length and is judged without MinDuration — except a latency
+	// quantile's (SpikeOptions.Quantile) at steps up to MinDuration, which
+	// keeps the rule it has at 15 s: over within MinDuration, it is a blip
+	// unless it tripled, here on any one point (a point is a minute or
+	// more of requests). One slow minute at 60 s scrapes (P99 ×2.3 once),
+	// or a bump to ×1.6 over three points, is the 15 s blip seen coarser.
+	coarseQuantile := false
+	if opt.MinDuration < 4*step {
+		o.MinDuration = 0
+		if opt.Quantile && step <= opt.MinDuration {
+			o.MinDuration, coarseQuantile = opt.MinDuration, true
+		}
 	}
 	kept := spikes[:0]
 	for i, sp := range spikes {
-		if incidentLike(sp, rise[i], o, heldRatio(sp, points)) {
+		held := heldRatio(sp, points)
+		if coarseQuantile {
+			held = peakRatio(sp)
+		}
+		if incidentLike(sp, rise[i], o, held) {
 			sp.Severity = severity(sp, points, opt)
 			kept = append(kept, sp)
 		}
@@ -447,7 +474,7 @@ func newAlarmModel(points []Point, opt SpikeOptions) *alarmModel {
 			}
 		}
 		if m.seas != nil {
-			fillTrailing(m.seas, m.vals, m.ap, max(opt.MinBaseline, m.ap.window/2))
+			fillTrailing(m.seas, m.vals, m.ap, m.ap.minLevel(opt))
 		}
 	}
 	return m

@@ -383,3 +383,57 @@ func TestAlarmOneScrapeBurstIsABlip(t *testing.T) {
 		}
 	}
 }
+
+// A fleet scraped every minute and pulled for the last three hours: its
+// series is judged after an hour, as one at 15 s is after half an hour
+// (half the 240-point window was two hours at 60 s, and the cold start's
+// ×16 P99 spike at minute 114 went unseen).
+func TestAlarmCoarseStepJudgedAfterAnHour(t *testing.T) {
+	t.Parallel()
+	const step, at = time.Minute, 114
+	shape := []float64{16, 6.4, 3.6, 2}
+	pts := gen(180, step, 5, 0.05, func(i int) float64 {
+		if k := i - at; k >= 0 && k < len(shape) {
+			return 230 * shape[k]
+		}
+		return 230
+	})
+	for _, quantile := range []bool{false, true} {
+		got := alarmsAfter(pts, step, 60, SpikeOptions{Direction: Up, Quantile: quantile})
+		if len(got) != 1 || !got[0].Start.Equal(at4(at, step)) {
+			t.Errorf("Quantile %v: want the spike at minute %d, got %v", quantile, at, onsets(got))
+		}
+	}
+}
+
+// At 60 s, a latency quantile's spike over within three minutes (one slow
+// minute, P99 ×2.3 once; a bump to ×1.6 over three points) is the 15 s
+// blip seen coarser: no spike unless it tripled. A count's one-point burst
+// stays a spike (real per-minute series label them), and a quantile's
+// spike that lasts is one.
+func TestAlarmShortSpikeIsABlipForQuantiles(t *testing.T) {
+	t.Parallel()
+	const step, at = time.Minute, 120
+	for _, c := range []struct {
+		name     string
+		shape    []float64
+		quantile bool
+		want     int
+	}{
+		{"quantile ×2.3 once", []float64{2.3}, true, 0},
+		{"quantile ×1.6 for three points", []float64{1.6, 1.3, 1.3}, true, 0},
+		{"quantile ×4 once", []float64{4}, true, 1},
+		{"quantile ×2 for six points", []float64{2, 2, 2, 2, 2, 2}, true, 1},
+		{"count ×2.3 once", []float64{2.3}, false, 1},
+	} {
+		pts := gen(180, step, 9, 0.05, func(i int) float64 {
+			if k := i - at; k >= 0 && k < len(c.shape) {
+				return 230 * c.shape[k]
+			}
+			return 230
+		})
+		if got := alarmsAfter(pts, step, 60, SpikeOptions{Direction: Up, Quantile: c.quantile}); len(got) != c.want {
+			t.Errorf("%s: want %d spikes, got %v", c.name, c.want, onsets(got))
+		}
+	}
+}

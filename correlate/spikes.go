@@ -28,6 +28,14 @@ type SpikeOptions struct {
 	MinDuration    time.Duration // a spike that ended sooner is a blip, unless it tripled; default 3m
 	MaxCreep       time.Duration // a rise under ×2 that took longer than this to climb is drift; default 10m
 	SLO            float64       // SLO in the series' unit (0 = none), for Severity
+	// Quantile says the curve is a latency quantile, whose high point is
+	// a handful of slow requests in one scrape interval: at steps too
+	// coarse to time a blip by its length (45 s to MinDuration), a spike
+	// over within MinDuration is still a blip unless one of its points
+	// tripled, as at 15 s. Other curves (counts, rates: what ad-hoc PromQL
+	// brings) keep their short spikes at those steps: on real per-minute
+	// series such bursts are what experts label.
+	Quantile bool
 	// Sensitivity sets the alarm detector's false-alarm budget; default medium.
 	Sensitivity Sensitivity
 	// Locate finds the onset of what a known incident window holds (the

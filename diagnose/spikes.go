@@ -62,7 +62,7 @@ func findSpikes(ctx context.Context, st *store.Store, q SpikeQuery, slo SLOFunc)
 	step := stepOf(curves)
 	var out []foundSpike
 	for _, c := range curves {
-		opt := correlate.SpikeOptions{Step: step, Direction: q.Direction, Sensitivity: q.Sensitivity}
+		opt := correlate.SpikeOptions{Step: step, Direction: q.Direction, Sensitivity: q.Sensitivity, Quantile: true}
 		if slo != nil && c.Role != correlate.RoleLatencyP50 {
 			if v, ok := slo(c.Scope.Model); ok {
 				opt.SLO = v
