@@ -112,13 +112,13 @@ func newAlarmParams(opt SpikeOptions) alarmParams {
 }
 
 // minLevel is how many points the level needs before a point is judged:
-// half its window, or an hour's worth (at least 60 points) when that is
-// fewer. Half of 240 points is 30 minutes at 15 s but two hours at 60 s:
-// a fleet scraped every minute, pulled for the last three hours, would
-// have its first two hours unjudged (a ×16 P99 spike 114 minutes in went
-// unseen).
+// half its window, or an hour's worth (at least 30 points) when that is
+// fewer. Half of 240 points is 30 minutes at 15 s but two hours at 60 s
+// and four at 120 s: a fleet scraped every minute, pulled for the last
+// three hours, would have its first two hours unjudged (a ×16 P99 spike
+// 114 minutes in went unseen).
 func (ap alarmParams) minLevel(opt SpikeOptions) int {
-	hour := max(int(time.Hour.Milliseconds()/ap.stepMs), 60)
+	hour := max(int(time.Hour.Milliseconds()/ap.stepMs), 30)
 	return max(opt.MinBaseline, min(ap.window/2, hour))
 }
 

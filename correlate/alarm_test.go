@@ -384,24 +384,26 @@ func TestAlarmOneScrapeBurstIsABlip(t *testing.T) {
 	}
 }
 
-// A fleet scraped every minute and pulled for the last three hours: its
-// series is judged after an hour, as one at 15 s is after half an hour
-// (half the 240-point window was two hours at 60 s, and the cold start's
-// ×16 P99 spike at minute 114 went unseen).
+// A fleet scraped every minute (or two) and pulled for the last three
+// hours: its series is judged after an hour, as one at 15 s is after half
+// an hour (half the 240-point window was two hours at 60 s, four at
+// 120 s, and the cold start's ×16 P99 spike at minute 114 went unseen).
 func TestAlarmCoarseStepJudgedAfterAnHour(t *testing.T) {
 	t.Parallel()
-	const step, at = time.Minute, 114
 	shape := []float64{16, 6.4, 3.6, 2}
-	pts := gen(180, step, 5, 0.05, func(i int) float64 {
-		if k := i - at; k >= 0 && k < len(shape) {
-			return 230 * shape[k]
-		}
-		return 230
-	})
-	for _, quantile := range []bool{false, true} {
-		got := alarmsAfter(pts, step, 60, SpikeOptions{Direction: Up, Quantile: quantile})
-		if len(got) != 1 || !got[0].Start.Equal(at4(at, step)) {
-			t.Errorf("Quantile %v: want the spike at minute %d, got %v", quantile, at, onsets(got))
+	for _, step := range []time.Duration{time.Minute, 2 * time.Minute} {
+		at := int(114 * time.Minute / step)
+		pts := gen(int(3*time.Hour/step), step, 5, 0.05, func(i int) float64 {
+			if k := i - at; k >= 0 && k < len(shape) {
+				return 230 * shape[k]
+			}
+			return 230
+		})
+		for _, quantile := range []bool{false, true} {
+			got := alarmsAfter(pts, step, int(time.Hour/step), SpikeOptions{Direction: Up, Quantile: quantile})
+			if len(got) != 1 || !got[0].Start.Equal(at4(at, step)) {
+				t.Errorf("step %s, Quantile %v: want the spike at minute 114, got %v", step, quantile, onsets(got))
+			}
 		}
 	}
 }
