@@ -390,18 +390,16 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 	// unless it tripled, here on any one point (a point is a minute or
 	// more of requests). One slow minute at 60 s scrapes (P99 ×2.3 once),
 	// or a bump to ×1.6 over three points, is the 15 s blip seen coarser.
-	coarseQuantile := false
-	if opt.MinDuration < 4*step {
+	coarse := opt.MinDuration < 4*step
+	coarseQuantile := coarse && opt.Quantile && step <= opt.MinDuration
+	if coarse && !coarseQuantile {
 		o.MinDuration = 0
-		if opt.Quantile && step <= opt.MinDuration {
-			o.MinDuration, coarseQuantile = opt.MinDuration, true
-		}
 	}
 	kept := spikes[:0]
 	for i, sp := range spikes {
-		held := heldRatio(sp, points)
-		if coarseQuantile {
-			held = peakRatio(sp)
+		held := peakRatio(sp)
+		if !coarseQuantile {
+			held = heldRatio(sp, points)
 		}
 		if incidentLike(sp, rise[i], o, held) {
 			sp.Severity = severity(sp, points, opt)
