@@ -28,7 +28,7 @@ type Config struct {
 	Delay       time.Duration // the newest Delay of data is not pulled yet (scrapes still arriving)
 	Overlap     time.Duration // each live pull re-reads this much before the cursor, to settle edge values
 	MaxChunk    time.Duration // longest range per Prometheus query
-	RateWindow  time.Duration // rate() window in the presets' queries: 1m suits 15 s scrapes; slower scrapes need ≥ 2 scrape intervals
+	RateWindow  time.Duration // rate() window in the presets' queries; 0 (auto): two measured scrape intervals, at least 1m (ratewindow.go)
 	Parallelism int           // sources pulled at once
 	Kube        KubeEvents
 	SLOs        SLOs
@@ -99,7 +99,7 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 	}
 	c := &Config{
 		Step: 15 * time.Second, Lookback: time.Hour, Delay: 30 * time.Second, Overlap: 2 * time.Minute,
-		MaxChunk: 6 * time.Hour, Parallelism: 4, RateWindow: time.Minute,
+		MaxChunk: 6 * time.Hour, Parallelism: 4,
 		Kube: KubeEvents{ModelLabel: "label_app", VersionLabel: "label_version", MergeWindow: 10 * time.Minute},
 	}
 	presets := []string{"inference"}
@@ -116,11 +116,8 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 	if err := f.apply(c, name, "", byName); err != nil {
 		return nil, err
 	}
-	if c.RateWindow < time.Second || c.RateWindow%time.Second != 0 {
-		return nil, fmt.Errorf("%s: rate_window: want whole seconds ≥ 1s, got %s", name, c.RateWindow)
-	}
 	for _, q := range byName {
-		if strings.HasPrefix(q.Origin, "preset ") && c.RateWindow != time.Minute {
+		if strings.HasPrefix(q.Origin, "preset ") && c.RateWindow != 0 && c.RateWindow != time.Minute {
 			q.Expr = strings.ReplaceAll(q.Expr, "[1m]", fmt.Sprintf("[%ds]", int64(c.RateWindow/time.Second)))
 		}
 		c.Queries = append(c.Queries, q)

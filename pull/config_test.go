@@ -109,6 +109,15 @@ slos:
 	if c2, err := ParseConfig("w.yaml", []byte("rate_window: 2m\n")); err != nil || !strings.Contains(queryByName(c2, "inference/qps@model").Expr, "[120s]") {
 		t.Errorf("rate_window not applied to the presets: %v", err)
 	}
+	for _, doc := range []string{"", "rate_window: auto\n"} {
+		c3, err := ParseConfig("w.yaml", []byte(doc))
+		if err != nil || c3.RateWindow != 0 || !c3.autoRate(queryByName(c3, "inference/qps@model")) {
+			t.Errorf("%q: rate window not automatic: %v", doc, err)
+		}
+	}
+	if _, err := ParseConfig("w.yaml", []byte("step: 15s\nrate_window: 0s\n")); err == nil || !strings.Contains(err.Error(), "w.yaml: line 2: rate_window") {
+		t.Errorf("rate_window 0s: %v", err)
+	}
 	if c.TierOf("chat-7b") != "realtime" || c.TierOf("other") != "batch" {
 		t.Errorf("tiers: %q %q", c.TierOf("chat-7b"), c.TierOf("other"))
 	}

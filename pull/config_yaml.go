@@ -16,7 +16,7 @@ import (
 //	presets: [inference, vllm]      # default [inference]; [] for none
 //	disable: [inference/error_rate@model]
 //	step: 15s                        # also lookback, delay, overlap, max_chunk
-//	rate_window: 2m                  # rate() window of the presets (default 1m, for 15 s scrapes)
+//	rate_window: auto                # rate() window of the presets: auto (two scrape intervals, ≥ 1m) or 2m
 //	parallelism: 4
 //	kube_events: {model_label: label_app, model_from_deployment: '^(.+)-server$'}
 //	queries:
@@ -35,7 +35,7 @@ type fileYAML struct {
 	Delay       *durYAML    `yaml:"delay"`
 	Overlap     *durYAML    `yaml:"overlap"`
 	MaxChunk    *durYAML    `yaml:"max_chunk"`
-	RateWindow  *durYAML    `yaml:"rate_window"`
+	RateWindow  *rateYAML   `yaml:"rate_window"`
 	Parallelism *int        `yaml:"parallelism"`
 	Kube        *kubeYAML   `yaml:"kube_events"`
 	Queries     []queryYAML `yaml:"queries"`
@@ -114,6 +114,22 @@ func (d *durYAML) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// rateYAML is rate_window: "auto" (0) or a duration.
+type rateYAML struct{ d time.Duration }
+
+func (r *rateYAML) UnmarshalYAML(n *yaml.Node) error {
+	if n.Value == "auto" {
+		r.d = 0
+		return nil
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil || v < time.Second || v%time.Second != 0 {
+		return fmt.Errorf("line %d: rate_window: want auto or whole seconds ≥ 1s such as 2m, got %q", n.Line, n.Value)
+	}
+	r.d = v
+	return nil
+}
+
 var labelNameRE = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
 // levelNeeds lists the scope fields each level's curves must carry.
@@ -139,10 +155,13 @@ func (f *fileYAML) apply(c *Config, origin, preset string, byName map[string]Que
 		dst *time.Duration
 		key string
 	}{{f.Step, &c.Step, "step"}, {f.Lookback, &c.Lookback, "lookback"}, {f.Delay, &c.Delay, "delay"},
-		{f.Overlap, &c.Overlap, "overlap"}, {f.MaxChunk, &c.MaxChunk, "max_chunk"}, {f.RateWindow, &c.RateWindow, "rate_window"}} {
+		{f.Overlap, &c.Overlap, "overlap"}, {f.MaxChunk, &c.MaxChunk, "max_chunk"}} {
 		if set.src != nil {
 			*set.dst = set.src.d
 		}
+	}
+	if f.RateWindow != nil {
+		c.RateWindow = f.RateWindow.d
 	}
 	if c.Step < time.Second || c.Step%time.Second != 0 {
 		return fmt.Errorf("%s: step: want whole seconds ≥ 1s, got %s", origin, c.Step)

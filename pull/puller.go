@@ -26,6 +26,9 @@ type Puller struct {
 	mu   sync.Mutex
 	ids  map[string]int64 // series id by curve key: series rows are never deleted
 	met  *metrics
+	// rates holds the measured scrape intervals behind automatic rate
+	// windows (ratewindow.go).
+	rates *rateWindows
 }
 
 // Options are a Puller's optional collaborators.
@@ -50,7 +53,7 @@ func New(cfg *Config, prometheusURL string, st *store.Store, opts Options) (*Pul
 	if err != nil {
 		return nil, err
 	}
-	p := &Puller{cfg: cfg, prom: pr, st: st, log: opts.Log, now: opts.Now, ids: map[string]int64{}, met: newMetrics()}
+	p := &Puller{cfg: cfg, prom: pr, st: st, log: opts.Log, now: opts.Now, ids: map[string]int64{}, met: newMetrics(), rates: newRateWindows()}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -105,7 +108,12 @@ func (p *Puller) fetch(ctx context.Context, source string, w window) (*batch, er
 			return nil, err
 		}
 	}
-	m, err := p.prom.rangeQuery(ctx, q.Name, q.Expr, w.from, w.last(p.cfg.Step), p.cfg.Step)
+	last := w.last(p.cfg.Step)
+	expr, err := p.expr(ctx, q, last)
+	if err != nil {
+		return nil, err
+	}
+	m, err := p.prom.rangeQuery(ctx, q.Name, expr, w.from, last, p.cfg.Step)
 	if err != nil {
 		return nil, err
 	}
