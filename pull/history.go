@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -19,6 +20,10 @@ type Progress struct {
 	Points               int64 // points written so far
 	Events               int   // events derived so far (new or refreshed)
 	Elapsed              time.Duration
+	// NoSeries lists the query sources whose chunks, all pulled, held no
+	// series at all: their metrics are not in Prometheus over the range,
+	// or the query's labels do not match them. Set when History returns.
+	NoSeries []string
 }
 
 // History pulls [from, to] (to included when it falls on the step grid)
@@ -88,6 +93,12 @@ func (p *Puller) History(ctx context.Context, from, to time.Time, progress func(
 	g.SetLimit(p.cfg.Parallelism)
 	for _, j := range jobs {
 		g.Go(func() error {
+			var points int64
+			defer func() {
+				if len(j.chunks) > 0 && points == 0 && j.source != EventsSource && gctx.Err() == nil {
+					report(func(pr *Progress) { pr.NoSeries = append(pr.NoSeries, j.source) })
+				}
+			}()
 			for _, c := range j.chunks {
 				var b *batch
 				err := retry(gctx, 4, func() error {
@@ -105,6 +116,7 @@ func (p *Puller) History(ctx context.Context, from, to time.Time, progress func(
 					return fmt.Errorf("pull %s over %s – %s: %w", j.source, c.from.Format(time.RFC3339), c.to.Format(time.RFC3339), err)
 				}
 				p.met.pulled(j.source, c.to, p.now(), b.points())
+				points += b.points()
 				report(func(pr *Progress) {
 					pr.ChunksDone++
 					pr.Points += b.points()
@@ -119,6 +131,10 @@ func (p *Puller) History(ctx context.Context, from, to time.Time, progress func(
 	mu.Lock()
 	defer mu.Unlock()
 	pr.Elapsed = time.Since(start)
+	if err != nil {
+		pr.NoSeries = nil // unfinished sources say nothing
+	}
+	sort.Strings(pr.NoSeries)
 	return pr, err
 }
 

@@ -2,6 +2,8 @@ package pull
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,13 +43,14 @@ func slowFleet(scrape time.Duration) *sim.Script {
 
 // modelCurves pulls f's history with yaml and returns the model-level
 // curves by role.
-func modelCurves(t *testing.T, f *sim.Script, yaml string) (map[correlate.Role]correlate.Curve, *Puller) {
+func modelCurves(t *testing.T, f *sim.Script, yaml string) (map[correlate.Role]correlate.Curve, *Puller, Progress) {
 	t.Helper()
 	prom := runFleet(t, f)
 	st := storetest.New(t)
 	ctx := context.Background()
 	p := newPuller(t, st, prom.URL, yaml, f.End())
-	if _, err := p.History(ctx, f.Start, f.End(), nil); err != nil {
+	pr, err := p.History(ctx, f.Start, f.End(), nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	cs, err := st.Curves(ctx, store.CurveFilter{From: f.Start, To: f.End()})
@@ -60,7 +63,7 @@ func modelCurves(t *testing.T, f *sim.Script, yaml string) (map[correlate.Role]c
 			out[c.Role] = c
 		}
 	}
-	return out, p
+	return out, p, pr
 }
 
 // At 2 min scrapes the presets' rate(…[1m]) finds one sample at most and
@@ -68,7 +71,7 @@ func modelCurves(t *testing.T, f *sim.Script, yaml string) (map[correlate.Role]c
 // curves are there, right, and complete after the window's first 4 min.
 func TestRateWindowFollowsSlowScrapes(t *testing.T) {
 	f := slowFleet(2 * time.Minute)
-	got, p := modelCurves(t, f, "step: 60s\n")
+	got, p, pr := modelCurves(t, f, "step: 60s\n")
 	if w := p.RateWindows()["inference/qps@model"]; w != 4*time.Minute {
 		t.Errorf("rate window at 2 min scrapes = %s, want 4m (all: %v)", w, p.RateWindows())
 	}
@@ -88,11 +91,25 @@ func TestRateWindowFollowsSlowScrapes(t *testing.T) {
 	if got[correlate.RoleQueue].Points == nil {
 		t.Error("no queue curve (a gauge, no rate window)")
 	}
+	// The fleet has no errors counter: those sources, and only those, are
+	// reported as pulling no series.
+	for _, src := range pr.NoSeries {
+		if !strings.Contains(src, "error_rate") {
+			t.Errorf("%s reported without series (all: %v)", src, pr.NoSeries)
+		}
+	}
+	if !slices.Contains(pr.NoSeries, "inference/error_rate@model") {
+		t.Errorf("error_rate@model not reported without series: %v", pr.NoSeries)
+	}
 
-	// The failure the probe prevents: the fixed 1m window finds nothing.
-	fixed, p1 := modelCurves(t, f, "step: 60s\nrate_window: 1m\n")
+	// The failure the probe prevents: the fixed 1m window finds nothing,
+	// and History says so.
+	fixed, p1, pr1 := modelCurves(t, f, "step: 60s\nrate_window: 1m\n")
 	if c, ok := fixed[correlate.RoleQPS]; ok {
 		t.Errorf("rate_window: 1m at 2 min scrapes gave a qps curve of %d points; the test no longer shows the gap", len(c.Points))
+	}
+	if !slices.Contains(pr1.NoSeries, "inference/qps@model") || slices.Contains(pr1.NoSeries, "inference/queue@model") {
+		t.Errorf("rate_window: 1m: sources without series %v, want qps@model and not queue@model", pr1.NoSeries)
 	}
 	if len(p1.RateWindows()) != 0 {
 		t.Errorf("a fixed rate_window was probed: %v", p1.RateWindows())
@@ -101,7 +118,7 @@ func TestRateWindowFollowsSlowScrapes(t *testing.T) {
 
 // At 15 s scrapes every automatic window is the presets' own 1m.
 func TestRateWindowKeepsOneMinuteAt15s(t *testing.T) {
-	_, p := modelCurves(t, slowFleet(15*time.Second), "")
+	_, p, _ := modelCurves(t, slowFleet(15*time.Second), "")
 	ws := p.RateWindows()
 	if len(ws) == 0 {
 		t.Fatal("no automatic rate window chosen")

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -81,6 +82,10 @@ func runPull(ctx context.Context, args []string, env func(string) string, stdout
 	rate := float64(pr.Points) / max(pr.Elapsed.Seconds(), 1e-9)
 	fmt.Fprintf(stderr, "pulled %s – %s: %d points, %d events from %d sources in %.1fs (%.0f points/s)\n",
 		from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339), pr.Points, pr.Events, pr.Sources, pr.Elapsed.Seconds(), rate)
+	if len(pr.NoSeries) > 0 {
+		fmt.Fprintf(stderr, "no series from %d of %d sources (their metrics are not in Prometheus over the range, or their labels do not match): %s\n",
+			len(pr.NoSeries), pr.Sources, strings.Join(pr.NoSeries, ", "))
+	}
 	// History counts as data arriving: record its latency spikes (without
 	// opening incidents for the past) so they show on the home page.
 	n, err := diagnose.NewDetector(st, diagnose.DetectorOptions{SLO: cfg.SLOFor}).Record(ctx, from, to)

@@ -3,6 +3,7 @@ package views
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/waterline-dev/waterline/correlate"
@@ -55,6 +56,10 @@ type PullHealth struct {
 type PullRow struct {
 	Source, LastSuccess, Lag, Error, Points string
 	Failing, Behind                         bool
+	// NoSeries: pulled without error, yet not one point: the query
+	// matches nothing in Prometheus (an exporter missing, labels that
+	// differ), which otherwise looks like health.
+	NoSeries bool
 }
 
 // BuildIncidentRows formats incidents for a list; spikes holds what the
@@ -236,7 +241,9 @@ func BuildPullHealth(ps wire.PullStatus, now time.Time) PullHealth {
 	}
 	for _, s := range srcs {
 		r := PullRow{Source: s.Source, Error: s.LastError, Failing: s.LastError != "", Points: FmtNum(float64(s.PointsTotal)),
-			Lag: FmtDuration(time.Duration(s.LagSeconds) * time.Second), Behind: s.LagSeconds > 600}
+			Lag: FmtDuration(time.Duration(s.LagSeconds) * time.Second), Behind: s.LagSeconds > 600,
+			// The kube-state-metrics events source stores events, not points.
+			NoSeries: s.LastSuccess != nil && s.PointsTotal == 0 && s.LastError == "" && !strings.HasPrefix(s.Source, "events/")}
 		if s.LastSuccess != nil {
 			r.LastSuccess = Ago(*s.LastSuccess, now)
 		} else {

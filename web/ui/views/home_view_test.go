@@ -26,3 +26,27 @@ func TestBuildPullHealthCountsHistoryPulls(t *testing.T) {
 		t.Errorf("history only: %q", h.Empty)
 	}
 }
+
+// A source pulled without error but without a point is flagged: its
+// query matches nothing; the events source never stores points.
+func TestBuildPullHealthFlagsSourcesWithoutSeries(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	ok := now.Add(-time.Minute)
+	h := BuildPullHealth(wire.PullStatus{Sources: []wire.PullSource{
+		{Source: "inference/qps@model", LastSuccess: &ok, PointsTotal: 1200},
+		{Source: "vllm/latency_p99@model", LastSuccess: &ok},
+		{Source: "events/kube-state-metrics", LastSuccess: &ok},
+		{Source: "triton/qps@model"}, // never pulled yet
+	}}, now)
+	got := map[string]bool{}
+	for _, r := range h.Sources {
+		got[r.Source] = r.NoSeries
+	}
+	want := map[string]bool{"inference/qps@model": false, "vllm/latency_p99@model": true, "events/kube-state-metrics": false, "triton/qps@model": false}
+	for src, w := range want {
+		if got[src] != w {
+			t.Errorf("%s: NoSeries %v, want %v", src, got[src], w)
+		}
+	}
+}
