@@ -133,7 +133,7 @@ func (ap alarmParams) minLevel(opt SpikeOptions) int {
 //     the same time of the week on up to four previous weeks where the
 //     week repeats (MSTL's second period); a series that is zero most
 //     of the time is judged on its last window's worth of non-zero values
-//     (Croston, 1972);
+//     (Croston, 1972), and one that has none there rises from 0;
 //   - the scale is the window's IQR, floored by its usual 5–95 % range;
 //     where the level's window stops at a day (steps over 6 min), the IQR
 //     of the departures from the level over 240 points (10 days at 1 h),
@@ -214,6 +214,18 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 	}
 	var pending []pendingZ
 	tailDelay := max(1, ap.persistWeak)
+	// zeroCount is how many points in [a, b) are exactly 0.
+	var zeroCount func(a, b int) int
+	if m.intermittent && dir == Up {
+		zeros := make([]int, n+1)
+		for k, v := range vals {
+			zeros[k+1] = zeros[k]
+			if v == 0 {
+				zeros[k+1]++
+			}
+		}
+		zeroCount = func(a, b int) int { return zeros[b] - zeros[max(a, 0)] }
+	}
 	for i, p := range points {
 		for hi < i-ap.gap {
 			if usable(hi) && !skip[hi] {
@@ -242,13 +254,27 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 			}
 			slo++
 		}
-		if !usable(i) || win.len() < minLevel {
+		if !usable(i) {
 			continue
+		}
+		// An intermittent series judges its non-zero values by earlier
+		// ones, and has none to judge by when it sat at exactly zero for
+		// its whole level window: a count that had been zero for days and
+		// starts (traffic arriving where none came, errors where there
+		// were none) rises from a level of 0.
+		fromZero := false
+		if win.len() < minLevel {
+			if !m.intermittent || dir != Up || win.len() > 0 || zeroCount(i-levelWin, i) < minLevel {
+				continue
+			}
+			fromZero = true
 		}
 		// The window's statistics move little from one point to the next:
 		// they are recomputed every 1/40 of the window (every 90 s at
 		// 15 s), which keeps 150 series × 2 days under a second.
-		if statsAt < 0 || i-statsAt >= statsEvery {
+		if fromZero {
+			// no statistics: the level is 0, the scale the value quantum
+		} else if statsAt < 0 || i-statsAt >= statsEvery {
 			// Location: the median; scale: the IQR in σ units (O(1) on the
 			// sorted window, as robust as the MAD for the shapes seen here).
 			// With a scale window, the scale is that of the departures
@@ -270,7 +296,7 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 			}
 			statsAt = i
 		}
-		if sepScale {
+		if sepScale && !fromZero {
 			dev[i] = resid(i) - base.Median
 		}
 		off := 0.0
@@ -279,6 +305,9 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 		}
 		level := base.Median + off
 		scale := math.Max(base.Scale, math.Max(opt.ScaleFloor*math.Abs(level), spreadShare*spread/1.645))
+		if fromZero {
+			level, scale = 0, math.Max(quantum/2, math.SmallestNonzeroFloat64)
+		}
 		z := sign * (p.V - level) / scale
 
 		if active != nil {
@@ -309,7 +338,7 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 			continue
 		}
 		thr := tail.threshold()
-		if z < thr {
+		if z < thr && !fromZero {
 			// The tail learns the series' ordinary z: a point joins it once
 			// the long persistence has passed without it becoming part of
 			// a spike (a departure building up under the threshold would
@@ -363,8 +392,11 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 		activeThr = thr
 		// The peak that raised the alarm does count: a series that bursts
 		// often raises its own bar (on the labelled real series this
-		// keeps fewer false alarms than SPOT's leaving alarms out).
-		tail.add(z)
+		// keeps fewer false alarms than SPOT's leaving alarms out). A rise
+		// from zero has no z of the series' own noise to add.
+		if !fromZero {
+			tail.add(z)
+		}
 		for j := runStart; j <= i; j++ {
 			skip[j] = true
 			if usable(j) && sign*(vals[j]-active.PeakValue) > 0 {

@@ -439,3 +439,38 @@ func TestAlarmShortSpikeIsABlipForQuantiles(t *testing.T) {
 		}
 	}
 }
+
+// A count that sat at exactly zero for days and starts (traffic arriving
+// where none came) is one rise, found at its start; its drop back to zero
+// and its values afterwards are not judged by the zeros. Without a level
+// of 0 for such a series, nothing is found: its non-zero values have no
+// earlier ones to be judged by.
+func TestAlarmRiseFromZero(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(11, 11))
+	step := 5 * time.Minute
+	n, start := 288*9, 288*7+40
+	var pts []Point
+	for i := 0; i < n; i++ {
+		v := 0.0
+		if i >= start {
+			v = 36000 * (1 + 0.05*rng.NormFloat64())
+		}
+		pts = append(pts, Point{T: at4(i, step).UnixMilli(), V: v})
+	}
+	got := alarmsAfter(pts, step, 288, SpikeOptions{Direction: Both})
+	if len(got) != 1 || got[0].Direction != Up || got[0].Onset.Before(at4(start, step)) || got[0].DetectedAt.After(at4(start+3, step)) {
+		t.Fatalf("want one rise at %s, got %v", at4(start, step), onsets(got))
+	}
+	// Still zero most of the time, but with bursts before: those are the
+	// level, and a burst like them is no rise.
+	for i := 288 * 3; i < 288*3+40; i++ {
+		pts[i].V = 36000
+	}
+	got = alarmsAfter(pts, step, 288*4, SpikeOptions{Direction: Up})
+	for _, s := range got {
+		if s.Onset.After(at4(start+50, step)) {
+			t.Errorf("a spike after the start, by the bursts' level: %v", onsets(got))
+		}
+	}
+}
