@@ -28,6 +28,11 @@ type DetectorOptions struct {
 	// so tells the analysis and webhook workers, and freezes resolved
 	// ones). nil: a service of the detector's own, whose freezes Run works.
 	Incidents *incident.Service
+	// Wake, when it delivers, runs a pass now (at most one a second):
+	// the pull loop sends on it after a round that stored points, so a
+	// spike is judged as its points land, not up to Interval later. nil:
+	// the Interval alone.
+	Wake <-chan struct{}
 }
 
 // Detector records latency spikes as data arrives and opens incidents for
@@ -65,22 +70,43 @@ func NewDetector(st *store.Store, opt DetectorOptions) *Detector {
 	return d
 }
 
-// Run calls Once every Interval until ctx ends.
+// minWakeGap bounds how often wakes run passes: pull rounds of many
+// sources may land in quick succession.
+const minWakeGap = time.Second
+
+// Run calls Once every Interval, and when Wake delivers, until ctx ends.
 func (d *Detector) Run(ctx context.Context) {
 	if d.ownsInc {
 		go d.opt.Incidents.Run(ctx)
 	}
-	tick := time.NewTicker(d.opt.Interval)
-	defer tick.Stop()
+	timer := time.NewTimer(d.opt.Interval)
+	defer timer.Stop()
 	for {
+		started := time.Now()
 		if err := d.Once(ctx); err != nil && ctx.Err() == nil {
 			d.opt.Log.Warn("spike detection failed", "err", err)
 		}
+		timer.Reset(d.opt.Interval) // Go ≥ 1.23: no stale tick survives Reset
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-timer.C:
+		case <-d.opt.Wake:
+			if wait := minWakeGap - time.Since(started); wait > 0 && !sleepCtx(ctx, wait) {
+				return
+			}
 		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

@@ -171,3 +171,38 @@ func TestLiveDetectorOpensSimulatedIncidents(t *testing.T) {
 		})
 	}
 }
+
+// Run judges as soon as Wake delivers (the pull loop stored points), not
+// at its next Interval: here an hour away.
+func TestDetectorWakesOnStoredPoints(t *testing.T) {
+	t.Parallel()
+	st := storetest.New(t)
+	c, onset := blipCurve(3, 3, 10*time.Minute)
+	wake := make(chan struct{}, 1)
+	det := diagnose.NewDetector(st, diagnose.DetectorOptions{Interval: time.Hour, Wake: wake,
+		Now: func() time.Time { return onset.Add(5 * time.Minute) }})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { det.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	recorded := func() int {
+		rec, err := st.RecordedSpikes(ctx, onset.Add(-time.Hour), onset.Add(time.Hour), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(rec)
+	}
+	time.Sleep(300 * time.Millisecond) // the first pass, over an empty store
+	if n := recorded(); n != 0 {
+		t.Fatalf("%d spikes before any curve was stored", n)
+	}
+	storetest.WriteCurves(t, st, []correlate.Curve{c})
+	wake <- struct{}{}
+	deadline := time.Now().Add(10 * time.Second)
+	for recorded() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("woken, the detector recorded no spike within 10 s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

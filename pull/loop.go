@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/waterline-dev/waterline/store"
@@ -82,6 +83,8 @@ func (p *Puller) Tick(ctx context.Context) error {
 		errs []error
 		wg   sync.WaitGroup
 		sem  = make(chan struct{}, p.cfg.Parallelism)
+		// stored counts the round's points, to tell OnStored.
+		stored atomic.Int64
 	)
 	for _, src := range p.Sources() {
 		wg.Add(1)
@@ -89,7 +92,9 @@ func (p *Puller) Tick(ctx context.Context) error {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			if err := p.tickSource(ctx, src, now, end); err != nil {
+			n, err := p.tickSource(ctx, src, now, end)
+			stored.Add(n)
+			if err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -98,14 +103,20 @@ func (p *Puller) Tick(ctx context.Context) error {
 	}
 	wg.Wait()
 	p.met.round(time.Since(start))
+	if stored.Load() > 0 && p.onStored != nil {
+		p.onStored()
+	}
 	return errors.Join(errs...)
 }
 
-func (p *Puller) tickSource(ctx context.Context, src string, now, end time.Time) error {
+// tickSource pulls one source up to end and returns how many points it
+// stored.
+func (p *Puller) tickSource(ctx context.Context, src string, now, end time.Time) (int64, error) {
 	cursor, ok, err := p.st.PullCursor(ctx, src)
 	if err != nil {
-		return err
+		return 0, err
 	}
+	var stored int64
 	from := alignDown(now.Add(-p.cfg.Lookback), p.cfg.Step)
 	if ok {
 		from = alignDown(cursor.Add(-p.cfg.Overlap), p.cfg.Step)
@@ -122,18 +133,19 @@ func (p *Puller) tickSource(ctx context.Context, src string, now, end time.Time)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return ctx.Err()
+				return stored, ctx.Err()
 			}
 			p.met.failed(src, p.now())
 			if rerr := p.st.RecordPullError(context.WithoutCancel(ctx), src, maxTime(cursor, c.from), end, p.now(), err.Error(), true); rerr != nil {
 				p.log.Warn("pull: cannot record the error", "source", src, "err", rerr)
 			}
-			return fmt.Errorf("%s: %w", src, err)
+			return stored, fmt.Errorf("%s: %w", src, err)
 		}
 		cursor = c.to
+		stored += b.points()
 		p.met.pulled(src, c.to, p.now(), b.points())
 	}
-	return nil
+	return stored, nil
 }
 
 // backoff is the wait before retry n (1-based): base·2^(n−1), capped, with

@@ -37,9 +37,14 @@ func TestOutageGapFilledWithoutDuplicates(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	var woken int
+	p.onStored = func() { woken++ }
 	err := p.Tick(ctx)
 	if err == nil || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("tick with Prometheus down: %v", err)
+	}
+	if woken != 0 {
+		t.Errorf("a round that stored nothing called OnStored %d times", woken)
 	}
 	gaps, err := st.PullGaps(ctx, time.Time{})
 	if err != nil {
@@ -60,6 +65,9 @@ func TestOutageGapFilledWithoutDuplicates(t *testing.T) {
 	prom.Start(t)
 	if err := p.Tick(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if woken != 1 {
+		t.Errorf("the catch-up round called OnStored %d times, want once (it wakes the detector)", woken)
 	}
 	if gaps, _ = st.PullGaps(ctx, time.Time{}); len(gaps) != 0 {
 		t.Fatalf("gaps still open after catch-up: %+v", gaps)

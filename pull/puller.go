@@ -26,6 +26,8 @@ type Puller struct {
 	mu   sync.Mutex
 	ids  map[string]int64 // series id by curve key: series rows are never deleted
 	met  *metrics
+	// onStored is Options.OnStored.
+	onStored func()
 	// rates holds the measured scrape intervals behind automatic rate
 	// windows (ratewindow.go).
 	rates *rateWindows
@@ -43,6 +45,9 @@ type Options struct {
 	// three times as long compressed (bench/spikes_prom_test.go), and the
 	// Prometheus is everyone's.
 	Compression bool
+	// OnStored is called after a live round (Tick) that stored points,
+	// outside any lock; it must not block (serve wakes the detector).
+	OnStored func()
 }
 
 // New returns a Puller for cfg against the Prometheus-compatible API at
@@ -53,7 +58,7 @@ func New(cfg *Config, prometheusURL string, st *store.Store, opts Options) (*Pul
 	if err != nil {
 		return nil, err
 	}
-	p := &Puller{cfg: cfg, prom: pr, st: st, log: opts.Log, now: opts.Now, ids: map[string]int64{}, met: newMetrics(), rates: newRateWindows()}
+	p := &Puller{cfg: cfg, prom: pr, st: st, log: opts.Log, now: opts.Now, ids: map[string]int64{}, met: newMetrics(), rates: newRateWindows(), onStored: opts.OnStored}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}

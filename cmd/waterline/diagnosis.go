@@ -21,7 +21,7 @@ import (
 // is 0, the background spike detector, which opens and resolves
 // incidents through that service. New analyses are announced to the
 // webhooks.
-func newDiagnosis(c config, st *store.Store, slo diagnose.SLOFunc, log *slog.Logger, hooks *webhooks) (*diagnose.Analyzer, *incident.Service, *diagnose.Detector) {
+func newDiagnosis(c config, st *store.Store, slo diagnose.SLOFunc, log *slog.Logger, hooks *webhooks, wake <-chan struct{}) (*diagnose.Analyzer, *incident.Service, *diagnose.Detector) {
 	analyzer := diagnose.NewAnalyzer(st, diagnose.AnalyzerOptions{SLO: slo, Log: log, OnReady: hooks.notifier.AnalysisReady})
 	incidents := incident.New(st, incident.Options{Log: log, Watchers: []func(int64){analyzer.Enqueue, hooks.incidentChanged}})
 	if c.DetectInterval == 0 {
@@ -36,6 +36,7 @@ func newDiagnosis(c config, st *store.Store, slo diagnose.SLOFunc, log *slog.Log
 		SLO:           slo,
 		Log:           log,
 		Incidents:     incidents,
+		Wake:          wake,
 	})
 	return analyzer, incidents, detector
 }

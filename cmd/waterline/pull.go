@@ -116,7 +116,7 @@ func parseTimeArg(flagName, v string) (time.Time, error) {
 // ad-hoc PromQL). With a non-zero WATERLINE_PULL_INTERVAL it starts the pull
 // loop in the background until ctx ends; the puller's health joins
 // /metrics via reg.
-func setupPull(ctx context.Context, c config, st *store.Store, reg prometheus.Registerer, log *slog.Logger) (*pull.Config, *pull.Puller, error) {
+func setupPull(ctx context.Context, c config, st *store.Store, reg prometheus.Registerer, log *slog.Logger, onStored func()) (*pull.Config, *pull.Puller, error) {
 	cfg, err := pull.LoadConfig(c.ConfigFile)
 	if err != nil {
 		return nil, nil, err
@@ -132,7 +132,7 @@ func setupPull(ctx context.Context, c config, st *store.Store, reg prometheus.Re
 		}
 		log.Warn("pull: queries not validated; the loop will retry", "err", err)
 	}
-	p, err := pull.New(cfg, c.PrometheusURL, st, pull.Options{Log: log, Compression: c.PromGzip})
+	p, err := pull.New(cfg, c.PrometheusURL, st, pull.Options{Log: log, Compression: c.PromGzip, OnStored: onStored})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -36,7 +36,15 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBG()
-	pullCfg, puller, err := setupPull(bg, c, st, reg, log)
+	// The pull loop wakes the detector after a round that stored points
+	// (both leases held here: one replica, or the one that won both).
+	detectWake := make(chan struct{}, 1)
+	pullCfg, puller, err := setupPull(bg, c, st, reg, log, func() {
+		select {
+		case detectWake <- struct{}{}:
+		default: // a wake is pending already
+		}
+	})
 	if err != nil {
 		return err
 	}
@@ -47,7 +55,7 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 	traces := otlp.NewAssembler(traceCfg, otlp.Options{Sink: web.StoreSink(st),
 		MaxAge: c.IngestMaxAge, MaxFuture: c.IngestMaxFuture})
 	hooks := newWebhooks(c, st, log)
-	analyzer, incidents, detector := newDiagnosis(c, st, pullCfg.SLOFor, log, hooks)
+	analyzer, incidents, detector := newDiagnosis(c, st, pullCfg.SLOFor, log, hooks, detectWake)
 	srv := web.NewServer(web.Config{
 		PublicURL:       c.PublicURL,
 		IngestMaxBytes:  c.IngestMaxBytes,
