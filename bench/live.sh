@@ -12,8 +12,8 @@
 #             own ramp, and the 30 s rate window of the presets' queries);
 #   confirmed when the data alone confirms the spike (its detected_at);
 #   recorded  when the detector recorded it: confirmed + the scrape (≤ 5 s),
-#             the pull delay (5 s) and interval (≤ 5 s), the detector
-#             interval (≤ 10 s);
+#             the pull delay (5 s) and interval (≤ 5 s), and the detector
+#             pass the pull round wakes (the 10 s interval is the fallback);
 #   opened    when the detector opened the incident: recorded + its
 #             opening rule (the spike added 90 s of latency relative to its
 #             baseline — ×1.5 for 3 min, ×2 for 90 s, ×3 for 45 s — or held
