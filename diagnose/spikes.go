@@ -26,7 +26,8 @@ type SpikeQuery struct {
 // whose onset lies in [From, To), oldest first. Curves are read from as
 // far before From as the detector's baseline needs (its trailing window,
 // the days a seasonal baseline compares with, its tail's memory).
-// Stored curves are at most a 15 s step: their history is the 15 s one.
+// Curves at a coarser step than 15 s are read from further back (the
+// same number of points, up to 8 days).
 func Spikes(ctx context.Context, st *store.Store, q SpikeQuery, slo SLOFunc) ([]correlate.Spike, error) {
 	found, err := findSpikes(ctx, st, q, slo)
 	if err != nil {
@@ -60,6 +61,15 @@ func findSpikes(ctx context.Context, st *store.Store, q SpikeQuery, slo SLOFunc)
 		return nil, err
 	}
 	step := stepOf(curves)
+	// Curves stored at a coarser step (a pull step of 1 min or more) need,
+	// and at the same point count afford, more history: up to the 8 days
+	// a daily baseline compares with.
+	if more := (correlate.SpikeOptions{Step: step}).History(); step > 15*time.Second && more > lead {
+		curves, err = st.Curves(ctx, store.CurveFilter{From: q.From.Add(-more), To: q.To, Roles: latencyRoles, Levels: levels, Scope: q.Scope})
+		if err != nil {
+			return nil, err
+		}
+	}
 	var out []foundSpike
 	for _, c := range curves {
 		opt := correlate.SpikeOptions{Step: step, Direction: q.Direction, Sensitivity: q.Sensitivity, Quantile: true}
