@@ -536,3 +536,27 @@ func TestUIPendingAndRecomputing(t *testing.T) {
 		t.Errorf("the page did not queue the missing analysis: %v", e.incidentChanges())
 	}
 }
+
+// A source that pulls without error but stores no point is marked on the
+// home page: its query matches nothing in Prometheus.
+func TestUIHomeMarksSourcesWithoutSeries(t *testing.T) {
+	e := newUIEnv(t)
+	ctx := context.Background()
+	cursor := testNow.Add(-time.Minute)
+	if err := e.st.AdvancePullCursor(ctx, "inference/qps@model", cursor, testNow, 120); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.AdvancePullCursor(ctx, "vllm/latency_p99@model", cursor, testNow, 0); err != nil {
+		t.Fatal(err)
+	}
+	b := e.browser()
+	b.login(e.read)
+	home := b.get("/")
+	marks := home.testid("no-series")
+	if marks.Length() != 1 {
+		t.Fatalf("%d sources marked without series, want 1", marks.Length())
+	}
+	if row := marks.Closest("tr").Text(); !strings.Contains(row, "vllm/latency_p99@model") {
+		t.Errorf("the mark is on %q, want the vllm source's row", row)
+	}
+}
