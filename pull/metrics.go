@@ -77,17 +77,19 @@ var (
 	descErrors  = prometheus.NewDesc("waterline_pull_errors_total", "Failed pulls of the source.", []string{"source"}, nil)
 	descPoints  = prometheus.NewDesc("waterline_pull_points_total", "Curve points written for the source.", []string{"source"}, nil)
 	descGaps    = prometheus.NewDesc("waterline_pull_open_gaps", "Sources whose last pull failed, leaving a gap to fill.", nil, nil)
+	descRate    = prometheus.NewDesc("waterline_pull_rate_window_seconds", "The rate() window a preset source was last pulled with (rate_window: auto: two measured scrape intervals, at least 60).", []string{"source"}, nil)
 )
 
 // collector exposes metrics with the puller's clock (lag is relative to
 // the time the data is about, which tests pin).
 type collector struct {
-	m   *metrics
-	now func() time.Time
+	m     *metrics
+	rates *rateWindows
+	now   func() time.Time
 }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLeader, descSuccess, descLag, descErrors, descPoints, descGaps} {
+	for _, d := range []*prometheus.Desc{descLeader, descSuccess, descLag, descErrors, descPoints, descGaps, descRate} {
 		ch <- d
 	}
 	c.m.rounds.Describe(ch)
@@ -118,11 +120,17 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descGaps, prometheus.GaugeValue, gaps)
 	c.m.rounds.Collect(ch)
+	c.rates.mu.Lock()
+	defer c.rates.mu.Unlock()
+	for name, w := range c.rates.chosen {
+		ch <- prometheus.MustNewConstMetric(descRate, prometheus.GaugeValue, w.Seconds(), name)
+	}
 }
 
 // RegisterMetrics registers the puller's health metrics (leader, last
-// success, lag, errors and points per source, open gaps, round duration)
+// success, lag, errors and points per source, open gaps, round duration,
+// automatic rate windows)
 // on reg — serve passes the registry that /metrics serves.
 func (p *Puller) RegisterMetrics(reg prometheus.Registerer) error {
-	return reg.Register(collector{m: p.met, now: p.now})
+	return reg.Register(collector{m: p.met, rates: p.rates, now: p.now})
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/sim"
 	"github.com/waterline-dev/waterline/store"
@@ -75,6 +77,13 @@ func TestRateWindowFollowsSlowScrapes(t *testing.T) {
 	if w := p.RateWindows()["inference/qps@model"]; w != 4*time.Minute {
 		t.Errorf("rate window at 2 min scrapes = %s, want 4m (all: %v)", w, p.RateWindows())
 	}
+	reg := prometheus.NewPedanticRegistry()
+	if err := p.RegisterMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	if v := gaugeValueOf(t, reg, "waterline_pull_rate_window_seconds", "inference/qps@model"); v != 240 {
+		t.Errorf("waterline_pull_rate_window_seconds{source=inference/qps@model} = %v, want 240", v)
+	}
 	for role, want := range map[correlate.Role]float64{correlate.RoleQPS: 20, correlate.RoleLatencyP99: 99.8, correlate.RoleBatchSize: 4} {
 		c, ok := got[role]
 		if !ok {
@@ -128,4 +137,27 @@ func TestRateWindowKeepsOneMinuteAt15s(t *testing.T) {
 			t.Errorf("%s: rate window %s at 15 s scrapes, want 1m", q, w)
 		}
 	}
+}
+
+// gaugeValueOf is the value of the gauge name with label source.
+func gaugeValueOf(t testing.TB, reg *prometheus.Registry, name, source string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "source" && l.GetValue() == source {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no %s{source=%q}", name, source)
+	return 0
 }
