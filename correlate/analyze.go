@@ -219,7 +219,7 @@ func pickOnset(spikes []Spike, in Input) (onset, end time.Time, ok bool) {
 	}
 	onset, end = primary.Onset, primary.End
 	for _, s := range spikes {
-		if s.Role == RoleLatencyP50 || !sameIncident(*primary, s) {
+		if s.Role == RoleLatencyP50 || !sameIncident(*primary, s) || releasedAlone(s, *primary, in.Events) {
 			continue
 		}
 		if d := primary.Onset.Sub(s.Onset); d > 0 && d <= 5*time.Minute && s.Onset.Before(onset) {
@@ -237,6 +237,29 @@ func pickOnset(spikes []Spike, in Input) (onset, end time.Time, ok bool) {
 // "after the onset".
 func sameIncident(primary, s Spike) bool {
 	return !s.End.Before(primary.Onset) && spikeWeight(s) >= spikeWeight(primary)/3
+}
+
+// releasedAlone reports whether an earlier spike of another model has a
+// release of its own that the primary lacks: a deploy or rollback of its
+// model in the quarter hour before it began, and none of the primary's
+// model before the primary's onset. That spike is a separate incident
+// overlapping this one (another team's rollout), not its start; merging
+// it would move the onset minutes early and put the primary's real cause
+// after it.
+func releasedAlone(s, primary Spike, events []Event) bool {
+	if s.Scope.Model == "" || s.Scope.Model == primary.Scope.Model {
+		return false
+	}
+	released := func(model string, onset time.Time) bool {
+		for _, e := range events {
+			if (e.Kind == KindDeploy || e.Kind == KindRollback) && e.Model == model &&
+				!e.Time.After(onset) && onset.Sub(e.Time) <= 15*time.Minute {
+				return true
+			}
+		}
+		return false
+	}
+	return released(s.Scope.Model, s.Onset) && !released(primary.Scope.Model, primary.Onset)
 }
 
 // spikeWeight ranks spikes: relative height, capped so one clipped

@@ -187,3 +187,34 @@ func TestPickOnsetSharpOverLongMild(t *testing.T) {
 		}
 	}
 }
+
+// TestPickOnsetLeavesAnotherModelsRelease: an earlier spike of another
+// model that follows that model's own rollout is a separate incident, so
+// the primary keeps its onset; without events, or when both models were
+// released, the earlier spike still marks the incident's start.
+func TestPickOnsetLeavesAnotherModelsRelease(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 1, 5, 7, 39, 45, 0, time.UTC)
+	primary := Spike{Role: RoleLatencyP99, Level: LevelModel, Scope: Scope{Model: "chat"}, Onset: at, Start: at,
+		End: at.Add(20 * time.Minute), PeakValue: 900, Baseline: 200}
+	other := Spike{Role: RoleLatencyP99, Level: LevelModel, Scope: Scope{Model: "embed"}, Onset: at.Add(-3 * time.Minute),
+		Start: at.Add(-3 * time.Minute), End: at.Add(10 * time.Minute), PeakValue: 500, Baseline: 200}
+	deploy := func(model string, before time.Duration) Event {
+		return Event{ID: model, Kind: KindDeploy, Time: at.Add(-before), Scope: Scope{Model: model}}
+	}
+	for _, c := range []struct {
+		name   string
+		events []Event
+		want   time.Time
+	}{
+		{"the other model's own rollout", []Event{deploy("embed", 5*time.Minute)}, at},
+		{"no events", nil, other.Onset},
+		{"both models released", []Event{deploy("embed", 5*time.Minute), deploy("chat", 4*time.Minute)}, other.Onset},
+		{"the other model's rollout long before", []Event{deploy("embed", 40*time.Minute)}, other.Onset},
+	} {
+		onset, _, ok := pickOnset([]Spike{primary, other}, Input{Events: c.events})
+		if !ok || !onset.Equal(c.want) {
+			t.Errorf("%s: onset %s, want %s", c.name, onset, c.want)
+		}
+	}
+}
