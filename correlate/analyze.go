@@ -37,7 +37,11 @@ func Analyze(in Input) Analysis {
 	ph := newPhases(onset, spikeEnd, dataFrom, in.Window.To)
 
 	started := replicaStarts(in.Events, cs, dataFrom, in.Step)
-	ss := newSampleSet(in.Samples, ph, in.SLO, started)
+	sph := ph
+	if found {
+		sph = ph.startingAt(samplesOnset(in.Samples, spikes, onset, in.SLO))
+	}
+	ss := newSampleSet(in.Samples, sph, in.SLO, started)
 	f := newFacts(cs, ss, ph, started, in.Scope)
 
 	scope := f.scopeReport()
@@ -261,6 +265,51 @@ func releasedAlone(s, primary Spike, events []Event) bool {
 	}
 	return released(s.Scope.Model, s.Onset) && !released(primary.Scope.Model, primary.Onset)
 }
+
+// samplesOnset is when the onset model's request samples began their
+// rise, if that is more than the phases' guard minute before the curves'
+// onset (and at most samplesLead before it): the samples' times are
+// exact, while a curve built with rate() over coarse scrapes lags the
+// change. Otherwise, and without samples, it is the onset itself.
+func samplesOnset(samples []Sample, spikes []Spike, onset time.Time, slo func(string) (float64, bool)) time.Time {
+	model := ""
+	for _, s := range spikes {
+		if s.Onset.Equal(onset) && (s.Role == RoleLatencyP99 || s.Role == RoleLatencyP95) {
+			model = s.Scope.Model
+			break
+		}
+	}
+	if model == "" {
+		return onset
+	}
+	from, to := onset.Add(-beforeSpan-samplesLead), onset.Add(duringMinSpan)
+	var own []Sample
+	for _, s := range samples {
+		if s.Model == model && !s.Time.Before(from) && s.Time.Before(to) {
+			own = append(own, s)
+		}
+	}
+	best := onset
+	for _, c := range sampleLatencyCurves(own, time.Minute) {
+		if c.Role != RoleLatencyP99 && c.Role != RoleLatencyP95 {
+			continue
+		}
+		opt := SpikeOptions{Step: time.Minute, Locate: true}
+		if v, ok := slo(model); ok {
+			opt.SLO = v
+		}
+		for _, s := range DetectSpikes(c.Points, opt) {
+			if lead := onset.Sub(s.Onset); lead > beforeGuard && lead <= samplesLead && s.Onset.Before(best) {
+				best = s.Onset
+			}
+		}
+	}
+	return best
+}
+
+// samplesLead bounds how much earlier than the curves the samples may
+// place the rise: two scrapes at two minutes and the rate window's lag.
+const samplesLead = 8 * time.Minute
 
 // spikeWeight ranks spikes: relative height, capped so one clipped
 // histogram does not dwarf everything, times log duration up to a quarter

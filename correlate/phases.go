@@ -49,3 +49,22 @@ func newPhases(onset, spikeEnd, dataFrom, windowTo time.Time) phases {
 
 func (p phases) inBefore(t time.Time) bool { return !t.Before(p.BeforeFrom) && t.Before(p.BeforeTo) }
 func (p phases) inDuring(t time.Time) bool { return !t.Before(p.Onset) && t.Before(p.DuringTo) }
+
+// startingAt moves the phases' onset earlier to at, keeping "during"'s
+// end: for the request samples when their own P99 rose before the curves
+// showed it. A rate() curve over coarse scrapes shows a change up to a
+// scrape interval late, two for replicas that just started (their
+// counters need two scrapes before rate() sees them), and a cold start's
+// worst minutes would otherwise fall in the samples' baseline.
+func (p phases) startingAt(at time.Time) phases {
+	if !at.Before(p.Onset) {
+		return p
+	}
+	p.Onset = at
+	if to := at.Add(-beforeGuard); to.Sub(p.BeforeFrom) >= earliestBefore {
+		p.BeforeTo = to
+	} else {
+		p.BeforeTo = at
+	}
+	return p
+}

@@ -43,6 +43,7 @@ type sampleSet struct {
 	byModel map[string]*sampleStats
 	slow    []bool               // per sample: over its model's threshold
 	started map[string]time.Time // replica → start time, from replica_start events
+	ph      phases               // the phases the samples were split by
 }
 
 // newSampleSet splits samples into phases and labels the slow ones: a
@@ -50,7 +51,7 @@ type sampleSet struct {
 // (or the model's SLO, when that is higher), as in MacroBase's "outlier =
 // above the 99th percentile" with the SLO as a floor.
 func newSampleSet(samples []Sample, ph phases, slo func(string) (float64, bool), started map[string]time.Time) *sampleSet {
-	ss := &sampleSet{all: samples, byModel: map[string]*sampleStats{}, slow: make([]bool, len(samples)), started: started}
+	ss := &sampleSet{all: samples, byModel: map[string]*sampleStats{}, slow: make([]bool, len(samples)), started: started, ph: ph}
 	// Per model, by a dense number: one small-index lookup per sample
 	// instead of several map writes.
 	var models smallIndex

@@ -220,8 +220,8 @@ func samplesReplicaImpacts(ss *sampleSet, ph phases, model string, get func(Scop
 		for _, x := range a.d {
 			wd += x.W
 		}
-		r.qpsBefore = wb / ph.BeforeTo.Sub(ph.BeforeFrom).Seconds()
-		r.qpsDuring = wd / ph.DuringTo.Sub(ph.Onset).Seconds()
+		r.qpsBefore = wb / ss.ph.BeforeTo.Sub(ss.ph.BeforeFrom).Seconds()
+		r.qpsDuring = wd / ss.ph.DuringTo.Sub(ss.ph.Onset).Seconds()
 		if wb > 0 {
 			totB += r.qpsBefore
 			nB++

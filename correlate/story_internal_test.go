@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -216,5 +217,50 @@ func TestPickOnsetLeavesAnotherModelsRelease(t *testing.T) {
 		if !ok || !onset.Equal(c.want) {
 			t.Errorf("%s: onset %s, want %s", c.name, onset, c.want)
 		}
+	}
+}
+
+// TestSamplesOnsetLeadsCoarseCurves: when the request samples' P99 rose
+// minutes before the curves' onset (rate() over two-minute scrapes shows
+// a cold start late), the samples' phases start at the samples' rise, so
+// the worst minutes are not taken as the baseline. A rise within the
+// guard minute, or long before, leaves the onset alone.
+func TestSamplesOnsetLeadsCoarseCurves(t *testing.T) {
+	t.Parallel()
+	onset := time.Date(2026, 1, 5, 8, 0, 0, 0, time.UTC)
+	samples := func(rise time.Duration) []Sample {
+		rng := rand.New(rand.NewPCG(3, 4))
+		var out []Sample
+		for at := onset.Add(-70 * time.Minute); at.Before(onset.Add(10 * time.Minute)); at = at.Add(500 * time.Millisecond) {
+			ms := 200 * math.Exp(0.2*rng.NormFloat64())
+			if !at.Before(onset.Add(-rise)) {
+				ms *= 5
+			}
+			out = append(out, Sample{Time: at, Model: "vision", TotalMs: ms, SampleRate: 1})
+		}
+		return out
+	}
+	spikes := []Spike{{Role: RoleLatencyP99, Level: LevelModel, Scope: Scope{Model: "vision"}, Onset: onset}}
+	noSLO := func(string) (float64, bool) { return 0, false }
+	for _, c := range []struct {
+		name     string
+		rise     time.Duration
+		from, to time.Duration // the answer's offset from the onset
+	}{
+		{"samples rose 4 min before the curves", 4 * time.Minute, -5 * time.Minute, -3 * time.Minute},
+		{"samples rose with the curves", 30 * time.Second, 0, 0},
+		{"samples rose long before", 20 * time.Minute, 0, 0},
+	} {
+		got := samplesOnset(samples(c.rise), spikes, onset, noSLO)
+		if d := got.Sub(onset); d < c.from || d > c.to {
+			t.Errorf("%s: samples onset %s (%v from the onset), want %v…%v", c.name, got.Format("15:04:05"), d, c.from, c.to)
+		}
+	}
+	if got := samplesOnset(samples(4*time.Minute), nil, onset, noSLO); !got.Equal(onset) {
+		t.Errorf("no spike at the onset: samples onset %s, want the onset", got)
+	}
+	ph := newPhases(onset, onset.Add(10*time.Minute), onset.Add(-2*time.Hour), onset.Add(time.Hour)).startingAt(onset.Add(-4 * time.Minute))
+	if !ph.Onset.Equal(onset.Add(-4*time.Minute)) || !ph.BeforeTo.Equal(onset.Add(-5*time.Minute)) || !ph.DuringTo.Equal(onset.Add(10*time.Minute)) {
+		t.Errorf("phases starting 4 min early: %+v", ph)
 	}
 }
