@@ -170,3 +170,33 @@ func TestStageShares(t *testing.T) {
 		t.Errorf("front share %.2f, want gateway + auth", s)
 	}
 }
+
+// TestLocalReplicaWorsenedAlone: on a mixed fleet a replica on a faster
+// GPU doubles its P99 (100 → 196 ms) and still sits not far above its
+// slower peers (about 135 ms), which barely moved. Its change against
+// theirs is evidence of a local fault; the same rise with 50 % more
+// traffic on it is not (routing's case).
+func TestLocalReplicaWorsenedAlone(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name      string
+		qpsDuring float64
+		want      bool
+	}{{"same traffic", 10, true}, {"more traffic", 15, false}} {
+		x := newFixture()
+		x.p99("m", 120, 150)
+		x.replica("m", "fast", "a100", 100, 196, 10, c.qpsDuring)
+		x.replica("m", "slow-1", "l40s-1", 125, 135, 10, 10)
+		x.replica("m", "slow-2", "l40s-2", 130, 140, 10, 10)
+		x.replica("m", "slow-3", "l40s-3", 118, 128, 10, 10)
+		got := false
+		for _, e := range localReplicaCause(x.facts()).Evidence {
+			if e.Name == "replica_worsened_alone" {
+				got = e.Strength == 1
+			}
+		}
+		if got != c.want {
+			t.Errorf("%s: replica_worsened_alone at full strength = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -22,6 +22,9 @@ func localReplicaCause(f *facts) Cause {
 		b.support("replica_outlier", top.crossZ, ramp(top.crossZ, 3, 10), 0.20,
 			"%s's P99 is %s while its peers sit at a median of %s (%s).", top.replica, fmtMs(top.during), fmtMs(top.peerMedian), farAbove(top.crossZ)).
 			restsOn("", Curve{Role: RoleLatencyP99, Level: LevelReplica, Scope: Scope{Model: top.model, Version: top.version, Replica: top.replica, Node: top.node}}.Key(), nil)
+		if sick == nil {
+			f.supportWorsenedAlone(b, top)
+		}
 		if total > 0 && float64(len(outliers)) > 0.5*float64(total) {
 			b.oppose("most_replicas_slow", float64(len(outliers))/float64(total), 1, 0.3, "%d of %d replicas stand out, which is not local.", len(outliers), total)
 		}
@@ -218,4 +221,37 @@ func firstNonEmpty(xs ...string) string {
 		}
 	}
 	return ""
+}
+
+// supportWorsenedAlone compares the top outlier's own change with its
+// peers' (a difference in differences): on a mixed fleet a replica on a
+// faster GPU can double its P99 and still sit only a little above peers
+// that were slower all along, so its z against them understates it. The
+// node test does the same per node but needs two pods there; this is the
+// replica alone on its node. Its load must not have grown.
+func (f *facts) supportWorsenedAlone(b *causeBuilder, top replicaImpact) {
+	if top.young || math.IsNaN(top.ratio) {
+		return
+	}
+	// A replica that got more of the traffic worsened for that reason
+	// (routing's case), not alone.
+	if !math.IsNaN(top.loadBefore) && !math.IsNaN(top.loadDuring) && top.loadDuring > 1.2*top.loadBefore {
+		return
+	}
+	var peers []float64
+	for _, r := range f.reps[top.model] {
+		if r.replica != top.replica && !r.young && !math.IsNaN(r.ratio) {
+			peers = append(peers, r.ratio)
+		}
+	}
+	if len(peers) < 2 {
+		return
+	}
+	peer := median(peers)
+	excess := safeRatio(top.ratio, peer)
+	if math.IsNaN(excess) || excess < 1.15 {
+		return
+	}
+	b.support("replica_worsened_alone", excess, ramp(excess, 1.15, 1.6), 0.20,
+		"%s's P99 went ×%.2f since before the onset while its peers' went ×%.2f.", top.replica, top.ratio, peer)
 }
