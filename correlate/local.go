@@ -227,8 +227,9 @@ func firstNonEmpty(xs ...string) string {
 // peers' (a difference in differences): on a mixed fleet a replica on a
 // faster GPU can double its P99 and still sit only a little above peers
 // that were slower all along, so its z against them understates it. The
-// node test does the same per node but needs two pods there; this is the
-// replica alone on its node. Its load must not have grown.
+// node comparison (nodeImpacts) measures exactly this per node, but a
+// sick node needs two pods; this is its reading for a replica alone on
+// its node. Its load must not have grown.
 func (f *facts) supportWorsenedAlone(b *causeBuilder, top replicaImpact) {
 	if top.young || math.IsNaN(top.ratio) {
 		return
@@ -238,20 +239,14 @@ func (f *facts) supportWorsenedAlone(b *causeBuilder, top replicaImpact) {
 	if !math.IsNaN(top.loadBefore) && !math.IsNaN(top.loadDuring) && top.loadDuring > 1.2*top.loadBefore {
 		return
 	}
-	var peers []float64
-	for _, r := range f.reps[top.model] {
-		if r.replica != top.replica && !r.young && !math.IsNaN(r.ratio) {
-			peers = append(peers, r.ratio)
+	for _, n := range f.nodeImpacts() {
+		if n.node != top.node || len(n.replicas) != 1 || n.replicas[0].replica != top.replica {
+			continue
 		}
-	}
-	if len(peers) < 2 {
+		if n.excess >= 1.15 {
+			b.support("replica_worsened_alone", n.excess, ramp(n.excess, 1.15, 1.6), 0.20,
+				"%s's P99 went ×%.2f since before the onset while its peers' went ×%.2f.", top.replica, top.ratio, top.ratio/n.excess)
+		}
 		return
 	}
-	peer := median(peers)
-	excess := safeRatio(top.ratio, peer)
-	if math.IsNaN(excess) || excess < 1.15 {
-		return
-	}
-	b.support("replica_worsened_alone", excess, ramp(excess, 1.15, 1.6), 0.20,
-		"%s's P99 went ×%.2f since before the onset while its peers' went ×%.2f.", top.replica, top.ratio, peer)
 }
