@@ -221,16 +221,48 @@ func pickOnset(spikes []Spike, in Input) (onset, end time.Time, ok bool) {
 	if primary == nil {
 		return time.Time{}, time.Time{}, false
 	}
-	onset, end = primary.Onset, primary.End
+	head := episodeStart(*primary, spikes)
+	onset, end = head.Onset, primary.End
 	for _, s := range spikes {
-		if s.Role == RoleLatencyP50 || !sameIncident(*primary, s) || releasedAlone(s, *primary, in.Events) {
+		if s.Role == RoleLatencyP50 || !sameIncident(head, s) || releasedAlone(s, head, in.Events) {
 			continue
 		}
-		if d := primary.Onset.Sub(s.Onset); d > 0 && d <= 5*time.Minute && s.Onset.Before(onset) {
+		if d := head.Onset.Sub(s.Onset); d > 0 && d <= 5*time.Minute && s.Onset.Before(onset) {
 			onset = s.Onset
 		}
 	}
 	return onset, end, true
+}
+
+// episodeGap is the longest lull between two spikes of one curve that
+// still makes them one episode.
+const episodeGap = 5 * time.Minute
+
+// episodeStart is the first spike of the episode the primary spike ends:
+// earlier spikes of the same curve (role and model) that each ended at
+// most episodeGap before the next began and are not minor wiggles next to
+// the primary (a third of its weight). A sustained rise that dipped for a
+// minute, or climbed in two steps, is split by the detector's end rule
+// into spikes of which the later is often the stronger; the incident
+// began with the first.
+func episodeStart(primary Spike, spikes []Spike) Spike {
+	head := primary
+	for {
+		prev, found := Spike{}, false
+		for _, s := range spikes {
+			if s.Role != head.Role || s.Scope.Model != head.Scope.Model || !s.Onset.Before(head.Onset) ||
+				s.End.After(head.Onset) || head.Onset.Sub(s.End) > episodeGap || spikeWeight(s) < spikeWeight(primary)/3 {
+				continue
+			}
+			if !found || s.Onset.After(prev.Onset) {
+				prev, found = s, true
+			}
+		}
+		if !found {
+			return head
+		}
+		head = prev
+	}
 }
 
 // sameIncident reports whether an earlier spike of another model belongs

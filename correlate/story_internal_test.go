@@ -189,6 +189,38 @@ func TestPickOnsetSharpOverLongMild(t *testing.T) {
 	}
 }
 
+// TestPickOnsetEpisodeThatDipped: a sustained rise that dipped for a
+// minute is split by the detector into two spikes of one curve, the later
+// one stronger (a throttled GPU on one of three replicas: P99 ×1.6 from
+// 08:06, a dip at 08:20, ×1.8 from 08:21). The incident began with the
+// first; a lull longer than episodeGap, an earlier spike of another model
+// or a minor wiggle leaves the stronger spike's onset.
+func TestPickOnsetEpisodeThatDipped(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 1, 5, 8, 6, 45, 0, time.UTC)
+	spike := func(model string, from, to time.Duration, peak float64) Spike {
+		return Spike{Role: RoleLatencyP99, Level: LevelModel, Scope: Scope{Model: model}, Onset: at.Add(from), Start: at.Add(from),
+			End: at.Add(to), PeakValue: peak, Baseline: 242}
+	}
+	later := spike("vision", 14*time.Minute+45*time.Second, 36*time.Minute, 425)
+	for _, c := range []struct {
+		name   string
+		spikes []Spike
+		want   time.Time
+	}{
+		{"dipped for a minute", []Spike{spike("vision", 0, 13*time.Minute+30*time.Second, 383), later}, at},
+		{"three steps", []Spike{spike("vision", 0, 6*time.Minute, 383), spike("vision", 8*time.Minute, 13*time.Minute+30*time.Second, 383), later}, at},
+		{"a long lull", []Spike{spike("vision", 0, 8*time.Minute, 383), later}, later.Onset},
+		{"a minor wiggle", []Spike{spike("vision", 12*time.Minute, 12*time.Minute+15*time.Second, 270), later}, later.Onset},
+		{"another model", []Spike{spike("embed", 0, 13*time.Minute+30*time.Second, 383), later}, later.Onset},
+	} {
+		onset, _, ok := pickOnset(c.spikes, Input{})
+		if !ok || !onset.Equal(c.want) {
+			t.Errorf("%s: onset %s, want %s", c.name, onset, c.want)
+		}
+	}
+}
+
 // TestPickOnsetLeavesAnotherModelsRelease: an earlier spike of another
 // model that follows that model's own rollout is a separate incident, so
 // the primary keeps its onset; without events, or when both models were
