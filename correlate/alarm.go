@@ -431,7 +431,7 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 	for i, sp := range spikes {
 		held := peakRatio(sp)
 		if !coarseQuantile {
-			held = heldRatio(sp, points)
+			held = heldRatio(sp, points, step)
 		}
 		if incidentLike(sp, rise[i], o, held) {
 			sp.Severity = severity(sp, points, opt)

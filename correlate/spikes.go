@@ -348,7 +348,7 @@ func detectDirection(points []Point, opt SpikeOptions, dir Direction) []Spike {
 // burst of a bad minute), and a rise of less than ×2 at its peak that took
 // longer than MaxCreep to climb (drift: traffic growing through the day).
 // held is how far the spike tripled-or-not: its peak ratio for the window
-// detector, and for the alarm the ratio it held on two consecutive points,
+// detector, and for the alarm the ratio it held for a minute (heldRatio),
 // because a rate window smears one slow scrape over several points
 // (×2.9, ×3.5, ×2.9 at 30 s scrapes) and one of them may pass ×3.
 // An ongoing blip is kept: nobody knows yet how it ends.
@@ -368,10 +368,19 @@ func peakRatio(sp Spike) float64 {
 	return safeRatio(sp.PeakValue, sp.Baseline)
 }
 
-// heldRatio is the largest ratio to the baseline that the spike held on two
-// consecutive points within [Start, End] (the smaller of the pair's ratios).
-// A spike of one point has no pair and holds nothing.
-func heldRatio(sp Spike, points []Point) float64 {
+// heldSpan is how long a short spike must hold its ratio for the ratio to
+// count as held: a minute of requests, the span of the usual rate()
+// window, so that one slow scrape interval smeared over that window's
+// evaluations (three points at a 15 s pull step over 30 s scrapes: ×3.1,
+// ×3.3, ×3.1 for a stalled batch) is not taken for a tripled minute.
+const heldSpan = time.Minute
+
+// heldRatio is the largest ratio to the baseline that the spike held over
+// consecutive points within [Start, End] covering heldSpan (each point
+// counting for one step; at least two points): the smallest ratio of the
+// best such stretch. A spike of one point has no stretch and holds
+// nothing.
+func heldRatio(sp Spike, points []Point, step time.Duration) float64 {
 	startMs, endMs := sp.Start.UnixMilli(), sp.End.UnixMilli()
 	ratio := func(v float64) float64 {
 		if math.IsNaN(v) {
@@ -382,8 +391,8 @@ func heldRatio(sp Spike, points []Point) float64 {
 		}
 		return safeRatio(v, sp.Baseline)
 	}
-	best := 0.0
-	prev := math.NaN()
+	var ts []int64
+	var rs []float64
 	for _, p := range points {
 		if p.T < startMs {
 			continue
@@ -391,11 +400,26 @@ func heldRatio(sp Spike, points []Point) float64 {
 		if p.T > endMs {
 			break
 		}
-		r := ratio(p.V)
-		if h := min(prev, r); !math.IsNaN(h) && h > best {
+		ts, rs = append(ts, p.T), append(rs, ratio(p.V))
+	}
+	spanMs, stepMs := heldSpan.Milliseconds(), step.Milliseconds()
+	best := 0.0
+	for i := range rs {
+		// The shortest stretch from i that covers the span.
+		j := i + 1
+		for j < len(rs) && ts[j]-ts[i]+stepMs < spanMs {
+			j++
+		}
+		if j >= len(rs) {
+			break
+		}
+		h := math.Inf(1)
+		for _, r := range rs[i : j+1] {
+			h = min(h, r) // NaN (a gap) propagates: the stretch holds nothing
+		}
+		if h > best {
 			best = h
 		}
-		prev = r
 	}
 	return best
 }
