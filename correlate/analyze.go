@@ -161,20 +161,59 @@ func SampleSpan(in Input) (from, to time.Time, ok bool) {
 // curves, or from the samples when no curve was pulled; without a spike,
 // two thirds into the window.
 func locate(cs *curveSet, in Input) (spikes []Spike, onset, end time.Time, found bool) {
-	spikes = latencySpikes(cs, in)
-	if len(cs.get(RoleLatencyP99, LevelModel, Scope{}, "")) == 0 && len(in.Samples) > 0 {
-		spikes = latencySpikes(newCurveSet(sampleLatencyCurves(in.Samples, time.Minute)), Input{Window: in.Window, Scope: in.Scope, Step: time.Minute, SLO: in.SLO})
+	detect := func(loose bool) []Spike {
+		if len(cs.get(RoleLatencyP99, LevelModel, Scope{}, "")) == 0 && len(in.Samples) > 0 {
+			return latencySpikes(newCurveSet(sampleLatencyCurves(in.Samples, time.Minute)), Input{Window: in.Window, Scope: in.Scope, Step: time.Minute, SLO: in.SLO}, loose)
+		}
+		return latencySpikes(cs, in, loose)
 	}
+	spikes = detect(false)
 	onset, end, found = pickOnset(spikes, in)
+	if !found {
+		// Someone opened an incident on this window and nothing lasting
+		// rose: the best lead is then a short bump or a small clean step
+		// near where the window puts the incident (a weak cold start's
+		// P99 ×1.7 for two minutes; a throttled node's ×1.2 on a calm
+		// model), though the detector would not raise either.
+		spikes = detect(true)
+		onset, end, found = pickOnset(nearAnchor(spikes, fallbackOnset(in)), in)
+	}
 	if !found {
 		onset = fallbackOnset(in)
 	}
 	return spikes, onset, end, found
 }
 
+// anchorReach is how far from the window's anchor (fallbackOnset) a
+// loose lead may lie to be taken for the incident's start.
+const anchorReach = 20 * time.Minute
+
+// nearAnchor keeps the spikes whose onset lies within anchorReach of the
+// anchor, or all of them when none does: without a spike that lasted, the
+// window's own placement is the best clue to which bump it is about.
+func nearAnchor(spikes []Spike, anchor time.Time) []Spike {
+	var near []Spike
+	for _, s := range spikes {
+		if d := s.Onset.Sub(anchor); d >= -anchorReach && d <= anchorReach {
+			near = append(near, s)
+		}
+	}
+	if len(near) == 0 {
+		return spikes
+	}
+	return near
+}
+
+// Loose leads (latencySpikes' loose pass): any length, from ×1.15 when
+// the departure is strong (z ≥ 8 against the window's own noise).
+const (
+	looseMinRatio = 1.15
+)
+
 // latencySpikes detects spikes on every model-level latency quantile within
-// the window (and scope).
-func latencySpikes(cs *curveSet, in Input) []Spike {
+// the window (and scope). loose keeps short bumps and small clean steps
+// (see looseMinRatio), for a window where nothing lasting rose.
+func latencySpikes(cs *curveSet, in Input, loose bool) []Spike {
 	var out []Spike
 	for _, role := range []Role{RoleLatencyP99, RoleLatencyP95, RoleLatencyP50} {
 		for _, c := range cs.get(role, LevelModel, Scope{}, "") {
@@ -182,6 +221,9 @@ func latencySpikes(cs *curveSet, in Input) []Spike {
 				continue
 			}
 			opt := SpikeOptions{Step: in.Step, Locate: true}
+			if loose {
+				opt.MinDuration, opt.MinRatio, opt.StrongRatio = time.Nanosecond, looseMinRatio, looseMinRatio
+			}
 			if v, ok := in.SLO(c.Scope.Model); ok && role != RoleLatencyP50 {
 				opt.SLO = v
 			}

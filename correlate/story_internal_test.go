@@ -296,3 +296,73 @@ func TestSamplesOnsetLeadsCoarseCurves(t *testing.T) {
 		t.Errorf("phases starting 4 min early: %+v", ph)
 	}
 }
+
+// TestLocateLooseLeads: in a window opened on an incident where nothing
+// lasting rose, the onset is a short bump (a weak cold start: P99 ×1.7
+// for two minutes) or a small clean step (×1.22 on a calm model under a
+// throttled node) near the window's anchor, not the anchor itself; of two
+// such leads the one near the anchor wins. Where a lasting spike exists,
+// it decides, and calm noise alone gives no onset.
+func TestLocateLooseLeads(t *testing.T) {
+	t.Parallel()
+	const step = 15 * time.Second
+	from := t0
+	win := Window{From: from.Add(90 * time.Minute), To: from.Add(225 * time.Minute)}
+	anchor := win.From.Add(90 * time.Minute) // two thirds in
+	at := func(d time.Duration) int { return int((anchor.Sub(from) + d) / step) }
+	curve := func(model string, seed uint64, level func(i int) float64) Curve {
+		return Curve{Role: RoleLatencyP99, Level: LevelModel, Scope: Scope{Model: model},
+			Points: gen(int(225*time.Minute/step), step, seed, 0.01, level)}
+	}
+	flat := func(i int) float64 { return 100 }
+	bump := func(off time.Duration) func(i int) float64 {
+		return func(i int) float64 {
+			if k := i - at(off); k >= 0 && k < 8 {
+				return 170
+			}
+			return 100
+		}
+	}
+	stepUp := func(off time.Duration, to float64) func(i int) float64 {
+		return func(i int) float64 {
+			if i >= at(off) {
+				return to
+			}
+			return 100
+		}
+	}
+	for _, c := range []struct {
+		name   string
+		curves []Curve
+		want   time.Time // zero: no onset found
+		model  string
+	}{
+		{"short bump", []Curve{curve("rerank", 1, bump(2*time.Minute)), curve("chat", 2, flat)}, anchor.Add(2 * time.Minute), "rerank"},
+		{"small clean step", []Curve{curve("rerank", 3, stepUp(time.Minute, 122)), curve("chat", 4, flat)}, anchor.Add(time.Minute), "rerank"},
+		{"the lead near the anchor", []Curve{curve("rerank", 5, bump(-time.Minute)), curve("chat", 6, bump(40*time.Minute))}, anchor.Add(-time.Minute), "rerank"},
+		{"a lasting spike decides", []Curve{curve("rerank", 7, bump(0)), curve("chat", 8, stepUp(30*time.Minute, 300))}, anchor.Add(30 * time.Minute), "chat"},
+		{"calm noise", []Curve{curve("rerank", 9, flat), curve("chat", 10, flat)}, time.Time{}, ""},
+	} {
+		in := Input{Window: win, Curves: c.curves, Step: step, SLO: func(string) (float64, bool) { return 0, false }}
+		spikes, onset, _, found := locate(newCurveSet(in.Curves), in)
+		if c.want.IsZero() {
+			if found {
+				t.Errorf("%s: onset %s from %v, want none", c.name, onset, spikes)
+			}
+			continue
+		}
+		if !found || onset.Sub(c.want).Abs() > 2*step {
+			t.Errorf("%s: onset %s (found %v), want %s", c.name, onset, found, c.want)
+			continue
+		}
+		var model string
+		for _, s := range spikes {
+			if s.Onset.Equal(onset) {
+				model = s.Scope.Model
+			}
+		}
+		if model != c.model {
+			t.Errorf("%s: onset set by %q, want %q", c.name, model, c.model)
+		}
+	}
+}
