@@ -204,11 +204,10 @@ func nearAnchor(spikes []Spike, anchor time.Time) []Spike {
 	return near
 }
 
-// Loose leads (latencySpikes' loose pass): any length, from ×1.15 when
-// the departure is strong (z ≥ 8 against the window's own noise).
-const (
-	looseMinRatio = 1.15
-)
+// looseMinRatio is the ratio a loose lead (latencySpikes' loose pass)
+// needs, of any length: ×1.15, with the usual robust z against the
+// curve's own noise (so only a calm curve's small step qualifies).
+const looseMinRatio = 1.15
 
 // latencySpikes detects spikes on every model-level latency quantile within
 // the window (and scope). loose keeps short bumps and small clean steps
