@@ -27,7 +27,7 @@ import (
 	"github.com/waterline-dev/waterline/wire"
 )
 
-const otlpSamples = 20_000
+const otlpSamples = 100_000
 
 // otlpFixture is one set of request samples as OTLP/protobuf export
 // requests of 512 spans (captured from the official exporter, each sample

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
 	"github.com/waterline-dev/waterline/correlate"
 )
 
@@ -58,7 +60,8 @@ type Assembler struct {
 	done    map[[16]byte]int64
 	doneQ   []doneID
 	pending []correlate.Sample
-	flushMu sync.Mutex // one flush at a time
+	emitMu  sync.Mutex // one emit at a time
+	storeMu sync.Mutex // one store at a time
 	stats   Stats
 }
 
@@ -101,7 +104,7 @@ type Result struct {
 // rejected (counted in Result, as OTLP's partial_success reports them);
 // spans already held or of a trace already emitted (a retry) are
 // dropped quietly. It fails only with ErrBusy, taking nothing.
-func (a *Assembler) Add(req *Request) (Result, error) {
+func (a *Assembler) Add(req Request) (Result, error) {
 	now := a.opt.Now().UnixNano()
 	var res Result
 	type reject struct {
@@ -126,12 +129,7 @@ func (a *Assembler) Add(req *Request) (Result, error) {
 	}
 	// Map the spans first, outside the buffer's lock (the mapper has its
 	// own), so flushing and other requests' buffering go on meanwhile.
-	total := 0
-	for _, rs := range req.ResourceSpans {
-		for _, ss := range rs.ScopeSpans {
-			total += len(ss.Spans)
-		}
-	}
+	total := req.SpanCount()
 	// The mapped spans are scratch, copied into their traces below: one
 	// slice per request, reused (it was as many bytes as the decoded
 	// request again).
@@ -145,18 +143,18 @@ func (a *Assembler) Add(req *Request) (Result, error) {
 		}
 	}()
 	a.m.mu.Lock()
-	for i, rs := range req.ResourceSpans {
-		rd := a.m.resource(rs.Resource)
-		for j, ss := range rs.ScopeSpans {
-			for k, sp := range ss.Spans {
+	for i, rs := range req.ResourceSpans().All() {
+		rd := a.m.resource(rs.Resource())
+		for j, ss := range rs.ScopeSpans().All() {
+			for k, sp := range ss.Spans().All() {
 				res.Spans++
-				if reason := invalid(sp.TraceId, sp.SpanId, sp.ParentSpanId, sp.StartTimeUnixNano, sp.EndTimeUnixNano); reason != "" {
+				if reason := invalid(sp); reason != "" {
 					rejectSpan(reason, i, j, k)
 					continue
 				}
 				ms = append(ms, mapped{i: int32(i), j: int32(j), k: int32(k)})
 				m := &ms[len(ms)-1]
-				copy(m.tid[:], sp.TraceId)
+				m.tid = sp.TraceID()
 				a.m.resolve(&m.s, sp, rd)
 			}
 		}
@@ -256,29 +254,20 @@ func (a *Assembler) busy() bool {
 }
 
 // invalid says what is wrong with a span's ids and times ("" if nothing).
-func invalid(traceID, spanID, parentID []byte, start, end uint64) string {
+// Ids of the wrong length never get here: decoding refuses them.
+func invalid(sp ptrace.Span) string {
+	start, end := sp.StartTimestamp(), sp.EndTimestamp()
 	switch {
-	case len(traceID) != 16 || allZero(traceID):
-		return "an invalid trace_id (want 16 bytes, not all zero)"
-	case len(spanID) != 8 || allZero(spanID):
-		return "an invalid span_id (want 8 bytes, not all zero)"
-	case len(parentID) != 0 && len(parentID) != 8:
-		return "an invalid parent_span_id (want 8 bytes or none)"
+	case sp.TraceID().IsEmpty():
+		return "an invalid trace_id (all zero or missing)"
+	case sp.SpanID().IsEmpty():
+		return "an invalid span_id (all zero or missing)"
 	case start == 0 || end == 0:
 		return "no start or end time"
 	case end < start:
 		return "an end time before its start time"
 	}
 	return ""
-}
-
-func allZero(b []byte) bool {
-	for _, x := range b {
-		if x != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 func (t *trace) has(id [8]byte) bool {
@@ -378,19 +367,40 @@ func (a *Assembler) forgetLocked(t *trace, now int64) {
 	t.spans = nil
 }
 
-// Run flushes every tick until ctx ends, then once more.
+// Run flushes every tick until ctx ends, then once more. Building the
+// due traces' samples and storing them run side by side: the next
+// samples are built while the store takes the last ones.
 func (a *Assembler) Run(ctx context.Context, tick time.Duration) {
+	kick := make(chan struct{}, 1)
+	stored := make(chan struct{})
+	go func() {
+		defer close(stored)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-kick:
+				_ = a.store(ctx)
+			}
+		}
+	}()
 	tk := time.NewTicker(tick)
 	defer tk.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			<-stored
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			_ = a.Flush(fctx, true)
 			cancel()
 			return
 		case <-tk.C:
-			_ = a.Flush(ctx, false)
+			if a.emit(false) > 0 {
+				select {
+				case kick <- struct{}{}:
+				default: // a store is due already
+				}
+			}
 		}
 	}
 }
@@ -399,10 +409,16 @@ func (a *Assembler) Run(ctx context.Context, tick time.Duration) {
 // final: the server is stopping) and hands the samples to the sink. A
 // sink error keeps them pending and is returned.
 func (a *Assembler) Flush(ctx context.Context, final bool) error {
-	a.flushMu.Lock()
-	defer a.flushMu.Unlock()
-	now := a.opt.Now()
-	ns := now.UnixNano()
+	a.emit(final)
+	return a.store(ctx)
+}
+
+// emit moves the traces that are due out of the buffer and their samples
+// into pending, and returns how many samples are pending.
+func (a *Assembler) emit(final bool) int {
+	a.emitMu.Lock()
+	defer a.emitMu.Unlock()
+	ns := a.opt.Now().UnixNano()
 	grace, wait := a.cfg.Grace.Nanoseconds(), a.cfg.MaxWait.Nanoseconds()
 	a.mu.Lock()
 	// Due traces leave the buffer under the lock; their samples are built
@@ -429,18 +445,28 @@ func (a *Assembler) Flush(ctx context.Context, final bool) error {
 		}
 		a.doneQ = a.doneQ[1:]
 	}
-	batch := make([]correlate.Sample, len(a.pending), len(a.pending)+len(due))
-	copy(batch, a.pending)
-	a.pending = nil
 	a.mu.Unlock()
+	built := make([]correlate.Sample, 0, len(due))
 	for _, d := range due {
 		if s, ok := a.finish(d); ok {
-			batch = append(batch, s)
+			built = append(built, s)
 		}
 	}
-	if len(batch) == 0 {
-		return nil
-	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.pending = append(a.pending, built...)
+	return len(a.pending)
+}
+
+// store hands the pending samples to the sink. A sink error puts them
+// back in front of what was emitted meanwhile and is returned.
+func (a *Assembler) store(ctx context.Context) error {
+	a.storeMu.Lock()
+	defer a.storeMu.Unlock()
+	a.mu.Lock()
+	batch := a.pending
+	a.pending = nil
+	a.mu.Unlock()
 	// Chunks keep one store transaction (and its memory) bounded.
 	for len(batch) > 0 {
 		n := min(len(batch), 5000)

@@ -12,10 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/waterline-dev/waterline/correlate"
@@ -100,8 +101,29 @@ func traceID(n byte) []byte {
 	return b
 }
 
-// request builds one export request: spans of one trace under one resource.
-func request(tid []byte, start time.Time, res map[string]any, spans ...tspan) *Request {
+// request builds one export request, decoded: spans of one trace under one
+// resource.
+func request(tid []byte, start time.Time, res map[string]any, spans ...tspan) Request {
+	return decoded(pbRequest(tid, start, res, spans...))
+}
+
+// decoded is r as the receiver decodes it from the wire.
+func decoded(r *coltracepb.ExportTraceServiceRequest) Request {
+	body, err := proto.Marshal(r)
+	if err != nil {
+		panic(err)
+	}
+	out, err := Decode(body, Protobuf)
+	if err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// pbRequest is request as an exporter builds it, with the message types
+// of go.opentelemetry.io/proto/otlp (an encoder independent of the
+// decoder under test).
+func pbRequest(tid []byte, start time.Time, res map[string]any, spans ...tspan) *coltracepb.ExportTraceServiceRequest {
 	ss := &tracepb.ScopeSpans{}
 	at := func(ms float64) uint64 { return uint64(start.UnixNano() + int64(ms*1e6)) }
 	for _, s := range spans {
@@ -115,7 +137,7 @@ func request(tid []byte, start time.Time, res map[string]any, spans ...tspan) *R
 		}
 		ss.Spans = append(ss.Spans, sp)
 	}
-	return &Request{ResourceSpans: []*tracepb.ResourceSpans{{Resource: &resourcepb.Resource{Attributes: kv(res)}, ScopeSpans: []*tracepb.ScopeSpans{ss}}}}
+	return &coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{Resource: &resourcepb.Resource{Attributes: kv(res)}, ScopeSpans: []*tracepb.ScopeSpans{ss}}}}
 }
 
 const (
@@ -124,7 +146,7 @@ const (
 	internal = tracepb.Span_SPAN_KIND_INTERNAL
 )
 
-func mustAdd(t *testing.T, a *Assembler, r *Request) Result {
+func mustAdd(t *testing.T, a *Assembler, r Request) Result {
 	t.Helper()
 	res, err := a.Add(r)
 	if err != nil {
@@ -255,24 +277,47 @@ func TestTritonEventsGiveQueueExecAndPostprocess(t *testing.T) {
 func TestInvalidSpansAreRejectedWithAReason(t *testing.T) {
 	a, ck, _ := newTest(t, DefaultConfig())
 	start := ck.now().Add(-time.Minute)
-	r := request(traceID(3), start, map[string]any{"model": "m"},
+	r := pbRequest(traceID(3), start, map[string]any{"model": "m"},
 		tspan{id: 1, name: "root", kind: server, from: 0, to: 10},
 		tspan{id: 2, parent: 1, name: "child", from: 5, to: 2}, // ends before it starts
 	)
-	bad := &tracepb.Span{TraceId: []byte{1, 2, 3}, SpanId: id8(9), StartTimeUnixNano: 1, EndTimeUnixNano: 2}
-	r.ResourceSpans[0].ScopeSpans[0].Spans = append(r.ResourceSpans[0].ScopeSpans[0].Spans, bad)
-	res := mustAdd(t, a, r)
-	if res.Spans != 3 || res.Rejected != 2 {
-		t.Fatalf("spans %d rejected %d, want 3 and 2", res.Spans, res.Rejected)
+	spans := &r.ResourceSpans[0].ScopeSpans[0].Spans
+	*spans = append(*spans, &tracepb.Span{TraceId: make([]byte, 16), SpanId: id8(9), StartTimeUnixNano: 1, EndTimeUnixNano: 2},
+		&tracepb.Span{TraceId: traceID(3), StartTimeUnixNano: 1, EndTimeUnixNano: 2})
+	res := mustAdd(t, a, decoded(r))
+	if res.Spans != 4 || res.Rejected != 3 {
+		t.Fatalf("spans %d rejected %d, want 4 and 3", res.Spans, res.Rejected)
 	}
-	for _, want := range []string{"2 of 3 spans rejected", "end time before its start time (first: resource_spans[0].scope_spans[0].spans[1])",
-		"invalid trace_id (want 16 bytes, not all zero) (first: resource_spans[0].scope_spans[0].spans[2])"} {
+	for _, want := range []string{"3 of 4 spans rejected", "end time before its start time (first: resource_spans[0].scope_spans[0].spans[1])",
+		"invalid trace_id (all zero or missing) (first: resource_spans[0].scope_spans[0].spans[2])",
+		"invalid span_id (all zero or missing) (first: resource_spans[0].scope_spans[0].spans[3])"} {
 		if !strings.Contains(res.Message, want) {
 			t.Errorf("message %q lacks %q", res.Message, want)
 		}
 	}
 	if _, spans, _ := a.Held(); spans != 1 {
 		t.Errorf("held %d spans, want the 1 valid one", spans)
+	}
+}
+
+// An id of the wrong length is not OTLP: the whole request is refused
+// with the reason, nothing of it taken.
+func TestMalformedIDFailsTheRequest(t *testing.T) {
+	for _, sp := range []*tracepb.Span{
+		{TraceId: []byte{1, 2, 3}, SpanId: id8(9), StartTimeUnixNano: 1, EndTimeUnixNano: 2},
+		{TraceId: traceID(1), SpanId: []byte{1, 2}, StartTimeUnixNano: 1, EndTimeUnixNano: 2},
+		{TraceId: traceID(1), SpanId: id8(9), ParentSpanId: []byte{7}, StartTimeUnixNano: 1, EndTimeUnixNano: 2},
+	} {
+		r := pbRequest(traceID(3), time.Now(), nil, tspan{id: 1, name: "root", kind: server, from: 0, to: 10})
+		r.ResourceSpans[0].ScopeSpans[0].Spans = append(r.ResourceSpans[0].ScopeSpans[0].Spans, sp)
+		body, err := proto.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Decode(body, Protobuf)
+		if err == nil || !strings.Contains(err.Error(), "not an OTLP/protobuf ExportTraceServiceRequest") || !strings.Contains(err.Error(), "ID") {
+			t.Errorf("span %v: decoded, or an unclear error: %v", sp, err)
+		}
 	}
 }
 
@@ -364,7 +409,7 @@ func TestStoreDownKeepsSamplesAndPushesBack(t *testing.T) {
 
 // OTLP/JSON writes ids as hex; protobuf and JSON decode to the same spans.
 func TestDecodeJSONAndProtobufAgree(t *testing.T) {
-	r := request(traceID(7), time.Now(), map[string]any{"model": "m"}, tspan{id: 0x0102030405060708, parent: 9, name: "x", from: 0, to: 1})
+	r := pbRequest(traceID(7), time.Now(), map[string]any{"model": "m"}, tspan{id: 0x0102030405060708, parent: 9, name: "x", from: 0, to: 1})
 	pb, err := proto.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
@@ -381,10 +426,16 @@ func TestDecodeJSONAndProtobufAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, b := fromPB.ResourceSpans[0].ScopeSpans[0].Spans[0], fromJS.ResourceSpans[0].ScopeSpans[0].Spans[0]
-	a.Kind = b.Kind // the shorthand sets no kind
-	if !proto.Equal(a, b) {
-		t.Errorf("JSON and protobuf differ:\n%v\n%v", protojson.Format(a), protojson.Format(b))
+	a, b := fromPB.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0), fromJS.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
+	if a.SpanID() != [8]byte{1, 2, 3, 4, 5, 6, 7, 8} || a.ParentSpanID() != [8]byte{7: 9} || b.Kind() != ptrace.SpanKindInternal {
+		t.Errorf("ids %v %v, kind %v", a.SpanID(), a.ParentSpanID(), b.Kind())
+	}
+	a.SetKind(b.Kind()) // the protobuf request sets no kind
+	var m ptrace.JSONMarshaler
+	ja, _ := m.MarshalTraces(fromPB)
+	jb, _ := m.MarshalTraces(fromJS)
+	if string(ja) != string(jb) {
+		t.Errorf("JSON and protobuf differ:\n%s\n%s", ja, jb)
 	}
 	if _, err := Decode([]byte("{nope"), JSON); err == nil {
 		t.Error("bad JSON decoded")
@@ -400,7 +451,7 @@ func TestMemoryPerHeldSpan(t *testing.T) {
 	a, ck, _ := newTest(t, cfg)
 	start := ck.now().Add(-time.Minute)
 	res := map[string]any{"service.name": "vllm", "service.version": "v2", "k8s.pod.name": "chat-7b-1", "k8s.node.name": "gpu-3"}
-	reqs := make([]*Request, 2000)
+	reqs := make([]Request, 2000)
 	for i := range reqs {
 		tid := traceID(0)
 		tid[1], tid[2] = byte(i>>8), byte(i)
@@ -464,7 +515,7 @@ func TestConcurrentAddsAndFlushes(t *testing.T) {
 					tspan{id: 2, parent: 1, name: "llm_request", kind: server, from: 1, to: 9, attrs: map[string]any{"gen_ai.request.model": "chat-7b"}})
 				root := request(tid, start, map[string]any{"service.name": "gateway"},
 					tspan{id: 1, name: "POST /v1/chat", kind: server, from: 0, to: 10, attrs: map[string]any{"tenant": "t" + itoa(uint64(n%3))}})
-				for _, r := range []*Request{kids, root, kids, root} {
+				for _, r := range []Request{kids, root, kids, root} {
 					if _, err := a.Add(r); err != nil {
 						t.Error(err)
 						return
@@ -491,5 +542,82 @@ func TestConcurrentAddsAndFlushes(t *testing.T) {
 	}
 	if len(seen) != senders*traces {
 		t.Errorf("%d samples from %d traces", len(seen), senders*traces)
+	}
+}
+
+// Run builds the next due samples while the store is still taking the
+// last ones, retries what the store refused, and stores the rest when it
+// stops; every trace is stored once.
+func TestRunBuildsWhileStoring(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Grace = 0
+	ck := &clock{t: time.Now().Truncate(time.Second)}
+	var (
+		mu      sync.Mutex
+		got     = map[string]int{}
+		calls   int
+		release = make(chan struct{})
+	)
+	entered := make(chan struct{}, 16)
+	sinkFn := func(ctx context.Context, xs []correlate.Sample) error {
+		entered <- struct{}{}
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		switch n {
+		case 1:
+			<-release // the store is slow
+		case 2:
+			return errors.New("database down") // then refuses once
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, s := range xs {
+			got[s.RequestID]++
+		}
+		return nil
+	}
+	a := NewAssembler(cfg, Options{Sink: sinkFn, Now: ck.now, MaxAge: 24 * time.Hour, MaxFuture: time.Hour})
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { a.Run(ctx, 5*time.Millisecond); close(ran) }()
+	start := ck.now().Add(-time.Minute)
+	root := func(i int) Request {
+		return request(traceID(byte(40+i)), start, map[string]any{"model": "m"}, tspan{id: 1, name: "root", kind: server, from: 0, to: 10})
+	}
+	mustAdd(t, a, root(0))
+	<-entered // the first sample is being stored, slowly
+	mustAdd(t, a, root(1))
+	mustAdd(t, a, root(2))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, _, pending := a.Held(); pending == 2 {
+			break // built while the store was busy
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no samples built while the store was busy")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	for a.Stats().Samples.Load() < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("stored %d of 3 samples", a.Stats().Samples.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	mustAdd(t, a, root(3)) // due when Run stops: the last flush stores it
+	cancel()
+	<-ran
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 4 || a.Stats().SinkErrors.Load() != 1 {
+		t.Fatalf("stored %v, %d sink errors; want 4 traces once each after 1 error", got, a.Stats().SinkErrors.Load())
+	}
+	for id, n := range got {
+		if n != 1 {
+			t.Errorf("trace %s stored %d times", id, n)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -49,7 +50,7 @@ func benchRequests(b *testing.B, start time.Time) [][]byte {
 					"gen_ai.latency.time_in_queue": 0.05, "gen_ai.latency.time_in_model_inference": 0.12, "batch_size": 1 + n%8}),
 				span(5, 4, "vector search", client, 20, 30, map[string]any{"peer.service": "vector-db"}))
 		}
-		req := &Request{ResourceSpans: []*tracepb.ResourceSpans{{Resource: &resourcepb.Resource{Attributes: kv(map[string]any{
+		req := &coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{Resource: &resourcepb.Resource{Attributes: kv(map[string]any{
 			"service.name": "gateway", "k8s.pod.name": "gw-0", "k8s.node.name": "edge-0"})}, ScopeSpans: []*tracepb.ScopeSpans{gw}}}}
 		for i := range 12 {
 			req.ResourceSpans = append(req.ResourceSpans, &tracepb.ResourceSpans{Resource: &resourcepb.Resource{Attributes: kv(map[string]any{

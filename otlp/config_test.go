@@ -7,9 +7,8 @@ import (
 	"testing"
 	"time"
 
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/waterline-dev/waterline/correlate"
 )
@@ -78,31 +77,34 @@ func TestRuleVerdictsAreCachedByWhatTheRulesRead(t *testing.T) {
 		{Stage: correlate.StageExec, Name: regexp.MustCompile(`^infer`), Leaf: true},
 	}
 	m := newMapper(cfg)
-	str := func(v string) *commonpb.AnyValue {
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}
+	str := func(v string) any { return v }
+	num := func(v int64) any { return v }
+	attr := func(kv ...any) pcommon.Map {
+		m := pcommon.NewMap()
+		for i := 0; i < len(kv); i += 2 {
+			if err := m.PutEmpty(kv[i].(string)).FromRaw(kv[i+1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return m
 	}
-	num := func(v int64) *commonpb.AnyValue {
-		return &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: v}}
-	}
-	attr := func(k string, v *commonpb.AnyValue) []*commonpb.KeyValue {
-		return []*commonpb.KeyValue{{Key: k, Value: v}}
-	}
+	none := attrs{span: attr(), res: attr()}
 	for round := 0; round < 2; round++ { // the second round answers from the cache
 		for _, c := range []struct {
 			name, kind  string
-			span, res   []*commonpb.KeyValue
+			span, res   pcommon.Map
 			leaf, inner int8
 		}{
-			{"call", "client", attr("peer.service", str("vector-db")), nil, int8(correlate.StageDownstream), int8(correlate.StageDownstream)},
-			{"call", "client", attr("peer.service", str("other")), nil, -1, -1},
-			{"call", "server", attr("peer.service", str("vector-db")), nil, -1, -1},
-			{"call", "client", nil, attr("peer.service", str("vector-db")), int8(correlate.StageDownstream), int8(correlate.StageDownstream)},
-			{"call", "client", nil, nil, -1, -1},
-			{"call", "", attr("auth.step", num(1)), nil, int8(correlate.StageAuth), int8(correlate.StageAuth)},
-			{"call", "", attr("auth.step", str("1")), nil, int8(correlate.StageAuth), int8(correlate.StageAuth)},
-			{"call", "", attr("auth.step", num(2)), nil, -1, -1},
-			{"infer", "", nil, nil, int8(correlate.StageExec), -1},
-			{"infer", "", attr("auth.step", num(1)), nil, int8(correlate.StageAuth), int8(correlate.StageAuth)},
+			{"call", "client", attr("peer.service", str("vector-db")), attr(), int8(correlate.StageDownstream), int8(correlate.StageDownstream)},
+			{"call", "client", attr("peer.service", str("other")), attr(), -1, -1},
+			{"call", "server", attr("peer.service", str("vector-db")), attr(), -1, -1},
+			{"call", "client", attr(), attr("peer.service", str("vector-db")), int8(correlate.StageDownstream), int8(correlate.StageDownstream)},
+			{"call", "client", attr(), attr(), -1, -1},
+			{"call", "", attr("auth.step", num(1)), attr(), int8(correlate.StageAuth), int8(correlate.StageAuth)},
+			{"call", "", attr("auth.step", str("1")), attr(), int8(correlate.StageAuth), int8(correlate.StageAuth)},
+			{"call", "", attr("auth.step", num(2)), attr(), -1, -1},
+			{"infer", "", attr(), attr(), int8(correlate.StageExec), -1},
+			{"infer", "", attr("auth.step", num(1)), attr(), int8(correlate.StageAuth), int8(correlate.StageAuth)},
 		} {
 			leaf, inner := m.stages(c.name, c.kind, attrs{span: c.span, res: c.res})
 			if leaf != c.leaf || inner != c.inner {
@@ -111,7 +113,7 @@ func TestRuleVerdictsAreCachedByWhatTheRulesRead(t *testing.T) {
 		}
 	}
 	before := len(m.ruleCache)
-	if leaf, _ := m.stages("infer"+strings.Repeat("x", 2*maxRuleKey), "", attrs{}); leaf != int8(correlate.StageExec) || len(m.ruleCache) != before {
+	if leaf, _ := m.stages("infer"+strings.Repeat("x", 2*maxRuleKey), "", none); leaf != int8(correlate.StageExec) || len(m.ruleCache) != before {
 		t.Errorf("a huge span name: leaf %d, cache %d → %d (not kept)", leaf, before, len(m.ruleCache))
 	}
 	for i := 0; i < 3*maxRuleCache; i++ {
@@ -119,7 +121,7 @@ func TestRuleVerdictsAreCachedByWhatTheRulesRead(t *testing.T) {
 		if i%2 == 1 {
 			name = "infer-" + strconv.Itoa(i)
 		}
-		leaf, _ := m.stages(name, "", attrs{})
+		leaf, _ := m.stages(name, "", none)
 		if want := map[bool]int8{false: -1, true: int8(correlate.StageExec)}[i%2 == 1]; leaf != want {
 			t.Fatalf("%s: got %d, want %d", name, leaf, want)
 		}
@@ -133,17 +135,20 @@ func TestRuleVerdictsAreCachedByWhatTheRulesRead(t *testing.T) {
 // resource; for the same attribute, the span's value.
 func TestDimensionsPreferTheFirstListedKeyThenTheSpan(t *testing.T) {
 	m := newMapper(DefaultConfig())
-	kvs := func(pairs ...string) []*commonpb.KeyValue {
-		var out []*commonpb.KeyValue
+	put := func(m pcommon.Map, pairs ...string) {
 		for i := 0; i < len(pairs); i += 2 {
-			out = append(out, &commonpb.KeyValue{Key: pairs[i], Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: pairs[i+1]}}})
+			m.PutStr(pairs[i], pairs[i+1])
 		}
-		return out
 	}
-	res := m.resource(&resourcepb.Resource{Attributes: kvs("gen_ai.request.model", "from-resource", "k8s.pod.name", "pod-res", "host.name", "host-res")})
+	r := pcommon.NewResource()
+	put(r.Attributes(), "gen_ai.request.model", "from-resource", "k8s.pod.name", "pod-res", "host.name", "host-res")
+	res := m.resource(r)
+	sp := ptrace.NewSpan()
+	sp.SetName("x")
+	sp.SetSpanID([8]byte{1, 2, 3, 4, 5, 6, 7, 8})
+	put(sp.Attributes(), "model", "from-span", "k8s.pod.name", "pod-span", "k8s.node.name", "", "host.name", "host-span")
 	var dst span
-	m.resolve(&dst, &tracepb.Span{Name: "x", SpanId: []byte("12345678"), Attributes: kvs("model", "from-span", "k8s.pod.name", "pod-span",
-		"k8s.node.name", "", "host.name", "host-span")}, res)
+	m.resolve(&dst, sp, res)
 	for d, want := range map[Dim]string{DimModel: "from-resource", DimReplica: "pod-span", DimNode: "host-span"} {
 		if got := dst.dims[dimIndex[d]]; got != want {
 			t.Errorf("%s: got %q, want %q", d, got, want)

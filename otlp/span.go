@@ -9,9 +9,8 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
-	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/waterline-dev/waterline/correlate"
 )
@@ -92,7 +91,7 @@ type dimKey struct{ dim, prio int }
 // its dimension's list of the key that gave each (noPrio = none). A
 // request's spans share their resource: it is read once.
 type resDims struct {
-	attrs []*commonpb.KeyValue
+	attrs pcommon.Map
 	val   [numDims]string
 	prio  [numDims]int
 	// shared is val's shared set, found at the first span without
@@ -136,25 +135,25 @@ func newMapper(cfg Config) *mapper {
 }
 
 // resource reads the dimensions of a resource.
-func (m *mapper) resource(res *resourcepb.Resource) *resDims {
-	r := &resDims{attrs: res.GetAttributes()}
+func (m *mapper) resource(res pcommon.Resource) *resDims {
+	r := &resDims{attrs: res.Attributes()}
 	m.readDims(r.attrs, &r.val, &r.prio)
 	return r
 }
 
 // readDims sets val and prio from attrs where a key ranks before prio's
 // (the first of equal keys wins), and reports whether any did.
-func (m *mapper) readDims(attrs []*commonpb.KeyValue, val *[numDims]string, prio *[numDims]int) bool {
+func (m *mapper) readDims(attrs pcommon.Map, val *[numDims]string, prio *[numDims]int) bool {
 	for i := range prio {
 		prio[i] = noPrio
 	}
 	found := false
-	for _, kv := range attrs {
-		for _, dk := range m.dimKeys[kv.Key] {
+	for k, v := range attrs.All() {
+		for _, dk := range m.dimKeys[k] {
 			if dk.prio >= prio[dk.dim] {
 				continue
 			}
-			if t := text(kv.Value); t != "" {
+			if t := text(v); t != "" {
 				val[dk.dim], prio[dk.dim] = m.text(t), dk.prio
 				found = true
 			}
@@ -213,34 +212,28 @@ func (m *mapper) stages(name, kind string, a attrs) (leaf, inner int8) {
 
 // attrs finds attributes on a span, then its resource.
 type attrs struct {
-	span, res []*commonpb.KeyValue
+	span, res pcommon.Map
 }
 
-func (a attrs) get(key string) (*commonpb.AnyValue, bool) {
-	for _, kv := range a.span {
-		if kv.Key == key {
-			return kv.Value, true
-		}
+func (a attrs) get(key string) (pcommon.Value, bool) {
+	if v, ok := a.span.Get(key); ok {
+		return v, true
 	}
-	for _, kv := range a.res {
-		if kv.Key == key {
-			return kv.Value, true
-		}
-	}
-	return nil, false
+	return a.res.Get(key)
 }
 
-// text renders an attribute value as a dimension value would read it.
-func text(v *commonpb.AnyValue) string {
-	switch x := v.GetValue().(type) {
-	case *commonpb.AnyValue_StringValue:
-		return x.StringValue
-	case *commonpb.AnyValue_IntValue:
-		return strconv.FormatInt(x.IntValue, 10)
-	case *commonpb.AnyValue_DoubleValue:
-		return strconv.FormatFloat(x.DoubleValue, 'f', -1, 64)
-	case *commonpb.AnyValue_BoolValue:
-		return strconv.FormatBool(x.BoolValue)
+// text renders an attribute value as a dimension value would read it
+// (lists, maps and bytes as nothing).
+func text(v pcommon.Value) string {
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		return v.Str()
+	case pcommon.ValueTypeInt:
+		return strconv.FormatInt(v.Int(), 10)
+	case pcommon.ValueTypeDouble:
+		return strconv.FormatFloat(v.Double(), 'f', -1, 64)
+	case pcommon.ValueTypeBool:
+		return strconv.FormatBool(v.Bool())
 	}
 	return ""
 }
@@ -254,48 +247,50 @@ func appendField(b []byte, add func([]byte) []byte) []byte {
 }
 
 // appendText appends text(v) to b.
-func appendText(b []byte, v *commonpb.AnyValue) []byte {
-	switch x := v.GetValue().(type) {
-	case *commonpb.AnyValue_StringValue:
-		return append(b, x.StringValue...)
-	case *commonpb.AnyValue_IntValue:
-		return strconv.AppendInt(b, x.IntValue, 10)
-	case *commonpb.AnyValue_DoubleValue:
-		return strconv.AppendFloat(b, x.DoubleValue, 'f', -1, 64)
-	case *commonpb.AnyValue_BoolValue:
-		return strconv.AppendBool(b, x.BoolValue)
+func appendText(b []byte, v pcommon.Value) []byte {
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		return append(b, v.Str()...)
+	case pcommon.ValueTypeInt:
+		return strconv.AppendInt(b, v.Int(), 10)
+	case pcommon.ValueTypeDouble:
+		return strconv.AppendFloat(b, v.Double(), 'f', -1, 64)
+	case pcommon.ValueTypeBool:
+		return strconv.AppendBool(b, v.Bool())
 	}
 	return b
 }
 
 // number reads an attribute as a number (numbers sent as text too).
-func number(v *commonpb.AnyValue) (float64, bool) {
-	switch x := v.GetValue().(type) {
-	case *commonpb.AnyValue_IntValue:
-		return float64(x.IntValue), true
-	case *commonpb.AnyValue_DoubleValue:
-		return x.DoubleValue, !math.IsNaN(x.DoubleValue) && !math.IsInf(x.DoubleValue, 0)
-	case *commonpb.AnyValue_StringValue:
-		f, err := strconv.ParseFloat(x.StringValue, 64)
+func number(v pcommon.Value) (float64, bool) {
+	switch v.Type() {
+	case pcommon.ValueTypeInt:
+		return float64(v.Int()), true
+	case pcommon.ValueTypeDouble:
+		f := v.Double()
+		return f, !math.IsNaN(f) && !math.IsInf(f, 0)
+	case pcommon.ValueTypeStr:
+		f, err := strconv.ParseFloat(v.Str(), 64)
 		return f, err == nil && !math.IsNaN(f) && !math.IsInf(f, 0)
 	}
 	return 0, false
 }
 
-var kindNames = map[tracepb.Span_SpanKind]string{
-	tracepb.Span_SPAN_KIND_SERVER: "server", tracepb.Span_SPAN_KIND_CLIENT: "client",
-	tracepb.Span_SPAN_KIND_INTERNAL: "internal", tracepb.Span_SPAN_KIND_PRODUCER: "producer",
-	tracepb.Span_SPAN_KIND_CONSUMER: "consumer",
+// kindNames are the span kinds as rules name them ("" for unspecified).
+var kindNames = map[ptrace.SpanKind]string{
+	ptrace.SpanKindServer: "server", ptrace.SpanKindClient: "client",
+	ptrace.SpanKindInternal: "internal", ptrace.SpanKindProducer: "producer",
+	ptrace.SpanKindConsumer: "consumer",
 }
 
 // resolve fills dst from an OTLP span (already checked) and its resource.
-func (m *mapper) resolve(dst *span, sp *tracepb.Span, res *resDims) {
-	a := attrs{span: sp.Attributes, res: res.attrs}
-	copy(dst.id[:], sp.SpanId)
-	copy(dst.parent[:], sp.ParentSpanId)
-	dst.start, dst.end = int64(sp.StartTimeUnixNano), int64(sp.EndTimeUnixNano)
-	dst.name = m.text(sp.Name)
-	dst.stageLeaf, dst.stageInner = m.stages(sp.Name, kindNames[sp.Kind], a)
+func (m *mapper) resolve(dst *span, sp ptrace.Span, res *resDims) {
+	a := attrs{span: sp.Attributes(), res: res.attrs}
+	dst.id, dst.parent = sp.SpanID(), sp.ParentSpanID()
+	dst.start, dst.end = int64(sp.StartTimestamp()), int64(sp.EndTimestamp())
+	name := sp.Name()
+	dst.name = m.text(name)
+	dst.stageLeaf, dst.stageInner = m.stages(name, kindNames[sp.Kind()], a)
 	var have [correlate.NumStages]bool
 	for _, as := range m.cfg.AttrStages {
 		if have[as.Stage] {
@@ -311,9 +306,9 @@ func (m *mapper) resolve(dst *span, sp *tracepb.Span, res *resDims) {
 		}
 	}
 	if len(m.eventNames) > 0 {
-		for _, ev := range sp.Events {
-			if m.eventNames[ev.Name] {
-				dst.events = append(dst.events, event{m.text(ev.Name), int64(ev.TimeUnixNano)})
+		for _, ev := range sp.Events().All() {
+			if m.eventNames[ev.Name()] {
+				dst.events = append(dst.events, event{m.text(ev.Name()), int64(ev.Timestamp())})
 			}
 		}
 	}
@@ -321,7 +316,7 @@ func (m *mapper) resolve(dst *span, sp *tracepb.Span, res *resDims) {
 	// same key, the span's attribute before the resource's.
 	var prio [numDims]int
 	var d [numDims]string
-	if !m.readDims(sp.Attributes, &d, &prio) {
+	if !m.readDims(a.span, &d, &prio) {
 		if res.shared == nil {
 			res.shared = m.dimSet(&res.val)
 		}
@@ -334,11 +329,11 @@ func (m *mapper) resolve(dst *span, sp *tracepb.Span, res *resDims) {
 		}
 		dst.dims = m.dimSet(&d)
 	}
-	dst.failed = sp.Status.GetCode() == tracepb.Status_STATUS_CODE_ERROR
+	dst.failed = sp.Status().Code() == ptrace.StatusCodeError
 	if v, ok := a.get("error.type"); ok {
 		dst.timedOut = strings.Contains(strings.ToLower(text(v)), "timeout")
 	}
-	if msg := strings.ToLower(sp.Status.GetMessage()); dst.failed && (strings.Contains(msg, "timeout") || strings.Contains(msg, "deadline")) {
+	if msg := strings.ToLower(sp.Status().Message()); dst.failed && (strings.Contains(msg, "timeout") || strings.Contains(msg, "deadline")) {
 		dst.timedOut = true
 	}
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 
 	"github.com/waterline-dev/waterline/otlp"
 	"github.com/waterline-dev/waterline/web/ingest"
@@ -41,11 +40,7 @@ func (a *API) ExportTraces(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := &otlp.Response{}
-	if res.Rejected > 0 {
-		out.PartialSuccess = &coltracepb.ExportTracePartialSuccess{RejectedSpans: int64(res.Rejected), ErrorMessage: res.Message}
-	}
-	body, err := otlp.Encode(out, enc)
+	body, err := otlp.EncodeResponse(res.Rejected, res.Message, enc)
 	if err != nil {
 		return err
 	}

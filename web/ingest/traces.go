@@ -20,7 +20,7 @@ var traceBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 // maxPooledTraceBuf bounds the buffers kept for reuse: an exporter's batch
 // of 512 spans is about 60 KB (bench/otlp_test.go); rare huge bodies are
 // left to the GC. The decoders copy what they keep (protobuf and
-// protojson alike), so a buffer is free again once decoding returns.
+// JSON alike), so a buffer is free again once decoding returns.
 const maxPooledTraceBuf = 4 << 20
 
 // TraceEncoding is the OTLP/HTTP encoding a request's Content-Type names
@@ -39,11 +39,11 @@ func TraceEncoding(req *http.Request) otlp.Encoding {
 // decompressed. A protobuf message cannot be decoded as a stream, so the
 // body is read whole; the limit (and the route's concurrency bound) keep
 // that bounded.
-func Traces(req *http.Request, lim Limits) (*otlp.Request, int64, error) {
+func Traces(req *http.Request, lim Limits) (otlp.Request, int64, error) {
 	mt, _, err := mime.ParseMediaType(req.Header.Get("Content-Type"))
 	mt = strings.ToLower(mt)
 	if err != nil || (mt != "application/x-protobuf" && mt != "application/json" && mt != "application/protobuf") {
-		return nil, 0, &request.Error{Status: http.StatusUnsupportedMediaType, Field: "Content-Type",
+		return otlp.Request{}, 0, &request.Error{Status: http.StatusUnsupportedMediaType, Field: "Content-Type",
 			Msg: fmt.Sprintf("unsupported Content-Type %q: send application/x-protobuf or application/json (OTLP/HTTP)", req.Header.Get("Content-Type"))}
 	}
 	var body io.Reader = req.Body
@@ -52,12 +52,12 @@ func Traces(req *http.Request, lim Limits) (*otlp.Request, int64, error) {
 	case "gzip", "x-gzip":
 		zr, err := gzip.NewReader(req.Body)
 		if err != nil {
-			return nil, 0, &request.Error{Status: http.StatusBadRequest, Field: "Content-Encoding", Msg: "body is not valid gzip: " + err.Error()}
+			return otlp.Request{}, 0, &request.Error{Status: http.StatusBadRequest, Field: "Content-Encoding", Msg: "body is not valid gzip: " + err.Error()}
 		}
 		defer zr.Close()
 		body = zr
 	default:
-		return nil, 0, &request.Error{Status: http.StatusUnsupportedMediaType, Field: "Content-Encoding",
+		return otlp.Request{}, 0, &request.Error{Status: http.StatusUnsupportedMediaType, Field: "Content-Encoding",
 			Msg: fmt.Sprintf("unsupported Content-Encoding %q: send gzip or no encoding", enc)}
 	}
 	lr := &limitReader{r: body, max: lim.MaxBytes}
@@ -75,14 +75,14 @@ func Traces(req *http.Request, lim Limits) (*otlp.Request, int64, error) {
 	}
 	if _, err := buf.ReadFrom(lr); err != nil {
 		if errors.Is(err, errTooLarge) {
-			return nil, lr.n, &request.Error{Status: http.StatusRequestEntityTooLarge,
+			return otlp.Request{}, lr.n, &request.Error{Status: http.StatusRequestEntityTooLarge,
 				Msg: fmt.Sprintf("body larger than %d bytes (decompressed): send smaller batches", lim.MaxBytes)}
 		}
 		var re *request.Error
 		if errors.As(err, &re) {
-			return nil, lr.n, re
+			return otlp.Request{}, lr.n, re
 		}
-		return nil, lr.n, &request.Error{Status: http.StatusBadRequest, Msg: "reading the body: " + err.Error()}
+		return otlp.Request{}, lr.n, &request.Error{Status: http.StatusBadRequest, Msg: "reading the body: " + err.Error()}
 	}
 	enc := otlp.Protobuf
 	if mt == "application/json" {
@@ -90,7 +90,7 @@ func Traces(req *http.Request, lim Limits) (*otlp.Request, int64, error) {
 	}
 	out, err := otlp.Decode(buf.Bytes(), enc)
 	if err != nil {
-		return nil, lr.n, &request.Error{Status: http.StatusBadRequest, Msg: err.Error()}
+		return otlp.Request{}, lr.n, &request.Error{Status: http.StatusBadRequest, Msg: err.Error()}
 	}
 	return out, lr.n, nil
 }
