@@ -44,6 +44,8 @@ var ErrBusy = errors.New("otlp: samples are waiting for the store; retry later")
 // of traces emitted in the last MaxWait (at most MaxSpans of them), plus
 // MaxPending samples, plus the mapper's caches (at most 4,096 rule
 // verdicts and dimension sets and 65,536 distinct values: a few MB), plus
+// the span slices kept for new traces (at most 4,096 of at most 16
+// spans), plus
 // the mapped-span scratch kept for reuse (0.15 KB a span, slices of at
 // most 8,192 spans, about one per export being added). Time: a trace
 // waits Grace after its entry span arrives, MaxWait at most without one;
@@ -60,7 +62,10 @@ type Assembler struct {
 	done    map[[16]byte]int64
 	doneQ   []doneID
 	pending []correlate.Sample
-	emitMu  sync.Mutex // one emit at a time
+	free    [][]span   // span slices of built traces, for new ones
+	emitMu  sync.Mutex // one emit at a time; guards due and built
+	due     []detached
+	built   []correlate.Sample
 	storeMu sync.Mutex // one store at a time
 	stats   Stats
 }
@@ -171,6 +176,15 @@ func (a *Assembler) Add(req Request) (Result, error) {
 	// each, so a trace's spans grow once per request, not span by span.
 	for n := range ms {
 		m := &ms[n]
+		// A trace's spans mostly come together: the one before decides.
+		if n > 0 && ms[n-1].tid == m.tid {
+			if m.t = ms[n-1].t; m.t == nil {
+				late++
+			} else {
+				m.t.incoming++
+			}
+			continue
+		}
 		if _, ok := a.done[m.tid]; ok {
 			late++
 			continue
@@ -191,7 +205,11 @@ func (a *Assembler) Add(req Request) (Result, error) {
 			continue
 		}
 		if len(t.spans) == cap(t.spans) {
-			t.spans = slices.Grow(t.spans, int(t.incoming))
+			if t.spans == nil {
+				t.spans = a.spanSlice(int(t.incoming))
+			} else {
+				t.spans = slices.Grow(t.spans, int(t.incoming))
+			}
 		}
 		t.incoming--
 		if t.has(m.s.id) {
@@ -245,6 +263,25 @@ var mappedPool = sync.Pool{New: func() any { return new([]mapped) }}
 
 // maxPooledSpans bounds the scratch slices kept for reuse (1.2 MB each).
 const maxPooledSpans = 8192
+
+// maxFreeSpans bounds the span slices kept for new traces (Assembler.free)
+// and maxFreeCap the size of one: most traces are a handful of spans; a
+// huge one is left to the GC.
+const maxFreeSpans, maxFreeCap = 4096, 16
+
+// maxScratchTraces bounds the traces emit's scratch slices are kept for.
+const maxScratchTraces = 16384
+
+// spanSlice returns an empty slice with room for n spans, recycled when
+// one is free. Called under mu.
+func (a *Assembler) spanSlice(n int) []span {
+	if k := len(a.free); k > 0 && cap(a.free[k-1]) >= n {
+		sp := a.free[k-1]
+		a.free = a.free[:k-1]
+		return sp
+	}
+	return make([]span, 0, n)
+}
 
 // busy reports whether samples waiting for the sink fill their bound.
 func (a *Assembler) busy() bool {
@@ -423,7 +460,7 @@ func (a *Assembler) emit(final bool) int {
 	a.mu.Lock()
 	// Due traces leave the buffer under the lock; their samples are built
 	// after it, so Add is not held up meanwhile.
-	var due []detached
+	due := a.due[:0]
 	for len(a.rdy) > 0 && (final || a.rdy[0].entryAt+grace <= ns) {
 		t := a.rdy[0]
 		a.rdy = a.rdy[1:]
@@ -446,7 +483,7 @@ func (a *Assembler) emit(final bool) int {
 		a.doneQ = a.doneQ[1:]
 	}
 	a.mu.Unlock()
-	built := make([]correlate.Sample, 0, len(due))
+	built := a.built[:0]
 	for _, d := range due {
 		if s, ok := a.finish(d); ok {
 			built = append(built, s)
@@ -455,6 +492,22 @@ func (a *Assembler) emit(final bool) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.pending = append(a.pending, built...)
+	// The built traces' span slices go to new traces (a trace's spans were
+	// an eighth of the receiver's allocation); the samples hold strings,
+	// not spans.
+	for _, d := range due {
+		if c := cap(d.spans); c > 0 && c <= maxFreeCap && len(a.free) < maxFreeSpans {
+			clear(d.spans[:c])
+			a.free = append(a.free, d.spans[:0])
+		}
+	}
+	// Both scratch slices are emit's alone (emitMu), kept for the next.
+	clear(due)
+	clear(built)
+	if cap(due) > maxScratchTraces { // after a burst: not kept
+		due, built = nil, nil
+	}
+	a.due, a.built = due[:0], built[:0]
 	return len(a.pending)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"math"
 	"runtime"
 	"strconv"
@@ -619,5 +620,35 @@ func TestRunBuildsWhileStoring(t *testing.T) {
 		if n != 1 {
 			t.Errorf("trace %s stored %d times", id, n)
 		}
+	}
+}
+
+// A trace of more spans than build's stack arrays hold, calling more
+// dependencies than its short list starts with: the downstream time is
+// summed and the dependency with the most of it is named.
+func TestLargeTraceWithManyDependencies(t *testing.T) {
+	a, ck, sk := newTest(t, DefaultConfig())
+	start := ck.now().Add(-time.Minute)
+	spans := []tspan{{id: 1, name: "POST /v1/chat", kind: server, from: 0, to: 500, attrs: map[string]any{"model": "m"}}}
+	want := 0.0
+	for i := range 24 {
+		dep, ms := fmt.Sprintf("dep-%d", i%6), 2.0
+		if i%6 == 3 {
+			ms = 5 // dep-3 takes the most: 4 calls of 5 ms
+		}
+		from := float64(10 + 20*i)
+		spans = append(spans, tspan{id: uint64(2 + i), parent: 1, name: "call", kind: client, from: from, to: from + ms,
+			attrs: map[string]any{"peer.service": dep}})
+		want += ms
+	}
+	mustAdd(t, a, request(traceID(60), start, nil, spans...))
+	ck.add(time.Minute) // past grace
+	flush(t, a)
+	if len(sk.got) != 1 {
+		t.Fatalf("%d samples", len(sk.got))
+	}
+	s := sk.got[0]
+	if s.Dependency != "dep-3" || !near(s.StagesMs[correlate.StageDownstream], want) || !near(s.TotalMs, 500) {
+		t.Errorf("dependency %q, downstream %v ms (want dep-3, %v), total %v", s.Dependency, s.StagesMs[correlate.StageDownstream], want, s.TotalMs)
 	}
 }

@@ -46,10 +46,16 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 	// One allocation for the walk's index slices (a handful of spans per
 	// trace, so this was most of build's allocations): parent, kidAt,
 	// kids, fill, stack and order.
+	// Traces of up to 16 spans (nearly all) use arrays on the stack.
 	n := len(sp)
-	ints := make([]int, 6*n+1)
+	var intBuf [6*16 + 1]int
+	var flagBuf [3 * 16]int8
+	ints, flags := intBuf[:], flagBuf[:] // flags: stage, seen, serverish
+	if n > 16 {
+		ints, flags = make([]int, 6*n+1), make([]int8, 3*n)
+	}
+	ints, flags = ints[:6*n+1], flags[:3*n]
 	parent, kidAt := ints[:n:n], ints[n:2*n+1:2*n+1]
-	flags := make([]int8, 3*n) // stage, seen, serverish
 	stage, seen, serverish := flags[:n:n], flags[n:2*n:2*n], flags[2*n:]
 	for i := range sp {
 		parent[i] = -1
@@ -129,7 +135,13 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 
 	var ms [correlate.NumStages]float64
 	var reported [correlate.NumStages]bool
-	var depMs map[string]float64
+	// Time per dependency: a trace calls a few, so a short list.
+	type depTime struct {
+		name string
+		ns   float64
+	}
+	var depBuf [4]depTime
+	deps := depBuf[:0]
 	for _, i := range order {
 		s := &sp[i]
 		self := float64(s.end-s.start) - covered(s, children(i), sp)
@@ -149,10 +161,14 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 			serverish[i] = 1
 		}
 		if st == correlate.StageDownstream && s.dims[dimIndex[DimDependency]] != "" {
-			if depMs == nil {
-				depMs = map[string]float64{}
+			name, k := s.dims[dimIndex[DimDependency]], 0
+			for k < len(deps) && deps[k].name != name {
+				k++
 			}
-			depMs[s.dims[dimIndex[DimDependency]]] += math.Max(self, 0)
+			if k == len(deps) {
+				deps = append(deps, depTime{name: name})
+			}
+			deps[k].ns += math.Max(self, 0)
 		}
 	}
 
@@ -187,11 +203,16 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 	if out.Model == "" {
 		return correlate.Sample{}, DropNoModel, false
 	}
-	if n, err := strconv.ParseFloat(dim(DimBatchSize), 64); err == nil && n >= 1 && n <= 1<<20 {
-		out.BatchSize = int(n)
+	// (An empty value is skipped: ParseFloat's error for it allocates.)
+	if v := dim(DimBatchSize); v != "" {
+		if n, err := strconv.ParseFloat(v, 64); err == nil && n >= 1 && n <= 1<<20 {
+			out.BatchSize = int(n)
+		}
 	}
-	if r, err := strconv.ParseFloat(dim(DimSampleRate), 64); err == nil && r >= 1 && !math.IsInf(r, 0) {
-		out.SampleRate = r
+	if v := dim(DimSampleRate); v != "" {
+		if r, err := strconv.ParseFloat(v, 64); err == nil && r >= 1 && !math.IsInf(r, 0) {
+			out.SampleRate = r
+		}
 	}
 	for i := range out.StagesMs {
 		out.StagesMs[i] = math.NaN()
@@ -200,9 +221,9 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 		}
 	}
 	best := 0.0
-	for name, v := range depMs {
-		if v > best || (v == best && name < out.Dependency) {
-			out.Dependency, best = name, v
+	for _, d := range deps {
+		if d.ns > best || (d.ns == best && d.name < out.Dependency) {
+			out.Dependency, best = d.name, d.ns
 		}
 	}
 	return out, 0, true
