@@ -66,6 +66,7 @@ type Assembler struct {
 	emitMu  sync.Mutex // one emit at a time; guards due and built
 	due     []detached
 	built   []correlate.Sample
+	storing int        // samples the store has taken and not yet stored (mu)
 	storeMu sync.Mutex // one store at a time
 	stats   Stats
 }
@@ -166,7 +167,7 @@ func (a *Assembler) Add(req Request) (Result, error) {
 	}
 	a.m.mu.Unlock()
 	a.mu.Lock()
-	if len(a.pending) >= a.opt.MaxPending {
+	if a.waitingLocked() >= a.opt.MaxPending {
 		a.mu.Unlock()
 		a.stats.Busy.Add(1)
 		return Result{}, ErrBusy
@@ -287,8 +288,12 @@ func (a *Assembler) spanSlice(n int) []span {
 func (a *Assembler) busy() bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.pending) >= a.opt.MaxPending
+	return a.waitingLocked() >= a.opt.MaxPending
 }
+
+// waitingLocked counts the samples not yet stored: pending, and those the
+// store has taken and not yet finished.
+func (a *Assembler) waitingLocked() int { return len(a.pending) + a.storing }
 
 // invalid says what is wrong with a span's ids and times ("" if nothing).
 // Ids of the wrong length never get here: decoding refuses them.
@@ -518,18 +523,21 @@ func (a *Assembler) store(ctx context.Context) error {
 	defer a.storeMu.Unlock()
 	a.mu.Lock()
 	batch := a.pending
-	a.pending = nil
+	a.pending, a.storing = nil, len(batch)
 	a.mu.Unlock()
 	// Chunks keep one store transaction (and its memory) bounded.
 	for len(batch) > 0 {
 		n := min(len(batch), 5000)
-		if err := a.opt.Sink(ctx, batch[:n]); err != nil {
-			a.stats.SinkErrors.Add(1)
-			a.mu.Lock()
-			a.pending = append(batch, a.pending...)
+		err := a.opt.Sink(ctx, batch[:n])
+		a.mu.Lock()
+		if err != nil {
+			a.pending, a.storing = append(batch, a.pending...), 0
 			a.mu.Unlock()
+			a.stats.SinkErrors.Add(1)
 			return err
 		}
+		a.storing -= n
+		a.mu.Unlock()
 		a.stats.Samples.Add(int64(n))
 		batch = batch[n:]
 	}
@@ -541,7 +549,7 @@ func (a *Assembler) store(ctx context.Context) error {
 func (a *Assembler) Held() (traces, spans, pending int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.byID), a.held, len(a.pending)
+	return len(a.byID), a.held, a.waitingLocked()
 }
 
 // Stats are the Assembler's counters, for /metrics.

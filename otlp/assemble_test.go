@@ -593,8 +593,8 @@ func TestRunBuildsWhileStoring(t *testing.T) {
 	mustAdd(t, a, root(2))
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, _, pending := a.Held(); pending == 2 {
-			break // built while the store was busy
+		if _, _, pending := a.Held(); pending == 3 {
+			break // two built while the store was busy with the first
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("no samples built while the store was busy")
@@ -651,4 +651,32 @@ func TestLargeTraceWithManyDependencies(t *testing.T) {
 	if s.Dependency != "dep-3" || !near(s.StagesMs[correlate.StageDownstream], want) || !near(s.TotalMs, 500) {
 		t.Errorf("dependency %q, downstream %v ms (want dep-3, %v), total %v", s.Dependency, s.StagesMs[correlate.StageDownstream], want, s.TotalMs)
 	}
+}
+
+// Samples the store has taken but not yet stored still count against
+// MaxPending: a slow store pushes back as a refusing one does.
+func TestSlowStoreCountsAgainstMaxPending(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Grace = 0
+	ck := &clock{t: time.Now().Truncate(time.Second)}
+	entered, release := make(chan struct{}), make(chan struct{})
+	a := NewAssembler(cfg, Options{MaxPending: 2, Now: ck.now, MaxAge: 24 * time.Hour, MaxFuture: time.Hour,
+		Sink: func(context.Context, []correlate.Sample) error { close(entered); <-release; return nil }})
+	start := ck.now().Add(-time.Minute)
+	root := func(i int) Request {
+		return request(traceID(byte(80+i)), start, map[string]any{"model": "m"}, tspan{id: 1, name: "root", kind: server, from: 0, to: 10})
+	}
+	mustAdd(t, a, root(0))
+	mustAdd(t, a, root(1))
+	flushed := make(chan error)
+	go func() { flushed <- a.Flush(context.Background(), false) }()
+	<-entered // both taken by the store, which hangs
+	if _, err := a.Add(root(2)); !errors.Is(err, ErrBusy) {
+		t.Errorf("want ErrBusy while the store holds 2 samples, got %v", err)
+	}
+	close(release)
+	if err := <-flushed; err != nil {
+		t.Fatal(err)
+	}
+	mustAdd(t, a, root(2))
 }

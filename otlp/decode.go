@@ -60,11 +60,18 @@ func Decode(body []byte, enc Encoding) (Request, error) {
 // encoding: an ExportTraceServiceResponse, whose partial_success counts
 // the rejected spans and says why when there are any.
 func EncodeResponse(rejected int, message string, enc Encoding) ([]byte, error) {
-	res := ptraceotlp.NewExportResponse()
-	if rejected > 0 {
-		res.PartialSuccess().SetRejectedSpans(int64(rejected))
-		res.PartialSuccess().SetErrorMessage(message)
+	if rejected == 0 {
+		// A full success leaves partial_success unset (the spec's MUST):
+		// the empty message, which pdata would write with an empty
+		// partial_success in it.
+		if enc == JSON {
+			return []byte("{}"), nil
+		}
+		return []byte{}, nil
 	}
+	res := ptraceotlp.NewExportResponse()
+	res.PartialSuccess().SetRejectedSpans(int64(rejected))
+	res.PartialSuccess().SetErrorMessage(message)
 	if enc == JSON {
 		return res.MarshalJSON()
 	}

@@ -385,12 +385,17 @@ func (r *Rule) matches(name, kind string, a attrs) bool {
 }
 
 // text returns v cut to a label's length, without NULs (Postgres text
-// holds none), shared with earlier spans that had the same value.
+// holds none) or invalid UTF-8, shared with earlier spans that had the
+// same value.
 func (m *mapper) text(v string) string {
 	if s, ok := m.intern[v]; ok {
 		return s
 	}
-	s := v
+	// The decoder does not check UTF-8 (pdata, like the Collector), and
+	// the store's text is UTF-8: one bad value would fail every retry of
+	// its batch. Invalid bytes become U+FFFD, before the cut to a label's
+	// length.
+	s := strings.ToValidUTF8(v, "\uFFFD")
 	if len(s) > maxDimLen {
 		cut := maxDimLen
 		for cut > 0 && !utf8.RuneStart(s[cut]) {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -208,5 +210,53 @@ func TestOTelAuthAndBadBodies(t *testing.T) {
 		if tc.ctype == "application/json" && !strings.Contains(string(r.body), `"code":3`) {
 			t.Errorf("JSON error body %s is not a google.rpc.Status", r.body)
 		}
+	}
+}
+
+// OTLP decoders (the Collector's, and Waterline's) do not check UTF-8;
+// the store's text is UTF-8. A span whose values carry invalid bytes is
+// stored with them replaced, and the spans after it keep flowing: one bad
+// value must not fail its batch on every retry. A full success leaves
+// partial_success unset, in both encodings.
+func TestOTelInvalidUTF8IsStoredRepaired(t *testing.T) {
+	e := newAPIEnv(t)
+	t0 := testNow.Add(-time.Minute)
+	export := func(n byte, model string) ptrace.Traces {
+		td := ptrace.NewTraces()
+		rs := td.ResourceSpans().AppendEmpty()
+		rs.Resource().Attributes().PutStr("model", model)
+		sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+		sp.SetTraceID(pcommon.TraceID{7, n})
+		sp.SetSpanID(pcommon.SpanID{1})
+		sp.SetName("POST /v1/\xc3")
+		sp.SetKind(ptrace.SpanKindServer)
+		sp.SetStartTimestamp(pcommon.NewTimestampFromTime(t0.Add(time.Duration(n) * time.Second)))
+		sp.SetEndTimestamp(pcommon.NewTimestampFromTime(t0.Add(time.Duration(n)*time.Second + 50*time.Millisecond)))
+		sp.Attributes().PutStr("tenant", "acme\xff\xfe")
+		return td
+	}
+	pb, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(export(1, "m\xff"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.do(request{method: "POST", path: "/v1/traces", token: e.write, ctype: "application/x-protobuf", body: pb})
+	if r.status != http.StatusOK || len(r.body) != 0 {
+		t.Fatalf("protobuf: %d %q, want 200 and the empty response", r.status, r.body)
+	}
+	js, err := (&ptrace.JSONMarshaler{}).MarshalTraces(export(2, "m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = e.do(request{method: "POST", path: "/v1/traces", token: e.write, ctype: "application/json", body: js})
+	if r.status != http.StatusOK || string(r.body) != "{}" {
+		t.Fatalf("JSON: %d %s, want 200 and {}", r.status, r.body)
+	}
+	got := e.waitSamples(t0, t0.Add(time.Minute), 2)
+	models := map[string]string{}
+	for _, s := range got {
+		models[s.Model] = s.Tenant
+	}
+	if models["m\uFFFD"] != "acme\uFFFD" || models["m"] != "acme\uFFFD" {
+		t.Errorf("stored %+v; want models m\uFFFD and m, tenant acme\uFFFD (a run of bad bytes is one)", models)
 	}
 }
