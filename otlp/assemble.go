@@ -45,7 +45,7 @@ var ErrBusy = errors.New("otlp: samples are waiting for the store; retry later")
 // MaxPending samples, plus the mapper's caches (at most 4,096 rule
 // verdicts and dimension sets and 65,536 distinct values: a few MB), plus
 // the span slices kept for new traces (at most 4,096 of at most 16
-// spans), plus
+// spans) and emit's scratch (kept up to 16,384 traces), plus
 // the mapped-span scratch kept for reuse (0.15 KB a span, slices of at
 // most 8,192 spans, about one per export being added). Time: a trace
 // waits Grace after its entry span arrives, MaxWait at most without one;

@@ -8,9 +8,9 @@
 // Requests are decoded with the OpenTelemetry Collector's own OTLP data
 // module (go.opentelemetry.io/collector/pdata), generated from the same
 // .proto files as go.opentelemetry.io/proto/otlp: the Collector receives
-// OTLP with it, and it decodes a batch of spans in 41 % of the time, with 57 %
-// of the allocations, of the generic protobuf runtime behind proto/otlp
-// (BenchmarkDecode; decoding was half of the receiver's cost). Its JSON
+// OTLP with it, and it decodes a batch of spans in about half the time,
+// with 57 % of the allocations, of the generic protobuf runtime behind
+// proto/otlp (BenchmarkDecode; decoding was half of the receiver's cost). Its JSON
 // decoder reads OTLP/JSON as the spec writes it (hex ids, enums by number
 // or name, 64-bit integers as strings).
 //

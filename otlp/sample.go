@@ -43,10 +43,9 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 	}
 	// Per span: its parent's place (-1 = not here) and its children, as
 	// runs of kids (kidAt[i]:kidAt[i+1]).
-	// One allocation for the walk's index slices (a handful of spans per
-	// trace, so this was most of build's allocations): parent, kidAt,
-	// kids, fill, stack and order.
-	// Traces of up to 16 spans (nearly all) use arrays on the stack.
+	// The walk's index slices (parent, kidAt, kids, fill, stack, order)
+	// and flags share one array each: on the stack for traces of up to 16
+	// spans (nearly all), one allocation each past that.
 	n := len(sp)
 	var intBuf [6*16 + 1]int
 	var flagBuf [3 * 16]int8
