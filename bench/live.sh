@@ -17,7 +17,8 @@
 #   opened    when the detector opened the incident: recorded + its
 #             opening rule (the spike added 90 s of latency relative to its
 #             baseline — ×1.5 for 3 min, ×2 for 90 s, ×3 for 45 s — or held
-#             3 min, or peaked at 3× the baseline).
+#             3 min, or peaked at 3× the baseline; or at once, when a
+#             change event of its model came up to 15 min before it).
 # These four are for the spike that opened the incident ("opener": its
 # quantile and how far above its baseline it had gone).
 #

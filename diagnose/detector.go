@@ -128,8 +128,17 @@ func (d *Detector) Once(ctx context.Context) error {
 			return err
 		}
 		seen = append(seen, id)
-		if incident != nil || !d.opt.OpenIncidents || !d.severeEnough(sp) || !lasting(f) {
+		if incident != nil || !d.opt.OpenIncidents || !d.severeEnough(sp) {
 			continue
+		}
+		var change *correlate.Event
+		if !lasting(f) {
+			if change, err = d.changeBefore(ctx, sp); err != nil {
+				return err
+			}
+			if change == nil {
+				continue
+			}
 		}
 		inc, err := d.st.OpenDetectorIncident(ctx, sp.Onset, d.opt.Merge)
 		switch {
@@ -143,7 +152,12 @@ func (d *Detector) Once(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			d.opt.Log.Info("detector opened incident", "incident", inc.ID, "model", sp.Scope.Model, "onset", sp.Onset)
+			if change != nil {
+				d.opt.Log.Info("detector opened incident on a spike that follows a change", "incident", inc.ID,
+					"model", sp.Scope.Model, "onset", sp.Onset, "change", change.ID, "kind", change.Kind)
+			} else {
+				d.opt.Log.Info("detector opened incident", "incident", inc.ID, "model", sp.Scope.Model, "onset", sp.Onset)
+			}
 		case err != nil:
 			return err
 		case inc.End != nil:
@@ -174,11 +188,39 @@ const openExcess = 90 * time.Second
 // openExcess of latency, held for three minutes, or tripled the baseline
 // (the last two make it an incident whatever comes next: see
 // correlate.DetectSpikes' blips). Until then it is recorded but nobody is
-// paged. Every quantile counts: a delay added to every request (a batching
+// paged, unless a change came just before it (see changeLead). Every quantile counts: a delay added to every request (a batching
 // window, say) moves the median the most in proportion.
 func lasting(f foundSpike) bool {
 	sp := f.Spike
 	return f.excess >= openExcess || sp.End.Sub(sp.Start) >= 3*time.Minute || sp.PeakValue >= 3*sp.Baseline
+}
+
+// A confirmed spike that follows a change of its model (or a fleet-wide
+// one) by at most changeLead opens an incident at once, without waiting
+// for lasting: the change is a second, independent sign that something is
+// wrong, the likeliest cause and the cheapest to undo, so each minute of
+// waiting costs most there (Datadog's faulty-deployment detection and
+// Sift's deploy check read the same pairing). A blip with no change before
+// it still waits. changeLag admits an event posted a little after the
+// onset it caused (a CD tool that reports when its first stage is done,
+// clocks a few seconds apart).
+const (
+	changeLead = 15 * time.Minute
+	changeLag  = time.Minute
+)
+
+// changeKinds are the changes someone made, and can undo; scaling and
+// restarts are the fleet's reactions and are not among them.
+var changeKinds = []correlate.EventKind{correlate.KindDeploy, correlate.KindRollback, correlate.KindConfigChange, correlate.KindRouteChange}
+
+// changeBefore returns the latest change that may explain sp, or nil.
+func (d *Detector) changeBefore(ctx context.Context, sp correlate.Spike) (*correlate.Event, error) {
+	events, err := d.st.Events(ctx, store.EventFilter{From: sp.Onset.Add(-changeLead), To: sp.Onset.Add(changeLag),
+		Scope: correlate.Scope{Model: sp.Scope.Model}, Kinds: changeKinds})
+	if err != nil || len(events) == 0 {
+		return nil, err
+	}
+	return &events[len(events)-1], nil
 }
 
 // Record detects and records the latency spikes with onset in [from, to)

@@ -2,6 +2,7 @@ package diagnose_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -55,7 +56,9 @@ func liveRun(t *testing.T, st *store.Store, from, to time.Time) (opened time.Tim
 
 // liveFleet writes the model latency curves of demo --live's small fleet
 // (75 min of history, then the onset, 5 s steps) and returns the onset.
-func liveFleet(t *testing.T, st *store.Store, sc sim.Scenario, seed int64, tail time.Duration) (start, onset time.Time) {
+// With events, the fleet's change events are stored too, as the demo
+// pushes them.
+func liveFleet(t *testing.T, st *store.Store, sc sim.Scenario, seed int64, tail time.Duration, events bool) (start, onset time.Time) {
 	t.Helper()
 	history := 75*time.Minute + 30*time.Second
 	f, err := sim.New(sim.Options{Seed: seed, Scenario: sc, Confounders: true,
@@ -71,6 +74,11 @@ func liveFleet(t *testing.T, st *store.Store, sc sim.Scenario, seed int64, tail 
 		}
 	}
 	storetest.WriteCurves(t, st, curves)
+	if events {
+		if _, _, err := st.InsertEvents(context.Background(), f.Events()); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return t0, t0.Add(history)
 }
 
@@ -80,7 +88,7 @@ func TestLiveDetectorQuietFleetsOpenNothing(t *testing.T) {
 	t.Parallel()
 	for seed := int64(1); seed <= 3; seed++ {
 		st := storetest.New(t)
-		_, onset := liveFleet(t, st, sim.None, seed, 15*time.Minute)
+		_, onset := liveFleet(t, st, sim.None, seed, 15*time.Minute, true)
 		opened, rec := liveRun(t, st, onset.Add(-5*time.Minute), onset.Add(15*time.Minute))
 		t.Logf("seed %d: %d spikes recorded", seed, rec)
 		if !opened.IsZero() {
@@ -109,23 +117,40 @@ func blipCurve(seed uint64, ratio float64, hold time.Duration) (correlate.Curve,
 // that holds opens an incident, sooner the higher it is.
 func TestLiveDetectorOpensByExcessNotForBlips(t *testing.T) {
 	t.Parallel()
+	deploy := func(model string, before time.Duration) func(onset time.Time) correlate.Event {
+		return func(onset time.Time) correlate.Event {
+			return correlate.Event{ID: "deploy-" + model, Kind: correlate.KindDeploy, Time: onset.Add(-before),
+				Scope: correlate.Scope{Model: model, Version: "v2"}, Source: "argocd", Summary: "rollout " + model}
+		}
+	}
 	for _, tc := range []struct {
 		name   string
 		ratio  float64
 		hold   time.Duration
-		within time.Duration // opens at most this long after the onset; 0: never
+		change func(onset time.Time) correlate.Event // stored before the run; nil: none
+		within time.Duration                         // opens at most this long after the onset; 0: never
 	}{
-		{"a bad minute at ×2 is a blip", 2, time.Minute, 0},
-		{"two minutes at ×1.6 are a blip", 1.6, 2 * time.Minute, 0},
-		{"×2 held opens after its 90 s of excess", 2, 10 * time.Minute, 110 * time.Second},
-		{"×2.5 held opens after 60 s", 2.5, 10 * time.Minute, 80 * time.Second},
-		{"×1.6 held opens after about three minutes", 1.6, 10 * time.Minute, 200 * time.Second},
+		{"a bad minute at ×2 is a blip", 2, time.Minute, nil, 0},
+		{"two minutes at ×1.6 are a blip", 1.6, 2 * time.Minute, nil, 0},
+		{"×2 held opens after its 90 s of excess", 2, 10 * time.Minute, nil, 110 * time.Second},
+		{"×2.5 held opens after 60 s", 2.5, 10 * time.Minute, nil, 80 * time.Second},
+		{"×1.6 held opens after about three minutes", 1.6, 10 * time.Minute, nil, 200 * time.Second},
+		// A change just before: the spike opens once it is confirmed.
+		{"×2 two minutes after its model's deploy opens at once", 2, 10 * time.Minute, deploy("chat", 2*time.Minute), 50 * time.Second},
+		{"×1.6 after its model's deploy opens at once", 1.6, 10 * time.Minute, deploy("chat", 5*time.Minute), 60 * time.Second},
+		{"another model's deploy does not hurry a blip", 2, time.Minute, deploy("vision", 2*time.Minute), 0},
+		{"a deploy an hour before does not either", 2, time.Minute, deploy("chat", time.Hour), 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			st := storetest.New(t)
 			c, onset := blipCurve(7, tc.ratio, tc.hold)
 			storetest.WriteCurves(t, st, []correlate.Curve{c})
+			if tc.change != nil {
+				if _, _, err := st.InsertEvents(context.Background(), []correlate.Event{tc.change(onset)}); err != nil {
+					t.Fatal(err)
+				}
+			}
 			opened, rec := liveRun(t, st, onset.Add(-time.Minute), onset.Add(tc.hold+5*time.Minute))
 			if rec == 0 {
 				t.Fatal("the detector recorded no spike: nothing was judged")
@@ -137,7 +162,7 @@ func TestLiveDetectorOpensByExcessNotForBlips(t *testing.T) {
 				t.Errorf("a held spike at ×%.1f opened no incident", tc.ratio)
 			case tc.within > 0 && opened.Sub(onset) > tc.within:
 				t.Errorf("a held spike at ×%.1f opened %s after its onset, want ≤ %s", tc.ratio, opened.Sub(onset), tc.within)
-			case tc.within > 0 && opened.Sub(onset) < tc.within-60*time.Second:
+			case tc.within > 0 && tc.change == nil && opened.Sub(onset) < tc.within-60*time.Second:
 				t.Errorf("a held spike at ×%.1f opened %s after its onset: sooner than its excess allows", tc.ratio, opened.Sub(onset))
 			}
 		})
@@ -146,20 +171,26 @@ func TestLiveDetectorOpensByExcessNotForBlips(t *testing.T) {
 
 // The simulated incidents of the live demo open within the detector's
 // own share of the goal: the batching one through its P50, which moves the
-// most (every request waits for the longer batching window).
+// most (every request waits for the longer batching window); the release
+// once its first stage's spike is confirmed, as it follows the deploy
+// event, and without that event only once it has lasted.
 func TestLiveDetectorOpensSimulatedIncidents(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		sc     sim.Scenario
+		events bool
 		within time.Duration
 	}{
-		{sim.Release, 150 * time.Second}, // a staged rollout: its first stage is ×1.5–2
-		{sim.Batching, 2 * time.Minute},
+		// A staged rollout: here its first stage's P99 departs 70 s after
+		// the deploy, at ×1.5–2, and is confirmed 25 s later.
+		{sim.Release, true, 105 * time.Second},
+		{sim.Release, false, 150 * time.Second},
+		{sim.Batching, true, 2 * time.Minute},
 	} {
-		t.Run(string(tc.sc), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/events=%t", tc.sc, tc.events), func(t *testing.T) {
 			t.Parallel()
 			st := storetest.New(t)
-			_, onset := liveFleet(t, st, tc.sc, 1, 15*time.Minute)
+			_, onset := liveFleet(t, st, tc.sc, 1, 15*time.Minute, tc.events)
 			opened, _ := liveRun(t, st, onset.Add(-2*time.Minute), onset.Add(10*time.Minute))
 			if opened.IsZero() {
 				t.Fatalf("no incident within 10 minutes of the %s onset", tc.sc)
