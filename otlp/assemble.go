@@ -47,7 +47,9 @@ var ErrBusy = errors.New("otlp: samples are waiting for the store; retry later")
 // the span slices kept for new traces (at most 4,096 of at most 16
 // spans) and emit's scratch (kept up to 16,384 traces), plus
 // the mapped-span scratch kept for reuse (0.15 KB a span, slices of at
-// most 8,192 spans, about one per export being added). Time: a trace
+// most 8,192 spans, about one per export being filed), plus up to
+// maxQueued checked exports waiting to be filed (each a decoded request:
+// about three times its body, under the ingest body limit). Time: a trace
 // waits Grace after its entry span arrives, MaxWait at most without one;
 // under memory pressure the oldest traces finish early.
 type Assembler struct {
@@ -68,7 +70,15 @@ type Assembler struct {
 	built   []correlate.Sample
 	storing int        // samples the store has taken and not yet stored (mu)
 	storeMu sync.Mutex // one store at a time
-	stats   Stats
+	// Checked requests wait in queue (qmu) for the filer (fileMu: one at
+	// a time, in order); running says Run's filer is there to wake.
+	qmu         sync.Mutex
+	queue       []filing
+	queuedSpans int
+	fileMu      sync.Mutex
+	running     atomic.Bool
+	wake        chan struct{}
+	stats       Stats
 }
 
 type trace struct {
@@ -95,7 +105,8 @@ func NewAssembler(cfg Config, opt Options) *Assembler {
 	if opt.MaxPending == 0 {
 		opt.MaxPending = 50_000
 	}
-	return &Assembler{cfg: cfg, opt: opt, m: newMapper(cfg), byID: map[[16]byte]*trace{}, done: map[[16]byte]int64{}}
+	return &Assembler{cfg: cfg, opt: opt, m: newMapper(cfg), byID: map[[16]byte]*trace{}, done: map[[16]byte]int64{},
+		wake: make(chan struct{}, 1)}
 }
 
 // Result is what Add did with a request's spans.
@@ -106,41 +117,127 @@ type Result struct {
 	Message string
 }
 
-// Add takes every valid span of req into the buffer. Invalid spans are
-// rejected (counted in Result, as OTLP's partial_success reports them);
-// spans already held or of a trace already emitted (a retry) are
-// dropped quietly. It fails only with ErrBusy, taking nothing.
+// Add checks req's spans and queues the request to be filed: invalid
+// spans are rejected (counted in Result, as OTLP's partial_success
+// reports them); the rest are filed under their traces by Run's filer, so
+// the exporter's next request is read while this one is mapped (with one
+// export in flight, as the SDK sends, mapping was half the time between
+// answers). Spans already held or of a trace already emitted (a retry)
+// are dropped quietly when filed. Add fails only with ErrBusy, taking
+// nothing. Without Run, or past maxQueued waiting requests, Add files
+// the queue itself: the queue stays bounded and nothing waits forever.
 func (a *Assembler) Add(req Request) (Result, error) {
-	now := a.opt.Now().UnixNano()
-	var res Result
-	type reject struct {
-		n     int
-		first string
-	}
-	rejects := map[string]*reject{}
-	var order []string
-	rejectSpan := func(reason string, i, j, k int) {
-		res.Rejected++
-		r := rejects[reason]
-		if r == nil {
-			r = &reject{first: fmt.Sprintf("resource_spans[%d].scope_spans[%d].spans[%d]", i, j, k)}
-			rejects[reason] = r
-			order = append(order, reason)
-		}
-		r.n++
-	}
 	if a.busy() {
 		a.stats.Busy.Add(1)
 		return Result{}, ErrBusy
 	}
+	res, valid := check(req)
+	a.stats.Spans[SpanRejected].Add(int64(res.Rejected))
+	if valid == 0 {
+		return res, nil
+	}
+	a.qmu.Lock()
+	a.queue = append(a.queue, filing{req: req, at: a.opt.Now().UnixNano(), spans: valid})
+	a.queuedSpans += valid
+	over := len(a.queue) > maxQueued
+	a.qmu.Unlock()
+	if over || !a.running.Load() {
+		a.fileQueued()
+	} else {
+		select {
+		case a.wake <- struct{}{}:
+		default: // the filer is due already
+		}
+	}
+	return res, nil
+}
+
+// maxQueued bounds the checked requests waiting for the filer (each is a
+// decoded export: about 3 times its body).
+const maxQueued = 8
+
+// filing is a checked request waiting to be filed.
+type filing struct {
+	req   Request
+	at    int64 // arrival (Unix ns, server clock): the trace's clock starts here
+	spans int   // valid spans
+}
+
+// check counts req's spans and rejects the invalid ones, naming each
+// reason with a count and the first offender's place in the request.
+func check(req Request) (res Result, valid int) {
+	type reject struct {
+		n     int
+		first string
+	}
+	var (
+		rejects map[string]*reject
+		order   []string
+	)
+	for i, rs := range req.ResourceSpans().All() {
+		for j, ss := range rs.ScopeSpans().All() {
+			for k, sp := range ss.Spans().All() {
+				res.Spans++
+				reason := invalid(sp)
+				if reason == "" {
+					valid++
+					continue
+				}
+				res.Rejected++
+				if rejects == nil {
+					rejects = map[string]*reject{}
+				}
+				r := rejects[reason]
+				if r == nil {
+					r = &reject{first: fmt.Sprintf("resource_spans[%d].scope_spans[%d].spans[%d]", i, j, k)}
+					rejects[reason] = r
+					order = append(order, reason)
+				}
+				r.n++
+			}
+		}
+	}
+	if res.Rejected > 0 {
+		parts := make([]string, len(order))
+		for n, reason := range order {
+			parts[n] = fmt.Sprintf("%d with %s (first: %s)", rejects[reason].n, reason, rejects[reason].first)
+		}
+		res.Message = fmt.Sprintf("%d of %d spans rejected: %s", res.Rejected, res.Spans, strings.Join(parts, "; "))
+	}
+	return res, valid
+}
+
+// fileQueued files the queued requests in arrival order.
+func (a *Assembler) fileQueued() {
+	a.fileMu.Lock()
+	defer a.fileMu.Unlock()
+	for {
+		a.qmu.Lock()
+		if len(a.queue) == 0 {
+			a.qmu.Unlock()
+			return
+		}
+		f := a.queue[0]
+		a.queue[0] = filing{}
+		a.queue = a.queue[1:]
+		a.qmu.Unlock()
+		a.file(f)
+		a.qmu.Lock()
+		a.queuedSpans -= f.spans
+		a.qmu.Unlock()
+	}
+}
+
+// file takes the valid spans of a checked request into the buffer. Spans
+// past MaxSpansPerTrace are rejected (counted; the request was answered).
+func (a *Assembler) file(f filing) {
+	now := f.at
 	// Map the spans first, outside the buffer's lock (the mapper has its
-	// own), so flushing and other requests' buffering go on meanwhile.
-	total := req.SpanCount()
-	// The mapped spans are scratch, copied into their traces below: one
-	// slice per request, reused (it was as many bytes as the decoded
-	// request again).
+	// own), so flushing goes on meanwhile. The mapped spans are scratch,
+	// copied into their traces below: one slice, reused (it was as many
+	// bytes as the decoded request again).
 	scratch := mappedPool.Get().(*[]mapped)
-	ms := slices.Grow((*scratch)[:0], total)
+	ms := slices.Grow((*scratch)[:0], f.spans)
 	defer func() {
 		clear(ms) // no strings or traces kept alive from the pool
 		if cap(ms) <= maxPooledSpans {
@@ -149,30 +246,22 @@ func (a *Assembler) Add(req Request) (Result, error) {
 		}
 	}()
 	a.m.mu.Lock()
-	for i, rs := range req.ResourceSpans().All() {
+	for _, rs := range f.req.ResourceSpans().All() {
 		rd := a.m.resource(rs.Resource())
-		for j, ss := range rs.ScopeSpans().All() {
-			for k, sp := range ss.Spans().All() {
-				res.Spans++
-				if reason := invalid(sp); reason != "" {
-					rejectSpan(reason, i, j, k)
+		for _, ss := range rs.ScopeSpans().All() {
+			for _, sp := range ss.Spans().All() {
+				if invalid(sp) != "" { // rejected by check
 					continue
 				}
-				ms = append(ms, mapped{i: int32(i), j: int32(j), k: int32(k)})
+				ms = append(ms, mapped{tid: sp.TraceID()})
 				m := &ms[len(ms)-1]
-				m.tid = sp.TraceID()
 				a.m.resolve(&m.s, sp, rd)
 			}
 		}
 	}
 	a.m.mu.Unlock()
 	a.mu.Lock()
-	if a.waitingLocked() >= a.opt.MaxPending {
-		a.mu.Unlock()
-		a.stats.Busy.Add(1)
-		return Result{}, ErrBusy
-	}
-	var accepted, late, dup int64
+	var accepted, late, dup, over int64
 	// First find each span's trace and count what this request brings
 	// each, so a trace's spans grow once per request, not span by span.
 	for n := range ms {
@@ -218,7 +307,7 @@ func (a *Assembler) Add(req Request) (Result, error) {
 			continue
 		}
 		if len(t.spans) >= a.cfg.MaxSpansPerTrace {
-			rejectSpan(fmt.Sprintf("trace has more than %d spans (max_spans_per_trace)", a.cfg.MaxSpansPerTrace), int(m.i), int(m.j), int(m.k))
+			over++
 			continue
 		}
 		t.spans = append(t.spans, m.s)
@@ -232,7 +321,7 @@ func (a *Assembler) Add(req Request) (Result, error) {
 	a.stats.Spans[SpanAccepted].Add(accepted)
 	a.stats.Spans[SpanLate].Add(late)
 	a.stats.Spans[SpanDuplicate].Add(dup)
-	a.stats.Spans[SpanRejected].Add(int64(res.Rejected))
+	a.stats.Spans[SpanRejected].Add(over)
 	var out []correlate.Sample
 	for a.held > a.cfg.MaxSpans {
 		if s, ok := a.evictLocked(now); ok {
@@ -241,23 +330,13 @@ func (a *Assembler) Add(req Request) (Result, error) {
 	}
 	a.pending = append(a.pending, out...)
 	a.mu.Unlock()
-	if res.Rejected > 0 {
-		parts := make([]string, len(order))
-		for n, reason := range order {
-			parts[n] = fmt.Sprintf("%d with %s (first: %s)", rejects[reason].n, reason, rejects[reason].first)
-		}
-		res.Message = fmt.Sprintf("%d of %d spans rejected: %s", res.Rejected, res.Spans, strings.Join(parts, "; "))
-	}
-	return res, nil
 }
 
-// mapped is a span resolved for the buffer, with its trace id and its
-// place in the request (for partial_success's reasons).
+// mapped is a span resolved for the buffer, with its trace id.
 type mapped struct {
-	t       *trace // set under the buffer's lock; nil = late
-	tid     [16]byte
-	s       span
-	i, j, k int32
+	t   *trace // set under the buffer's lock; nil = late
+	tid [16]byte
+	s   span
 }
 
 var mappedPool = sync.Pool{New: func() any { return new([]mapped) }}
@@ -413,6 +492,19 @@ func (a *Assembler) forgetLocked(t *trace, now int64) {
 // due traces' samples and storing them run side by side: the next
 // samples are built while the store takes the last ones.
 func (a *Assembler) Run(ctx context.Context, tick time.Duration) {
+	filed := make(chan struct{})
+	go func() {
+		defer close(filed)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-a.wake:
+				a.fileQueued()
+			}
+		}
+	}()
+	a.running.Store(true)
 	kick := make(chan struct{}, 1)
 	stored := make(chan struct{})
 	go func() {
@@ -432,6 +524,8 @@ func (a *Assembler) Run(ctx context.Context, tick time.Duration) {
 		select {
 		case <-ctx.Done():
 			<-stored
+			<-filed
+			a.running.Store(false)
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			_ = a.Flush(fctx, true)
 			cancel()
@@ -451,6 +545,7 @@ func (a *Assembler) Run(ctx context.Context, tick time.Duration) {
 // final: the server is stopping) and hands the samples to the sink. A
 // sink error keeps them pending and is returned.
 func (a *Assembler) Flush(ctx context.Context, final bool) error {
+	a.fileQueued()
 	a.emit(final)
 	return a.store(ctx)
 }
@@ -544,12 +639,15 @@ func (a *Assembler) store(ctx context.Context) error {
 	return nil
 }
 
-// Held returns how many traces and spans are buffered and how many
-// samples wait for the sink.
+// Held returns how many traces and spans are buffered (spans queued to
+// be filed among them) and how many samples wait for the sink.
 func (a *Assembler) Held() (traces, spans, pending int) {
+	a.qmu.Lock()
+	queued := a.queuedSpans
+	a.qmu.Unlock()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.byID), a.held, a.waitingLocked()
+	return len(a.byID), a.held + queued, a.waitingLocked()
 }
 
 // Stats are the Assembler's counters, for /metrics.
@@ -570,7 +668,7 @@ type SpanOutcome int
 
 const (
 	SpanAccepted  SpanOutcome = iota
-	SpanRejected              // invalid: reported in partial_success
+	SpanRejected              // invalid (reported in partial_success) or past max_spans_per_trace
 	SpanDuplicate             // already held (a retry)
 	SpanLate                  // its trace was already emitted (a retry, or a straggler)
 	numSpanOutcomes

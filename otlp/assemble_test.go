@@ -680,3 +680,86 @@ func TestSlowStoreCountsAgainstMaxPending(t *testing.T) {
 	}
 	mustAdd(t, a, root(2))
 }
+
+// With Run, Add answers once the spans are checked; Run's filer maps and
+// files them meanwhile. Queued spans count as held; past maxQueued
+// waiting requests Add files the queue itself, so the queue stays bounded.
+func TestRunFilesAfterAddAnswers(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Grace = 0
+	a, ck, sk := newTest(t, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan struct{})
+	go func() { a.Run(ctx, time.Hour); close(ran) }()
+	defer func() { cancel(); <-ran }()
+	for !a.running.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	start := ck.now().Add(-time.Minute)
+	req := func(n int) Request {
+		return request(traceID(byte(n)), start, map[string]any{"model": "m"},
+			tspan{id: 1, name: "root", kind: server, from: 0, to: 10}, tspan{id: 2, parent: 1, name: "exec", from: 1, to: 9})
+	}
+	a.fileMu.Lock() // the filer is busy
+	for n := 1; n <= maxQueued; n++ {
+		if res := mustAdd(t, a, req(n)); res.Spans != 2 || res.Rejected != 0 {
+			t.Fatalf("request %d: %+v", n, res)
+		}
+	}
+	if _, spans, _ := a.Held(); spans != 2*maxQueued {
+		t.Errorf("held %d spans while %d requests wait, want %d", spans, maxQueued, 2*maxQueued)
+	}
+	// One more is past the bound: its Add files, after the busy filer.
+	added := make(chan struct{})
+	go func() { mustAdd(t, a, req(maxQueued+1)); close(added) }()
+	select {
+	case <-added:
+		t.Fatalf("Add returned with %d requests queued and the filer busy", maxQueued+1)
+	case <-time.After(100 * time.Millisecond):
+	}
+	a.fileMu.Unlock()
+	<-added
+	flush(t, a)
+	if len(sk.got) != maxQueued+1 {
+		t.Fatalf("%d samples from %d traces", len(sk.got), maxQueued+1)
+	}
+	if traces, spans, _ := a.Held(); traces != 0 || spans != 0 {
+		t.Errorf("after the flush %d traces and %d spans are held", traces, spans)
+	}
+	// The filer alone files, without a flush, soon after Add answers.
+	mustAdd(t, a, req(50))
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if traces, _, _ := a.Held(); traces == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("Run's filer did not file a queued request")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Spans past max_spans_per_trace are counted as rejected, not kept; the
+// answer (given before filing) does not name them.
+func TestSpansPastTheTraceLimitAreRejected(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxSpansPerTrace = 3
+	a, ck, sk := newTest(t, cfg)
+	start := ck.now().Add(-time.Minute)
+	spans := []tspan{{id: 1, name: "root", kind: server, from: 0, to: 10}}
+	for i := uint64(2); i <= 6; i++ {
+		spans = append(spans, tspan{id: i, parent: 1, name: "exec", from: 1, to: 2})
+	}
+	if res := mustAdd(t, a, request(traceID(1), start, map[string]any{"model": "m"}, spans...)); res.Rejected != 0 {
+		t.Errorf("the answer rejected %d spans", res.Rejected)
+	}
+	if got := a.Stats().Spans[SpanRejected].Load(); got != 3 {
+		t.Errorf("%d spans rejected, want 3 past the limit of 3", got)
+	}
+	ck.add(10 * time.Second)
+	flush(t, a)
+	if len(sk.got) != 1 {
+		t.Fatalf("%d samples", len(sk.got))
+	}
+}
