@@ -126,6 +126,7 @@ type Result struct {
 // are dropped quietly when filed. Add fails only with ErrBusy, taking
 // nothing. Without Run, or past maxQueued waiting requests, Add files
 // the queue itself: the queue stays bounded and nothing waits forever.
+// Add owns req: once filed it is emptied (see release).
 func (a *Assembler) Add(req Request) (Result, error) {
 	if a.busy() {
 		a.stats.Busy.Add(1)
@@ -260,6 +261,7 @@ func (a *Assembler) file(f filing) {
 		}
 	}
 	a.m.mu.Unlock()
+	release(f.req)
 	a.mu.Lock()
 	var accepted, late, dup, over int64
 	// First find each span's trace and count what this request brings

@@ -327,9 +327,11 @@ func TestMalformedIDFailsTheRequest(t *testing.T) {
 func TestRetriesAndUnmappedTraces(t *testing.T) {
 	a, ck, sk := newTest(t, DefaultConfig())
 	start := ck.now().Add(-time.Minute)
-	r := request(traceID(4), start, map[string]any{"model": "m"}, tspan{id: 2, parent: 1, name: "infer", from: 1, to: 9})
-	mustAdd(t, a, r)
-	mustAdd(t, a, r)
+	r := func() Request {
+		return request(traceID(4), start, map[string]any{"model": "m"}, tspan{id: 2, parent: 1, name: "infer", from: 1, to: 9})
+	}
+	mustAdd(t, a, r())
+	mustAdd(t, a, r()) // a retry: the same spans decoded again
 	if a.Stats().Spans[SpanDuplicate].Load() != 1 {
 		t.Errorf("duplicates: %d", a.Stats().Spans[SpanDuplicate].Load())
 	}
@@ -512,12 +514,17 @@ func TestConcurrentAddsAndFlushes(t *testing.T) {
 				tid := traceID(byte(s))
 				tid[1], tid[2] = byte(n>>8), byte(n)
 				// Children first, then the entry span, then a retry of both.
-				kids := request(tid, start, map[string]any{"k8s.pod.name": "chat-7b-" + itoa(uint64(s))},
-					tspan{id: 2, parent: 1, name: "llm_request", kind: server, from: 1, to: 9, attrs: map[string]any{"gen_ai.request.model": "chat-7b"}})
-				root := request(tid, start, map[string]any{"service.name": "gateway"},
-					tspan{id: 1, name: "POST /v1/chat", kind: server, from: 0, to: 10, attrs: map[string]any{"tenant": "t" + itoa(uint64(n%3))}})
-				for _, r := range []Request{kids, root, kids, root} {
-					if _, err := a.Add(r); err != nil {
+				// Each is decoded anew, as a retried export is: Add owns it.
+				kids := func() Request {
+					return request(tid, start, map[string]any{"k8s.pod.name": "chat-7b-" + itoa(uint64(s))},
+						tspan{id: 2, parent: 1, name: "llm_request", kind: server, from: 1, to: 9, attrs: map[string]any{"gen_ai.request.model": "chat-7b"}})
+				}
+				root := func() Request {
+					return request(tid, start, map[string]any{"service.name": "gateway"},
+						tspan{id: 1, name: "POST /v1/chat", kind: server, from: 0, to: 10, attrs: map[string]any{"tenant": "t" + itoa(uint64(n%3))}})
+				}
+				for _, r := range []func() Request{kids, root, kids, root} {
+					if _, err := a.Add(r()); err != nil {
 						t.Error(err)
 						return
 					}

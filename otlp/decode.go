@@ -21,6 +21,7 @@ package otlp
 import (
 	"fmt"
 
+	"go.opentelemetry.io/collector/featuregate"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
@@ -38,6 +39,21 @@ const (
 
 // Request is one decoded export request: its resource spans.
 type Request = ptrace.Traces
+
+// pdata's decoders take their structs (spans, attributes' values) from
+// pools, and release puts a request's back, once it is mapped: the
+// Collector's "pdata.useProtoPooling" gate. Off, decoding allocates them
+// afresh and release only drops the request, so a later pdata without
+// the gate (Set fails) is slower, not wrong. The pools hold only structs
+// of requests this process decoded: strings are copied out of the body
+// and never pooled, so the samples' strings stay valid.
+func init() {
+	_ = featuregate.GlobalRegistry().Set("pdata.useProtoPooling", true)
+}
+
+// release returns req's structs to pdata's pools and leaves it empty.
+// Nothing may read req, or anything taken from it but strings, after.
+func release(req Request) { ptrace.NewTraces().MoveTo(req) }
 
 // Decode parses an export request. An id of the wrong length fails the
 // whole request, as in the Collector's receiver: it is not OTLP.
