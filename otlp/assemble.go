@@ -154,7 +154,8 @@ func (a *Assembler) Add(req Request) (Result, error) {
 }
 
 // maxQueued bounds the checked requests waiting for the filer (each is a
-// decoded export: about 3 times its body).
+// decoded export: about 3 times its body), plus one for each Add filing
+// the queue at the time (at most the route's concurrent exports).
 const maxQueued = 8
 
 // filing is a checked request waiting to be filed.
@@ -223,9 +224,6 @@ func (a *Assembler) fileQueued() {
 		a.queue = a.queue[1:]
 		a.qmu.Unlock()
 		a.file(f)
-		a.qmu.Lock()
-		a.queuedSpans -= f.spans
-		a.qmu.Unlock()
 	}
 }
 
@@ -331,6 +329,11 @@ func (a *Assembler) file(f filing) {
 		}
 	}
 	a.pending = append(a.pending, out...)
+	// Queued no more, under the buffer's lock with held: Held never
+	// counts these spans twice (a.mu, then qmu; Held takes them apart).
+	a.qmu.Lock()
+	a.queuedSpans -= f.spans
+	a.qmu.Unlock()
 	a.mu.Unlock()
 }
 
