@@ -497,32 +497,10 @@ func (a *Assembler) forgetLocked(t *trace, now int64) {
 // due traces' samples and storing them run side by side: the next
 // samples are built while the store takes the last ones.
 func (a *Assembler) Run(ctx context.Context, tick time.Duration) {
-	filed := make(chan struct{})
-	go func() {
-		defer close(filed)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-a.wake:
-				a.fileQueued()
-			}
-		}
-	}()
+	filed := onWake(ctx, a.wake, a.fileQueued)
 	a.running.Store(true)
 	kick := make(chan struct{}, 1)
-	stored := make(chan struct{})
-	go func() {
-		defer close(stored)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-kick:
-				_ = a.store(ctx)
-			}
-		}
-	}()
+	stored := onWake(ctx, kick, func() { _ = a.store(ctx) })
 	tk := time.NewTicker(tick)
 	defer tk.Stop()
 	for {
@@ -544,6 +522,24 @@ func (a *Assembler) Run(ctx context.Context, tick time.Duration) {
 			}
 		}
 	}
+}
+
+// onWake runs f in a goroutine each time wake delivers, until ctx ends;
+// the channel it returns closes once that goroutine is done.
+func onWake(ctx context.Context, wake <-chan struct{}, f func()) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-wake:
+				f()
+			}
+		}
+	}()
+	return done
 }
 
 // Flush emits the traces that are due (all traces with an entry span when
