@@ -69,6 +69,21 @@ const (
 	weeklyMinStep = 5 * time.Minute
 	// tailMemory is how many past z the tail model keeps.
 	tailMemory = 5000
+	// sustainZ, sustainFor and sustainMinPoints: a latency quantile's
+	// shift that holds is an alarm under the threshold — the median z of
+	// its last two minutes (at least 8 points) at sustainZ, their median
+	// ratio at alarmRatio, so once it holds most of that window. The
+	// threshold is set for one point; noise does not hold a median of
+	// many points at 3σ, while a slow dependency lifting a small fleet's
+	// noisy P99 ×1.7 for good stays at 3–4σ for as long as it lasts.
+	sustainZ         = 3.0
+	sustainFor       = 2 * time.Minute
+	sustainMinPoints = 8
+	// loadRise: a held shift while the curve's traffic (SpikeOptions.Load)
+	// stands this much over its own trailing median is latency following
+	// load — a traffic burst the fleet absorbs, as it does every day — and
+	// is left to the one-point threshold, which judges capacity spikes.
+	loadRise = 1.2
 )
 
 // alarmParams are SpikeOptions turned into point counts for one series:
@@ -81,6 +96,7 @@ type alarmParams struct {
 	persist     int // consecutive points over the threshold
 	persistWeak int // … or 80 % of this many
 	endPersist  int // points back under the end level that end a spike
+	sustain     int // window of the sustained-shift rule, points
 	period      int // a day in points (0: steps too coarse for a daily cycle)
 	perDay      float64
 }
@@ -103,6 +119,7 @@ func newAlarmParams(opt SpikeOptions) alarmParams {
 		persist:     pts(time.Duration(opt.Persist)*15*time.Second, 1),
 		persistWeak: pts(time.Duration(opt.PersistWeak)*15*time.Second, 1),
 		endPersist:  pts(time.Duration(opt.EndPersist)*15*time.Second, 1),
+		sustain:     pts(sustainFor, sustainMinPoints),
 		perDay:      float64(24*time.Hour.Milliseconds()) / float64(stepMs),
 	}
 	if day := int(24 * time.Hour.Milliseconds() / stepMs); day >= 24 {
@@ -146,8 +163,12 @@ func (ap alarmParams) minLevel(opt SpikeOptions) int {
 //     2017): a bursty series raises its own bar; the z of a departure
 //     building up under the threshold join the tail only once it has had
 //     the long persistence to become a spike;
+//   - a latency quantile's shift that holds is an alarm under that
+//     threshold: the median z of its last two minutes at 3 and their
+//     median ratio at ×1.5 (a small fleet's noisy P99, lifted ×1.7 for
+//     good by a slow dependency, never has one point at the threshold);
 //   - one alarm per episode: a spike lasts until z falls back under half
-//     the threshold.
+//     the threshold that raised it.
 func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction) []Spike {
 	sign := 1.0
 	if dir == Down {
@@ -214,6 +235,11 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 	}
 	var pending []pendingZ
 	tailDelay := max(1, ap.persistWeak)
+	// held are the last ap.sustain points judged outside an episode, for
+	// the sustained-shift rule.
+	var held []heldPoint
+	sustainRule := opt.Quantile
+	scratch := make([]float64, 0, ap.sustain)
 	// zeroCount is how many points in [a, b) are exactly 0.
 	var zeroCount func(a, b int) int
 	if m.intermittent && dir == Up {
@@ -356,27 +382,50 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 		if dir == Down {
 			ratio = safeRatio(level, p.V)
 		}
-		over := z >= thr && (math.IsNaN(ratio) || math.IsInf(ratio, 0) || ratio >= alarmRatio) &&
-			math.Abs(p.V-level) >= opt.MinDelta
+		ratioOK := math.IsNaN(ratio) || math.IsInf(ratio, 0) || ratio >= alarmRatio
+		over := z >= thr && ratioOK && math.Abs(p.V-level) >= opt.MinDelta
 		for len(recent) > 0 && recent[0] <= i-ap.persistWeak {
 			recent = recent[1:]
 		}
-		if !over {
+		sustained := false
+		if sustainRule {
+			for len(held) > 0 && held[0].i <= i-ap.sustain {
+				held = held[1:]
+			}
+			if !fromZero {
+				held = append(held, heldPoint{i, z, ratio})
+			}
+			sustained = z >= sustainZ && ratioOK && math.Abs(p.V-level) >= opt.MinDelta &&
+				heldShift(held, ap.sustain, scratch[:0]) && !followsLoad(points, opt.Load, held, ap)
+		}
+		if !over && !sustained {
 			strongRun = 0
 			continue
 		}
-		recent = append(recent, i)
-		if strongRun == 0 {
-			runStart = i
+		thrHit := thr
+		if over {
+			recent = append(recent, i)
+			if strongRun == 0 {
+				runStart = i
+			}
+			strongRun++
 		}
-		strongRun++
 		switch {
-		case strongRun >= ap.persist:
-		case ap.persistWeak > 1 && 5*len(recent) >= 4*ap.persistWeak:
+		case over && strongRun >= ap.persist:
+		case over && ap.persistWeak > 1 && 5*len(recent) >= 4*ap.persistWeak:
 			runStart = recent[0]
+		case sustained:
+			runStart, thrHit = held[0].i, sustainZ
+			for _, h := range held {
+				if h.z >= sustainZ {
+					runStart = h.i
+					break
+				}
+			}
 		default:
 			continue
 		}
+		held = held[:0]
 		active = &Spike{
 			Start:        points[runStart].Time(),
 			Onset:        points[runStart].Time(),
@@ -389,7 +438,7 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 			Z:            z,
 			BaselineKind: m.baselineKind(i),
 		}
-		activeThr = thr
+		activeThr = thrHit
 		// The peak that raised the alarm does count: a series that bursts
 		// often raises its own bar (on the labelled real series this
 		// keeps fewer false alarms than SPOT's leaving alarms out). A rise
@@ -540,6 +589,68 @@ func weeklyExpectation(points []Point, vals, daily []float64, ap alarmParams) []
 		return nil
 	}
 	return seas
+}
+
+// heldPoint is a judged point's z and ratio to its level.
+type heldPoint struct {
+	i        int
+	z, ratio float64
+}
+
+// heldShift reports whether the points held make a sustained shift: they
+// cover 80 % of the window (gaps and episodes aside), and their median z
+// and median ratio reach sustainZ and alarmRatio.
+func heldShift(held []heldPoint, window int, scratch []float64) bool {
+	if 5*len(held) < 4*window {
+		return false
+	}
+	median := func(f func(h heldPoint) float64) float64 {
+		s := scratch[:0]
+		for _, h := range held {
+			s = append(s, f(h))
+		}
+		slices.Sort(s)
+		return s[len(s)/2]
+	}
+	if median(func(h heldPoint) float64 { return h.z }) < sustainZ {
+		return false
+	}
+	r := median(func(h heldPoint) float64 {
+		if math.IsNaN(h.ratio) {
+			return math.Inf(1)
+		}
+		return h.ratio
+	})
+	return r >= alarmRatio
+}
+
+// followsLoad reports whether the traffic stood loadRise or more over
+// its own trailing median while the held points were held: the median of
+// its values then against that of the level's window before them (its
+// gap left out). Unknown traffic (no Load, or too little of it before)
+// follows nothing. Called only once a held shift is found: it sorts.
+func followsLoad(points, load []Point, held []heldPoint, ap alarmParams) bool {
+	if len(load) == 0 || len(held) == 0 {
+		return false
+	}
+	from, to := points[held[0].i].T, points[held[len(held)-1].i].T
+	at := func(t int64) int { return sort.Search(len(load), func(k int) bool { return load[k].T >= t }) }
+	median := func(ps []Point) (float64, int) {
+		v := make([]float64, 0, len(ps))
+		for _, p := range ps {
+			if !math.IsNaN(p.V) {
+				v = append(v, p.V)
+			}
+		}
+		if len(v) == 0 {
+			return math.NaN(), 0
+		}
+		slices.Sort(v)
+		return v[len(v)/2], len(v)
+	}
+	before, n := median(load[at(from-int64(ap.window+ap.gap)*ap.stepMs):at(from-int64(ap.gap)*ap.stepMs)])
+	during, m := median(load[at(from):at(to+1)])
+	return n >= ap.window/4 && m > 0 && before > 0 && during >= loadRise*before
 }
 
 // alarmScore maps a spike's peak z against the threshold it crossed to

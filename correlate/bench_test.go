@@ -34,25 +34,29 @@ func BenchmarkConcentrate1M(b *testing.B) {
 // tail model) — 150 series × 17,760 points; issue target ≤ 1 s of Go time.
 func BenchmarkDetectSpikes50Models24h(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 1))
-	var curves [][]Point
+	var curves, loads [][]Point
 	hist := int(SpikeOptions{Step: 15 * time.Second}.History() / (15 * time.Second))
 	n := hist + 5760
 	for m := 0; m < 150; m++ {
-		pts := make([]Point, n)
+		pts, load := make([]Point, n), make([]Point, n)
 		for i := range pts {
-			v := 200 * (1 + 0.2*math.Sin(2*math.Pi*float64(i)/5760)) * math.Exp(0.1*rng.NormFloat64())
+			daily := 1 + 0.2*math.Sin(2*math.Pi*float64(i)/5760)
+			v := 200 * daily * math.Exp(0.1*rng.NormFloat64())
 			if i > hist+3000 && i < hist+3100 && m%10 == 0 {
 				v *= 4
 			}
 			pts[i] = Point{T: t0.Add(time.Duration(i) * 15 * time.Second).UnixMilli(), V: v}
+			load[i] = Point{T: pts[i].T, V: 40 * daily * math.Exp(0.05*rng.NormFloat64())}
 		}
-		curves = append(curves, pts)
+		curves, loads = append(curves, pts), append(loads, load)
 	}
 	b.ResetTimer()
 	for b.Loop() {
 		n := 0
-		for _, c := range curves {
-			n += len(DetectSpikes(c, SpikeOptions{Step: 15 * time.Second}))
+		// As the detector judges stored latency curves: quantiles, with
+		// their model's traffic.
+		for i, c := range curves {
+			n += len(DetectSpikes(c, SpikeOptions{Step: 15 * time.Second, Quantile: true, Load: loads[i/3]}))
 		}
 		if n < 15 {
 			b.Fatalf("found %d spikes, want the 15 planted ones", n)

@@ -54,7 +54,7 @@ func liveRun(t *testing.T, st *store.Store, from, to time.Time) (opened time.Tim
 	return time.Time{}, recorded
 }
 
-// liveFleet writes the model latency curves of demo --live's small fleet
+// liveFleet writes the model latency and traffic curves of demo --live's small fleet
 // (75 min of history, then the onset, 5 s steps) and returns the onset.
 // With events, the fleet's change events are stored too, as the demo
 // pushes them.
@@ -69,7 +69,7 @@ func liveFleet(t *testing.T, st *store.Store, sc sim.Scenario, seed int64, tail 
 	}
 	var curves []correlate.Curve
 	for _, c := range f.Curves() {
-		if c.Level == correlate.LevelModel && (c.Role == correlate.RoleLatencyP50 || c.Role == correlate.RoleLatencyP95 || c.Role == correlate.RoleLatencyP99) {
+		if c.Level == correlate.LevelModel && (c.Role == correlate.RoleLatencyP50 || c.Role == correlate.RoleLatencyP95 || c.Role == correlate.RoleLatencyP99 || c.Role == correlate.RoleQPS) {
 			curves = append(curves, c)
 		}
 	}
@@ -173,24 +173,31 @@ func TestLiveDetectorOpensByExcessNotForBlips(t *testing.T) {
 // own share of the goal: the batching one through its P50, which moves the
 // most (every request waits for the longer batching window); the release
 // once its first stage's spike is confirmed, as it follows the deploy
-// event, and without that event only once it has lasted.
+// event, and without that event only once it has lasted; the slow
+// dependency once its P95 and P99 (×1.5–1.9, no point at the threshold)
+// have held most of two minutes.
 func TestLiveDetectorOpensSimulatedIncidents(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		sc     sim.Scenario
+		seed   int64
 		events bool
 		within time.Duration
 	}{
 		// A staged rollout: here its first stage's P99 departs 70 s after
 		// the deploy, at ×1.5–2, and is confirmed 25 s later.
-		{sim.Release, true, 105 * time.Second},
-		{sim.Release, false, 150 * time.Second},
-		{sim.Batching, true, 2 * time.Minute},
+		{sim.Release, 1, true, 105 * time.Second},
+		{sim.Release, 1, false, 150 * time.Second},
+		{sim.Batching, 1, true, 2 * time.Minute},
+		// Here P95 and P99 depart about 60 s after the onset and hold
+		// ×1.5–1.9; with only the one-point threshold this seed opened
+		// nothing in 10 minutes.
+		{sim.Downstream, 2, true, 3*time.Minute + 30*time.Second},
 	} {
-		t.Run(fmt.Sprintf("%s/events=%t", tc.sc, tc.events), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/seed=%d/events=%t", tc.sc, tc.seed, tc.events), func(t *testing.T) {
 			t.Parallel()
 			st := storetest.New(t)
-			_, onset := liveFleet(t, st, tc.sc, 1, 15*time.Minute, tc.events)
+			_, onset := liveFleet(t, st, tc.sc, tc.seed, 15*time.Minute, tc.events)
 			opened, _ := liveRun(t, st, onset.Add(-2*time.Minute), onset.Add(10*time.Minute))
 			if opened.IsZero() {
 				t.Fatalf("no incident within 10 minutes of the %s onset", tc.sc)
@@ -198,6 +205,57 @@ func TestLiveDetectorOpensSimulatedIncidents(t *testing.T) {
 			t.Logf("%s: opened %s after the onset", tc.sc, opened.Sub(onset))
 			if d := opened.Sub(onset); d < 0 || d > tc.within {
 				t.Errorf("%s: opened %s after the onset, want within %s", tc.sc, d, tc.within)
+			}
+		})
+	}
+}
+
+// A noisy P99 (18 %) that holds ×1.8 for 12 minutes is a spike when its
+// model's traffic stayed flat (a slow dependency), and none when traffic
+// rose ×1.6 with it (a burst the fleet absorbed): the detector reads each
+// curve's stored traffic.
+func TestDetectorTellsHeldShiftFromTrafficBurst(t *testing.T) {
+	t.Parallel()
+	onset := t0.Add(100 * time.Minute)
+	curve := func(role correlate.Role, base, sd, ratio float64, seed uint64) correlate.Curve {
+		rng := rand.New(rand.NewPCG(seed, seed))
+		c := correlate.Curve{Role: role, Level: correlate.LevelModel, Scope: correlate.Scope{Model: "chat"}}
+		for ts := t0; ts.Before(t0.Add(2 * time.Hour)); ts = ts.Add(liveStep) {
+			v := base * (1 + sd*rng.NormFloat64())
+			if !ts.Before(onset) && ts.Before(onset.Add(12*time.Minute)) {
+				v *= ratio
+			}
+			c.Points = append(c.Points, correlate.Point{T: ts.UnixMilli(), V: v})
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name    string
+		traffic float64
+		want    int
+	}{
+		{"traffic flat", 1, 1},
+		{"traffic ×1.6", 1.6, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			st := storetest.New(t)
+			storetest.WriteCurves(t, st, []correlate.Curve{
+				curve(correlate.RoleLatencyP99, 400, 0.18, 1.8, 3),
+				curve(correlate.RoleQPS, 40, 0.05, tc.traffic, 4),
+			})
+			got, err := diagnose.Spikes(context.Background(), st, diagnose.SpikeQuery{From: onset.Add(-time.Hour), To: onset.Add(20 * time.Minute)}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var found []string
+			for _, s := range got {
+				if !s.Onset.Before(onset.Add(-2*time.Minute)) && s.Onset.Before(onset.Add(12*time.Minute)) {
+					found = append(found, fmt.Sprintf("%s %s", s.Role, s.Onset.Sub(onset)))
+				}
+			}
+			if len(found) != tc.want {
+				t.Errorf("want %d spikes at the shift, got %v", tc.want, found)
 			}
 		})
 	}

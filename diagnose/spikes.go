@@ -64,15 +64,28 @@ func findSpikes(ctx context.Context, st *store.Store, q SpikeQuery, slo SLOFunc)
 	// Curves stored at a coarser step (a pull step of 1 min or more) need,
 	// and at the same point count afford, more history: up to the 8 days
 	// a daily baseline compares with.
+	from := q.From.Add(-lead)
 	if more := (correlate.SpikeOptions{Step: step}).History(); step > 15*time.Second && more > lead {
-		curves, err = st.Curves(ctx, store.CurveFilter{From: q.From.Add(-more), To: q.To, Roles: latencyRoles, Levels: levels, Scope: q.Scope})
+		from = q.From.Add(-more)
+		curves, err = st.Curves(ctx, store.CurveFilter{From: from, To: q.To, Roles: latencyRoles, Levels: levels, Scope: q.Scope})
 		if err != nil {
 			return nil, err
 		}
 	}
+	// Each curve's traffic, so that a held latency shift that follows a
+	// traffic burst is not taken for a fault (correlate.SpikeOptions.Load).
+	loads, err := st.Curves(ctx, store.CurveFilter{From: from, To: q.To, Roles: []correlate.Role{correlate.RoleQPS}, Levels: levels, Scope: q.Scope})
+	if err != nil {
+		return nil, err
+	}
+	loadOf := make(map[string][]correlate.Point, len(loads))
+	for _, l := range loads {
+		loadOf[string(l.Level)+"|"+l.Scope.String()] = l.Points
+	}
 	var out []foundSpike
 	for _, c := range curves {
-		opt := correlate.SpikeOptions{Step: step, Direction: q.Direction, Sensitivity: q.Sensitivity, Quantile: true}
+		opt := correlate.SpikeOptions{Step: step, Direction: q.Direction, Sensitivity: q.Sensitivity, Quantile: true,
+			Load: loadOf[string(c.Level)+"|"+c.Scope.String()]}
 		if slo != nil && c.Role != correlate.RoleLatencyP50 {
 			if v, ok := slo(c.Scope.Model); ok {
 				opt.SLO = v
