@@ -44,7 +44,7 @@ type SpikeOptions struct {
 	Quantile bool
 	// Load is the curve's traffic (requests/s of the same scope, at the
 	// same step), when known: a quantile's held shift while traffic is up
-	// ×1.2 on its own trailing median is latency following load, and is
+	// ×1.1 on its own trailing median is latency following load, and is
 	// an alarm only at the one-point threshold (a capacity spike).
 	Load []Point
 	// Sensitivity sets the alarm detector's false-alarm budget; default medium.
