@@ -3,17 +3,13 @@ package pull
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/waterline-dev/waterline/internal/testing/promtest"
 )
 
 // An ad-hoc query whose first answer is cut mid-body (the connection
@@ -22,14 +18,7 @@ import (
 // back as Rejected.
 func TestAdhocQueryRetriesACutAnswer(t *testing.T) {
 	t.Parallel()
-	start := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
-	var om strings.Builder
-	om.WriteString("# TYPE p99_ms gauge\n")
-	for i := 0; i < 240; i++ {
-		fmt.Fprintf(&om, "p99_ms{model=\"m\"} %d %d\n", 100+i%7, start.Add(time.Duration(i)*15*time.Second).Unix())
-	}
-	om.WriteString("# EOF\n")
-	prom := promtest.Run(t, strings.NewReader(om.String()))
+	prom, start := runP99(t, 1, 240)
 	target, _ := url.Parse(prom.URL)
 	rp := httputil.NewSingleHostReverseProxy(target)
 	var asked atomic.Int32

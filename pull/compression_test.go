@@ -2,7 +2,6 @@ package pull
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -11,8 +10,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/waterline-dev/waterline/internal/testing/promtest"
 )
 
 // TestPrometheusCompression: by default the puller asks a real Prometheus
@@ -21,16 +18,7 @@ import (
 // gzip, Prometheus gzips, and the points read are the same.
 func TestPrometheusCompression(t *testing.T) {
 	t.Parallel()
-	start := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
-	var om strings.Builder
-	om.WriteString("# TYPE p99_ms gauge\n")
-	for i := 0; i < 480; i++ {
-		for m := 0; m < 4; m++ {
-			fmt.Fprintf(&om, "p99_ms{model=\"m-%d\"} %d %d\n", m, 100+i%17+m, start.Add(time.Duration(i)*15*time.Second).Unix())
-		}
-	}
-	om.WriteString("# EOF\n")
-	prom := promtest.Run(t, strings.NewReader(om.String()))
+	prom, start := runP99(t, 4, 480)
 	// A pass-through proxy in front of the real Prometheus records what
 	// was asked for and what came back.
 	target, _ := url.Parse(prom.URL)
