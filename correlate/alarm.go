@@ -399,7 +399,7 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 				held = append(held, heldPoint{i, z, ratio})
 			}
 			sustained = z >= sustainZ && ratioOK && math.Abs(p.V-level) >= opt.MinDelta &&
-				heldShift(held, ap.sustain, scratch[:0]) && !followsLoad(points, opt.Load, held, ap)
+				heldShift(held, ap.sustain, scratch[:0]) && !followsLoad(points, opt.Load, held, ap, dir)
 		}
 		if !over && !sustained {
 			strongRun = 0
@@ -627,12 +627,13 @@ func heldShift(held []heldPoint, window int, scratch []float64) bool {
 	return r >= alarmRatio
 }
 
-// followsLoad reports whether the traffic stood loadRise or more over
-// its own trailing median while the held points were held: the median of
-// its values then against that of the level's window before them (its
-// gap left out). Unknown traffic (no Load, or too little of it before)
-// follows nothing. Called only once a held shift is found: it sorts.
-func followsLoad(points, load []Point, held []heldPoint, ap alarmParams) bool {
+// followsLoad reports whether the traffic moved loadRise or more from its
+// own trailing median, the way the latency did (up for a rise, down for a
+// drop), while the held points were held: the median of its values then
+// against that of the level's window before them (its gap left out).
+// Unknown traffic (no Load, or too little of it before) follows nothing.
+// Called only once a held shift is found: it sorts.
+func followsLoad(points, load []Point, held []heldPoint, ap alarmParams, dir Direction) bool {
 	if len(load) == 0 || len(held) == 0 {
 		return false
 	}
@@ -653,7 +654,13 @@ func followsLoad(points, load []Point, held []heldPoint, ap alarmParams) bool {
 	}
 	before, n := median(load[at(from-int64(ap.window+ap.gap)*ap.stepMs):at(from-int64(ap.gap)*ap.stepMs)])
 	during, m := median(load[at(from):at(to+1)])
-	return n >= ap.window/4 && m > 0 && before > 0 && during >= loadRise*before
+	if n < ap.window/4 || m == 0 || !(before > 0) {
+		return false
+	}
+	if dir == Down {
+		return during*loadRise <= before
+	}
+	return during >= loadRise*before
 }
 
 // alarmScore maps a spike's peak z against the threshold it crossed to

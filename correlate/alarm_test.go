@@ -535,4 +535,17 @@ func TestAlarmSustainedShiftOfAQuantile(t *testing.T) {
 			}
 		}
 	}
+	// A held drop (to a third: 3.7σ) likewise: a spike down when traffic stayed flat,
+	// none when traffic fell with it (the night's quieter fleet).
+	for _, c := range []struct {
+		name    string
+		traffic float64
+		want    int
+	}{{"drop, traffic flat", 1, 1}, {"drop, traffic ÷1.5", 1 / 1.5, 0}} {
+		pts := gen(int(2*time.Hour/step), step, 5, 0.18, shifted(1.0/3, 15*time.Minute))
+		got := alarmsAfter(pts, step, int(40*time.Minute/step), SpikeOptions{Direction: Down, Quantile: true, Load: traffic(c.traffic)})
+		if len(got) != c.want {
+			t.Errorf("%s: want %d spikes, got %v", c.name, c.want, onsets(got))
+		}
+	}
 }
