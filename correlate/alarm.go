@@ -101,7 +101,7 @@ type alarmParams struct {
 	persist     int // consecutive points over the threshold
 	persistWeak int // … or 80 % of this many
 	endPersist  int // points back under the end level that end a spike
-	sustain     int // window of the sustained-shift rule, points
+	sustain     int // window of the held-shift rule, points
 	period      int // a day in points (0: steps too coarse for a daily cycle)
 	perDay      float64
 }
@@ -170,8 +170,9 @@ func (ap alarmParams) minLevel(opt SpikeOptions) int {
 //     the long persistence to become a spike;
 //   - a latency quantile's shift that holds is an alarm under that
 //     threshold: three in five points of its last two minutes at z 3 and
-//     ×1.5 (a small fleet's noisy P99, lifted ×1.7 for
-//     good by a slow dependency, never has one point at the threshold);
+//     ×1.5 (a small fleet's noisy P99, lifted ×1.7 for good by a slow
+//     dependency, never has one point at the threshold), unless its
+//     traffic moved with it;
 //   - one alarm per episode: a spike lasts until z falls back under half
 //     the threshold that raised it.
 func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction) []Spike {
@@ -241,7 +242,7 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 	var pending []pendingZ
 	tailDelay := max(1, ap.persistWeak)
 	// held are the last ap.sustain points judged outside an episode, for
-	// the sustained-shift rule.
+	// the held-shift rule (latency quantiles only).
 	var held []heldPoint
 	sustainRule := opt.Quantile
 	// zeroCount is how many points in [a, b) are exactly 0.

@@ -80,12 +80,12 @@ func findSpikes(ctx context.Context, st *store.Store, q SpikeQuery, slo SLOFunc)
 	}
 	loadOf := make(map[string][]correlate.Point, len(loads))
 	for _, l := range loads {
-		loadOf[string(l.Level)+"|"+l.Scope.String()] = l.Points
+		loadOf[levelScope(l)] = l.Points
 	}
 	var out []foundSpike
 	for _, c := range curves {
 		opt := correlate.SpikeOptions{Step: step, Direction: q.Direction, Sensitivity: q.Sensitivity, Quantile: true,
-			Load: loadOf[string(c.Level)+"|"+c.Scope.String()]}
+			Load: loadOf[levelScope(c)]}
 		if slo != nil && c.Role != correlate.RoleLatencyP50 {
 			if v, ok := slo(c.Scope.Model); ok {
 				opt.SLO = v
@@ -102,6 +102,10 @@ func findSpikes(ctx context.Context, st *store.Store, q SpikeQuery, slo SLOFunc)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Onset.Before(out[j].Onset) })
 	return out, nil
 }
+
+// levelScope keys a curve by its level and scope, role aside: a latency
+// curve finds its traffic by it.
+func levelScope(c correlate.Curve) string { return string(c.Level) + "|" + c.Scope.String() }
 
 // excess sums how far a rising spike's points stand above its baseline,
 // relative to it, each point counting for one step (0 for a drop).
