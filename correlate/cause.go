@@ -70,6 +70,16 @@ func (b *causeBuilder) shown(name string) float64 {
 	return 0
 }
 
+// shownAgainst is shown for a counter item.
+func (b *causeBuilder) shownAgainst(name string) float64 {
+	for _, e := range b.c.CounterEvidence {
+		if e.Name == name {
+			return e.Strength
+		}
+	}
+	return 0
+}
+
 // claimed is the strength from which a supporting item is stated as a fact
 // in the cause's summary.
 const claimed = 0.3

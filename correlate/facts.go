@@ -181,6 +181,7 @@ type versionStat struct {
 	slowDur, slowBefore      float64 // weighted slow requests
 	p99During, p99Before     float64
 	shareBefore, shareDuring float64
+	samplesBefore            int // samples behind p99Before (0: from curves)
 }
 
 func (v versionStat) slowFracDuring() float64 { return safeRatio(v.slowDur, v.weightDur) }
@@ -290,6 +291,7 @@ func (f *facts) versionStatsFromSamples(model string) []versionStat {
 	out := make([]versionStat, 0, len(per))
 	for _, a := range per {
 		a.v.p99Before, a.v.p99During = weightedQuantile(a.b, 0.99), weightedQuantile(a.d, 0.99)
+		a.v.samplesBefore = len(a.b)
 		a.v.shareBefore, a.v.shareDuring = safeRatio(a.v.weightBefore, tb), safeRatio(a.v.weightDur, td)
 		out = append(out, a.v)
 	}

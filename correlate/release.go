@@ -53,6 +53,8 @@ func releaseFor(f *facts, m string) Cause {
 	}
 	var sum string
 	switch {
+	case b.shownAgainst("new_version_fine_before_onset") >= claimed:
+		sum = fmt.Sprintf("%s %s ran at its predecessor's latency before the onset (P99 %s); it slowed down with the spike, not with its deploy.", m, newVer, fmtMs(nv.p99Before))
 	case b.shown("new_version_slower") >= claimed:
 		sum = fmt.Sprintf("%s %s is slower than the version it replaces (P99 %s against %s).", m, newVer, fmtMs(nv.p99During), fmtMs(cmp))
 	case ev != nil:
@@ -108,17 +110,59 @@ func releaseImpact(b *causeBuilder, vs []versionStat, newVer string) (nv version
 				"The new version's requests are no slower than the old version's in the same window (P99 %s vs %s).", fmtMs(nv.p99During), fmtMs(old.p99During))
 		}
 	case nv.weightDur > 0 && !math.IsNaN(nv.p99During):
-		for _, v := range vs {
-			if v.version != newVer && !math.IsNaN(v.p99Before) {
-				ref = v.p99Before
-			}
+		prev, ok := previousVersion(vs, newVer)
+		if !ok {
+			break
 		}
+		ref = prev.p99Before
 		if r := safeRatio(nv.p99During, ref); !math.IsNaN(r) {
 			b.support("new_version_slower", r, 0.7*ramp(r, 1.2, 2), 0.35,
 				"%s P99 during the spike is %s against %s for the previous version before (×%.2f).", newVer, fmtMs(nv.p99During), fmtMs(ref), r)
 		}
+		servedFine(b, nv, prev)
 	}
 	return nv, ref
+}
+
+// previousVersion is the version other than newVer that served most of
+// the model's requests before the onset (with a P99 there).
+func previousVersion(vs []versionStat, newVer string) (prev versionStat, ok bool) {
+	for _, v := range vs {
+		if v.version != newVer && !math.IsNaN(v.p99Before) && (!ok || v.weightBefore > prev.weightBefore) {
+			prev, ok = v, true
+		}
+	}
+	return prev, ok
+}
+
+// Thresholds of servedFine: the new version served at least minSoakShare
+// of the model's requests in the hour before the onset (minSoakSamples of
+// them when they are samples), its P99 there within soakSame of its
+// predecessor's, and it then slowed down by soakSlowed.
+const (
+	minSoakShare   = 0.05
+	minSoakSamples = 50
+	soakSame       = 1.2
+	soakSlowed     = 1.5
+)
+
+// servedFine argues against a release whose new version ran at its
+// predecessor's latency between its deploy and the onset, and slowed down
+// only with the spike: the deploy preceded the spike (the classic red
+// herring of "what changed?"), it did not make the model slower. Once a
+// rollout is complete, the before/after comparison above cannot tell the
+// two apart; the new version's own minutes before the onset can.
+func servedFine(b *causeBuilder, nv, prev versionStat) {
+	if nv.shareBefore < minSoakShare || (nv.samplesBefore > 0 && nv.samplesBefore < minSoakSamples) {
+		return
+	}
+	same := safeRatio(nv.p99Before, prev.p99Before)
+	if math.IsNaN(same) || same >= soakSame || !(safeRatio(nv.p99During, nv.p99Before) >= soakSlowed) {
+		return
+	}
+	b.oppose("new_version_fine_before_onset", same, ramp(soakSame-same, 0, 0.15), 0.4,
+		"%s served %.0f%% of the hour before the onset at P99 %s, like %s's %s; it slowed down with the spike, not with its deploy.",
+		nv.version, 100*nv.shareBefore, fmtMs(nv.p99Before), prev.version, fmtMs(prev.p99Before))
 }
 
 // releaseScope: a bad release hits its own model; other models slowing
