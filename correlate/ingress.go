@@ -17,6 +17,14 @@ func ingressCause(f *facts) Cause {
 	if len(f.stages) > 0 {
 		b.support("model_servers_unchanged", inside, 1-ramp(inside, 0.2, 0.5), 0.10, "The model servers' own stages explain only %.0f%%.", 100*inside)
 	}
+	// The growth measured elsewhere: the front stages' times are known
+	// (the cause is not assessable without them) and stayed flat while
+	// one stage behind them took most of the growth.
+	if top := dominantStages(f.stages); len(top) > 0 && top[0].Share > 0.5 && fs < 0.25 &&
+		top[0].Stage != "gateway" && top[0].Stage != "auth" && top[0].Stage != "route" {
+		b.oppose("growth_behind_the_front", top[0].Share, 1-ramp(fs, 0.1, 0.25), 0.3,
+			"%.0f%% of the tail's growth is in the %s stage, behind the gateway.", 100*top[0].Share, top[0].Stage)
+	}
 	if len(f.affected) == 1 && f.modelsWithData() > 1 {
 		b.oppose("one_model_only", 1, 1, 0.25, "Only %s slowed down; a gateway problem would hit every model.", f.affected[0])
 	}

@@ -1,0 +1,46 @@
+package correlate
+
+import (
+	"testing"
+	"time"
+)
+
+// Two of four models slow down because their downstream call does, with
+// the gateway, auth and route times measured and flat: ingress is argued
+// against by where the growth is, not left at the score its generic
+// evidence (nothing local, several models) would give it.
+func TestIngressIsArguedAgainstByGrowthBehindTheFront(t *testing.T) {
+	x := newFixture()
+	for _, m := range []string{"a", "b", "c", "d"} {
+		slow := m == "a" || m == "b"
+		during := 100.0
+		if slow {
+			during = 400
+		}
+		x.p99(m, 100, during)
+		x.sampleRun(10, Scope{Model: m, Version: "v1"}, 100, during, func(s *Sample, d bool) {
+			for st := range s.StagesMs {
+				s.StagesMs[st] = 100.0 / float64(NumStages)
+			}
+			s.StagesMs[StageDownstream] += s.TotalMs - 100
+		})
+	}
+	a := Analyze(Input{
+		Window: Window{From: x.onset.Add(-5 * time.Minute), To: fxStart.Add(fxMinutes * time.Minute)},
+		Curves: x.curves, Samples: x.samples, Step: time.Minute,
+	})
+	for _, c := range a.Causes {
+		if c.Category != CatIngress {
+			continue
+		}
+		found := false
+		for _, e := range c.CounterEvidence {
+			found = found || e.Name == "growth_behind_the_front"
+		}
+		if !found || c.Score > 0.1 {
+			t.Errorf("ingress scored %.2f, counter-evidence %+v; want growth_behind_the_front and ≤ 0.1", c.Score, c.CounterEvidence)
+		}
+		return
+	}
+	t.Fatalf("no ingress cause in %+v", a.Causes)
+}
