@@ -39,7 +39,11 @@ func releaseFor(f *facts, m string) Cause {
 		return b.done(fmt.Sprintf("No recent release of %s was found.", m), Target{Model: m})
 	}
 	nv, cmp := releaseImpact(b, vs, newVer)
-	if c, ok := f.concentrationOf("version", newVer); ok {
+	// Slow requests concentrated on the new version count when it is a
+	// version among others of the model; once it is all of the model's
+	// requests in the window the row is the model's (version ≡ model), and
+	// says which model is slow, not which version.
+	if c, ok := f.concentrationOf("version", newVer); ok && !sameAsModel(c, m) {
 		b.support("slow_requests_on_new_version", c.RiskRatio, concStrength(c), 0.15,
 			"%.0f%% of slow requests ran on %s (%.0f%% of the others): %s.", c.SelectionPct, newVer, c.BaselinePct, likelier(c.RiskRatio)).restsOn("", "", c.Dims)
 	}
@@ -63,6 +67,12 @@ func releaseFor(f *facts, m string) Cause {
 		sum = fmt.Sprintf("%s %s took traffic around the onset, but its requests are not measured slower than the previous version's.", m, newVer)
 	}
 	return f.done(b, sum, Target{Model: m, Version: newVer})
+}
+
+// sameAsModel reports whether a concentration row is also the model's.
+func sameAsModel(c Concentration, m string) bool {
+	v, ok := c.value("model")
+	return ok && v == m
 }
 
 // trafficGainer is the version whose share of the model's traffic grew most.

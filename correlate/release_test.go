@@ -6,33 +6,51 @@ import (
 	"time"
 )
 
-// A deploy ten minutes before a spike: the new version either served
-// those minutes at its predecessor's latency and slowed down with
-// everything at the onset (the deploy is a red herring), or was slow
-// from the start. Once the rollout is complete only the new version's
-// own minutes before the onset tell the two apart.
+// A deploy ten minutes before a spike that also hits another model: the
+// new version either served those minutes at its predecessor's latency
+// and slowed down with everything at the onset (the deploy is a red
+// herring), or was slow from the start. Once the rollout is complete only
+// the new version's own minutes before the onset tell the two apart, and
+// slow requests "concentrated on the new version" are only the model's
+// (version ≡ model); a canary's are the version's own.
 func TestReleaseJudgesTheNewVersionsMinutesBeforeTheOnset(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
 		v2Before     float64 // v2's latency between its deploy and the onset
+		canary       bool    // v2 serves every other request, and v1 stays fast
 		wantFine     bool
+		wantConc     bool // slow_requests_on_new_version listed
 		wantSummary  string
 		avoidSummary string
 	}{
-		{"served fine, then slowed with the spike", 100, true, "slowed down with the spike, not with its deploy", "slower than the version it replaces"},
-		{"slow from its deploy", 300, false, "slower than the version it replaces", "not with its deploy"},
+		{"served fine, then slowed with the spike", 100, false, true, false, "slowed down with the spike, not with its deploy", "slower than the version it replaces"},
+		{"slow from its deploy", 300, false, false, false, "slower than the version it replaces", "not with its deploy"},
+		{"a slow canary", 300, true, false, true, "slower than the version it replaces", "not with its deploy"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			x := newFixture()
 			deploy := x.onset.Add(-10 * time.Minute)
 			x.p99("m", 100, 400)
 			x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 20, 20)
+			x.p99("o", 100, 300)
+			k := 0 // o's tail rises: a quarter of its requests turn slow
+			x.sampleRun(4, Scope{Model: "o", Version: "v9"}, 100, 100, func(s *Sample, during bool) {
+				if k++; during && k%4 == 0 {
+					s.TotalMs *= 3
+				}
+			})
+			n := 0
 			x.sampleRun(20, Scope{Model: "m", Version: "v1"}, 100, 400, func(s *Sample, during bool) {
-				if !s.Time.Before(deploy) {
-					s.Version = "v2"
-					if !during {
-						s.TotalMs *= tc.v2Before / 100
+				n++
+				if s.Time.Before(deploy) || tc.canary && n%2 == 0 {
+					if tc.canary && during {
+						s.TotalMs /= 4 // v1 stays fast beside a slow canary
 					}
+					return
+				}
+				s.Version = "v2"
+				if !during {
+					s.TotalMs *= tc.v2Before / 100
 				}
 			})
 			x.events = []Event{{ID: "cd-1", Kind: KindDeploy, Time: deploy, Scope: Scope{Model: "m", Version: "v2"}}}
@@ -57,6 +75,13 @@ func TestReleaseJudgesTheNewVersionsMinutesBeforeTheOnset(t *testing.T) {
 						t.Errorf("counter-evidence %q", e.Summary)
 					}
 				}
+			}
+			conc := false
+			for _, e := range rel.Evidence {
+				conc = conc || e.Name == "slow_requests_on_new_version"
+			}
+			if conc != tc.wantConc {
+				t.Errorf("slow_requests_on_new_version listed: %v, want %v (evidence: %+v)", conc, tc.wantConc, rel.Evidence)
 			}
 			if fine != tc.wantFine {
 				t.Errorf("new_version_fine_before_onset listed: %v, want %v (counter: %+v)", fine, tc.wantFine, rel.CounterEvidence)
