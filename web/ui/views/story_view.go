@@ -152,8 +152,12 @@ func storyChecklist(a *correlate.Analysis, s State) []CheckStep {
 			}
 		case "timeline":
 			c.Key = firstSentence(st.Answer)
+			// The next sentence may open with a lower-case name (a replica's),
+			// which firstSentence does not split at: it may hold the evidence.
 			if e := evidence(st.Evidence); e != "" && (st.Event != "" || st.Curve != "") {
-				c.Key += " " + e
+				if !strings.Contains(c.Key, e) {
+					c.Key += " " + e
+				}
 			} else if ev := findEvent(a.Events, st.Event); ev != nil {
 				c.Key += " " + capitalize(EventLabel(ev.Event)) + " " + offsetWords(ev.OffsetS) + "."
 			}

@@ -224,3 +224,27 @@ func TestImpactSaysWhenTheDataStops(t *testing.T) {
 		t.Errorf("a resolved incident (no clock): %q", got)
 	}
 }
+
+// The timeline's key is the onset and the evidence it rests on, once,
+// also when the evidence opens with a lower-case replica name (the onset
+// sentence then runs on into it: seen on a local-replica demo, where the
+// card said the replica's P99 twice).
+func TestTimelineKeyQuotesItsEvidenceOnce(t *testing.T) {
+	t.Parallel()
+	outlier := "emb-7f's P99 is 243 ms while its peers sit at a median of 102 ms (far above all of them)."
+	a := &correlate.Analysis{
+		Causes: []correlate.Cause{{Category: correlate.CatLocalReplica, Evidence: []correlate.Evidence{{Name: "replica_outlier", Summary: outlier, Curve: "c"}}}},
+		Checklist: []correlate.ChecklistStep{{Step: "timeline", Curve: "c", Evidence: "replica_outlier",
+			Answer: "Latency rose at 23:29:30 UTC. " + outlier + " Deploy (rollout chat v2) 12m30s before the onset."}},
+	}
+	got := storyChecklist(a, State{Base: "/incidents/1"})[0].Key
+	if want := "Latency rose at 23:29:30 UTC. " + outlier; got != want {
+		t.Errorf("timeline key\n got %q\nwant %q", got, want)
+	}
+	// Evidence that starts a sentence of its own is still added.
+	a.Causes[0].Evidence[0].Summary = "Emb-7f's P99 rose."
+	a.Checklist[0].Answer = "Latency rose at 23:29:30 UTC. Emb-7f's P99 rose."
+	if got := storyChecklist(a, State{Base: "/incidents/1"})[0].Key; got != "Latency rose at 23:29:30 UTC. Emb-7f's P99 rose." {
+		t.Errorf("timeline key %q", got)
+	}
+}
