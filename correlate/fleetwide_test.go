@@ -44,3 +44,35 @@ func TestIngressIsArguedAgainstByGrowthBehindTheFront(t *testing.T) {
 	}
 	t.Fatalf("no ingress cause in %+v", a.Causes)
 }
+
+// "No replica or node stands out" tells fleet-wide causes from local ones,
+// not one fleet-wide cause from another: a downstream cause whose stage did
+// not grow gets nothing from it (it alone kept such a cause at 0.10).
+func TestNotLocalOnlyCorroborates(t *testing.T) {
+	x := newFixture()
+	for _, m := range []string{"a", "b"} {
+		x.p99(m, 100, 400)
+		x.sampleRun(10, Scope{Model: m, Version: "v1", Replica: m + "-1"}, 100, 400, func(s *Sample, d bool) {
+			for st := range s.StagesMs {
+				s.StagesMs[st] = 100.0 / float64(NumStages)
+			}
+			s.StagesMs[StageExec] += s.TotalMs - 100
+		})
+		x.sampleRun(10, Scope{Model: m, Version: "v1", Replica: m + "-2"}, 100, 400, nil)
+	}
+	a := Analyze(Input{
+		Window: Window{From: x.onset.Add(-5 * time.Minute), To: fxStart.Add(fxMinutes * time.Minute)},
+		Curves: x.curves, Samples: x.samples, Step: time.Minute,
+	})
+	for _, c := range a.Causes {
+		if c.Category == CatDownstream {
+			for _, e := range c.Evidence {
+				if e.Name == "not_local" {
+					t.Errorf("downstream without growth lists not_local: %+v (score %.2f)", e, c.Score)
+				}
+			}
+			return
+		}
+	}
+	t.Fatalf("no downstream cause in %+v", a.Causes)
+}
