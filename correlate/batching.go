@@ -48,13 +48,13 @@ func batchingCause(f *facts) Cause {
 		if !math.IsNaN(g) {
 			calm *= ramp(95-g, 0, 10)
 		}
-		b.support("not_overloaded", q, calm, 0.10, "Traffic is steady (×%.2f), so the wait is not queueing under load.", q)
+		b.corroborate("not_overloaded", q, calm, 0.10, "Traffic is steady (×%.2f), so the wait is not queueing under load.", q)
 		if q > 1.3 {
 			b.oppose("traffic_up", q, ramp(q, 1.3, 2), 0.2, "Traffic rose ×%.2f, which fills batches and queues by itself.", q)
 		}
 	}
 	if len(f.affected) == 1 {
-		b.support("one_model", 1, 1, 0.10, "Only %s slowed down; batching is configured per model.", model)
+		b.corroborate("one_model", 1, 1, 0.10, "Only %s slowed down; batching is configured per model.", model)
 	}
 	return f.done(b, batchingSummary(b, model, bw), Target{Model: model})
 }

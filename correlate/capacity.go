@@ -75,12 +75,12 @@ func capacityFor(f *facts, models []string) Cause {
 	}
 	if loc, ok := f.topLocalIn(models); ok {
 		s := concStrength(loc)
-		b.support("spread_over_pool", 1-s, 1-s, 0.15, "Slow requests are spread over the pool (strongest concentration: %s, %s).", dimString(loc), likelier(loc.RiskRatio)).restsOn("", "", loc.Dims)
+		b.corroborate("spread_over_pool", 1-s, 1-s, 0.15, "Slow requests are spread over the pool (strongest concentration: %s, %s).", dimString(loc), likelier(loc.RiskRatio)).restsOn("", "", loc.Dims)
 		if s > 0.5 {
 			b.oppose("concentrated", loc.RiskRatio, s, 0.3, "Slow requests concentrate on %s (%s), which a pool-wide shortage would not do.", dimString(loc), likelier(loc.RiskRatio)).restsOn("", "", loc.Dims)
 		}
 	} else if f.samplesNameReplicas() {
-		b.support("spread_over_pool", 1, 1, 0.15, "No replica or node stands out among the slow requests.")
+		b.corroborate("spread_over_pool", 1, 1, 0.15, "No replica or node stands out among the slow requests.")
 	}
 	gpu := f.gpuUtilOf(models)
 	if !math.IsNaN(gpu) {
@@ -88,7 +88,7 @@ func capacityFor(f *facts, models []string) Cause {
 	}
 	if len(models) >= 2 {
 		br := safeRatio(float64(len(models)), float64(f.modelsWithData()))
-		b.support("several_models", br, ramp(br, 0.3, 0.8), 0.10, "%d models slowed down together.", len(models))
+		b.corroborate("several_models", br, ramp(br, 0.3, 0.8), 0.10, "%d models slowed down together.", len(models))
 	}
 	t, r, share := f.tenantSurge(models)
 	if t != "" {

@@ -37,6 +37,21 @@ func (b *causeBuilder) support(name string, value, str, weight float64, format s
 	return &b.c.Evidence[len(b.c.Evidence)-1]
 }
 
+// corroborate adds a supporting item that only rules other explanations
+// out ("traffic is steady", "nothing local stands out", "only this model
+// slowed down"): such a fact tells this cause from some others, it does
+// not make it happen, so it counts in full only once the cause has
+// ownSupport of its own evidence, added before. Alone, such items kept
+// causes whose key signal was flat at 0.1–0.2, ranked second under
+// summaries saying so.
+func (b *causeBuilder) corroborate(name string, value, str, weight float64, format string, args ...any) *Evidence {
+	return b.support(name, value, str*clamp01(b.for_/ownSupport), weight, format, args...)
+}
+
+// ownSupport is the weighted support of its own from which a cause's
+// corroborating items count in full.
+const ownSupport = 0.2
+
 // oppose adds a counter item, like support.
 func (b *causeBuilder) oppose(name string, value, str, weight float64, format string, args ...any) *Evidence {
 	str = clamp01(str)

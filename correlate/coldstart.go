@@ -75,7 +75,7 @@ func coldStartFor(f *facts, m string) Cause {
 		b.support("outliers_are_new", fr, fr, 0.05, "%d of the %d replicas standing out are new.", outYoung, outAll)
 	}
 	if len(f.affected) == 1 {
-		b.support("one_model", 1, 1, 0.10, "Only %s slowed down.", m)
+		b.corroborate("one_model", 1, 1, 0.10, "Only %s slowed down.", m)
 	}
 	// Replicas that come with a rollout are new pods of a new version, not
 	// extra capacity: without a scale-up, that is a release's business.

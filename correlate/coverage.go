@@ -461,19 +461,11 @@ func (f *facts) localKnown() bool {
 
 // supportNotLocal adds "nothing local explains it" when per-replica data
 // could have shown a local cause and did not. It tells fleet-wide causes
-// from local ones, not one fleet-wide cause from another, so it only
-// corroborates a cause with support of its own (in full from notLocalOwn):
-// alone it kept a downstream cause whose stage did not grow at 0.10,
-// ranked second under a summary saying so.
+// from local ones, not one fleet-wide cause from another: it corroborates.
 func (f *facts) supportNotLocal(b *causeBuilder, summary string) {
-	own := clamp01(b.for_ / notLocalOwn)
 	if loc, ok := f.topLocal(); ok {
-		b.support("not_local", 1-concStrength(loc), own*(1-concStrength(loc)), 0.10, "%s", summary)
+		b.corroborate("not_local", 1-concStrength(loc), 1-concStrength(loc), 0.10, "%s", summary)
 	} else if f.localKnown() {
-		b.support("not_local", 1, own, 0.10, "%s", summary)
+		b.corroborate("not_local", 1, 1, 0.10, "%s", summary)
 	}
 }
-
-// notLocalOwn is the cause's own weighted support from which not_local
-// counts in full.
-const notLocalOwn = 0.2

@@ -191,7 +191,7 @@ func (f *facts) releaseScope(b *causeBuilder, m, newVer string) {
 	if n := f.modelsWithData() - 1; n > 0 {
 		frac := float64(others) / float64(n)
 		if others == 0 {
-			b.support("only_this_model", 1, 1, 0.10, "Only %s slowed down; the other %d models did not.", m, n)
+			b.corroborate("only_this_model", 1, 1, 0.10, "Only %s slowed down; the other %d models did not.", m, n)
 		} else {
 			b.oppose("other_models_slowed", frac, ramp(frac, 0, 0.5), 0.35, "%d other model(s) without a release slowed down at the same time.", others)
 		}
