@@ -53,6 +53,15 @@ func batchingCause(f *facts) Cause {
 			b.oppose("traffic_up", q, ramp(q, 1.3, 2), 0.2, "Traffic rose ×%.2f, which fills batches and queues by itself.", q)
 		}
 	}
+	// Bigger batches also follow load piled onto fewer replicas: with the
+	// batch wait measured and flat while the queue, a dependency or the
+	// gateway took most of the growth, the batches are not why. (Exec is
+	// left out: bigger batches do run longer.)
+	if top := dominantStages(f.stages); len(top) > 0 && top[0].Share > 0.5 && bw < 0.25 &&
+		top[0].Stage != "batch_wait" && top[0].Stage != "exec" {
+		b.oppose("growth_elsewhere", top[0].Share, 1-ramp(bw, 0.1, 0.25), 0.3,
+			"%.0f%% of the tail's growth is in the %s stage, not in waiting for batches.", 100*top[0].Share, top[0].Stage)
+	}
 	if len(f.affected) == 1 {
 		b.corroborate("one_model", 1, 1, 0.10, "Only %s slowed down; batching is configured per model.", model)
 	}
@@ -63,15 +72,18 @@ func batchingCause(f *facts) Cause {
 // change or bigger batches, and waiting for batches only when the batch
 // wait grew.
 func batchingSummary(b *causeBuilder, model string, share float64) string {
-	window := b.shown("batching_config_change") >= claimed || b.shown("bigger_batches") >= claimed
+	config := b.shown("batching_config_change") >= claimed
+	window := config || b.shown("bigger_batches") >= claimed
 	wait := b.shown("batch_wait_growth") >= claimed
 	switch {
 	case window && wait:
 		return fmt.Sprintf("%s's dynamic-batching window grew; requests wait for batches to fill.", model)
 	case wait:
 		return fmt.Sprintf("%s's requests wait longer for batches to fill (%.0f%% of the tail's growth).", model, 100*share)
-	case window:
+	case config:
 		return fmt.Sprintf("%s's batching changed, but waiting for batches explains only %.0f%% of the tail's growth.", model, 100*share)
+	case window:
+		return fmt.Sprintf("%s's batches grew, but waiting for batches explains only %.0f%% of the tail's growth.", model, 100*share)
 	}
 	return fmt.Sprintf("No sign that %s's requests wait longer for batches (%.0f%% of the tail's growth).", model, 100*share)
 }

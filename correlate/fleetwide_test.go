@@ -76,3 +76,40 @@ func TestNotLocalOnlyCorroborates(t *testing.T) {
 	}
 	t.Fatalf("no downstream cause in %+v", a.Causes)
 }
+
+// Load piled onto one replica makes its batches bigger and its queue
+// longer: with the batch wait measured and flat, batching is argued
+// against by where the growth is, and its summary says the batches grew,
+// not that "batching changed" (no config change says so).
+func TestBatchingIsArguedAgainstByGrowthInTheQueue(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.curve(RoleBatchSize, LevelModel, Scope{Model: "m"}, 1.2, 2.5)
+	x.sampleRun(10, Scope{Model: "m", Version: "v1"}, 100, 400, func(s *Sample, d bool) {
+		for st := range s.StagesMs {
+			s.StagesMs[st] = 100.0 / float64(NumStages)
+		}
+		s.StagesMs[StageQueue] += s.TotalMs - 100
+	})
+	a := Analyze(Input{
+		Window: Window{From: x.onset.Add(-5 * time.Minute), To: fxStart.Add(fxMinutes * time.Minute)},
+		Curves: x.curves, Samples: x.samples, Step: time.Minute,
+	})
+	for _, c := range a.Causes {
+		if c.Category != CatBatching {
+			continue
+		}
+		against := false
+		for _, e := range c.CounterEvidence {
+			against = against || e.Name == "growth_elsewhere"
+		}
+		if !against || c.Score > 0.1 {
+			t.Errorf("batching scored %.2f, counter-evidence %+v; want growth_elsewhere and ≤ 0.1", c.Score, c.CounterEvidence)
+		}
+		if want := "m's batches grew, but waiting for batches explains only 0% of the tail's growth."; c.Summary != want {
+			t.Errorf("summary %q, want %q", c.Summary, want)
+		}
+		return
+	}
+	t.Fatalf("no batching cause in %+v", a.Causes)
+}
