@@ -3,6 +3,7 @@ package correlate
 import (
 	"fmt"
 	"math"
+	"testing"
 	"time"
 )
 
@@ -93,4 +94,44 @@ func (x *fixture) replica(model, rep, node string, before, during, qpsBefore, qp
 	sc := Scope{Model: model, Version: "v1", Replica: rep, Node: node}
 	x.curve(RoleLatencyP99, LevelReplica, sc, before, during)
 	x.curve(RoleQPS, LevelReplica, sc, qpsBefore, qpsDuring)
+}
+
+// analyze runs Analyze over the fixture, from five minutes before the
+// onset to its end, at its one-minute step.
+func (x *fixture) analyze() Analysis {
+	return Analyze(Input{
+		Window: Window{From: x.onset.Add(-5 * time.Minute), To: fxStart.Add(fxMinutes * time.Minute)},
+		Curves: x.curves, Events: x.events, Samples: x.samples, Step: time.Minute,
+	})
+}
+
+// stagedRun adds samples whose growth during the spike is all in one stage.
+func (x *fixture) stagedRun(n int, sc Scope, during float64, stage Stage) {
+	x.sampleRun(n, sc, 100, during, func(s *Sample, _ bool) {
+		for st := range s.StagesMs {
+			s.StagesMs[st] = 100.0 / float64(NumStages)
+		}
+		s.StagesMs[stage] += s.TotalMs - 100
+	})
+}
+
+// causeOf is an analysis' cause of one category.
+func causeOf(t *testing.T, a Analysis, cat Category) Cause {
+	t.Helper()
+	for _, c := range a.Causes {
+		if c.Category == cat {
+			return c
+		}
+	}
+	t.Fatalf("no %s cause in %+v", cat, a.Causes)
+	return Cause{}
+}
+
+// names are the names of evidence items.
+func names(items []Evidence) map[string]bool {
+	out := map[string]bool{}
+	for _, e := range items {
+		out[e.Name] = true
+	}
+	return out
 }

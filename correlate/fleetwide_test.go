@@ -1,9 +1,6 @@
 package correlate
 
-import (
-	"testing"
-	"time"
-)
+import "testing"
 
 // Two of four models slow down because their downstream call does, with
 // the gateway, auth and route times measured and flat: ingress is argued
@@ -12,37 +9,17 @@ import (
 func TestIngressIsArguedAgainstByGrowthBehindTheFront(t *testing.T) {
 	x := newFixture()
 	for _, m := range []string{"a", "b", "c", "d"} {
-		slow := m == "a" || m == "b"
 		during := 100.0
-		if slow {
+		if m == "a" || m == "b" {
 			during = 400
 		}
 		x.p99(m, 100, during)
-		x.sampleRun(10, Scope{Model: m, Version: "v1"}, 100, during, func(s *Sample, d bool) {
-			for st := range s.StagesMs {
-				s.StagesMs[st] = 100.0 / float64(NumStages)
-			}
-			s.StagesMs[StageDownstream] += s.TotalMs - 100
-		})
+		x.stagedRun(10, Scope{Model: m, Version: "v1"}, during, StageDownstream)
 	}
-	a := Analyze(Input{
-		Window: Window{From: x.onset.Add(-5 * time.Minute), To: fxStart.Add(fxMinutes * time.Minute)},
-		Curves: x.curves, Samples: x.samples, Step: time.Minute,
-	})
-	for _, c := range a.Causes {
-		if c.Category != CatIngress {
-			continue
-		}
-		found := false
-		for _, e := range c.CounterEvidence {
-			found = found || e.Name == "growth_behind_the_front"
-		}
-		if !found || c.Score > 0.1 {
-			t.Errorf("ingress scored %.2f, counter-evidence %+v; want growth_behind_the_front and ≤ 0.1", c.Score, c.CounterEvidence)
-		}
-		return
+	c := causeOf(t, x.analyze(), CatIngress)
+	if !names(c.CounterEvidence)["growth_behind_the_front"] || c.Score > 0.1 {
+		t.Errorf("ingress scored %.2f, counter-evidence %+v; want growth_behind_the_front and ≤ 0.1", c.Score, c.CounterEvidence)
 	}
-	t.Fatalf("no ingress cause in %+v", a.Causes)
 }
 
 // "No replica or node stands out" tells fleet-wide causes from local ones,
@@ -52,29 +29,12 @@ func TestNotLocalOnlyCorroborates(t *testing.T) {
 	x := newFixture()
 	for _, m := range []string{"a", "b"} {
 		x.p99(m, 100, 400)
-		x.sampleRun(10, Scope{Model: m, Version: "v1", Replica: m + "-1"}, 100, 400, func(s *Sample, d bool) {
-			for st := range s.StagesMs {
-				s.StagesMs[st] = 100.0 / float64(NumStages)
-			}
-			s.StagesMs[StageExec] += s.TotalMs - 100
-		})
+		x.stagedRun(10, Scope{Model: m, Version: "v1", Replica: m + "-1"}, 400, StageExec)
 		x.sampleRun(10, Scope{Model: m, Version: "v1", Replica: m + "-2"}, 100, 400, nil)
 	}
-	a := Analyze(Input{
-		Window: Window{From: x.onset.Add(-5 * time.Minute), To: fxStart.Add(fxMinutes * time.Minute)},
-		Curves: x.curves, Samples: x.samples, Step: time.Minute,
-	})
-	for _, c := range a.Causes {
-		if c.Category == CatDownstream {
-			for _, e := range c.Evidence {
-				if e.Name == "not_local" {
-					t.Errorf("downstream without growth lists not_local: %+v (score %.2f)", e, c.Score)
-				}
-			}
-			return
-		}
+	if c := causeOf(t, x.analyze(), CatDownstream); names(c.Evidence)["not_local"] {
+		t.Errorf("downstream without growth lists not_local: %+v (score %.2f)", c.Evidence, c.Score)
 	}
-	t.Fatalf("no downstream cause in %+v", a.Causes)
 }
 
 // Load piled onto one replica makes its batches bigger and its queue
@@ -85,31 +45,12 @@ func TestBatchingIsArguedAgainstByGrowthInTheQueue(t *testing.T) {
 	x := newFixture()
 	x.p99("m", 100, 400)
 	x.curve(RoleBatchSize, LevelModel, Scope{Model: "m"}, 1.2, 2.5)
-	x.sampleRun(10, Scope{Model: "m", Version: "v1"}, 100, 400, func(s *Sample, d bool) {
-		for st := range s.StagesMs {
-			s.StagesMs[st] = 100.0 / float64(NumStages)
-		}
-		s.StagesMs[StageQueue] += s.TotalMs - 100
-	})
-	a := Analyze(Input{
-		Window: Window{From: x.onset.Add(-5 * time.Minute), To: fxStart.Add(fxMinutes * time.Minute)},
-		Curves: x.curves, Samples: x.samples, Step: time.Minute,
-	})
-	for _, c := range a.Causes {
-		if c.Category != CatBatching {
-			continue
-		}
-		against := false
-		for _, e := range c.CounterEvidence {
-			against = against || e.Name == "growth_elsewhere"
-		}
-		if !against || c.Score > 0.1 {
-			t.Errorf("batching scored %.2f, counter-evidence %+v; want growth_elsewhere and ≤ 0.1", c.Score, c.CounterEvidence)
-		}
-		if want := "m's batches grew, but waiting for batches explains only 0% of the tail's growth."; c.Summary != want {
-			t.Errorf("summary %q, want %q", c.Summary, want)
-		}
-		return
+	x.stagedRun(10, Scope{Model: "m", Version: "v1"}, 400, StageQueue)
+	c := causeOf(t, x.analyze(), CatBatching)
+	if !names(c.CounterEvidence)["growth_elsewhere"] || c.Score > 0.1 {
+		t.Errorf("batching scored %.2f, counter-evidence %+v; want growth_elsewhere and ≤ 0.1", c.Score, c.CounterEvidence)
 	}
-	t.Fatalf("no batching cause in %+v", a.Causes)
+	if want := "m's batches grew, but waiting for batches explains only 0% of the tail's growth."; c.Summary != want {
+		t.Errorf("summary %q, want %q", c.Summary, want)
+	}
 }

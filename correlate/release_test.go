@@ -54,19 +54,7 @@ func TestReleaseJudgesTheNewVersionsMinutesBeforeTheOnset(t *testing.T) {
 				}
 			})
 			x.events = []Event{{ID: "cd-1", Kind: KindDeploy, Time: deploy, Scope: Scope{Model: "m", Version: "v2"}}}
-			a := Analyze(Input{
-				Window: Window{From: x.onset.Add(-5 * time.Minute), To: fxStart.Add(fxMinutes * time.Minute)},
-				Curves: x.curves, Events: x.events, Samples: x.samples, Step: time.Minute,
-			})
-			var rel *Cause
-			for i := range a.Causes {
-				if a.Causes[i].Category == CatRelease {
-					rel = &a.Causes[i]
-				}
-			}
-			if rel == nil {
-				t.Fatalf("no release cause; ranking: %+v", a.Causes)
-			}
+			rel := causeOf(t, x.analyze(), CatRelease)
 			fine := false
 			for _, e := range rel.CounterEvidence {
 				if e.Name == "new_version_fine_before_onset" {
@@ -76,11 +64,7 @@ func TestReleaseJudgesTheNewVersionsMinutesBeforeTheOnset(t *testing.T) {
 					}
 				}
 			}
-			conc := false
-			for _, e := range rel.Evidence {
-				conc = conc || e.Name == "slow_requests_on_new_version"
-			}
-			if conc != tc.wantConc {
+			if conc := names(rel.Evidence)["slow_requests_on_new_version"]; conc != tc.wantConc {
 				t.Errorf("slow_requests_on_new_version listed: %v, want %v (evidence: %+v)", conc, tc.wantConc, rel.Evidence)
 			}
 			if fine != tc.wantFine {
