@@ -120,11 +120,24 @@ func samplesStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 		sm = append(sm, "Slow requests are not concentrated on any single dimension.")
 	}
 	if len(a.Impact) > 0 && len(a.Impact[0].Tenants) > 0 && *a.Impact[0].Tenants[0].SlowShare >= 0.5 {
-		t := a.Impact[0].Tenants[0]
-		sm = append(sm, fmt.Sprintf("Tenant %s sends %.0f%% of %s's slow requests.", t.Name, 100**t.SlowShare, a.Impact[0].Model))
+		sm = append(sm, tenantSentence(a.Impact[0].Tenants[0], a.Impact[0].Model))
 	}
 	st.Answer = strings.Join(sm, " ")
 	return st
+}
+
+// tenantSentence says which tenant sends most of a model's slow requests
+// and whether that is more than its share of the traffic: a tenant that
+// sends most requests sends most slow ones without standing out.
+func tenantSentence(t ScopeEntry, model string) string {
+	s := fmt.Sprintf("Tenant %s sends %.0f%% of %s's slow requests", t.Name, 100**t.SlowShare, model)
+	switch {
+	case t.TrafficShare == nil:
+		return s + "."
+	case *t.SlowShare >= *t.TrafficShare+0.15:
+		return s + fmt.Sprintf(" against %.0f%% of its requests.", 100**t.TrafficShare)
+	}
+	return s + fmt.Sprintf(", in line with its %.0f%% of the requests.", 100**t.TrafficShare)
 }
 
 // tailClause says how much of the P99's rise the row accounts for, as a

@@ -26,3 +26,21 @@ func TestSamplesStepRecordsFallback(t *testing.T) {
 		}
 	}
 }
+
+// A tenant sending most slow requests is news only when it sends more of
+// them than of the requests.
+func TestTenantSentenceWeighsTheTenantsTraffic(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	for _, tc := range []struct {
+		e    ScopeEntry
+		want string
+	}{
+		{ScopeEntry{Name: "t-a", SlowShare: f(0.8), TrafficShare: f(0.3)}, "Tenant t-a sends 80% of m's slow requests against 30% of its requests."},
+		{ScopeEntry{Name: "t-a", SlowShare: f(0.62), TrafficShare: f(0.6)}, "Tenant t-a sends 62% of m's slow requests, in line with its 60% of the requests."},
+		{ScopeEntry{Name: "t-a", SlowShare: f(0.62)}, "Tenant t-a sends 62% of m's slow requests."},
+	} {
+		if got := tenantSentence(tc.e, "m"); got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
+		}
+	}
+}

@@ -169,6 +169,9 @@ type ScopeEntry struct {
 	P99DuringMs float64  `json:"p99_during_ms,omitempty"`
 	P99Ratio    float64  `json:"p99_ratio,omitempty"`  // during / before; a new replica's P99 over its peers'; absent when unknown
 	SlowShare   *float64 `json:"slow_share,omitempty"` // share of the incident's slow requests (affected models, during), 0..1; absent without samples
+	// TrafficShare is a tenant's or entry's share of all its model's
+	// requests during the spike (impact lists only), 0..1.
+	TrafficShare *float64 `json:"traffic_share,omitempty"`
 }
 
 // AlignedEvent is an event with its weight for the analysis: how close it

@@ -152,9 +152,9 @@ func (f *facts) sloImpact(m string) *SLOImpact {
 	return out
 }
 
-// slowModelTally counts slow requests during the spike per model and
-// dimension value.
-type slowModelTally map[string]map[string]map[string]float64 // model → dim → value → weight
+// slowModelTally counts requests during the spike per model and
+// tenant/entry: the slow ones, and all of them.
+type slowModelTally map[string]map[string]map[string]*[2]float64 // model → dim → value → {slow, all} weight
 
 func (f *facts) slowByModel() slowModelTally {
 	t := slowModelTally{}
@@ -163,39 +163,49 @@ func (f *facts) slowByModel() slowModelTally {
 		if st == nil {
 			continue
 		}
-		t[m] = map[string]map[string]float64{"tenant": {}, "entry": {}}
+		t[m] = map[string]map[string]*[2]float64{"tenant": {}, "entry": {}}
+		add := func(dim, v string, slow bool, w float64) {
+			if v == "" {
+				return
+			}
+			c := t[m][dim][v]
+			if c == nil {
+				c = new([2]float64)
+				t[m][dim][v] = c
+			}
+			if slow {
+				c[0] += w
+			}
+			c[1] += w
+		}
 		for _, i := range st.phase[1] {
-			if !f.ss.slow[i] {
-				continue
-			}
 			s := &f.ss.all[i]
-			if s.Tenant != "" {
-				t[m]["tenant"][s.Tenant] += s.SampleRate
-			}
-			if s.Entry != "" {
-				t[m]["entry"][s.Entry] += s.SampleRate
-			}
+			add("tenant", s.Tenant, f.ss.slow[i], s.SampleRate)
+			add("entry", s.Entry, f.ss.slow[i], s.SampleRate)
 		}
 	}
 	return t
 }
 
 // entries lists the values holding at least 5 % of a model's slow
-// requests, by share, at most five.
+// requests, by share, at most five, each with its share of all the
+// model's requests: a tenant sending most slow requests because it sends
+// most requests is not a tenant problem.
 func (t slowModelTally) entries(m, dim string) []ScopeEntry {
 	vals := t[m][dim]
-	var total float64
-	for _, w := range vals {
-		total += w
+	var slow, all float64
+	for _, c := range vals {
+		slow += c[0]
+		all += c[1]
 	}
-	if total <= 0 {
+	if slow <= 0 {
 		return nil
 	}
 	var out []ScopeEntry
 	for _, v := range sortedKeys(vals) {
-		share := round3(vals[v] / total)
+		share, traffic := round3(vals[v][0]/slow), round3(vals[v][1]/all)
 		if share >= 0.05 {
-			out = append(out, ScopeEntry{Name: v, SlowShare: &share})
+			out = append(out, ScopeEntry{Name: v, SlowShare: &share, TrafficShare: &traffic})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return *out[i].SlowShare > *out[j].SlowShare })

@@ -104,6 +104,10 @@ func impactViews(a *correlate.Analysis, s State, now time.Time) []ImpactView {
 			}
 			l := filterLink(map[string]string{"tenant": t.Name}, s)
 			l.Text = t.Name + " " + FmtPct(100**t.SlowShare)
+			l.Title = FmtPct(100**t.SlowShare) + " of " + im.Model + "'s slow requests"
+			if t.TrafficShare != nil {
+				l.Title += ", " + FmtPct(100**t.TrafficShare) + " of its requests"
+			}
 			v.Tenants = append(v.Tenants, l)
 		}
 		if im.SLO != nil {

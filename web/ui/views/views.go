@@ -41,6 +41,7 @@ type KV struct{ K, V string }
 type Link struct {
 	Text, Href string
 	Current    bool
+	Title      string // a tooltip, when the text is terse
 }
 
 // FmtMs formats a duration in ms for people: "0.8 ms", "42 ms", "1,250 ms".
