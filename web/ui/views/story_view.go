@@ -1,7 +1,9 @@
 package views
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -171,7 +173,10 @@ func storyChecklist(a *correlate.Analysis, s State) []CheckStep {
 				// The analysis decided whether it fell back to the row
 				// explaining most of the tail; the page says what it said.
 				lead := correlate.RowLead(st.Fallback) + " "
-				c.Key = lead + name + " (" + FmtPct(row.SelectionPct) + " of slow requests vs " + FmtPct(row.BaselinePct) + " of the others)."
+				// A folded row is named with what it is the same as: on
+				// its own, "version=v3.1.1" of a model that ran only v3.1.1
+				// reads as a version problem in a dependency's incident.
+				c.Key = lead + name + sameAs(row.Also) + " (" + FmtPct(row.SelectionPct) + " of slow requests vs " + FmtPct(row.BaselinePct) + " of the others)."
 				c.Row = name
 				c.RowHref = concHref(row, a, s)
 			} else {
@@ -190,6 +195,15 @@ func storyChecklist(a *correlate.Analysis, s State) []CheckStep {
 		out = append(out, c)
 	}
 	return out
+}
+
+// sameAs renders a folded row's equivalent values: " ≡ model=m ≡ entry=/e".
+func sameAs(also map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(also)) {
+		b.WriteString(" ≡ " + k + "=" + also[k])
+	}
+	return b.String()
 }
 
 func findEvent(evs []correlate.AlignedEvent, id string) *correlate.AlignedEvent {

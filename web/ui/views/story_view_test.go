@@ -163,7 +163,7 @@ func TestSamplesStepSaysWhoseRowItIs(t *testing.T) {
 	a.Concentration = append(a.Concentration, correlate.Concentration{Dims: map[string]string{"replica": "chat-1"},
 		Also: map[string]string{"version": "v2"}, SelectionPct: 90, BaselinePct: 20})
 	a.Checklist[0].Row, a.Checklist[0].Fallback = map[string]string{"replica": "chat-1"}, false
-	if got := storyChecklist(a, State{Base: "/incidents/1"})[0].Key; !strings.HasPrefix(got, "Slow requests concentrate on replica=chat-1") {
+	if got := storyChecklist(a, State{Base: "/incidents/1"})[0].Key; !strings.HasPrefix(got, "Slow requests concentrate on replica=chat-1 ≡ version=v2 (90%") {
 		t.Errorf("the target's row: %q", got)
 	}
 }
