@@ -54,3 +54,21 @@ func TestBatchingIsArguedAgainstByGrowthInTheQueue(t *testing.T) {
 		t.Errorf("summary %q, want %q", c.Summary, want)
 	}
 }
+
+// A batch size far outside its usual range on a calm curve but only a
+// few percent bigger (1.2 to 1.3 requests, a release demo) is not
+// "batches grew".
+func TestBiggerBatchesMustBeBigger(t *testing.T) {
+	for _, tc := range []struct {
+		during float64
+		want   bool
+	}{{1.3, false}, {2.0, true}} {
+		x := newFixture()
+		x.p99("m", 100, 400)
+		x.curve(RoleBatchSize, LevelModel, Scope{Model: "m"}, 1.2, tc.during)
+		x.stagedRun(10, Scope{Model: "m", Version: "v1"}, 400, StageExec)
+		if got := names(causeOf(t, x.analyze(), CatBatching).Evidence)["bigger_batches"]; got != tc.want {
+			t.Errorf("batches 1.2 → %.1f: bigger_batches listed %v, want %v", tc.during, got, tc.want)
+		}
+	}
+}
