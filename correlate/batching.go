@@ -33,7 +33,7 @@ func batchingCause(f *facts) Cause {
 		d := f.modelDeviation(RoleBatchSize, model, "")
 		// Far outside its usual range is not enough: 1.2 to 1.3 requests
 		// a batch is, on a calm curve, and changes nothing.
-		if grown := safeRatio(d.During, d.Before); !math.IsNaN(d.Deviation) && d.Deviation > 0 {
+		if grown := safeRatio(d.During, d.Before); !math.IsNaN(d.Deviation) && d.Deviation > 0 && d.Score > 0 {
 			b.support("bigger_batches", d.Deviation, strength(d.Deviation, 4)*ramp(grown, 1.1, 1.4), 0.15, "%s's average batch grew from %.1f to %.1f requests.", model, d.Before, d.During).restsOn("", d.Key, nil)
 		}
 	}

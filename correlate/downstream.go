@@ -36,7 +36,9 @@ func downstreamCause(f *facts) Cause {
 			bestDev, bestD = d.Deviation, d
 		}
 	}
-	if bestDev > 0 {
+	// A curve within its own usual range is no evidence, however many
+	// IQRs its extreme is ("rose from 15 ms to 15 ms", a batching demo).
+	if bestDev > 0 && bestD.Score > 0 {
 		b.support("downstream_curve_up", bestDev, strength(bestDev, 5), 0.20, "%s %s.", capitalize(describeCurve(bestD)), moved(bestD)).restsOn("", bestD.Key, nil)
 	}
 	if len(models) > 0 {

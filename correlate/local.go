@@ -159,7 +159,7 @@ func (f *facts) supportLocalFault(b *causeBuilder, target Target) {
 		b.support("fault_event", -ev.OffsetS, w/math.Max(ev.ScopeMatch, 0.01), 0.15, "%s on %s at %s, %s.", capitalize(strings.ReplaceAll(string(ev.Kind), "_", " ")), firstNonEmpty(ev.Node, ev.Replica), ev.Time.Format("15:04:05"), ago(*ev)).restsOn(ev.ID, "", nil)
 	}
 	if target.Node != "" {
-		if d := f.nodeDeviation(target.Node); d.Key != "" {
+		if d := f.nodeDeviation(target.Node); d.Key != "" && d.Score > 0 {
 			b.support("node_resources", d.Deviation, strength(math.Abs(d.Deviation), 5), 0.10,
 				"%s %s.", capitalize(describeCurve(d)), moved(d)).restsOn("", d.Key, nil)
 		}
