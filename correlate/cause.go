@@ -76,18 +76,16 @@ func (e *Evidence) restsOn(event, curve string, row map[string]string) {
 
 // shown returns the strength of a supporting item already added (0 when
 // absent): summaries may only claim what an item with strength shows.
-func (b *causeBuilder) shown(name string) float64 {
-	for _, e := range b.c.Evidence {
-		if e.Name == name {
-			return e.Strength
-		}
-	}
-	return 0
-}
+func (b *causeBuilder) shown(name string) float64 { return strengthOf(b.c.Evidence, name) }
 
 // shownAgainst is shown for a counter item.
 func (b *causeBuilder) shownAgainst(name string) float64 {
-	for _, e := range b.c.CounterEvidence {
+	return strengthOf(b.c.CounterEvidence, name)
+}
+
+// strengthOf is the strength of the listed item of that name (0: none).
+func strengthOf(items []Evidence, name string) float64 {
+	for _, e := range items {
 		if e.Name == name {
 			return e.Strength
 		}
