@@ -171,7 +171,7 @@ func servedFine(b *causeBuilder, nv, prev versionStat) {
 		return
 	}
 	b.oppose("new_version_fine_before_onset", same, ramp(soakSame-same, 0, 0.15), 0.4,
-		"%s served %.0f%% of the requests of the hour before the onset at P99 %s, like %s's %s; it slowed down with the spike, not with its deploy.",
+		"%s served %.0f%% of the requests of the hour before the onset at P99 %s, like %s's %s; it slowed down with the spike, not with its deploy (unless it degrades with time, as a leak does).",
 		nv.version, 100*nv.shareBefore, fmtMs(nv.p99Before), prev.version, fmtMs(prev.p99Before))
 }
 
