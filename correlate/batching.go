@@ -83,11 +83,20 @@ func batchingSummary(b *causeBuilder, model string, share float64) string {
 	case wait:
 		return fmt.Sprintf("%s's requests wait longer for batches to fill (%.0f%% of the tail's growth).", model, 100*share)
 	case config:
-		return fmt.Sprintf("%s's batching changed, but waiting for batches explains only %.0f%% of the tail's growth.", model, 100*share)
+		return fmt.Sprintf("%s's batching changed, but waiting for batches explains %s the tail's growth.", model, onlyShare(share))
 	case window:
-		return fmt.Sprintf("%s's batches grew, but waiting for batches explains only %.0f%% of the tail's growth.", model, 100*share)
+		return fmt.Sprintf("%s's batches grew, but waiting for batches explains %s the tail's growth.", model, onlyShare(share))
 	}
 	return fmt.Sprintf("No sign that %s's requests wait longer for batches (%.0f%% of the tail's growth).", model, 100*share)
+}
+
+// onlyShare words a small share: "none of" when it rounds to 0 %, else
+// "only N % of" ("only 0 %" read as a measurement error).
+func onlyShare(share float64) string {
+	if math.Round(100*share) <= 0 {
+		return "none of"
+	}
+	return fmt.Sprintf("only %.0f%% of", 100*share)
 }
 
 // sampleStageGrowth is a model's weighted mean time in stage k during minus

@@ -50,7 +50,7 @@ func TestBatchingIsArguedAgainstByGrowthInTheQueue(t *testing.T) {
 	if !names(c.CounterEvidence)["growth_elsewhere"] || c.Score > 0.1 {
 		t.Errorf("batching scored %.2f, counter-evidence %+v; want growth_elsewhere and ≤ 0.1", c.Score, c.CounterEvidence)
 	}
-	if want := "m's batches grew, but waiting for batches explains only 0% of the tail's growth."; c.Summary != want {
+	if want := "m's batches grew, but waiting for batches explains none of the tail's growth."; c.Summary != want {
 		t.Errorf("summary %q, want %q", c.Summary, want)
 	}
 }

@@ -350,7 +350,7 @@ func stagesView(stages []correlate.StageShare, source string) StagesView {
 			d = "+" + d
 		}
 		v.Rows = append(v.Rows, StageRow{Stage: s.Stage, Before: FmtMs(s.BeforeMs), During: FmtMs(s.DuringMs), Delta: d,
-			Interval: "[" + FmtNum(s.DeltaLoMs) + ", " + FmtNum(s.DeltaHiMs) + "] ms", Share: FmtPct(100 * s.Share),
+			Interval: FmtIntervalMs(s.DeltaLoMs, s.DeltaHiMs), Share: FmtPct(100 * s.Share),
 			BeforePct: pct(s.BeforeMs / scale), DuringPct: pct(s.DuringMs / scale), SharePct: pct(s.Share), Top: i == top && s.Share > 0})
 	}
 	return v

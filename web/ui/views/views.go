@@ -55,6 +55,30 @@ func FmtMs(v float64) string {
 	return thousands(math.Round(v)) + " ms"
 }
 
+// FmtIntervalMs formats a confidence interval in ms with both ends at
+// one precision, set by the wider end: "[293, 325] ms", "[-0.5, 1.4] ms",
+// "[-0.01, 0.03] ms" (not "-0.0066").
+func FmtIntervalMs(lo, hi float64) string {
+	if math.IsNaN(lo) || math.IsNaN(hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+		return "–"
+	}
+	digits := 2
+	switch m := math.Max(math.Abs(lo), math.Abs(hi)); {
+	case m >= 10:
+		return "[" + thousands(math.Round(lo)) + ", " + thousands(math.Round(hi)) + "] ms"
+	case m >= 1:
+		digits = 1
+	}
+	f := func(v float64) string {
+		s := strconv.FormatFloat(v, 'f', digits, 64)
+		if strings.Trim(s, "-0.") == "" { // no "-0.00"
+			s = strings.TrimPrefix(s, "-")
+		}
+		return s
+	}
+	return "[" + f(lo) + ", " + f(hi) + "] ms"
+}
+
 // FmtNum formats a measured value compactly: "0.42", "3.1", "250", "12.5k".
 func FmtNum(v float64) string {
 	a := math.Abs(v)

@@ -21,6 +21,8 @@ func TestFormatting(t *testing.T) {
 		{FmtMs(0.84), "0.8 ms"}, {FmtMs(42.4), "42 ms"}, {FmtMs(1250), "1,250 ms"}, {FmtMs(math.NaN()), "–"},
 		{FmtNum(0.4213), "0.42"}, {FmtNum(3.1), "3.1"}, {FmtNum(250.4), "250"}, {FmtNum(12500), "12.5k"}, {FmtNum(2e6), "2M"},
 		{FmtPct(42.4), "42%"}, {FmtPct(0.5), "0.5%"},
+		{FmtIntervalMs(293.4, 1325), "[293, 1,325] ms"}, {FmtIntervalMs(-0.52, 1.42), "[-0.5, 1.4] ms"},
+		{FmtIntervalMs(-0.0066, 0.03), "[-0.01, 0.03] ms"}, {FmtIntervalMs(-0.004, 0.03), "[0.00, 0.03] ms"}, {FmtIntervalMs(-0.013, 0.1), "[-0.01, 0.10] ms"},
 		{FmtDuration(45 * time.Second), "45 s"}, {FmtDuration(125 * time.Minute), "2 h 5 min"}, {FmtDuration(72 * time.Hour), "3 days"},
 		{Ago(time.Unix(0, 0), time.Unix(600, 0)), "10 min ago"},
 		{CategoryLabel("cold_start"), "Cold start after scale-up"},
