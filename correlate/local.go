@@ -58,7 +58,38 @@ func localReplicaCause(f *facts) Cause {
 	if target.Node != "" {
 		where = "node " + target.Node
 	}
-	return f.done(b, fmt.Sprintf("Requests served by %s are much slower than on its peers.", where), target)
+	return f.done(b, localSummary(b, where), target)
+}
+
+// localSummary claims "much slower" only when a replica or node is
+// measured slower than its peers (a concentration of slow requests alone
+// is said as such), and names the counter-evidence that rules the fault
+// out: a slow replica that is new or took more traffic is not sick.
+func localSummary(b *causeBuilder, where string) string {
+	var sum string
+	switch {
+	case b.shown("replica_outlier") >= claimed || b.shown("node_replicas_slowed") >= claimed:
+		sum = fmt.Sprintf("Requests served by %s are much slower than on its peers", where)
+	case b.shown("slow_requests_concentrated") >= claimed:
+		sum = fmt.Sprintf("Slow requests concentrate on %s, though it is not measured much slower than its peers", where)
+	default:
+		sum = fmt.Sprintf("%s stands out only a little from its peers", capitalize(where))
+	}
+	buts := []struct{ name, text string }{
+		{"outliers_are_new", "the replicas that stand out are the new ones: a cold start, not a sick host"},
+		{"outlier_got_more_traffic", "it took a growing share of the traffic: overloaded by routing, not sick"},
+		{"most_replicas_slow", "most replicas stand out, which is not local"},
+	}
+	best, but := claimed, ""
+	for _, c := range buts {
+		if s := b.shownAgainst(c.name); s >= best {
+			best, but = s, c.text
+		}
+	}
+	if but != "" {
+		return sum + ", but " + but + "."
+	}
+	return sum + "."
 }
 
 // outlierReplicas lists the affected models' replicas that stand out from

@@ -98,7 +98,9 @@ var claims = []struct {
 	{regexp.MustCompile(`(?i)piles .* traffic onto`), []string{"traffic_skew"}},
 	{regexp.MustCompile(`(?i)took traffic before they were warm`), []string{"slow_requests_on_new_replicas", "new_replicas_slower"}},
 	{regexp.MustCompile(`(?i)dependency \S+ slowed`), []string{"dependency_named"}},
-	{regexp.MustCompile(`(?i)much slower than on its peers`), []string{"replica_outlier", "node_replicas_slowed", "slow_requests_concentrated"}},
+	{regexp.MustCompile(`(?i)much slower than on its peers`), []string{"replica_outlier", "node_replicas_slowed"}},
+	{regexp.MustCompile(`(?i)slow requests concentrate on`), []string{"slow_requests_concentrated"}},
+	{regexp.MustCompile(`(?i)the replicas that stand out are the new ones`), []string{"replica_outlier", "node_replicas_slowed"}},
 	{regexp.MustCompile(`(?i)gateway / ingress .* got slow`), []string{"gateway_growth"}},
 }
 
