@@ -79,18 +79,30 @@ func coldStartFor(f *facts, m string) Cause {
 	}
 	// Replicas that come with a rollout are new pods of a new version, not
 	// extra capacity: without a scale-up, that is a release's business.
+	var rollout string // the version the new replicas came with
 	if ev == nil {
 		if fr, ver := f.youngOnNewVersion(m, youngSet); fr > 0 {
 			b.oppose("rollout_not_scale_up", fr, fr, 0.4,
 				"The new replicas run %s, a version the warm ones do not: they came with a rollout, and no scale-up was seen.", ver)
+			rollout = ver
 		}
 	}
 	sort.Strings(young)
-	sum := fmt.Sprintf("New %s replicas took traffic before they were warm.", m)
-	if b.shown("slow_requests_on_new_replicas") < claimed && b.shown("new_replicas_slower") < claimed {
-		sum = fmt.Sprintf("%d new %s replica(s) started before the onset, but the data does not show them slower than the warm ones.", len(young), m)
+	return f.done(b, coldStartSummary(b, m, len(young), rollout), Target{Model: m, Replicas: young})
+}
+
+// coldStartSummary claims cold replicas only when the new ones are
+// measured slower, and says so when they came with a rollout instead of
+// a scale-up (a slow new version is slow on new pods too).
+func coldStartSummary(b *causeBuilder, m string, young int, rollout string) string {
+	slower := b.shown("slow_requests_on_new_replicas") >= claimed || b.shown("new_replicas_slower") >= claimed
+	switch {
+	case !slower:
+		return fmt.Sprintf("%d new %s replica(s) started before the onset, but the data does not show them slower than the warm ones.", young, m)
+	case b.shownAgainst("rollout_not_scale_up") >= claimed:
+		return fmt.Sprintf("The new %s replicas are slower than the warm ones, but they run %s: they came with its rollout, not a scale-up, so the release is the suspect.", m, rollout)
 	}
-	return f.done(b, sum, Target{Model: m, Replicas: young})
+	return fmt.Sprintf("New %s replicas took traffic before they were warm.", m)
 }
 
 // youngOnNewVersion returns the share of young replicas whose version no

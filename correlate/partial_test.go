@@ -96,7 +96,7 @@ var claims = []struct {
 	{regexp.MustCompile(`(?i)batching window grew|wait (longer )?for batches to fill`), []string{"batch_wait_growth", "batching_config_change", "bigger_batches"}},
 	{regexp.MustCompile(`(?i)is slower than the version`), []string{"new_version_slower"}},
 	{regexp.MustCompile(`(?i)piles .* traffic onto`), []string{"traffic_skew"}},
-	{regexp.MustCompile(`(?i)took traffic before they were warm`), []string{"slow_requests_on_new_replicas", "new_replicas_slower"}},
+	{regexp.MustCompile(`(?i)took traffic before they were warm|replicas are slower than the warm ones`), []string{"slow_requests_on_new_replicas", "new_replicas_slower"}},
 	{regexp.MustCompile(`(?i)dependency \S+ slowed`), []string{"dependency_named"}},
 	{regexp.MustCompile(`(?i)much slower than on its peers`), []string{"replica_outlier", "node_replicas_slowed"}},
 	{regexp.MustCompile(`(?i)slow requests concentrate on`), []string{"slow_requests_concentrated"}},

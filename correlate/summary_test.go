@@ -39,3 +39,27 @@ func TestLocalSummarySaysWhatIsMeasured(t *testing.T) {
 		}
 	}
 }
+
+// The cold-start summary claims cold replicas only when they are measured
+// slower, and hands new pods of a new version to the release.
+func TestColdStartSummarySaysWhatIsMeasured(t *testing.T) {
+	for _, c := range []struct {
+		name            string
+		slower, rollout float64
+		want            string
+	}{
+		{"slower after a scale-up", 0.8, 0, "New m replicas took traffic before they were warm."},
+		{"not measured slower", 0.2, 0, "3 new m replica(s) started before the onset, but the data does not show them slower than the warm ones."},
+		{"came with a rollout", 0.8, 1, "The new m replicas are slower than the warm ones, but they run v2: they came with its rollout, not a scale-up, so the release is the suspect."},
+		{"not slower, rollout", 0.1, 1, "3 new m replica(s) started before the onset, but the data does not show them slower than the warm ones."},
+	} {
+		b := newCause(CatColdStart)
+		b.support("new_replicas_slower", 0, c.slower, 0.2, "x")
+		if c.rollout > 0 {
+			b.oppose("rollout_not_scale_up", 0, c.rollout, 0.4, "x")
+		}
+		if got := coldStartSummary(b, "m", 3, "v2"); got != c.want {
+			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
+		}
+	}
+}
