@@ -64,6 +64,13 @@ func batchingCause(f *facts) Cause {
 		b.oppose("growth_elsewhere", top[0].Share, 1-ramp(bw, 0.1, 0.25), 0.3,
 			"%.0f%% of the tail's growth is in the %s stage, not in waiting for batches.", 100*top[0].Share, top[0].Stage)
 	}
+	// A window that grew makes requests wait for it. Bigger batches with
+	// the batch wait measured and flat (and no batching change) are more
+	// requests per window — load, or load piled onto fewer replicas.
+	if b.shown("bigger_batches") > 0 && b.shown("batching_config_change") == 0 && stageMeasured(f.stages, "batch_wait") && bw < 0.1 {
+		b.oppose("batches_fill_without_waiting", bw, 1-ramp(bw, 0.05, 0.1), 0.3,
+			"Batches grew but requests did not wait longer for them (%.0f%% of the tail's growth): more requests per window, not a longer window.", 100*bw)
+	}
 	if len(f.affected) == 1 {
 		b.corroborate("one_model", 1, 1, 0.10, "Only %s slowed down; batching is configured per model.", model)
 	}

@@ -1,6 +1,9 @@
 package correlate
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // Two of four models slow down because their downstream call does, with
 // the gateway, auth and route times measured and flat: ingress is argued
@@ -69,6 +72,38 @@ func TestBiggerBatchesMustBeBigger(t *testing.T) {
 		x.stagedRun(10, Scope{Model: "m", Version: "v1"}, 400, StageExec)
 		if got := names(causeOf(t, x.analyze(), CatBatching).Evidence)["bigger_batches"]; got != tc.want {
 			t.Errorf("batches 1.2 → %.1f: bigger_batches listed %v, want %v", tc.during, got, tc.want)
+		}
+	}
+}
+
+// Batches that grew while the batch wait stayed flat are more requests
+// per window, not a longer window: batching is argued against, unless a
+// batching change came before, or the wait grew.
+func TestBiggerBatchesWithoutWaitingAreLoad(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		stage   Stage
+		change  bool
+		counter bool
+	}{
+		{"exec grew, no change", StageExec, false, true},
+		{"exec grew after a batching change", StageExec, true, false},
+		{"the wait grew", StageBatchWait, false, false},
+	} {
+		x := newFixture()
+		x.p99("m", 100, 400)
+		x.curve(RoleBatchSize, LevelModel, Scope{Model: "m"}, 1.2, 2.5)
+		x.stagedRun(10, Scope{Model: "m", Version: "v1"}, 400, tc.stage)
+		if tc.change {
+			x.events = append(x.events, Event{ID: "e1", Kind: KindConfigChange, Time: x.onset.Add(-3 * time.Minute),
+				Scope: Scope{Model: "m"}, Summary: "max_batch_size 4 -> 16"})
+		}
+		c := causeOf(t, x.analyze(), CatBatching)
+		if got := names(c.CounterEvidence)["batches_fill_without_waiting"]; got != tc.counter {
+			t.Errorf("%s: batches_fill_without_waiting listed %v, want %v (score %.2f, %+v)", tc.name, got, tc.counter, c.Score, c.CounterEvidence)
+		}
+		if tc.counter && c.Score > 0.1 {
+			t.Errorf("%s: batching scored %.2f, want ≤ 0.1", tc.name, c.Score)
 		}
 	}
 }

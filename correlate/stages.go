@@ -181,6 +181,18 @@ func stageShare(stages []StageShare, name string) float64 {
 	return 0
 }
 
+// stageMeasured reports whether the attribution has the stage with a
+// non-zero time before or during (a server that does not time a stage
+// reports 0 throughout, which says nothing about it).
+func stageMeasured(stages []StageShare, name string) bool {
+	for _, s := range stages {
+		if s.Stage == name {
+			return s.BeforeMs > 0 || s.DuringMs > 0
+		}
+	}
+	return false
+}
+
 // dominantStages lists stages by share, largest first.
 func dominantStages(stages []StageShare) []StageShare {
 	out := append([]StageShare(nil), stages...)
