@@ -60,7 +60,8 @@ func capacityFor(f *facts, models []string) Cause {
 		if c := f.cs.model(RoleQPS, models[0], ""); c != nil && len(models) == 1 {
 			e.restsOn("", c.Key(), nil)
 		}
-		if q < 1.05 {
+		// From ×1.1 down, continuously: ×1.05 is as flat as ×1.04.
+		if q < 1.1 {
 			b.oppose("traffic_flat", q, ramp(1.1-q, 0, 0.1), 0.45, "Traffic did not rise (×%.2f), so the pool had no more work than before.", q)
 		}
 	}

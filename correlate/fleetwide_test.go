@@ -107,3 +107,22 @@ func TestBiggerBatchesWithoutWaitingAreLoad(t *testing.T) {
 		}
 	}
 }
+
+// Flat traffic argues against capacity continuously from ×1.1 down: a
+// queue that grew at ×1.06 (a sick node's replicas queueing) is not
+// demand outgrowing the pool, no more than at ×1.04.
+func TestCapacityArguedAgainstByNearlyFlatTraffic(t *testing.T) {
+	for _, tc := range []struct {
+		qps  float64
+		want bool
+	}{{104, true}, {106, true}, {112, false}} {
+		x := newFixture()
+		x.p99("m", 100, 400)
+		x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 100, tc.qps)
+		x.stagedRun(10, Scope{Model: "m", Version: "v1"}, 400, StageQueue)
+		c := causeOf(t, x.analyze(), CatCapacity)
+		if got := names(c.CounterEvidence)["traffic_flat"]; got != tc.want {
+			t.Errorf("traffic ×%.2f: traffic_flat listed %v, want %v (%+v)", tc.qps/100, got, tc.want, c.CounterEvidence)
+		}
+	}
+}
