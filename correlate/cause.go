@@ -265,7 +265,12 @@ func actions(cat Category, t Target) []string {
 func bestOverModels(f *facts, cat Category, score func(f *facts, model string) Cause) Cause {
 	var best Cause
 	for _, m := range f.assessableModels(cat) {
-		if c := score(f, m); best.Category == "" || c.Score > best.Score {
+		// On a tie (0 and 0, mostly) the model with something to weigh —
+		// a deploy, new replicas — is the one to speak of: "chat-8b's
+		// deploy is not slower" answers what the on-call sees on the
+		// timeline, "no release of vision-detect" does not.
+		if c := score(f, m); best.Category == "" || c.Score > best.Score ||
+			c.Score == best.Score && len(c.Evidence) > len(best.Evidence) {
 			best = c
 		}
 	}

@@ -79,3 +79,20 @@ func TestReleaseJudgesTheNewVersionsMinutesBeforeTheOnset(t *testing.T) {
 		})
 	}
 }
+
+// When no model's release explains the spike (all score 0), the release
+// cause speaks of the model that was deployed, not of the first model
+// with nothing to weigh: the on-call sees that deploy on the timeline.
+func TestReleaseAtZeroSpeaksOfTheDeployedModel(t *testing.T) {
+	x := newFixture()
+	x.p99("a", 100, 400)
+	x.p99("b", 100, 400)
+	x.stagedRun(10, Scope{Model: "a", Version: "v1"}, 400, StageDownstream)
+	x.stagedRun(10, Scope{Model: "b", Version: "v7"}, 400, StageDownstream)
+	x.events = append(x.events, Event{ID: "d1", Kind: KindDeploy, Time: x.onset.Add(-8 * time.Minute),
+		Scope: Scope{Model: "b", Version: "v7"}, Summary: "rollout b v6 -> v7"})
+	c := causeOf(t, x.analyze(), CatRelease)
+	if c.Target.Model != "b" || !names(c.Evidence)["deploy_before_onset"] {
+		t.Errorf("release (score %.2f) speaks of %q: %q; want model b and its deploy", c.Score, c.Target.Model, c.Summary)
+	}
+}
