@@ -126,6 +126,11 @@ func capacitySummary(b *causeBuilder, q, gpu float64, tenant string, tenantRatio
 	switch {
 	case math.IsNaN(q) && tenant == "":
 		return "The traffic change is unknown (no request-rate curve or samples), so capacity cannot be judged from it."
+	case b.shown("traffic_up") < claimed && b.shown("tenant_surge") < claimed && len(sat) > 0:
+		// Queues (or busy GPUs) without more demand: each request took
+		// longer, or fewer replicas served. "No sign" would deny the
+		// queue the stage table shows.
+		return fmt.Sprintf("Traffic did not rise much (×%.2f against the hour before), though %s: the pool served more slowly or shrank; demand did not outgrow it.", q, strings.Join(sat, " and "))
 	case b.shown("traffic_up") < claimed && b.shown("tenant_surge") < claimed:
 		return fmt.Sprintf("Traffic did not rise much (×%.2f against the hour before): no sign that demand outgrew the pool.", q)
 	case len(sat) > 0:

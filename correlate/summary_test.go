@@ -1,6 +1,9 @@
 package correlate
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 // The local cause's summary says "much slower" only on a measured
 // outlier, and names the counter-evidence that rules a fault out.
@@ -59,6 +62,26 @@ func TestColdStartSummarySaysWhatIsMeasured(t *testing.T) {
 			b.oppose("rollout_not_scale_up", 0, c.rollout, 0.4, "x")
 		}
 		if got := coldStartSummary(b, "m", 3, "v2"); got != c.want {
+			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
+		}
+	}
+}
+
+// Without a traffic rise the capacity summary does not deny the queue it
+// measured: the queue is put down to a slower or smaller pool.
+func TestCapacitySummaryNamesTheQueueWithoutMoreDemand(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		queue float64
+		want  string
+	}{
+		{"queue grew", 0.6, "Traffic did not rise much (×1.11 against the hour before), though requests queue: the pool served more slowly or shrank; demand did not outgrow it."},
+		{"queue barely grew", 0.1, "Traffic did not rise much (×1.11 against the hour before): no sign that demand outgrew the pool."},
+	} {
+		b := newCause(CatCapacity)
+		b.support("traffic_up", 1.11, 0, 0.3, "x")
+		b.support("queue_growth", 0.5, c.queue, 0.2, "x")
+		if got := capacitySummary(b, 1.11, math.NaN(), "", 0); got != c.want {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
 		}
 	}
