@@ -54,8 +54,10 @@ func (o AlertOutcome) Changed() bool { return o.Opened || o.Extended || o.Resolv
 // one; a resolved group resolves it, ending its window at the latest
 // endsAt. It is idempotent on (groupKey, fingerprint, startsAt): the same
 // notification again, or a stale firing one after the resolution, changes
-// nothing. Concurrent deliveries of one group (an Alertmanager HA pair) are
-// serialised by an advisory lock. Each alert is also upserted as an event.
+// nothing, and a late copy of an older incident's notification goes to that
+// incident, not the group's open one. Concurrent deliveries of one group
+// (an Alertmanager HA pair) are serialised by an advisory lock. Each alert
+// is also upserted as an event.
 func (s *Store) ApplyAlertGroup(ctx context.Context, g AlertGroup, lookback time.Duration, now time.Time) (AlertOutcome, error) {
 	var out AlertOutcome
 	if len(g.Alerts) == 0 {
@@ -95,17 +97,21 @@ func (s *Store) ApplyAlertGroup(ctx context.Context, g AlertGroup, lookback time
 		if err != nil && translate(err) != ErrNotFound {
 			return err
 		}
-		allKnown := true
+		allKnown, filedUnderOpen := true, false
 		var knownID int64
 		for _, a := range g.Alerts {
 			id, ok := known[alertKey(a.Fingerprint, a.StartsAt)]
 			allKnown = allKnown && ok
 			if ok {
 				knownID = id
+				filedUnderOpen = filedUnderOpen || (hasOpen && id == open.ID)
 			}
 		}
 		switch {
-		case hasOpen:
+		case hasOpen && (!allKnown || filedUnderOpen):
+			// New alerts, or alerts of the open incident: it is theirs. A
+			// late copy of an older incident's notification must not
+			// resolve or stretch the one open now (next case).
 			target = open
 		case knownID != 0 && (allKnown || g.Status == AlertResolved):
 			// Every alert already belongs to a resolved incident (a late

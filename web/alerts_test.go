@@ -131,6 +131,24 @@ func TestAlertmanagerLifecycle(t *testing.T) {
 	if !again.Opened || again.IncidentID == a.IncidentID {
 		t.Fatalf("new firing after resolution: %+v, want a new incident", again)
 	}
+	// Late copies of the first incident's notifications (Alertmanager's
+	// retries, an HA peer catching up) go to the incident their alerts
+	// were filed under: the open one is neither resolved nor stretched.
+	before := e.incident(again.IncidentID)
+	lateResolved := e.alert(amNotification("resolved", 2, start.Add(-10*time.Minute), &end))
+	lateFiring := e.alert(firing)
+	if lateResolved.IncidentID != a.IncidentID || lateResolved.Resolved || lateFiring.IncidentID != a.IncidentID || lateFiring.Extended {
+		t.Fatalf("late copies: resolved %+v, firing %+v, want both filed under #%d, unchanged", lateResolved, lateFiring, a.IncidentID)
+	}
+	after := e.incident(again.IncidentID)
+	if after.Status != "open" || after.EndedAt != nil || !after.StartedAt.Equal(before.StartedAt) {
+		t.Fatalf("open incident after late copies of an older one: %+v, want still open from %s", after, before.StartedAt)
+	}
+	// Its own resolution still resolves it.
+	end2 := testNow.Add(30 * time.Second)
+	if r := e.alert(amNotification("resolved", 1, testNow.Add(-time.Minute), &end2)); !r.Resolved || r.IncidentID != again.IncidentID {
+		t.Fatalf("own resolution: %+v, want #%d resolved", r, again.IncidentID)
+	}
 }
 
 func TestAlertmanagerResolvedFirst(t *testing.T) {
