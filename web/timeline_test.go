@@ -151,7 +151,7 @@ func TestTimelineDownsamplesAndScopes(t *testing.T) {
 
 func TestTimelineBadParameters(t *testing.T) {
 	e := newAPIEnv(t)
-	at := testNow.Format(time.RFC3339)
+	at, day := testNow.Format(time.RFC3339), testNow.Add(-24*time.Hour).Format(time.RFC3339)
 	for _, tc := range []struct {
 		query, field, msg string
 	}{
@@ -159,9 +159,10 @@ func TestTimelineBadParameters(t *testing.T) {
 		{"from=yesterday&to=" + at, "from", `cannot parse "yesterday"`},
 		{"from=" + at + "&to=" + at, "to", "end timestamp must be after start timestamp"},
 		{"from=" + testNow.Add(-30*24*time.Hour).Format(time.RFC3339) + "&to=" + at + "&step=15s", "step", "exceeded maximum resolution of 11,000 points per timeseries; try decreasing the query resolution (?step=236s)"},
-		{"from=0&to=" + at + "&step=0", "step", "not accepted"},
-		{"from=0&to=" + at + "&roles=latency_p99,latency_p999", "roles", `unknown role "latency_p999"`},
-		{"from=0&to=" + at + "&levels=pod", "levels", `unknown level "pod"`},
+		{"from=" + day + "&to=" + at + "&step=0", "step", "not accepted"},
+		{"from=" + day + "&to=" + at + "&roles=latency_p99,latency_p999", "roles", `unknown role "latency_p999"`},
+		{"from=" + day + "&to=" + at + "&levels=pod", "levels", `unknown level "pod"`},
+		{"from=0&to=" + at, "from", "exceeds the maximum of 744h0m0s"},
 	} {
 		r := e.do(request{method: "GET", path: "/api/v1/timeline?" + tc.query, token: e.read})
 		if r.status != 400 || r.err.Field != tc.field || !strings.Contains(r.err.Error, tc.msg) {

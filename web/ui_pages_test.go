@@ -259,6 +259,11 @@ func TestUIFiltersReachSamplesAndState(t *testing.T) {
 	if bad.status != http.StatusBadRequest || !strings.Contains(bad.testid("error").Text(), "from") {
 		t.Errorf("bad from: %d %q", bad.status, bad.testid("error").Text())
 	}
+	// A window past 31 days is refused, not read.
+	wide := b.get(e.incidentPath() + "?from=2000-01-01T00:00:00Z")
+	if wide.status != http.StatusBadRequest || !strings.Contains(wide.testid("error").Text(), "longer than 31 days") {
+		t.Errorf("a 26-year window: %d %q, want 400 naming the limit", wide.status, wide.testid("error").Text())
+	}
 	nf := b.get("/incidents/999999")
 	if nf.status != http.StatusNotFound {
 		t.Errorf("unknown incident: %d", nf.status)

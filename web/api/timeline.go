@@ -43,7 +43,9 @@ var timelineLevels = correlate.Levels
 // model's curves.
 func (a *API) GetTimeline(c echo.Context) error {
 	ctx := c.Request().Context()
-	from, to, err := request.Range(c.QueryParams(), time.Time{}, time.Time{}, 0)
+	// The spikes below read full-resolution curves: the window is bounded
+	// as /spikes' is.
+	from, to, err := request.Range(c.QueryParams(), time.Time{}, time.Time{}, maxSpikeWindow)
 	if err != nil {
 		return err
 	}

@@ -38,7 +38,7 @@ func (p *Pages) ShowExplore(c echo.Context) error {
 	case to.IsZero():
 		to = from.Add(exploreDefaultSpan)
 	}
-	if to.Sub(from) > 31*24*time.Hour {
+	if to.Sub(from) > maxViewWindow {
 		return request.BadInput("from", "window of %s is longer than 31 days; narrow from/to", to.Sub(from))
 	}
 	step := incident.ChartStep(from, to)

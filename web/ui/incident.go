@@ -47,6 +47,10 @@ func (p *Pages) incidentPage(c echo.Context, id int64, base string, readOnly boo
 			return err
 		}
 	}
+	// A zoom is bounded; the incident's own window always shows.
+	if from, to := p.viewWindow(d, st); (!st.From.IsZero() || !st.To.IsZero()) && to.Sub(from) > maxViewWindow {
+		return request.BadInput("from", "window of %s is longer than 31 days; narrow from/to", to.Sub(from))
+	}
 	if d.status == "" {
 		p.incidents.Notify(id) // nothing computed yet: make sure it is queued
 	}
@@ -108,6 +112,10 @@ func (p *Pages) incidentPage(c echo.Context, id int64, base string, readOnly boo
 	}
 	return p.page(c, http.StatusOK, meta, views.IncidentBody(v))
 }
+
+// maxViewWindow bounds the window a page reads, as the API's timeline
+// and spikes are bounded.
+const maxViewWindow = 31 * 24 * time.Hour
 
 // viewWindow is the window a state shows: its from/to, or the default.
 func (p *Pages) viewWindow(d *incidentData, st views.State) (time.Time, time.Time) {
