@@ -117,13 +117,34 @@ func samplesStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 		s += tailClause(a, row)
 		sm = append(sm, s+".")
 	} else {
-		sm = append(sm, "Slow requests are not concentrated on any single dimension.")
+		sm = append(sm, NoConcentration(a.Samples.Slow))
 	}
 	if len(a.Impact) > 0 && len(a.Impact[0].Tenants) > 0 && *a.Impact[0].Tenants[0].SlowShare >= 0.5 {
 		sm = append(sm, tenantSentence(a.Impact[0].Tenants[0], a.Impact[0].Model))
 	}
 	st.Answer = strings.Join(sm, " ")
 	return st
+}
+
+// minSlowToJudge is the fewest slow samples from which "not concentrated"
+// is a finding rather than a shrug: with fewer, no row reaches the
+// concentration's support and risk ratio by construction.
+const minSlowToJudge = 10
+
+// NoConcentration says that no dimension stands out among the slow
+// requests, or that too few were sampled to tell.
+func NoConcentration(slow int) string {
+	switch {
+	case slow == 0:
+		return "No sampled request of the affected models was slow during the spike, so the samples cannot show where slow requests concentrate."
+	case slow < minSlowToJudge:
+		verb := "were"
+		if slow == 1 {
+			verb = "was"
+		}
+		return fmt.Sprintf("Only %s %s sampled during the spike: too few to tell whether slow requests concentrate on one dimension.", plural(slow, "slow request"), verb)
+	}
+	return "Slow requests are not concentrated on any single dimension."
 }
 
 // tenantSentence says which tenant sends most of a model's slow requests

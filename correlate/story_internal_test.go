@@ -366,3 +366,24 @@ func TestLocateLooseLeads(t *testing.T) {
 		}
 	}
 }
+
+// TestSamplesStepWithoutSlowSamplesJudgesNothing: "not concentrated" is a
+// finding only when enough slow requests were sampled to find a row.
+func TestSamplesStepWithoutSlowSamplesJudgesNothing(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		slow      int
+		want, not string
+	}{
+		{0, "No sampled request of the affected models was slow", "not concentrated"},
+		{1, "Only 1 slow request was sampled", "not concentrated"},
+		{4, "Only 4 slow requests were sampled", "not concentrated"},
+		{40, "Slow requests are not concentrated on any single dimension.", "too few"},
+	} {
+		a := Analysis{Samples: SampleSummary{Total: 500, Slow: c.slow, SlowRequests: float64(c.slow)}}
+		got := samplesStep(a, &facts{}, nil).Answer
+		if !strings.Contains(got, c.want) || strings.Contains(got, c.not) {
+			t.Errorf("%d slow samples: %q, want %q and not %q", c.slow, got, c.want, c.not)
+		}
+	}
+}

@@ -420,6 +420,9 @@ func BuildConc(rows []correlate.Concentration, s State, a *correlate.Analysis) C
 	t := ConcTable{}
 	if len(rows) == 0 {
 		t.Empty = "Slow requests are not concentrated on any dimension value (or there are no samples in the window)."
+		if a != nil {
+			t.Empty = correlate.NoConcentration(a.Samples.Slow)
+		}
 		return t
 	}
 	cur := DimsKey(s.Dims())
