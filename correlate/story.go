@@ -259,17 +259,45 @@ func (f *facts) reconcile(top Cause) string {
 			return ""
 		}
 		who := dimString(loc)
-		q := f.qpsRatioOf(models)
-		why := "its peers slowed down too"
-		if rep, ok := loc.value("replica"); ok {
-			for _, r := range f.reps[f.replicaModel(rep)] {
-				if r.replica == rep && r.loadDuring >= 1.15 {
-					why = fmt.Sprintf("it takes %s× the average replica's traffic", trimZero(fmt.Sprintf("%.1f", r.loadDuring)))
+		rep, isRep := loc.value("replica")
+		node, _ := loc.value("node")
+		// Only what was measured argues for the pool: more traffic, the
+		// other replicas slowing too, or this one taking more than its
+		// share. Without any, there is nothing to reconcile with.
+		var why []string
+		if q := f.qpsRatioOf(models); !math.IsNaN(q) && q >= 1.15 {
+			why = append(why, fmt.Sprintf("the pool's traffic rose ×%.1f", q))
+		}
+		var peers []float64
+		for _, m := range models {
+			for _, r := range f.reps[m] {
+				if (isRep && r.replica != rep) || (!isRep && node != "" && r.node != node) {
+					if !math.IsNaN(r.ratio) {
+						peers = append(peers, r.ratio)
+					}
 				}
 			}
 		}
-		return fmt.Sprintf("%.0f%% of the slow requests ran on %s, but the pool's traffic rose ×%.1f and %s: it saturates first, so this is capacity, not a bad replica.",
-			loc.SelectionPct, who, q, why)
+		if pr := median(peers); len(peers) > 0 && pr >= 1.2 {
+			why = append(why, fmt.Sprintf("its peers' P99 rose ×%.1f too", pr))
+		}
+		saturates := false
+		if isRep {
+			for _, r := range f.reps[f.replicaModel(rep)] {
+				if r.replica == rep && r.loadDuring >= 1.15 {
+					why = append(why, fmt.Sprintf("it takes %s× the average replica's traffic", trimZero(fmt.Sprintf("%.1f", r.loadDuring))))
+					saturates = true
+				}
+			}
+		}
+		if len(why) == 0 {
+			return ""
+		}
+		verdict := "so this is capacity, not a bad replica."
+		if saturates {
+			verdict = "it saturates first, so this is capacity, not a bad replica."
+		}
+		return fmt.Sprintf("%.0f%% of the slow requests ran on %s, but %s: %s", loc.SelectionPct, who, strings.Join(why, " and "), verdict)
 	case CatLocalReplica:
 		q := f.affectedQPSRatio()
 		if math.IsNaN(q) || q < 1.3 {

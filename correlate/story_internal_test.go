@@ -108,6 +108,9 @@ func TestReconciliation(t *testing.T) {
 			t.Errorf("capacity reconciliation %q lacks %q", got, want)
 		}
 	}
+	if !strings.Contains(got, "its peers' P99 rose ×2.0 too") {
+		t.Errorf("capacity reconciliation %q: the peers went 100 → 200 ms", got)
+	}
 	got = f.reconcile(Cause{Category: CatLocalReplica, Target: Target{Replica: "hot"}})
 	if !strings.Contains(got, "Traffic rose ×2.0") || !strings.Contains(got, "replica hot") || !strings.Contains(got, "not a capacity shortage") {
 		t.Errorf("local reconciliation %q", got)
@@ -385,5 +388,49 @@ func TestSamplesStepWithoutSlowSamplesJudgesNothing(t *testing.T) {
 		if !strings.Contains(got, c.want) || strings.Contains(got, c.not) {
 			t.Errorf("%d slow samples: %q, want %q and not %q", c.slow, got, c.want, c.not)
 		}
+	}
+}
+
+// TestReconciliationSaysOnlyWhatWasMeasured: flat traffic, peers that held
+// and a replica with its fair share give capacity nothing to reconcile
+// with; no sentence claims a traffic rise or peers slowing.
+func TestReconciliationSaysOnlyWhatWasMeasured(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	x.p99("m", 100, 300)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 30, 30)
+	x.replica("m", "hot", "n1", 100, 600, 10, 10)
+	x.replica("m", "b", "n2", 100, 105, 10, 10)
+	x.replica("m", "c", "n3", 100, 100, 10, 10)
+	for _, r := range []string{"hot", "b", "c"} {
+		slow := r == "hot"
+		x.sampleRun(10, Scope{Model: "m", Replica: r, Node: map[string]string{"hot": "n1", "b": "n2", "c": "n3"}[r]}, 100, 100, func(s *Sample, during bool) {
+			if during && slow && s.Time.Second()%2 == 0 {
+				s.TotalMs = 900
+			}
+		})
+	}
+	f := x.facts()
+	if got := f.reconcile(Cause{Category: CatCapacity, Target: Target{Model: "m"}}); got != "" {
+		t.Errorf("capacity reconciliation with nothing measured for the pool: %q, want none", got)
+	}
+	// The peers slowing alone is reason enough, and said as such.
+	y := newFixture()
+	y.p99("m", 100, 300)
+	y.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 30, 30)
+	y.replica("m", "hot", "n1", 100, 600, 10, 10)
+	y.replica("m", "b", "n2", 100, 250, 10, 10)
+	y.replica("m", "c", "n3", 100, 250, 10, 10)
+	for _, r := range []string{"hot", "b", "c"} {
+		slow := r == "hot"
+		y.sampleRun(10, Scope{Model: "m", Replica: r, Node: map[string]string{"hot": "n1", "b": "n2", "c": "n3"}[r]}, 100, 100, func(s *Sample, during bool) {
+			if during && slow && s.Time.Second()%2 == 0 {
+				s.TotalMs = 900
+			}
+		})
+	}
+	got := y.facts().reconcile(Cause{Category: CatCapacity, Target: Target{Model: "m"}})
+	if !strings.Contains(got, "its peers' P99 rose ×2.5 too") || strings.Contains(got, "traffic rose") || strings.Contains(got, "saturates first") {
+		t.Errorf("peers-only reconciliation %q", got)
 	}
 }
