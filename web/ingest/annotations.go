@@ -116,9 +116,14 @@ func Annotation(req *http.Request, lim Limits, now time.Time) (correlate.Event, 
 	if e.Source == "" {
 		e.Source = "annotation"
 	}
-	t := now.UTC().Truncate(time.Minute) // retries within the minute stay one event
+	// Without a time the annotation is now, to the millisecond (Grafana's
+	// resolution); its identity takes the minute, so a retry within the
+	// minute stays one event, while the timeline keeps the true time.
+	t := now.UTC().Truncate(time.Millisecond)
+	idTime := t.Truncate(time.Minute)
 	if w.Time != nil {
 		t = time.UnixMilli(*w.Time).UTC()
+		idTime = t
 	}
 	if msg := inWindow(t, lim, now); msg != "" {
 		return correlate.Event{}, 0, bad("time", "%s", msg)
@@ -138,7 +143,7 @@ func Annotation(req *http.Request, lim Limits, now time.Time) (correlate.Event, 
 		e.Attrs = map[string]any{"tags": w.Tags}
 	}
 	h := sha256.New()
-	for _, f := range []string{string(e.Kind), e.Time.Format(time.RFC3339Nano), e.Model, e.Version, e.Tenant, e.Replica,
+	for _, f := range []string{string(e.Kind), idTime.Format(time.RFC3339Nano), e.Model, e.Version, e.Tenant, e.Replica,
 		e.Node, e.Source, e.Summary} {
 		h.Write([]byte(f))
 		h.Write([]byte{0})

@@ -164,6 +164,34 @@ func TestEventsWithoutIDAreIdempotent(t *testing.T) {
 	}
 }
 
+// TestAnnotationWithoutTimeIsNow: an annotation without a time is stored
+// at the moment it arrived, not at the start of its minute, and a retry
+// within the minute is the same event.
+func TestAnnotationWithoutTimeIsNow(t *testing.T) {
+	t.Parallel()
+	body := `{"tags":["deploy","model:chat"],"text":"v2"}`
+	read := func(now time.Time) (correlate.Event, int64) {
+		t.Helper()
+		e, id, err := ingest.Annotation(post("application/json", "", []byte(body)), lim, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, id
+	}
+	at := time.Date(2026, 6, 1, 12, 0, 47, 250_000_000, time.UTC)
+	a, idA := read(at)
+	if !a.Time.Equal(at) {
+		t.Errorf("stored at %s, want when it arrived (%s)", a.Time.Format(time.RFC3339Nano), at.Format(time.RFC3339Nano))
+	}
+	b, idB := read(at.Add(5 * time.Second))
+	if b.ID != a.ID || idB != idA {
+		t.Errorf("a retry 5 s later: id %s/%d, want %s/%d", b.ID, idB, a.ID, idA)
+	}
+	if c, _ := read(at.Add(time.Minute)); c.ID == a.ID {
+		t.Errorf("an annotation a minute later has the first one's id %s", c.ID)
+	}
+}
+
 // The notifications below are dated around alertNow, which is handed to
 // the decoder (it reads no clock).
 var (
