@@ -72,12 +72,22 @@ func (s *Service) Notify(id int64) {
 
 // Open creates an incident.
 func (s *Service) Open(ctx context.Context, n store.NewIncident) (store.Incident, error) {
-	in, err := s.st.CreateIncident(ctx, n)
+	in, _, err := s.OpenOnce(ctx, n)
+	return in, err
+}
+
+// OpenOnce is Open for a request that may be retried: with n's
+// idempotency key already used for the same request, it returns that
+// incident and created false.
+func (s *Service) OpenOnce(ctx context.Context, n store.NewIncident) (store.Incident, bool, error) {
+	in, created, err := s.st.CreateIncidentOnce(ctx, n)
 	if err != nil {
-		return store.Incident{}, err
+		return store.Incident{}, false, err
 	}
-	s.Notify(in.ID)
-	return in, nil
+	if created {
+		s.Notify(in.ID)
+	}
+	return in, created, nil
 }
 
 // SetEnd moves the end of an incident's window (nil: open-ended again).

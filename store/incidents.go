@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -8,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/waterline-dev/waterline/correlate"
 )
@@ -58,6 +61,19 @@ type NewIncident struct {
 	Start  time.Time
 	End    *time.Time
 	Scope  correlate.Scope
+	// IdempotencyKey, when set, makes the creation once-only: a retry
+	// with the same key answers the incident the first one created.
+	// RequestHash tells a retry from another request reusing the key.
+	IdempotencyKey string
+	RequestHash    []byte
+}
+
+// KeyReusedError is a creation whose idempotency key already opened an
+// incident for a different request.
+type KeyReusedError struct{ IncidentID int64 }
+
+func (e *KeyReusedError) Error() string {
+	return fmt.Sprintf("idempotency key already used for incident %d with a different request", e.IncidentID)
 }
 
 // incidentSelect reads an incident with its newest analysis summary; the
@@ -125,18 +141,43 @@ func utcPtr(t *time.Time) *time.Time {
 
 // CreateIncident stores a new open incident and returns it.
 func (s *Store) CreateIncident(ctx context.Context, n NewIncident) (Incident, error) {
+	in, _, err := s.CreateIncidentOnce(ctx, n)
+	return in, err
+}
+
+// CreateIncidentOnce creates an incident, or, when n's idempotency key
+// already created one for the same request, returns that one with
+// created false. The key's uniqueness is the database's, so concurrent
+// retries create one incident. A key reused for another request is a
+// *KeyReusedError.
+func (s *Store) CreateIncidentOnce(ctx context.Context, n NewIncident) (in Incident, created bool, err error) {
 	if n.Source == "" {
 		n.Source = SourceManual
 	}
-	var id int64
-	err := s.db.QueryRow(ctx, `
-		INSERT INTO incidents (title, source, start_at, end_at, model, version, tenant, replica, node)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
-		n.Title, n.Source, n.Start, n.End, n.Scope.Model, n.Scope.Version, n.Scope.Tenant, n.Scope.Replica, n.Scope.Node).Scan(&id)
-	if err != nil {
-		return Incident{}, wrap("create incident", err)
+	var key *string
+	if n.IdempotencyKey != "" {
+		key = &n.IdempotencyKey
 	}
-	return s.Incident(ctx, id)
+	var id int64
+	err = s.db.QueryRow(ctx, `
+		INSERT INTO incidents (title, source, start_at, end_at, model, version, tenant, replica, node, idempotency_key, request_hash)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+		ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING id`,
+		n.Title, n.Source, n.Start, n.End, n.Scope.Model, n.Scope.Version, n.Scope.Tenant, n.Scope.Replica, n.Scope.Node,
+		key, n.RequestHash).Scan(&id)
+	created = err == nil
+	if errors.Is(err, pgx.ErrNoRows) {
+		var hash []byte
+		if err = s.db.QueryRow(ctx, `SELECT id, request_hash FROM incidents WHERE idempotency_key = $1`, key).Scan(&id, &hash); err == nil &&
+			!bytes.Equal(hash, n.RequestHash) {
+			return Incident{}, false, &KeyReusedError{IncidentID: id}
+		}
+	}
+	if err != nil {
+		return Incident{}, false, wrap("create incident", err)
+	}
+	in, err = s.Incident(ctx, id)
+	return in, created, err
 }
 
 // Incident returns one incident, or ErrNotFound.

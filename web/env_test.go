@@ -113,11 +113,13 @@ func newAPIEnv(t *testing.T, tweak ...func(*web.Config)) *apiEnv {
 type request struct {
 	method, path, token, ctype, encoding string
 	body                                 []byte
+	header                               http.Header // more request headers
 }
 
 // response is a decoded answer.
 type response struct {
 	status int
+	header http.Header
 	body   []byte
 	err    wire.Error
 }
@@ -137,12 +139,15 @@ func (e *apiEnv) do(r request) response {
 	if r.encoding != "" {
 		req.Header.Set("Content-Encoding", r.encoding)
 	}
+	for k, v := range r.header {
+		req.Header[k] = v
+	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		e.t.Fatalf("%s %s: %v", r.method, r.path, err)
 	}
 	defer res.Body.Close()
-	out := response{status: res.StatusCode}
+	out := response{status: res.StatusCode, header: res.Header}
 	out.body, _ = io.ReadAll(res.Body)
 	if res.StatusCode >= 400 && strings.Contains(res.Header.Get("Content-Type"), "json") {
 		if err := json.Unmarshal(out.body, &out.err); err != nil {

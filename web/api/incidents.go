@@ -1,6 +1,7 @@
 package api
 
 import (
+	"crypto/sha256"
 	"errors"
 	"net/http"
 	"strings"
@@ -19,7 +20,8 @@ import (
 const maxIncidentBody = 64 << 10
 
 // CreateIncident is POST /api/v1/incidents: a window (and scope) to
-// explain → 201 with its id and permalink.
+// explain → 201 with its id and permalink. With an Idempotency-Key
+// header a retry answers 200 with the incident the first request opened.
 func (a *API) CreateIncident(c echo.Context) error {
 	var w wire.IncidentCreate
 	if err := ingest.ReadObject(c.Response(), c.Request(), maxIncidentBody, &w, `{"title", "start", "end", "scope"?}`); err != nil {
@@ -29,11 +31,62 @@ func (a *API) CreateIncident(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	in, err := a.incidents.Open(c.Request().Context(), n)
+	if n.IdempotencyKey, err = idempotencyKey(c.Request().Header); err != nil {
+		return err
+	}
+	if n.IdempotencyKey != "" {
+		n.RequestHash = incidentHash(n)
+	}
+	in, created, err := a.incidents.OpenOnce(c.Request().Context(), n)
+	var reused *store.KeyReusedError
+	if errors.As(err, &reused) {
+		return request.Invalid("Idempotency-Key", "already used for incident %d with a different title, window or scope; use a new key for a new incident", reused.IncidentID)
+	}
 	if err != nil {
 		return err
 	}
+	if !created {
+		// A retry: the incident the first request opened, as then.
+		c.Response().Header().Set("Idempotent-Replayed", "true")
+		return c.JSON(http.StatusOK, incident.Summary(in, a.cfg.PublicURL))
+	}
 	return c.JSON(http.StatusCreated, incident.Summary(in, a.cfg.PublicURL))
+}
+
+// maxIdempotencyKey bounds the Idempotency-Key header (a UUID is 36).
+const maxIdempotencyKey = 255
+
+// idempotencyKey reads the optional Idempotency-Key header
+// (draft-ietf-httpapi-idempotency-key-header): printable ASCII, at most
+// 255 characters.
+func idempotencyKey(h http.Header) (string, error) {
+	k := strings.TrimSpace(h.Get("Idempotency-Key"))
+	k = strings.Trim(k, `"`) // the draft quotes it as a structured string
+	if len(k) > maxIdempotencyKey {
+		return "", request.BadInput("Idempotency-Key", "longer than %d characters", maxIdempotencyKey)
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return "", request.BadInput("Idempotency-Key", "want printable ASCII, such as a UUID")
+		}
+	}
+	return k, nil
+}
+
+// incidentHash identifies what a creation asked for, so that a key
+// reused for another incident is told from a retry.
+func incidentHash(n store.NewIncident) []byte {
+	h := sha256.New()
+	end := ""
+	if n.End != nil {
+		end = n.End.UTC().Format(time.RFC3339Nano)
+	}
+	for _, f := range []string{n.Title, n.Start.UTC().Format(time.RFC3339Nano), end,
+		n.Scope.Model, n.Scope.Version, n.Scope.Tenant, n.Scope.Replica, n.Scope.Node} {
+		h.Write([]byte(f))
+		h.Write([]byte{0})
+	}
+	return h.Sum(nil)
 }
 
 // checkIncident validates a new incident. Its window must lie where data
