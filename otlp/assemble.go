@@ -27,6 +27,10 @@ type Options struct {
 	// MaxAge and MaxFuture bound a sample's time around now, as the
 	// sample API does; 0 MaxAge = any age.
 	MaxAge, MaxFuture time.Duration
+	// Oldest is the earliest sample time the samples retention keeps
+	// (zero: none); older traces are dropped as out of the window. It is
+	// called under the assembler's lock, so it must not block. nil = none.
+	Oldest func() time.Time
 	// MaxPending bounds samples waiting for the sink (the store being
 	// down); past it Add answers ErrBusy. 0 = 50,000.
 	MaxPending int

@@ -829,3 +829,26 @@ func TestRunStoppingFilesWhatIsQueued(t *testing.T) {
 		t.Fatalf("stored %d samples, want 2", got)
 	}
 }
+
+// TestTracesUnderTheRetentionFloorAreDropped: a trace older than what the
+// samples retention keeps (Options.Oldest) is dropped as out of the window
+// and counted, not stored for maintenance to drop; a newer one is stored.
+func TestTracesUnderTheRetentionFloorAreDropped(t *testing.T) {
+	ck := &clock{t: time.Now().Truncate(time.Second)}
+	sk := &sink{}
+	floor := ck.now().Add(-time.Hour)
+	a := NewAssembler(DefaultConfig(), Options{Sink: sk.store, Now: ck.now, MaxAge: 24 * time.Hour, MaxFuture: time.Hour,
+		Oldest: func() time.Time { return floor }})
+	for i, start := range []time.Time{floor.Add(-time.Minute), floor.Add(time.Minute)} {
+		mustAdd(t, a, request(traceID(byte(40+i)), start, map[string]any{"model": "m"},
+			tspan{id: 1, name: "root", kind: server, from: 0, to: 10}))
+	}
+	ck.add(6 * time.Second)
+	flush(t, a)
+	if got := a.Stats().Dropped[DropOutWindow].Load(); got != 1 {
+		t.Errorf("out_of_window drops: %d, want the trace under the floor", got)
+	}
+	if len(sk.got) != 1 || sk.got[0].Time.Before(floor) {
+		t.Fatalf("stored %+v, want only the trace after the floor", sk.got)
+	}
+}

@@ -97,7 +97,8 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 	e := &sp[entry]
 	start := time.Unix(0, e.start).UTC()
 	now := a.opt.Now()
-	if (a.opt.MaxAge > 0 && start.Before(now.Add(-a.opt.MaxAge))) || start.After(now.Add(a.opt.MaxFuture)) {
+	if (a.opt.MaxAge > 0 && start.Before(now.Add(-a.opt.MaxAge))) || start.After(now.Add(a.opt.MaxFuture)) ||
+		(a.opt.Oldest != nil && a.opt.Oldest().After(start)) {
 		return correlate.Sample{}, DropOutWindow, false
 	}
 

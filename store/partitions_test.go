@@ -61,3 +61,35 @@ func TestPartitionsAheadAndRetention(t *testing.T) {
 		t.Fatalf("%d samples left, want 1", left)
 	}
 }
+
+// TestSamplesFloor: the floor ingest refuses samples under is retention's
+// cutoff — none on an empty table or without retention, else the newest
+// stored day's end (or now, if earlier) minus the retention.
+func TestSamplesFloor(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	now := testclock.Now()
+	keep := 7 * 24 * time.Hour
+	f := st.NewSamplesFloor(keep)
+	if err := f.Refresh(ctx, now); err != nil || !f.At().IsZero() {
+		t.Fatalf("empty table: floor %s (%v), want none", f.At(), err)
+	}
+	old := now.Add(-60 * 24 * time.Hour)
+	if err := st.EnsurePartitions(ctx, store.TableSamples, old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DB().Exec(ctx, `INSERT INTO samples (time, request_id, model, total_ms) VALUES ($1, 'a', 'm', 1)`, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Refresh(ctx, now); err != nil {
+		t.Fatal(err)
+	}
+	if want := old.Truncate(24 * time.Hour).Add(24 * time.Hour).Add(-keep); !f.At().Equal(want) {
+		t.Errorf("backfilled history only: floor %s, want %s (its day's end minus 7 days)", f.At(), want)
+	}
+	var none *store.RetentionFloor
+	if !none.At().IsZero() || !st.NewSamplesFloor(0).At().IsZero() {
+		t.Error("no floor (nil, or retention 0) must read as zero")
+	}
+}

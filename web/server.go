@@ -50,6 +50,9 @@ type Config struct {
 	// WebhookAllowPrivate lets webhooks target loopback, private and
 	// link-local addresses; the dispatcher needs the same setting.
 	WebhookAllowPrivate bool
+	// SamplesFloor is the earliest sample time retention keeps (zero:
+	// none): older samples are refused, not stored and dropped. nil = none.
+	SamplesFloor func() time.Time
 }
 
 // Deps are the collaborators the server needs.
@@ -131,6 +134,7 @@ func NewServer(cfg Config, deps Deps) *Server {
 			MaxAge: cfg.IngestMaxAge, MaxFuture: cfg.IngestMaxFuture},
 		AlertLookback:       cfg.AlertLookback,
 		WebhookAllowPrivate: cfg.WebhookAllowPrivate,
+		SamplesFloor:        cfg.SamplesFloor,
 	}, api.Deps{Store: deps.Store, Incidents: deps.Incidents, Registry: deps.Registry, Now: s.now,
 		SLO: deps.SLO, QueryRange: deps.QueryRange, Traces: deps.Traces})
 	s.pages = ui.New(ui.Config{PublicURL: cfg.PublicURL, AuthProxyHeader: cfg.AuthProxyHeader,

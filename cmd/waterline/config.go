@@ -136,7 +136,7 @@ func flagSpecs(c *config) []envFlag {
 		{"ingest-max-future", "WATERLINE_INGEST_MAX_FUTURE", "1h", "how far in the future a record time may be (clock skew)", dur(&c.IngestMaxFuture)},
 		{"request-timeout", "WATERLINE_REQUEST_TIMEOUT", "120s", "longest time one HTTP request may take", dur(&c.RequestTimeout)},
 		{"alert-lookback", "WATERLINE_ALERT_LOOKBACK", "30m", "an Alertmanager incident starts this long before the alert's startsAt", dur(&c.AlertLookback)},
-		{"samples-retention", "WATERLINE_SAMPLES_RETENTION", "30d", "keep raw request samples this long (0 = forever); counted from the newest data", days(&c.SamplesRetention)},
+		{"samples-retention", "WATERLINE_SAMPLES_RETENTION", "30d", "keep raw request samples this long (0 = forever); counted from the newest data; older samples are refused", days(&c.SamplesRetention)},
 		{"points-retention", "WATERLINE_POINTS_RETENTION", "90d", "keep raw curve points this long (0 = forever); counted from the newest data", days(&c.PointsRetention)},
 		{"detect-interval", "WATERLINE_DETECT_INTERVAL", "1m", "background spike detector period; 0 disables it", dur(&c.DetectInterval)},
 		{"detect-open-incidents", "WATERLINE_DETECT_OPEN_INCIDENTS", "true", "let the detector open incidents for severe spikes", boolean(&c.DetectOpen)},

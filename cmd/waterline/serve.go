@@ -52,8 +52,14 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	// Samples older than retention keeps are refused, not stored and
+	// dropped at the next maintenance.
+	floor := st.NewSamplesFloor(c.SamplesRetention)
+	if err := floor.Refresh(ctx, time.Now()); err != nil {
+		log.Warn("reading the samples retention floor failed; none until it is read", "err", err)
+	}
 	traces := otlp.NewAssembler(traceCfg, otlp.Options{Sink: web.StoreSink(st),
-		MaxAge: c.IngestMaxAge, MaxFuture: c.IngestMaxFuture})
+		MaxAge: c.IngestMaxAge, MaxFuture: c.IngestMaxFuture, Oldest: floor.At})
 	hooks := newWebhooks(c, st, log)
 	analyzer, incidents, detector := newDiagnosis(c, st, pullCfg.SLOFor, log, hooks, detectWake)
 	srv := web.NewServer(web.Config{
@@ -66,6 +72,7 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 		AlertLookback:   c.AlertLookback,
 		AuthProxyHeader: c.AuthProxyHeader,
 		AuthProxyScope:  c.AuthProxyScope,
+		SamplesFloor:    floor.At,
 
 		WebhookAllowPrivate: c.WebhookAllowPrivate,
 	}, web.Deps{
@@ -91,6 +98,7 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	go maintainLoop(bg, st, c, log)
+	go floorLoop(bg, floor, log)
 	tracesDone := make(chan struct{})
 	go func() { traces.Run(bg, 250*time.Millisecond); close(tracesDone) }()
 	go analyzer.Run(bg)
@@ -122,6 +130,23 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 	<-tracesDone // traces whose entry span arrived are stored, not lost
 	hooks.wait() // a webhook being sent is finished and recorded, not sent again later
 	return nil
+}
+
+// floorLoop reads the samples retention floor every minute: it moves as
+// newer samples arrive.
+func floorLoop(ctx context.Context, f *store.RetentionFloor, log *slog.Logger) {
+	tick := time.NewTicker(time.Minute)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if err := f.Refresh(ctx, time.Now()); err != nil && ctx.Err() == nil {
+			log.Warn("reading the samples retention floor failed", "err", err)
+		}
+	}
 }
 
 // maintainLoop keeps day partitions ahead of time and applies retention.

@@ -24,6 +24,22 @@ type Config struct {
 	// WebhookAllowPrivate lets webhooks be registered for loopback,
 	// private and link-local addresses (WATERLINE_WEBHOOK_ALLOW_PRIVATE).
 	WebhookAllowPrivate bool
+	// SamplesFloor is the earliest sample time the samples retention
+	// keeps (zero: none); older samples are refused. nil = no floor.
+	SamplesFloor func() time.Time
+}
+
+// samplesRetentionWhy says why a sample under SamplesFloor is refused.
+const samplesRetentionWhy = "the samples retention (WATERLINE_SAMPLES_RETENTION, counted from the newest stored samples) would drop it"
+
+// sampleLimits are the ingest limits of a samples request: the
+// retention's floor joins the age bound.
+func (a *API) sampleLimits() ingest.Limits {
+	lim := a.cfg.Ingest
+	if a.cfg.SamplesFloor != nil {
+		lim.Oldest, lim.OldestWhy = a.cfg.SamplesFloor(), samplesRetentionWhy
+	}
+	return lim
 }
 
 // Deps are the API's collaborators.

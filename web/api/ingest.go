@@ -21,7 +21,7 @@ func (a *API) CreateSamples(c echo.Context) error {
 		return a.ingestFailed(c, "samples", err)
 	}
 	defer body.Close()
-	accepted, dups, err := a.store.InsertSampleStream(c.Request().Context(), ingest.Samples(body, a.cfg.Ingest, a.now()))
+	accepted, dups, err := a.store.InsertSampleStream(c.Request().Context(), ingest.Samples(body, a.sampleLimits(), a.now()))
 	a.metrics.ingestBytes.WithLabelValues("samples").Add(float64(body.Read()))
 	if err != nil {
 		return a.ingestFailed(c, "samples", err)

@@ -31,6 +31,10 @@ type Limits struct {
 	MaxRecordBytes int
 	MaxAge         time.Duration // oldest accepted record time, back from now (0: any)
 	MaxFuture      time.Duration // newest accepted record time, ahead of now
+	// Oldest, when set, is the earliest record time accepted whatever
+	// MaxAge allows, and OldestWhy says why (retention drops older ones).
+	Oldest    time.Time
+	OldestWhy string
 }
 
 // DefaultMaxRecordBytes is the size bound of one record: a sample is a few

@@ -101,6 +101,9 @@ func checkTime(v string, lim Limits, now time.Time) (time.Time, string) {
 	if lim.MaxAge > 0 && t.Before(now.Add(-lim.MaxAge)) {
 		return time.Time{}, fmt.Sprintf("%s is more than %s in the past", v, lim.MaxAge)
 	}
+	if !lim.Oldest.IsZero() && t.Before(lim.Oldest) {
+		return time.Time{}, fmt.Sprintf("%s is before %s: %s", v, lim.Oldest.Format(time.RFC3339), lim.OldestWhy)
+	}
 	if t.After(now.Add(lim.MaxFuture)) {
 		return time.Time{}, fmt.Sprintf("%s is more than %s in the future (clock skew?)", v, lim.MaxFuture)
 	}
