@@ -276,3 +276,61 @@ func TestDetectorRecordsHistoryWithoutIncidents(t *testing.T) {
 		t.Fatalf("recording history opened %d incidents", len(list))
 	}
 }
+
+// TestDetectorSettlesSpikeAcrossDataOutage: a spike still ongoing when the
+// data stops, and older than the detector's lookback when it resumes, is
+// settled at its last seen end, so its incident resolves instead of staying
+// open for ever and absorbing every later spike.
+func TestDetectorSettlesSpikeAcrossDataOutage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	onset := t0.Add(100 * time.Minute)
+	end := t0.Add(106 * time.Minute) // the data stops mid-spike
+	rng := rand.New(rand.NewPCG(3, 3))
+	c := correlate.Curve{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel, Scope: correlate.Scope{Model: "chat"}}
+	for ts := t0; ts.Before(end); ts = ts.Add(15 * time.Second) {
+		v := 200 * math.Exp(0.05*rng.NormFloat64())
+		if !ts.Before(onset) {
+			v *= 4
+		}
+		c.Points = append(c.Points, correlate.Point{T: ts.UnixMilli(), V: v})
+	}
+	storetest.WriteCurves(t, st, []correlate.Curve{c})
+
+	now := end
+	clock := func() time.Time { return now }
+	incidents := incident.New(st, incident.Options{Now: clock})
+	det := diagnose.NewDetector(st, diagnose.DetectorOptions{OpenIncidents: true, Merge: 30 * time.Minute, Now: clock, Incidents: incidents})
+	if err := det.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	list, _, err := st.ListIncidents(ctx, store.IncidentFilter{})
+	if err != nil || len(list) != 1 || list[0].Status != store.IncidentOpen {
+		t.Fatalf("incidents %+v (%v), want one open", list, err)
+	}
+	rec, err := st.RecordedSpikes(ctx, t0, end, 10)
+	if err != nil || len(rec) == 0 || !rec[0].Ongoing {
+		t.Fatalf("recorded %+v (%v), want an ongoing spike", rec, err)
+	}
+	// Three hours without data: the lookback no longer reaches the spike.
+	now = end.Add(3 * time.Hour)
+	if err := det.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rec, err = st.RecordedSpikes(ctx, t0, end, 10); err != nil || len(rec) == 0 {
+		t.Fatalf("recorded %+v (%v)", rec, err)
+	}
+	for _, r := range rec {
+		if r.Ongoing {
+			t.Errorf("spike %d (onset %s) still ongoing three hours after its data stopped", r.ID, r.Onset)
+		}
+	}
+	got, err := st.Incident(ctx, list[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != store.IncidentResolved {
+		t.Errorf("incident status %s, want resolved once its spike settled and Merge passed", got.Status)
+	}
+}

@@ -104,10 +104,14 @@ func (s *Store) IncidentSpikeSpan(ctx context.Context, incidentID int64) (ongoin
 	return ongoing, end.UTC(), true, nil
 }
 
-// SettleSpikes handles recorded spikes that started at or after from, were
-// still ongoing, and are no longer detected (a blip that ended quickly, or
-// drift): unattached ones are deleted, those an incident already points at
-// are marked over. seen are the ids the current pass recorded.
+// SettleSpikes handles recorded spikes that were still ongoing and are no
+// longer detected. Those that started at or after from (inside the pass's
+// lookback) were a blip that ended quickly, or drift: unattached ones are
+// deleted, those an incident already points at are marked over. Those that
+// started before from are beyond what the pass judges — the data stopped,
+// or the lookback moved past them — and are marked over at the end last
+// seen, so their incident can close rather than stay open for ever. seen
+// are the ids the current pass recorded.
 func (s *Store) SettleSpikes(ctx context.Context, from time.Time, seen []int64) error {
 	if seen == nil {
 		seen = []int64{}
@@ -116,7 +120,7 @@ func (s *Store) SettleSpikes(ctx context.Context, from time.Time, seen []int64) 
 		if _, err := tx.db.Exec(ctx, `DELETE FROM spikes WHERE ongoing AND start_at >= $1 AND NOT (id = ANY($2)) AND incident_id IS NULL`, from, seen); err != nil {
 			return wrap("settle spikes", err)
 		}
-		_, err := tx.db.Exec(ctx, `UPDATE spikes SET ongoing = false WHERE ongoing AND start_at >= $1 AND NOT (id = ANY($2))`, from, seen)
+		_, err := tx.db.Exec(ctx, `UPDATE spikes SET ongoing = false WHERE ongoing AND NOT (id = ANY($1))`, seen)
 		return wrap("settle spikes", err)
 	})
 }
