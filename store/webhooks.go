@@ -216,7 +216,10 @@ type DueDelivery struct {
 }
 
 // ClaimDueDelivery locks the delivery that has waited longest among those
-// due at now, skipping rows another sender holds, and returns it with its
+// due at now, skipping rows another sender holds and deliveries whose
+// incident has an earlier one still pending for the same webhook (a
+// receiver sees an incident's events in the order they happened: resolved
+// never before an opened that waits for its retry), and returns it with its
 // webhook's URL and secret; ErrNotFound when none is due. Call it on a
 // Store inside a transaction (InTx): the lock lasts until that
 // transaction ends, which is what keeps other senders off the row while
@@ -226,6 +229,9 @@ func (s *Store) ClaimDueDelivery(ctx context.Context, now time.Time) (DueDeliver
 		SELECT `+deliveryColumns+`, w.url, w.secret
 		FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
 		WHERE d.status = 'pending' AND d.next_attempt_at <= $1
+		  AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e
+		                  WHERE e.incident_id = d.incident_id AND e.webhook_id = d.webhook_id
+		                    AND e.status = 'pending' AND e.id < d.id)
 		ORDER BY d.next_attempt_at, d.id
 		LIMIT 1
 		FOR UPDATE OF d SKIP LOCKED`, now)

@@ -402,3 +402,54 @@ func TestDeletedWebhookSendsNothing(t *testing.T) {
 		t.Fatal("a deleted webhook's delivery was sent")
 	}
 }
+
+// TestIncidentEventsStayInOrderAcrossRetries: while an incident's earlier
+// event waits for its retry, a later event of that incident (say resolved
+// after opened) is held back for the same webhook, so a ticket is never
+// closed before it is opened; another incident's events are not held.
+func TestIncidentEventsStayInOrderAcrossRetries(t *testing.T) {
+	rc := newReceiver(t, func(n int, w http.ResponseWriter) {
+		if n == 1 {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+		}
+	})
+	f := newFixture(t, rc.srv.URL)
+	ctx := context.Background()
+	other, err := f.st.CreateIncident(ctx, store.NewIncident{Title: "other", Start: testclock.Now().Add(-time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range []struct {
+		incident int64
+		event    string
+	}{{f.incident, store.EventIncidentOpened}, {f.incident, store.EventIncidentResolved}, {other.ID, store.EventIncidentOpened}} {
+		if q, err := f.st.EnqueueDelivery(ctx, store.NewDelivery{WebhookID: f.hook, IncidentID: d.incident, Event: d.event,
+			IdempotencyKey: fmt.Sprintf("o-%d", i), Body: []byte(fmt.Sprintf(`{"n":%d}`, i)), DueAt: testclock.Now()}); err != nil || !q {
+			t.Fatalf("enqueue %d: %v %v", i, q, err)
+		}
+	}
+	d := webhook.NewDispatcher(f.st, fast(webhook.Options{BaseBackoff: 400 * time.Millisecond}))
+	if sent, err := d.DeliverOne(ctx); !sent || err != nil { // opened: 503, retried later
+		t.Fatalf("first attempt: %v %v", sent, err)
+	}
+	if sent, err := d.DeliverOne(ctx); !sent || err != nil { // the other incident's opened
+		t.Fatalf("second attempt: %v %v", sent, err)
+	}
+	if sent, err := d.DeliverOne(ctx); sent || err != nil {
+		t.Fatalf("resolved was sent (%v, %v) while its incident's opened waits for a retry", sent, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(rc.requests()) < 4 && time.Now().Before(deadline); {
+		if sent, err := d.DeliverOne(ctx); err != nil {
+			t.Fatal(err)
+		} else if !sent {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	var order []string
+	for _, r := range rc.requests() {
+		order = append(order, r.key)
+	}
+	if want := "[o-0 o-2 o-0 o-1]"; fmt.Sprint(order) != want {
+		t.Fatalf("receiver saw %v, want %s", order, want)
+	}
+}
