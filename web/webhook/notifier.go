@@ -20,7 +20,16 @@ type NotifierOptions struct {
 	// OnQueued, if set, is called after deliveries were queued (wake the
 	// dispatcher so they go out now rather than at its next poll).
 	OnQueued func()
+	// SweepEvery is how often Run re-notifies everything that changed in
+	// the last SweepWindow (defaults 1m and 24h): a change noted only in
+	// memory — lost to a restart, a full queue or a database error — is
+	// queued at the next sweep instead of never. Queuing is idempotent, so
+	// the sweep sends nothing twice.
+	SweepEvery, SweepWindow time.Duration
 }
+
+// sweepLimit bounds what one sweep re-notifies of each kind.
+const sweepLimit = 500
 
 // Notifier turns incident changes and new analyses into queued webhook
 // deliveries (webhook_deliveries rows), one per subscribed webhook,
@@ -47,6 +56,12 @@ func NewNotifier(st *store.Store, opt NotifierOptions) *Notifier {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
+	if opt.SweepEvery <= 0 {
+		opt.SweepEvery = time.Minute
+	}
+	if opt.SweepWindow <= 0 {
+		opt.SweepWindow = 24 * time.Hour
+	}
 	return &Notifier{st: st, opt: opt, queue: incident.NewQueue(1024)}
 }
 
@@ -59,13 +74,55 @@ func (n *Notifier) IncidentChanged(id int64) {
 	}
 }
 
-// Run queues deliveries for noted incident changes until ctx ends.
+// Run queues deliveries for noted incident changes, and sweeps (at once,
+// then every SweepEvery), until ctx ends.
 func (n *Notifier) Run(ctx context.Context) {
+	go func() {
+		for {
+			if err := n.Sweep(ctx); err != nil && ctx.Err() == nil {
+				n.opt.Log.Warn("webhook notify sweep failed", "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(n.opt.SweepEvery):
+			}
+		}
+	}()
 	n.queue.Work(ctx, func(ctx context.Context, id int64) {
 		if err := n.NotifyIncident(ctx, id); err != nil && ctx.Err() == nil {
-			n.opt.Log.Warn("webhook notify failed", "incident", id, "err", err)
+			n.opt.Log.Warn("webhook notify failed; the next sweep retries", "incident", id, "err", err)
 		}
 	})
+}
+
+// Sweep queues what the incidents and analyses that changed in the last
+// SweepWindow call for and is not queued yet: the safety net under
+// IncidentChanged and AnalysisReady, which only note changes in memory.
+func (n *Notifier) Sweep(ctx context.Context) error {
+	hooks, err := n.st.Webhooks(ctx)
+	if err != nil || len(hooks) == 0 {
+		return err
+	}
+	ids, err := n.st.IncidentsChangedWithin(ctx, n.opt.SweepWindow, sweepLimit)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if err := n.NotifyIncident(ctx, id); err != nil {
+			return err
+		}
+	}
+	ready, err := n.st.ReadyAnalysesWithin(ctx, n.opt.SweepWindow, sweepLimit)
+	if err != nil {
+		return err
+	}
+	for _, r := range ready {
+		if err := n.NotifyAnalysis(ctx, r.IncidentID, r.Version, r.PrevTop, r.Top); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
 }
 
 // NotifyIncident queues incident.opened (and incident.resolved once it

@@ -1,0 +1,76 @@
+package webhook_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/waterline-dev/waterline/internal/testing/testclock"
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/web/webhook"
+)
+
+// TestSweepQueuesChangesNotedOnlyInMemory: an incident opened and resolved,
+// and analyses finished, while nothing told the notifier (a restart lost
+// its in-memory queue) are queued by the sweep Run starts with — once,
+// however often it sweeps — and cause.changed follows the previous ready
+// version's top cause.
+func TestSweepQueuesChangesNotedOnlyInMemory(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, "http://receiver.test/hook") // the webhook exists before the events
+	time.Sleep(10 * time.Millisecond)               // the events come strictly after it, on Postgres' clock
+	in, err := f.st.CreateIncident(ctx, store.NewIncident{Title: "p99 up", Start: testclock.Now().Add(-time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, top := range []string{"capacity", "capacity", "release"} {
+		v, err := f.st.StartAnalysis(ctx, in.ID, "d")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.st.FinishAnalysis(ctx, in.ID, v, []byte(fmt.Sprintf(`{"causes":[{"category":%q}]}`, top)), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.st.ResolveIncident(ctx, in.ID, testclock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	n := webhook.NewNotifier(f.st, webhook.NotifierOptions{PublicURL: "http://waterline.test", SweepEvery: 20 * time.Millisecond})
+	rctx, stop := context.WithCancel(ctx)
+	go n.Run(rctx)
+	want := map[string]int{store.EventIncidentOpened: 1, store.EventAnalysisReady: 1, store.EventCauseChanged: 3, store.EventIncidentResolved: 1}
+	var got map[string]int
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		got = map[string]int{}
+		for _, d := range f.log(t) {
+			if d.IncidentID != in.ID {
+				continue
+			}
+			if d.Event == store.EventCauseChanged {
+				got[d.Event] = d.AnalysisVersion
+			} else {
+				got[d.Event]++
+			}
+		}
+		if len(got) == len(want) {
+			break
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // several more sweeps: none may queue anything twice
+	stop()
+	got = map[string]int{}
+	for _, d := range f.log(t) {
+		if d.IncidentID != in.ID {
+			continue
+		}
+		if d.Event == store.EventCauseChanged {
+			got[d.Event] += d.AnalysisVersion
+		} else {
+			got[d.Event]++
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("queued %v, want %v (opened, analysis.ready of v1, cause.changed of v3 only, resolved — each once)", got, want)
+	}
+}
