@@ -17,9 +17,9 @@ import (
 const LeaseName = store.PullLease
 
 // Run is the live pull loop of serve: it campaigns for the pull lease and,
-// while it holds it, pulls every source up to now every interval. When a
-// round fails (Prometheus unreachable), the next one comes after an
-// exponential backoff with jitter instead; the missed range is recorded as
+// while it holds it, pulls every source up to now every interval. When
+// every source of a round fails (Prometheus unreachable), the next round
+// comes after an exponential backoff with jitter instead (see nextRound); the missed range is recorded as
 // a gap and filled by the cursor's catch-up once Prometheus answers. When
 // the lease is lost (its connection died) the replica stops pulling and
 // campaigns again; another replica takes over. Run returns when ctx ends.
@@ -53,16 +53,17 @@ func (p *Puller) lead(ctx context.Context, lease *store.Lease, interval time.Dur
 			}
 			return
 		}
-		wait := interval
-		if err := p.Tick(ctx); err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			failures++
-			wait = backoff(failures, time.Second, max(interval, 5*time.Minute))
+		failed, total, err := p.tick(ctx)
+		if err != nil && ctx.Err() != nil {
+			return
+		}
+		var wait time.Duration
+		wait, failures = nextRound(failed, total, failures, interval)
+		switch {
+		case failures > 0:
 			p.log.Warn("pull: round failed; backing off", "err", err, "failures", failures, "retry_in", wait.Round(time.Millisecond))
-		} else {
-			failures = 0
+		case err != nil:
+			p.log.Warn("pull: some sources failed; they catch up next round", "err", err, "failed", failed, "sources", total)
 		}
 		if !sleep(ctx, wait) {
 			return
@@ -70,11 +71,31 @@ func (p *Puller) lead(ctx context.Context, lease *store.Lease, interval time.Dur
 	}
 }
 
+// nextRound says how long to wait before the next round and how many
+// failed rounds in a row there have been. Only a round in which every
+// source failed (Prometheus down) backs off, exponentially: one broken
+// query, or one slow source, must not hold back the healthy ones, which
+// would fall behind by minutes mid-incident. The failed sources are
+// retried at the normal pace, and their cursor catches up when they heal.
+func nextRound(failed, total, failures int, interval time.Duration) (time.Duration, int) {
+	if failed == 0 || failed < total {
+		return interval, 0
+	}
+	failures++
+	return backoff(failures, time.Second, max(interval, 5*time.Minute)), failures
+}
+
 // Tick runs one round of the live loop: each source from its cursor (less
 // the overlap, to settle values at the edge) up to now − delay, in chunks.
 // A source seen for the first time starts lookback ago. It returns the
 // errors of the sources that failed, joined.
 func (p *Puller) Tick(ctx context.Context) error {
+	_, _, err := p.tick(ctx)
+	return err
+}
+
+// tick is Tick, also saying how many of how many sources failed.
+func (p *Puller) tick(ctx context.Context) (failed, total int, err error) {
 	start := time.Now()
 	now := p.now()
 	end := alignDown(now.Add(-p.cfg.Delay), p.cfg.Step).Add(p.cfg.Step)
@@ -86,7 +107,8 @@ func (p *Puller) Tick(ctx context.Context) error {
 		// stored counts the round's points, to tell OnStored.
 		stored atomic.Int64
 	)
-	for _, src := range p.Sources() {
+	sources := p.Sources()
+	for _, src := range sources {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -106,7 +128,7 @@ func (p *Puller) Tick(ctx context.Context) error {
 	if stored.Load() > 0 && p.onStored != nil {
 		p.onStored()
 	}
-	return errors.Join(errs...)
+	return len(errs), len(sources), errors.Join(errs...)
 }
 
 // tickSource pulls one source up to end and returns how many points it

@@ -229,3 +229,30 @@ func newTestPool(t testing.TB, url string) *pgxpool.Pool {
 	t.Cleanup(pool.Close)
 	return pool
 }
+
+// One failing source must not slow the healthy ones: only a round in which
+// every source failed backs off, and the next good round resets it.
+func TestOnlyAnAllFailedRoundBacksOff(t *testing.T) {
+	const interval = 5 * time.Second
+	for _, c := range []struct {
+		failed, total, failures int
+		wantFailures            int
+		backoff                 bool
+	}{
+		{0, 9, 0, 0, false},
+		{1, 9, 0, 0, false}, // one broken query: the other eight keep their pace
+		{8, 9, 3, 0, false}, // a partial round resets the count
+		{9, 9, 0, 1, true},  // Prometheus down
+		{9, 9, 4, 5, true},
+		{0, 0, 0, 0, false},
+	} {
+		wait, failures := nextRound(c.failed, c.total, c.failures, interval)
+		if failures != c.wantFailures || (wait != interval) != c.backoff {
+			t.Errorf("%d of %d failed after %d failures: wait %v, failures %d; want backoff %v, failures %d",
+				c.failed, c.total, c.failures, wait, failures, c.backoff, c.wantFailures)
+		}
+	}
+	if wait, _ := nextRound(9, 9, 8, interval); wait < 30*time.Second {
+		t.Errorf("the ninth failure in a row waits %v, want an exponential backoff", wait)
+	}
+}
