@@ -50,7 +50,7 @@ func batchingCause(f *facts) Cause {
 		if !math.IsNaN(g) {
 			calm *= ramp(95-g, 0, 10)
 		}
-		b.corroborate("not_overloaded", q, calm, 0.10, "Traffic is steady (×%.2f), so the wait is not queueing under load.", q)
+		b.corroborate("not_overloaded", q, calm, 0.10, "Traffic %s, so the wait is not queueing under load.", trafficNotUp(q))
 		if q > 1.3 {
 			b.oppose("traffic_up", q, ramp(q, 1.3, 2), 0.2, "Traffic rose ×%.2f, which fills batches and queues by itself.", q)
 		}

@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -69,10 +70,24 @@ func (f *facts) qpsRatio(model string) float64 {
 			return r
 		}
 	}
-	if st := f.ss.byModel[model]; st != nil && st.beforeW > 0 && st.beforeSpanS > 0 && st.duringSpanS > 0 {
+	// No sample during the spike says the feed stopped (or only slow
+	// requests are kept), not that traffic fell to zero.
+	if st := f.ss.byModel[model]; st != nil && st.beforeW > 0 && st.duringW > 0 && st.beforeSpanS > 0 && st.duringSpanS > 0 {
 		return (st.duringW / st.duringSpanS) / (st.beforeW / st.beforeSpanS)
 	}
 	return math.NaN()
+}
+
+// trafficNotUp words a traffic ratio below the "rose" thresholds: only
+// ×0.85–×1.15 is "steady"; a drop is said as one.
+func trafficNotUp(q float64) string {
+	switch {
+	case q < 0.85:
+		return fmt.Sprintf("fell (×%.2f)", q)
+	case q <= 1.15:
+		return fmt.Sprintf("is steady (×%.2f)", q)
+	}
+	return fmt.Sprintf("rose only ×%.2f", q)
 }
 
 // affectedQPSRatio is the traffic change over the affected models.

@@ -20,7 +20,15 @@ func TestQPSRatio(t *testing.T) {
 		}
 	})
 	x.p99("unknown", 100, 300)
+	// Samples before the onset and none during: the feed stopped, traffic
+	// did not fall to nothing.
+	x.p99("stopped", 100, 300)
+	x.sampleRun(2, Scope{Model: "stopped", Replica: "r"}, 100, 100, nil)
+	x.samples = slices.DeleteFunc(x.samples, func(s Sample) bool { return s.Model == "stopped" && !s.Time.Before(x.onset) })
 	f := x.facts()
+	if r := f.qpsRatio("stopped"); !math.IsNaN(r) {
+		t.Errorf("no sample during the spike: ×%.2f, want NaN (cannot tell)", r)
+	}
 	if r := f.qpsRatio("curved"); math.Abs(r-2) > 0.05 {
 		t.Errorf("from the QPS curve: ×%.2f, want ×2", r)
 	}
@@ -197,6 +205,15 @@ func TestLocalReplicaWorsenedAlone(t *testing.T) {
 		}
 		if got != c.want {
 			t.Errorf("%s: replica_worsened_alone at full strength = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestTrafficNotUpSaysADrop(t *testing.T) {
+	t.Parallel()
+	for q, want := range map[float64]string{0.5: "fell (×0.50)", 0.9: "is steady (×0.90)", 1.15: "is steady (×1.15)", 1.2: "rose only ×1.20"} {
+		if got := trafficNotUp(q); got != want {
+			t.Errorf("trafficNotUp(%.2f) = %q, want %q", q, got, want)
 		}
 	}
 }

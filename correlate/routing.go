@@ -36,7 +36,7 @@ func routingFor(f *facts, m string) Cause {
 		b.support("routing_change", -ev.OffsetS, w, 0.15, "%s %q at %s, %s.", capitalize(strings.ReplaceAll(string(ev.Kind), "_", " ")), ev.Summary, ev.Time.Format("15:04:05"), ago(*ev)).restsOn(ev.ID, "", nil)
 	}
 	if q := f.qpsRatio(m); !math.IsNaN(q) {
-		b.corroborate("total_traffic_normal", q, ramp(1.3-q, 0, 0.15), 0.10, "%s's total traffic is steady (×%.2f); only its distribution changed.", m, q)
+		b.corroborate("total_traffic_normal", q, ramp(1.3-q, 0, 0.15), 0.10, "%s's total traffic %s, so the pile-up is not more traffic.", m, trafficNotUp(q))
 		if q > 1.25 {
 			b.oppose("traffic_up", q, ramp(q, 1.25, 1.8), 0.3, "%s's total traffic rose ×%.2f.", m, q)
 		}
