@@ -96,3 +96,25 @@ func TestReleaseAtZeroSpeaksOfTheDeployedModel(t *testing.T) {
 		t.Errorf("release (score %.2f) speaks of %q: %q; want model b and its deploy", c.Score, c.Target.Model, c.Summary)
 	}
 }
+
+// Two models slow down, each after its own deploy: neither release may
+// claim that its model was the only one to slow down.
+func TestReleaseTrainIsNotOnlyThisModel(t *testing.T) {
+	x := newFixture()
+	for _, m := range []string{"a", "b"} {
+		x.p99(m, 100, 400)
+		x.sampleRun(10, Scope{Model: m, Version: "v2"}, 100, 400, nil)
+		x.events = append(x.events, Event{ID: "d-" + m, Kind: KindDeploy, Time: x.onset.Add(-5 * time.Minute),
+			Scope: Scope{Model: m, Version: "v2"}, Summary: "rollout " + m + " v2"})
+	}
+	x.p99("c", 100, 100)
+	rel := causeOf(t, x.analyze(), CatRelease)
+	for _, e := range rel.Evidence {
+		if e.Name == "only_this_model" || strings.Contains(e.Summary, "Only ") {
+			t.Errorf("evidence %q: another model slowed down too", e.Summary)
+		}
+	}
+	if !names(rel.Evidence)["other_slowed_models_released"] {
+		t.Errorf("evidence %+v, want other_slowed_models_released", rel.Evidence)
+	}
+}
