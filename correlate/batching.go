@@ -94,7 +94,25 @@ func batchingSummary(b *causeBuilder, model string, share float64) string {
 	case window:
 		return fmt.Sprintf("%s's batches grew, but waiting for batches explains %s the tail's growth.", model, onlyShare(share))
 	}
+	if share >= littleShare {
+		return fmt.Sprintf("Waiting for batches explains only %.0f%% of %s's tail growth.", 100*share, model)
+	}
 	return fmt.Sprintf("No sign that %s's requests wait longer for batches (%.0f%% of the tail's growth).", model, 100*share)
+}
+
+// littleShare is the share of the tail's growth below which a stage "did
+// not grow"; above it, a stage that took too little to be the cause still
+// took part, and is said to explain only its share.
+const littleShare = 0.05
+
+// grewLittle words a stage's small share of the tail's growth: "did not
+// grow (3% …)" below littleShare, else "explains only 34% of …" (explain
+// is the verb's form for the subject: "explains" or "explain").
+func grewLittle(share float64, explain string) string {
+	if share < littleShare {
+		return fmt.Sprintf("did not grow (%.0f%% of the tail's growth)", 100*share)
+	}
+	return fmt.Sprintf("%s only %.0f%% of the tail's growth", explain, 100*share)
 }
 
 // onlyShare words a small share: "none of" when it rounds to 0 %, else

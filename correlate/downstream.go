@@ -58,9 +58,12 @@ func downstreamCause(f *facts) Cause {
 	var sum string
 	switch {
 	case b.shown("downstream_growth") < claimed && b.shown("downstream_curve_up") < 0.5:
-		sum = fmt.Sprintf("The downstream call did not grow for %s (%.0f%% of the tail's growth).", list(callers), 100*ds)
+		sum = fmt.Sprintf("For %s, the downstream call %s.", list(callers), grewLittle(ds, "explains"))
 	case dep.name != "" && b.shown("dependency_named") >= claimed:
 		sum = fmt.Sprintf("Dependency %s slowed down for %s.", dep.name, list(callers))
+	case dep.name != "":
+		sum = fmt.Sprintf("A downstream dependency slowed down for %s; of those the data names, %s slowed most (×%.1f), too little to blame it.", list(callers), dep.name, dep.ratio)
+		dep.name = ""
 	default:
 		sum = fmt.Sprintf("A downstream dependency slowed down for %s; the data does not name it (no dependency on samples or stage curves).", list(callers))
 		dep.name = ""

@@ -217,3 +217,15 @@ func TestTrafficNotUpSaysADrop(t *testing.T) {
 		}
 	}
 }
+
+// A stage that took a third of the tail's growth took part: only a share
+// under 5 % is "did not grow".
+func TestGrewLittleSaysTheShare(t *testing.T) {
+	t.Parallel()
+	if got := grewLittle(0.34, "explains"); got != "explains only 34% of the tail's growth" {
+		t.Errorf("34%%: %q", got)
+	}
+	if got := grewLittle(0.02, "explain"); got != "did not grow (2% of the tail's growth)" {
+		t.Errorf("2%%: %q", got)
+	}
+}

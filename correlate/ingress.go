@@ -28,7 +28,7 @@ func ingressCause(f *facts) Cause {
 	if len(f.affected) == 1 && f.modelsWithData() > 1 {
 		b.oppose("one_model_only", 1, 1, 0.25, "Only %s slowed down; a gateway problem would hit every model.", f.affected[0])
 	}
-	sum := fmt.Sprintf("The gateway, auth and route stages did not grow (%.0f%% of the tail's growth).", 100*fs)
+	sum := fmt.Sprintf("The gateway, auth and route stages %s.", grewLittle(fs, "explain"))
 	if b.shown("gateway_growth") >= claimed {
 		sum = fmt.Sprintf("The gateway / ingress in front of the models got slow (%.0f%% of the tail's growth) for %d of %d models.", 100*fs, len(f.affected), f.modelsWithData())
 		if br >= 0.9 {
