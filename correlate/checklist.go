@@ -126,10 +126,10 @@ func samplesStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 	return st
 }
 
-// minSlowToJudge is the fewest slow samples from which "not concentrated"
-// is a finding rather than a shrug: with fewer, a missing row says more
-// about the sample count than about the requests. (Rows found from so few
-// are still shown; see the closing note's open defects.)
+// minSlowToJudge is the fewest slow samples from which the concentration
+// table says anything: with fewer, a row ("all 3 slow requests were on
+// r1") or its absence says more about the sample count than about the
+// requests, so no row is formed and NoConcentration says why.
 const minSlowToJudge = 10
 
 // NoConcentration says that no dimension stands out among the slow

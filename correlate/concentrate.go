@@ -72,6 +72,17 @@ type concTable struct {
 	rows    []int32 // the rows taking part
 }
 
+// slowRows counts the slow samples taking part, whatever their weight.
+func (t concTable) slowRows() int {
+	n := 0
+	for _, r := range t.rows {
+		if t.slow[r] {
+			n++
+		}
+	}
+	return n
+}
+
 // hasAll reports whether row r has every item.
 func (t concTable) hasAll(r int32, items []item) bool {
 	for _, it := range items {
@@ -95,6 +106,9 @@ type counts struct{ slow, total float64 }
 // the counterfactual ranking.
 func concentrate(t concTable, opt ConcentrationOptions) []Concentration {
 	opt = opt.withDefaults()
+	if t.slowRows() < minSlowToJudge {
+		return nil // a "concentration" of three slow samples is noise; NoConcentration says so
+	}
 	k := newConcCounts(t)
 	if k.totSlow <= 0 || k.totAll <= k.totSlow {
 		return nil

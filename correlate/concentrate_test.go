@@ -231,3 +231,28 @@ func TestP99WithoutWithinScope(t *testing.T) {
 	}
 	t.Fatalf("no row for version v2: %+v", rows)
 }
+
+// Five slow samples, all on one replica, are a coincidence the table must
+// not present as a finding: below minSlowToJudge no row is formed (the
+// checklist says too few were sampled); ten or more are judged.
+func TestConcentrationNeedsEnoughSlowSamples(t *testing.T) {
+	t.Parallel()
+	build := func(slow int) []Sample {
+		var out []Sample
+		for i := range 400 {
+			s := Sample{RequestID: fmt.Sprint(i), Time: t0.Add(time.Duration(i) * time.Millisecond), Model: "m",
+				Replica: fmt.Sprintf("r-%d", i%8), Status: "ok", TotalMs: 50, SampleRate: 1}
+			if i%8 == 3 && i/8 < slow {
+				s.TotalMs = 900
+			}
+			out = append(out, s)
+		}
+		return out
+	}
+	if rows := concentrate(table(build(minSlowToJudge-1)), ConcentrationOptions{}); len(rows) != 0 {
+		t.Errorf("%d slow samples formed rows: %v", minSlowToJudge-1, rows[0].Dims)
+	}
+	if rows := concentrate(table(build(minSlowToJudge)), ConcentrationOptions{}); len(rows) == 0 || rows[0].Dims["replica"] != "r-3" {
+		t.Errorf("%d slow samples on r-3: rows %v, want r-3 first", minSlowToJudge, rows)
+	}
+}
