@@ -160,7 +160,10 @@ func (f *facts) tenantSurge(models []string) (tenant string, ratio, shareDuring 
 			totD += w[1]
 		}
 	}
-	bs, ds := f.ph.BeforeTo.Sub(f.ph.BeforeFrom).Seconds(), f.ph.DuringTo.Sub(f.ph.Onset).Seconds()
+	// The weights were split at the samples' own phases (see newSampleSet),
+	// which may start earlier than the curves'; rates divide by those spans.
+	sph := f.ss.ph
+	bs, ds := sph.BeforeTo.Sub(sph.BeforeFrom).Seconds(), sph.DuringTo.Sub(sph.Onset).Seconds()
 	if bs <= 0 || ds <= 0 || totD == 0 {
 		return "", 0, 0
 	}

@@ -229,3 +229,22 @@ func TestGrewLittleSaysTheShare(t *testing.T) {
 		t.Errorf("2%%: %q", got)
 	}
 }
+
+// The samples may be split at an earlier onset than the curves (their own
+// P99 rose first). A tenant whose rate never changed must not read as a
+// surge because its counts were split at one onset and divided by the
+// spans of the other.
+func TestTenantSurgeUsesTheSamplesPhases(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	x.p99("m", 100, 400)
+	for _, tenant := range []string{"a", "b"} {
+		x.sampleRun(5, Scope{Model: "m", Tenant: tenant, Replica: "r"}, 100, 400, nil)
+	}
+	cs := newCurveSet(x.curves)
+	ss := newSampleSet(x.samples, x.ph.startingAt(x.onset.Add(-8*time.Minute)), func(string) (float64, bool) { return 0, false }, nil)
+	f := newFacts(cs, ss, x.ph, nil, Scope{})
+	if tenant, r, _ := f.tenantSurge([]string{"m"}); tenant != "" {
+		t.Errorf("steady tenants: %q surged ×%.2f", tenant, r)
+	}
+}
