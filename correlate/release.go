@@ -24,8 +24,9 @@ func releaseFor(f *facts, m string) Cause {
 		b.support("deploy_before_onset", -ev.OffsetS, w, 0.30, "%s of %s%s at %s, %s.", capitalize(string(ev.Kind)), m, verSuffix(ev.Version), ev.Time.Format("15:04:05"), ago(*ev)).restsOn(ev.ID, "", nil)
 	}
 	// The version that gained traffic around the onset is the new one, even
-	// when nobody pushed a deploy event.
-	if gainer := trafficGainer(vs); newVer == "" && gainer.version != "" {
+	// when nobody pushed a deploy event — if it gained at least 10 points of
+	// share: two versions serving side by side always trade a few.
+	if gainer := trafficGainer(vs); newVer == "" && gainer.version != "" && gainer.shareDuring-gainer.shareBefore >= minTrafficGain {
 		newVer = gainer.version
 		gain := gainer.shareDuring - gainer.shareBefore
 		if ev == nil {
@@ -74,6 +75,10 @@ func sameAsModel(c Concentration, m string) bool {
 	v, ok := c.value("model")
 	return ok && v == m
 }
+
+// minTrafficGain is the share of a model's traffic a version must gain to
+// count as a rollout without a deploy event.
+const minTrafficGain = 0.1
 
 // trafficGainer is the version whose share of the model's traffic grew most.
 func trafficGainer(vs []versionStat) versionStat {

@@ -118,3 +118,23 @@ func TestReleaseTrainIsNotOnlyThisModel(t *testing.T) {
 		t.Errorf("evidence %+v, want other_slowed_models_released", rel.Evidence)
 	}
 }
+
+// Two versions serving side by side trade a few points of share: without a
+// deploy event, a version that went from 50% to 55% of the traffic is not
+// a rollout, and the release cause says no new version was found.
+func TestReleaseIgnoresATinyShareGain(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 400)
+	k := 0
+	x.sampleRun(20, Scope{Model: "m", Version: "v1", Replica: "r"}, 100, 400, func(s *Sample, during bool) {
+		k++
+		// 50/50 before the onset, 55/45 during.
+		if (!during && k%2 == 0) || (during && k%20 < 11) {
+			s.Version = "v2"
+		}
+	})
+	rel := causeOf(t, x.analyze(), CatRelease)
+	if !names(rel.CounterEvidence)["no_new_version"] {
+		t.Errorf("release %q (score %.2f): a 5-point share gain was taken for a new version; counter %+v", rel.Summary, rel.Score, rel.CounterEvidence)
+	}
+}
