@@ -74,17 +74,25 @@ func batchingCause(f *facts) Cause {
 	if len(f.affected) == 1 {
 		b.corroborate("one_model", 1, 1, 0.10, "Only %s slowed down; batching is configured per model.", model)
 	}
-	return f.done(b, batchingSummary(b, model, bw), Target{Model: model})
+	return f.done(b, batchingSummary(b, model, bw, stageMeasured(f.stages, "batch_wait")), Target{Model: model})
 }
 
 // batchingSummary claims a grown batching window only on a batching config
 // change or bigger batches, and waiting for batches only when the batch
 // wait grew.
-func batchingSummary(b *causeBuilder, model string, share float64) string {
+// timed says whether the batch wait is measured at all: when it is not, how
+// long requests wait for batches is unknown, not "none of the growth".
+func batchingSummary(b *causeBuilder, model string, share float64, timed bool) string {
 	config := b.shown("batching_config_change") >= claimed
 	window := config || b.shown("bigger_batches") >= claimed
 	wait := b.shown("batch_wait_growth") >= claimed
 	switch {
+	case !timed && config:
+		return fmt.Sprintf("%s's batching changed; the batch wait is not measured, so whether requests now wait longer is unknown.", model)
+	case !timed && window:
+		return fmt.Sprintf("%s's batches grew; the batch wait is not measured, so whether requests now wait longer is unknown.", model)
+	case !timed:
+		return fmt.Sprintf("No sign that %s's batching changed (the batch wait is not measured).", model)
 	case window && wait:
 		return fmt.Sprintf("%s's dynamic-batching window grew; requests wait for batches to fill.", model)
 	case wait:

@@ -13,8 +13,15 @@ func ingressCause(f *facts) Cause {
 	br := f.breadth()
 	b.support("all_models", br, ramp(br, 0.4, 0.9), 0.25, "%d of %d models slowed down at once.", len(f.affected), f.modelsWithData())
 	f.supportNotLocal(b, "No replica or node stands out.")
-	inside := stageShare(f.stages, "queue") + stageShare(f.stages, "exec") + stageShare(f.stages, "batch_wait")
-	if len(f.stages) > 0 {
+	// Only stages the servers time count: an untimed one reads 0 %, which
+	// would clear the model servers on no evidence.
+	inside, timed := 0.0, false
+	for _, st := range []string{"queue", "exec", "batch_wait"} {
+		if stageMeasured(f.stages, st) {
+			inside, timed = inside+stageShare(f.stages, st), true
+		}
+	}
+	if timed {
 		b.support("model_servers_unchanged", inside, 1-ramp(inside, 0.2, 0.5), 0.10, "The model servers' own stages explain only %.0f%%.", 100*inside)
 	}
 	// The growth measured elsewhere: the front stages' times are known

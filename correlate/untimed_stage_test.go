@@ -1,0 +1,47 @@
+package correlate
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// untimedFixture: a model whose servers do not time the batch wait, the
+// queue or exec (0 throughout, as such servers report them), whose tail
+// grew in the gateway, after a batching config change.
+func untimedFixture() *fixture {
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.sampleRun(20, Scope{Model: "m", Version: "v1", Replica: "r"}, 100, 400, func(s *Sample, _ bool) {
+		s.BatchSize = 4
+		for st := range s.StagesMs {
+			s.StagesMs[st] = 0
+		}
+		s.StagesMs[StagePostprocess] = 50
+		s.StagesMs[StageGateway] = s.TotalMs - 50
+	})
+	x.events = []Event{{ID: "cfg", Kind: KindConfigChange, Time: x.onset.Add(-3 * time.Minute), Scope: Scope{Model: "m"},
+		Summary: "max_queue_delay_microseconds 100 -> 5000"}}
+	return x
+}
+
+// A stage a server does not time reads 0 % of the growth; that is no
+// evidence. The batching cause must not say the batch wait explains none
+// of the growth, nor the ingress cause that the model servers' stages
+// stayed flat.
+func TestUntimedStagesAreNotReadAsFlat(t *testing.T) {
+	t.Parallel()
+	a := untimedFixture().analyze()
+	for _, c := range a.Causes {
+		switch c.Category {
+		case CatBatching:
+			if strings.Contains(c.Summary, "none of") || strings.Contains(c.Summary, "only 0%") || !strings.Contains(c.Summary, "not measured") {
+				t.Errorf("batching summary %q, want it to say the batch wait is not measured", c.Summary)
+			}
+		case CatIngress:
+			if names(c.Evidence)["model_servers_unchanged"] {
+				t.Errorf("ingress evidence %+v: untimed model-server stages read as unchanged", c.Evidence)
+			}
+		}
+	}
+}
