@@ -25,7 +25,11 @@ func routingFor(f *facts, m string) Cause {
 		b.support("traffic_skew", ratio, ramp(ratio, 1.2, 2), 0.35,
 			"The busiest %s replica's load went from %.1f× to %.1f× the average.", m, ib, id)
 		if ratio < 1.1 {
-			b.oppose("traffic_balanced", ratio, ramp(1.15-ratio, 0, 0.15), 0.3, "Traffic stayed balanced across %s's replicas.", m)
+			if id < 1.5 {
+				b.oppose("traffic_balanced", ratio, ramp(1.15-ratio, 0, 0.15), 0.3, "Traffic stayed balanced across %s's replicas (the busiest at %.1f× the average).", m, id)
+			} else { // skewed already: it did not get worse, but "balanced" it is not
+				b.oppose("traffic_balanced", ratio, ramp(1.15-ratio, 0, 0.15), 0.3, "The spread of %s's traffic did not change: the busiest replica carried %.1f× the average before and %.1f× during.", m, ib, id)
+			}
 		}
 		busy = f.supportBusySlow(b, m)
 	}

@@ -45,3 +45,24 @@ func TestUntimedStagesAreNotReadAsFlat(t *testing.T) {
 		}
 	}
 }
+
+// A replica that carried three times the average load before the spike
+// and during it: the spread did not change, but it was never "balanced".
+func TestRoutingDoesNotCallASteadySkewBalanced(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.replica("m", "hot", "n1", 100, 400, 30, 30)
+	for _, r := range []string{"a", "b", "c", "d"} {
+		x.replica("m", r, "n2", 100, 400, 7.5, 7.5)
+	}
+	rt := causeOf(t, x.analyze(), CatRouting)
+	for _, e := range rt.CounterEvidence {
+		if strings.Contains(e.Summary, "balanced") {
+			t.Errorf("counter-evidence %q: the busiest replica carried ~2.7× the average throughout", e.Summary)
+		}
+	}
+	if !names(rt.CounterEvidence)["traffic_balanced"] {
+		t.Errorf("counter-evidence %+v, want the unchanged spread listed", rt.CounterEvidence)
+	}
+}
