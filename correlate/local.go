@@ -173,8 +173,10 @@ func (f *facts) opposeLocalAlternatives(b *causeBuilder, suspects []replicaImpac
 			}
 		}
 	}
-	if youngOut > 0 {
-		lift := float64(youngOut)/float64(youngN) - float64(warmOut)/float64(max(warmN, 1))
+	// With no warm replica to compare with, youth cannot be told from the
+	// host: say nothing rather than blame youth.
+	if youngOut > 0 && warmN > 0 {
+		lift := float64(youngOut)/float64(youngN) - float64(warmOut)/float64(warmN)
 		b.oppose("outliers_are_new", lift, ramp(lift, 0.1, 0.6), 0.45,
 			"%d of %d new replicas stand out against %d of %d warm ones: youth, not the host, explains it.", youngOut, youngN, warmOut, warmN)
 	}

@@ -66,3 +66,34 @@ func TestRoutingDoesNotCallASteadySkewBalanced(t *testing.T) {
 		t.Errorf("counter-evidence %+v, want the unchanged spread listed", rt.CounterEvidence)
 	}
 }
+
+// Every replica of the model is new (a fresh rollout) and one stands out:
+// with no warm replica to compare with, youth cannot be what tells it
+// from the others, so the local cause is not argued away by it.
+func TestLocalDoesNotBlameYouthWithoutWarmReplicas(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	x.p99("m", 100, 250)
+	for _, r := range []struct {
+		name   string
+		during float64
+	}{{"a", 100}, {"b", 100}, {"c", 100}, {"sick", 600}} {
+		x.replica("m", r.name, "node-"+r.name, 100, r.during, 10, 10)
+		x.events = append(x.events, Event{ID: "start-" + r.name, Kind: KindReplicaStart, Time: x.onset.Add(-4 * time.Minute),
+			Scope: Scope{Model: "m", Replica: r.name}})
+	}
+	f := x.facts()
+	young := 0
+	for _, r := range f.reps["m"] {
+		if r.young {
+			young++
+		}
+	}
+	if young != 4 {
+		t.Fatalf("%d of 4 replicas young; the fixture wants all", young)
+	}
+	loc := causeOf(t, x.analyze(), CatLocalReplica)
+	if names(loc.CounterEvidence)["outliers_are_new"] {
+		t.Errorf("local counter-evidence %+v blames youth with no warm replica to compare", loc.CounterEvidence)
+	}
+}
