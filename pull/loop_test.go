@@ -3,6 +3,7 @@ package pull
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -254,5 +255,34 @@ func TestOnlyAnAllFailedRoundBacksOff(t *testing.T) {
 	}
 	if wait, _ := nextRound(9, 9, 8, interval); wait < 30*time.Second {
 		t.Errorf("the ninth failure in a row waits %v, want an exponential backoff", wait)
+	}
+}
+
+// The series id cache is bounded: past its cap it starts over, and
+// ids stay right (the store hands the same id again).
+func TestSeriesIDCacheIsBounded(t *testing.T) {
+	st := storetest.New(t)
+	p := newPuller(t, st, "http://127.0.0.1:1", "", time.Now())
+	p.idsCap = 5
+	ctx := context.Background()
+	first := map[string]int64{}
+	for round := range 2 {
+		for i := range 12 {
+			c := pulledCurve{curve: correlate.Curve{Role: correlate.RoleLatencyP99, Level: correlate.LevelReplica,
+				Scope: correlate.Scope{Model: "m", Replica: fmt.Sprintf("pod-%d", i)}}}
+			ids, err := p.seriesIDs(ctx, []pulledCurve{c})
+			if err != nil {
+				t.Fatal(err)
+			}
+			k := c.curve.Key()
+			if round == 0 {
+				first[k] = ids[k]
+			} else if ids[k] != first[k] {
+				t.Fatalf("%s: id %d, then %d", k, first[k], ids[k])
+			}
+			if n := len(p.ids); n > p.idsCap {
+				t.Fatalf("cache holds %d ids, bound %d", n, p.idsCap)
+			}
+		}
 	}
 }

@@ -22,10 +22,11 @@ type Puller struct {
 	log  *slog.Logger
 	now  func() time.Time
 
-	pods podCache
-	mu   sync.Mutex
-	ids  map[string]int64 // series id by curve key: series rows are never deleted
-	met  *metrics
+	pods   podCache
+	mu     sync.Mutex
+	ids    map[string]int64 // series id by curve key: series rows are never deleted
+	idsCap int              // bound of ids (maxCachedSeries)
+	met    *metrics
 	// onStored is Options.OnStored.
 	onStored func()
 	// rates holds the measured scrape intervals behind automatic rate
@@ -58,7 +59,7 @@ func New(cfg *Config, prometheusURL string, st *store.Store, opts Options) (*Pul
 	if err != nil {
 		return nil, err
 	}
-	p := &Puller{cfg: cfg, prom: pr, st: st, log: opts.Log, now: opts.Now, ids: map[string]int64{}, met: newMetrics(), rates: newRateWindows(), onStored: opts.OnStored}
+	p := &Puller{cfg: cfg, prom: pr, st: st, log: opts.Log, now: opts.Now, ids: map[string]int64{}, idsCap: maxCachedSeries, met: newMetrics(), rates: newRateWindows(), onStored: opts.OnStored}
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -203,6 +204,12 @@ func (p *Puller) seriesIDs(ctx context.Context, curves []pulledCurve) (map[strin
 		return nil, err
 	}
 	p.mu.Lock()
+	if len(p.ids)+len(ids) > p.idsCap {
+		// Pods come and go with every rollout, and their series with them:
+		// start over rather than grow for ever (EnsureSeries is idempotent,
+		// so a forgotten id costs one lookup).
+		clear(p.ids)
+	}
 	for k, id := range ids {
 		p.ids[k] = id
 		out[k] = id
@@ -210,3 +217,6 @@ func (p *Puller) seriesIDs(ctx context.Context, curves []pulledCurve) (map[strin
 	p.mu.Unlock()
 	return out, nil
 }
+
+// maxCachedSeries bounds the series id cache: some 20 MB of keys.
+const maxCachedSeries = 100_000
