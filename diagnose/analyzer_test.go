@@ -334,3 +334,54 @@ func TestDetectorSettlesSpikeAcrossDataOutage(t *testing.T) {
 		t.Errorf("incident status %s, want resolved once its spike settled and Merge passed", got.Status)
 	}
 }
+
+// TestDetectorKeepsASustainedRegressionOpen: the alarm detector lets a
+// lasting shift become the new level, so a ×4 regression that holds an
+// hour "ends" after some ten minutes. Its incident must stay open for as
+// long as the latency is up — also past the detector's lookback — and
+// resolve only once the latency came back, with a window reaching the
+// recovery.
+func TestDetectorKeepsASustainedRegressionOpen(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	onset := t0.Add(100 * time.Minute)
+	recovered := onset.Add(150 * time.Minute) // longer than the 2 h lookback
+	end := recovered.Add(60 * time.Minute)
+	rng := rand.New(rand.NewPCG(4, 4))
+	c := correlate.Curve{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel, Scope: correlate.Scope{Model: "chat"}}
+	for ts := t0; ts.Before(end); ts = ts.Add(15 * time.Second) {
+		v := 200 * math.Exp(0.05*rng.NormFloat64())
+		if !ts.Before(onset) && ts.Before(recovered) {
+			v *= 4
+		}
+		c.Points = append(c.Points, correlate.Point{T: ts.UnixMilli(), V: v})
+	}
+	storetest.WriteCurves(t, st, []correlate.Curve{c})
+	var now time.Time
+	clock := func() time.Time { return now }
+	incidents := incident.New(st, incident.Options{Now: clock})
+	det := diagnose.NewDetector(st, diagnose.DetectorOptions{OpenIncidents: true, Merge: 30 * time.Minute, Now: clock, Incidents: incidents})
+	var id int64
+	for now = onset.Add(2 * time.Minute); now.Before(end); now = now.Add(5 * time.Minute) {
+		if err := det.Once(ctx); err != nil {
+			t.Fatal(err)
+		}
+		list, _, err := st.ListIncidents(ctx, store.IncidentFilter{})
+		if err != nil || len(list) != 1 {
+			t.Fatalf("at onset+%v: incidents %+v (%v), want one", now.Sub(onset), list, err)
+		}
+		in := list[0]
+		id = in.ID
+		if now.Before(recovered) && (in.Status != store.IncidentOpen || in.End != nil) {
+			t.Fatalf("at onset+%v, latency still ×4: incident %s, end %v; want open with no end", now.Sub(onset), in.Status, in.End)
+		}
+	}
+	in, err := st.Incident(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Status != store.IncidentResolved || in.End == nil || in.End.Before(recovered) {
+		t.Errorf("an hour after the recovery: incident %s, end %v; want resolved, its window reaching the recovery at %v", in.Status, in.End, recovered)
+	}
+}

@@ -115,7 +115,15 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 func (d *Detector) Once(ctx context.Context) error {
 	now := d.opt.Now()
 	from := now.Add(-d.opt.Lookback)
-	spikes, err := findSpikes(ctx, d.st, SpikeQuery{From: from, To: now, Sensitivity: d.opt.Sensitivity}, d.opt.SLO)
+	// A spike still ongoing (a regression that holds, see holdElevated) is
+	// judged again from its onset, up to followFor back, so that it stays
+	// ongoing, and its incident open, for as long as the latency is up.
+	if onset, ok, err := d.st.OldestOngoingOnset(ctx); err != nil {
+		return err
+	} else if ok && onset.Before(from) {
+		from = maxTime(onset.Truncate(time.Minute), now.Add(-followFor))
+	}
+	spikes, err := findSpikes(ctx, d.st, SpikeQuery{From: from, To: now, Sensitivity: d.opt.Sensitivity, HoldElevated: true}, d.opt.SLO)
 	if err != nil {
 		return err
 	}
@@ -174,6 +182,18 @@ func (d *Detector) Once(ctx context.Context) error {
 		return err
 	}
 	return d.closeQuiet(ctx, now)
+}
+
+// followFor is how far back the detector follows a spike still ongoing:
+// a regression that held a day is a known state of the fleet, not news,
+// and re-reading more each pass would grow without bound.
+const followFor = 24 * time.Hour
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // openExcess is how much latency a spike must have added (see

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"context"
+	"math"
 	"sort"
 	"time"
 
@@ -20,6 +21,10 @@ type SpikeQuery struct {
 	Direction correlate.Direction
 	// Sensitivity is the detector's false-alarm budget; default medium.
 	Sensitivity correlate.Sensitivity
+	// HoldElevated keeps a rise ongoing while its curve still stands well
+	// above the baseline it rose from (see holdElevated), and ends one
+	// whose data stopped: the live detector's view, for incidents.
+	HoldElevated bool
 }
 
 // Spikes detects spikes on the stored latency curves and returns those
@@ -96,11 +101,67 @@ func findSpikes(ctx context.Context, st *store.Store, q SpikeQuery, slo SLOFunc)
 				continue
 			}
 			s.Role, s.Level, s.Scope = c.Role, c.Level, c.Scope
+			if q.HoldElevated {
+				s = holdElevated(c.Points, s, step)
+				// A spike "ongoing" at a last point long past has lost its
+				// data (an outage, a model gone): it ended as far as
+				// anyone can tell, and its incident must be able to close.
+				if n := len(c.Points); s.Ongoing && n > 0 && q.To.Sub(c.Points[n-1].Time()) > staleData {
+					s.Ongoing = false
+				}
+			}
 			out = append(out, foundSpike{Spike: s, excess: excess(c.Points, s, step)})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Onset.Before(out[j].Onset) })
 	return out, nil
+}
+
+// The alarm detector lets a lasting shift become the new level, so a rise
+// that holds ends once its level window has caught up (some ten minutes):
+// right for an alarm, which has said what it had to, but an incident must
+// not resolve while its latency is still ×4. holdElevated keeps a rise
+// that ended ongoing, up to the curve's last point, as long as the curve
+// has not come back under holdRatio × the baseline it rose from for
+// holdSpan (half its points) since; once it has, the spike ends at its
+// last elevated point. A recovery is a recovery: a later daily rise does
+// not revive a spike that had ended.
+const (
+	holdSpan  = 5 * time.Minute
+	holdRatio = 1.3
+	staleData = 10 * time.Minute
+)
+
+func holdElevated(points []correlate.Point, s correlate.Spike, step time.Duration) correlate.Spike {
+	if s.Ongoing || s.Direction != correlate.Up || s.Baseline <= 0 || len(points) == 0 {
+		return s
+	}
+	need := max(2, int(holdSpan/step)/2)
+	endMs, below := s.End.UnixMilli(), 0
+	lastHigh := int64(-1) // the last elevated point since the detector's end
+	for _, p := range points {
+		if p.T <= endMs || math.IsNaN(p.V) {
+			continue
+		}
+		if p.V < holdRatio*s.Baseline {
+			if below++; below >= need {
+				// It came back down: the spike lasted until its last
+				// elevated point.
+				if lastHigh > endMs {
+					s.End = time.UnixMilli(lastHigh).UTC()
+				}
+				return s
+			}
+		} else {
+			below, lastHigh = 0, p.T
+		}
+	}
+	if lastHigh < 0 {
+		return s // nothing elevated since its end
+	}
+	// Still up, or on its way down but not down for long enough yet.
+	s.End, s.Ongoing = points[len(points)-1].Time(), true
+	return s
 }
 
 // levelScope keys a curve by its level and scope, role aside: a latency

@@ -104,6 +104,19 @@ func (s *Store) IncidentSpikeSpan(ctx context.Context, incidentID int64) (ongoin
 	return ongoing, end.UTC(), true, nil
 }
 
+// OldestOngoingOnset returns the earliest onset of the spikes still
+// ongoing; ok is false when none is.
+func (s *Store) OldestOngoingOnset(ctx context.Context) (onset time.Time, ok bool, err error) {
+	var t *time.Time
+	if err := s.db.QueryRow(ctx, `SELECT min(onset) FROM spikes WHERE ongoing`).Scan(&t); err != nil {
+		return time.Time{}, false, wrap("oldest ongoing spike", err)
+	}
+	if t == nil {
+		return time.Time{}, false, nil
+	}
+	return t.UTC(), true, nil
+}
+
 // SettleSpikes handles recorded spikes that were still ongoing and are no
 // longer detected. Those that started at or after from (inside the pass's
 // lookback) were a blip that ended quickly, or drift: unattached ones are
