@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -218,6 +219,10 @@ func TestDetectorOpensMergesAndResolves(t *testing.T) {
 	}
 	if len(list) != 1 || list[0].Source != store.SourceDetector || list[0].End != nil {
 		t.Fatalf("incidents %+v, want one open detector incident (both models' spikes merged)", list)
+	}
+	// Its analysis must weigh both models: the incident is the fleet's.
+	if in := list[0]; in.Scope.Model != "" || !strings.Contains(in.Title, "chat") || !strings.Contains(in.Title, "vision") {
+		t.Fatalf("merged incident scope %q, title %q; want the fleet, naming both models", in.Scope.Model, in.Title)
 	}
 	if err := det.Once(ctx); err != nil {
 		t.Fatal(err)

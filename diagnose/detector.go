@@ -173,6 +173,17 @@ func (d *Detector) Once(ctx context.Context) error {
 				return err
 			}
 		}
+		if inc.Scope.Model != "" && inc.Scope.Model != sp.Scope.Model {
+			// Another model slowed down within the same window: one
+			// incident (a shared cause is the likelier story, and one page
+			// beats two), about every model, so that its analysis weighs
+			// both rather than only the first.
+			title := fmt.Sprintf("Latency spikes on several models, first %s and %s", inc.Scope.Model, sp.Scope.Model)
+			if err := d.opt.Incidents.WidenToFleet(ctx, inc.ID, title); err != nil {
+				return err
+			}
+			d.opt.Log.Info("detector widened an incident to the fleet", "incident", inc.ID, "models", []string{inc.Scope.Model, sp.Scope.Model})
+		}
 		if err := d.opt.Incidents.AttachSpike(ctx, inc.ID, id); err != nil {
 			return err
 		}

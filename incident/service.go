@@ -99,6 +99,16 @@ func (s *Service) SetEnd(ctx context.Context, id int64, end *time.Time) error {
 	return nil
 }
 
+// WidenToFleet makes an incident about every model (see
+// store.WidenIncidentToFleet).
+func (s *Service) WidenToFleet(ctx context.Context, id int64, title string) error {
+	if err := s.st.WidenIncidentToFleet(ctx, id, title); err != nil {
+		return err
+	}
+	s.Notify(id)
+	return nil
+}
+
 // AttachSpike makes a recorded spike part of an incident.
 func (s *Service) AttachSpike(ctx context.Context, id, spikeID int64) error {
 	if err := s.st.AttachSpike(ctx, spikeID, id); err != nil {

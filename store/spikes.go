@@ -90,6 +90,14 @@ func (s *Store) SetIncidentEnd(ctx context.Context, id int64, end *time.Time) er
 	return wrap("set incident end", err)
 }
 
+// WidenIncidentToFleet drops an incident's model scope and gives it a new
+// title: a detector incident that another model's spike joined is about
+// both, and an analysis scoped to the first model would ignore the second.
+func (s *Store) WidenIncidentToFleet(ctx context.Context, id int64, title string) error {
+	_, err := s.db.Exec(ctx, `UPDATE incidents SET model = '', version = '', title = $2, updated_at = now() WHERE id = $1`, id, title)
+	return wrap("widen incident", err)
+}
+
 // IncidentSpikeSpan returns, for an incident's recorded spikes, whether any
 // is still ongoing and the latest end. ok is false when it has none.
 func (s *Store) IncidentSpikeSpan(ctx context.Context, incidentID int64) (ongoing bool, lastEnd time.Time, ok bool, err error) {

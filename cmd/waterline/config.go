@@ -142,7 +142,7 @@ func flagSpecs(c *config) []envFlag {
 		{"detect-open-incidents", "WATERLINE_DETECT_OPEN_INCIDENTS", "true", "let the detector open incidents for severe spikes", boolean(&c.DetectOpen)},
 		{"detect-min-severity", "WATERLINE_DETECT_MIN_SEVERITY", "page", "weakest spike severity that opens an incident: page or ticket", oneOf(&c.DetectMinSev, "page", "ticket")},
 		{"detect-sensitivity", "WATERLINE_DETECT_SENSITIVITY", "medium", "spike detector's false-alarm budget per series: low (about 1 alarm in 50 days of noise), medium (1 in 10), high (1 in 2)", oneOf(&c.DetectSens, "low", "medium", "high")},
-		{"detect-merge", "WATERLINE_DETECT_MERGE", "30m", "spikes closer than this join the same incident", dur(&c.DetectMerge)},
+		{"detect-merge", "WATERLINE_DETECT_MERGE", "30m", "spikes closer than this join the same incident (another model's spike makes it the fleet's)", dur(&c.DetectMerge)},
 		{"auth-proxy-header", "WATERLINE_AUTH_PROXY_HEADER", "", "trust this request header as the signed-in user (set by an auth proxy)", str(&c.AuthProxyHeader)},
 		{"auth-proxy-scope", "WATERLINE_AUTH_PROXY_SCOPE", "read", "what users vouched for by the auth proxy may do: read, write (resolve, freeze, share) or admin", oneOf(&c.AuthProxyScope, "read", "write", "admin")},
 		{"webhook-allow-private", "WATERLINE_WEBHOOK_ALLOW_PRIVATE", "false", "let webhooks target loopback, private and link-local addresses (receivers inside your network)", boolean(&c.WebhookAllowPrivate)},
