@@ -182,6 +182,20 @@ func TestAnalyzerRunsQueue(t *testing.T) {
 	}
 }
 
+// modelP99 is a model's P99 curve from t0 to end at 15 s: 200 ms with 5 %
+// noise, ×4 in [from, to).
+func modelP99(model string, rng *rand.Rand, from, to, end time.Time) correlate.Curve {
+	c := correlate.Curve{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel, Scope: correlate.Scope{Model: model}}
+	for ts := t0; ts.Before(end); ts = ts.Add(15 * time.Second) {
+		v := 200 * math.Exp(0.05*rng.NormFloat64())
+		if !ts.Before(from) && ts.Before(to) {
+			v *= 4
+		}
+		c.Points = append(c.Points, correlate.Point{T: ts.UnixMilli(), V: v})
+	}
+	return c
+}
+
 func TestDetectorOpensMergesAndResolves(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -190,19 +204,7 @@ func TestDetectorOpensMergesAndResolves(t *testing.T) {
 	spikeEnd := t0.Add(115 * time.Minute)
 	end := t0.Add(170 * time.Minute)
 	rng := rand.New(rand.NewPCG(2, 2))
-	var curves []correlate.Curve
-	for _, m := range []string{"chat", "vision"} {
-		c := correlate.Curve{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel, Scope: correlate.Scope{Model: m}}
-		for ts := t0; ts.Before(end); ts = ts.Add(15 * time.Second) {
-			v := 200 * math.Exp(0.05*rng.NormFloat64())
-			if !ts.Before(onset) && ts.Before(spikeEnd) {
-				v *= 4
-			}
-			c.Points = append(c.Points, correlate.Point{T: ts.UnixMilli(), V: v})
-		}
-		curves = append(curves, c)
-	}
-	storetest.WriteCurves(t, st, curves)
+	storetest.WriteCurves(t, st, []correlate.Curve{modelP99("chat", rng, onset, spikeEnd, end), modelP99("vision", rng, onset, spikeEnd, end)})
 
 	var opened []int64
 	now := spikeEnd.Add(-5 * time.Minute) // the spike is still going
@@ -292,16 +294,7 @@ func TestDetectorSettlesSpikeAcrossDataOutage(t *testing.T) {
 	st := storetest.New(t)
 	onset := t0.Add(100 * time.Minute)
 	end := t0.Add(106 * time.Minute) // the data stops mid-spike
-	rng := rand.New(rand.NewPCG(3, 3))
-	c := correlate.Curve{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel, Scope: correlate.Scope{Model: "chat"}}
-	for ts := t0; ts.Before(end); ts = ts.Add(15 * time.Second) {
-		v := 200 * math.Exp(0.05*rng.NormFloat64())
-		if !ts.Before(onset) {
-			v *= 4
-		}
-		c.Points = append(c.Points, correlate.Point{T: ts.UnixMilli(), V: v})
-	}
-	storetest.WriteCurves(t, st, []correlate.Curve{c})
+	storetest.WriteCurves(t, st, []correlate.Curve{modelP99("chat", rand.New(rand.NewPCG(3, 3)), onset, end, end)})
 
 	now := end
 	clock := func() time.Time { return now }
@@ -353,16 +346,7 @@ func TestDetectorKeepsASustainedRegressionOpen(t *testing.T) {
 	onset := t0.Add(100 * time.Minute)
 	recovered := onset.Add(150 * time.Minute) // longer than the 2 h lookback
 	end := recovered.Add(60 * time.Minute)
-	rng := rand.New(rand.NewPCG(4, 4))
-	c := correlate.Curve{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel, Scope: correlate.Scope{Model: "chat"}}
-	for ts := t0; ts.Before(end); ts = ts.Add(15 * time.Second) {
-		v := 200 * math.Exp(0.05*rng.NormFloat64())
-		if !ts.Before(onset) && ts.Before(recovered) {
-			v *= 4
-		}
-		c.Points = append(c.Points, correlate.Point{T: ts.UnixMilli(), V: v})
-	}
-	storetest.WriteCurves(t, st, []correlate.Curve{c})
+	storetest.WriteCurves(t, st, []correlate.Curve{modelP99("chat", rand.New(rand.NewPCG(4, 4)), onset, recovered, end)})
 	var now time.Time
 	clock := func() time.Time { return now }
 	incidents := incident.New(st, incident.Options{Now: clock})
