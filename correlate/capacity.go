@@ -66,6 +66,7 @@ func capacityFor(f *facts, models []string) Cause {
 		}
 	}
 	stages := f.stagesOf(models)
+	queueKnown := stageMeasured(stages, "queue")
 	qs := stageShare(stages, "queue")
 	if qs > 0 {
 		b.support("queue_growth", qs, ramp(qs, 0.3, 0.7), 0.20, "Queueing explains %.0f%% of the tail's growth.", 100*qs)
@@ -80,7 +81,7 @@ func capacityFor(f *facts, models []string) Cause {
 		if s > 0.5 {
 			b.oppose("concentrated", loc.RiskRatio, s, 0.3, "Slow requests concentrate on %s (%s), which a pool-wide shortage would not do.", dimString(loc), likelier(loc.RiskRatio)).restsOn("", "", loc.Dims)
 		}
-	} else if f.samplesNameReplicas() {
+	} else if f.samplesNameReplicas() && f.slowSamples(models) >= minSlowToJudge {
 		b.corroborate("spread_over_pool", 1, 1, 0.15, "No replica or node stands out among the slow requests.")
 	}
 	gpu := f.gpuUtilOf(models)
@@ -105,13 +106,13 @@ func capacityFor(f *facts, models []string) Cause {
 	} else {
 		target.Model = models[0]
 	}
-	return f.done(b, capacitySummary(b, q, gpu, t, r), target)
+	return f.done(b, capacitySummary(b, q, gpu, queueKnown, t, r), target)
 }
 
 // capacitySummary says what the evidence shows: the traffic change (and
 // the tenant behind it), and that the pool saturated only when queues or
 // GPUs show it.
-func capacitySummary(b *causeBuilder, q, gpu float64, tenant string, tenantRatio float64) string {
+func capacitySummary(b *causeBuilder, q, gpu float64, queueKnown bool, tenant string, tenantRatio float64) string {
 	var sat []string
 	if b.shown("queue_growth") >= claimed {
 		sat = append(sat, "requests queue")
@@ -135,7 +136,7 @@ func capacitySummary(b *causeBuilder, q, gpu float64, tenant string, tenantRatio
 		return fmt.Sprintf("Traffic did not rise much (×%.2f against the hour before): no sign that demand outgrew the pool.", q)
 	case len(sat) > 0:
 		return surge + " outgrew the serving capacity: " + strings.Join(sat, " and ") + "."
-	case b.shown("queue_growth") == 0 && b.shown("gpu_busy") == 0:
+	case !queueKnown && math.IsNaN(gpu):
 		return surge + "; no queue or GPU data shows whether the pool saturated."
 	}
 	return surge + ", but queues and GPUs do not show the pool saturating."

@@ -119,7 +119,7 @@ func samplesStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 	} else {
 		sm = append(sm, NoConcentration(a.Samples.Slow))
 	}
-	if len(a.Impact) > 0 && len(a.Impact[0].Tenants) > 0 && *a.Impact[0].Tenants[0].SlowShare >= 0.5 {
+	if a.Samples.Slow >= minSlowToJudge && len(a.Impact) > 0 && len(a.Impact[0].Tenants) > 0 && *a.Impact[0].Tenants[0].SlowShare >= 0.5 {
 		sm = append(sm, tenantSentence(a.Impact[0].Tenants[0], a.Impact[0].Model))
 	}
 	st.Answer = strings.Join(sm, " ")

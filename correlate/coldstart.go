@@ -31,9 +31,13 @@ func coldStartFor(f *facts, m string) Cause {
 		}
 		b.support("new_replicas", float64(len(young)), lead*ramp(float64(len(young)), 0, 2), 0.15,
 			"%d new replica(s) of %s started within %s before the onset: %s.", len(young), m, fmtDur(coldWindow), list(young))
-	} else {
+	} else if ev == nil || f.data.models[m][sigReplicas].curves || f.hasEvent(m, KindReplicaStart) {
 		b.oppose("no_new_replicas", 0, 1, 0.3, "No replica of %s started in the %s before the onset.", m, fmtDur(coldWindow))
 		return b.done(fmt.Sprintf("No new replicas of %s around the onset.", m), Target{Model: m})
+	} else {
+		// A scale-up with no replica curves or start events: the new pods
+		// are invisible, neither confirmed nor denied.
+		return b.done(fmt.Sprintf("%s scaled up %s; no replica start times are in the data, so whether new replicas served the slow requests is unknown.", m, ago(*ev)), Target{Model: m})
 	}
 	// Are the young replicas the slow ones?
 	if c, ok := f.concentrationOf("replica_age", "young"); ok {

@@ -463,6 +463,9 @@ func (f *facts) localKnown() bool {
 // could have shown a local cause and did not. It tells fleet-wide causes
 // from local ones, not one fleet-wide cause from another: it corroborates.
 func (f *facts) supportNotLocal(b *causeBuilder, summary string) {
+	if outs, _ := f.outlierReplicas(); len(outs) > 0 || f.sickNode() != nil {
+		return // the replica curves show one standing out, whatever the samples say
+	}
 	if loc, ok := f.topLocal(); ok {
 		b.corroborate("not_local", 1-concStrength(loc), 1-concStrength(loc), 0.10, "%s", summary)
 	} else if f.localKnown() {

@@ -43,7 +43,10 @@ func downstreamCause(f *facts) Cause {
 	}
 	if len(models) > 0 {
 		fr := float64(len(callers)) / float64(len(models))
-		b.support("affected_models_call_it", fr, fr*ramp(ds, 0.1, 0.3), 0.15, "%d of %d affected models spend more time downstream.", len(callers), len(models))
+		e := b.support("affected_models_call_it", fr, fr*ramp(ds, 0.1, 0.3), 0.15, "%d of %d affected models spend more time downstream.", len(callers), len(models))
+		if n := len(f.affected); e != nil && n > len(models) {
+			e.Summary = fmt.Sprintf("%d of the %d affected models with downstream timings spend more time downstream (%d of %d affected models have none).", len(callers), len(models), n-len(models), n)
+		}
 	}
 	f.supportNotLocal(b, "No single replica or node explains the slow requests.")
 	grew := len(callers) > 0

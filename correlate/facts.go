@@ -90,6 +90,17 @@ func trafficNotUp(q float64) string {
 	return fmt.Sprintf("rose only ×%.2f", q)
 }
 
+// slowSamples counts the slow samples of some models during the spike.
+func (f *facts) slowSamples(models []string) int {
+	n := 0
+	for _, i := range f.ss.during {
+		if f.ss.slow[i] && slices.Contains(models, f.ss.all[i].Model) {
+			n++
+		}
+	}
+	return n
+}
+
 // affectedQPSRatio is the traffic change over the affected models.
 func (f *facts) affectedQPSRatio() float64 { return f.qpsRatioOf(f.affected) }
 

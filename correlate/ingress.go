@@ -38,7 +38,7 @@ func ingressCause(f *facts) Cause {
 	sum := fmt.Sprintf("The gateway, auth and route stages %s.", grewLittle(fs, "explain"))
 	if b.shown("gateway_growth") >= claimed {
 		sum = fmt.Sprintf("The gateway / ingress in front of the models got slow (%.0f%% of the tail's growth) for %d of %d models.", 100*fs, len(f.affected), f.modelsWithData())
-		if br >= 0.9 {
+		if len(f.affected) == f.modelsWithData() {
 			sum = "The gateway / ingress in front of the models got slow for every model."
 		}
 	}

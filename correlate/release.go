@@ -35,6 +35,12 @@ func releaseFor(f *facts, m string) Cause {
 				m, gainer.version, 100*gainer.shareBefore, 100*gainer.shareDuring)
 		}
 	}
+	if newVer == "" && ev != nil {
+		// A deploy that names no version, and no version of the samples
+		// took over: it happened, but nothing tells its requests apart.
+		f.releaseScope(b, m, "")
+		return f.done(b, fmt.Sprintf("%s was deployed %s; which version it brought is unknown, so its requests cannot be compared with the previous version's.", m, ago(*ev)), Target{Model: m})
+	}
 	if newVer == "" {
 		b.oppose("no_new_version", 0, 1, 0.2, "No deploy of %s and no new version taking traffic near the onset.", m)
 		return b.done(fmt.Sprintf("No recent release of %s was found.", m), Target{Model: m})
@@ -206,7 +212,7 @@ func (f *facts) releaseScope(b *causeBuilder, m, newVer string) {
 			b.oppose("other_models_slowed", frac, ramp(frac, 0, 0.5), 0.35, "%d other model(s) without a release slowed down at the same time.", others)
 		}
 	}
-	if loc, ok := f.topLocal(); ok {
+	if loc, ok := f.topLocal(); ok && newVer != "" {
 		vc, _ := f.concentrationOf("version", newVer)
 		if d := concStrength(loc) - concStrength(vc); d > 0.2 {
 			b.oppose("localised_elsewhere", loc.RiskRatio, d, 0.3, "Slow requests concentrate on %s (%s) more than on the new version.", dimString(loc), likelier(loc.RiskRatio)).restsOn("", "", loc.Dims)

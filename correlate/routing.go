@@ -18,6 +18,11 @@ func routingCause(f *facts) Cause { return bestOverModels(f, CatRouting, routing
 
 func routingFor(f *facts, m string) Cause {
 	b := newCause(CatRouting)
+	if n := len(f.allReps[m]); n == 1 {
+		// One replica takes all the traffic by construction: its load
+		// "×1.0 the average" is no finding about routing.
+		return f.done(b, fmt.Sprintf("%s has one replica in the data, so routing has no spread to skew.", m), Target{Model: m})
+	}
 	ib, id := f.busiestLoad(m)
 	var busy []string
 	if !math.IsNaN(ib) && !math.IsNaN(id) {

@@ -84,7 +84,14 @@ func summarizeScope(sr *ScopeReport, withData int, reps map[string][]replicaImpa
 	case len(sr.Models) == 1:
 		sr.Breadth = "model"
 		sr.Summary = fmt.Sprintf("One model slowed down: %s.", named[0])
-		if len(reps[sr.Models[0]]) >= 2 {
+		switch {
+		case len(sr.Replicas) > 0: // too many of its few replicas to call it narrow, but not all
+			verb := "stand"
+			if len(sr.Replicas) == 1 {
+				verb = "stands"
+			}
+			sr.Summary = fmt.Sprintf("One model slowed down: %s; %s %s out among its %d replicas.", named[0], list(sr.Replicas), verb, len(reps[sr.Models[0]]))
+		case len(reps[sr.Models[0]]) >= 2:
 			sr.Summary = fmt.Sprintf("One model slowed down across its replicas: %s.", named[0])
 		}
 	default:

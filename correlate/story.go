@@ -236,7 +236,11 @@ func headline(impacts []Impact, top Cause) Headline {
 		b.WriteString("; ongoing at the end of the data")
 	}
 	if len(impacts) > 1 {
-		fmt.Fprintf(&b, " (%d more models slowed)", len(impacts)-1)
+		if n := len(impacts) - 1; n == 1 {
+			b.WriteString(" (1 more model slowed)")
+		} else {
+			fmt.Fprintf(&b, " (%d more models slowed)", n)
+		}
 	}
 	b.WriteString(".")
 	if top.Category != "" && top.Category != CatUnexplained {
@@ -304,10 +308,18 @@ func (f *facts) reconcile(top Cause) string {
 			return ""
 		}
 		where := "replica " + top.Target.Replica
+		if outs, _ := f.outlierReplicas(); len(outs) > 1 {
+			names := make([]string, len(outs))
+			for i, r := range outs {
+				names[i] = r.replica
+			}
+			sort.Strings(names)
+			where = "replicas " + list(names)
+		}
 		if top.Target.Node != "" {
 			where = "node " + top.Target.Node
 		}
-		return fmt.Sprintf("Traffic rose ×%.1f, but only %s's requests slowed beyond their peers': the rest of the pool absorbed the extra load, so this is a local fault, not a capacity shortage.", q, where)
+		return fmt.Sprintf("Traffic rose ×%.1f, but only the requests of %s slowed beyond their peers': the rest of the pool absorbed the extra load, so this is a local fault, not a capacity shortage.", q, where)
 	}
 	return ""
 }

@@ -81,7 +81,7 @@ func TestCapacitySummaryNamesTheQueueWithoutMoreDemand(t *testing.T) {
 		b := newCause(CatCapacity)
 		b.support("traffic_up", 1.11, 0, 0.3, "x")
 		b.support("queue_growth", 0.5, c.queue, 0.2, "x")
-		if got := capacitySummary(b, 1.11, math.NaN(), "", 0); got != c.want {
+		if got := capacitySummary(b, 1.11, math.NaN(), true, "", 0); got != c.want {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
 		}
 	}

@@ -1,0 +1,244 @@
+package correlate
+
+// Sentences the analysis must not write: each test feeds data that lacks
+// what a claim needs (or contradicts it) and checks the claim is not made.
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// dumpCause logs a cause with its evidence, to read a failure by.
+func dumpCause(t *testing.T, c Cause) {
+	t.Helper()
+	t.Logf("%s %.2f summary=%q", c.Category, c.Score, c.Summary)
+	for _, e := range c.Evidence {
+		t.Logf("  + %s %.2f %q", e.Name, e.Strength, e.Summary)
+	}
+	for _, e := range c.CounterEvidence {
+		t.Logf("  - %s %.2f %q", e.Name, e.Strength, e.Summary)
+	}
+}
+
+// A deploy event that names no version must not be answered with "No
+// deploy of m …" next to the deploy just listed.
+func TestOverclaimDeployWithoutVersionDenied(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.sampleRun(20, Scope{Model: "m", Version: "v1", Replica: "r"}, 100, 400, nil)
+	x.events = []Event{{ID: "dep", Kind: KindDeploy, Time: x.onset.Add(-3 * time.Minute), Scope: Scope{Model: "m"}, Summary: "helm upgrade m"}}
+	c := causeOf(t, x.analyze(), CatRelease)
+	dumpCause(t, c)
+	if names(c.Evidence)["deploy_before_onset"] && (names(c.CounterEvidence)["no_new_version"] || strings.Contains(c.Summary, "No recent release")) {
+		t.Errorf("deploy listed as evidence, yet counter %+v / summary %q deny any deploy", c.CounterEvidence, c.Summary)
+	}
+}
+
+// Ingress must not say "for every model" when 10 of 11 slowed.
+func TestOverclaimIngressEveryModel(t *testing.T) {
+	x := newFixture()
+	for i := 0; i < 11; i++ {
+		m := fmt.Sprintf("m%02d", i)
+		if i == 10 {
+			x.p99(m, 100, 100)
+			x.curve(RoleStageTime, LevelModel, Scope{Model: m}, 10, 10).Stage = "gateway"
+			continue
+		}
+		x.p99(m, 100, 400)
+		x.curve(RoleStageTime, LevelModel, Scope{Model: m}, 10, 300).Stage = "gateway"
+		x.curve(RoleStageTime, LevelModel, Scope{Model: m}, 50, 50).Stage = "exec"
+	}
+	a := x.analyze()
+	t.Log(a.Scope.Summary)
+	c := causeOf(t, a, CatIngress)
+	dumpCause(t, c)
+	if strings.Contains(c.Summary, "every model") && len(a.Scope.Models) < 11 {
+		t.Errorf("summary %q but only %d of 11 models slowed", c.Summary, len(a.Scope.Models))
+	}
+}
+
+// Replica curves show one replica at 18× its peers, and no samples:
+// downstream must not say "No single replica or node explains …".
+func TestOverclaimNotLocalIgnoresReplicaCurves(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.curve(RoleStageTime, LevelModel, Scope{Model: "m"}, 10, 300).Stage = "downstream"
+	x.curve(RoleStageTime, LevelModel, Scope{Model: "m"}, 50, 50).Stage = "exec"
+	x.replica("m", "sick", "n-sick", 100, 2000, 10, 10)
+	for _, r := range []string{"a", "b", "c", "d", "e"} {
+		x.replica("m", r, "n-"+r, 100, 110, 10, 10)
+	}
+	a := x.analyze()
+	loc := causeOf(t, a, CatLocalReplica)
+	dumpCause(t, loc)
+	c := causeOf(t, a, CatDownstream)
+	dumpCause(t, c)
+	if names(loc.Evidence)["replica_outlier"] && names(c.Evidence)["not_local"] {
+		t.Errorf("downstream says %q while replica sick stands out (%q)", "No single replica or node explains the slow requests.", loc.Evidence[0].Summary)
+	}
+}
+
+// Samples name replicas, but only 4 are slow (all on r1): capacity must
+// not say "No replica or node stands out among the slow requests".
+func TestOverclaimSpreadOverPoolFromTooFewSlow(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 25)
+	x.curve(RoleStageTime, LevelModel, Scope{Model: "m"}, 10, 300).Stage = "queue"
+	// one sample a minute, replica r1; during the spike 4 slow ones, all on r1
+	n := 0
+	x.sampleRun(1, Scope{Model: "m", Version: "v1", Replica: "r0"}, 100, 100, func(s *Sample, d bool) {
+		if d && n < 4 {
+			s.TotalMs, s.Replica = 900, "r1"
+			n++
+		}
+	})
+	a := x.analyze()
+	t.Logf("slow samples: %d; samples step: %q", a.Samples.Slow, a.Checklist[2].Answer)
+	c := causeOf(t, a, CatCapacity)
+	dumpCause(t, c)
+	for _, e := range c.Evidence {
+		if e.Name == "spread_over_pool" && a.Samples.Slow < minSlowToJudge {
+			t.Errorf("%q from %d slow samples (all on r1); the samples step says too few to tell", e.Summary, a.Samples.Slow)
+		}
+	}
+}
+
+// Two slow samples, both from one tenant: after "too few to tell" the
+// samples step must not quote the tenant's share of them.
+func TestOverclaimTenantSentenceFromTwoSlow(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 400)
+	n := 0
+	x.sampleRun(2, Scope{Model: "m", Version: "v1", Replica: "r"}, 100, 100, func(s *Sample, d bool) {
+		s.Tenant = []string{"acme", "beta"}[len(s.RequestID)%2]
+		if d && n < 2 {
+			s.TotalMs, s.Tenant = 900, "acme"
+			n++
+		}
+	})
+	a := x.analyze()
+	ans := a.Checklist[2].Answer
+	t.Logf("slow=%d samples step: %q", a.Samples.Slow, ans)
+	if a.Samples.Slow < minSlowToJudge && strings.Contains(ans, "Tenant acme sends") {
+		t.Errorf("samples step quotes a tenant share of %d slow samples: %q", a.Samples.Slow, ans)
+	}
+}
+
+// A model served by one replica: routing must not speak of its traffic's
+// spread over replicas — there is nothing to compare.
+func TestOverclaimRoutingOneReplica(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.sampleRun(20, Scope{Model: "m", Version: "v1", Replica: "only", Node: "n1"}, 100, 400, nil)
+	c := causeOf(t, x.analyze(), CatRouting)
+	dumpCause(t, c)
+	bad := strings.Contains(c.Summary, "spread over its replicas")
+	for _, e := range c.CounterEvidence {
+		bad = bad || strings.Contains(e.Summary, "balanced across")
+	}
+	if bad {
+		t.Errorf("routing speaks of a spread over replicas of a single-replica model: %q", c.Summary)
+	}
+}
+
+// A scale-up 3 min before the onset, no replica curves or start events:
+// cold start must not deny new replicas it cannot see.
+func TestOverclaimColdStartDeniesReplicasItCannotSee(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.events = []Event{{ID: "su", Kind: KindScaleUp, Time: x.onset.Add(-3 * time.Minute), Scope: Scope{Model: "m"}, Summary: "4 -> 8 replicas"}}
+	c := causeOf(t, x.analyze(), CatColdStart)
+	dumpCause(t, c)
+	if names(c.Evidence)["scale_up"] && strings.Contains(c.Summary, "No new replicas") {
+		t.Errorf("summary %q although the scale-up (4 -> 8) is listed and no replica start data exists", c.Summary)
+	}
+}
+
+// Two replicas on two nodes stand out, traffic ×1.5: the reconciliation
+// must name both, not "only replica s1".
+func TestOverclaimReconcileOnlyOneReplica(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 100, 150)
+	x.replica("m", "s1", "n-s1", 100, 1500, 10, 15)
+	x.replica("m", "s2", "n-s2", 100, 1400, 10, 15)
+	for _, r := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
+		x.replica("m", r, "n-"+r, 100, 105, 10, 15)
+	}
+	a := x.analyze()
+	t.Logf("scope: %q replicas %v", a.Scope.Summary, a.Scope.Replicas)
+	t.Logf("reconciliation: %q", a.Reconciliation)
+	dumpCause(t, a.Causes[0])
+	if len(a.Scope.Replicas) > 1 && (strings.Contains(a.Reconciliation, "only replica") || !strings.Contains(a.Reconciliation, "s2")) {
+		t.Errorf("%q but %d replicas stand out: %v", a.Reconciliation, len(a.Scope.Replicas), a.Scope.Replicas)
+	}
+}
+
+// Two replicas, one slowed ×4, the other not: the scope must not say the
+// model slowed "across its replicas".
+func TestOverclaimScopeAcrossReplicas(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 250)
+	x.replica("m", "sick", "n1", 100, 400, 10, 10)
+	x.replica("m", "fine", "n2", 100, 100, 10, 10)
+	a := x.analyze()
+	t.Logf("scope: %q replicas %v", a.Scope.Summary, a.Scope.Replicas)
+	if strings.Contains(a.Scope.Summary, "across its replicas") && len(a.Scope.Replicas) > 0 {
+		t.Errorf("%q but only %v stands out", a.Scope.Summary, a.Scope.Replicas)
+	}
+}
+
+// Three affected models, one with downstream data: not "1 of 1 affected
+// models".
+func TestOverclaimDownstreamAffectedCount(t *testing.T) {
+	x := newFixture()
+	for _, m := range []string{"a", "b", "c"} {
+		x.p99(m, 100, 400)
+	}
+	x.curve(RoleStageTime, LevelModel, Scope{Model: "a"}, 10, 300).Stage = "downstream"
+	x.curve(RoleStageTime, LevelModel, Scope{Model: "a"}, 50, 50).Stage = "exec"
+	a := x.analyze()
+	c := causeOf(t, a, CatDownstream)
+	dumpCause(t, c)
+	for _, e := range c.Evidence {
+		if e.Name == "affected_models_call_it" && strings.HasPrefix(e.Summary, "1 of 1 affected") {
+			t.Errorf("%q with %d affected models", e.Summary, len(a.Scope.Models))
+		}
+	}
+}
+
+// Singular counts in the headline.
+func TestOverclaimPlurals(t *testing.T) {
+	x := newFixture()
+	x.p99("a", 100, 400)
+	x.p99("b", 100, 300)
+	a := x.analyze()
+	t.Log(a.Headline.Summary)
+	if strings.Contains(a.Headline.Summary, "(1 more models slowed)") {
+		t.Errorf("headline %q", a.Headline.Summary)
+	}
+}
+
+// Traffic ×2.5, GPU curves at 30 % and queue time flat: capacity must not
+// say "no queue or GPU data shows whether the pool saturated".
+func TestOverclaimCapacityNoQueueOrGPUData(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 25)
+	x.curve(RoleStageTime, LevelModel, Scope{Model: "m"}, 20, 20).Stage = "queue"
+	x.curve(RoleStageTime, LevelModel, Scope{Model: "m"}, 50, 330).Stage = "exec"
+	for _, r := range []string{"a", "b", "c"} {
+		x.replica("m", r, "n-"+r, 100, 400, 3, 8)
+		x.curve(RoleGPUUtil, LevelReplica, Scope{Model: "m", Version: "v1", Replica: r, Node: "n-" + r}, 30, 30)
+	}
+	a := x.analyze()
+	c := causeOf(t, a, CatCapacity)
+	dumpCause(t, c)
+	t.Logf("stages %+v", a.Stages)
+	if strings.Contains(c.Summary, "no queue or GPU data") {
+		t.Errorf("summary %q although queue time (flat) and GPU utilisation (30%%) are in the data", c.Summary)
+	}
+}
