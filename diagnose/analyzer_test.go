@@ -374,3 +374,86 @@ func TestDetectorKeepsASustainedRegressionOpen(t *testing.T) {
 		t.Errorf("an hour after the recovery: incident %s, end %v; want resolved, its window reaching the recovery at %v", in.Status, in.End, recovered)
 	}
 }
+
+// TestDetectorHeldRegressionSurvivesAPullStall: a held ×4 regression whose
+// data pauses for 12 minutes (a Prometheus restart, a lease failover) and
+// then catches up, still ×4: its incident stays open, with no end, whether
+// the regression began inside the detector's lookback or before it.
+func TestDetectorHeldRegressionSurvivesAPullStall(t *testing.T) {
+	t.Parallel()
+	for _, stallAfter := range []time.Duration{30 * time.Minute, 150 * time.Minute} {
+		t.Run(stallAfter.String(), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			st := storetest.New(t)
+			onset := t0.Add(100 * time.Minute)
+			recovered := onset.Add(4 * time.Hour)
+			stall := onset.Add(stallAfter)
+			full := modelP99("chat", rand.New(rand.NewPCG(4, 4)), onset, recovered, recovered.Add(time.Hour))
+			head := full
+			head.Points = nil
+			for _, p := range full.Points {
+				if p.Time().Before(stall) {
+					head.Points = append(head.Points, p)
+				}
+			}
+			storetest.WriteCurves(t, st, []correlate.Curve{head})
+			var now time.Time
+			clock := func() time.Time { return now }
+			incidents := incident.New(st, incident.Options{Now: clock})
+			det := diagnose.NewDetector(st, diagnose.DetectorOptions{OpenIncidents: true, Merge: 30 * time.Minute, Now: clock, Incidents: incidents})
+			caughtUp := false
+			for now = onset.Add(2 * time.Minute); now.Before(recovered); now = now.Add(time.Minute) {
+				if !caughtUp && now.After(stall.Add(12*time.Minute)) {
+					storetest.WriteCurves(t, st, []correlate.Curve{full}) // the pull catches up
+					caughtUp = true
+				}
+				if err := det.Once(ctx); err != nil {
+					t.Fatal(err)
+				}
+				list, _, err := st.ListIncidents(ctx, store.IncidentFilter{})
+				if err != nil || len(list) != 1 || list[0].Status != store.IncidentOpen {
+					t.Fatalf("at onset+%v (stall at +%v for 12m), latency still ×4: incidents %+v (%v)", now.Sub(onset), stallAfter, list, err)
+				}
+				if caughtUp && now.After(stall.Add(15*time.Minute)) && list[0].End != nil {
+					t.Fatalf("at onset+%v, caught up and still ×4: the incident's window ends at %v", now.Sub(onset), list[0].End)
+				}
+			}
+		})
+	}
+}
+
+// TestDetectorLaterModelGetsItsOwnIncident: chat holds a ×4 regression;
+// three hours in, vision spikes. That is news, and gets its own incident
+// (its own page), rather than joining chat's held one unseen.
+func TestDetectorLaterModelGetsItsOwnIncident(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	onset := t0.Add(100 * time.Minute)
+	recovered := onset.Add(4 * time.Hour)
+	end := recovered.Add(time.Hour)
+	vOnset := onset.Add(3 * time.Hour)
+	storetest.WriteCurves(t, st, []correlate.Curve{
+		modelP99("chat", rand.New(rand.NewPCG(4, 4)), onset, recovered, end),
+		modelP99("vision", rand.New(rand.NewPCG(5, 5)), vOnset, vOnset.Add(20*time.Minute), end),
+	})
+	var now time.Time
+	clock := func() time.Time { return now }
+	incidents := incident.New(st, incident.Options{Now: clock})
+	det := diagnose.NewDetector(st, diagnose.DetectorOptions{OpenIncidents: true, Merge: 30 * time.Minute, Now: clock, Incidents: incidents})
+	for now = onset.Add(2 * time.Minute); now.Before(vOnset.Add(10 * time.Minute)); now = now.Add(2 * time.Minute) {
+		if err := det.Once(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, _, err := st.ListIncidents(ctx, store.IncidentFilter{})
+	if err != nil || len(list) != 2 {
+		t.Fatalf("incidents %+v (%v): want chat's and vision's", list, err)
+	}
+	for _, in := range list {
+		if in.Scope.Model != "chat" && in.Scope.Model != "vision" {
+			t.Errorf("incident %d scope %q, title %q: want one model each", in.ID, in.Scope.Model, in.Title)
+		}
+	}
+}

@@ -115,10 +115,11 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 func (d *Detector) Once(ctx context.Context) error {
 	now := d.opt.Now()
 	from := now.Add(-d.opt.Lookback)
-	// A spike still ongoing (a regression that holds, see holdElevated) is
-	// judged again from its onset, up to followFor back, so that it stays
-	// ongoing, and its incident open, for as long as the latency is up.
-	if onset, ok, err := d.st.OldestOngoingOnset(ctx); err != nil {
+	// A spike still ongoing (a regression that holds, see holdElevated), or
+	// of an incident still open, is judged again from its onset, up to
+	// followFor back, so that it stays ongoing, and its incident open, for
+	// as long as the latency is up — also across a pause of the data.
+	if onset, ok, err := d.st.FollowFrom(ctx); err != nil {
 		return err
 	} else if ok && onset.Before(from) {
 		from = maxTime(onset.Truncate(time.Minute), now.Add(-followFor))
@@ -148,7 +149,7 @@ func (d *Detector) Once(ctx context.Context) error {
 				continue
 			}
 		}
-		inc, err := d.st.OpenDetectorIncident(ctx, sp.Onset, d.opt.Merge)
+		inc, err := d.st.OpenDetectorIncident(ctx, sp.Scope.Model, sp.Onset, d.opt.Merge)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			inc, err = d.opt.Incidents.Open(ctx, store.NewIncident{
@@ -287,7 +288,15 @@ func (d *Detector) closeQuiet(ctx context.Context, now time.Time) error {
 		if err != nil {
 			return err
 		}
-		if !ok || ongoing {
+		if !ok {
+			continue
+		}
+		if ongoing {
+			if in.End != nil { // a spike that had ended (its data paused) is back
+				if err := d.opt.Incidents.SetEnd(ctx, in.ID, nil); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		end := lastEnd.Add(15 * time.Minute)

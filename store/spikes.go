@@ -70,14 +70,19 @@ func (s *Store) RecordedSpikes(ctx context.Context, from, to time.Time, limit in
 }
 
 // OpenDetectorIncident returns the open, detector-made incident whose
-// window a spike at onset joins: it started before onset and either is
-// still open-ended or ended less than merge before onset. ErrNotFound if
-// none.
-func (s *Store) OpenDetectorIncident(ctx context.Context, onset time.Time, merge time.Duration) (Incident, error) {
+// window a spike of model at onset joins: it started before onset, either
+// is still open-ended or ended less than merge before onset, and already
+// holds a spike of the model or began less than merge before onset (models
+// that slow down together share an incident; one that slows down hours
+// into another's held regression gets its own, and its own page).
+// ErrNotFound if none.
+func (s *Store) OpenDetectorIncident(ctx context.Context, model string, onset time.Time, merge time.Duration) (Incident, error) {
 	in, err := scanIncident(s.db.QueryRow(ctx, incidentSelect+`
 		WHERE i.source = 'detector' AND i.status = 'open' AND i.start_at <= $1
 		  AND (i.end_at IS NULL OR i.end_at + $2 * interval '1 second' >= $1)
-		ORDER BY i.start_at DESC LIMIT 1`, onset, merge.Seconds()))
+		  AND (EXISTS (SELECT 1 FROM spikes s WHERE s.incident_id = i.id AND s.model = $3)
+		       OR (SELECT min(s.onset) FROM spikes s WHERE s.incident_id = i.id) + $2 * interval '1 second' >= $1)
+		ORDER BY i.start_at DESC LIMIT 1`, onset, merge.Seconds(), model))
 	if err != nil {
 		return Incident{}, wrap("open detector incident", err)
 	}
@@ -112,12 +117,19 @@ func (s *Store) IncidentSpikeSpan(ctx context.Context, incidentID int64) (ongoin
 	return ongoing, end.UTC(), true, nil
 }
 
-// OldestOngoingOnset returns the earliest onset of the spikes still
-// ongoing; ok is false when none is.
-func (s *Store) OldestOngoingOnset(ctx context.Context) (onset time.Time, ok bool, err error) {
+// FollowFrom returns the earliest onset the detector must judge again:
+// that of spikes still ongoing, and of spikes of open detector incidents
+// (a spike marked over because its data paused comes back ongoing when
+// the data returns, if the latency is still up). ok is false when none.
+func (s *Store) FollowFrom(ctx context.Context) (onset time.Time, ok bool, err error) {
 	var t *time.Time
-	if err := s.db.QueryRow(ctx, `SELECT min(onset) FROM spikes WHERE ongoing`).Scan(&t); err != nil {
-		return time.Time{}, false, wrap("oldest ongoing spike", err)
+	if err := s.db.QueryRow(ctx, `
+		SELECT min(onset) FROM (
+		  SELECT min(onset) AS onset FROM spikes WHERE ongoing
+		  UNION ALL
+		  SELECT min(s.onset) FROM spikes s JOIN incidents i ON i.id = s.incident_id
+		  WHERE i.status = 'open' AND i.source = 'detector') m`).Scan(&t); err != nil {
+		return time.Time{}, false, wrap("follow from", err)
 	}
 	if t == nil {
 		return time.Time{}, false, nil
