@@ -74,3 +74,41 @@ func TestSweepQueuesChangesNotedOnlyInMemory(t *testing.T) {
 		t.Fatalf("queued %v, want %v (opened, analysis.ready of v1, cause.changed of v3 only, resolved — each once)", got, want)
 	}
 }
+
+// An open incident is analysed again as its data grows: a day holds
+// thousands of ready versions. The sweep must still reach the newest one,
+// whose top cause changed, and not only the oldest hundreds.
+func TestSweepReachesTheNewestOfManyVersions(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, "http://receiver.test/hook")
+	time.Sleep(10 * time.Millisecond)
+	in, err := f.st.CreateIncident(ctx, store.NewIncident{Title: "p99 up", Start: testclock.Now().Add(-time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const versions = 520 // more than one sweep takes of anything
+	for i := range versions {
+		top := "capacity"
+		if i == versions-1 {
+			top = "release"
+		}
+		v, err := f.st.StartAnalysis(ctx, in.ID, "d")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.st.FinishAnalysis(ctx, in.ID, v, []byte(fmt.Sprintf(`{"causes":[{"category":%q}]}`, top)), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := webhook.NewNotifier(f.st, webhook.NotifierOptions{PublicURL: "http://waterline.test"})
+	if err := n.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]int{}
+	for _, d := range f.log(t) {
+		got[d.Event] = append(got[d.Event], d.AnalysisVersion)
+	}
+	if fmt.Sprint(got[store.EventCauseChanged]) != fmt.Sprint([]int{versions}) || fmt.Sprint(got[store.EventAnalysisReady]) != "[1]" {
+		t.Fatalf("queued %v; want analysis.ready of v1 and cause.changed of v%d only", got, versions)
+	}
+}
