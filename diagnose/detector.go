@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"time"
 
 	"github.com/waterline-dev/waterline/correlate"
@@ -115,19 +116,32 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 func (d *Detector) Once(ctx context.Context) error {
 	now := d.opt.Now()
 	from := now.Add(-d.opt.Lookback)
-	// A spike still ongoing (a regression that holds, see holdElevated), or
-	// of an incident still open, is judged again from its onset, up to
-	// followFor back, so that it stays ongoing, and its incident open, for
-	// as long as the latency is up — also across a pause of the data.
-	if onset, ok, err := d.st.FollowFrom(ctx); err != nil {
-		return err
-	} else if ok && onset.Before(from) {
-		from = maxTime(onset.Truncate(time.Minute), now.Add(-followFor))
-	}
 	spikes, err := findSpikes(ctx, d.st, SpikeQuery{From: from, To: now, Sensitivity: d.opt.Sensitivity, HoldElevated: true}, d.opt.SLO)
 	if err != nil {
 		return err
 	}
+	// A spike still ongoing (a regression that holds, see holdElevated), or
+	// of an incident still open, that began before the lookback is judged
+	// again from its onset, up to followFor back, so that it stays ongoing,
+	// and its incident open, for as long as the latency is up — also across
+	// a pause of the data. Only its model's curves are read that far back.
+	followed, err := d.st.FollowedModels(ctx, from)
+	if err != nil {
+		return err
+	}
+	for _, m := range sortedModels(followed) {
+		since := maxTime(followed[m].Truncate(time.Minute), now.Add(-followFor))
+		more, err := findSpikes(ctx, d.st, SpikeQuery{From: since, To: now, Scope: correlate.Scope{Model: m}, Sensitivity: d.opt.Sensitivity, HoldElevated: true}, d.opt.SLO)
+		if err != nil {
+			return err
+		}
+		for _, f := range more {
+			if f.Onset.Before(from) { // the others the first pass has
+				spikes = append(spikes, f)
+			}
+		}
+	}
+	sort.SliceStable(spikes, func(i, j int) bool { return spikes[i].Onset.Before(spikes[j].Onset) })
 	seen := make([]int64, 0, len(spikes))
 	for _, f := range spikes {
 		sp := f.Spike
@@ -200,6 +214,15 @@ func (d *Detector) Once(ctx context.Context) error {
 // a regression that held a day is a known state of the fleet, not news,
 // and re-reading more each pass would grow without bound.
 const followFor = 24 * time.Hour
+
+func sortedModels(m map[string]time.Time) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
 
 func maxTime(a, b time.Time) time.Time {
 	if a.After(b) {

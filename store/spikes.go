@@ -117,24 +117,35 @@ func (s *Store) IncidentSpikeSpan(ctx context.Context, incidentID int64) (ongoin
 	return ongoing, end.UTC(), true, nil
 }
 
-// FollowFrom returns the earliest onset the detector must judge again:
-// that of spikes still ongoing, and of spikes of open detector incidents
-// (a spike marked over because its data paused comes back ongoing when
-// the data returns, if the latency is still up). ok is false when none.
-func (s *Store) FollowFrom(ctx context.Context) (onset time.Time, ok bool, err error) {
-	var t *time.Time
-	if err := s.db.QueryRow(ctx, `
-		SELECT min(onset) FROM (
-		  SELECT min(onset) AS onset FROM spikes WHERE ongoing
+// FollowedModels returns, per model, the earliest onset before `before`
+// of its spikes the detector must judge again: those still ongoing, and
+// those of open detector incidents (a spike marked over because its data
+// paused comes back ongoing when the data returns, if the latency is
+// still up).
+func (s *Store) FollowedModels(ctx context.Context, before time.Time) (map[string]time.Time, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT model, min(onset) FROM (
+		  SELECT model, onset FROM spikes WHERE ongoing AND onset < $1
 		  UNION ALL
-		  SELECT min(s.onset) FROM spikes s JOIN incidents i ON i.id = s.incident_id
-		  WHERE i.status = 'open' AND i.source = 'detector') m`).Scan(&t); err != nil {
-		return time.Time{}, false, wrap("follow from", err)
+		  SELECT s.model, s.onset FROM spikes s JOIN incidents i ON i.id = s.incident_id
+		  WHERE i.status = 'open' AND i.source = 'detector' AND s.onset < $1) f
+		GROUP BY model`, before)
+	if err != nil {
+		return nil, wrap("followed models", err)
 	}
-	if t == nil {
-		return time.Time{}, false, nil
+	defer rows.Close()
+	out := map[string]time.Time{}
+	for rows.Next() {
+		var (
+			m string
+			t time.Time
+		)
+		if err := rows.Scan(&m, &t); err != nil {
+			return nil, wrap("followed models", err)
+		}
+		out[m] = t.UTC()
 	}
-	return t.UTC(), true, nil
+	return out, wrap("followed models", rows.Err())
 }
 
 // SettleSpikes handles recorded spikes that were still ongoing and are no
