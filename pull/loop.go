@@ -53,7 +53,11 @@ func (p *Puller) lead(ctx context.Context, lease *store.Lease, interval time.Dur
 			}
 			return
 		}
-		failed, total, err := p.tick(ctx)
+		failed, total, err, lost := p.tickHeld(ctx, lease)
+		if lost != nil {
+			p.log.Warn("pull: lost the pull lease mid-round; stopping until re-elected", "err", lost)
+			return
+		}
 		if err != nil && ctx.Err() != nil {
 			return
 		}
@@ -69,6 +73,42 @@ func (p *Puller) lead(ctx context.Context, lease *store.Lease, interval time.Dur
 			return
 		}
 	}
+}
+
+// leaseWatch is how often a round in progress checks the lease: a long
+// catch-up after an outage must not go on writing, and advancing cursors,
+// for minutes after another replica took over.
+var leaseWatch = 5 * time.Second
+
+// tickHeld runs one round, cancelled as soon as the lease is found lost;
+// lost is that error, nil while the lease held.
+func (p *Puller) tickHeld(ctx context.Context, lease *store.Lease) (failed, total int, err, lost error) {
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(leaseWatch)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if cerr := lease.Check(rctx); cerr != nil && rctx.Err() == nil {
+					lost = cerr
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	failed, total, err = p.tick(rctx)
+	close(done)
+	wg.Wait() // the lease's connection is the loop's again
+	return failed, total, err, lost
 }
 
 // nextRound says how long to wait before the next round and how many

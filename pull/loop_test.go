@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -284,5 +286,42 @@ func TestSeriesIDCacheIsBounded(t *testing.T) {
 				t.Fatalf("cache holds %d ids, bound %d", n, p.idsCap)
 			}
 		}
+	}
+}
+
+// A round that outlives its lease (a catch-up stuck on a slow Prometheus
+// while the lease's session was killed) stops within leaseWatch instead of
+// writing on after another replica took over.
+func TestRoundStopsWhenTheLeaseIsLost(t *testing.T) {
+	old := leaseWatch
+	leaseWatch = 100 * time.Millisecond
+	t.Cleanup(func() { leaseWatch = old })
+	stuck := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select { // a Prometheus that never answers: the round waits on it
+		case <-r.Context().Done():
+		case <-stuck:
+		}
+	}))
+	t.Cleanup(func() { close(stuck); slow.Close() })
+	st, pool := storetest.NewWithPool(t)
+	ctx := context.Background()
+	p := newPuller(t, st, slow.URL, "presets: [node]\n", time.Now())
+	lease, ok, err := st.TryLease(ctx, LeaseName)
+	if err != nil || !ok {
+		t.Fatalf("lease: %v %v", ok, err)
+	}
+	defer lease.Release()
+	done := make(chan struct{})
+	go func() { p.lead(ctx, lease, time.Second); close(done) }()
+	time.Sleep(300 * time.Millisecond) // the round is waiting on Prometheus
+	if _, err := pool.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks
+		WHERE locktype = 'advisory' AND objid = hashtext('waterline.lease.' || $1)::oid`, LeaseName); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the round went on for 5 s after its lease was lost")
 	}
 }
