@@ -130,7 +130,9 @@ func (d *Detector) Once(ctx context.Context) error {
 		return err
 	}
 	for _, m := range sortedModels(followed) {
-		since := maxTime(followed[m].Truncate(time.Minute), now.Add(-followFor))
+		// From well before the stored onset: a re-detection may place it
+		// a step or two earlier, and must not fall outside the read.
+		since := maxTime(followed[m].Add(-30*time.Minute), now.Add(-followFor))
 		more, err := findSpikes(ctx, d.st, SpikeQuery{From: since, To: now, Scope: correlate.Scope{Model: m}, Sensitivity: d.opt.Sensitivity, HoldElevated: true}, d.opt.SLO)
 		if err != nil {
 			return err
@@ -329,6 +331,13 @@ func (d *Detector) closeQuiet(ctx context.Context, now time.Time) error {
 			}
 		}
 		if now.Sub(lastEnd) > d.opt.Merge {
+			// Its data paused (Prometheus or the pull down): nothing says the
+			// latency came back, so the incident waits, up to followFor.
+			if last, ok, err := d.st.IncidentDataUntil(ctx, in.ID); err != nil {
+				return err
+			} else if ok && now.Sub(last) > staleData && now.Sub(last) < followFor {
+				continue
+			}
 			// Nobody waits on the detector: the snapshot is taken on the
 			// incident worker, before retention can drop the data.
 			if _, err := d.opt.Incidents.Resolve(ctx, in.ID, incident.FreezeLater); err != nil {

@@ -97,7 +97,12 @@ func (p *Puller) tickHeld(ctx context.Context, lease *store.Lease) (failed, tota
 			case <-done:
 				return
 			case <-t.C:
-				if cerr := lease.Check(rctx); cerr != nil && rctx.Err() == nil {
+				// A connection that does not answer within leaseWatch is
+				// as good as lost (a half-open TCP session would hang).
+				cctx, ccancel := context.WithTimeout(rctx, leaseWatch)
+				cerr := lease.Check(cctx)
+				ccancel()
+				if cerr != nil && rctx.Err() == nil {
 					lost = cerr
 					cancel()
 					return

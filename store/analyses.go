@@ -67,7 +67,8 @@ func (s *Store) FinishAnalysis(ctx context.Context, incidentID int64, version in
 	if failure != "" {
 		status = AnalysisFailed
 	}
-	_, err := s.db.Exec(ctx, `UPDATE analyses SET status = $3, result = $4, error = $5, finished_at = now()
+	_, err := s.db.Exec(ctx, `UPDATE analyses SET status = $3, result = $4, error = $5, finished_at = now(),
+		top_cause = COALESCE($4::jsonb->'causes'->0->>'category', '')
 		WHERE incident_id = $1 AND version = $2`, incidentID, version, status, result, failure)
 	return wrap("finish analysis", err)
 }

@@ -146,3 +146,21 @@ func TestIncidentSpikesAnyQuantile(t *testing.T) {
 		t.Errorf("P50 only: want its peak, got %+v", sp)
 	}
 }
+
+// A detector incident whose first spike was never attached (the attach
+// failed after the open) is still joined by the next pass's spike, rather
+// than a second incident paging again and the first staying open for ever.
+func TestOpenDetectorIncidentWithoutSpikesIsJoined(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	onset := time.Date(2026, 10, 6, 10, 0, 0, 0, time.UTC)
+	in, err := st.CreateIncident(ctx, store.NewIncident{Title: "t", Source: store.SourceDetector, Start: onset.Add(-30 * time.Minute), Scope: correlate.Scope{Model: "m"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.OpenDetectorIncident(ctx, "m", onset.Add(15*time.Second), 30*time.Minute)
+	if err != nil || got.ID != in.ID {
+		t.Fatalf("open detector incident: %+v, %v; want #%d", got, err, in.ID)
+	}
+}

@@ -36,25 +36,26 @@ type ReadyVersion struct {
 // ReadyAnalysesWithin returns, for the incidents with an analysis that
 // finished ready in the last window (database clock), most recent first,
 // at most limit incidents: their first ready version (what analysis.ready
-// is about) and their latest with the top cause of the one before it
-// (what cause.changed is about). An open incident is analysed again as
-// its data grows — thousands of versions a day — so only these two are
-// read, by primary key.
+// is about), and each version of the window whose top cause differs from
+// the ready version's before it (what cause.changed is about), newest
+// first. An open incident is analysed again as its data grows — thousands
+// of versions a day — so the comparison reads the small top_cause column,
+// never the results.
 func (s *Store) ReadyAnalysesWithin(ctx context.Context, window time.Duration, limit int) ([]ReadyVersion, error) {
 	rows, err := s.db.Query(ctx, `
 		WITH recent AS (
 		  SELECT incident_id, max(finished_at) AS at FROM analyses
 		  WHERE status = 'ready' AND finished_at >= now() - $1 * interval '1 second'
-		  GROUP BY incident_id ORDER BY at DESC LIMIT $2)
-		SELECT r.incident_id, f.version, '', '' FROM recent r
-		CROSS JOIN LATERAL (SELECT version FROM analyses
-		  WHERE incident_id = r.incident_id AND status = 'ready' ORDER BY version LIMIT 1) f
-		UNION ALL
-		SELECT r.incident_id, l.version, l.top, COALESCE(p.top, '') FROM recent r
-		CROSS JOIN LATERAL (SELECT version, COALESCE(result->'causes'->0->>'category', '') AS top FROM analyses
-		  WHERE incident_id = r.incident_id AND status = 'ready' ORDER BY version DESC LIMIT 1) l
-		LEFT JOIN LATERAL (SELECT COALESCE(result->'causes'->0->>'category', '') AS top FROM analyses
-		  WHERE incident_id = r.incident_id AND status = 'ready' AND version < l.version ORDER BY version DESC LIMIT 1) p ON true`,
+		  GROUP BY incident_id ORDER BY at DESC LIMIT $2),
+		versions AS (
+		  SELECT a.incident_id, a.version, a.finished_at, a.top_cause AS top,
+		         COALESCE(lag(a.top_cause) OVER (PARTITION BY a.incident_id ORDER BY a.version), '') AS prev_top,
+		         row_number() OVER (PARTITION BY a.incident_id ORDER BY a.version) AS n
+		  FROM analyses a JOIN recent r ON r.incident_id = a.incident_id
+		  WHERE a.status = 'ready')
+		SELECT incident_id, version, top, prev_top FROM versions
+		WHERE n = 1 OR (finished_at >= now() - $1 * interval '1 second' AND top <> prev_top)
+		ORDER BY finished_at DESC, incident_id, version DESC LIMIT $2 * 4`,
 		window.Seconds(), limit)
 	if err != nil {
 		return nil, wrap("ready analyses within", err)

@@ -74,14 +74,17 @@ func (s *Store) RecordedSpikes(ctx context.Context, from, to time.Time, limit in
 // is still open-ended or ended less than merge before onset, and already
 // holds a spike of the model or began less than merge before onset (models
 // that slow down together share an incident; one that slows down hours
-// into another's held regression gets its own, and its own page).
+// into another's held regression gets its own, and its own page). One
+// with no spike yet (opened, then the attach failed) counts from its
+// start, which the detector sets 30 minutes before the first onset.
 // ErrNotFound if none.
 func (s *Store) OpenDetectorIncident(ctx context.Context, model string, onset time.Time, merge time.Duration) (Incident, error) {
 	in, err := scanIncident(s.db.QueryRow(ctx, incidentSelect+`
 		WHERE i.source = 'detector' AND i.status = 'open' AND i.start_at <= $1
 		  AND (i.end_at IS NULL OR i.end_at + $2 * interval '1 second' >= $1)
 		  AND (EXISTS (SELECT 1 FROM spikes s WHERE s.incident_id = i.id AND s.model = $3)
-		       OR (SELECT min(s.onset) FROM spikes s WHERE s.incident_id = i.id) + $2 * interval '1 second' >= $1)
+		       OR COALESCE((SELECT min(s.onset) FROM spikes s WHERE s.incident_id = i.id),
+		                   i.start_at + interval '30 minutes') + $2 * interval '1 second' >= $1)
 		ORDER BY i.start_at DESC LIMIT 1`, onset, merge.Seconds(), model))
 	if err != nil {
 		return Incident{}, wrap("open detector incident", err)
@@ -101,6 +104,23 @@ func (s *Store) SetIncidentEnd(ctx context.Context, id int64, end *time.Time) er
 func (s *Store) WidenIncidentToFleet(ctx context.Context, id int64, title string) error {
 	_, err := s.db.Exec(ctx, `UPDATE incidents SET model = '', version = '', title = $2, updated_at = now() WHERE id = $1`, id, title)
 	return wrap("widen incident", err)
+}
+
+// IncidentDataUntil returns the time of the newest stored point of the
+// series an incident's spikes are on; ok is false when there is none.
+func (s *Store) IncidentDataUntil(ctx context.Context, incidentID int64) (t time.Time, ok bool, err error) {
+	var last *time.Time
+	err = s.db.QueryRow(ctx, `
+		SELECT max(p.time) FROM (SELECT DISTINCT series_key FROM spikes WHERE incident_id = $1) s
+		JOIN series se ON se.key = s.series_key
+		CROSS JOIN LATERAL (SELECT time FROM points WHERE series_id = se.id ORDER BY time DESC LIMIT 1) p`, incidentID).Scan(&last)
+	if err != nil {
+		return time.Time{}, false, wrap("incident data until", err)
+	}
+	if last == nil {
+		return time.Time{}, false, nil
+	}
+	return last.UTC(), true, nil
 }
 
 // IncidentSpikeSpan returns, for an incident's recorded spikes, whether any
