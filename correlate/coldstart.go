@@ -76,7 +76,7 @@ func coldStartFor(f *facts, m string) Cause {
 	}
 	if outAll > 0 {
 		fr := float64(outYoung) / float64(outAll)
-		b.support("outliers_are_new", fr, fr, 0.05, "%d of the %d replicas standing out are new.", outYoung, outAll)
+		b.support("outliers_are_new", fr, fr, 0.05, "%s standing out %s new.", capitalize(kOfN(outYoung, outAll, "replica")), verbFor(outYoung, "is", "are"))
 	}
 	if len(f.affected) == 1 {
 		b.corroborate("one_model", 1, 1, 0.10, "Only %s slowed down.", m)

@@ -43,9 +43,9 @@ func downstreamCause(f *facts) Cause {
 	}
 	if len(models) > 0 {
 		fr := float64(len(callers)) / float64(len(models))
-		e := b.support("affected_models_call_it", fr, fr*ramp(ds, 0.1, 0.3), 0.15, "%d of %d affected models spend more time downstream.", len(callers), len(models))
+		e := b.support("affected_models_call_it", fr, fr*ramp(ds, 0.1, 0.3), 0.15, "%s %s more time downstream.", capitalize(kOfN(len(callers), len(models), "affected model")), verbFor(len(callers), "spends", "spend"))
 		if n := len(f.affected); e != nil && n > len(models) {
-			e.Summary = fmt.Sprintf("%d of the %d affected models with downstream timings spend more time downstream (%d of %d affected models have none).", len(callers), len(models), n-len(models), n)
+			e.Summary = fmt.Sprintf("%s with downstream timings %s more time downstream (%d of the %d affected models %s none).", capitalize(kOfN(len(callers), len(models), "affected model")), verbFor(len(callers), "spends", "spend"), n-len(models), n, verbFor(n-len(models), "has", "have"))
 		}
 	}
 	f.supportNotLocal(b, "No single replica or node explains the slow requests.")

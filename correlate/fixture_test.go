@@ -135,3 +135,16 @@ func names(items []Evidence) map[string]bool {
 	}
 	return out
 }
+
+// evidenceNamed is a cause's evidence or counter-evidence item of that
+// name, or nil.
+func evidenceNamed(c Cause, name string) *Evidence {
+	for _, items := range [][]Evidence{c.Evidence, c.CounterEvidence} {
+		for i := range items {
+			if items[i].Name == name {
+				return &items[i]
+			}
+		}
+	}
+	return nil
+}

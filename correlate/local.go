@@ -31,8 +31,8 @@ func localReplicaCause(f *facts) Cause {
 	}
 	if sick != nil {
 		b.support("node_replicas_slowed", sick.excess, ramp(sick.excess, 1.15, 1.6), 0.25,
-			"%d of the %d pods on node %s (%d models) got slower than the same models' pods elsewhere (×%.2f their peers' change).",
-			sick.worse, len(sick.replicas), sick.node, sick.models, sick.excess)
+			"%s on node %s (%s) got slower than the same models' pods elsewhere (×%.2f their peers' change).",
+			capitalize(kOfN(sick.worse, len(sick.replicas), "pod")), sick.node, plural(sick.models, "model"), sick.excess)
 		if sick.models >= 2 {
 			b.support("same_node", float64(sick.models), ramp(float64(sick.models), 1, 2), 0.10,
 				"Pods of %d different models slowed down on the same node.", sick.models)

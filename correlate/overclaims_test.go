@@ -242,3 +242,45 @@ func TestOverclaimCapacityNoQueueOrGPUData(t *testing.T) {
 		t.Errorf("summary %q although queue time (flat) and GPU utilisation (30%%) are in the data", c.Summary)
 	}
 }
+
+// A count of one reads as one: "1 of the 1 replicas … are", "the other 1
+// models", "(1 models)" were printed.
+func TestCountsOfOneReadAsOne(t *testing.T) {
+	bad := []string{" 1 models", "(1 models)", "1 of the 1 ", "1 of 1 ", "model(s)", "replica(s)"}
+	check := func(a Analysis) {
+		t.Helper()
+		for _, c := range a.Causes {
+			for _, e := range append(append([]Evidence{}, c.Evidence...), c.CounterEvidence...) {
+				for _, s := range bad {
+					if strings.Contains(e.Summary, s) {
+						t.Errorf("%s/%s: %q has %q", c.Category, e.Name, e.Summary, s)
+					}
+				}
+			}
+		}
+	}
+	// Two models, one slowed after its deploy: "the other model".
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.p99("o", 100, 100)
+	x.events = []Event{{ID: "dep", Kind: KindDeploy, Time: x.onset.Add(-3 * time.Minute), Scope: Scope{Model: "m", Version: "v2"}, Summary: "deploy"}}
+	x.sampleRun(20, Scope{Model: "m", Version: "v2", Replica: "r"}, 100, 400, nil)
+	a := x.analyze()
+	check(a)
+	if e := evidenceNamed(causeOf(t, a, CatRelease), "only_this_model"); e == nil || !strings.Contains(e.Summary, "the other model did not") {
+		t.Errorf("only_this_model = %+v, want \"the other model did not\"", e)
+	}
+	// Two pods of one model on a sick node: "(1 model)".
+	x = newFixture()
+	x.p99("m", 100, 200)
+	x.replica("m", "s1", "sick", 100, 300, 10, 10)
+	x.replica("m", "s2", "sick", 100, 290, 10, 10)
+	for _, r := range []string{"a", "b", "c", "d"} {
+		x.replica("m", r, "n-"+r, 100, 102, 10, 10)
+	}
+	a = x.analyze()
+	check(a)
+	if e := evidenceNamed(causeOf(t, a, CatLocalReplica), "node_replicas_slowed"); e == nil || !strings.Contains(e.Summary, "(1 model)") {
+		t.Errorf("node_replicas_slowed = %+v, want \"(1 model)\"", e)
+	}
+}

@@ -203,13 +203,17 @@ func (f *facts) releaseScope(b *causeBuilder, m, newVer string) {
 		frac := float64(others) / float64(n)
 		switch {
 		case others == 0 && len(f.affected) == 1:
-			b.corroborate("only_this_model", 1, 1, 0.10, "Only %s slowed down; the other %d models did not.", m, n)
+			b.corroborate("only_this_model", 1, 1, 0.10, "Only %s slowed down; %s did not.", m, othersPhrase(n))
 		case others == 0:
 			// The others that slowed down had releases of their own: a
 			// release train, which neither clears nor blames this one.
-			b.corroborate("other_slowed_models_released", 1, 0.5, 0.10, "The %d other model(s) that slowed down each had a release of their own.", len(f.affected)-1)
+			if n := len(f.affected) - 1; n == 1 {
+				b.corroborate("other_slowed_models_released", 1, 0.5, 0.10, "The other model that slowed down had a release of its own.")
+			} else {
+				b.corroborate("other_slowed_models_released", 1, 0.5, 0.10, "The %d other models that slowed down each had a release of their own.", n)
+			}
 		default:
-			b.oppose("other_models_slowed", frac, ramp(frac, 0, 0.5), 0.35, "%d other model(s) without a release slowed down at the same time.", others)
+			b.oppose("other_models_slowed", frac, ramp(frac, 0, 0.5), 0.35, "%s without a release slowed down at the same time.", capitalize(plural(others, "other model")))
 		}
 	}
 	if loc, ok := f.topLocal(); ok && newVer != "" {

@@ -100,7 +100,7 @@ func (f *facts) supportBusySlow(b *causeBuilder, m string) (busy []string) {
 		return nil
 	}
 	fr := float64(slowBusy) / float64(len(busy))
-	b.support("busy_replicas_slow", fr, fr, 0.25, "%d of the %d replicas that took more traffic are the slow ones.", slowBusy, len(busy))
+	b.support("busy_replicas_slow", fr, fr, 0.25, "%s that took more traffic %s.", capitalize(kOfN(slowBusy, len(busy), "replica")), verbFor(slowBusy, "is the slow one", "are the slow ones"))
 	var qd float64
 	var q CurveDeviation
 	for _, r := range reps {

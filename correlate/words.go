@@ -182,3 +182,34 @@ func farAbove(z float64) string {
 	}
 	return "above them"
 }
+
+// kOfN renders "k of the n nouns" so that a pool of one reads as one:
+// "the only replica", "2 of the 3 replicas" ("1 of the 1 replicas" was
+// printed before), "both replicas", "all 3 replicas".
+func kOfN(k, n int, noun string) string {
+	switch {
+	case n == 1 && k == 1:
+		return "the only " + noun
+	case n == 2 && k == 2:
+		return "both " + noun + "s"
+	case n > 2 && k == n:
+		return "all " + plural(n, noun)
+	}
+	return fmt.Sprintf("%d of the %s", k, plural(n, noun))
+}
+
+// verbFor picks a verb's form for a count: verbFor(1, "is", "are").
+func verbFor(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// othersPhrase is "the other model" or "the other N models".
+func othersPhrase(n int) string {
+	if n == 1 {
+		return "the other model"
+	}
+	return fmt.Sprintf("the other %d models", n)
+}
