@@ -97,3 +97,34 @@ func TestLocalDoesNotBlameYouthWithoutWarmReplicas(t *testing.T) {
 		t.Errorf("local counter-evidence %+v blames youth with no warm replica to compare", loc.CounterEvidence)
 	}
 }
+
+// Samples that time only the model's execution (every other stage 0) say
+// nothing of the downstream call or the front stages: neither is "did not
+// grow", the coverage does not list them as present, and ingress is not
+// opposed by growth "behind the gateway" it cannot compare with.
+func TestStagesReportedAsZeroAreNotTimed(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.sampleRun(20, Scope{Model: "m", Version: "v1", Replica: "r"}, 100, 400, func(s *Sample, _ bool) {
+		for st := range s.StagesMs {
+			s.StagesMs[st] = 0
+		}
+		s.StagesMs[StageExec] = s.TotalMs
+	})
+	a := x.analyze()
+	present, _, _ := strings.Cut(a.Coverage.Summary, "Missing:")
+	if strings.Contains(present, "downstream call time") || strings.Contains(present, "gateway, auth and route times") {
+		t.Errorf("coverage %q lists stages that were never timed as present", a.Coverage.Summary)
+	}
+	for _, c := range a.Causes {
+		for _, e := range append(append([]Evidence{}, c.Evidence...), c.CounterEvidence...) {
+			if e.Name == "growth_behind_the_front" || strings.Contains(e.Summary, "did not grow") {
+				t.Errorf("%s: %s %q reads an untimed stage as flat", c.Category, e.Name, e.Summary)
+			}
+		}
+		if (c.Category == CatDownstream || c.Category == CatIngress) && strings.Contains(c.Summary, "did not grow") {
+			t.Errorf("%s summary %q reads an untimed stage as flat", c.Category, c.Summary)
+		}
+	}
+}

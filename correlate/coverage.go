@@ -2,7 +2,6 @@ package correlate
 
 import (
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 )
@@ -155,8 +154,10 @@ func (fl *sampleFlags) add(s *Sample) {
 	fl.node = fl.node || s.Node != ""
 	fl.batch = fl.batch || s.BatchSize > 0
 	fl.dependency = fl.dependency || s.Dependency != ""
+	// A stage is timed once one sample gives it time: servers that do not
+	// time a stage report 0 (or nothing), which is no measurement.
 	for k, v := range s.StagesMs {
-		if !math.IsNaN(v) {
+		if v > 0 {
 			fl.stages[k] = true
 		}
 	}
