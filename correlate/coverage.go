@@ -270,7 +270,7 @@ var keySignals = map[Category]struct {
 }{
 	CatRelease:      {[]string{sigVersions}, "no version on curves or samples and no deploy event"},
 	CatCapacity:     {[]string{sigTraffic}, "no request-rate curve and no samples"},
-	CatLocalReplica: {[]string{sigReplicas}, "no per-replica curves and no samples naming a replica"},
+	CatLocalReplica: {[]string{sigReplicas}, "fewer than two replicas whose latency is known (per-replica latency curves or samples naming replicas)"},
 	CatBatching:     {[]string{sigBatch}, "no batch-size curve and no batch-wait stage time"},
 	CatColdStart:    {nil, "no replica_start or scale_up event and no per-replica curves"},
 	CatDownstream:   {[]string{sigDownstream}, "no downstream stage time (stage curves or samples' stages_ms)"},
@@ -292,6 +292,11 @@ func (f *facts) assessableModels(cat Category) []string {
 }
 
 func (f *facts) hasKeySignal(cat Category, m string) bool {
+	if cat == CatLocalReplica {
+		// A replica stands out only from peers: one replica, or replicas
+		// known by their request rates alone, compare nothing.
+		return f.peersKnown(m)
+	}
 	for _, sig := range keySignals[cat].any {
 		if f.data.has(m, sig) {
 			return true
@@ -449,12 +454,37 @@ func (f *facts) samplesNameReplicas() bool {
 	return false
 }
 
-// localKnown reports whether any affected model has per-replica or per-node
-// data, curves or samples.
+// localKnown reports whether any affected model has replicas to compare
+// (see peersKnown).
 func (f *facts) localKnown() bool {
 	for _, m := range f.affected {
-		if f.data.has(m, sigReplicas) || f.data.has(m, sigNodes) {
+		if f.peersKnown(m) {
 			return true
+		}
+	}
+	return false
+}
+
+// peersKnown reports whether model m has at least two replicas whose
+// latency during the spike is known, from replica curves or enough of
+// their samples, or samples naming at least two replicas (whose slow
+// shares concentrate can compare).
+func (f *facts) peersKnown(m string) bool {
+	if judgedReplicas(f.allReps[m]) >= 2 {
+		return true
+	}
+	st := f.ss.byModel[m]
+	if st == nil {
+		return false
+	}
+	first := ""
+	for _, i := range st.phase[1] {
+		if r := f.ss.all[i].Replica; r != "" {
+			if first == "" {
+				first = r
+			} else if r != first {
+				return true
+			}
 		}
 	}
 	return false
@@ -464,6 +494,9 @@ func (f *facts) localKnown() bool {
 // could have shown a local cause and did not. It tells fleet-wide causes
 // from local ones, not one fleet-wide cause from another: it corroborates.
 func (f *facts) supportNotLocal(b *causeBuilder, summary string) {
+	if !f.localKnown() {
+		return // nothing to stand out from
+	}
 	if outs, _ := f.outlierReplicas(); len(outs) > 0 || f.sickNode() != nil {
 		return // the replica curves show one standing out, whatever the samples say
 	}

@@ -10,8 +10,11 @@ func ingressCause(f *facts) Cause {
 	b := newCause(CatIngress)
 	fs := f.frontShare()
 	b.support("gateway_growth", fs, ramp(fs, 0.25, 0.6), 0.55, "Gateway, auth and routing explain %.0f%% of the tail's growth.", 100*fs)
-	br := f.breadth()
-	b.support("all_models", br, ramp(br, 0.4, 0.9), 0.25, "%d of %d models slowed down at once.", len(f.affected), f.modelsWithData())
+	// Breadth needs a fleet: one model of one is no sign of a shared front.
+	n := f.modelsWithData()
+	if br := f.breadth(); n >= 2 {
+		b.support("all_models", br, ramp(br, 0.4, 0.9), 0.25, "%s slowed down at once.", capitalize(kOfN(len(f.affected), n, "model")))
+	}
 	f.supportNotLocal(b, "No replica or node stands out.")
 	// Only stages the servers time count: an untimed one reads 0 %, which
 	// would clear the model servers on no evidence.
@@ -37,9 +40,9 @@ func ingressCause(f *facts) Cause {
 	}
 	sum := fmt.Sprintf("The gateway, auth and route stages %s.", grewLittle(fs, "explain"))
 	if b.shown("gateway_growth") >= claimed {
-		sum = fmt.Sprintf("The gateway / ingress in front of the models got slow (%.0f%% of the tail's growth) for %d of %d models.", 100*fs, len(f.affected), f.modelsWithData())
-		if len(f.affected) == f.modelsWithData() {
-			sum = "The gateway / ingress in front of the models got slow for every model."
+		sum = fmt.Sprintf("The gateway / ingress in front of the models got slow (%.0f%% of the tail's growth) for %s.", 100*fs, kOfN(len(f.affected), n, "model"))
+		if n == 1 {
+			sum = fmt.Sprintf("The gateway / ingress in front of %s got slow (%.0f%% of the tail's growth); no other model has data, so whether the others were hit cannot be seen.", f.affected[0], 100*fs)
 		}
 	}
 	return b.done(sum, Target{})

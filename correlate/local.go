@@ -96,7 +96,7 @@ func localSummary(b *causeBuilder, where string) string {
 // their peers, most extreme first, and how many replicas were judged.
 func (f *facts) outlierReplicas() (outliers []replicaImpact, total int) {
 	for _, m := range f.affected {
-		total += len(f.reps[m])
+		total += judgedReplicas(f.reps[m])
 		for _, r := range f.reps[m] {
 			if r.outlier {
 				outliers = append(outliers, r)

@@ -284,3 +284,75 @@ func TestCountsOfOneReadAsOne(t *testing.T) {
 		t.Errorf("node_replicas_slowed = %+v, want \"(1 model)\"", e)
 	}
 }
+
+// A replica whose P99 rests on a sample or two is not compared with its
+// peers: a 900 ms request on a replica seen twice is no "narrow" spike.
+func TestReplicaOfTwoSamplesIsNotAnOutlier(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 130)
+	for _, r := range []string{"a", "b", "c", "d"} {
+		x.sampleRun(5, Scope{Model: "m", Version: "v1", Replica: r, Node: "n-" + r}, 100, 130, nil)
+	}
+	x.samples = append(x.samples,
+		Sample{RequestID: "lone", Time: x.onset.Add(5 * time.Minute), Model: "m", Version: "v1", Replica: "lone", Node: "n-lone", Status: "ok", TotalMs: 900, SampleRate: 1},
+		Sample{RequestID: "lone0", Time: x.onset.Add(-5 * time.Minute), Model: "m", Version: "v1", Replica: "lone", Node: "n-lone", Status: "ok", TotalMs: 100, SampleRate: 1})
+	a := x.analyze()
+	if strings.Contains(a.Scope.Summary, "lone") {
+		t.Errorf("scope %q names a replica judged on two samples", a.Scope.Summary)
+	}
+	for _, c := range a.Causes {
+		for _, e := range append(append([]Evidence{}, c.Evidence...), c.CounterEvidence...) {
+			if strings.Contains(e.Summary, "lone") {
+				t.Errorf("%s/%s %q rests on two samples of replica lone", c.Category, e.Name, e.Summary)
+			}
+		}
+	}
+}
+
+// With one replica there is no peer to stand out from: "no replica
+// stands out" is not evidence that the cause is not local.
+func TestOneReplicaIsNotEvidenceOfNothingLocal(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.sampleRun(20, Scope{Model: "m", Version: "v1", Replica: "only", Node: "n1"}, 100, 400, nil)
+	a := x.analyze()
+	for _, c := range a.Causes {
+		for _, e := range append(append([]Evidence{}, c.Evidence...), c.CounterEvidence...) {
+			if e.Name == "not_local" || e.Name == "no_outlier" {
+				t.Errorf("%s/%s %q: one replica has no peers to stand out from", c.Category, e.Name, e.Summary)
+			}
+		}
+	}
+	// Replica QPS curves without latency compare no replica either.
+	x = newFixture()
+	x.p99("m", 100, 400)
+	for _, r := range []string{"a", "b", "c"} {
+		x.curve(RoleQPS, LevelReplica, Scope{Model: "m", Version: "v1", Replica: r, Node: "n-" + r}, 10, 10)
+	}
+	a = x.analyze()
+	if strings.Contains(a.Scope.Summary, "across its replicas") {
+		t.Errorf("scope %q: no replica's latency is known", a.Scope.Summary)
+	}
+	for _, c := range a.Causes {
+		for _, e := range append(append([]Evidence{}, c.Evidence...), c.CounterEvidence...) {
+			if e.Name == "not_local" || e.Name == "no_outlier" {
+				t.Errorf("QPS only: %s/%s %q", c.Category, e.Name, e.Summary)
+			}
+		}
+	}
+}
+
+// A single model is no breadth: ingress does not say "every model" nor
+// count "1 of 1 models" as evidence of a gateway problem.
+func TestIngressNeedsTwoModelsForBreadth(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.sampleRun(20, Scope{Model: "m", Version: "v1", Replica: "only"}, 100, 400, nil)
+	c := causeOf(t, x.analyze(), CatIngress)
+	if e := evidenceNamed(c, "all_models"); e != nil {
+		t.Errorf("all_models %q with one model", e.Summary)
+	}
+	if strings.Contains(c.Summary, "every model") {
+		t.Errorf("summary %q with one model", c.Summary)
+	}
+}

@@ -172,6 +172,23 @@ func replicaImpacts(cs *curveSet, ss *sampleSet, ph phases, model string) []repl
 	return out
 }
 
+// judgedReplicas counts the replicas whose latency during the spike is
+// known: only those can stand out, or be peers.
+func judgedReplicas(reps []replicaImpact) int {
+	n := 0
+	for _, r := range reps {
+		if !math.IsNaN(r.during) {
+			n++
+		}
+	}
+	return n
+}
+
+// minReplicaSamples is the fewest samples a replica needs in a phase for
+// its P99 and its share of traffic to be read from samples: below it the
+// quantile is one request's latency (as sampleLatencyCurves' buckets).
+const minReplicaSamples = 20
+
 // samplesReplicaImpacts fills replica latencies from samples when no
 // replica curves exist: the weighted P99 of each replica before and during.
 func samplesReplicaImpacts(ss *sampleSet, ph phases, model string, get func(Scope) *replicaImpact) {
@@ -212,7 +229,13 @@ func samplesReplicaImpacts(ss *sampleSet, ph phases, model string, get func(Scop
 	for _, n := range names {
 		r := get(scope[n])
 		a := per[n]
-		r.before, r.during = weightedQuantile(a.b, 0.99), weightedQuantile(a.d, 0.99)
+		r.before, r.during = math.NaN(), math.NaN()
+		if len(a.b) >= minReplicaSamples {
+			r.before = weightedQuantile(a.b, 0.99)
+		}
+		if len(a.d) >= minReplicaSamples {
+			r.during = weightedQuantile(a.d, 0.99)
+		}
 		var wb, wd float64
 		for _, x := range a.b {
 			wb += x.W
@@ -220,8 +243,13 @@ func samplesReplicaImpacts(ss *sampleSet, ph phases, model string, get func(Scop
 		for _, x := range a.d {
 			wd += x.W
 		}
-		r.qpsBefore = wb / ss.ph.BeforeTo.Sub(ss.ph.BeforeFrom).Seconds()
-		r.qpsDuring = wd / ss.ph.DuringTo.Sub(ss.ph.Onset).Seconds()
+		r.qpsBefore, r.qpsDuring = math.NaN(), math.NaN()
+		if len(a.b) >= minReplicaSamples {
+			r.qpsBefore = wb / ss.ph.BeforeTo.Sub(ss.ph.BeforeFrom).Seconds()
+		}
+		if len(a.d) >= minReplicaSamples {
+			r.qpsDuring = wd / ss.ph.DuringTo.Sub(ss.ph.Onset).Seconds()
+		}
 		if wb > 0 {
 			totB += r.qpsBefore
 			nB++

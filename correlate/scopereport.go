@@ -55,7 +55,7 @@ func scopeLists(affected []string, reps map[string][]replicaImpact, conc []Conce
 func summarizeScope(sr *ScopeReport, withData int, reps map[string][]replicaImpact) {
 	totalReps := 0
 	for _, m := range sr.Models {
-		totalReps += len(reps[m])
+		totalReps += judgedReplicas(reps[m])
 	}
 	named := make([]string, len(sr.Models))
 	for i, m := range sr.Models {
@@ -90,8 +90,8 @@ func summarizeScope(sr *ScopeReport, withData int, reps map[string][]replicaImpa
 			if len(sr.Replicas) == 1 {
 				verb = "stands"
 			}
-			sr.Summary = fmt.Sprintf("One model slowed down: %s; %s %s out among its %d replicas.", named[0], list(sr.Replicas), verb, len(reps[sr.Models[0]]))
-		case len(reps[sr.Models[0]]) >= 2:
+			sr.Summary = fmt.Sprintf("One model slowed down: %s; %s %s out among its %d replicas.", named[0], list(sr.Replicas), verb, judgedReplicas(reps[sr.Models[0]]))
+		case judgedReplicas(reps[sr.Models[0]]) >= 2:
 			sr.Summary = fmt.Sprintf("One model slowed down across its replicas: %s.", named[0])
 		}
 	default:
