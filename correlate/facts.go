@@ -250,13 +250,15 @@ func (f *facts) versionStatsFromCurves(model string) []versionStat {
 		tb += v.weightBefore
 		td += v.weightDur
 	}
+	// Without version request rates the shares stay unknown (NaN): a
+	// version's traffic is not 0 % because nobody measured it.
 	out := make([]versionStat, 0, len(per))
 	for _, v := range per {
 		v.shareBefore, v.shareDuring = safeRatio(v.weightBefore, tb), safeRatio(v.weightDur, td)
-		if math.IsNaN(v.shareBefore) {
+		if tb > 0 && math.IsNaN(v.shareBefore) {
 			v.shareBefore = 0
 		}
-		if math.IsNaN(v.shareDuring) {
+		if td > 0 && math.IsNaN(v.shareDuring) {
 			v.shareDuring = 0
 		}
 		out = append(out, *v)
@@ -316,7 +318,14 @@ func (f *facts) versionStatsFromSamples(model string) []versionStat {
 	}
 	out := make([]versionStat, 0, len(per))
 	for _, a := range per {
-		a.v.p99Before, a.v.p99During = weightedQuantile(a.b, 0.99), weightedQuantile(a.d, 0.99)
+		// A P99 of a handful of samples is one request's latency.
+		a.v.p99Before, a.v.p99During = math.NaN(), math.NaN()
+		if len(a.b) >= minReplicaSamples {
+			a.v.p99Before = weightedQuantile(a.b, 0.99)
+		}
+		if len(a.d) >= minReplicaSamples {
+			a.v.p99During = weightedQuantile(a.d, 0.99)
+		}
 		a.v.samplesBefore = len(a.b)
 		a.v.shareBefore, a.v.shareDuring = safeRatio(a.v.weightBefore, tb), safeRatio(a.v.weightDur, td)
 		out = append(out, a.v)

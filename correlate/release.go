@@ -35,11 +35,24 @@ func releaseFor(f *facts, m string) Cause {
 				m, gainer.version, 100*gainer.shareBefore, 100*gainer.shareDuring)
 		}
 	}
+	// Without version request rates, a version whose latency is measured
+	// only from the onset on (while another's is before it) is new.
+	if newcomer := versionNewcomer(vs); newVer == "" && newcomer != "" {
+		newVer = newcomer
+		if ev == nil {
+			b.support("new_version_appeared", 1, 0.6, 0.30,
+				"%s %s is first measured around the onset; before it only other versions served (no deploy event was pushed, and the traffic by version is not measured).", m, newcomer)
+		}
+	}
 	if newVer == "" && ev != nil {
 		// A deploy that names no version, and no version of the samples
 		// took over: it happened, but nothing tells its requests apart.
 		f.releaseScope(b, m, "")
 		return f.done(b, fmt.Sprintf("%s was deployed %s; which version it brought is unknown, so its requests cannot be compared with the previous version's.", m, ago(*ev)), Target{Model: m})
+	}
+	if newVer == "" && !versionTrafficKnown(vs) && len(vs) > 0 {
+		b.oppose("no_deploy", 0, 1, 0.1, "No deploy of %s near the onset; its traffic by version is not measured.", m)
+		return b.done(fmt.Sprintf("No deploy of %s was found; its traffic by version is not measured, so a rollout without a deploy event cannot be ruled out.", m), Target{Model: m})
 	}
 	if newVer == "" {
 		b.oppose("no_new_version", 0, 1, 0.2, "No deploy of %s and no new version taking traffic near the onset.", m)
@@ -80,6 +93,42 @@ func releaseFor(f *facts, m string) Cause {
 func sameAsModel(c Concentration, m string) bool {
 	v, ok := c.value("model")
 	return ok && v == m
+}
+
+// versionTrafficKnown reports whether the versions' shares of traffic
+// were measured (samples or version request-rate curves).
+func versionTrafficKnown(vs []versionStat) bool {
+	for _, v := range vs {
+		if !math.IsNaN(v.shareDuring) {
+			return true
+		}
+	}
+	return false
+}
+
+// versionNewcomer is, when the traffic by version is unknown, the one
+// version measured during the spike but not before it while another was
+// measured before: the version a rollout brought in. "" otherwise.
+func versionNewcomer(vs []versionStat) string {
+	if versionTrafficKnown(vs) {
+		return ""
+	}
+	newcomer, before := "", false
+	for _, v := range vs {
+		switch {
+		case !math.IsNaN(v.p99Before):
+			before = true
+		case !math.IsNaN(v.p99During):
+			if newcomer != "" {
+				return "" // two newcomers: which one is unknown
+			}
+			newcomer = v.version
+		}
+	}
+	if !before {
+		return ""
+	}
+	return newcomer
 }
 
 // minTrafficGain is the share of a model's traffic a version must gain to
@@ -174,7 +223,7 @@ const (
 // rollout is complete, the before/after comparison above cannot tell the
 // two apart; the new version's own minutes before the onset can.
 func servedFine(b *causeBuilder, nv, prev versionStat) {
-	if nv.shareBefore < minSoakShare || (nv.samplesBefore > 0 && nv.samplesBefore < minSoakSamples) {
+	if !(nv.shareBefore >= minSoakShare) || (nv.samplesBefore > 0 && nv.samplesBefore < minSoakSamples) {
 		return
 	}
 	same := safeRatio(nv.p99Before, prev.p99Before)

@@ -1,6 +1,8 @@
 package correlate
 
 import (
+	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -136,5 +138,48 @@ func TestReleaseIgnoresATinyShareGain(t *testing.T) {
 	rel := causeOf(t, x.analyze(), CatRelease)
 	if !names(rel.CounterEvidence)["no_new_version"] {
 		t.Errorf("release %q (score %.2f): a 5-point share gain was taken for a new version; counter %+v", rel.Summary, rel.Score, rel.CounterEvidence)
+	}
+}
+
+// A version's P99 from two samples is one request's latency: the release
+// is not called slower than a version it barely saw.
+func TestReleaseDoesNotCompareAVersionOfTwoSamples(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 300)
+	x.events = []Event{{ID: "dep", Kind: KindDeploy, Time: x.onset.Add(-3 * time.Minute), Scope: Scope{Model: "m", Version: "v2"}, Summary: "deploy"}}
+	x.sampleRun(20, Scope{Model: "m", Version: "v1", Replica: "r1"}, 100, 300, func(s *Sample, during bool) {
+		if during {
+			s.Version = "v2"
+		}
+	})
+	// v1 keeps two requests during the spike.
+	for i := range 2 {
+		x.samples = append(x.samples, Sample{RequestID: fmt.Sprintf("old-%d", i), Time: x.onset.Add(time.Duration(i+1) * time.Minute),
+			Model: "m", Version: "v1", Replica: "r1", Status: "ok", TotalMs: 100, SampleRate: 1})
+	}
+	c := causeOf(t, x.analyze(), CatRelease)
+	if e := evidenceNamed(c, "new_version_slower"); e != nil && strings.Contains(e.Summary, "in the same window") {
+		t.Errorf("new_version_slower %q compares with v1's two samples", e.Summary)
+	}
+}
+
+// Version latency curves without version request rates say nothing of
+// which version took the traffic: no "no new version taking traffic", and
+// a version whose curve starts at the onset is a new one.
+func TestVersionTrafficUnknownIsNotNoNewVersion(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 250)
+	x.curve(RoleLatencyP99, LevelVersion, Scope{Model: "m", Version: "v1"}, 100, 100)
+	x.curve(RoleLatencyP99, LevelVersion, Scope{Model: "m", Version: "v2"}, math.NaN(), 400)
+	a := x.analyze()
+	c := causeOf(t, a, CatRelease)
+	if e := evidenceNamed(c, "no_new_version"); e != nil {
+		t.Errorf("no_new_version %q: version traffic is not measured and v2 appeared at the onset", e.Summary)
+	}
+	if strings.Contains(c.Summary, "No recent release") {
+		t.Errorf("summary %q: v2 appeared at the onset", c.Summary)
+	}
+	if c.Target.Version != "v2" {
+		t.Errorf("target %+v, want version v2", c.Target)
 	}
 }
