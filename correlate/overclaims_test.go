@@ -356,3 +356,18 @@ func TestIngressNeedsTwoModelsForBreadth(t *testing.T) {
 		t.Errorf("summary %q with one model", c.Summary)
 	}
 }
+
+// A model measured by a P95 curve alone is reported as P95, not P99.
+func TestP95OnlyIsNotCalledP99(t *testing.T) {
+	x := newFixture()
+	x.curve(RoleLatencyP95, LevelModel, Scope{Model: "m"}, 100, 400)
+	a := x.analyze()
+	for _, s := range []string{a.Headline.Title, a.Headline.Summary, a.Scope.Summary} {
+		if strings.Contains(s, "P99") || !strings.Contains(s, "P95") {
+			t.Errorf("%q: the data is a P95 curve", s)
+		}
+	}
+	if len(a.Impact) == 0 || a.Impact[0].Quantile != "P95" {
+		t.Errorf("impact %+v, want quantile P95", a.Impact)
+	}
+}

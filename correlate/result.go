@@ -163,12 +163,15 @@ type ScopeReport struct {
 
 // ScopeEntry is one member of a scope list and how hard it was hit.
 type ScopeEntry struct {
-	Name        string   `json:"name"`
-	Model       string   `json:"model,omitempty"`         // the model of a replica or a version
-	P99BeforeMs float64  `json:"p99_before_ms,omitempty"` // absent when unknown
-	P99DuringMs float64  `json:"p99_during_ms,omitempty"`
-	P99Ratio    float64  `json:"p99_ratio,omitempty"`  // during / before; a new replica's P99 over its peers'; absent when unknown
-	SlowShare   *float64 `json:"slow_share,omitempty"` // share of the incident's slow requests (affected models, during), 0..1; absent without samples
+	Name        string  `json:"name"`
+	Model       string  `json:"model,omitempty"`         // the model of a replica or a version
+	P99BeforeMs float64 `json:"p99_before_ms,omitempty"` // absent when unknown
+	P99DuringMs float64 `json:"p99_during_ms,omitempty"`
+	P99Ratio    float64 `json:"p99_ratio,omitempty"` // during / before; a new replica's P99 over its peers'; absent when unknown
+	// Quantile is set ("P95") when a model's P99 fields hold another
+	// quantile: it had a P95 curve and no P99.
+	Quantile  string   `json:"quantile,omitempty"`
+	SlowShare *float64 `json:"slow_share,omitempty"` // share of the incident's slow requests (affected models, during), 0..1; absent without samples
 	// TrafficShare is a tenant's or entry's share of all its model's
 	// requests during the spike (impact lists only), 0..1.
 	TrafficShare *float64 `json:"traffic_share,omitempty"`
@@ -293,20 +296,23 @@ type Headline struct {
 // Impact is how hard one affected model was hit: what a header, an
 // export, a ticket or a chat message quotes about it.
 type Impact struct {
-	Model         string       `json:"model"`
-	BaselineP99Ms float64      `json:"baseline_p99_ms"` // median P99 in the hour before the onset
-	DuringP99Ms   float64      `json:"during_p99_ms"`   // median P99 over the spike's main part
-	PeakP99Ms     float64      `json:"peak_p99_ms"`     // highest P99 after the onset (median of 3 points, so not one bad scrape)
-	PeakAt        *time.Time   `json:"peak_at"`
-	NowP99Ms      float64      `json:"now_p99_ms"` // the last P99 of the window
-	NowAt         *time.Time   `json:"now_at"`
-	Rise          float64      `json:"rise"`                   // DuringP99Ms / BaselineP99Ms (the scope's P99 ratio)
-	Status        string       `json:"status"`                 // "ongoing" or "recovered"
-	RecoveredAt   *time.Time   `json:"recovered_at,omitempty"` // when its P99 came back near the baseline, to stay
-	SlowRequests  float64      `json:"slow_requests"`          // its share of SampleSummary.SlowRequests (0 without samples)
-	Tenants       []ScopeEntry `json:"tenants,omitempty"`      // tenants hit, by share of its slow requests
-	Entries       []ScopeEntry `json:"entries,omitempty"`      // entry points hit, the same way
-	SLO           *SLOImpact   `json:"slo,omitempty"`          // when the model has a latency SLO
+	Model         string     `json:"model"`
+	BaselineP99Ms float64    `json:"baseline_p99_ms"` // median P99 in the hour before the onset
+	DuringP99Ms   float64    `json:"during_p99_ms"`   // median P99 over the spike's main part
+	PeakP99Ms     float64    `json:"peak_p99_ms"`     // highest P99 after the onset (median of 3 points, so not one bad scrape)
+	PeakAt        *time.Time `json:"peak_at"`
+	NowP99Ms      float64    `json:"now_p99_ms"` // the last P99 of the window
+	NowAt         *time.Time `json:"now_at"`
+	Rise          float64    `json:"rise"` // DuringP99Ms / BaselineP99Ms (the scope's P99 ratio)
+	// Quantile is the latency quantile the *P99Ms fields hold: "P99", or
+	// "P95" for a model measured by a P95 curve alone.
+	Quantile     string       `json:"quantile"`
+	Status       string       `json:"status"`                 // "ongoing" or "recovered"
+	RecoveredAt  *time.Time   `json:"recovered_at,omitempty"` // when its P99 came back near the baseline, to stay
+	SlowRequests float64      `json:"slow_requests"`          // its share of SampleSummary.SlowRequests (0 without samples)
+	Tenants      []ScopeEntry `json:"tenants,omitempty"`      // tenants hit, by share of its slow requests
+	Entries      []ScopeEntry `json:"entries,omitempty"`      // entry points hit, the same way
+	SLO          *SLOImpact   `json:"slo,omitempty"`          // when the model has a latency SLO
 }
 
 // SLOImpact is what the incident cost against a latency SLO, read as a P99

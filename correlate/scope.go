@@ -16,6 +16,7 @@ type modelImpact struct {
 	slowBase  float64 // the same before
 	affected  bool
 	fromCurve bool
+	quantile  string // "P99", or "P95" when only a P95 curve measured it
 }
 
 // Thresholds for "this model carries the spike". They are deliberately
@@ -36,7 +37,7 @@ func modelImpacts(cs *curveSet, ss *sampleSet, ph phases) []modelImpact {
 		if mi := seen[m]; mi != nil {
 			return mi
 		}
-		mi := &modelImpact{model: m, before: math.NaN(), during: math.NaN(), ratio: math.NaN(), dev: math.NaN(), slowFrac: math.NaN(), slowBase: math.NaN()}
+		mi := &modelImpact{model: m, quantile: "P99", before: math.NaN(), during: math.NaN(), ratio: math.NaN(), dev: math.NaN(), slowFrac: math.NaN(), slowBase: math.NaN()}
 		seen[m] = mi
 		order = append(order, m)
 		return mi
@@ -52,6 +53,9 @@ func modelImpacts(cs *curveSet, ss *sampleSet, ph phases) []modelImpact {
 				continue
 			}
 			mi.before, mi.during, mi.dev, mi.fromCurve = d.Before, d.During, d.Deviation, true
+			if role == RoleLatencyP95 {
+				mi.quantile = "P95"
+			}
 			mi.ratio = safeRatio(mi.during, mi.before)
 		}
 	}

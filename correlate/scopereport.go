@@ -61,7 +61,11 @@ func summarizeScope(sr *ScopeReport, withData int, reps map[string][]replicaImpa
 	for i, m := range sr.Models {
 		named[i] = m
 		if i < len(sr.ModelImpact) && sr.ModelImpact[i].P99Ratio > 0 {
-			named[i] = fmt.Sprintf("%s (P99 ×%.1f)", m, sr.ModelImpact[i].P99Ratio)
+			q := sr.ModelImpact[i].Quantile
+			if q == "" {
+				q = "P99"
+			}
+			named[i] = fmt.Sprintf("%s (%s ×%.1f)", m, q, sr.ModelImpact[i].P99Ratio)
 		}
 	}
 	switch {
@@ -111,6 +115,9 @@ func (f *facts) rankScope(sr *ScopeReport) {
 		e := ScopeEntry{Name: m}
 		if mi, ok := f.impact(m); ok {
 			e.P99BeforeMs, e.P99DuringMs, e.P99Ratio = finite(mi.before), finite(mi.during), finite(mi.ratio)
+			if mi.quantile != "P99" {
+				e.Quantile = mi.quantile
+			}
 		}
 		e.SlowShare = slow.share("model", m)
 		return e

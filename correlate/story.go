@@ -19,7 +19,7 @@ func (f *facts) impacts(order []string, windowTo time.Time) []Impact {
 	out := make([]Impact, 0, len(order))
 	for _, m := range order {
 		mi, _ := f.impact(m)
-		im := Impact{Model: m, BaselineP99Ms: finite(mi.before), DuringP99Ms: finite(mi.during), Rise: finite(mi.ratio), Status: "ongoing"}
+		im := Impact{Model: m, BaselineP99Ms: finite(mi.before), DuringP99Ms: finite(mi.during), Rise: finite(mi.ratio), Status: "ongoing", Quantile: mi.quantile}
 		if c := f.latencyCurve(m); c != nil {
 			f.peakAndRecovery(&im, c, mi.before, windowTo)
 		}
@@ -221,12 +221,16 @@ func headline(impacts []Impact, top Cause) Headline {
 		return Headline{Title: "No latency rise found", Summary: "No model's latency rose clearly in this window."}
 	}
 	im := impacts[0]
-	h := Headline{Model: im.Model, Title: fmt.Sprintf("P99 latency up on %s", im.Model)}
+	q := im.Quantile
+	if q == "" {
+		q = "P99"
+	}
+	h := Headline{Model: im.Model, Title: fmt.Sprintf("%s latency up on %s", q, im.Model)}
 	if im.Rise > 0 {
-		h.Title = fmt.Sprintf("P99 latency up ×%s on %s", trimZero(fmt.Sprintf("%.1f", im.Rise)), im.Model)
+		h.Title = fmt.Sprintf("%s latency up ×%s on %s", q, trimZero(fmt.Sprintf("%.1f", im.Rise)), im.Model)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: P99 %s → %s", im.Model, fmtMs(im.BaselineP99Ms), fmtMs(im.DuringP99Ms))
+	fmt.Fprintf(&b, "%s: %s %s → %s", im.Model, q, fmtMs(im.BaselineP99Ms), fmtMs(im.DuringP99Ms))
 	if im.PeakAt != nil && im.PeakP99Ms > im.DuringP99Ms {
 		fmt.Fprintf(&b, ", peak %s at %s UTC", fmtMs(im.PeakP99Ms), im.PeakAt.UTC().Format("15:04"))
 	}

@@ -68,7 +68,7 @@ func Markdown(in MarkdownInput) string {
 	if len(a.Impact) > 0 {
 		im := a.Impact[0]
 		if im.PeakAt != nil {
-			fmt.Fprintf(&b, "- **Peak:** %s P99 %s at %s (baseline %s)\n", mdText(im.Model), FmtMs(math.Max(im.PeakP99Ms, im.DuringP99Ms)),
+			fmt.Fprintf(&b, "- **Peak:** %s %s %s at %s (baseline %s)\n", mdText(im.Model), quantileOf(im), FmtMs(math.Max(im.PeakP99Ms, im.DuringP99Ms)),
 				FmtTime(*im.PeakAt, time.Time{}), FmtMs(im.BaselineP99Ms))
 		}
 		if im.RecoveredAt != nil {
@@ -206,7 +206,7 @@ func Markdown(in MarkdownInput) string {
 		im := a.Impact[0]
 		if im.PeakAt != nil {
 			tl = append(tl, tlRow{*im.PeakAt, []string{FmtTime(*im.PeakAt, time.Time{}), onsetWords(*im.PeakAt), "latency", im.Model,
-				"peak P99 " + FmtMs(math.Max(im.PeakP99Ms, im.DuringP99Ms)), ""}})
+				"peak " + quantileOf(im) + " " + FmtMs(math.Max(im.PeakP99Ms, im.DuringP99Ms)), ""}})
 		}
 		if im.RecoveredAt != nil {
 			tl = append(tl, tlRow{*im.RecoveredAt, []string{FmtTime(*im.RecoveredAt, time.Time{}), onsetWords(*im.RecoveredAt), "latency", im.Model, "recovered", ""}})
@@ -413,4 +413,13 @@ func table(b *strings.Builder, head []string, rows [][]string) {
 		}
 		b.WriteString("\n")
 	}
+}
+
+// quantileOf names the quantile a model's impact figures hold (analyses
+// stored before the field existed are P99).
+func quantileOf(im correlate.Impact) string {
+	if im.Quantile == "" {
+		return "P99"
+	}
+	return im.Quantile
 }
