@@ -8,6 +8,8 @@ import (
 	"encoding/base64"
 	"strconv"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Share tokens are read-only capabilities for one incident: whoever holds
@@ -19,7 +21,8 @@ import (
 // for each webhook set to carry links, one per webhook, derived from the
 // webhook's secret so that every delivery about the incident carries the
 // same link without it being stored. Revoking an incident's sharing
-// revokes all of them; a webhook's link, once revoked, stays revoked.
+// revokes all of them, and no webhook makes a new one until the incident
+// is shared again; a webhook's link, once revoked, stays revoked.
 
 // shareTokenBytes gives 192 random bits: unguessable, and short enough for
 // a chat message.
@@ -47,7 +50,10 @@ func (s *Store) CreateShareLink(ctx context.Context, id int64) (string, error) {
 	var ok bool
 	// Sharing is not a change of the incident: updated_at (which webhooks
 	// date a resolution by) stays as it is.
-	err := s.db.QueryRow(ctx, `INSERT INTO share_links (incident_id, hash) SELECT id, $2 FROM incidents WHERE id = $1
+	// Re-sharing lifts an earlier revoke: webhooks may carry links again
+	// (the ones revoked stay revoked).
+	err := s.db.QueryRow(ctx, `WITH on_again AS (UPDATE incidents SET share_revoked_at = NULL WHERE id = $1 AND share_revoked_at IS NOT NULL)
+		INSERT INTO share_links (incident_id, hash) SELECT id, $2 FROM incidents WHERE id = $1
 		ON CONFLICT (incident_id, (COALESCE(webhook_id, 0)))
 		DO UPDATE SET hash = EXCLUDED.hash, created_at = now(), revoked_at = NULL
 		RETURNING true`, id, hashShareToken(tok)).Scan(&ok)
@@ -61,14 +67,20 @@ func (s *Store) CreateShareLink(ctx context.Context, id int64) (string, error) {
 // webhooks'): they stop working at once. Revoking an unshared incident is
 // harmless; ErrNotFound for an unknown incident.
 func (s *Store) RevokeShare(ctx context.Context, id int64) error {
-	var exists bool
-	if err := s.db.QueryRow(ctx, `SELECT true FROM incidents WHERE id = $1`, id).Scan(&exists); err != nil {
-		return wrap("revoke share", err)
-	}
-	// One statement: the incident's own link goes; webhooks' links stay
-	// as revoked rows, so that a later delivery cannot bring them back.
-	_, err := s.db.Exec(ctx, `WITH own AS (DELETE FROM share_links WHERE incident_id = $1 AND webhook_id IS NULL)
-		UPDATE share_links SET revoked_at = now() WHERE incident_id = $1 AND webhook_id IS NOT NULL AND revoked_at IS NULL`, id)
+	// The revoke is marked on the incident first: that row lock waits for
+	// a webhook's first link being made (WebhookShareToken reads the mark
+	// FOR SHARE), and the next statement, with a fresh snapshot, revokes
+	// that link too. The incident's own link goes; webhooks' links stay as
+	// revoked rows, and no webhook makes a new one until it is re-shared.
+	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
+		var exists bool
+		if err := tx.QueryRow(ctx, `UPDATE incidents SET share_revoked_at = now() WHERE id = $1 RETURNING true`, id).Scan(&exists); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `WITH own AS (DELETE FROM share_links WHERE incident_id = $1 AND webhook_id IS NULL)
+			UPDATE share_links SET revoked_at = now() WHERE incident_id = $1 AND webhook_id IS NOT NULL AND revoked_at IS NULL`, id)
+		return err
+	})
 	return wrap("revoke share", err)
 }
 
@@ -98,12 +110,16 @@ func (s *Store) WebhookShareToken(ctx context.Context, incidentID int64, hook We
 	var revoked bool
 	var err error
 	for range 2 { // a concurrent first use may hide the row from this statement: look again
-		err = s.db.QueryRow(ctx, `WITH ins AS (
-			INSERT INTO share_links (incident_id, webhook_id, hash) VALUES ($1, $2, $3)
+		err = s.db.QueryRow(ctx, `WITH inc AS (
+			SELECT share_revoked_at IS NOT NULL AS off FROM incidents WHERE id = $1 FOR SHARE),
+		ins AS (
+			INSERT INTO share_links (incident_id, webhook_id, hash) SELECT $1, $2, $3 FROM inc WHERE NOT off
 			ON CONFLICT DO NOTHING RETURNING false AS revoked)
 		SELECT revoked FROM ins
 		UNION ALL
 		SELECT revoked_at IS NOT NULL OR hash <> $3 FROM share_links WHERE incident_id = $1 AND webhook_id = $2
+		UNION ALL
+		SELECT true FROM inc WHERE off
 		LIMIT 1`, incidentID, hook.ID, hashShareToken(tok)).Scan(&revoked)
 		if err = wrap("webhook share link", err); err != ErrNotFound {
 			break

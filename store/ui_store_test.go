@@ -289,6 +289,16 @@ func TestShareTokens(t *testing.T) {
 	if _, ok, _ := st.IncidentShareLink(ctx, inc.ID); ok {
 		t.Fatal("revoked incident still shared")
 	}
+	// A webhook that had sent no link before the revoke (made after it, or
+	// set to other events) gets none either: the revoke is the incident's.
+	late, err := st.CreateWebhook(ctx, store.NewWebhook{URL: "http://x.test/late", Secret: "fedcba9876543210", Format: "jira",
+		Events: store.WebhookEvents})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok, ok, err := st.WebhookShareToken(ctx, inc.ID, late); ok || err != nil {
+		t.Fatalf("a webhook's first link after the revoke: %q %v %v", tok, ok, err)
+	}
 	if c, _ := st.CreateShareLink(ctx, inc.ID); c == b || c == "" {
 		t.Fatal("re-sharing after a revoke reused the old token")
 	}

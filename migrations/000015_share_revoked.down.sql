@@ -1,0 +1,1 @@
+ALTER TABLE incidents DROP COLUMN IF EXISTS share_revoked_at;
