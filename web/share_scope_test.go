@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/waterline-dev/waterline/store"
 	"io"
 	"log/slog"
 	"net/http"
@@ -553,5 +554,61 @@ func TestIncidentPageCache(t *testing.T) {
 	reader.post("/logout", nil)
 	if r := reader.get(path); r.status != http.StatusSeeOther {
 		t.Errorf("after logout: %d", r.status)
+	}
+}
+
+// TestShareSampleAtTheWindowEdge: a sample half a millisecond before the
+// shared window, asked for at the window's first millisecond (the lookup
+// spans ±1 ms around t), answers 404, not the sample; and a request id
+// longer than any stored one is refused before the database.
+func TestShareSampleAtTheWindowEdge(t *testing.T) {
+	e := newUIEnv(t)
+	ctx := context.Background()
+	start := e.spikeAt.Add(-6 * time.Hour)
+	end := start.Add(20 * time.Minute)
+	inc, err := e.st.CreateIncident(ctx, store.NewIncident{Title: "edge", Start: start, End: &end})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo := start.Add(-30 * time.Minute)
+	line := `{"request_id":"edge-%s","time":%q,"model":"chat","version":"v1","tenant":"t-edge-%s","replica":"chat-a","node":"n1","status":"ok","total_ms":50,"stages_ms":{"exec":50},"sample_rate":1}` + "\n"
+	body := fmt.Sprintf(line, "outside", lo.Add(-500*time.Microsecond).Format(time.RFC3339Nano), "outside") +
+		fmt.Sprintf(line, "inside", lo.Add(500*time.Microsecond).Format(time.RFC3339Nano), "inside")
+	accepted(t, e.post("/api/v1/samples", "application/x-ndjson", []byte(body)))
+	tok, err := e.st.CreateShareLink(ctx, inc.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	anon := e.browser()
+	ms := strconv.FormatInt(lo.UnixMilli(), 10)
+	if p := anon.get("/s/" + tok + "/samples/edge-inside?t=" + ms); p.status != http.StatusOK || !strings.Contains(p.body, "t-edge-inside") {
+		t.Fatalf("the sample inside the window: %d", p.status)
+	}
+	if p := anon.get("/s/" + tok + "/samples/edge-outside?t=" + ms); p.status != http.StatusNotFound || strings.Contains(p.body, "t-edge-outside") {
+		t.Errorf("the sample 0.5 ms before the window: %d", p.status)
+	}
+	if p := anon.get("/s/" + tok + "/samples/" + strings.Repeat("r", 10000) + "?t=" + ms); p.status != http.StatusBadRequest {
+		t.Errorf("a 10,000-character request id: %d, want 400", p.status)
+	}
+}
+
+// TestShareFilterLengthBounded: a filter longer than any label ingest
+// stores is a 400 naming it, not a page of megabytes rendered, compressed
+// and cached for anyone holding the link.
+func TestShareFilterLengthBounded(t *testing.T) {
+	e := newUIEnv(t)
+	tok, err := e.st.CreateShareLink(context.Background(), e.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	anon := e.browser()
+	for _, k := range []string{"entry", "tenant", "model"} {
+		p := anon.get("/s/" + tok + "?" + k + "=" + strings.Repeat("x", 100_000))
+		if p.status != http.StatusBadRequest || !strings.Contains(p.body, k) || len(p.body) > 10_000 {
+			t.Errorf("%s of 100 kB: %d, %d bytes", k, p.status, len(p.body))
+		}
+	}
+	if p := anon.get("/s/" + tok + "?entry=" + strings.Repeat("x", 256)); p.status != http.StatusOK {
+		t.Errorf("entry of 256 bytes: %d", p.status)
 	}
 }

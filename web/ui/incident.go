@@ -323,13 +323,22 @@ func (p *Pages) sampleDetail(c echo.Context, id int64, live, shared bool) error 
 	if err != nil {
 		return err
 	}
+	rid := c.Param("rid")
+	if len(rid) > request.MaxLabelLen {
+		return request.BadInput("rid", "a request id is at most %d bytes, got %d", request.MaxLabelLen, len(rid))
+	}
 	at := time.UnixMilli(ms).UTC()
 	if shared && !p.inSharedWindow(d, at) {
 		return store.ErrNotFound
 	}
-	x, err := d.src.SampleByID(c.Request().Context(), at.Add(-time.Millisecond), at.Add(time.Millisecond), c.Param("rid"))
+	x, err := d.src.SampleByID(c.Request().Context(), at.Add(-time.Millisecond), at.Add(time.Millisecond), rid)
 	if err != nil {
 		return err
+	}
+	// The lookup spans ±1 ms around t: a sample just outside the shared
+	// window, asked for at its edge, stays outside.
+	if shared && !p.inSharedWindow(d, x.Time) {
+		return store.ErrNotFound
 	}
 	var stages []correlate.StageShare
 	if d.an != nil {

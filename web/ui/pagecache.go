@@ -80,6 +80,9 @@ func (pc *pageCache) get(ctx context.Context, key string, render func() (*cached
 		if err != nil {
 			return nil, err
 		}
+		if pg.size() > pageCacheBytes/16 {
+			return pg, nil // served, not kept: one page may not crowd out the rest
+		}
 		pc.mu.Lock()
 		defer pc.mu.Unlock()
 		if pc.m == nil {

@@ -74,3 +74,19 @@ func TestAcceptedEncoding(t *testing.T) {
 		}
 	}
 }
+
+// TestPageCacheSkipsHugePages: a page bigger than the whole budget is
+// served but not kept (it was kept, over the budget, after evicting).
+func TestPageCacheSkipsHugePages(t *testing.T) {
+	var pc pageCache
+	huge := make([]byte, pageCacheBytes+1)
+	pg, err := pc.get(context.Background(), "huge", func() (*cachedPage, error) {
+		return &cachedPage{raw: huge, expires: time.Now().Add(time.Minute)}, nil
+	})
+	if err != nil || pg == nil || len(pg.raw) != len(huge) {
+		t.Fatalf("huge page not served: %v", err)
+	}
+	if pc.bytes > pageCacheBytes || len(pc.m) != 0 {
+		t.Fatalf("the cache kept a page of %d bytes (holds %d, budget %d)", len(huge), pc.bytes, pageCacheBytes)
+	}
+}

@@ -2,6 +2,7 @@ package views
 
 import (
 	"fmt"
+	"github.com/waterline-dev/waterline/web/request"
 	"net/url"
 	"sort"
 	"strconv"
@@ -51,6 +52,14 @@ func ParseState(base string, q url.Values) (State, error) {
 	}
 	if !s.From.IsZero() && !s.To.IsZero() && !s.From.Before(s.To) {
 		return s, fmt.Errorf("to: must be after from")
+	}
+	// Filters are labels, bounded as ingest bounds them: a longer one
+	// matches nothing, and would only inflate the page, its links and its
+	// cache key.
+	for _, k := range []string{"model", "version", "tenant", "replica", "node", "entry", "status", "batch_size"} {
+		if v := q.Get(k); len(v) > request.MaxLabelLen {
+			return s, fmt.Errorf("%s: at most %d bytes, got %d", k, request.MaxLabelLen, len(v))
+		}
 	}
 	s.Scope = correlate.Scope{Model: q.Get("model"), Version: q.Get("version"), Tenant: q.Get("tenant"),
 		Replica: q.Get("replica"), Node: q.Get("node")}
