@@ -81,12 +81,22 @@ func capacityFor(f *facts, models []string) Cause {
 		if s > 0.5 {
 			b.oppose("concentrated", loc.RiskRatio, s, 0.3, "Slow requests concentrate on %s (%s), which a pool-wide shortage would not do.", dimString(loc), likelier(loc.RiskRatio)).restsOn("", "", loc.Dims)
 		}
-	} else if f.samplesNameReplicas() && f.slowSamples(models) >= minSlowToJudge {
+	} else if f.samplesNameReplicas() && f.localKnown() && f.slowSamples(models) >= minSlowToJudge {
 		b.corroborate("spread_over_pool", 1, 1, 0.15, "No replica or node stands out among the slow requests.")
 	}
-	gpu := f.gpuUtilOf(models)
+	// The sentence says how many replicas the GPU figure covers: some
+	// replicas' exporters may be missing.
+	gpu, n := f.gpuUtilCount(models)
 	if !math.IsNaN(gpu) {
-		b.support("gpu_busy", gpu, ramp(gpu, 70, 92), 0.10, "GPU utilisation of the affected replicas is at %.0f%%.", gpu)
+		reps := 0
+		for _, m := range models {
+			reps += judgedReplicas(f.allReps[m])
+		}
+		covered := kOfN(n, n, "affected replica")
+		if reps > n {
+			covered = fmt.Sprintf("%d of the %d affected replicas (those with GPU data)", n, reps)
+		}
+		b.support("gpu_busy", gpu, ramp(gpu, 70, 92), 0.10, "Median GPU utilisation of %s is %.0f%%.", covered, gpu)
 	}
 	if len(models) >= 2 {
 		br := safeRatio(float64(len(models)), float64(f.modelsWithData()))

@@ -59,7 +59,11 @@ func timelineStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 			}
 			tl = append(tl, fmt.Sprintf("%s %s.", capitalize(what), ago(e)))
 		}
-		if n == 0 && a.Onset != nil {
+		switch {
+		case n == 0 && a.Onset != nil && len(a.Events) == 0:
+			// Nothing was received: that is no sign that nothing changed.
+			tl = append(tl, "No change event was received for this window: if deploys, config changes and scaling are not sent to Waterline, what changed is not known here.")
+		case n == 0 && a.Onset != nil:
 			tl = append(tl, "No change event in the incident's scope lines up with the onset.")
 		}
 	}
@@ -108,7 +112,19 @@ func samplesStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 		sm = append(sm, fmt.Sprintf("%s slow requests in the affected models during the spike.", fmtCount(a.Samples.SlowRequests)))
 	}
 	if ds := dominantStages(a.Stages); len(ds) > 0 && ds[0].Share > 0 {
-		sm = append(sm, fmt.Sprintf("The %s stage explains %.0f%% of the tail's growth (+%s).", ds[0].Stage, 100*ds[0].Share, fmtMs(ds[0].DeltaMs)))
+		// Stages within 5 points of the largest share it: naming only the
+		// first would single out one of equals.
+		tied := []string{ds[0].Stage}
+		for _, s := range ds[1:] {
+			if ds[0].Share-s.Share < 0.05 {
+				tied = append(tied, s.Stage)
+			}
+		}
+		if len(tied) == 1 {
+			sm = append(sm, fmt.Sprintf("The %s stage explains %.0f%% of the tail's growth (+%s).", ds[0].Stage, 100*ds[0].Share, fmtMs(ds[0].DeltaMs)))
+		} else {
+			sm = append(sm, fmt.Sprintf("No stage stands out: the growth is spread over %s (about %.0f%% each).", list(tied), 100*ds[0].Share))
+		}
 	}
 	if row, ev, ok := keyRow(a, top); ok {
 		st.Row, st.Evidence = row.Dims, ev

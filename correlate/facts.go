@@ -340,6 +340,12 @@ func (f *facts) gpuUtilDuring() float64 { return f.gpuUtilOf(f.affected) }
 
 // gpuUtilOf is the same over the replicas of some models.
 func (f *facts) gpuUtilOf(models []string) float64 {
+	u, _ := f.gpuUtilCount(models)
+	return u
+}
+
+// gpuUtilCount is gpuUtilOf and how many replicas' GPU curves it rests on.
+func (f *facts) gpuUtilCount(models []string) (float64, int) {
 	var vs []float64
 	for _, m := range models {
 		for _, c := range f.cs.get(RoleGPUUtil, LevelReplica, Scope{Model: m}, "") {
@@ -348,7 +354,7 @@ func (f *facts) gpuUtilOf(models []string) float64 {
 			}
 		}
 	}
-	return median(vs)
+	return median(vs), len(vs)
 }
 
 // startedNear lists replicas of model that started in [onset − window,

@@ -371,3 +371,34 @@ func TestP95OnlyIsNotCalledP99(t *testing.T) {
 		t.Errorf("impact %+v, want quantile P95", a.Impact)
 	}
 }
+
+// The checklist does not single out one of several stages that grew
+// alike, nor read "no change lines up" as a finding when no change event
+// was received at all; capacity's GPU figure says how many replicas it
+// covers.
+func TestChecklistAndGPUSayWhatTheyRestOn(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.sampleRun(20, Scope{Model: "m", Version: "v1", Replica: "only"}, 100, 400, nil) // every stage grows alike
+	a := x.analyze()
+	for _, s := range a.Checklist {
+		if s.Step == "samples" && strings.Contains(s.Answer, " stage explains ") {
+			t.Errorf("samples step %q singles out one of equal stages", s.Answer)
+		}
+		if strings.Contains(s.Answer, "lines up with the onset") {
+			t.Errorf("%s step %q: no change event was received at all", s.Step, s.Answer)
+		}
+	}
+	x = newFixture()
+	x.p99("m", 100, 400)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 30)
+	for i, r := range []string{"a", "b", "c", "d"} {
+		x.replica("m", r, "n-"+r, 100, 400, 10, 30)
+		if i == 0 {
+			x.curve(RoleGPUUtil, LevelReplica, Scope{Model: "m", Version: "v1", Replica: r, Node: "n-" + r}, 60, 97)
+		}
+	}
+	if e := evidenceNamed(causeOf(t, x.analyze(), CatCapacity), "gpu_busy"); e == nil || !strings.Contains(e.Summary, "1 of the 4") {
+		t.Errorf("gpu_busy %+v: one replica of four has GPU data", e)
+	}
+}
