@@ -149,7 +149,8 @@ func floorLoop(ctx context.Context, f *store.RetentionFloor, log *slog.Logger) {
 	}
 }
 
-// maintainLoop keeps day partitions ahead of time and applies retention.
+// maintainLoop keeps day partitions ahead of time, applies retention and
+// prunes redundant analysis versions.
 func maintainLoop(ctx context.Context, st *store.Store, c config, log *slog.Logger) {
 	tick := time.NewTicker(time.Hour)
 	defer tick.Stop()
@@ -159,6 +160,13 @@ func maintainLoop(ctx context.Context, st *store.Store, c config, log *slog.Logg
 			log.Warn("partition maintenance failed", "err", err)
 		} else if dropped > 0 {
 			log.Info("retention dropped old partitions", "partitions", dropped)
+		}
+		// Redundant analysis versions of open incidents (one every pass):
+		// those older than an hour that repeat their predecessor's cause.
+		if n, err := st.PruneAnalyses(ctx, time.Hour); err != nil && ctx.Err() == nil {
+			log.Warn("pruning analysis versions failed", "err", err)
+		} else if n > 0 {
+			log.Info("pruned redundant analysis versions", "versions", n)
 		}
 		select {
 		case <-ctx.Done():
