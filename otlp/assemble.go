@@ -310,7 +310,10 @@ func (a *Assembler) file(f filing) {
 			dup++
 			continue
 		}
-		if len(t.spans) >= a.cfg.MaxSpansPerTrace {
+		// The entry span is let in past the limit (one more at most): a
+		// root ends, and so is exported, last, and a trace cut before it
+		// would be stored with a child's time as its total.
+		if len(t.spans) >= a.cfg.MaxSpansPerTrace && (t.entryAt != 0 || !a.isEntry(&m.s)) {
 			over++
 			continue
 		}

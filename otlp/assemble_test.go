@@ -852,3 +852,27 @@ func TestTracesUnderTheRetentionFloorAreDropped(t *testing.T) {
 		t.Fatalf("stored %+v, want only the trace after the floor", sk.got)
 	}
 }
+
+// The entry span is admitted past max_spans_per_trace: exporters send a
+// root last (it ends last), and a trace whose root was cut would be
+// stored with a child's time as its total.
+func TestEntrySpanAdmittedPastTheTraceLimit(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxSpansPerTrace = 3
+	a, ck, sk := newTest(t, cfg)
+	start := ck.now().Add(-time.Minute)
+	var children []tspan
+	for i := uint64(2); i <= 6; i++ {
+		children = append(children, tspan{id: i, parent: 1, name: "exec", from: 1, to: 2})
+	}
+	mustAdd(t, a, request(traceID(1), start, map[string]any{"model": "m"}, children...))
+	mustAdd(t, a, request(traceID(1), start, map[string]any{"model": "m"}, tspan{id: 1, name: "root", kind: server, from: 0, to: 2000}))
+	ck.add(10 * time.Second)
+	flush(t, a)
+	if len(sk.got) != 1 {
+		t.Fatalf("%d samples, want 1", len(sk.got))
+	}
+	if got := sk.got[0].TotalMs; got != 2000 {
+		t.Errorf("total %v ms, want the root's 2000", got)
+	}
+}
