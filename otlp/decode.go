@@ -94,6 +94,15 @@ func EncodeResponse(rejected int, message string, enc Encoding) ([]byte, error) 
 	return res.MarshalProto()
 }
 
+// ContentType is the media type of an encoding, for an answer in the
+// request's own encoding.
+func ContentType(enc Encoding) string {
+	if enc == JSON {
+		return "application/json"
+	}
+	return "application/x-protobuf"
+}
+
 // EncodeStatus renders the body OTLP/HTTP gives a failed request: a
 // google.rpc.Status with the gRPC code matching the HTTP status and the
 // reason, in the request's encoding.

@@ -8,7 +8,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/waterline-dev/waterline/otlp"
 	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/web/ingest"
 	"github.com/waterline-dev/waterline/web/request"
 	"github.com/waterline-dev/waterline/wire"
 )
@@ -20,6 +22,9 @@ func clientGone(c echo.Context) bool {
 	ctx, ok := c.Get(clientCtxKey).(context.Context)
 	return ok && errors.Is(ctx.Err(), context.Canceled)
 }
+
+// otlpTracesPath is the OTLP/HTTP trace receiver's standard path.
+const otlpTracesPath = "/v1/traces"
 
 // statusClientClosed is nginx's "client closed request".
 const statusClientClosed = 499
@@ -76,6 +81,18 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	}
 	if req.Method == http.MethodHead {
 		_ = c.NoContent(status)
+		return
+	}
+	if req.URL.Path == otlpTracesPath {
+		// OTLP/HTTP clients read every error as a google.rpc.Status in
+		// their request's encoding, and retry only 429/502/503/504: a
+		// body that stalled is the network's fault, worth a retry.
+		if status == http.StatusRequestTimeout {
+			status = http.StatusServiceUnavailable
+			c.Response().Header().Set("Retry-After", "1")
+		}
+		enc := ingest.TraceEncoding(req)
+		_ = c.Blob(status, otlp.ContentType(enc), otlp.EncodeStatus(status, body.Error, enc))
 		return
 	}
 	if wantsHTML(req) {

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"errors"
+	"io"
 	"math"
 	"net/http"
 	"strings"
@@ -19,11 +20,15 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/internal/testing/stacktest"
 	"github.com/waterline-dev/waterline/otlp"
 	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/web"
 )
 
 // tracer is an SDK tracer provider for one service (its resource) that
@@ -258,5 +263,60 @@ func TestOTelInvalidUTF8IsStoredRepaired(t *testing.T) {
 	}
 	if models["m\uFFFD"] != "acme\uFFFD" || models["m"] != "acme\uFFFD" {
 		t.Errorf("stored %+v; want models m\uFFFD and m, tenant acme\uFFFD (a run of bad bytes is one)", models)
+	}
+}
+
+// Errors raised before the receiver runs (no token, a read token) are
+// OTLP's too: a google.rpc.Status in the request's encoding, with its
+// Content-Type, as the OTLP/HTTP spec requires of every 4xx/5xx.
+func TestOTelAuthErrorsAreOTLPStatuses(t *testing.T) {
+	e := newAPIEnv(t)
+	for _, tc := range []struct {
+		token, ctype string
+		status       int
+		code         int32
+	}{
+		{"", "application/x-protobuf", http.StatusUnauthorized, 16},
+		{e.read, "application/x-protobuf", http.StatusForbidden, 7},
+		{"", "application/json", http.StatusUnauthorized, 16},
+	} {
+		r := e.do(request{method: "POST", path: "/v1/traces", token: tc.token, ctype: tc.ctype, body: []byte{}})
+		if r.status != tc.status || r.header.Get("Content-Type") != tc.ctype {
+			t.Errorf("%s token %q: %d %q, want %d %q", tc.ctype, tc.token, r.status, r.header.Get("Content-Type"), tc.status, tc.ctype)
+			continue
+		}
+		var st statuspb.Status
+		var err error
+		if tc.ctype == "application/json" {
+			err = protojson.Unmarshal(r.body, &st)
+		} else {
+			err = proto.Unmarshal(r.body, &st)
+		}
+		if err != nil || st.Code != tc.code || st.Message == "" {
+			t.Errorf("%s token %q: body %q (%v), want a google.rpc.Status of code %d", tc.ctype, tc.token, r.body, err, tc.code)
+		}
+	}
+}
+
+// A body that stalls past the request's time limit is a 503 with
+// Retry-After: OTLP exporters retry 503 and drop the batch on a 400.
+func TestOTelStalledBodyIsRetryable(t *testing.T) {
+	e := newAPIEnv(t, func(c *web.Config) { c.RequestTimeout = 500 * time.Millisecond })
+	pr, pw := io.Pipe()
+	go func() {
+		_, _ = pw.Write(make([]byte, 4096))
+		time.Sleep(3 * time.Second)
+		pw.CloseWithError(errors.New("gave up"))
+	}()
+	req, _ := http.NewRequest("POST", e.srv.URL+"/v1/traces", pr)
+	req.Header.Set("Authorization", "Bearer "+e.write)
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" {
+		t.Errorf("stalled export: %d, Retry-After %q; want 503 with Retry-After", res.StatusCode, res.Header.Get("Retry-After"))
 	}
 }

@@ -27,6 +27,11 @@ func (a *API) ExportTraces(c echo.Context) error {
 		_ = a.ingestFailed(c, "traces", err)
 		var re *request.Error
 		if errors.As(err, &re) {
+			if re.Status == http.StatusRequestTimeout {
+				// A stalled body: OTLP exporters retry 503, not 408.
+				c.Response().Header().Set("Retry-After", "1")
+				return otlpStatus(c, http.StatusServiceUnavailable, re.Msg, enc)
+			}
 			return otlpStatus(c, re.Status, re.Msg, enc)
 		}
 		return err
@@ -44,14 +49,7 @@ func (a *API) ExportTraces(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.Blob(http.StatusOK, contentType(enc), body)
-}
-
-func contentType(enc otlp.Encoding) string {
-	if enc == otlp.JSON {
-		return "application/json"
-	}
-	return "application/x-protobuf"
+	return c.Blob(http.StatusOK, otlp.ContentType(enc), body)
 }
 
 // otlpStatus answers a failed export the way OTLP/HTTP clients read it.
@@ -61,7 +59,7 @@ func otlpStatus(c echo.Context, status int, msg string, enc otlp.Encoding) error
 	if status != http.StatusRequestEntityTooLarge {
 		_, _ = io.Copy(io.Discard, io.LimitReader(c.Request().Body, maxDrain))
 	}
-	return c.Blob(status, contentType(enc), otlp.EncodeStatus(status, msg, enc))
+	return c.Blob(status, otlp.ContentType(enc), otlp.EncodeStatus(status, msg, enc))
 }
 
 // traceCollector exports the assembler's counters on /metrics.

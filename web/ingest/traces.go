@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 
@@ -81,6 +82,9 @@ func Traces(req *http.Request, lim Limits) (otlp.Request, int64, error) {
 		var re *request.Error
 		if errors.As(err, &re) {
 			return otlp.Request{}, lr.n, re
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return otlp.Request{}, lr.n, &request.Error{Status: http.StatusRequestTimeout, Msg: "the request body did not arrive within the request time limit"}
 		}
 		return otlp.Request{}, lr.n, &request.Error{Status: http.StatusBadRequest, Msg: "reading the body: " + err.Error()}
 	}
