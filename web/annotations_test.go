@@ -74,3 +74,46 @@ func TestGrafanaAnnotationBecomesAnEvent(t *testing.T) {
 		}
 	}
 }
+
+// What Grafana accepts, Waterline accepts the same way: a JSON body sent
+// without a JSON Content-Type (curl -d), time 0 as now, a reversed region
+// swapped; and an Idempotency-Key makes an annotation without a time
+// exactly one event per key, not one per minute.
+func TestGrafanaAnnotationLeniencyAndIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	at := testNow.Add(-20 * time.Minute)
+	for _, tc := range []struct{ ctype, body string }{
+		{"application/x-www-form-urlencoded", `{"text":"curl -d","tags":["deploy","model:a"]}`},
+		{"application/json", `{"time":0,"text":"epoch zero","tags":["model:b"]}`},
+		{"application/json", fmt.Sprintf(`{"time":%d,"timeEnd":%d,"text":"reversed","tags":["model:c"]}`, at.Add(2*time.Minute).UnixMilli(), at.UnixMilli())},
+	} {
+		if r := e.do(request{method: "POST", path: "/api/annotations", token: e.write, ctype: tc.ctype, body: []byte(tc.body)}); r.status != http.StatusOK {
+			t.Errorf("%s %s: %d %s", tc.ctype, tc.body, r.status, r.body)
+		}
+	}
+	_, tl := e.timeline(url.Values{"from": {at.Add(-time.Hour).Format(time.RFC3339)}, "to": {testNow.Add(time.Minute).Format(time.RFC3339)}})
+	byModel := map[string]wire.Event{}
+	for _, ev := range tl.Events {
+		byModel[ev.Model] = ev
+	}
+	if ev, ok := byModel["b"]; !ok || !ev.Time.Equal(testNow.Truncate(time.Millisecond)) {
+		t.Errorf("time 0: %+v, want now", ev)
+	}
+	if ev, ok := byModel["c"]; !ok || !ev.Time.Equal(at) || ev.EndTime == nil || !ev.EndTime.Equal(at.Add(2*time.Minute)) {
+		t.Errorf("reversed region: %+v, want %v to %v", ev, at, at.Add(2*time.Minute))
+	}
+	// Two annotations saying the same thing in the same minute, each with
+	// its own key, are two; a retry of one (same key) is not a third.
+	before := e.count(`SELECT count(*) FROM events`)
+	for _, key := range []string{"run-1", "run-2", "run-1"} {
+		r := e.do(request{method: "POST", path: "/api/annotations", token: e.write, ctype: "application/json",
+			body: []byte(`{"text":"restarted workers","tags":["model:d"]}`), header: http.Header{"Idempotency-Key": {key}}})
+		if r.status != http.StatusOK {
+			t.Fatalf("key %s: %d %s", key, r.status, r.body)
+		}
+	}
+	if n := e.count(`SELECT count(*) FROM events`) - before; n != 2 {
+		t.Errorf("%d events from two keys (one retried), want 2", n)
+	}
+}

@@ -23,7 +23,9 @@ const maxAnnotationBytes = 64 << 10
 
 // Annotation reads a Grafana annotation (POST /api/annotations, the body
 // Grafana's HTTP API takes) as a change event:
-//   - time and timeEnd are Unix milliseconds (time defaults to now);
+//   - time and timeEnd are Unix milliseconds (time absent or 0 is now; a
+//     timeEnd before time is swapped with it); any Content-Type is read
+//     as JSON;
 //   - the kind is the first tag that names an event kind ("deploy",
 //     "config_change", or "kind:deploy"), else "annotation";
 //   - key:value tags set the scope (model, version, tenant, replica or
@@ -32,14 +34,12 @@ const maxAnnotationBytes = 64 << 10
 //   - dashboardUID, dashboardId and panelId are ignored.
 //
 // The event's id is a hash of what it says (kind, times, scope, text,
-// tags), so a retry stores nothing new; the numeric id Grafana answers
-// with is derived from it.
+// tags), so a retry stores nothing new; without a time, its minute, or
+// the Idempotency-Key header when one is sent. The numeric id Grafana
+// answers with is derived from it.
 func Annotation(req *http.Request, lim Limits, now time.Time) (correlate.Event, int64, error) {
-	mt := strings.ToLower(strings.TrimSpace(strings.Split(req.Header.Get("Content-Type"), ";")[0]))
-	if mt != "" && mt != "application/json" {
-		return correlate.Event{}, 0, &request.Error{Status: http.StatusUnsupportedMediaType, Field: "Content-Type",
-			Msg: fmt.Sprintf("unsupported Content-Type %q: send application/json", req.Header.Get("Content-Type"))}
-	}
+	// The body is read as JSON whatever its Content-Type, as Grafana's
+	// binding does: `curl -d` sends form encoding.
 	raw, err := io.ReadAll(&limitReader{r: req.Body, max: min(lim.MaxBytes, maxAnnotationBytes)})
 	if err != nil {
 		if err == errTooLarge {
@@ -119,23 +119,33 @@ func Annotation(req *http.Request, lim Limits, now time.Time) (correlate.Event, 
 	// Without a time the annotation is now, to the millisecond (Grafana's
 	// resolution); its identity takes the minute, so a retry within the
 	// minute stays one event, while the timeline keeps the true time.
+	// Time 0 is now, as in Grafana. An Idempotency-Key header names the
+	// annotation instead: a retry across a minute's end is still one
+	// event, and two annotations alike within a minute are two.
 	t := now.UTC().Truncate(time.Millisecond)
-	idTime := t.Truncate(time.Minute)
-	if w.Time != nil {
+	idTime := t.Truncate(time.Minute).Format(time.RFC3339Nano)
+	if w.Time != nil && *w.Time != 0 {
 		t = time.UnixMilli(*w.Time).UTC()
-		idTime = t
+		idTime = t.Format(time.RFC3339Nano)
+	}
+	if key := req.Header.Get("Idempotency-Key"); key != "" {
+		if msg := request.CheckText(key, request.MaxLabelLen); msg != "" {
+			return correlate.Event{}, 0, bad("Idempotency-Key", "%s", msg)
+		}
+		idTime = "key\x00" + key
 	}
 	if msg := inWindow(t, lim, now); msg != "" {
 		return correlate.Event{}, 0, bad("time", "%s", msg)
 	}
 	e.Time = t
-	if w.TimeEnd != nil && *w.TimeEnd != 0 && (w.Time == nil || *w.TimeEnd != *w.Time) {
+	if w.TimeEnd != nil && *w.TimeEnd != 0 && !time.UnixMilli(*w.TimeEnd).Equal(t) {
 		end := time.UnixMilli(*w.TimeEnd).UTC()
-		if end.Before(t) {
-			return correlate.Event{}, 0, bad("timeEnd", "is before time")
-		}
 		if msg := inWindow(end, lim, now); msg != "" {
 			return correlate.Event{}, 0, bad("timeEnd", "%s", msg)
+		}
+		if end.Before(t) { // a reversed region is swapped, as Grafana does
+			t, end = end, t
+			e.Time = t
 		}
 		e.EndTime = &end
 	}
@@ -143,7 +153,7 @@ func Annotation(req *http.Request, lim Limits, now time.Time) (correlate.Event, 
 		e.Attrs = map[string]any{"tags": w.Tags}
 	}
 	h := sha256.New()
-	for _, f := range []string{string(e.Kind), idTime.Format(time.RFC3339Nano), e.Model, e.Version, e.Tenant, e.Replica,
+	for _, f := range []string{string(e.Kind), idTime, e.Model, e.Version, e.Tenant, e.Replica,
 		e.Node, e.Source, e.Summary} {
 		h.Write([]byte(f))
 		h.Write([]byte{0})
