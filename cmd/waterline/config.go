@@ -15,15 +15,18 @@ import (
 // config is every knob of the binary. Each field has a flag and an
 // environment variable; the flag wins. Defaults live in newFlagSet.
 type config struct {
-	DatabaseURL   string        // DATABASE_URL
-	PrometheusURL string        // PROMETHEUS_URL; empty disables pulling
-	PromGzip      bool          // WATERLINE_PROMETHEUS_COMPRESSION: ask for gzipped answers
-	Addr          string        // WATERLINE_ADDR
-	PublicURL     string        // WATERLINE_PUBLIC_URL; default http://<addr>
-	PullInterval  time.Duration // WATERLINE_PULL_INTERVAL; 0 disables the loop
-	ConfigFile    string        // WATERLINE_CONFIG; empty = built-in preset "inference"
-	LogLevel      string        // WATERLINE_LOG_LEVEL: debug, info, warn, error
-	LogFormat     string        // WATERLINE_LOG_FORMAT: text or json
+	DatabaseURL   string // DATABASE_URL
+	PrometheusURL string // PROMETHEUS_URL; empty disables pulling
+	PromGzip      bool   // WATERLINE_PROMETHEUS_COMPRESSION: ask for gzipped answers
+	Addr          string // WATERLINE_ADDR
+	PublicURL     string // WATERLINE_PUBLIC_URL; default http://<addr>
+	// PublicURLGuessed: no public URL was set and the listen address is
+	// every interface's, so links say localhost (serve warns).
+	PublicURLGuessed bool
+	PullInterval     time.Duration // WATERLINE_PULL_INTERVAL; 0 disables the loop
+	ConfigFile       string        // WATERLINE_CONFIG; empty = built-in preset "inference"
+	LogLevel         string        // WATERLINE_LOG_LEVEL: debug, info, warn, error
+	LogFormat        string        // WATERLINE_LOG_FORMAT: text or json
 
 	IngestMaxBytes  int64         // WATERLINE_INGEST_MAX_BYTES: decompressed body limit
 	IngestMaxLines  int           // WATERLINE_INGEST_MAX_LINES
@@ -125,7 +128,7 @@ func flagSpecs(c *config) []envFlag {
 		{"prometheus-url", "PROMETHEUS_URL", "", "Prometheus (or Thanos/Mimir/VictoriaMetrics) base URL; empty disables pulling", str(&c.PrometheusURL)},
 		{"prometheus-compression", "WATERLINE_PROMETHEUS_COMPRESSION", "false", "ask Prometheus for gzipped answers (a Prometheus across a slow link; next to it, gzip costs more than it saves)", boolean(&c.PromGzip)},
 		{"addr", "WATERLINE_ADDR", "127.0.0.1:8080", "HTTP listen address", str(&c.Addr)},
-		{"public-url", "WATERLINE_PUBLIC_URL", "", "base URL for permalinks and webhooks (default http://<addr>)", str(&c.PublicURL)},
+		{"public-url", "WATERLINE_PUBLIC_URL", "", "base URL for permalinks and webhooks (default http://<addr>; localhost when addr is 0.0.0.0 or ::)", str(&c.PublicURL)},
 		{"pull-interval", "WATERLINE_PULL_INTERVAL", "30s", "pull loop period; 0 disables the loop", dur(&c.PullInterval)},
 		{"config", "WATERLINE_CONFIG", "", "YAML file with query roles, presets and SLOs (default: built-in preset inference)", str(&c.ConfigFile)},
 		{"log-level", "WATERLINE_LOG_LEVEL", "info", "debug, info, warn or error", oneOf(&c.LogLevel, "debug", "info", "warn", "error")},
@@ -194,7 +197,13 @@ func parseConfig(name string, args []string, env func(string) string, stderr io.
 		return c, fmt.Errorf("WATERLINE_ADDR: want host:port, got %q", c.Addr)
 	}
 	if c.PublicURL == "" {
-		c.PublicURL = "http://" + c.Addr
+		// Links (share links, webhooks' incident links) need an address
+		// others can open; a listen address on every interface is none.
+		host, port, _ := net.SplitHostPort(c.Addr)
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			host, c.PublicURLGuessed = "localhost", true
+		}
+		c.PublicURL = "http://" + net.JoinHostPort(host, port)
 	}
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	if u, err := url.Parse(c.PublicURL); err != nil || u.Host == "" {

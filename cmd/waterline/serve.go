@@ -110,6 +110,10 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 	}
 
 	log.Info("waterline serving", "addr", ln.Addr().String(), "public_url", c.PublicURL)
+	if c.PublicURLGuessed {
+		log.Warn("WATERLINE_PUBLIC_URL is not set and the server listens on every interface: share links and webhook links point at " +
+			c.PublicURL + ", which opens on this machine only; set WATERLINE_PUBLIC_URL to the address users reach")
+	}
 	fmt.Fprintf(stdout, "listening on http://%s\n", ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- httpSrv.Serve(ln) }()

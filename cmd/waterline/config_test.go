@@ -1,0 +1,36 @@
+package main
+
+import (
+	"io"
+	"testing"
+)
+
+// TestPublicURLNeverUnspecified: a listen address on every interface
+// (0.0.0.0, as the Docker image sets) is no address a share link or a
+// webhook's link can point at; without WATERLINE_PUBLIC_URL the links use
+// localhost and serve warns, rather than printing http://0.0.0.0:8080.
+func TestPublicURLNeverUnspecified(t *testing.T) {
+	for addr, want := range map[string]string{
+		"0.0.0.0:8080":   "http://localhost:8080",
+		"[::]:9000":      "http://localhost:9000",
+		":8080":          "http://localhost:8080",
+		"127.0.0.1:8080": "http://127.0.0.1:8080",
+		"wl.internal:80": "http://wl.internal:80",
+	} {
+		env := map[string]string{"WATERLINE_ADDR": addr}
+		c, err := parseConfig("serve", nil, func(k string) string { return env[k] }, io.Discard, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", addr, err)
+		}
+		if c.PublicURL != want {
+			t.Errorf("addr %s: public URL %q, want %q", addr, c.PublicURL, want)
+		}
+		if guessed := c.PublicURLGuessed; guessed != (want != "http://"+addr) {
+			t.Errorf("addr %s: guessed %v", addr, guessed)
+		}
+	}
+	env := map[string]string{"WATERLINE_ADDR": "0.0.0.0:8080", "WATERLINE_PUBLIC_URL": "https://waterline.example.com/"}
+	if c, _ := parseConfig("serve", nil, func(k string) string { return env[k] }, io.Discard, nil); c.PublicURL != "https://waterline.example.com" || c.PublicURLGuessed {
+		t.Errorf("an explicit public URL: %q guessed %v", c.PublicURL, c.PublicURLGuessed)
+	}
+}
