@@ -215,10 +215,16 @@ func (v versionStat) slowFracDuring() float64 { return safeRatio(v.slowDur, v.we
 // versionStats splits one model's traffic by version: from samples when
 // they cover the model, else from version-level curves.
 func (f *facts) versionStats(model string) []versionStat {
-	if vs := f.versionStatsFromSamples(model); len(vs) > 0 {
+	vs := f.versionStatsFromSamples(model)
+	if len(vs) > 0 && slices.ContainsFunc(vs, func(v versionStat) bool { return !math.IsNaN(v.p99During) }) {
 		return vs
 	}
-	return f.versionStatsFromCurves(model)
+	// Too few samples per version for a P99 (sparse tail sampling):
+	// version curves, when there are any, say more.
+	if cs := f.versionStatsFromCurves(model); len(cs) > 0 {
+		return cs
+	}
+	return vs
 }
 
 // versionStatsFromCurves reads each version's P99 and traffic from

@@ -183,3 +183,25 @@ func TestVersionTrafficUnknownIsNotNoNewVersion(t *testing.T) {
 		t.Errorf("target %+v, want version v2", c.Target)
 	}
 }
+
+// Sparse samples (a few per version) give no version P99; the version
+// curves then judge the release rather than nothing.
+func TestSparseSamplesFallBackToVersionCurves(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 300)
+	x.events = []Event{{ID: "dep", Kind: KindDeploy, Time: x.onset.Add(-3 * time.Minute), Scope: Scope{Model: "m", Version: "v2"}, Summary: "deploy"}}
+	x.curve(RoleLatencyP99, LevelVersion, Scope{Model: "m", Version: "v1"}, 100, 100)
+	x.curve(RoleLatencyP99, LevelVersion, Scope{Model: "m", Version: "v2"}, math.NaN(), 400)
+	x.curve(RoleQPS, LevelVersion, Scope{Model: "m", Version: "v1"}, 10, 5)
+	x.curve(RoleQPS, LevelVersion, Scope{Model: "m", Version: "v2"}, math.NaN(), 5)
+	for i := range 3 {
+		for _, v := range []string{"v1", "v2"} {
+			x.samples = append(x.samples, Sample{RequestID: fmt.Sprintf("%s-%d", v, i), Time: x.onset.Add(time.Duration(i+1) * time.Minute),
+				Model: "m", Version: v, Replica: "r1", Status: "ok", TotalMs: 100, SampleRate: 100})
+		}
+	}
+	c := causeOf(t, x.analyze(), CatRelease)
+	if e := evidenceNamed(c, "new_version_slower"); e == nil || e.Strength < 0.5 {
+		t.Errorf("new_version_slower %+v: the version curves show v2 at ×4 v1", e)
+	}
+}
