@@ -94,13 +94,19 @@ func TestTritonPreset(t *testing.T) {
 		name   string
 		perSec float64
 	}{
-		{"nv_inference_request_success", 10}, {"nv_inference_request_failure", 0.5},
+		{"nv_inference_request_success", 10},
 		{"nv_inference_count", 30}, {"nv_inference_exec_count", 10},
 		{"nv_inference_queue_duration_us", 10 * 2000}, {"nv_inference_compute_infer_duration_us", 10 * 8000},
 	} {
 		o.family(c.name, "counter")
 		o.counter(c.name+"{"+lb+"}", c.perSec)
 	}
+	// Triton 2.4x counts failures per reason: the label the success
+	// counter lacks must not keep the two from adding up.
+	o.family("nv_inference_request_failure", "counter")
+	o.counter(`nv_inference_request_failure{`+lb+`,reason="BACKEND"}`, 0.3)
+	o.counter(`nv_inference_request_failure{`+lb+`,reason="REJECTED"}`, 0.2)
+	o.counter(`nv_inference_request_failure{`+lb+`,reason="CANCELED"}`, 0)
 	o.family("nv_inference_pending_request_count", "gauge")
 	o.gauge("nv_inference_pending_request_count{"+lb+"}", 3)
 	o.family("nv_inference_request_summary_us", "summary")
@@ -163,5 +169,59 @@ func TestVLLMPreset(t *testing.T) {
 		"queue|replica|" + rep:                          5,
 		"batch_size|replica|" + rep:                     12,
 		"kv_cache|replica|" + rep:                       0.4,
+	})
+}
+
+// DCGM's exporter scraped as its Helm chart's ServiceMonitor does
+// (honorLabels false): the workload's pod is exported_pod, and pod is the
+// exporter's own, which must not become a replica. A GPU without a
+// workload has only the exporter's pod.
+func TestDCGMPresetExportedPod(t *testing.T) {
+	o := &omBuilder{steps: 40}
+	o.family("DCGM_FI_DEV_GPU_UTIL", "gauge")
+	o.gauge(`DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="n1",pod="nvidia-dcgm-exporter-abcde",exported_pod="llama-0",exported_namespace="llm"}`, 80)
+	o.gauge(`DCGM_FI_DEV_GPU_UTIL{gpu="1",Hostname="n1",pod="nvidia-dcgm-exporter-abcde"}`, 0)
+	o.gauge(`DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="n2",pod="llama-1"}`, 60) // honorLabels: true
+	o.family("DCGM_FI_DEV_FB_USED", "gauge")
+	o.gauge(`DCGM_FI_DEV_FB_USED{gpu="0",Hostname="n1",pod="nvidia-dcgm-exporter-abcde",exported_pod="llama-0",exported_namespace="llm"}`, 30000)
+	got := pullPreset(t, o.run(t), "presets: [dcgm]\n", o.steps)
+	checkCurves(t, got, map[string]float64{
+		"gpu_util|replica|replica=llama-0 node=n1":     80,
+		"gpu_util|replica|replica=llama-1 node=n2":     60,
+		"gpu_mem_used|replica|replica=llama-0 node=n1": 30000,
+	})
+	for k := range got {
+		if strings.Contains(k, "dcgm-exporter") {
+			t.Errorf("curve %s: the exporter's own pod taken for a replica", k)
+		}
+	}
+}
+
+// node_exporter as kube-prometheus-stack scrapes it: no "node" label,
+// only the exporter's namespace and pod, which kube_pod_info places on its
+// node. A scrape config that relabels instance to node still works.
+func TestNodePresetWithoutNodeLabel(t *testing.T) {
+	o := &omBuilder{steps: 40}
+	o.family("node_cpu_seconds_total", "counter")
+	for _, cpu := range []string{"0", "1"} {
+		o.counter(`node_cpu_seconds_total{cpu="`+cpu+`",mode="idle",namespace="monitoring",pod="node-exporter-x1",instance="10.0.0.7:9100"}`, 0.75)
+		o.counter(`node_cpu_seconds_total{cpu="`+cpu+`",mode="idle",node="n9",instance="10.0.0.9:9100"}`, 0.5)
+	}
+	o.family("node_memory_MemAvailable_bytes", "gauge")
+	o.gauge(`node_memory_MemAvailable_bytes{namespace="monitoring",pod="node-exporter-x1",instance="10.0.0.7:9100"}`, 25)
+	o.family("node_memory_MemTotal_bytes", "gauge")
+	o.gauge(`node_memory_MemTotal_bytes{namespace="monitoring",pod="node-exporter-x1",instance="10.0.0.7:9100"}`, 100)
+	o.family("node_network_receive_bytes_total", "counter")
+	for dev, rate := range map[string]float64{"eth0": 1000, "lo": 50, "veth12ab": 700, "cali9f": 300} {
+		o.counter(`node_network_receive_bytes_total{device="`+dev+`",namespace="monitoring",pod="node-exporter-x1",instance="10.0.0.7:9100"}`, rate)
+	}
+	o.family("kube_pod_info", "gauge")
+	o.gauge(`kube_pod_info{namespace="monitoring",pod="node-exporter-x1",node="n7",host_ip="10.0.0.7"}`, 1)
+	got := pullPreset(t, o.run(t), "presets: [node]\n", o.steps)
+	checkCurves(t, got, map[string]float64{
+		"node_cpu|node|node=n7":     0.25,
+		"node_cpu|node|node=n9":     0.5,
+		"node_memory|node|node=n7":  0.75,
+		"node_network|node|node=n7": 1000, // the host's interface, not the pods' veths
 	})
 }
