@@ -326,10 +326,10 @@ func (f *facts) versionStatsFromSamples(model string) []versionStat {
 	for _, a := range per {
 		// A P99 of a handful of samples is one request's latency.
 		a.v.p99Before, a.v.p99During = math.NaN(), math.NaN()
-		if len(a.b) >= minReplicaSamples {
+		if len(a.b) >= minQuantileSamples {
 			a.v.p99Before = weightedQuantile(a.b, 0.99)
 		}
-		if len(a.d) >= minReplicaSamples {
+		if len(a.d) >= minQuantileSamples {
 			a.v.p99During = weightedQuantile(a.d, 0.99)
 		}
 		a.v.samplesBefore = len(a.b)

@@ -188,10 +188,12 @@ func judgedReplicas(reps []replicaImpact) int {
 	return n
 }
 
-// minReplicaSamples is the fewest samples a replica needs in a phase for
-// its P99 and its share of traffic to be read from samples: below it the
-// quantile is one request's latency (as sampleLatencyCurves' buckets).
-const minReplicaSamples = 20
+// minQuantileSamples is the fewest samples a replica or a version needs
+// in a phase for its P99 and its share of traffic to be read from
+// samples: below it the "P99" is one or two requests' latency. Ten, as
+// for a concentration (minSlowToJudge): an incident's first analysis, a
+// minute into a rollout, has a dozen or two per version.
+const minQuantileSamples = 10
 
 // samplesReplicaImpacts fills replica latencies from samples when no
 // replica curves exist: the weighted P99 of each replica before and during.
@@ -234,10 +236,10 @@ func samplesReplicaImpacts(ss *sampleSet, ph phases, model string, get func(Scop
 		r := get(scope[n])
 		a := per[n]
 		r.before, r.during = math.NaN(), math.NaN()
-		if len(a.b) >= minReplicaSamples {
+		if len(a.b) >= minQuantileSamples {
 			r.before = weightedQuantile(a.b, 0.99)
 		}
-		if len(a.d) >= minReplicaSamples {
+		if len(a.d) >= minQuantileSamples {
 			r.during = weightedQuantile(a.d, 0.99)
 		}
 		var wb, wd float64
@@ -248,10 +250,10 @@ func samplesReplicaImpacts(ss *sampleSet, ph phases, model string, get func(Scop
 			wd += x.W
 		}
 		r.qpsBefore, r.qpsDuring = math.NaN(), math.NaN()
-		if len(a.b) >= minReplicaSamples {
+		if len(a.b) >= minQuantileSamples {
 			r.qpsBefore = wb / ss.ph.BeforeTo.Sub(ss.ph.BeforeFrom).Seconds()
 		}
-		if len(a.d) >= minReplicaSamples {
+		if len(a.d) >= minQuantileSamples {
 			r.qpsDuring = wd / ss.ph.DuringTo.Sub(ss.ph.Onset).Seconds()
 		}
 		if wb > 0 {
