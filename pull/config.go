@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -32,6 +33,12 @@ type Config struct {
 	Parallelism int           // sources pulled at once
 	Kube        KubeEvents
 	SLOs        SLOs
+	// auto: the presets include "auto", resolved by DetectPresets from
+	// the metric names Prometheus holds; until then the others (or
+	// "inference" alone) apply. source and data rebuild the config then.
+	auto   bool
+	source string
+	data   []byte
 }
 
 // Query is one PromQL expression whose series become curves of one role at
@@ -78,7 +85,7 @@ var knownLevels = correlate.Levels
 // gives the built-in preset "inference". Errors name the file and line.
 func LoadConfig(path string) (*Config, error) {
 	if path == "" {
-		return ParseConfig("(built-in)", []byte("presets: [inference]\n"))
+		return ParseConfig("(built-in)", []byte("presets: [auto]\n"))
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -89,8 +96,16 @@ func LoadConfig(path string) (*Config, error) {
 
 // ParseConfig builds the effective config from a YAML document; name is
 // used in error messages. Without a "presets" key the preset "inference"
-// applies; "presets: []" turns presets off.
+// applies; "presets: []" turns presets off; "auto" among them stands for
+// the presets whose exporters Prometheus scrapes (DetectPresets; until
+// then "inference" when no other preset is named).
 func ParseConfig(name string, data []byte) (*Config, error) {
+	return parseConfig(name, data, nil)
+}
+
+// parseConfig is ParseConfig with "auto" resolved to detected (nil: not
+// yet).
+func parseConfig(name string, data []byte, detected []string) (*Config, error) {
 	var f fileYAML
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -105,6 +120,18 @@ func ParseConfig(name string, data []byte) (*Config, error) {
 	presets := []string{"inference"}
 	if f.Presets != nil {
 		presets = *f.Presets
+	}
+	if i := slices.Index(presets, "auto"); i >= 0 {
+		c.auto, c.source, c.data = detected == nil, name, data
+		rest := slices.Delete(slices.Clone(presets), i, i+1)
+		switch {
+		case detected != nil:
+			presets = append(rest, detected...)
+		case len(rest) == 0:
+			presets = []string{"inference"}
+		default:
+			presets = rest
+		}
 	}
 	byName := map[string]Query{}
 	seen := map[string]bool{}

@@ -54,12 +54,13 @@ func runPull(ctx context.Context, args []string, env func(string) string, stdout
 		return err
 	}
 	defer st.Close()
+	log := newLogger(c, stderr)
+	cfg = detectPresets(ctx, cfg, c.PrometheusURL, to, log)
 	// Validating first turns a bad query or an unreachable Prometheus into
 	// one clear line before any work starts.
 	if err := cfg.Validate(ctx, c.PrometheusURL, to); err != nil {
 		return err
 	}
-	log := newLogger(c, stderr)
 	p, err := pull.New(cfg, c.PrometheusURL, st, pull.Options{Log: log, Compression: c.PromGzip})
 	if err != nil {
 		return err
@@ -125,6 +126,7 @@ func setupPull(ctx context.Context, c config, st *store.Store, reg prometheus.Re
 		log.Info("pull off: PROMETHEUS_URL is not set")
 		return cfg, nil, nil
 	}
+	cfg = detectPresets(ctx, cfg, c.PrometheusURL, time.Now(), log)
 	if err := cfg.Validate(ctx, c.PrometheusURL, time.Now()); err != nil {
 		var qe *pull.QueryError
 		if errors.As(err, &qe) && qe.Rejected {
@@ -145,4 +147,18 @@ func setupPull(ctx context.Context, c config, st *store.Store, reg prometheus.Re
 	}
 	go func() { _ = p.Run(ctx, c.PullInterval) }()
 	return cfg, p, nil
+}
+
+// detectPresets resolves presets "auto" (the default without
+// WATERLINE_CONFIG) from the metrics Prometheus holds, and says which it
+// took; a Prometheus that cannot be asked leaves the built-in default.
+func detectPresets(ctx context.Context, cfg *pull.Config, url string, at time.Time, log *slog.Logger) *pull.Config {
+	out, found, err := cfg.DetectPresets(ctx, url, at)
+	switch {
+	case err != nil:
+		log.Warn("pull: presets not detected; reading the built-in default (inference_* metrics)", "err", err)
+	case len(found) > 0:
+		log.Info("pull: presets detected from Prometheus's metric names", "presets", strings.Join(found, ","), "in_effect", strings.Join(out.Presets, ","))
+	}
+	return out
 }

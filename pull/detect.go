@@ -1,0 +1,66 @@
+package pull
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// presetSignatures name, per preset, a metric only its exporter publishes.
+// Order is the order detected presets apply in.
+var presetSignatures = []struct{ preset, metric string }{
+	{"inference", "inference_request_duration_seconds_bucket"},
+	{"vllm", "vllm:e2e_request_latency_seconds_bucket"},
+	{"triton", "nv_inference_request_success"},
+	{"http", "http_server_request_duration_seconds_bucket"},
+	{"dcgm", "DCGM_FI_DEV_GPU_UTIL"},
+	{"node", "node_cpu_seconds_total"},
+	{"kube-state-metrics", "kube_pod_info"},
+}
+
+// DetectPresets resolves "auto" among the presets: it asks Prometheus
+// which of the presets' signature metrics it holds (over the day before
+// at) and returns the config with those presets in effect, and their
+// names. Without "auto", or when none is found, the config is returned as
+// it is (the built-in default then reads the in-house inference_*
+// metrics), with found empty. A vLLM or Triton fleet thus gets its own
+// queries without a WATERLINE_CONFIG.
+func (c *Config) DetectPresets(ctx context.Context, prometheusURL string, at time.Time) (*Config, []string, error) {
+	if !c.auto {
+		return c, nil, nil
+	}
+	p, err := newProm(prometheusURL, nil, false)
+	if err != nil {
+		return c, nil, err
+	}
+	names := make([]string, len(presetSignatures))
+	for i, s := range presetSignatures {
+		names[i] = regexp.QuoteMeta(s.metric)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	vals, _, _, err := p.api.LabelValues(ctx, "__name__", []string{`{__name__=~"` + strings.Join(names, "|") + `"}`}, at.Add(-24*time.Hour), at)
+	if err != nil {
+		return c, nil, fmt.Errorf("detecting presets at %s: %w", prometheusURL, err)
+	}
+	have := map[string]bool{}
+	for _, v := range vals {
+		have[string(v)] = true
+	}
+	var found []string
+	for _, s := range presetSignatures {
+		if have[s.metric] {
+			found = append(found, s.preset)
+		}
+	}
+	if len(found) == 0 {
+		return c, nil, nil
+	}
+	out, err := parseConfig(c.source, c.data, found)
+	if err != nil {
+		return c, nil, err
+	}
+	return out, found, nil
+}

@@ -1,0 +1,66 @@
+package pull
+
+import (
+	"context"
+	"slices"
+	"testing"
+)
+
+// A Prometheus that scrapes vLLM and DCGM (no in-house inference_*
+// metrics): presets "auto" picks vllm and dcgm, and the vLLM latency
+// curves come out; an explicit preset stays; a Prometheus with none of
+// the known metrics keeps the built-in default.
+func TestDetectPresets(t *testing.T) {
+	o := &omBuilder{steps: 40}
+	lb := `model_name="llama-3-8b",pod="vllm-0",node="n2"`
+	o.family("vllm:e2e_request_latency_seconds", "histogram")
+	o.counter(`vllm:e2e_request_latency_seconds_bucket{`+lb+`,le="0.2"}`, 4)
+	o.counter(`vllm:e2e_request_latency_seconds_bucket{`+lb+`,le="+Inf"}`, 4)
+	o.counter("vllm:e2e_request_latency_seconds_count{"+lb+"}", 4)
+	o.counter("vllm:e2e_request_latency_seconds_sum{"+lb+"}", 0.6)
+	o.family("DCGM_FI_DEV_GPU_UTIL", "gauge")
+	o.gauge(`DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="n2",pod="vllm-0"}`, 70)
+	prom := o.run(t)
+	ctx := context.Background()
+	end := t0.Add(39 * 15e9)
+
+	cfg, err := ParseConfig("test.yaml", []byte("presets: [auto, http]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, found, err := cfg.DetectPresets(ctx, prom.URL, end)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(found, []string{"vllm", "dcgm"}) {
+		t.Errorf("detected %v, want [vllm dcgm]", found)
+	}
+	for _, p := range []string{"vllm", "dcgm", "http"} {
+		if !slices.Contains(got.Presets, p) {
+			t.Errorf("presets in effect %v lack %s", got.Presets, p)
+		}
+	}
+	if slices.Contains(got.Presets, "inference") {
+		t.Errorf("presets in effect %v: inference_* is not scraped", got.Presets)
+	}
+	// The built-in default (no WATERLINE_CONFIG) detects too.
+	def, err := LoadConfig("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, found, err := def.DetectPresets(ctx, prom.URL, end); err != nil || !slices.Equal(found, []string{"vllm", "dcgm"}) || !slices.Contains(d.Presets, "vllm") {
+		t.Errorf("default config detected %v (%v), presets %v", found, err, d.Presets)
+	}
+	// Named presets are kept as they are, whatever is scraped.
+	named, _ := ParseConfig("test.yaml", []byte("presets: [triton]\n"))
+	if d, found, _ := named.DetectPresets(ctx, prom.URL, end); len(found) != 0 || !slices.Equal(d.Presets, []string{"triton"}) {
+		t.Errorf("explicit presets became %v (detected %v)", d.Presets, found)
+	}
+	// Nothing known scraped: the default stays.
+	empty := (&omBuilder{steps: 4})
+	empty.family("up", "gauge")
+	empty.gauge(`up{job="x"}`, 1)
+	if d, found, err := def.DetectPresets(ctx, empty.run(t).URL, t0.Add(45e9)); err != nil || len(found) != 0 || !slices.Contains(d.Presets, "inference") {
+		t.Errorf("nothing known: detected %v (%v), presets %v", found, err, d.Presets)
+	}
+}
