@@ -118,7 +118,7 @@ func TestStagesReportedAsZeroAreNotTimed(t *testing.T) {
 		t.Errorf("coverage %q lists stages that were never timed as present", a.Coverage.Summary)
 	}
 	for _, c := range a.Causes {
-		for _, e := range append(append([]Evidence{}, c.Evidence...), c.CounterEvidence...) {
+		for _, e := range allEvidence(c) {
 			if e.Name == "growth_behind_the_front" || strings.Contains(e.Summary, "did not grow") {
 				t.Errorf("%s: %s %q reads an untimed stage as flat", c.Category, e.Name, e.Summary)
 			}

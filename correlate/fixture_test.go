@@ -148,3 +148,8 @@ func evidenceNamed(c Cause, name string) *Evidence {
 	}
 	return nil
 }
+
+// allEvidence is a cause's evidence and counter-evidence, in one new slice.
+func allEvidence(c Cause) []Evidence {
+	return append(append([]Evidence{}, c.Evidence...), c.CounterEvidence...)
+}

@@ -250,7 +250,7 @@ func TestCountsOfOneReadAsOne(t *testing.T) {
 	check := func(a Analysis) {
 		t.Helper()
 		for _, c := range a.Causes {
-			for _, e := range append(append([]Evidence{}, c.Evidence...), c.CounterEvidence...) {
+			for _, e := range allEvidence(c) {
 				for _, s := range bad {
 					if strings.Contains(e.Summary, s) {
 						t.Errorf("%s/%s: %q has %q", c.Category, e.Name, e.Summary, s)
@@ -301,7 +301,7 @@ func TestReplicaOfTwoSamplesIsNotAnOutlier(t *testing.T) {
 		t.Errorf("scope %q names a replica judged on two samples", a.Scope.Summary)
 	}
 	for _, c := range a.Causes {
-		for _, e := range append(append([]Evidence{}, c.Evidence...), c.CounterEvidence...) {
+		for _, e := range allEvidence(c) {
 			if strings.Contains(e.Summary, "lone") {
 				t.Errorf("%s/%s %q rests on two samples of replica lone", c.Category, e.Name, e.Summary)
 			}
@@ -317,7 +317,7 @@ func TestOneReplicaIsNotEvidenceOfNothingLocal(t *testing.T) {
 	x.sampleRun(20, Scope{Model: "m", Version: "v1", Replica: "only", Node: "n1"}, 100, 400, nil)
 	a := x.analyze()
 	for _, c := range a.Causes {
-		for _, e := range append(append([]Evidence{}, c.Evidence...), c.CounterEvidence...) {
+		for _, e := range allEvidence(c) {
 			if e.Name == "not_local" || e.Name == "no_outlier" {
 				t.Errorf("%s/%s %q: one replica has no peers to stand out from", c.Category, e.Name, e.Summary)
 			}
@@ -334,7 +334,7 @@ func TestOneReplicaIsNotEvidenceOfNothingLocal(t *testing.T) {
 		t.Errorf("scope %q: no replica's latency is known", a.Scope.Summary)
 	}
 	for _, c := range a.Causes {
-		for _, e := range append(append([]Evidence{}, c.Evidence...), c.CounterEvidence...) {
+		for _, e := range allEvidence(c) {
 			if e.Name == "not_local" || e.Name == "no_outlier" {
 				t.Errorf("QPS only: %s/%s %q", c.Category, e.Name, e.Summary)
 			}
