@@ -20,7 +20,8 @@ const pruneBatch = 5000
 // version a webhook delivery was made from. Removing a version whose top
 // cause equals its predecessor's changes no other version's predecessor's
 // cause, so what the webhook sweep compares is unchanged. It returns how
-// many versions it dropped.
+// many versions it dropped. The newest ready version stays too: pages
+// fall back to it when a later analysis failed.
 func (s *Store) PruneAnalyses(ctx context.Context, keepRecent time.Duration) (int, error) {
 	total := 0
 	for {
@@ -28,7 +29,8 @@ func (s *Store) PruneAnalyses(ctx context.Context, keepRecent time.Duration) (in
 			WITH ranked AS (
 			  SELECT incident_id, version, status, finished_at,
 			         top_cause IS DISTINCT FROM lag(top_cause) OVER w AS changed,
-			         row_number() OVER w AS n
+			         row_number() OVER w AS n,
+			         row_number() OVER (PARTITION BY incident_id ORDER BY version DESC) AS from_newest
 			  FROM analyses WHERE status = 'ready'
 			  WINDOW w AS (PARTITION BY incident_id ORDER BY version)),
 			newest AS (SELECT incident_id, max(version) AS version FROM analyses GROUP BY incident_id),
@@ -38,7 +40,7 @@ func (s *Store) PruneAnalyses(ctx context.Context, keepRecent time.Duration) (in
 			  LEFT JOIN ranked r ON r.incident_id = a.incident_id AND r.version = a.version
 			  WHERE a.status IN ('ready', 'failed')
 			    AND a.finished_at < now() - $1 * interval '1 second'
-			    AND (a.status = 'failed' OR (r.n > 1 AND NOT r.changed))
+			    AND (a.status = 'failed' OR (r.n > 1 AND r.from_newest > 1 AND NOT r.changed))
 			    AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.incident_id = a.incident_id AND d.analysis_version = a.version)
 			  LIMIT $2)
 			DELETE FROM analyses a USING doomed d WHERE a.incident_id = d.incident_id AND a.version = d.version`,

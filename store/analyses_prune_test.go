@@ -105,3 +105,35 @@ func TestPruneAnalyses(t *testing.T) {
 		t.Errorf("next version %d, want 13", v)
 	}
 }
+
+// The newest ready version stays even when a failed one came after it:
+// pages and the API fall back to it (an incident resolved while its last
+// analysis failed shows it).
+func TestPruneKeepsNewestReady(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, pool := storetest.NewWithPool(t)
+	inc, err := st.CreateIncident(ctx, store.NewIncident{Title: "x", Start: time.Now().Add(-5 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		v, _ := st.StartAnalysis(ctx, inc.ID, "d")
+		failure := ""
+		if i == 3 {
+			failure = "prometheus down"
+		}
+		if err := st.FinishAnalysis(ctx, inc.ID, v, []byte(`{"causes":[{"category":"release"}]}`), failure); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `UPDATE analyses SET finished_at = now() - interval '2 hours' WHERE incident_id = $1`, inc.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PruneAnalyses(ctx, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := st.LatestReadyAnalysis(ctx, inc.ID); err != nil || a.Version != 3 {
+		t.Errorf("newest ready after pruning: %d %v, want 3", a.Version, err)
+	}
+}
