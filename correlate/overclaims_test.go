@@ -5,6 +5,7 @@ package correlate
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -400,5 +401,27 @@ func TestChecklistAndGPUSayWhatTheyRestOn(t *testing.T) {
 	}
 	if e := evidenceNamed(causeOf(t, x.analyze(), CatCapacity), "gpu_busy"); e == nil || !strings.Contains(e.Summary, "1 of the 4") {
 		t.Errorf("gpu_busy %+v: one replica of four has GPU data", e)
+	}
+}
+
+// A replica with a handful of samples (scaled up during the spike) has no
+// load of its own, and does not take the others' away.
+func TestSparseReplicaKeepsPeersLoads(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 300)
+	x.sampleRun(6, Scope{Model: "m", Version: "v1", Replica: "a", Node: "n-a"}, 100, 300, nil)
+	x.sampleRun(2, Scope{Model: "m", Version: "v1", Replica: "b", Node: "n-b"}, 100, 110, nil)
+	x.samples = append(x.samples, Sample{RequestID: "c-1", Time: x.onset.Add(5 * time.Minute), Model: "m", Version: "v1", Replica: "c", Node: "n-c", Status: "ok", TotalMs: 100, SampleRate: 1})
+	for _, r := range x.facts().allReps["m"] {
+		switch r.replica {
+		case "a", "b":
+			if math.IsNaN(r.loadDuring) || math.IsNaN(r.loadBefore) {
+				t.Errorf("replica %s: load %v → %v, want known", r.replica, r.loadBefore, r.loadDuring)
+			}
+		case "c":
+			if !math.IsNaN(r.loadDuring) {
+				t.Errorf("replica c (one sample): load %v, want unknown", r.loadDuring)
+			}
+		}
 	}
 }

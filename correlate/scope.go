@@ -249,19 +249,23 @@ func samplesReplicaImpacts(ss *sampleSet, ph phases, model string, get func(Scop
 		for _, x := range a.d {
 			wd += x.W
 		}
+		// Every replica's traffic counts in the pool's mean; a replica of
+		// few samples (one scaled up during the spike) has no load of its
+		// own, as its rate is then a handful of requests.
+		qb, qd := wb/ss.ph.BeforeTo.Sub(ss.ph.BeforeFrom).Seconds(), wd/ss.ph.DuringTo.Sub(ss.ph.Onset).Seconds()
 		r.qpsBefore, r.qpsDuring = math.NaN(), math.NaN()
 		if len(a.b) >= minQuantileSamples {
-			r.qpsBefore = wb / ss.ph.BeforeTo.Sub(ss.ph.BeforeFrom).Seconds()
+			r.qpsBefore = qb
 		}
 		if len(a.d) >= minQuantileSamples {
-			r.qpsDuring = wd / ss.ph.DuringTo.Sub(ss.ph.Onset).Seconds()
+			r.qpsDuring = qd
 		}
 		if wb > 0 {
-			totB += r.qpsBefore
+			totB += qb
 			nB++
 		}
 		if wd > 0 {
-			totD += r.qpsDuring
+			totD += qd
 			nD++
 		}
 	}
