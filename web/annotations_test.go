@@ -117,3 +117,28 @@ func TestGrafanaAnnotationLeniencyAndIdempotencyKey(t *testing.T) {
 		t.Errorf("%d events from two keys (one retried), want 2", n)
 	}
 }
+
+// A region and its reversed retry are one event with one id.
+func TestGrafanaAnnotationReversedRegionIsTheSameEvent(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	a, b := testNow.Add(-20*time.Minute).UnixMilli(), testNow.Add(-17*time.Minute).UnixMilli()
+	var ids []int64
+	for _, body := range []string{
+		fmt.Sprintf(`{"time":%d,"timeEnd":%d,"text":"canary","tags":["deploy","model:m"]}`, a, b),
+		fmt.Sprintf(`{"time":%d,"timeEnd":%d,"text":"canary","tags":["deploy","model:m"]}`, b, a),
+	} {
+		r := e.post("/api/annotations", "application/json", []byte(body))
+		var res wire.AnnotationResult
+		if r.status != http.StatusOK || json.Unmarshal(r.body, &res) != nil {
+			t.Fatalf("%s: %d %s", body, r.status, r.body)
+		}
+		ids = append(ids, res.ID)
+	}
+	if ids[0] != ids[1] {
+		t.Errorf("ids %v: a region and its reversed retry differ", ids)
+	}
+	if n := e.count(`SELECT count(*) FROM events`); n != 1 {
+		t.Errorf("%d events, want 1", n)
+	}
+}

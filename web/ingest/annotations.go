@@ -116,50 +116,53 @@ func Annotation(req *http.Request, lim Limits, now time.Time) (correlate.Event, 
 	if e.Source == "" {
 		e.Source = "annotation"
 	}
-	// Without a time the annotation is now, to the millisecond (Grafana's
-	// resolution); its identity takes the minute, so a retry within the
-	// minute stays one event, while the timeline keeps the true time.
-	// Time 0 is now, as in Grafana. An Idempotency-Key header names the
-	// annotation instead: a retry across a minute's end is still one
-	// event, and two annotations alike within a minute are two.
-	t := now.UTC().Truncate(time.Millisecond)
-	idTime := t.Truncate(time.Minute).Format(time.RFC3339Nano)
-	if w.Time != nil && *w.Time != 0 {
-		t = time.UnixMilli(*w.Time).UTC()
-		idTime = t.Format(time.RFC3339Nano)
+	// Without a time (or time 0, as in Grafana) the annotation is now, to
+	// the millisecond. Its identity is what the sender said: an explicit
+	// time as given, an implicit one as its minute (a retry within the
+	// minute stays one event), and the two ends in time order (a reversed
+	// region is swapped, as Grafana does). An Idempotency-Key header names
+	// the annotation instead of its times: a retry across a minute's end
+	// is still one event, and two alike within a minute are two.
+	at := func(ms *int64) (time.Time, string) {
+		if ms == nil || *ms == 0 {
+			return now.UTC().Truncate(time.Millisecond), now.UTC().Truncate(time.Minute).Format(time.RFC3339Nano)
+		}
+		t := time.UnixMilli(*ms).UTC()
+		return t, t.Format(time.RFC3339Nano)
+	}
+	t, idStart := at(w.Time)
+	if msg := inWindow(t, lim, now); msg != "" {
+		return correlate.Event{}, 0, bad("time", "%s", msg)
+	}
+	e.Time = t
+	idEnd := ""
+	if w.TimeEnd != nil && *w.TimeEnd != 0 && !time.UnixMilli(*w.TimeEnd).Equal(t) {
+		end, id := at(w.TimeEnd)
+		if msg := inWindow(end, lim, now); msg != "" {
+			return correlate.Event{}, 0, bad("timeEnd", "%s", msg)
+		}
+		idEnd = id
+		if end.Before(t) {
+			t, end = end, t
+			idStart, idEnd = idEnd, idStart
+			e.Time = t
+		}
+		e.EndTime = &end
 	}
 	if key := req.Header.Get("Idempotency-Key"); key != "" {
 		if msg := request.CheckText(key, request.MaxLabelLen); msg != "" {
 			return correlate.Event{}, 0, bad("Idempotency-Key", "%s", msg)
 		}
-		idTime = "key\x00" + key
-	}
-	if msg := inWindow(t, lim, now); msg != "" {
-		return correlate.Event{}, 0, bad("time", "%s", msg)
-	}
-	e.Time = t
-	if w.TimeEnd != nil && *w.TimeEnd != 0 && !time.UnixMilli(*w.TimeEnd).Equal(t) {
-		end := time.UnixMilli(*w.TimeEnd).UTC()
-		if msg := inWindow(end, lim, now); msg != "" {
-			return correlate.Event{}, 0, bad("timeEnd", "%s", msg)
-		}
-		if end.Before(t) { // a reversed region is swapped, as Grafana does
-			t, end = end, t
-			e.Time = t
-		}
-		e.EndTime = &end
+		idStart, idEnd = "key\x00"+key, ""
 	}
 	if len(w.Tags) > 0 {
 		e.Attrs = map[string]any{"tags": w.Tags}
 	}
 	h := sha256.New()
-	for _, f := range []string{string(e.Kind), idTime, e.Model, e.Version, e.Tenant, e.Replica,
+	for _, f := range []string{string(e.Kind), idStart, idEnd, e.Model, e.Version, e.Tenant, e.Replica,
 		e.Node, e.Source, e.Summary} {
 		h.Write([]byte(f))
 		h.Write([]byte{0})
-	}
-	if e.EndTime != nil {
-		h.Write([]byte(e.EndTime.Format(time.RFC3339Nano)))
 	}
 	tags, _ := json.Marshal(w.Tags)
 	h.Write(tags)
