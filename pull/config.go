@@ -36,9 +36,10 @@ type Config struct {
 	// auto: the presets include "auto", resolved by DetectPresets from
 	// the metric names Prometheus holds; until then the others (or
 	// "inference" alone) apply. source and data rebuild the config then.
-	auto   bool
-	source string
-	data   []byte
+	auto     bool
+	autoFile bool // the file says "auto": its disable may name presets detection did not take
+	source   string
+	data     []byte
 }
 
 // Query is one PromQL expression whose series become curves of one role at
@@ -122,7 +123,7 @@ func parseConfig(name string, data []byte, detected []string) (*Config, error) {
 		presets = *f.Presets
 	}
 	if i := slices.Index(presets, "auto"); i >= 0 {
-		c.auto, c.source, c.data = detected == nil, name, data
+		c.auto, c.autoFile, c.source, c.data = detected == nil, true, name, data
 		rest := slices.Delete(slices.Clone(presets), i, i+1)
 		switch {
 		case detected != nil:

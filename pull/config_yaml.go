@@ -3,6 +3,7 @@ package pull
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -212,6 +213,11 @@ func (f *fileYAML) apply(c *Config, origin, preset string, byName map[string]Que
 	}
 	for _, d := range f.Disable {
 		if _, ok := byName[d]; !ok {
+			// With presets "auto", a query of a preset that detection did
+			// not (or not yet) take is disabled already.
+			if p, _, _ := strings.Cut(d, "/"); c.autoFile && slices.Contains(PresetNames(), p) {
+				continue
+			}
 			return fmt.Errorf("%s: disable: no query named %q", origin, d)
 		}
 		delete(byName, d)

@@ -64,3 +64,32 @@ func TestDetectPresets(t *testing.T) {
 		t.Errorf("nothing known: detected %v (%v), presets %v", found, err, d.Presets)
 	}
 }
+
+// With presets "auto", disable may name queries of presets detection
+// takes (or not): the file loads before detection, and after it the named
+// query is gone.
+func TestDetectPresetsWithDisable(t *testing.T) {
+	o := &omBuilder{steps: 40}
+	lb := `model_name="llama-3-8b",pod="vllm-0",node="n2"`
+	o.family("vllm:e2e_request_latency_seconds", "histogram")
+	o.counter(`vllm:e2e_request_latency_seconds_bucket{`+lb+`,le="+Inf"}`, 4)
+	o.counter("vllm:e2e_request_latency_seconds_count{"+lb+"}", 4)
+	o.counter("vllm:e2e_request_latency_seconds_sum{"+lb+"}", 0.6)
+	prom := o.run(t)
+	cfg, err := ParseConfig("test.yaml", []byte("presets: [auto]\ndisable: [vllm/qps@model, inference/qps@model, triton/qps@model]\n"))
+	if err != nil {
+		t.Fatalf("loading before detection: %v", err)
+	}
+	got, found, err := cfg.DetectPresets(context.Background(), prom.URL, t0.Add(39*15e9))
+	if err != nil || !slices.Equal(found, []string{"vllm"}) {
+		t.Fatalf("detected %v, %v", found, err)
+	}
+	for _, q := range got.Queries {
+		if q.Name == "vllm/qps@model" {
+			t.Errorf("disabled query %s still pulled", q.Name)
+		}
+	}
+	if _, err := ParseConfig("test.yaml", []byte("presets: [vllm]\ndisable: [vllm/nope@model]\n")); err == nil {
+		t.Error("without auto, an unknown query in disable is still an error")
+	}
+}
