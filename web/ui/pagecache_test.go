@@ -75,11 +75,18 @@ func TestAcceptedEncoding(t *testing.T) {
 	}
 }
 
-// TestPageCacheSkipsHugePages: a page bigger than the whole budget is
-// served but not kept (it was kept, over the budget, after evicting).
+// TestPageCacheSkipsHugePages: a page over a sixteenth of the budget is
+// served but not kept (one bigger than the whole budget was kept, over
+// it, after evicting); one under it is kept.
 func TestPageCacheSkipsHugePages(t *testing.T) {
 	var pc pageCache
-	huge := make([]byte, pageCacheBytes+1)
+	if _, err := pc.get(context.Background(), "fits", func() (*cachedPage, error) {
+		return &cachedPage{raw: make([]byte, pageCacheBytes/16), expires: time.Now().Add(time.Minute)}, nil
+	}); err != nil || len(pc.m) != 1 {
+		t.Fatalf("a page of 1/16 of the budget was not kept (%v)", err)
+	}
+	pc = pageCache{}
+	huge := make([]byte, pageCacheBytes/16+1)
 	pg, err := pc.get(context.Background(), "huge", func() (*cachedPage, error) {
 		return &cachedPage{raw: huge, expires: time.Now().Add(time.Minute)}, nil
 	})
