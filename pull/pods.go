@@ -3,6 +3,7 @@ package pull
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"sync"
 	"time"
 
@@ -62,7 +63,7 @@ func (p *Puller) loadPods(ctx context.Context, w window) (podIndex, error) {
 	if err != nil {
 		return nil, err
 	}
-	info, err := p.prom.instant(ctx, EventsSource, fmt.Sprintf(`max by (pod, node) (max_over_time(kube_pod_info[%s]))`, rng), w.to)
+	info, err := p.prom.instant(ctx, EventsSource, fmt.Sprintf(`max by (pod, node, created_by_kind, created_by_name) (max_over_time(kube_pod_info[%s]))`, rng), w.to)
 	if err != nil {
 		return nil, err
 	}
@@ -77,8 +78,37 @@ func (p *Puller) loadPods(ctx context.Context, w window) (podIndex, error) {
 	for _, s := range info {
 		pod := string(s.Metric["pod"])
 		m := idx[pod]
-		m.Node = string(s.Metric["node"])
+		if n := string(s.Metric["node"]); n != "" {
+			m.Node = n
+		}
+		// kube-state-metrics 2.x exports pod labels only when allowed
+		// (--metric-labels-allowlist): the model is then the owner's,
+		// as for deploy events.
+		if m.Model == "" {
+			if owner := ownerWorkload(string(s.Metric["created_by_kind"]), string(s.Metric["created_by_name"])); owner != "" {
+				m.Model = p.modelOf(owner)
+			}
+		}
 		idx[pod] = m
 	}
 	return idx, nil
+}
+
+// replicaSetHash is the pod-template hash a Deployment appends to its
+// ReplicaSets' names.
+var replicaSetHash = regexp.MustCompile(`^(.+)-[a-z0-9]{5,10}$`)
+
+// ownerWorkload names the workload a pod belongs to from kube_pod_info's
+// owner: a ReplicaSet's Deployment (its name without the template hash),
+// or a StatefulSet. Other owners (Jobs, DaemonSets, none) give "".
+func ownerWorkload(kind, name string) string {
+	switch kind {
+	case "ReplicaSet":
+		if m := replicaSetHash.FindStringSubmatch(name); m != nil {
+			return m[1]
+		}
+	case "StatefulSet":
+		return name
+	}
+	return ""
 }

@@ -225,3 +225,21 @@ func TestNodePresetWithoutNodeLabel(t *testing.T) {
 		"node_network|node|node=n7": 1000, // the host's interface, not the pods' veths
 	})
 }
+
+// kube-state-metrics 2.x without --metric-labels-allowlist exports no pod
+// labels: a replica's model then comes from its owner (the ReplicaSet's
+// deployment, through model_from_deployment), not from nowhere.
+func TestPodModelFromOwnerWithoutPodLabels(t *testing.T) {
+	o := &omBuilder{steps: 40}
+	o.family("DCGM_FI_DEV_GPU_UTIL", "gauge")
+	o.gauge(`DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="n1",pod="llama-3-8b-7d9f8c6b5-x2k4p"}`, 70)
+	o.gauge(`DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="n2",pod="embed-0"}`, 40)
+	o.family("kube_pod_info", "gauge")
+	o.gauge(`kube_pod_info{namespace="llm",pod="llama-3-8b-7d9f8c6b5-x2k4p",node="n1",created_by_kind="ReplicaSet",created_by_name="llama-3-8b-7d9f8c6b5"}`, 1)
+	o.gauge(`kube_pod_info{namespace="llm",pod="embed-0",node="n2",created_by_kind="StatefulSet",created_by_name="embed"}`, 1)
+	got := pullPreset(t, o.run(t), "presets: [dcgm, kube-state-metrics]\n", o.steps)
+	checkCurves(t, got, map[string]float64{
+		"gpu_util|replica|model=llama-3-8b replica=llama-3-8b-7d9f8c6b5-x2k4p node=n1": 70,
+		"gpu_util|replica|model=embed replica=embed-0 node=n2":                         40,
+	})
+}
