@@ -876,3 +876,21 @@ func TestEntrySpanAdmittedPastTheTraceLimit(t *testing.T) {
 		t.Errorf("total %v ms, want the root's 2000", got)
 	}
 }
+
+// model_aliases renames a model as spans name it (vLLM's served name)
+// onto the fleet's, as pull does for curves.
+func TestModelAliasesRenameSpansModel(t *testing.T) {
+	cfg, err := ParseConfig("w.yaml", []byte("model_aliases: {meta-llama/Llama-3.1-8B-Instruct: llama-3-8b}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ck, sk := newTest(t, cfg)
+	start := ck.now().Add(-time.Minute)
+	mustAdd(t, a, request(traceID(7), start, map[string]any{"gen_ai.request.model": "meta-llama/Llama-3.1-8B-Instruct"},
+		tspan{id: 1, name: "root", kind: server, from: 0, to: 100}))
+	ck.add(10 * time.Second)
+	flush(t, a)
+	if len(sk.got) != 1 || sk.got[0].Model != "llama-3-8b" {
+		t.Fatalf("samples %+v, want one of model llama-3-8b", sk.got)
+	}
+}

@@ -21,6 +21,9 @@ import (
 // Triton- or vLLM-style server behind a gateway; WATERLINE_CONFIG's
 // "otlp:" section changes it (ParseConfig).
 type Config struct {
+	// ModelAliases renames a model as spans name it onto the fleet's
+	// name (WATERLINE_CONFIG's top-level model_aliases, as for pull).
+	ModelAliases map[string]string
 	// EntrySpan names the span whose duration is the request's total;
 	// empty = the trace's root span.
 	EntrySpan string
@@ -242,6 +245,13 @@ func ParseConfig(name string, data []byte) (Config, error) {
 	var root yaml.Node
 	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&root); err != nil && !errors.Is(err, io.EOF) {
 		return c, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	// model_aliases (top level, shared with pull) renames models as
+	// spans name them (vLLM's served name) onto the fleet's names.
+	if al := section(&root, "model_aliases"); al != nil {
+		if err := al.Decode(&c.ModelAliases); err != nil {
+			return c, fmt.Errorf("%s:%d: model_aliases: want name: alias pairs", name, al.Line)
+		}
 	}
 	sec := section(&root, "otlp")
 	if sec == nil {

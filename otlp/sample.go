@@ -203,6 +203,9 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 	if out.Model == "" {
 		return correlate.Sample{}, DropNoModel, false
 	}
+	if alias, ok := a.cfg.ModelAliases[out.Model]; ok {
+		out.Model = alias
+	}
 	// (An empty value is skipped: ParseFloat's error for it allocates.)
 	if v := dim(DimBatchSize); v != "" {
 		if n, err := strconv.ParseFloat(v, 64); err == nil && n >= 1 && n <= 1<<20 {

@@ -33,6 +33,9 @@ type Config struct {
 	Parallelism int           // sources pulled at once
 	Kube        KubeEvents
 	SLOs        SLOs
+	// ModelAliases renames models as pulled (model_aliases): exporter's
+	// name → the fleet's.
+	ModelAliases map[string]string
 	// auto: the presets include "auto", resolved by DetectPresets from
 	// the metric names Prometheus holds; until then the others (or
 	// "inference" alone) apply. source and data rebuild the config then.

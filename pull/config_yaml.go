@@ -28,19 +28,22 @@ import (
 //	  models: {chat-7b: realtime, vision-xl: 650}
 //	  default: batch
 type fileYAML struct {
-	Presets     *[]string   `yaml:"presets"`
-	Include     []string    `yaml:"include"` // presets only
-	Disable     []string    `yaml:"disable"`
-	Step        *durYAML    `yaml:"step"`
-	Lookback    *durYAML    `yaml:"lookback"`
-	Delay       *durYAML    `yaml:"delay"`
-	Overlap     *durYAML    `yaml:"overlap"`
-	MaxChunk    *durYAML    `yaml:"max_chunk"`
-	RateWindow  *rateYAML   `yaml:"rate_window"`
-	Parallelism *int        `yaml:"parallelism"`
-	Kube        *kubeYAML   `yaml:"kube_events"`
-	Queries     []queryYAML `yaml:"queries"`
-	SLOs        *slosYAML   `yaml:"slos"`
+	Presets     *[]string `yaml:"presets"`
+	Include     []string  `yaml:"include"` // presets only
+	Disable     []string  `yaml:"disable"`
+	Step        *durYAML  `yaml:"step"`
+	Lookback    *durYAML  `yaml:"lookback"`
+	Delay       *durYAML  `yaml:"delay"`
+	Overlap     *durYAML  `yaml:"overlap"`
+	MaxChunk    *durYAML  `yaml:"max_chunk"`
+	RateWindow  *rateYAML `yaml:"rate_window"`
+	Parallelism *int      `yaml:"parallelism"`
+	// ModelAliases maps model names as exporters give them (vLLM's served
+	// name, a path by default) onto the fleet's (pod labels, deployments).
+	ModelAliases map[string]string `yaml:"model_aliases"`
+	Kube         *kubeYAML         `yaml:"kube_events"`
+	Queries      []queryYAML       `yaml:"queries"`
+	SLOs         *slosYAML         `yaml:"slos"`
 	// OTLP is the span mapping of the trace receiver, read by package
 	// otlp from the same file; pull only lets it through.
 	OTLP yaml.Node `yaml:"otlp"`
@@ -169,6 +172,15 @@ func (f *fileYAML) apply(c *Config, origin, preset string, byName map[string]Que
 	}
 	if c.MaxChunk < c.Step {
 		return fmt.Errorf("%s: max_chunk %s is shorter than step %s", origin, c.MaxChunk, c.Step)
+	}
+	for from, to := range f.ModelAliases {
+		if from == "" || to == "" {
+			return fmt.Errorf("%s: model_aliases: want name: alias, got %q: %q", origin, from, to)
+		}
+		if c.ModelAliases == nil {
+			c.ModelAliases = map[string]string{}
+		}
+		c.ModelAliases[from] = to
 	}
 	if f.Parallelism != nil {
 		if *f.Parallelism < 1 || *f.Parallelism > 64 {

@@ -20,7 +20,7 @@ type pulledCurve struct {
 // carry it). Series mapping to the same curve are merged, the later
 // winning, and counted in dups; series lacking a scope field their level
 // needs are skipped and counted in unscoped.
-func curvesFrom(q Query, m model.Matrix, pods podIndex, w window) (out []pulledCurve, dups, unscoped int) {
+func curvesFrom(q Query, m model.Matrix, pods podIndex, aliases map[string]string, w window) (out []pulledCurve, dups, unscoped int) {
 	fromMs, toMs := w.from.UnixMilli(), w.to.UnixMilli()
 	byKey := map[string]int{}
 	for _, s := range m {
@@ -51,6 +51,9 @@ func curvesFrom(q Query, m model.Matrix, pods podIndex, w window) (out []pulledC
 					c.Scope.Node = meta.Node
 				}
 			}
+		}
+		if a, ok := aliases[c.Scope.Model]; ok {
+			c.Scope.Model = a
 		}
 		if !hasScope(c) {
 			unscoped++

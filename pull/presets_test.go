@@ -243,3 +243,27 @@ func TestPodModelFromOwnerWithoutPodLabels(t *testing.T) {
 		"gpu_util|replica|model=embed replica=embed-0 node=n2":                         40,
 	})
 }
+
+// vLLM names a model by its served name (by default the --model path);
+// model_aliases maps it onto the name the pods' labels and deployments
+// use, so the latency and GPU curves of one model share its name.
+func TestModelAliases(t *testing.T) {
+	o := &omBuilder{steps: 40}
+	lb := `model_name="meta-llama/Llama-3.1-8B-Instruct",pod="llama-0",node="n2"`
+	o.family("vllm:num_requests_waiting", "gauge")
+	o.gauge("vllm:num_requests_waiting{"+lb+"}", 5)
+	o.family("vllm:e2e_request_latency_seconds", "histogram")
+	o.counter(`vllm:e2e_request_latency_seconds_bucket{`+lb+`,le="+Inf"}`, 4)
+	o.counter("vllm:e2e_request_latency_seconds_count{"+lb+"}", 4)
+	o.counter("vllm:e2e_request_latency_seconds_sum{"+lb+"}", 0.6)
+	got := pullPreset(t, o.run(t), "presets: [vllm]\nmodel_aliases: {meta-llama/Llama-3.1-8B-Instruct: llama-3-8b}\n", o.steps)
+	checkCurves(t, got, map[string]float64{
+		"qps|model|model=llama-3-8b":                             4,
+		"queue|replica|model=llama-3-8b replica=llama-0 node=n2": 5,
+	})
+	for k := range got {
+		if strings.Contains(k, "meta-llama") {
+			t.Errorf("curve %s keeps the served name", k)
+		}
+	}
+}

@@ -123,7 +123,7 @@ func (p *Puller) fetch(ctx context.Context, source string, w window) (*batch, er
 	if err != nil {
 		return nil, err
 	}
-	curves, dups, unscoped := curvesFrom(q, m, pods, w)
+	curves, dups, unscoped := curvesFrom(q, m, pods, p.cfg.ModelAliases, w)
 	if unscoped > 0 {
 		p.log.Warn("series without the scope labels their level needs were skipped; check the query's labels mapping",
 			"source", q.Name, "series", unscoped)
