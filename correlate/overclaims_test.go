@@ -425,3 +425,18 @@ func TestSparseReplicaKeepsPeersLoads(t *testing.T) {
 		}
 	}
 }
+
+// A P99 curve without a baseline leaves the impact to the P95; its peak
+// is then the P95's too, not the P99's under a "P95" label.
+func TestP95ImpactTakesItsPeakFromTheP95(t *testing.T) {
+	x := newFixture()
+	x.curve(RoleLatencyP95, LevelModel, Scope{Model: "m"}, 100, 400)
+	x.curve(RoleLatencyP99, LevelModel, Scope{Model: "m"}, math.NaN(), 2000)
+	a := x.analyze()
+	if len(a.Impact) == 0 || a.Impact[0].Quantile != "P95" {
+		t.Fatalf("impact %+v, want P95", a.Impact)
+	}
+	if p := a.Impact[0].PeakP99Ms; p > 1000 {
+		t.Errorf("peak %v ms read on the P99 curve, the impact is the P95's", p)
+	}
+}

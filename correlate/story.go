@@ -34,10 +34,16 @@ func (f *facts) impacts(order []string, windowTo time.Time) []Impact {
 	return out
 }
 
-// latencyCurve is the model's P99 curve (P95 without one), or one built from
-// its samples.
+// latencyCurve is the model's P99 curve (P95 without one, or when its
+// impact was measured on the P95), or one built from its samples.
 func (f *facts) latencyCurve(m string) *Curve {
-	for _, role := range []Role{RoleLatencyP99, RoleLatencyP95} {
+	roles := []Role{RoleLatencyP99, RoleLatencyP95}
+	if mi, ok := f.impact(m); ok && mi.quantile == "P95" {
+		// The impact was measured on the P95 (the P99 had no baseline):
+		// its peak and recovery are read on the same curve.
+		roles = []Role{RoleLatencyP95}
+	}
+	for _, role := range roles {
 		if c := f.cs.model(role, m, ""); c != nil && len(c.Points) > 0 {
 			return c
 		}
