@@ -50,10 +50,19 @@ func (c *Config) DetectPresets(ctx context.Context, prometheusURL string, at tim
 		have[string(v)] = true
 	}
 	var found []string
+	servers := false
 	for _, s := range presetSignatures {
-		if have[s.metric] {
-			found = append(found, s.preset)
+		if !have[s.metric] {
+			continue
 		}
+		// "http" reads a plain HTTP fleet, each job a model: beside model
+		// servers it would take their gateway and auth services for
+		// models (and count them in every breadth).
+		if s.preset == "http" && servers {
+			continue
+		}
+		servers = servers || s.preset == "inference" || s.preset == "vllm" || s.preset == "triton"
+		found = append(found, s.preset)
 	}
 	if len(found) == 0 {
 		return c, nil, nil

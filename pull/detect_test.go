@@ -20,6 +20,10 @@ func TestDetectPresets(t *testing.T) {
 	o.counter("vllm:e2e_request_latency_seconds_sum{"+lb+"}", 0.6)
 	o.family("DCGM_FI_DEV_GPU_UTIL", "gauge")
 	o.gauge(`DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="n2",pod="vllm-0"}`, 70)
+	// The gateway in front is instrumented with OpenTelemetry: its HTTP
+	// metrics are no fleet of models beside vLLM.
+	o.family("http_server_request_duration_seconds", "histogram")
+	o.counter(`http_server_request_duration_seconds_bucket{job="gateway",le="+Inf"}`, 4)
 	prom := o.run(t)
 	ctx := context.Background()
 	end := t0.Add(39 * 15e9)
