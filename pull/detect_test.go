@@ -7,9 +7,9 @@ import (
 )
 
 // A Prometheus that scrapes vLLM and DCGM (no in-house inference_*
-// metrics): presets "auto" picks vllm and dcgm, and the vLLM latency
-// curves come out; an explicit preset stays; a Prometheus with none of
-// the known metrics keeps the built-in default.
+// metrics, an OTel-instrumented gateway in front): presets "auto" picks
+// vllm and dcgm, not http; an explicit preset stays; a Prometheus with
+// none of the known metrics keeps the built-in default.
 func TestDetectPresets(t *testing.T) {
 	o := &omBuilder{steps: 40}
 	lb := `model_name="llama-3-8b",pod="vllm-0",node="n2"`

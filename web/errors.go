@@ -85,10 +85,9 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	}
 	if req.URL.Path == otlpTracesPath {
 		// OTLP/HTTP clients read every error as a google.rpc.Status in
-		// their request's encoding, and retry only 429/502/503/504: a
-		// body that stalled is the network's fault, worth a retry.
-		if status == http.StatusRequestTimeout {
-			status = http.StatusServiceUnavailable
+		// their request's encoding.
+		var retry bool
+		if status, retry = ingest.OTLPStatus(status); retry {
 			c.Response().Header().Set("Retry-After", "1")
 		}
 		enc := ingest.TraceEncoding(req)

@@ -27,12 +27,11 @@ func (a *API) ExportTraces(c echo.Context) error {
 		_ = a.ingestFailed(c, "traces", err)
 		var re *request.Error
 		if errors.As(err, &re) {
-			if re.Status == http.StatusRequestTimeout {
-				// A stalled body: OTLP exporters retry 503, not 408.
+			status, retry := ingest.OTLPStatus(re.Status)
+			if retry {
 				c.Response().Header().Set("Retry-After", "1")
-				return otlpStatus(c, http.StatusServiceUnavailable, re.Msg, enc)
 			}
-			return otlpStatus(c, re.Status, re.Msg, enc)
+			return otlpStatus(c, status, re.Msg, enc)
 		}
 		return err
 	}

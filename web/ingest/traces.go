@@ -35,6 +35,16 @@ func TraceEncoding(req *http.Request) otlp.Encoding {
 	return otlp.Protobuf
 }
 
+// OTLPStatus maps an error status onto the one OTLP/HTTP exporters act on
+// as meant: they retry only 429/502/503/504, so a body that stalled (408,
+// the network's fault) is a 503, with retry true (send Retry-After).
+func OTLPStatus(status int) (out int, retry bool) {
+	if status == http.StatusRequestTimeout {
+		return http.StatusServiceUnavailable, true
+	}
+	return status, false
+}
+
 // Traces reads an OTLP/HTTP export request (POST /v1/traces): protobuf or
 // JSON by Content-Type, optionally gzip, at most lim.MaxBytes once
 // decompressed. A protobuf message cannot be decoded as a stream, so the
