@@ -192,7 +192,12 @@ func (n *Notifier) NotifyAnalysis(ctx context.Context, id int64, version int, pr
 	if err != nil {
 		return err
 	}
-	return n.enqueue(ctx, hooks, in, []message{m})
+	// The analyzer may finish before the notifier's queue reaches the
+	// incident's creation. Deliveries leave in queue order per incident,
+	// so opened goes in first (a no-op when it is queued already): a
+	// receiver that files a ticket on opened never gets a comment first.
+	opened := message{Event: store.EventIncidentOpened, At: in.CreatedAt}
+	return n.enqueue(ctx, hooks, in, []message{opened, m})
 }
 
 // enqueue renders each message for each webhook that subscribed to its

@@ -112,3 +112,43 @@ func TestSweepReachesTheNewestOfManyVersions(t *testing.T) {
 		t.Fatalf("queued %v; want analysis.ready of v1 and cause.changed of v%d only", got, versions)
 	}
 }
+
+// The analyzer can finish an incident's first analysis before the
+// notifier's queue reaches the incident's creation (a busy machine, an
+// empty window): a receiver that opens a ticket on incident.opened and
+// comments on analysis.ready must still get opened first. Deliveries go
+// out in queue order per incident, so analysis.ready queues its
+// incident's opened ahead of itself.
+func TestAnalysisReadyNeverQueuesAheadOfOpened(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, "http://receiver.test/hook")
+	time.Sleep(10 * time.Millisecond) // the incident below comes after the webhook, on Postgres' clock
+	in, err := f.st.CreateIncident(ctx, store.NewIncident{Title: "p99 up", Start: testclock.Now().Add(-time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := f.st.StartAnalysis(ctx, in.ID, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.st.FinishAnalysis(ctx, in.ID, v, []byte(`{"causes":[{"category":"release"}]}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	n := webhook.NewNotifier(f.st, webhook.NotifierOptions{PublicURL: "http://waterline.test"})
+	if err := n.NotifyAnalysis(ctx, in.ID, v, "", "release"); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.NotifyIncident(ctx, in.ID); err != nil { // late, and queues nothing twice
+		t.Fatal(err)
+	}
+	var order []string
+	log := f.log(t) // newest first
+	for i := len(log) - 1; i >= 0; i-- {
+		if log[i].IncidentID == in.ID {
+			order = append(order, log[i].Event)
+		}
+	}
+	if want := []string{store.EventIncidentOpened, store.EventAnalysisReady}; fmt.Sprint(order) != fmt.Sprint(want) {
+		t.Fatalf("queued %v, want %v", order, want)
+	}
+}
