@@ -126,6 +126,15 @@ const (
 var stageNames = [NumStages]string{"gateway", "auth", "route", "queue", "batch_wait", "exec", "postprocess", "downstream"}
 
 // String returns the stage's wire name ("batch_wait").
+// MaxLatencyMs bounds a sample's total and stage times (a day) and
+// MaxSampleRate its sample rate: no inference request lasts longer or
+// stands for more, and past them the sums of a page or an analysis
+// overflow to +Inf. Ingest refuses what lies outside.
+const (
+	MaxLatencyMs  = 24 * 3600 * 1000
+	MaxSampleRate = 1e6
+)
+
 func (s Stage) String() string {
 	if int(s) < 0 || int(s) >= NumStages {
 		return fmt.Sprintf("stage(%d)", int(s))

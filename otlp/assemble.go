@@ -689,12 +689,13 @@ var SpanOutcomes = [numSpanOutcomes]string{"accepted", "rejected", "duplicate", 
 type Drop int
 
 const (
-	DropNoEntry   Drop = iota // its entry span never came within MaxWait
-	DropNoModel               // no attribute named the model
-	DropEvicted               // buffer full before its entry span came
-	DropOutWindow             // its time is outside the accepted window
+	DropNoEntry     Drop = iota // its entry span never came within MaxWait
+	DropNoModel                 // no attribute named the model
+	DropEvicted                 // buffer full before its entry span came
+	DropOutWindow               // its time is outside the accepted window
+	DropImplausible             // its entry or a stage lasted over correlate.MaxLatencyMs
 	numDrops
 )
 
 // DropReasons names the reasons, for metric labels.
-var DropReasons = [numDrops]string{"no_entry_span", "no_model", "evicted", "out_of_window"}
+var DropReasons = [numDrops]string{"no_entry_span", "no_model", "evicted", "out_of_window", "implausible"}

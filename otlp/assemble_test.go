@@ -894,3 +894,24 @@ func TestModelAliasesRenameSpansModel(t *testing.T) {
 		t.Fatalf("samples %+v, want one of model llama-3-8b", sk.got)
 	}
 }
+
+// A trace no inference request can be — an entry span over a day — is
+// dropped as implausible, and a sample rate past correlate.MaxSampleRate
+// is ignored: either would overflow a page's or an analysis' sums.
+func TestImplausibleTracesAreDropped(t *testing.T) {
+	ck := &clock{t: time.Now().Truncate(time.Second)}
+	sk := &sink{}
+	a := NewAssembler(DefaultConfig(), Options{Sink: sk.store, Now: ck.now, MaxAge: 48 * time.Hour, MaxFuture: time.Hour})
+	mustAdd(t, a, request(traceID(60), ck.now().Add(-26*time.Hour), map[string]any{"model": "m"},
+		tspan{id: 1, name: "root", kind: server, from: 0, to: 25 * 3600 * 1000}))
+	mustAdd(t, a, request(traceID(61), ck.now().Add(-time.Minute), map[string]any{"model": "m"},
+		tspan{id: 1, name: "root", kind: server, from: 0, to: 10, attrs: map[string]any{"sample_rate": 1e308}}))
+	ck.add(6 * time.Second)
+	flush(t, a)
+	if got := a.Stats().Dropped[DropImplausible].Load(); got != 1 {
+		t.Errorf("implausible drops: %d, want the day-long trace", got)
+	}
+	if len(sk.got) != 1 || sk.got[0].SampleRate != 1 || sk.got[0].TotalMs != 10 {
+		t.Fatalf("stored %+v, want the 10 ms trace with a sample rate of 1", sk.got)
+	}
+}

@@ -203,6 +203,9 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 	if out.Model == "" {
 		return correlate.Sample{}, DropNoModel, false
 	}
+	if out.TotalMs > correlate.MaxLatencyMs {
+		return correlate.Sample{}, DropImplausible, false
+	}
 	if alias, ok := a.cfg.ModelAliases[out.Model]; ok {
 		out.Model = alias
 	}
@@ -213,7 +216,7 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 		}
 	}
 	if v := dim(DimSampleRate); v != "" {
-		if r, err := strconv.ParseFloat(v, 64); err == nil && r >= 1 && !math.IsInf(r, 0) {
+		if r, err := strconv.ParseFloat(v, 64); err == nil && r >= 1 && r <= correlate.MaxSampleRate {
 			out.SampleRate = r
 		}
 	}
@@ -221,6 +224,9 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 		out.StagesMs[i] = math.NaN()
 		if reported[i] {
 			out.StagesMs[i] = math.Round(ms[i]*1000) / 1000
+			if out.StagesMs[i] > correlate.MaxLatencyMs {
+				return correlate.Sample{}, DropImplausible, false
+			}
 		}
 	}
 	best := 0.0

@@ -139,6 +139,20 @@ func TestSamplesCheckEveryRecord(t *testing.T) {
 	if st, _, field := status(t, ingest.Samples(b, lim, now)(&s)); st != 422 || field != "time" {
 		t.Fatalf("a sample from the future: %d %s", st, field)
 	}
+	// Values no request can have: each would overflow the page's and the
+	// analysis' sums to +Inf (a heatmap whose scale never ended ran the
+	// server out of memory).
+	for field, rec := range map[string]string{
+		"total_ms":        strings.Replace(ok, `"total_ms":12.5`, `"total_ms":1.5e308`, 1),
+		"stages_ms.queue": strings.Replace(ok, `"queue":2`, `"queue":1e300`, 1),
+		"stages_ms.exec":  strings.Replace(ok, `"queue":2`, `"queue":2,"exec":-3`, 1),
+		"sample_rate":     strings.Replace(ok, `"total_ms"`, `"sample_rate":1e308,"total_ms"`, 1),
+	} {
+		b, _ = ingest.Open(post("application/x-ndjson", "", []byte(rec)), lim)
+		if st, _, got := status(t, ingest.Samples(b, lim, now)(&s)); st != 422 || got != field {
+			t.Errorf("%s: %d %s", rec, st, got)
+		}
+	}
 }
 
 func TestEventsWithoutIDAreIdempotent(t *testing.T) {

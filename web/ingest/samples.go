@@ -61,14 +61,19 @@ func checkSample(w *wire.Sample, line int, lim Limits, now time.Time, dst *corre
 	if w.TotalMs == nil {
 		return bad("total_ms", "required: the request's total latency in ms")
 	}
-	if *w.TotalMs < 0 {
-		return bad("total_ms", "must not be negative, got %v", *w.TotalMs)
+	if *w.TotalMs < 0 || *w.TotalMs > correlate.MaxLatencyMs {
+		return bad("total_ms", "want 0 to %d ms (a day), got %v", correlate.MaxLatencyMs, *w.TotalMs)
+	}
+	for st, v := range w.StagesMs {
+		if v < 0 || v > correlate.MaxLatencyMs { // NaN (not reported) passes
+			return bad("stages_ms."+correlate.Stage(st).String(), "want 0 to %d ms (a day), got %v", correlate.MaxLatencyMs, v)
+		}
 	}
 	if w.BatchSize < 0 || w.BatchSize > maxBatchSize {
 		return bad("batch_size", "want 0 (unknown) to %d, got %d", maxBatchSize, w.BatchSize)
 	}
-	if w.SampleRate != nil && *w.SampleRate < 1 {
-		return bad("sample_rate", "must be at least 1 (one in N requests kept), got %v", *w.SampleRate)
+	if w.SampleRate != nil && (*w.SampleRate < 1 || *w.SampleRate > correlate.MaxSampleRate) {
+		return bad("sample_rate", "want 1 to %g (one in N requests kept), got %v", correlate.MaxSampleRate, *w.SampleRate)
 	}
 	*dst = w.Domain(t)
 	return nil

@@ -36,7 +36,7 @@ func BuildHeatmap(samples []correlate.Sample, from, to time.Time, slowMs float64
 	h := Heatmap{FromMs: from.UnixMilli(), ToMs: to.UnixMilli(), Cols: heatCols, Rows: heatRows, SlowMs: slowMs, URL: s.URL()}
 	lo, hi := math.Inf(1), 0.0
 	for _, x := range samples {
-		if x.TotalMs > 0 {
+		if plotted(x) {
 			lo, hi = math.Min(lo, x.TotalMs), math.Max(hi, x.TotalMs)
 		}
 	}
@@ -79,7 +79,7 @@ func BuildHeatmap(samples []correlate.Sample, from, to time.Time, slowMs float64
 
 // cell is the grid cell of a sample (row 0 at the top).
 func (h Heatmap) cell(x correlate.Sample, span float64) (int, int, bool) {
-	if x.TotalMs <= 0 {
+	if !plotted(x) {
 		return 0, 0, false
 	}
 	c := int(float64(x.Time.UnixMilli()-h.FromMs) / span * heatCols)
@@ -91,9 +91,16 @@ func (h Heatmap) cell(x correlate.Sample, span float64) (int, int, bool) {
 	return c, min(max(r, 0), heatRows-1), true
 }
 
+// plotted says whether a sample has a latency the chart can place:
+// ingest refuses totals past correlate.MaxLatencyMs, but rows stored
+// before it did must not stretch the scale to +Inf.
+func plotted(x correlate.Sample) bool {
+	return x.TotalMs > 0 && x.TotalMs <= correlate.MaxLatencyMs
+}
+
 func weight(x correlate.Sample) float64 {
 	if x.SampleRate > 1 {
-		return x.SampleRate
+		return min(x.SampleRate, correlate.MaxSampleRate)
 	}
 	return 1
 }

@@ -436,3 +436,19 @@ func TestHeatmapAndBubbleUp(t *testing.T) {
 		}
 	}
 }
+
+// Samples stored before ingest bounded latencies (or by a bad client
+// then) must not break the page: a total of 1.5e308 made the scale's
+// top +Inf and its tick loop ran until the server was out of memory.
+func TestHeatmapIgnoresImpossibleLatencies(t *testing.T) {
+	samples := []correlate.Sample{
+		{Time: t0.Add(time.Minute), Model: "chat", TotalMs: 50, SampleRate: 1},
+		{Time: t0.Add(2 * time.Minute), Model: "chat", TotalMs: 1.5e308, SampleRate: 1},
+		{Time: t0.Add(3 * time.Minute), Model: "chat", TotalMs: math.Inf(1), SampleRate: 1},
+		{Time: t0.Add(4 * time.Minute), Model: "chat", TotalMs: 80, SampleRate: 1e308},
+	}
+	h := BuildHeatmap(samples, t0, t0.Add(time.Hour), 200, State{Base: "/incidents/1"})
+	if h.Count != 2 || h.HiMs != 100 || len(h.Ticks) > 12 || !strings.ContainsAny(h.Cells, "123456789") {
+		t.Fatalf("heatmap %d samples, %v–%v ms, %d ticks", h.Count, h.LoMs, h.HiMs, len(h.Ticks))
+	}
+}
