@@ -9,8 +9,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/waterline-dev/waterline/web/request"
 )
 
 type ctxKey int
@@ -172,6 +175,26 @@ func (s *Server) withUnescapedParams(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			c.SetParamValues(vals...)
 		}
+		// Text Postgres cannot hold (a NUL, bytes that are not UTF-8) is
+		// the client's mistake: a 400 naming the parameter, or a 404 for a
+		// path segment, which then names nothing — not the database's 500.
+		for _, v := range c.ParamValues() {
+			if !storable(v) {
+				return &request.Error{Status: http.StatusNotFound, Msg: "not found"}
+			}
+		}
+		for name, vs := range c.Request().URL.Query() {
+			for _, v := range vs {
+				if !storable(v) {
+					return request.BadInput(name, "must be UTF-8 text without NUL characters")
+				}
+			}
+		}
 		return next(c)
 	}
+}
+
+// storable says whether Postgres can take v as text.
+func storable(v string) bool {
+	return utf8.ValidString(v) && !strings.ContainsRune(v, 0)
 }

@@ -27,11 +27,11 @@ func (a *API) GetAnalysis(c echo.Context, id int64) error {
 		err error
 	)
 	if version != "" {
-		n, perr := strconv.Atoi(version)
+		n, perr := strconv.ParseInt(version, 10, 32) // versions are int4
 		if perr != nil || n < 1 {
 			return request.BadInput("version", "want a positive integer, got %q", version)
 		}
-		rec, err = a.store.AnalysisVersion(ctx, id, n)
+		rec, err = a.store.AnalysisVersion(ctx, id, int(n))
 	} else {
 		rec, err = a.store.LatestAnalysis(ctx, id)
 	}

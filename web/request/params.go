@@ -17,14 +17,30 @@ func Time(q url.Values, name string, def time.Time) (time.Time, error) {
 	if v == "" {
 		return def, nil
 	}
-	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-		return t.UTC(), nil
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		f, ferr := strconv.ParseFloat(v, 64)
+		if ferr != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return time.Time{}, BadInput(name, "cannot parse %q to a valid timestamp (RFC 3339 or Unix seconds)", v)
+		}
+		if f < 0 || f >= float64(maxTime.Unix()) { // before int64 milliseconds overflow
+			return time.Time{}, BadInput(name, "%s lies outside 1970–9999", v)
+		}
+		t = time.UnixMilli(int64(f * 1000))
 	}
-	if f, err := strconv.ParseFloat(v, 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
-		return time.UnixMilli(int64(f * 1000)).UTC(), nil
+	if t.Before(minTime) || !t.Before(maxTime) {
+		return time.Time{}, BadInput(name, "%s lies outside 1970–9999", v)
 	}
-	return time.Time{}, BadInput(name, "cannot parse %q to a valid timestamp (RFC 3339 or Unix seconds)", v)
+	return t.UTC(), nil
 }
+
+// minTime and maxTime bound every time parameter: Postgres holds later
+// ones, but JSON answers stop at year 9999, and nothing is stored before
+// 1970.
+var (
+	minTime = time.Unix(0, 0).UTC()
+	maxTime = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+)
 
 // Duration reads a duration parameter ("15s", "1m" or plain seconds).
 func Duration(q url.Values, name string, def time.Duration) (time.Duration, error) {

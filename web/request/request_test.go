@@ -31,6 +31,11 @@ func TestRangeReadsBothFormsAndNamesTheBadParameter(t *testing.T) {
 		"from=yesterday&to=2026-03-02T07:00:00Z":            "from",
 		"from=2026-03-02T07:00:00Z&to=2026-03-02T06:00:00Z": "to",
 		"from=2026-01-01T00:00:00Z&to=2026-03-02T06:00:00Z": "from", // longer than the maximum
+		// Times no column or JSON answer can hold were 500s.
+		"from=9000000000000000&to=9000000000003600":          "from",
+		"from=253402300800&to=253402304400":                  "from",
+		"from=10000-01-01T00:00:00Z&to=2026-03-02T06:00:00Z": "from",
+		"from=-62135596800&to=2026-03-02T06:00:00Z":          "from",
 	} {
 		v, _ := url.ParseQuery(q)
 		_, _, err := request.Range(v, time.Time{}, time.Time{}, 31*24*time.Hour)
