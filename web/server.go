@@ -150,7 +150,16 @@ func NewServer(cfg Config, deps Deps) *Server {
 }
 
 // ServeHTTP makes Server an http.Handler.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.echo.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// HEAD is GET without the body (RFC 9110 §9.3.2), which link
+	// unfurlers and monitors probe with. The router sees a GET; net/http,
+	// which keeps the original request, drops the body it writes.
+	if r.Method == http.MethodHead {
+		r = r.Clone(r.Context())
+		r.Method = http.MethodGet
+	}
+	s.echo.ServeHTTP(w, r)
+}
 
 // Echo exposes the router, for tests that compare it with the OpenAPI document.
 func (s *Server) Echo() *echo.Echo { return s.echo }

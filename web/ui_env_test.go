@@ -189,6 +189,17 @@ func (b *browserClient) do(method, path string, form url.Values, hdr map[string]
 
 func (b *browserClient) get(path string) page { b.t.Helper(); return b.do("GET", path, nil, nil) }
 
+// share makes a share link as the page's button does and follows the
+// redirect to the page that shows it.
+func (b *browserClient) share(incidentPath string) page {
+	b.t.Helper()
+	made := b.post(incidentPath+"/share", nil)
+	if made.status != http.StatusSeeOther || made.header.Get("Location") != incidentPath {
+		b.t.Fatalf("share: %d to %q, want 303 to %s", made.status, made.header.Get("Location"), incidentPath)
+	}
+	return b.get(incidentPath)
+}
+
 // fragment fetches path as htmx does when it swaps target.
 func (b *browserClient) fragment(path, target string) page {
 	b.t.Helper()

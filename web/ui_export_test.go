@@ -18,7 +18,7 @@ func TestUIShareExport(t *testing.T) {
 	e := newUIEnv(t)
 	w := e.browser()
 	w.login(e.write)
-	made := w.post(e.incidentPath()+"/share", nil)
+	made := w.share(e.incidentPath())
 	link, _ := made.testid("share-url").Attr("value")
 	u, err := url.Parse(link)
 	if err != nil || !strings.HasPrefix(u.Path, "/s/") {

@@ -292,7 +292,7 @@ func TestUICSRFAndScopes(t *testing.T) {
 	}
 	// The header htmx sends counts as well as the form field.
 	r := writer.do("POST", share, url.Values{}, map[string]string{"X-CSRF-Token": writer.csrf})
-	if r.status != http.StatusOK {
+	if r.status != http.StatusSeeOther {
 		t.Fatalf("share with the CSRF header: %d %s", r.status, r.body)
 	}
 	if r := writer.post("/logout", url.Values{"csrf": {"x"}}); r.status != http.StatusForbidden {
@@ -333,24 +333,28 @@ func TestUIShareLink(t *testing.T) {
 	e := newUIEnv(t)
 	w := e.browser()
 	w.login(e.write)
-	// The link is in the answer that makes it, and only there: only its
-	// hash is kept.
-	made := w.post(e.incidentPath()+"/share", nil)
-	if made.status != http.StatusOK {
-		t.Fatalf("share: %d", made.status)
-	}
+	// The link is on the page the making redirects to, and only there:
+	// only its hash is kept, and it is never in a URL.
+	made := w.share(e.incidentPath())
 	link, _ := made.testid("share-url").Attr("value")
 	u, err := url.Parse(link)
 	if err != nil || !strings.HasPrefix(u.Path, "/s/") || len(u.Path) < 3+32 {
 		t.Fatalf("share URL %q", link)
 	}
+	if made.header.Get("Cache-Control") != "no-store" {
+		t.Errorf("the page showing the link: Cache-Control %q", made.header.Get("Cache-Control"))
+	}
+	// Reloading is a GET: it neither makes another link nor shows this one.
 	later := w.get(e.incidentPath())
 	if later.testid("share-url").Length() != 0 || strings.Contains(later.body, u.Path) {
 		t.Error("the incident page shows the link again")
 	}
+	if r := e.browser().get(u.Path); r.status != http.StatusOK {
+		t.Errorf("the link after a reload: %d", r.status)
+	}
 	later.mustHave(t, "shared incident page", "share-since", "share-new", "revoke")
 	// Making a new link replaces the old one.
-	again := w.post(e.incidentPath()+"/share", nil)
+	again := w.share(e.incidentPath())
 	second, _ := again.testid("share-url").Attr("value")
 	if second == "" || second == link {
 		t.Fatalf("second share: %d %q", again.status, second)
@@ -361,6 +365,13 @@ func TestUIShareLink(t *testing.T) {
 	u, _ = url.Parse(second)
 
 	anon := e.browser() // no cookie, like a chat crawler
+	// Link unfurlers probe with HEAD before they GET (a 405 there and
+	// some give up): the page and its card answer as GET would, bodiless.
+	for _, path := range []string{u.Path, u.Path + "/og.png"} {
+		if h := anon.do("HEAD", path, nil, nil); h.status != 200 || h.body != "" || h.header.Get("Content-Type") == "" {
+			t.Errorf("HEAD %s: %d, %q, %d bytes", path, h.status, h.header.Get("Content-Type"), len(h.body))
+		}
+	}
 	p := anon.get(u.Path)
 	if p.status != 200 {
 		t.Fatalf("share link without login: %d", p.status)

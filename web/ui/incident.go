@@ -23,6 +23,12 @@ import (
 // ShowIncident is GET /incidents/{id}: the permalink. An htmx request
 // targeting #filtered or #sample-table gets only that region.
 func (p *Pages) ShowIncident(c echo.Context, id int64) error {
+	if fragmentTarget(c.Request()) == "" {
+		if u := p.takeNewShare(c, id); u != "" { // right after making a link: shown once, never cached
+			c.Set(newShareURLKey, u)
+			return p.incidentPage(c, id, incidentPath(id), false)
+		}
+	}
 	return p.showIncidentCached(c, id) // pagecache.go; renders with incidentPage
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -21,10 +22,13 @@ import (
 // points at /s/{token}/og.png. Neither names a tenant nor quotes a sample.
 
 // CreateShareLink is POST /incidents/{id}/share: make a new share link
-// (replacing the incident's previous one) and answer with the incident
-// page showing it. Only the link's hash is kept, so this answer is the one
-// time it can be read; it is not a redirect, which would have to carry the
-// secret in a URL or a cookie.
+// (replacing the incident's previous one) and redirect to the incident
+// page, which shows it once. Only the link's hash is kept, so the link
+// rides to that page in a flash cookie — HttpOnly, SameSite=Strict, for
+// this incident's path only, two minutes at most, cleared when read —
+// not in the URL, where history and logs would keep it. Answering the
+// POST with the page instead made a reload post again and kill the link
+// just pasted into chat.
 func (p *Pages) CreateShareLink(c echo.Context, id int64) error {
 	tok, err := p.store.CreateShareLink(c.Request().Context(), id)
 	if err != nil {
@@ -32,8 +36,32 @@ func (p *Pages) CreateShareLink(c echo.Context, id int64) error {
 	}
 	p.share.forget(id)
 	p.pages.forget(id)
-	c.Set(newShareURLKey, p.ShareURL(tok))
-	return p.incidentPage(c, id, incidentPath(id), false)
+	c.SetCookie(p.newShareCookie(id, tok, 120))
+	return c.Redirect(http.StatusSeeOther, incidentPath(id))
+}
+
+// newShareCookie carries a share link just made to the page that shows
+// it (maxAge −1 clears it).
+func (p *Pages) newShareCookie(id int64, tok string, maxAge int) *http.Cookie {
+	return &http.Cookie{Name: newShareCookie, Value: tok, Path: incidentPath(id), MaxAge: maxAge, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: strings.HasPrefix(p.cfg.PublicURL, "https://")}
+}
+
+const newShareCookie = "waterline_new_share"
+
+// takeNewShare reads and clears the flash cookie of a link just made for
+// incident id: its URL, or "" when there is none (or it is not this
+// incident's live link).
+func (p *Pages) takeNewShare(c echo.Context, id int64) string {
+	ck, err := c.Cookie(newShareCookie)
+	if err != nil || ck.Value == "" {
+		return ""
+	}
+	c.SetCookie(p.newShareCookie(id, "", -1))
+	if got, err := p.store.SharedIncident(c.Request().Context(), ck.Value); err != nil || got != id {
+		return ""
+	}
+	return p.ShareURL(ck.Value)
 }
 
 // newShareURLKey carries a link just made to the page that shows it once.
@@ -166,6 +194,14 @@ func (p *Pages) openGraph(ctx context.Context, d *incidentData, base string) *vi
 			in.TopCategory, in.TopScore = string(d.an.Causes[0].Category), d.an.Causes[0].Score
 		}
 		in.P99Before, in.P99After = d.an.P99BeforeMs, d.an.P99DuringMs
+		if len(d.an.Impact) > 0 { // the hardest-hit model's own figures
+			im := d.an.Impact[0]
+			in.Model, in.Quantile, in.Status = im.Model, im.Quantile, im.Status
+			if im.BaselineP99Ms > 0 && im.DuringP99Ms > 0 {
+				in.P99Before, in.P99After = im.BaselineP99Ms, im.DuringP99Ms
+			}
+		}
+		in.Onset = d.an.Onset
 	}
 	return views.BuildOpenGraph(in)
 }
@@ -194,13 +230,13 @@ func (p *Pages) ogImage(c echo.Context, id int64, base string) error {
 	}
 	og := p.openGraph(ctx, d, base)
 	from, to := d.view().Window(p.now())
-	in := views.OGImageInput{Heading: "Incident #" + strconv.FormatInt(id, 10), Title: og.Title, From: from, To: to}
+	heading := "Incident #" + strconv.FormatInt(id, 10)
+	in := views.OGImageInput{Heading: heading, Title: strings.TrimPrefix(og.Title, heading+": "), From: from, To: to}
 	for _, l := range og.Labels {
-		switch l.K {
-		case "Top cause":
-			in.Cause = "Top cause: " + l.V
-		case "P99 before → during":
-			in.P99 = "P99 " + l.V
+		if l.K == views.OGLabelCause {
+			in.Cause = views.OGLabelCause + ": " + l.V
+		} else {
+			in.P99 = l.K + " " + l.V
 		}
 	}
 	if in.Cause == "" {

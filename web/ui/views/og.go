@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/waterline-dev/waterline/correlate"
 )
@@ -18,32 +19,52 @@ type OGInput struct {
 	TopCategory         string
 	TopScore            float64
 	P99Before, P99After float64
-	URL, Image          string
-	Tenants             []string
+	// Model, Quantile ("P99" when empty) and Status ("ongoing",
+	// "recovered") are the hardest-hit model's; Onset the spike's.
+	Model, Quantile, Status string
+	Onset                   *time.Time
+	URL, Image              string
+	Tenants                 []string
 }
 
-// BuildOpenGraph makes the unfurl card: title, top cause, P99 before →
-// during. Cause summaries and sample content are never used (they name
-// tenants and requests); the title is scrubbed of tenant names.
+// BuildOpenGraph makes the unfurl card: title, likely cause, the model's
+// latency before → during, and since when. Cause summaries and sample
+// content are never used (they name tenants and requests); the title is
+// scrubbed of tenant names.
 func BuildOpenGraph(in OGInput) *OpenGraph {
 	title := "Incident #" + strconv.FormatInt(in.ID, 10) + ": " + ScrubTenants(in.Title, in.Tenants)
 	og := &OpenGraph{Title: title, URL: in.URL, Image: in.Image}
 	var desc []string
 	if in.TopCategory != "" {
-		cause := CategoryLabel(in.TopCategory) + " (score " + strconv.FormatFloat(in.TopScore, 'f', 2, 64) + ")"
-		desc = append(desc, "Top cause: "+cause)
-		og.Labels = append(og.Labels, KV{"Top cause", cause})
+		cause := CategoryLabel(in.TopCategory) + " (" + strconv.FormatFloat(in.TopScore, 'f', 2, 64) + ")"
+		desc = append(desc, "Likely cause: "+cause)
+		og.Labels = append(og.Labels, KV{OGLabelCause, cause})
 	} else {
 		desc = append(desc, "Analysis pending")
 	}
 	if in.P99Before > 0 || in.P99After > 0 {
+		q := in.Quantile
+		if q == "" {
+			q = "P99"
+		}
+		what := strings.TrimSpace(in.Model + " " + q)
 		p := FmtMs(in.P99Before) + " → " + FmtMs(in.P99After)
-		desc = append(desc, "P99 "+p)
-		og.Labels = append(og.Labels, KV{"P99 before → during", p})
+		line := what + " " + p
+		if in.Status != "" {
+			line += ", " + in.Status
+		}
+		desc = append(desc, line)
+		og.Labels = append(og.Labels, KV{what, p})
+	}
+	if in.Onset != nil {
+		desc = append(desc, "since "+in.Onset.UTC().Format("15:04")+" UTC")
 	}
 	og.Description = strings.Join(desc, " · ")
 	return og
 }
+
+// OGLabelCause is the card label of the likely cause.
+const OGLabelCause = "Likely cause"
 
 // ScrubTenants replaces every tenant name in s (case-insensitively, longest
 // first so "acme-eu" goes before "acme") with "[tenant]".

@@ -53,7 +53,7 @@ func OGImage(in OGImageInput) ([]byte, error) {
 	img := image.NewRGBA(image.Rect(0, 0, OGWidth, OGHeight))
 	draw.Draw(img, img.Bounds(), &image.Uniform{ogBG}, image.Point{}, draw.Src)
 	draw.Draw(img, image.Rect(0, 0, OGWidth, 90), &image.Uniform{ogHeader}, image.Point{}, draw.Src)
-	text(img, 40, 22, 4, color.White, "Waterline · "+in.Heading)
+	text(img, 40, 22, 4, color.White, "Waterline - "+in.Heading) // basicfont's middle dot reads as "@" when scaled
 	text(img, 40, 110, 3, ogInk, clip(in.Title, 50))
 	text(img, 40, 165, 3, ogInk, clip(in.Cause, 50))
 	text(img, 40, 215, 3, ogOnset, clip(in.P99, 50))

@@ -256,13 +256,20 @@ func TestSampleTable(t *testing.T) {
 }
 
 func TestOpenGraphNeverNamesTenants(t *testing.T) {
+	onset := time.Date(2026, 3, 2, 20, 2, 40, 0, time.UTC)
 	og := BuildOpenGraph(OGInput{ID: 5, Title: "P99 up for ACME-EU and t-acme", TopCategory: "capacity", TopScore: 0.8,
-		P99Before: 420, P99After: 1900, Tenants: []string{"t-acme", "acme-eu", "acme"}})
+		P99Before: 420, P99After: 1900, Tenants: []string{"t-acme", "acme-eu", "acme"},
+		Model: "chat-7b", Quantile: "P95", Status: "ongoing", Onset: &onset})
 	if og.Title != "Incident #5: P99 up for [tenant] and [tenant]" {
 		t.Errorf("title %q", og.Title)
 	}
-	if og.Description != "Top cause: Capacity / traffic peak (score 0.80) · P99 420 ms → 1,900 ms" {
+	// What a chat reader needs at a glance: the likely cause, which
+	// model, how far and since when — no scoring jargon.
+	if og.Description != "Likely cause: Capacity / traffic peak (0.80) · chat-7b P95 420 ms → 1,900 ms, ongoing · since 20:02 UTC" {
 		t.Errorf("description %q", og.Description)
+	}
+	if og := BuildOpenGraph(OGInput{ID: 5, Title: "x", P99Before: 420, P99After: 1900}); og.Description != "Analysis pending · P99 420 ms → 1,900 ms" {
+		t.Errorf("description without analysis details %q", og.Description)
 	}
 	if ScrubTenants("nothing here", nil) != "nothing here" {
 		t.Error("scrub without tenants changed the text")
