@@ -128,6 +128,16 @@ func (e *uiEnv) storeAnalysis(t *testing.T) {
 
 func (e *uiEnv) incidentPath() string { return fmt.Sprintf("/incidents/%d", e.id) }
 
+// sharePath makes the incident's share link and returns its path.
+func (e *uiEnv) sharePath(t *testing.T) string {
+	t.Helper()
+	tok, err := e.st.CreateShareLink(context.Background(), e.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "/s/" + tok
+}
+
 // browserClient is a cookie-keeping client that does not follow
 // redirects, so tests see them.
 type browserClient struct {

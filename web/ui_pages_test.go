@@ -576,3 +576,26 @@ func TestUIHomeMarksSourcesWithoutSeries(t *testing.T) {
 		t.Errorf("the mark is on %q, want the vllm source's row", row)
 	}
 }
+
+// A browser's navigation gets the page above the fold and htmx loads the
+// rest when scrolled to. Without script that never happens: the region's
+// link must then lead to the whole page — a browser with scripts off
+// still sends Sec-Fetch-Mode: navigate, and got the light page again.
+func TestLazyRegionLinkWorksWithoutScript(t *testing.T) {
+	e := newUIEnv(t)
+	w := e.browser()
+	w.login(e.read)
+	nav := map[string]string{"Sec-Fetch-Mode": "navigate"}
+	for _, base := range []string{e.incidentPath(), e.sharePath(t)} {
+		light := w.do("GET", base, nil, nav)
+		link, ok := light.doc.Find(`[data-testid=filtered-lazy] a`).Attr("href")
+		if light.status != 200 || !ok || light.testid("sample-table").Length() != 0 {
+			t.Fatalf("%s: navigation got %d, lazy link %q, sample table %d", base, light.status, link, light.testid("sample-table").Length())
+		}
+		whole := w.do("GET", link, nil, nav)
+		if whole.status != 200 || whole.testid("filtered-lazy").Length() != 0 || whole.testid("sample-table").Length() == 0 {
+			t.Errorf("%s: following %q without script: %d, lazy %d, sample table %d", base, link, whole.status,
+				whole.testid("filtered-lazy").Length(), whole.testid("sample-table").Length())
+		}
+	}
+}

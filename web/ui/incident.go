@@ -91,7 +91,7 @@ func (p *Pages) incidentPage(c echo.Context, id int64, base string, readOnly boo
 	// the tests' HTTP clients) sends no Sec-Fetch-Mode and gets it whole.
 	var f views.Filtered
 	if lazyNavigation(c.Request()) {
-		f = views.Filtered{Base: st.Base, Lazy: st.URL()}
+		f = views.Filtered{Base: st.Base, Lazy: st.URL(), Whole: wholePage(st.URL())}
 	} else if f, err = p.filtered(ctx, d, st); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ package ui
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/a-h/templ"
@@ -81,9 +82,24 @@ func render(c echo.Context, status int, cmp templ.Component) error {
 
 // lazyNavigation reports whether r is a browser's navigation to a full
 // page: it gets the page above the fold, and htmx loads the rest when it
-// is scrolled to. Whatever runs no script sends no Sec-Fetch-Mode.
+// is scrolled to. Crawlers and curl send no Sec-Fetch-Mode; a browser with
+// scripts off does, and follows the lazy region's link, which asks for
+// the whole page (wholeParam).
 func lazyNavigation(r *http.Request) bool {
-	return r.Header.Get("Sec-Fetch-Mode") == "navigate" && fragmentTarget(r) == ""
+	return r.Header.Get("Sec-Fetch-Mode") == "navigate" && fragmentTarget(r) == "" && r.URL.Query().Get(wholeParam) == ""
+}
+
+// wholeParam asks a navigation for the whole page, below the fold too.
+const wholeParam = "whole"
+
+// wholePage is the lazy region's link for a browser without scripts: the
+// whole page, scrolled to the region.
+func wholePage(u string) string {
+	sep := "?"
+	if strings.Contains(u, "?") {
+		sep = "&"
+	}
+	return u + sep + wholeParam + "=1#timeline"
 }
 
 // pageVariant names which answer a request gets, for the page caches' keys:

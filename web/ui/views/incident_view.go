@@ -385,6 +385,7 @@ func alignedRows(evs []correlate.AlignedEvent) []AlignedRow {
 type Filtered struct {
 	Base     string
 	Lazy     string // when set, the region is loaded from this URL once scrolled into view
+	Whole    string // … and without script, its link leads to the whole page here
 	Chips    []Link // active filters; each link removes its filter
 	Clear    string
 	Timeline Timeline
