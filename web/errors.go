@@ -66,10 +66,12 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 		status, body = http.StatusServiceUnavailable, wire.Error{Error: "request timed out"}
 	case store.IsUnavailable(err):
 		// The client (Alertmanager, a gateway) should retry, which 503 and
-		// Retry-After say; writes are idempotent, so a retry after a commit
-		// whose answer was lost stores nothing twice.
+		// Retry-After say. Ingest is idempotent, so a retry after a commit
+		// whose answer was lost stores nothing twice; not every write is
+		// (a webhook registered, an incident without an Idempotency-Key),
+		// so the answer promises nothing about that.
 		c.Response().Header().Set("Retry-After", "1")
-		status, body = http.StatusServiceUnavailable, wire.Error{Error: "database unavailable; retry shortly (writes are idempotent, so retrying is safe)"}
+		status, body = http.StatusServiceUnavailable, wire.Error{Error: "database unavailable; retry shortly"}
 	}
 	if status >= 500 {
 		s.log.ErrorContext(req.Context(), "request failed", "request_id", requestID(c),

@@ -250,8 +250,15 @@ func TestWebhookTargetsAndMasking(t *testing.T) {
 			t.Errorf("query names are not kept: %s", body)
 		}
 	}
-	if n := e.count("SELECT count(*) FROM webhooks"); n != 1 {
-		t.Errorf("%d webhooks stored, want 1", n)
+	// A user name without a password is a token (Go sends it as basic
+	// auth), and so is a bare query key: both are masked too.
+	r = reg("https://apitoken123@hooks.example.com/in?barekey456")
+	if r.status != http.StatusCreated || bytes.Contains(r.body, []byte("apitoken123")) || bytes.Contains(r.body, []byte("barekey456")) ||
+		!bytes.Contains(r.body, []byte("hooks.example.com/in")) {
+		t.Errorf("token-only user info or bare query key: %d %s", r.status, r.body)
+	}
+	if n := e.count("SELECT count(*) FROM webhooks"); n != 2 {
+		t.Errorf("%d webhooks stored, want 2", n)
 	}
 }
 

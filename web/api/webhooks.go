@@ -26,16 +26,25 @@ func webhookView(w store.Webhook) wire.Webhook {
 }
 
 // maskURL hides a URL's password and its query values, keeping the names.
+// A user name without a password (https://token@host/) and a bare query
+// key (?token) are credentials themselves, and are hidden whole.
 func maskURL(raw string) string {
 	p, err := url.Parse(raw)
 	if err != nil {
 		return "(unreadable URL)"
+	}
+	if p.User != nil {
+		if _, hasPassword := p.User.Password(); !hasPassword {
+			p.User = url.User("xxxxx")
+		}
 	}
 	if p.RawQuery != "" {
 		parts := strings.Split(p.RawQuery, "&")
 		for i, kv := range parts {
 			if k, _, ok := strings.Cut(kv, "="); ok {
 				parts[i] = k + "=xxxxx"
+			} else if kv != "" {
+				parts[i] = "xxxxx"
 			}
 		}
 		p.RawQuery = strings.Join(parts, "&")
