@@ -2,7 +2,6 @@ package diagnose
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -165,26 +164,22 @@ func (d *Detector) Once(ctx context.Context) error {
 				continue
 			}
 		}
-		inc, err := d.st.OpenDetectorIncident(ctx, sp.Scope.Model, sp.Onset, d.opt.Merge)
+		inc, created, err := d.opt.Incidents.OpenForSpike(ctx, sp.Scope.Model, sp.Onset, d.opt.Merge, store.NewIncident{
+			Title:  fmt.Sprintf("%s spike on %s (%s → %s)", quantileName(sp.Role), sp.Scope.Model, fmtMs(sp.Baseline), fmtMs(sp.PeakValue)),
+			Source: store.SourceDetector,
+			Start:  sp.Onset.Add(-30 * time.Minute),
+			Scope:  correlate.Scope{Model: sp.Scope.Model},
+		})
 		switch {
-		case errors.Is(err, store.ErrNotFound):
-			inc, err = d.opt.Incidents.Open(ctx, store.NewIncident{
-				Title:  fmt.Sprintf("%s spike on %s (%s → %s)", quantileName(sp.Role), sp.Scope.Model, fmtMs(sp.Baseline), fmtMs(sp.PeakValue)),
-				Source: store.SourceDetector,
-				Start:  sp.Onset.Add(-30 * time.Minute),
-				Scope:  correlate.Scope{Model: sp.Scope.Model},
-			})
-			if err != nil {
-				return err
-			}
+		case err != nil:
+			return err
+		case created:
 			if change != nil {
 				d.opt.Log.Info("detector opened incident on a spike that follows a change", "incident", inc.ID,
 					"model", sp.Scope.Model, "onset", sp.Onset, "change", change.ID, "kind", change.Kind)
 			} else {
 				d.opt.Log.Info("detector opened incident", "incident", inc.ID, "model", sp.Scope.Model, "onset", sp.Onset)
 			}
-		case err != nil:
-			return err
 		case inc.End != nil:
 			if err := d.opt.Incidents.SetEnd(ctx, inc.ID, nil); err != nil { // a new spike reopens the window
 				return err

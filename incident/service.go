@@ -90,6 +90,20 @@ func (s *Service) OpenOnce(ctx context.Context, n store.NewIncident) (store.Inci
 	return in, created, nil
 }
 
+// OpenForSpike returns the open detector incident a spike of model at
+// onset joins, or opens n for it — one step, so detectors racing open one
+// (see store.FindOrOpenDetectorIncident). created says it was opened.
+func (s *Service) OpenForSpike(ctx context.Context, model string, onset time.Time, merge time.Duration, n store.NewIncident) (store.Incident, bool, error) {
+	in, created, err := s.st.FindOrOpenDetectorIncident(ctx, model, onset, merge, n)
+	if err != nil {
+		return store.Incident{}, false, err
+	}
+	if created {
+		s.Notify(in.ID)
+	}
+	return in, created, nil
+}
+
 // SetEnd moves the end of an incident's window (nil: open-ended again).
 func (s *Service) SetEnd(ctx context.Context, id int64, end *time.Time) error {
 	if err := s.st.SetIncidentEnd(ctx, id, end); err != nil {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/waterline-dev/waterline/correlate"
@@ -90,6 +91,26 @@ func (s *Store) OpenDetectorIncident(ctx context.Context, model string, onset ti
 		return Incident{}, wrap("open detector incident", err)
 	}
 	return in, nil
+}
+
+// FindOrOpenDetectorIncident is OpenDetectorIncident and, when that finds
+// none, CreateIncidentOnce(n), as one step under a transaction's advisory
+// lock: two detectors passing at once (the detect lease changing hands)
+// otherwise both found nothing and opened two incidents for one spike.
+// created says whether n was opened.
+func (s *Store) FindOrOpenDetectorIncident(ctx context.Context, model string, onset time.Time, merge time.Duration, n NewIncident) (in Incident, created bool, err error) {
+	err = s.InTx(ctx, func(tx *Store) error {
+		if _, err := tx.db.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('waterline.detector.open'))`); err != nil {
+			return wrap("lock detector incidents", err)
+		}
+		in, err = tx.OpenDetectorIncident(ctx, model, onset, merge)
+		if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		in, created, err = tx.CreateIncidentOnce(ctx, n)
+		return err
+	})
+	return in, created, err
 }
 
 // SetIncidentEnd sets (or clears, with nil) an incident's window end.

@@ -1,0 +1,49 @@
+package store_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/store/storetest"
+)
+
+// Two detectors pass at once while the detect lease changes hands (the
+// old holder learns it lost the lease only at its next check): each
+// found no open incident for the spike and opened one, and the spike
+// joined only one of them — the other stayed open for good. Finding and
+// opening are one step: however many race, one incident.
+func TestDetectorsRacingOpenOneIncident(t *testing.T) {
+	st := store.New(storetest.NewPool(t))
+	ctx := context.Background()
+	onset := time.Now().UTC().Add(-10 * time.Minute).Truncate(time.Second)
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		ids     = map[int64]bool{}
+		created int
+	)
+	for range 8 {
+		wg.Go(func() {
+			in, made, err := st.FindOrOpenDetectorIncident(ctx, "chat", onset, 15*time.Minute, store.NewIncident{
+				Title: "P99 spike on chat", Source: store.SourceDetector, Start: onset.Add(-30 * time.Minute), Scope: correlate.Scope{Model: "chat"}})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			ids[in.ID] = true
+			if made {
+				created++
+			}
+		})
+	}
+	wg.Wait()
+	if len(ids) != 1 || created != 1 {
+		t.Fatalf("%d incidents, %d created; want one", len(ids), created)
+	}
+}
