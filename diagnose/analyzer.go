@@ -80,9 +80,15 @@ func (a *Analyzer) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-// enqueueStale queues open incidents (and any without a ready analysis) so
-// that new data for their window leads to a new version.
+// enqueueStale queues open incidents, so that new data for their window
+// leads to a new version, and resolved ones whose analysis failed or never
+// finished (a few minutes after their last attempt).
 func (a *Analyzer) enqueueStale(ctx context.Context) {
+	if ids, err := a.st.ResolvedWithoutReadyAnalysis(ctx, retryFailedAfter, 50); err == nil {
+		for _, id := range ids {
+			a.Enqueue(id)
+		}
+	}
 	cursor := ""
 	for {
 		page, next, err := a.st.ListIncidents(ctx, store.IncidentFilter{Status: store.IncidentOpen, Cursor: cursor, Limit: 200})
@@ -98,6 +104,10 @@ func (a *Analyzer) enqueueStale(ctx context.Context) {
 		cursor = next
 	}
 }
+
+// retryFailedAfter is how long a resolved incident's failed (or
+// abandoned) analysis waits before it is tried again.
+const retryFailedAfter = 5 * time.Minute
 
 // Analyze analyses one incident now and returns the stored version. Unless
 // force is set it does nothing when the newest ready analysis was computed

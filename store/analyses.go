@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // AnalysisRecord is one version of an incident's analysis. Result is the
@@ -59,6 +61,26 @@ func (s *Store) StartAnalysis(ctx context.Context, incidentID int64, digest stri
 		SELECT $1, COALESCE(max(version), 0) + 1, 'pending', $2 FROM analyses WHERE incident_id = $1
 		RETURNING version`, incidentID, digest).Scan(&v)
 	return v, wrap("start analysis", err)
+}
+
+// ResolvedWithoutReadyAnalysis lists resolved incidents (newest first, at
+// most limit) that have no ready analysis and whose last attempt began
+// more than pause ago: it failed, or its analyzer died before finishing.
+// Open incidents are analysed again anyway; these would show "failed" or
+// "pending" for good. Only incidents changed in the last week are looked
+// at: older ones have had their retries.
+func (s *Store) ResolvedWithoutReadyAnalysis(ctx context.Context, pause time.Duration, limit int) ([]int64, error) {
+	rows, err := s.db.Query(ctx, `
+		SELECT i.id FROM incidents i
+		WHERE i.status = 'resolved' AND i.updated_at > now() - interval '7 days'
+		  AND NOT EXISTS (SELECT 1 FROM analyses a WHERE a.incident_id = i.id AND a.status = 'ready')
+		  AND NOT EXISTS (SELECT 1 FROM analyses a WHERE a.incident_id = i.id AND a.created_at > now() - $1 * interval '1 second')
+		ORDER BY i.id DESC LIMIT $2`, pause.Seconds(), limit)
+	if err != nil {
+		return nil, wrap("resolved without ready analysis", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	return ids, wrap("resolved without ready analysis", err)
 }
 
 // FinishAnalysis stores the result (or the failure) of a version.
