@@ -35,6 +35,17 @@ func (s *Store) TryLease(ctx context.Context, name string) (l *Lease, ok bool, e
 	if err != nil {
 		return nil, false, wrap("lease "+name, err)
 	}
+	// A holder whose host dies or is cut off sends no FIN, and the server
+	// would hold its session, and the lock, until the kernel's keepalive
+	// gives up: two hours and more. Probing after 10 s of silence, three
+	// times 5 s apart, and giving up on unacknowledged writes after 25 s,
+	// frees the lease for another replica within half a minute. (Ignored
+	// over a Unix socket, where a dead peer is seen at once.)
+	if _, err := conn.Exec(ctx, `SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5;
+		SET tcp_keepalives_count = 3; SET tcp_user_timeout = 25000`); err != nil {
+		conn.Release()
+		return nil, false, wrap("lease "+name, err)
+	}
 	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtext('waterline.lease.' || $1))`, name).Scan(&ok); err != nil {
 		conn.Release()
 		return nil, false, wrap("lease "+name, err)

@@ -222,6 +222,15 @@ func TestLeaseOneHolderAndFailover(t *testing.T) {
 	if err := la.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// A holder whose host dies sends no FIN: the server ends its session,
+	// and frees the lock, when TCP keepalives go unanswered — after 25 s,
+	// not the kernel's default of two hours and more.
+	for name, want := range map[string]string{"tcp_keepalives_idle": "10", "tcp_keepalives_interval": "5",
+		"tcp_keepalives_count": "3", "tcp_user_timeout": "25000"} {
+		if got, err := la.Setting(ctx, name); err != nil || got != want {
+			t.Errorf("lease session %s = %q (%v), want %s", name, got, err, want)
+		}
+	}
 	if held, err := b.LeaseHeld(ctx, "pull"); err != nil || !held {
 		t.Fatalf("LeaseHeld = %v, %v", held, err)
 	}

@@ -15,8 +15,9 @@ const detectLease = "detect"
 
 // runLeased runs job while this replica holds the lease name, until ctx
 // ends. It campaigns every retry; while it holds the lease it checks it
-// every retry and, when the lease is lost (its connection died), cancels
-// job, waits for it and campaigns again. A replica that dies loses its
+// every retry and, when the lease is lost (its connection died, or the
+// check went unanswered for a retry), cancels job, waits for it and
+// campaigns again. A replica that dies loses its
 // lease with its connection, and another takes over on its next try.
 func runLeased(ctx context.Context, st *store.Store, name string, retry time.Duration, log *slog.Logger, job func(context.Context)) {
 	for {
@@ -30,7 +31,14 @@ func runLeased(ctx context.Context, st *store.Store, name string, retry time.Dur
 			done := make(chan struct{})
 			go func() { job(jctx); close(done) }()
 			for sleepCtx(ctx, retry) {
-				if err := lease.Check(ctx); err != nil {
+				// A check that gets no answer in one interval is a lost
+				// lease: a holder cut off from Postgres would otherwise
+				// wait for the kernel to give up on the socket, running
+				// its job beside the replica that took the lease over.
+				cctx, cancelCheck := context.WithTimeout(ctx, retry)
+				err := lease.Check(cctx)
+				cancelCheck()
+				if err != nil {
 					if ctx.Err() == nil {
 						log.Warn("lost the lease; stopping until re-elected", "lease", name, "err", err)
 					}
