@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
+
 	"github.com/waterline-dev/waterline/store"
 )
 
@@ -191,7 +193,8 @@ func (p *Puller) tickSource(ctx context.Context, src string, now, end time.Time)
 		cursor = from
 	}
 	p.met.cursorAt(src, cursor)
-	for _, c := range chunks(from, end, p.cfg.Step, p.cfg.MaxChunk) {
+	for cs := chunks(from, end, p.cfg.Step, p.cfg.MaxChunk); len(cs) > 0; {
+		c := cs[0]
 		b, err := p.fetch(ctx, src, c)
 		if err == nil {
 			err = p.commit(ctx, b, func(tx *store.Store, points int64) error {
@@ -202,6 +205,14 @@ func (p *Puller) tickSource(ctx context.Context, src string, now, end time.Time)
 			if ctx.Err() != nil {
 				return stored, ctx.Err()
 			}
+			// Too much for Prometheus at once (a catch-up after a long
+			// outage): the rest in halves, rather than the same range
+			// every round with the cursor stuck and live data unpulled.
+			if half := c.to.Sub(c.from) / 2; tooBig(err) && half >= minChunkSteps*p.cfg.Step {
+				p.log.Info("pull: chunk refused; asking in halves", "source", src, "from", c.from, "to", c.to, "err", err)
+				cs = chunks(c.from, end, p.cfg.Step, half)
+				continue
+			}
 			p.met.failed(src, p.now())
 			if rerr := p.st.RecordPullError(context.WithoutCancel(ctx), src, maxTime(cursor, c.from), end, p.now(), err.Error(), true); rerr != nil {
 				p.log.Warn("pull: cannot record the error", "source", src, "err", rerr)
@@ -211,8 +222,23 @@ func (p *Puller) tickSource(ctx context.Context, src string, now, end time.Time)
 		cursor = c.to
 		stored += b.points()
 		p.met.pulled(src, c.to, p.now(), b.points())
+		cs = cs[1:]
 	}
 	return stored, nil
+}
+
+// minChunkSteps is the shortest chunk a refused one is halved down to.
+const minChunkSteps = 8
+
+// tooBig says whether a failed query may succeed over a shorter range:
+// Prometheus ran out of samples or time, or its query timed out on our
+// side, as opposed to a refused expression or an unreachable server.
+func tooBig(err error) bool {
+	var ae *v1.Error
+	if errors.As(err, &ae) {
+		return ae.Type == v1.ErrExec || ae.Type == v1.ErrTimeout || ae.Type == v1.ErrServer
+	}
+	return errors.Is(err, context.DeadlineExceeded)
 }
 
 // backoff is the wait before retry n (1-based): base·2^(n−1), capped, with

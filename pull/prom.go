@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
@@ -26,11 +27,31 @@ func newProm(url string, rt http.RoundTripper, compress bool) (*prom, error) {
 	if rt == nil {
 		rt = &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute, DisableCompression: !compress}
 	}
-	c, err := api.NewClient(api.Config{Address: url, RoundTripper: rt})
+	c, err := api.NewClient(api.Config{Address: url, RoundTripper: noPartial{rt}})
 	if err != nil {
 		return nil, fmt.Errorf("prometheus client for %s: %w", url, err)
 	}
 	return &prom{api: v1.NewAPI(c), timeout: 2 * time.Minute}, nil
+}
+
+// noPartial asks every query for a whole answer or an error: Thanos
+// (partial_response=false) and VictoriaMetrics' cluster
+// (deny_partial_response=1) otherwise answer with what the stores that
+// are up hold, a warning beside, which a pull would store as complete —
+// the cursor moved on, the hole never refilled, and a quantile over half
+// the fleet can fake a spike or a recovery. A failed chunk is recorded as
+// a gap and asked again. Prometheus ignores both.
+type noPartial struct{ next http.RoundTripper }
+
+func (n noPartial) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, "/query") || strings.HasSuffix(r.URL.Path, "/query_range") {
+		r = r.Clone(r.Context())
+		q := r.URL.Query()
+		q.Set("partial_response", "false")
+		q.Set("deny_partial_response", "1")
+		r.URL.RawQuery = q.Encode()
+	}
+	return n.next.RoundTrip(r)
 }
 
 // QueryError is a failed query: which source, which expression, and why.

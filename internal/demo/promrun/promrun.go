@@ -39,6 +39,8 @@ type Server struct {
 	// Progress, if set, is told how many backfill windows of how many are
 	// done, after each one.
 	Progress func(done, total int)
+	// Flags are more command-line flags for prometheus (a test's limits).
+	Flags []string
 
 	dir  string
 	data string
@@ -226,14 +228,14 @@ func (s *Server) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("promrun: %w", err)
 	}
-	cmd := exec.Command("prometheus",
-		"--config.file="+filepath.Join(s.dir, "prometheus.yml"),
-		"--storage.tsdb.path="+s.data,
+	cmd := exec.Command("prometheus", append([]string{
+		"--config.file=" + filepath.Join(s.dir, "prometheus.yml"),
+		"--storage.tsdb.path=" + s.data,
 		// Retention counts from the newest block: old data must not be
 		// deleted at start.
 		"--storage.tsdb.retention.time=100y",
-		"--web.listen-address="+s.addr,
-		"--log.level=warn")
+		"--web.listen-address=" + s.addr,
+		"--log.level=warn"}, s.Flags...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own process group: a Ctrl-C in the terminal reaches only our
 	// process, which then stops Prometheus in order.

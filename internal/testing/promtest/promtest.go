@@ -74,6 +74,9 @@ func (p *Prometheus) Scrape(t testing.TB, interval time.Duration, targets []prom
 	}
 }
 
+// SetFlags gives Prometheus more command-line flags from its next Start.
+func (p *Prometheus) SetFlags(flags ...string) { p.srv.Flags = flags }
+
 // Start runs Prometheus on the TSDB and waits until it is ready.
 func (p *Prometheus) Start(t testing.TB) {
 	t.Helper()

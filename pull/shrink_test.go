@@ -1,0 +1,109 @@
+package pull
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/waterline-dev/waterline/internal/testing/promtest"
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/store/storetest"
+)
+
+// After a long outage the first catch-up chunk (up to six hours) can be
+// more than Prometheus will evaluate at once: here a real Prometheus with
+// --query.max-samples refuses it. Asking for the same range every round
+// never moved the cursor, and live data was never pulled again. A refused
+// or timed-out chunk is asked again in halves, down to a few steps: the
+// round catches up, in smaller queries, and every point is stored once.
+// Each query also asks Thanos and VictoriaMetrics for no partial answers,
+// which they would otherwise return as complete.
+func TestRefusedCatchUpChunkIsAskedInHalves(t *testing.T) {
+	t.Parallel()
+	const models, points = 10, 6 * 240 // six hours at 15 s
+	start := time.Now().UTC().Truncate(time.Hour).Add(-7 * time.Hour)
+	var om strings.Builder
+	om.WriteString("# TYPE p99_ms gauge\n")
+	for i := 0; i < points; i++ {
+		for m := 0; m < models; m++ {
+			fmt.Fprintf(&om, "p99_ms{model=\"m-%d\"} %d %d\n", m, 100+i%17+m, start.Add(time.Duration(i)*15*time.Second).Unix())
+		}
+	}
+	om.WriteString("# EOF\n")
+	prom := promtest.New(t)
+	prom.Backfill(t, strings.NewReader(om.String()))
+	prom.SetFlags("--query.max-samples=6000") // 6 h × 10 series is 14,400
+	prom.Start(t)
+
+	target, _ := url.Parse(prom.URL)
+	var (
+		mu    sync.Mutex
+		spans []time.Duration
+		asked []url.Values
+	)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Director = func(r *http.Request) {
+		r.URL.Scheme, r.URL.Host, r.Host = target.Scheme, target.Host, target.Host
+		if strings.HasSuffix(r.URL.Path, "/query_range") {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body)) // forwarded as it came
+			form, _ := url.ParseQuery(string(body))
+			for k, v := range r.URL.Query() {
+				form[k] = v
+			}
+			from, _ := strconv.ParseFloat(form.Get("start"), 64)
+			to, _ := strconv.ParseFloat(form.Get("end"), 64)
+			mu.Lock()
+			spans = append(spans, time.Duration((to-from)*float64(time.Second)))
+			asked = append(asked, r.URL.Query())
+			mu.Unlock()
+		}
+	}
+	proxy := httptest.NewServer(rp)
+	defer proxy.Close()
+
+	st := storetest.New(t)
+	end := start.Add(time.Duration(points) * 15 * time.Second)
+	p := newPuller(t, st, proxy.URL, `lookback: 6h
+presets: []
+queries:
+  - role: latency_p99
+    level: model
+    labels: {model: model}
+    expr: p99_ms
+`, end)
+	if err := p.Tick(context.Background()); err != nil {
+		t.Fatalf("the catch-up round failed: %v (asked for %v)", err, spans)
+	}
+	cs, err := st.Curves(context.Background(), store.CurveFilter{From: start.Add(-time.Hour), To: end.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range cs {
+		n += len(c.Points)
+	}
+	if n < models*(points-8) {
+		t.Errorf("%d points stored, want about %d", n, models*points)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(spans) < 2 || spans[0] < 3*time.Hour || spans[len(spans)-1] > 2*time.Hour {
+		t.Errorf("asked for %v, want a long chunk first, then halves", spans)
+	}
+	for _, q := range asked {
+		if q.Get("partial_response") != "false" || q.Get("deny_partial_response") != "1" {
+			t.Fatalf("a query allowed partial answers: %v", q)
+		}
+	}
+}
