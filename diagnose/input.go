@@ -34,7 +34,7 @@ func LoadInput(ctx context.Context, st *store.Store, w correlate.Window, scope c
 		return in, fmt.Errorf("load curves: %w", err)
 	}
 	in.Step = stepOf(in.Curves)
-	in.Events, err = st.Events(ctx, store.EventFilter{From: w.From.Add(-eventLead), To: w.To})
+	in.Events, err = st.Events(ctx, store.EventFilter{From: w.From.Add(-eventLead), To: w.To, Limit: maxAnalysisEvents})
 	if err != nil {
 		return in, fmt.Errorf("load events: %w", err)
 	}
@@ -52,6 +52,11 @@ func LoadInput(ctx context.Context, st *store.Store, w correlate.Window, scope c
 	}
 	return in, nil
 }
+
+// maxAnalysisEvents bounds how many events one analysis reads: a crash
+// loop posts restarts by the thousand. Changes people make are kept first
+// (see store.Events).
+const maxAnalysisEvents = 20_000
 
 // maxAnalysisSamples bounds how many samples one analysis reads. Past it,
 // the fast samples are thinned (and re-weighted): the statistics the

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -64,18 +66,26 @@ type EventFilter struct {
 	From, To time.Time // half-open [From, To)
 	Scope    correlate.Scope
 	Kinds    []correlate.EventKind // empty = all
-	Limit    int                   // 0 = no limit
+	Limit    int                   // 0 = no limit; see Events for which are kept
 }
 
-// Events returns the events of f ordered by time.
+// Events returns the events of f ordered by time. Under a limit the
+// changes people make (deploys, rollbacks, config and route changes) are
+// kept first, then the fleet's reactions and faults (scaling, node faults,
+// alerts), then the rest (restarts, annotations), each earliest first: a
+// crash loop's thousands of restarts must not push the deploy out.
 func (s *Store) Events(ctx context.Context, f EventFilter) ([]correlate.Event, error) {
 	kinds := make([]string, len(f.Kinds))
 	for i, k := range f.Kinds {
 		kinds[i] = string(k)
 	}
-	limit := f.Limit
+	limit, order := f.Limit, "time, id"
 	if limit <= 0 {
 		limit = 1 << 30
+	} else {
+		order = `CASE WHEN kind IN ('deploy', 'rollback', 'config_change', 'route_change') THEN 0
+		              WHEN kind IN ('scale_up', 'scale_down', 'node_fault', 'node_recovered', 'alert') THEN 1
+		              ELSE 2 END, time, id`
 	}
 	rows, err := s.db.Query(ctx, `
 		SELECT id, kind, time, end_time, model, version, tenant, replica, node, source, summary, attrs
@@ -87,7 +97,7 @@ func (s *Store) Events(ctx context.Context, f EventFilter) ([]correlate.Event, e
 		  AND ($6 = '' OR replica = $6 OR replica = '')
 		  AND ($7 = '' OR node = $7 OR node = '')
 		  AND (cardinality($8::text[]) = 0 OR kind = ANY($8))
-		ORDER BY time, id
+		ORDER BY `+order+`
 		LIMIT $9`,
 		f.From, f.To, f.Scope.Model, f.Scope.Version, f.Scope.Tenant, f.Scope.Replica, f.Scope.Node, kinds, limit)
 	if err != nil {
@@ -118,5 +128,17 @@ func (s *Store) Events(ctx context.Context, f EventFilter) ([]correlate.Event, e
 		}
 		out = append(out, e)
 	}
-	return out, wrap("events", rows.Err())
+	if err := rows.Err(); err != nil {
+		return nil, wrap("events", err)
+	}
+	if f.Limit <= 0 {
+		return out, nil
+	}
+	slices.SortStableFunc(out, func(a, b correlate.Event) int {
+		if c := a.Time.Compare(b.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
 }
