@@ -29,7 +29,14 @@ type SLOFunc func(model string) (float64, bool)
 func LoadInput(ctx context.Context, st *store.Store, w correlate.Window, scope correlate.Scope, slo SLOFunc) (correlate.Input, error) {
 	in := correlate.Input{Window: w, Scope: scope, Step: 15 * time.Second, SLO: slo}
 	var err error
-	in.Curves, err = st.Curves(ctx, store.CurveFilter{From: w.From.Add(-curveLead), To: w.To})
+	cf := store.CurveFilter{From: w.From.Add(-curveLead), To: w.To}
+	if span := cf.To.Sub(cf.From); span > maxFineWindow {
+		// A window open for days: at most maxCurvePoints per curve, on a
+		// whole number of minutes, latency keeping each bucket's peak.
+		cf.Step = (span/maxCurvePoints + time.Minute - 1).Truncate(time.Minute)
+		cf.MaxRoles = store.PeakRoles
+	}
+	in.Curves, err = st.Curves(ctx, cf)
 	if err != nil {
 		return in, fmt.Errorf("load curves: %w", err)
 	}
@@ -52,6 +59,17 @@ func LoadInput(ctx context.Context, st *store.Store, w correlate.Window, scope c
 	}
 	return in, nil
 }
+
+// maxFineWindow is the longest window whose curves an analysis reads at
+// their own resolution (a day and its lead, as replays and most incidents
+// are); past it (an incident open for days: an alert
+// group that keeps firing, a manual incident without an end) they are
+// downsampled to at most maxCurvePoints points each, or every pass would
+// read more than the last until memory ran out.
+const (
+	maxFineWindow  = 26 * time.Hour
+	maxCurvePoints = 6240 // 26 h at 15 s
+)
 
 // maxAnalysisEvents bounds how many events one analysis reads: a crash
 // loop posts restarts by the thousand. Changes people make are kept first
