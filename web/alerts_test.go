@@ -212,12 +212,22 @@ func TestAlertmanagerBadPayloads(t *testing.T) {
 		{"no alerts", `{"groupKey":"g","status":"firing","alerts":[]}`, 422, "alerts"},
 		{"no startsAt", `{"groupKey":"g","status":"firing","alerts":[{"status":"firing","labels":{"a":"b"}}]}`, 422, "alerts[0].startsAt"},
 		{"wrong type", `{"groupKey":"g","status":"firing","alerts":"x"}`, 422, "alerts"},
+		{"bad startsAt", `{"groupKey":"g","status":"firing","alerts":[{"status":"firing","labels":{"a":"b"},"startsAt":"2026-11-29T11:00:00Z"},{"status":"firing","startsAt":"yesterday"}]}`, 422, "alerts[1].startsAt"},
+		{"bad endsAt", `{"groupKey":"g","status":"firing","alerts":[{"status":"firing","startsAt":"2026-11-29T11:00:00Z","endsAt":"soon"}]}`, 422, "alerts[0].endsAt"},
+		{"text after", `{"groupKey":"g","status":"firing","alerts":[{"status":"firing","labels":{"a":"b"},"startsAt":"2026-11-29T11:00:00Z"}]} garbage`, 400, ""},
 	}
 	for _, c := range cases {
 		r := e.post("/api/v1/alerts/alertmanager", "application/json", []byte(c.body))
 		if r.status != c.status || r.err.Field != c.field {
 			t.Errorf("%s: %d field %q (%s), want %d field %q", c.name, r.status, r.err.Field, r.err.Error, c.status, c.field)
 		}
+	}
+	// Alertmanager never compresses its webhook body: a gzip body is not
+	// one it sent, and is refused as such rather than as bad JSON.
+	r := e.do(request{method: "POST", path: "/api/v1/alerts/alertmanager", token: e.write, ctype: "application/json", encoding: "gzip",
+		body: gz(t, []byte(`{"groupKey":"g","status":"firing","alerts":[]}`))})
+	if r.status != http.StatusUnsupportedMediaType {
+		t.Errorf("gzip body: %d (%s), want 415", r.status, r.err.Error)
 	}
 	if n := e.count(`SELECT count(*) FROM incidents`); n != 0 {
 		t.Fatalf("%d incidents from bad payloads", n)

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -38,13 +39,22 @@ func Alertmanager(w http.ResponseWriter, req *http.Request, lim Limits, now time
 				Msg: fmt.Sprintf("unsupported Content-Type %q: send application/json", ct)}
 		}
 	}
-	var p wire.AlertmanagerPayload
-	dec := json.NewDecoder(http.MaxBytesReader(w, req.Body, maxAlertBody))
-	if err := dec.Decode(&p); err != nil {
+	// Alertmanager (and Grafana) never compress the webhook body.
+	if ce := req.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		return store.AlertGroup{}, &request.Error{Status: http.StatusUnsupportedMediaType, Field: "Content-Encoding",
+			Msg: fmt.Sprintf("unsupported Content-Encoding %q: send the notification uncompressed, as Alertmanager does", ce)}
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(w, req.Body, maxAlertBody))
+	if err != nil {
 		var me *http.MaxBytesError
 		if errors.As(err, &me) {
 			return store.AlertGroup{}, &request.Error{Status: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("notification larger than %d bytes", maxAlertBody)}
 		}
+		return store.AlertGroup{}, request.BadInput("", "reading the notification failed: %v", err)
+	}
+	var p wire.AlertmanagerPayload
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if err := dec.Decode(&p); err != nil {
 		if errors.Is(err, io.EOF) {
 			return store.AlertGroup{}, request.BadInput("", "empty body: send an Alertmanager webhook payload")
 		}
@@ -52,9 +62,44 @@ func Alertmanager(w http.ResponseWriter, req *http.Request, lim Limits, now time
 		if errors.As(err, &te) {
 			return store.AlertGroup{}, request.Invalid(te.Field, "want %s, got %s", te.Type, te.Value)
 		}
+		var pe *time.ParseError
+		if errors.As(err, &pe) {
+			return store.AlertGroup{}, request.Invalid(badAlertTime(raw), "want an RFC 3339 time, got %q", pe.Value)
+		}
 		return store.AlertGroup{}, request.BadInput("", "invalid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
+	if len(bytes.TrimSpace(raw[dec.InputOffset():])) > 0 {
+		return store.AlertGroup{}, request.BadInput("", "text after the notification's JSON object")
+	}
 	return alertGroup(&p, lim, now)
+}
+
+// badAlertTime names the first alert time in raw that does not parse
+// ("alerts[1].startsAt"), which the decoder's error does not say.
+func badAlertTime(raw []byte) string {
+	var loose struct {
+		Alerts []struct {
+			StartsAt *string `json:"startsAt"`
+			EndsAt   *string `json:"endsAt"`
+		} `json:"alerts"`
+	}
+	if json.Unmarshal(raw, &loose) == nil {
+		for i, a := range loose.Alerts {
+			for _, f := range []struct {
+				name string
+				v    *string
+			}{{"startsAt", a.StartsAt}, {"endsAt", a.EndsAt}} {
+				if f.v == nil {
+					continue
+				}
+				var t time.Time
+				if t.UnmarshalText([]byte(*f.v)) != nil {
+					return fmt.Sprintf("alerts[%d].%s", i, f.name)
+				}
+			}
+		}
+	}
+	return "alerts"
 }
 
 // Sizes of what a notification may carry. Scope labels become dimension

@@ -21,8 +21,10 @@ func DecodeRecord(raw []byte, line int, v any) error {
 	d.DisallowUnknownFields()
 	err := d.Decode(v)
 	if err == nil {
-		if d.More() {
-			return &request.Error{Status: http.StatusBadRequest, Line: line, Msg: "more than one JSON value on one line"}
+		// Only white space may follow (More is false before a stray
+		// closing bracket, which then passed).
+		if len(bytes.TrimSpace(raw[d.InputOffset():])) > 0 {
+			return &request.Error{Status: http.StatusBadRequest, Line: line, Msg: "text after the JSON value; one value per line"}
 		}
 		return nil
 	}

@@ -301,3 +301,21 @@ func TestOneHugeRecordStopsAtTheBound(t *testing.T) {
 		}
 	}
 }
+
+// A record followed by more than white space is not one JSON value: the
+// decoder stopped at its end, and closing brackets after it were taken
+// for the end of the stream, so `{…}}]]` was stored.
+func TestTextAfterARecordIsRejected(t *testing.T) {
+	t.Parallel()
+	for _, tail := range []string{"}", "]]", "}}]]", " x", ",{}"} {
+		var v struct{ A int }
+		err := ingest.DecodeRecord([]byte(`{"A":1}`+tail), 3, &v)
+		if st, line, _ := status(t, err); st != 400 || line != 3 {
+			t.Errorf("%q after a record: %d line %d", tail, st, line)
+		}
+	}
+	var v struct{ A int }
+	if err := ingest.DecodeRecord([]byte("{\"A\":1}  \r\n"), 1, &v); err != nil || v.A != 1 {
+		t.Fatalf("white space after a record: %v", err)
+	}
+}
