@@ -131,7 +131,10 @@ func (a *Analyzer) Analyze(ctx context.Context, id int64, force bool) (store.Ana
 	if perr == nil && !force && (prev.InputsDigest == digest || in.Status == store.IncidentResolved) {
 		return prev, nil
 	}
-	version, err := a.st.StartAnalysis(ctx, id, digest)
+	version, err := a.st.StartAnalysisOnce(ctx, id, digest, force)
+	if errors.Is(err, store.ErrAnalysisBusy) { // another replica is on it, or just was
+		return a.st.LatestAnalysis(ctx, id)
+	}
 	if err != nil {
 		return store.AnalysisRecord{}, err
 	}
@@ -159,9 +162,11 @@ func (a *Analyzer) Analyze(ctx context.Context, id int64, force bool) (store.Ana
 		"curves", len(input.Curves), "samples", len(input.Samples), "events", len(input.Events),
 		"load_ms", loaded.Milliseconds(), "total_ms", time.Since(start).Milliseconds())
 	if a.opt.OnReady != nil {
+		// The version stored before this one, read now: another replica
+		// may have stored one since prev was read.
 		prevTop := ""
-		if perr == nil {
-			prevTop = topCategory(prev.Result)
+		if before, err := a.st.ReadyAnalysisBefore(ctx, id, version); err == nil {
+			prevTop = topCategory(before.Result)
 		}
 		a.opt.OnReady(id, version, prevTop, top)
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -81,6 +82,48 @@ func (s *Store) ResolvedWithoutReadyAnalysis(ctx context.Context, pause time.Dur
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 	return ids, wrap("resolved without ready analysis", err)
+}
+
+// ErrAnalysisBusy means StartAnalysisOnce started nothing: another
+// analyzer (a replica) is computing the incident now, or its newest
+// version already read the same inputs.
+var ErrAnalysisBusy = errors.New("analysis busy or unchanged")
+
+// analysisStale is how long a pending version keeps other analyzers off
+// its incident: past it, its analyzer is taken for dead.
+const analysisStale = 2 * time.Minute
+
+// StartAnalysisOnce is StartAnalysis for analyzers that run side by side
+// (one per serve replica): it records a new pending version unless the
+// newest version is still pending (and younger than analysisStale) or,
+// without force, is ready from the same digest — ErrAnalysisBusy then.
+// Two analyzers racing on one incident computed two versions, the second
+// one's "previous" read before the first was stored.
+func (s *Store) StartAnalysisOnce(ctx context.Context, incidentID int64, digest string, force bool) (int, error) {
+	var v int
+	err := s.db.QueryRow(ctx, `
+		WITH last AS (SELECT version, status, inputs_digest, created_at FROM analyses
+		              WHERE incident_id = $1 ORDER BY version DESC LIMIT 1)
+		INSERT INTO analyses (incident_id, version, status, inputs_digest)
+		SELECT $1, COALESCE((SELECT version FROM last), 0) + 1, 'pending', $2
+		WHERE NOT EXISTS (SELECT 1 FROM last WHERE status = 'pending' AND created_at > now() - $4 * interval '1 second')
+		  AND ($3 OR NOT EXISTS (SELECT 1 FROM last WHERE status = 'ready' AND inputs_digest = $2))
+		RETURNING version`, incidentID, digest, force, analysisStale.Seconds()).Scan(&v)
+	switch err = translate(err); {
+	case errors.Is(err, ErrNotFound), errors.Is(err, ErrConflict): // nothing inserted; lost the race for the version
+		return 0, ErrAnalysisBusy
+	case err != nil:
+		return 0, fmt.Errorf("store: start analysis: %w", err)
+	}
+	return v, nil
+}
+
+// ReadyAnalysisBefore returns the newest ready version of an incident's
+// analysis older than version, or ErrNotFound.
+func (s *Store) ReadyAnalysisBefore(ctx context.Context, incidentID int64, version int) (AnalysisRecord, error) {
+	return s.scanAnalysis(s.db.QueryRow(ctx, `
+		SELECT incident_id, version, status, inputs_digest, result, error, created_at, finished_at
+		FROM analyses WHERE incident_id = $1 AND status = 'ready' AND version < $2 ORDER BY version DESC LIMIT 1`, incidentID, version))
 }
 
 // FinishAnalysis stores the result (or the failure) of a version.

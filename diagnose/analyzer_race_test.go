@@ -1,0 +1,54 @@
+package diagnose_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/waterline-dev/waterline/diagnose"
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/store/storetest"
+)
+
+// Every serve replica runs an analyzer. Two analysing one incident at
+// once each read "no previous version", and the second to finish was
+// stored as a new version whose previous top cause was "" — a spurious
+// cause.changed webhook. One incident is analysed by one replica at a
+// time: the other leaves it, and finds the same data analysed after.
+func TestReplicasAnalyseOneIncidentOneAtATime(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	onset := t0.Add(100 * time.Minute)
+	end := t0.Add(130 * time.Minute)
+	nodeFault(t, st, onset, end)
+	in, err := st.CreateIncident(ctx, store.NewIncident{Title: "node", Start: onset.Add(-60 * time.Minute), End: &end})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		ready []string
+		wg    sync.WaitGroup
+	)
+	for range 4 { // four replicas
+		an := diagnose.NewAnalyzer(st, diagnose.AnalyzerOptions{OnReady: func(id int64, v int, prev, top string) {
+			mu.Lock()
+			ready = append(ready, fmt.Sprintf("%d:%s>%s", v, prev, top))
+			mu.Unlock()
+		}})
+		wg.Go(func() {
+			if _, err := an.Analyze(ctx, in.ID, false); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ready) != 1 || ready[0] != "1:>local_replica" {
+		t.Fatalf("OnReady calls %v, want one first version", ready)
+	}
+}
