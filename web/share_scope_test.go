@@ -612,3 +612,53 @@ func TestShareFilterLengthBounded(t *testing.T) {
 		t.Errorf("entry of 256 bytes: %d", p.status)
 	}
 }
+
+// An incident about one model is shared as that: its share link shows
+// that model's requests (and those of models its analysis found slowed
+// too), not every model's in the window — another model's request ids,
+// tenants and replicas are not the incident's to give away. Asking for
+// another model answers like something that does not exist.
+func TestShareLinkKeepsToItsIncidentsModels(t *testing.T) {
+	e := newUIEnv(t)
+	ctx := context.Background()
+	var b strings.Builder
+	for i := range 30 {
+		for _, m := range []string{"chat", "embed-secret"} {
+			fmt.Fprintf(&b, `{"request_id":"%s-%03d","time":%q,"model":%q,"tenant":"t-%s","replica":"%s-0","total_ms":900,"sample_rate":1}`+"\n",
+				m, i, e.spikeAt.Add(time.Duration(i)*time.Second).Format(time.RFC3339), m, m, m)
+		}
+	}
+	accepted(t, e.post("/api/v1/samples", "application/x-ndjson", []byte(b.String())))
+	r := e.post("/api/v1/incidents", "application/json", []byte(fmt.Sprintf(`{"title":"chat p99","scope":{"model":"chat"},"start":%q,"end":%q}`,
+		e.from.Format(time.RFC3339), e.to.Format(time.RFC3339))))
+	if r.status != http.StatusCreated {
+		t.Fatalf("incident: %d %s", r.status, r.body)
+	}
+	var in struct{ ID int64 }
+	if err := json.Unmarshal(r.body, &in); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := e.st.CreateShareLink(ctx, in.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	anon := e.browser()
+	base := "/s/" + tok
+	p := anon.get(base)
+	if p.status != 200 || !strings.Contains(p.body, "chat-000") {
+		t.Fatalf("share page: %d, chat's requests shown: %v", p.status, strings.Contains(p.body, "chat-000"))
+	}
+	if strings.Contains(p.body, "embed-secret") {
+		t.Error("the share page of chat's incident shows another model's requests")
+	}
+	if r := anon.get(base + "?model=embed-secret"); r.status != http.StatusNotFound {
+		t.Errorf("another model through the share link: %d", r.status)
+	}
+	at := strconv.FormatInt(e.spikeAt.UnixMilli(), 10)
+	if r := anon.get(base + "/samples/embed-secret-000?t=" + at); r.status != http.StatusNotFound {
+		t.Errorf("another model's sample through the share link: %d", r.status)
+	}
+	if r := anon.get(base + "/samples/chat-000?t=" + at); r.status != http.StatusOK {
+		t.Errorf("the incident's own sample: %d", r.status)
+	}
+}

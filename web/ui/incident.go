@@ -52,6 +52,9 @@ func (p *Pages) incidentPage(c echo.Context, id int64, base string, readOnly boo
 		if st, err = p.clampShared(d, st); err != nil {
 			return err
 		}
+		if st, err = p.scopeShared(d, st); err != nil {
+			return err
+		}
 	}
 	// A zoom is bounded; the incident's own window always shows.
 	if from, to := p.viewWindow(d, st); (!st.From.IsZero() || !st.To.IsZero()) && to.Sub(from) > maxViewWindow {
@@ -343,7 +346,7 @@ func (p *Pages) sampleDetail(c echo.Context, id int64, live, shared bool) error 
 	}
 	// The lookup spans ±1 ms around t: a sample just outside the shared
 	// window, asked for at its edge, stays outside.
-	if shared && !p.inSharedWindow(d, x.Time) {
+	if shared && (!p.inSharedWindow(d, x.Time) || !p.inSharedScope(d, x)) {
 		return store.ErrNotFound
 	}
 	var stages []correlate.StageShare

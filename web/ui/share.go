@@ -3,6 +3,7 @@ package ui
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -163,6 +164,53 @@ func (p *Pages) clampShared(d *incidentData, st views.State) (views.State, error
 	}
 	st.From, st.To = from, to
 	return st, nil
+}
+
+// scopeShared keeps a share page to its incident's scope: an incident
+// about one model (a tenant, a replica…) shows that one's requests,
+// curves and changes, and may show the other models its analysis found
+// slowed too; asking for any other is a 404. A fleet-wide incident's
+// link shows the fleet.
+func (p *Pages) scopeShared(d *incidentData, st views.State) (views.State, error) {
+	want := d.inc.Scope
+	for _, f := range []struct {
+		incident string
+		asked    *string
+		also     []string
+	}{
+		{want.Model, &st.Scope.Model, sharedModels(d)},
+		{want.Version, &st.Scope.Version, nil}, {want.Tenant, &st.Scope.Tenant, nil},
+		{want.Replica, &st.Scope.Replica, nil}, {want.Node, &st.Scope.Node, nil},
+	} {
+		switch {
+		case f.incident == "":
+		case *f.asked == "":
+			*f.asked = f.incident
+		case *f.asked != f.incident && !slices.Contains(f.also, *f.asked):
+			return st, store.ErrNotFound
+		}
+	}
+	return st, nil
+}
+
+// sharedModels are the models a share link may show besides its
+// incident's: those its analysis found slowed.
+func sharedModels(d *incidentData) []string {
+	if d.an == nil {
+		return nil
+	}
+	return d.an.Scope.Models
+}
+
+// inSharedScope reports whether a sample belongs to what a share link
+// shows (see scopeShared).
+func (p *Pages) inSharedScope(d *incidentData, x correlate.Sample) bool {
+	want := d.inc.Scope
+	ok := func(incident, got string, also []string) bool {
+		return incident == "" || got == incident || slices.Contains(also, got)
+	}
+	return ok(want.Model, x.Model, sharedModels(d)) && ok(want.Version, x.Version, nil) && ok(want.Tenant, x.Tenant, nil) &&
+		ok(want.Replica, x.Replica, nil) && ok(want.Node, x.Node, nil)
 }
 
 // inSharedWindow reports whether a sample time lies in the window a share
