@@ -106,7 +106,9 @@
         }
         if (!best || Math.abs(best[0] - x) > 15) return;
         var v = (h - 2 - best[1]) / (h - 4) * ymax;
-        parts.push(p.dataset.n + " " + fmtVal(v, svg.dataset.unit));
+        // A line over a scale fitted to another model is drawn at the top.
+        var val = p.hasAttribute("data-clipped") && v >= ymax * 0.999 ? "above " + fmtVal(ymax, svg.dataset.unit) : fmtVal(v, svg.dataset.unit);
+        parts.push(p.dataset.n + " " + val);
       });
       if (parts.length) lines.push(svg.dataset.lane.split(" ")[0] + ": " + parts.join(" · "));
     });

@@ -71,6 +71,13 @@ type Lane struct {
 	Paths    []SVGPath
 	More     int    // series not drawn
 	Empty    string // shown instead of the chart when there is nothing to draw
+	Grid     []GridLine
+}
+
+// GridLine is a horizontal line across a lane at a round value.
+type GridLine struct {
+	TopPct float64 // from the lane's top
+	Label  string  // "250 ms"
 }
 
 // LegendItem names one drawn series.
@@ -83,6 +90,9 @@ type SVGPath struct {
 	Class string // "s0".."s5" per model, "n0".."n5" per node, "d1"/"d2" dashes, or "area st3" for stacked areas
 	D     string
 	Title string // the series' name: the crosshair lists it with its value
+	// Clipped: the series runs above the lane's scale, which was fitted
+	// to the incident's model; the crosshair says "above".
+	Clipped bool
 }
 
 // TimelineInput is what BuildTimeline draws.
@@ -504,7 +514,38 @@ func buildLane(spec laneSpec, in TimelineInput) Lane {
 	}
 	ymax = niceCeil(ymax)
 	lane.YMax = "scale 0–" + FmtNum(ymax) + " " + spec.unit + ", " + lane.Per
+	// Latency: when another model would flatten the incident's own into
+	// a few pixels (a doubling from 122 to 250 ms under a line at 600),
+	// the scale fits the incident's model and the higher lines run off
+	// the top. Its change is what the page is about.
+	if focus := in.StageModel; spec.id == "latency" && in.Filter.Model == "" && focus != "" {
+		fpeak := 0.0
+		for _, n := range order {
+			if ents[n].model == focus {
+				for _, c := range ents[n].curves {
+					fpeak = math.Max(fpeak, peak(c.Points)*spec.scale)
+				}
+			}
+		}
+		if fit := fineCeil(fpeak * 1.15); fpeak > 0 && fit < 0.6*ymax {
+			ymax = fit
+			above := 0
+			for _, n := range order {
+				if ents[n].peak*spec.scale > ymax {
+					above++
+				}
+			}
+			runs := strconv.Itoa(above) + " lines run"
+			if above == 1 {
+				runs = "1 line runs"
+			}
+			lane.YMax = "scale 0–" + FmtNum(ymax) + " " + spec.unit + ", fitted to " + focus + "; " + runs + " above it"
+			// The incident's model first, in the legend and the drawing.
+			sort.SliceStable(order, func(i, j int) bool { return ents[order[i]].model == focus && ents[order[j]].model != focus })
+		}
+	}
 	lane.YMaxV = strconv.FormatFloat(ymax, 'g', 6, 64)
+	lane.Grid = gridLines(ymax, spec.unit, spec.height)
 	nodeIdx := 0
 	for i, n := range order {
 		// One colour per model on every lane; what has no model (a node,
@@ -537,7 +578,7 @@ func buildLane(spec laneSpec, in TimelineInput) Lane {
 				title += " " + s
 			}
 			lane.Paths = append(lane.Paths, SVGPath{Class: cls + dashOf[r], Title: title,
-				D: linePath(c.Points, in, spec.scale, ymax, spec.height)})
+				D: linePath(c.Points, in, spec.scale, ymax, spec.height), Clipped: peak(c.Points)*spec.scale > ymax})
 		}
 	}
 	if len(spec.roles) > 1 {
@@ -660,6 +701,21 @@ func peak(pts []correlate.Point) float64 {
 }
 
 // niceCeil rounds v up to 1, 2, 2.5 or 5 × 10^k (0 stays 1).
+// fineCeil is niceCeil with more steps, for a scale fitted to one line:
+// 287 ms gets 300, not 500.
+func fineCeil(v float64) float64 {
+	if v <= 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 1
+	}
+	e := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 1.5, 2, 2.5, 3, 4, 5, 6, 8} {
+		if v <= m*e*1.0000001 {
+			return m * e
+		}
+	}
+	return 10 * e
+}
+
 func niceCeil(v float64) float64 {
 	if v <= 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 		return 1
@@ -772,6 +828,33 @@ func linePath(pts []correlate.Point, in TimelineInput, scale, ymax float64, h in
 	}
 	flush()
 	return string(b)
+}
+
+// gridLines marks a lane at round values under its top (1, 2 or 5 times
+// a power of ten apart): up to three, one on a short lane.
+func gridLines(ymax float64, unit string, h int) []GridLine {
+	if ymax <= 0 || math.IsInf(ymax, 0) {
+		return nil
+	}
+	parts := 4.0
+	if h < 60 {
+		parts = 2
+	}
+	// 1, 2 or 5 times a power of ten: a count never gets a line at 2.5.
+	e := math.Pow(10, math.Floor(math.Log10(ymax/parts)))
+	step := 10 * e
+	for _, m := range []float64{1, 2, 5} {
+		if m*e >= ymax/parts*0.9999999 {
+			step = m * e
+			break
+		}
+	}
+	var out []GridLine
+	for v := step; v < ymax*0.999 && len(out) < 3; v += step {
+		_, y := plot(0, v, TimelineInput{To: time.UnixMilli(1)}, ymax, h) // where plot puts the value
+		out = append(out, GridLine{TopPct: 100 * y / float64(h), Label: FmtNum(v) + " " + unit})
+	}
+	return out
 }
 
 // appendXY writes one absolute point.

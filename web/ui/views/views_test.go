@@ -459,3 +459,57 @@ func TestHeatmapIgnoresImpossibleLatencies(t *testing.T) {
 		t.Fatalf("heatmap %d samples, %v–%v ms, %d ticks", h.Count, h.LoMs, h.HiMs, len(h.Ticks))
 	}
 }
+
+// The incident's model doubling from 122 to 250 ms under a healthy model
+// flat at 600 ms was a 13-pixel bump on a 0–1,000 ms lane with no marks.
+// The latency lane fits its scale to the incident's model when another
+// model would flatten it, says so, and lets the higher lines run off the
+// top (marked, so the crosshair says "above"); its gridlines carry values.
+func TestLatencyLaneFitsTheIncidentsModel(t *testing.T) {
+	curves := []correlate.Curve{
+		curve(correlate.RoleLatencyP99, correlate.LevelModel, correlate.Scope{Model: "chat-8b"}, "", func(int) float64 { return 600 }),
+		curve(correlate.RoleLatencyP99, correlate.LevelModel, correlate.Scope{Model: "rerank-base"}, "", func(i int) float64 {
+			if i >= 60 {
+				return 250
+			}
+			return 122
+		}),
+	}
+	tl := BuildTimeline(TimelineInput{From: t0, To: t0.Add(time.Hour), Step: time.Minute, Curves: curves, StageModel: "rerank-base", State: State{Base: "/i"}})
+	var lane Lane
+	for _, l := range tl.Lanes {
+		if l.ID == "latency" {
+			lane = l
+		}
+	}
+	top, _ := strconv.ParseFloat(lane.YMaxV, 64)
+	if top < 250 || top > 400 || !strings.Contains(lane.YMax, "rerank-base") {
+		t.Fatalf("latency lane scale %q (%v), want it fitted to rerank-base", lane.YMax, top)
+	}
+	if len(lane.Legend) == 0 || !strings.HasPrefix(lane.Legend[0].Label, "rerank-base") {
+		t.Errorf("legend %+v: the incident's model first", lane.Legend)
+	}
+	clipped := map[string]bool{}
+	for _, p := range lane.Paths {
+		clipped[p.Title] = p.Clipped
+	}
+	if !clipped["chat-8b P99"] || clipped["rerank-base P99"] {
+		t.Errorf("clipped lines %v, want chat-8b's only", clipped)
+	}
+	if len(lane.Grid) < 2 {
+		t.Fatalf("gridlines %+v", lane.Grid)
+	}
+	for _, g := range lane.Grid {
+		if g.Label == "" || g.TopPct <= 0 || g.TopPct >= 100 {
+			t.Errorf("gridline %+v", g)
+		}
+	}
+	// Filtered to one model, or with no model standing out, nothing is
+	// fitted or clipped.
+	tl = BuildTimeline(TimelineInput{From: t0, To: t0.Add(time.Hour), Step: time.Minute, Curves: curves[1:], StageModel: "rerank-base", State: State{Base: "/i"}})
+	for _, l := range tl.Lanes {
+		if l.ID == "latency" && strings.Contains(l.YMax, "fitted") {
+			t.Errorf("one model: %q", l.YMax)
+		}
+	}
+}
