@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strings"
 	"testing"
@@ -197,5 +198,33 @@ func TestPullStatus(t *testing.T) {
 	}
 	if len(v.OpenGaps) != 1 || v.OpenGaps[0].Source != "node/node_cpu@node" || v.Summary.Failing != 1 || v.Summary.PointsTotal != 120 {
 		t.Fatalf("status = %+v", v)
+	}
+}
+
+// levels=replica over a large fleet answered every replica's every role:
+// 5,000 series made a 51 MB answer and held it in memory, and nothing
+// bounded how many such requests ran. Past a million points (series ×
+// steps) the answer is a 400 that says how to narrow it.
+func TestTimelineAnswerIsBounded(t *testing.T) {
+	e := newAPIEnv(t)
+	from := testNow.Add(-time.Hour)
+	var curves []correlate.Curve
+	for i := range 300 {
+		c := correlate.Curve{Role: correlate.RoleLatencyP99, Level: correlate.LevelReplica,
+			Scope: correlate.Scope{Model: "chat", Replica: fmt.Sprintf("chat-%03d", i), Node: "n1"}}
+		for k := range 8 {
+			c.Points = append(c.Points, correlate.Point{T: from.Add(time.Duration(k) * 5 * time.Minute).UnixMilli(), V: 100})
+		}
+		curves = append(curves, c)
+	}
+	storetest.WriteCurves(t, e.st, curves)
+	q := url.Values{"from": {from.Format(time.RFC3339)}, "to": {testNow.Format(time.RFC3339)}, "levels": {"replica"}}
+	var tl wire.Timeline
+	if r := e.get("/api/v1/timeline?"+q.Encode(), &tl); r.status != 200 || len(tl.Curves) != 300 {
+		t.Fatalf("300 replicas at the default step: %d, %d curves", r.status, len(tl.Curves))
+	}
+	q.Set("step", "1s") // 300 series × 3,600 steps
+	if r := e.get("/api/v1/timeline?"+q.Encode(), nil); r.status != 400 || r.err.Field != "levels" || !strings.Contains(r.err.Error, "step") {
+		t.Fatalf("300 series at 1 s: %d %+v", r.status, r.err)
 	}
 }

@@ -32,6 +32,11 @@ var timelineRoles = correlate.Roles
 
 var timelineLevels = correlate.Levels
 
+// maxTimelineAnswerPoints bounds one timeline answer (series × steps):
+// about 25 MB of JSON. Without explicit levels the answer leaves replica
+// curves out, and stays far under it.
+const maxTimelineAnswerPoints = 1_000_000
+
 // GetTimeline is GET /api/v1/timeline?from=&to=&model=&version=
 // &tenant=&replica=&node=&step=&roles=&levels=.
 //
@@ -64,6 +69,17 @@ func (a *API) GetTimeline(c echo.Context) error {
 	scope := correlate.Scope{
 		Model: c.QueryParam("model"), Version: c.QueryParam("version"), Tenant: c.QueryParam("tenant"),
 		Replica: c.QueryParam("replica"), Node: c.QueryParam("node"),
+	}
+	// Bounded before anything is read: series (counted, not loaded) × steps.
+	if explicitLevels {
+		series, err := a.store.CurveSeries(ctx, store.CurveFilter{From: from, To: to.Add(time.Nanosecond), Roles: roles, Levels: levels, Scope: scope})
+		if err != nil {
+			return err
+		}
+		if steps := int(to.Sub(from)/step) + 1; len(series)*steps > maxTimelineAnswerPoints {
+			return request.BadInput("levels", "%d series × %d steps is over %d points: filter them (model=, node=, roles=) or raise step",
+				len(series), steps, maxTimelineAnswerPoints)
+		}
 	}
 	v, err := Timeline(ctx, a.store, TimelineQuery{From: from, To: to, Step: step, Roles: roles,
 		Levels: levels, ExplicitLevels: explicitLevels, Scope: scope})
