@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -67,6 +69,48 @@ func (s *Store) CreateWebhook(ctx context.Context, n NewWebhook) (Webhook, error
 		return Webhook{}, wrap("create webhook", err)
 	}
 	return w, nil
+}
+
+// WebhookExistsError is CreateWebhookOnce's answer to a registration of
+// a URL and format that another webhook already has, differently.
+type WebhookExistsError struct{ ID int64 }
+
+func (e *WebhookExistsError) Error() string {
+	return fmt.Sprintf("webhook %d already sends this format to this URL, with another secret, events or share setting; delete it first", e.ID)
+}
+
+func (e *WebhookExistsError) Unwrap() error { return ErrConflict }
+
+// CreateWebhookOnce is CreateWebhook for a request that may be retried:
+// a webhook with the same URL, format, secret, events and share setting
+// is returned as it is (created false); one with the same URL and format
+// but otherwise different is a *WebhookExistsError. Registrations of one
+// URL are serialised, so concurrent retries make one webhook.
+func (s *Store) CreateWebhookOnce(ctx context.Context, n NewWebhook) (w Webhook, created bool, err error) {
+	err = s.InTx(ctx, func(tx *Store) error {
+		if _, err := tx.db.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('waterline.webhook.' || $1))`, n.URL); err != nil {
+			return wrap("lock webhook url", err)
+		}
+		rows, err := tx.db.Query(ctx, `SELECT id, url, secret, format, events, created_at, include_share_link FROM webhooks
+			WHERE url = $1 AND format = $2 ORDER BY id LIMIT 1`, n.URL, n.Format)
+		if err != nil {
+			return wrap("webhook", err)
+		}
+		old, err := pgx.CollectExactlyOneRow(rows, scanWebhook)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			w, err = tx.CreateWebhook(ctx, n)
+			created = err == nil
+			return err
+		case err != nil:
+			return wrap("webhook", err)
+		case old.Secret == n.Secret && slices.Equal(old.Events, n.Events) && old.IncludeShareLink == n.IncludeShareLink:
+			w = old
+			return nil
+		}
+		return &WebhookExistsError{ID: old.ID}
+	})
+	return w, created, err
 }
 
 // Webhooks lists every webhook, oldest first.

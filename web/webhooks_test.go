@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -361,5 +362,39 @@ func TestWebhookEventsAndFormats(t *testing.T) {
 	log.Deliveries, log.NextCursor = nil, ""
 	if err := json.Unmarshal(lr.body, &log); err != nil || len(log.Deliveries) != 1 || log.Deliveries[0].Event != "incident.opened" || log.NextCursor != "" {
 		t.Fatalf("second log page: %s", lr.body)
+	}
+}
+
+// A registration retried after its answer was lost (a Terraform apply, a
+// script) made a second webhook, and every event was delivered twice.
+// The same registration again answers 200 with the webhook it made; the
+// same URL and format with another secret or other events is a 409
+// naming the existing one, which the caller deletes or keeps.
+func TestWebhookRegistrationIsIdempotent(t *testing.T) {
+	e := newAPIEnv(t)
+	reg := func(body string) response {
+		return e.do(request{method: "POST", path: "/api/v1/webhooks", token: e.admin, ctype: "application/json", body: []byte(body)})
+	}
+	body := `{"url":"https://hooks.example.com/in","secret":"0123456789abcdef0123","format":"jira"}`
+	first := reg(body)
+	if first.status != http.StatusCreated {
+		t.Fatalf("first: %d %s", first.status, first.body)
+	}
+	again := reg(body)
+	var a, b wire.Webhook
+	_ = json.Unmarshal(first.body, &a)
+	_ = json.Unmarshal(again.body, &b)
+	if again.status != http.StatusOK || b.ID != a.ID {
+		t.Fatalf("retry: %d %s, want 200 with webhook %d", again.status, again.body, a.ID)
+	}
+	other := reg(`{"url":"https://hooks.example.com/in","secret":"another-secret-0123456","format":"jira"}`)
+	if other.status != http.StatusConflict || !strings.Contains(other.err.Error, strconv.FormatInt(a.ID, 10)) {
+		t.Fatalf("another secret: %d %s", other.status, other.body)
+	}
+	if r := reg(`{"url":"https://hooks.example.com/in","secret":"0123456789abcdef0123","format":"servicenow"}`); r.status != http.StatusCreated {
+		t.Fatalf("another format to the same URL: %d %s", r.status, r.body)
+	}
+	if n := e.count("SELECT count(*) FROM webhooks"); n != 2 {
+		t.Fatalf("%d webhooks stored, want 2", n)
 	}
 }

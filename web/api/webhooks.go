@@ -71,9 +71,15 @@ func (a *API) CreateWebhook(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	hook, err := a.store.CreateWebhook(c.Request().Context(), n)
-	if err != nil {
+	hook, created, err := a.store.CreateWebhookOnce(c.Request().Context(), n)
+	var exists *store.WebhookExistsError
+	switch {
+	case errors.As(err, &exists):
+		return &request.Error{Status: http.StatusConflict, Field: "url", Msg: exists.Error()}
+	case err != nil:
 		return err
+	case !created: // a retry: the webhook it made
+		return c.JSON(http.StatusOK, webhookView(hook))
 	}
 	return c.JSON(http.StatusCreated, webhookView(hook))
 }
