@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -103,32 +104,8 @@ func (s *Store) Events(ctx context.Context, f EventFilter) ([]correlate.Event, e
 	if err != nil {
 		return nil, wrap("events", err)
 	}
-	defer rows.Close()
-	var out []correlate.Event
-	for rows.Next() {
-		var (
-			e     correlate.Event
-			kind  string
-			attrs []byte
-		)
-		if err := rows.Scan(&e.ID, &kind, &e.Time, &e.EndTime, &e.Model, &e.Version, &e.Tenant, &e.Replica, &e.Node,
-			&e.Source, &e.Summary, &attrs); err != nil {
-			return nil, wrap("events", err)
-		}
-		e.Kind = correlate.EventKind(kind)
-		e.Time = e.Time.UTC()
-		if e.EndTime != nil {
-			t := e.EndTime.UTC()
-			e.EndTime = &t
-		}
-		if len(attrs) > 0 {
-			if err := json.Unmarshal(attrs, &e.Attrs); err != nil {
-				return nil, wrap("events attrs", err)
-			}
-		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := pgx.CollectRows(rows, scanEvent)
+	if err != nil {
 		return nil, wrap("events", err)
 	}
 	if f.Limit <= 0 {
@@ -141,4 +118,41 @@ func (s *Store) Events(ctx context.Context, f EventFilter) ([]correlate.Event, e
 		return strings.Compare(a.ID, b.ID)
 	})
 	return out, nil
+}
+
+// EventByID returns one event, or ErrNotFound.
+func (s *Store) EventByID(ctx context.Context, id string) (correlate.Event, error) {
+	rows, err := s.db.Query(ctx, `SELECT id, kind, time, end_time, model, version, tenant, replica, node, source, summary, attrs
+		FROM events WHERE id = $1`, id)
+	if err != nil {
+		return correlate.Event{}, wrap("event", err)
+	}
+	e, err := pgx.CollectExactlyOneRow(rows, scanEvent)
+	return e, wrap("event", err)
+}
+
+// scanEvent reads one events row (id, kind, time, end_time, model,
+// version, tenant, replica, node, source, summary, attrs).
+func scanEvent(row pgx.CollectableRow) (correlate.Event, error) {
+	var (
+		e     correlate.Event
+		kind  string
+		attrs []byte
+	)
+	if err := row.Scan(&e.ID, &kind, &e.Time, &e.EndTime, &e.Model, &e.Version, &e.Tenant, &e.Replica, &e.Node,
+		&e.Source, &e.Summary, &attrs); err != nil {
+		return e, err
+	}
+	e.Kind = correlate.EventKind(kind)
+	e.Time = e.Time.UTC()
+	if e.EndTime != nil {
+		t := e.EndTime.UTC()
+		e.EndTime = &t
+	}
+	if len(attrs) > 0 {
+		if err := json.Unmarshal(attrs, &e.Attrs); err != nil {
+			return e, fmt.Errorf("attrs: %w", err)
+		}
+	}
+	return e, nil
 }

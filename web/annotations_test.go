@@ -116,6 +116,16 @@ func TestGrafanaAnnotationLeniencyAndIdempotencyKey(t *testing.T) {
 	if n := e.count(`SELECT count(*) FROM events`) - before; n != 2 {
 		t.Errorf("%d events from two keys (one retried), want 2", n)
 	}
+	// A key reused for another annotation is the client's mistake, said
+	// as such (as POST /api/v1/incidents does), not a second event.
+	r := e.do(request{method: "POST", path: "/api/annotations", token: e.write, ctype: "application/json",
+		body: []byte(`{"text":"something else","tags":["model:d"]}`), header: http.Header{"Idempotency-Key": {"run-1"}}})
+	if r.status != http.StatusUnprocessableEntity || r.err.Field != "Idempotency-Key" {
+		t.Errorf("key reused for another annotation: %d %s", r.status, r.body)
+	}
+	if n := e.count(`SELECT count(*) FROM events`) - before; n != 2 {
+		t.Errorf("%d events after a reused key, want 2", n)
+	}
 }
 
 // A region and its reversed retry are one event with one id.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/web/ingest"
+	"github.com/waterline-dev/waterline/web/request"
 	"github.com/waterline-dev/waterline/wire"
 )
 
@@ -22,6 +23,16 @@ func (a *API) CreateAnnotation(c echo.Context) error {
 	accepted, dups, err := a.store.InsertEvents(c.Request().Context(), []correlate.Event{e})
 	if err != nil {
 		return a.ingestFailed(c, "annotations", err)
+	}
+	if dups > 0 && c.Request().Header.Get("Idempotency-Key") != "" {
+		stored, err := a.store.EventByID(c.Request().Context(), e.ID)
+		if err != nil {
+			return err
+		}
+		if !ingest.AnnotationMatches(stored, e) {
+			return a.ingestFailed(c, "annotations", &request.Error{Status: http.StatusUnprocessableEntity, Field: "Idempotency-Key",
+				Msg: "this key was used for another annotation; send a new key for a new one"})
+		}
 	}
 	a.countIngest("annotations", accepted, dups)
 	return c.JSON(http.StatusOK, wire.AnnotationResult{ID: id, Message: "Annotation added"})

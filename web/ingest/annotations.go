@@ -149,23 +149,32 @@ func Annotation(req *http.Request, lim Limits, now time.Time) (correlate.Event, 
 		}
 		e.EndTime = &end
 	}
+	keyed := false
 	if key := req.Header.Get("Idempotency-Key"); key != "" {
 		if msg := request.CheckText(key, request.MaxLabelLen); msg != "" {
 			return correlate.Event{}, 0, bad("Idempotency-Key", "%s", msg)
 		}
 		idStart, idEnd = "key\x00"+key, ""
+		keyed = true
 	}
 	if len(w.Tags) > 0 {
 		e.Attrs = map[string]any{"tags": w.Tags}
 	}
+	// With a key, the key alone names the event: a retry is the same one,
+	// and the same key with another body is caught by the caller
+	// (AnnotationMatches).
 	h := sha256.New()
-	for _, f := range []string{string(e.Kind), idStart, idEnd, e.Model, e.Version, e.Tenant, e.Replica,
-		e.Node, e.Source, e.Summary} {
-		h.Write([]byte(f))
-		h.Write([]byte{0})
+	if keyed {
+		h.Write([]byte(idStart))
+	} else {
+		for _, f := range []string{string(e.Kind), idStart, idEnd, e.Model, e.Version, e.Tenant, e.Replica,
+			e.Node, e.Source, e.Summary} {
+			h.Write([]byte(f))
+			h.Write([]byte{0})
+		}
+		tags, _ := json.Marshal(w.Tags)
+		h.Write(tags)
 	}
-	tags, _ := json.Marshal(w.Tags)
-	h.Write(tags)
 	sum := h.Sum(nil)
 	e.ID = "annotation:" + hex.EncodeToString(sum[:16])
 	// Grafana answers a number; 52 bits of the same hash stay exact in
@@ -197,4 +206,13 @@ func inWindow(t time.Time, lim Limits, now time.Time) string {
 		return fmt.Sprintf("%s is more than %s in the future (clock skew?)", t.Format(time.RFC3339), lim.MaxFuture)
 	}
 	return ""
+}
+
+// AnnotationMatches says whether a stored annotation says what a retry
+// with its Idempotency-Key says (its time aside: a retry without one is
+// placed at its own now).
+func AnnotationMatches(stored, retry correlate.Event) bool {
+	tags := func(e correlate.Event) string { b, _ := json.Marshal(e.Attrs["tags"]); return string(b) }
+	return stored.Kind == retry.Kind && stored.Summary == retry.Summary && stored.Scope == retry.Scope &&
+		stored.Source == retry.Source && (stored.EndTime == nil) == (retry.EndTime == nil) && tags(stored) == tags(retry)
 }
