@@ -322,6 +322,19 @@ func (s *Store) RecordAttempt(ctx context.Context, id int64, a Attempt) error {
 	return wrap("record attempt", err)
 }
 
+// HoldWebhook moves a webhook's other pending deliveries (not except) to
+// until at the earliest: its receiver just gave no answer, and each of
+// them would hold a sender for the whole timeout, one after another,
+// while other receivers wait. Rows another sender holds are skipped.
+func (s *Store) HoldWebhook(ctx context.Context, webhookID, except int64, until time.Time) error {
+	_, err := s.db.Exec(ctx, `
+		UPDATE webhook_deliveries SET next_attempt_at = $3
+		WHERE id IN (SELECT id FROM webhook_deliveries
+		             WHERE webhook_id = $1 AND status = 'pending' AND id <> $2 AND next_attempt_at < $3
+		             FOR UPDATE SKIP LOCKED)`, webhookID, except, until)
+	return wrap("hold webhook", err)
+}
+
 // FirstReadyAnalysis returns the lowest version of an incident's analysis
 // that finished ready, or ErrNotFound.
 func (s *Store) FirstReadyAnalysis(ctx context.Context, incidentID int64) (int, error) {

@@ -144,7 +144,17 @@ func (d *Dispatcher) DeliverOne(ctx context.Context) (bool, error) {
 			d.opt.Log.Warn("webhook attempt failed", "delivery", due.ID, "webhook", due.WebhookID, "event", due.Event,
 				"attempt", due.Attempts+1, "err", a.Err, "detail", detail, "next", a.Status)
 		}
-		return tx.RecordAttempt(actx, due.ID, a)
+		if err := tx.RecordAttempt(actx, due.ID, a); err != nil {
+			return err
+		}
+		// A receiver that did not answer (timed out, refused) is down for
+		// all its deliveries: they wait for this one's retry rather than
+		// each hold a sender for the timeout while other receivers wait.
+		// An answer, even a 5xx, is quick, and judged per delivery.
+		if a.Status == store.DeliveryPending && a.HTTPStatus == 0 {
+			return tx.HoldWebhook(actx, due.WebhookID, due.ID, a.NextAt)
+		}
+		return nil
 	})
 	if errors.Is(err, errNothingDue) {
 		return false, nil

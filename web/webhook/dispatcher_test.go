@@ -453,3 +453,46 @@ func TestIncidentEventsStayInOrderAcrossRetries(t *testing.T) {
 		t.Fatalf("receiver saw %v, want %s", order, want)
 	}
 }
+
+// A receiver that accepts and never answers held a worker for the whole
+// timeout on each of its deliveries in turn — six incidents' worth — while
+// a healthy receiver's page waited behind them. A receiver that gives no
+// answer has its other deliveries held back until the failed one's
+// retry: it costs one attempt per worker, not one per delivery.
+func TestHungReceiverDoesNotHoldUpOthers(t *testing.T) {
+	hung := newReceiver(t, func(n int, w http.ResponseWriter) { time.Sleep(300 * time.Millisecond) })
+	healthy := newReceiver(t, ok)
+	f := newFixture(t, hung.srv.URL)
+	ctx := context.Background()
+	for i := range 6 {
+		in, err := f.st.CreateIncident(ctx, store.NewIncident{Title: fmt.Sprintf("i%d", i), Start: testclock.Now().Add(-time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.st.EnqueueDelivery(ctx, store.NewDelivery{WebhookID: f.hook, IncidentID: in.ID, Event: store.EventIncidentOpened,
+			IdempotencyKey: fmt.Sprintf("hung-%d", i), Body: []byte(`{}`), DueAt: testclock.Now().Add(-time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := f.st.CreateWebhook(ctx, store.NewWebhook{URL: healthy.srv.URL, Secret: secret, Format: store.WebhookFormatWaterline, Events: store.WebhookEvents})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.st.EnqueueDelivery(ctx, store.NewDelivery{WebhookID: w.ID, IncidentID: f.incident, Event: store.EventIncidentOpened,
+		IdempotencyKey: "healthy", Body: []byte(`{}`), DueAt: testclock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	d := webhook.NewDispatcher(f.st, fast(webhook.Options{Timeout: 100 * time.Millisecond, BaseBackoff: time.Minute, Workers: 2}))
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { d.Run(rctx); close(done) }()
+	defer func() { stop(); <-done }()
+	for deadline := time.Now().Add(20 * time.Second); len(healthy.requests()) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the healthy receiver got nothing")
+		}
+	}
+	if n := len(hung.requests()); n > 2 {
+		t.Errorf("%d attempts to the hung receiver before the healthy one's delivery, want at most one per worker", n)
+	}
+}
