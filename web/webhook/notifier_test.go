@@ -152,3 +152,32 @@ func TestAnalysisReadyNeverQueuesAheadOfOpened(t *testing.T) {
 		t.Fatalf("queued %v, want %v", order, want)
 	}
 }
+
+// The idempotency key names this Waterline by its public URL. Setting or
+// changing WATERLINE_PUBLIC_URL (or two replicas configured apart) made
+// the sweep queue every recent event again under new keys, and receivers
+// got each twice. An event is queued once per webhook, whatever its key.
+func TestEventsQueuedOnceAcrossPublicURLChanges(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, "http://receiver.test/hook")
+	time.Sleep(10 * time.Millisecond)
+	in, err := f.st.CreateIncident(ctx, store.NewIncident{Title: "p99 up", Start: testclock.Now().Add(-time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{"http://localhost:8080", "https://waterline.example.com"} {
+		n := webhook.NewNotifier(f.st, webhook.NotifierOptions{PublicURL: u})
+		if err := n.NotifyIncident(ctx, in.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var opened int
+	for _, d := range f.log(t) {
+		if d.IncidentID == in.ID && d.Event == store.EventIncidentOpened {
+			opened++
+		}
+	}
+	if opened != 1 {
+		t.Fatalf("incident.opened queued %d times across a public URL change, want once", opened)
+	}
+}
