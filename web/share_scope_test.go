@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	"github.com/andybalholm/brotli"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -660,5 +661,44 @@ func TestShareLinkKeepsToItsIncidentsModels(t *testing.T) {
 	}
 	if r := anon.get(base + "/samples/chat-000?t=" + at); r.status != http.StatusOK {
 		t.Errorf("the incident's own sample: %d", r.status)
+	}
+}
+
+// "← earlier" on a share page at the edge of its window moves the view to
+// the edge, keeping its length: it was cut to the window each time, and
+// each click shrank the view by half.
+func TestSharePanKeepsTheViewsLength(t *testing.T) {
+	e := newUIEnv(t)
+	base := e.sharePath(t)
+	anon := e.browser()
+	nav := func(p page, text string) string {
+		t.Helper()
+		href := ""
+		p.doc.Find(`a.btn`).Each(func(_ int, s *goquery.Selection) {
+			if strings.TrimSpace(s.Text()) == text {
+				href, _ = s.Attr("href")
+			}
+		})
+		if href == "" {
+			t.Fatalf("no %q link on %s", text, p.body[:200])
+		}
+		return href
+	}
+	span := func(href string) time.Duration {
+		u, _ := url.Parse(href)
+		from, _ := time.Parse(time.RFC3339, u.Query().Get("from"))
+		to, _ := time.Parse(time.RFC3339, u.Query().Get("to"))
+		return to.Sub(from)
+	}
+	p := anon.get(nav(anon.get(base), "zoom in"))
+	want := span(nav(p, "← earlier"))
+	for i := range 4 {
+		p = anon.get(nav(p, "← earlier"))
+		if p.status != 200 {
+			t.Fatalf("click %d: %d", i+1, p.status)
+		}
+		if got := span(nav(p, "← earlier")); got != want {
+			t.Fatalf("after %d clicks on earlier the view is %s long, want %s", i+1, got, want)
+		}
 	}
 }

@@ -144,8 +144,9 @@ func (p *Pages) ShowSharedSample(c echo.Context) error {
 // holder cannot probe what else exists.
 
 // clampShared limits a share page's state to the incident's window: a
-// zoom inside it is kept, one reaching past it is cut to it, and one
-// wholly outside it is a 404.
+// zoom inside it is kept, one reaching past it is moved inside, keeping
+// its length (panning at the edge must not shrink the view), or cut to
+// the window when longer, and one wholly outside it is a 404.
 func (p *Pages) clampShared(d *incidentData, st views.State) (views.State, error) {
 	st.Live = false
 	if st.From.IsZero() && st.To.IsZero() {
@@ -153,14 +154,22 @@ func (p *Pages) clampShared(d *incidentData, st views.State) (views.State, error
 	}
 	lo, hi := d.view().Window(p.now())
 	from, to := st.From, st.To
-	if from.IsZero() || from.Before(lo) {
+	if from.IsZero() {
 		from = lo
 	}
-	if to.IsZero() || to.After(hi) {
+	if to.IsZero() {
 		to = hi
 	}
-	if !from.Before(to) {
+	if !from.Before(hi) || !to.After(lo) || !from.Before(to) {
 		return st, store.ErrNotFound
+	}
+	switch span := to.Sub(from); {
+	case span >= hi.Sub(lo):
+		from, to = lo, hi
+	case from.Before(lo):
+		from, to = lo, lo.Add(span)
+	case to.After(hi):
+		from, to = hi.Add(-span), hi
 	}
 	st.From, st.To = from, to
 	return st, nil

@@ -174,20 +174,26 @@ func BuildTimeline(in TimelineInput) Timeline {
 		}
 		tl.Lanes = append(tl.Lanes, l)
 	}
-	tl.Nav = timelineNav(in.State, in.From, in.To)
+	tl.Nav = timelineNav(in.State, in.From, in.To, in.Onset)
 	if in.Filter.Tenant != "" {
 		tl.Note = "Curves have no tenant dimension: the tenant filter narrows the events and samples, not these lanes."
 	}
 	return tl
 }
 
-// timelineNav offers keyboard-reachable pan and zoom links.
-func timelineNav(s State, from, to time.Time) []Link {
+// timelineNav offers keyboard-reachable pan and zoom links. Zooming in
+// closes in on the onset when the view holds it: the middle of a window
+// is rarely where anything happened.
+func timelineNav(s State, from, to time.Time, onset *time.Time) []Link {
 	span := to.Sub(from)
 	mid := from.Add(span / 2)
+	focus := mid
+	if onset != nil && onset.After(from) && onset.Before(to) {
+		focus = *onset
+	}
 	return []Link{
 		{Text: "← earlier", Href: s.WithWindow(from.Add(-span/2), to.Add(-span/2)).URL()},
-		{Text: "zoom in", Href: s.WithWindow(mid.Add(-span/4), mid.Add(span/4)).URL()},
+		{Text: "zoom in", Href: s.WithWindow(focus.Add(-span/4), focus.Add(span/4)).URL()},
 		{Text: "zoom out", Href: s.WithWindow(mid.Add(-span), mid.Add(span)).URL()},
 		{Text: "later →", Href: s.WithWindow(from.Add(span/2), to.Add(span/2)).URL()},
 		{Text: "reset window", Href: s.WithoutWindow().URL()},

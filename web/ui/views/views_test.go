@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"image/png"
 	"math"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -511,5 +512,27 @@ func TestLatencyLaneFitsTheIncidentsModel(t *testing.T) {
 		if l.ID == "latency" && strings.Contains(l.YMax, "fitted") {
 			t.Errorf("one model: %q", l.YMax)
 		}
+	}
+}
+
+// "zoom in" closes in on the onset when the view holds it (the middle of
+// the window is rarely where anything happened); otherwise on the middle.
+func TestZoomInClosesInOnTheOnset(t *testing.T) {
+	onset := t0.Add(45 * time.Minute)
+	tl := BuildTimeline(TimelineInput{From: t0, To: t0.Add(time.Hour), Step: time.Minute, Onset: &onset, State: State{Base: "/i"}})
+	var zoom string
+	for _, l := range tl.Nav {
+		if l.Text == "zoom in" {
+			zoom = l.Href
+		}
+	}
+	u, err := url.Parse(zoom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, _ := time.Parse(time.RFC3339, u.Query().Get("from"))
+	to, _ := time.Parse(time.RFC3339, u.Query().Get("to"))
+	if mid := from.Add(to.Sub(from) / 2); !mid.Equal(onset) || to.Sub(from) != 30*time.Minute {
+		t.Fatalf("zoom in %q: %v–%v, want 30 minutes around the onset %v", zoom, from, to, onset)
 	}
 }
