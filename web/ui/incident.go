@@ -175,6 +175,9 @@ func (p *Pages) filtered(ctx context.Context, d *incidentData, st views.State) (
 	}
 	_, def := d.view().SlowThresholds()
 	h := views.BuildHeatmap(hs, from, to, def, st)
+	if d.an != nil {
+		h.SetOnset(d.an.Onset)
+	}
 	f.Heat = &h
 	return f, nil
 }

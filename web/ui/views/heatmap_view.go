@@ -25,6 +25,18 @@ type Heatmap struct {
 	URL          string   // the view the selection is computed for
 	Empty        string
 	Count        int
+	XTicks       []Tick  // the time axis, as the timeline's
+	OnsetPct     float64 // where the onset falls across; 0 when unknown or outside
+}
+
+// SetOnset marks the onset on the time axis when it falls inside.
+func (h *Heatmap) SetOnset(onset *time.Time) {
+	if onset == nil || h.ToMs <= h.FromMs {
+		return
+	}
+	if ms := onset.UnixMilli(); ms > h.FromMs && ms < h.ToMs {
+		h.OnsetPct = 100 * float64(ms-h.FromMs) / float64(h.ToMs-h.FromMs)
+	}
 }
 
 // heatCols and heatRows size the grid: fine enough to brush, small
@@ -33,7 +45,8 @@ const heatCols, heatRows = 120, 24
 
 // BuildHeatmap grids samples between from and to.
 func BuildHeatmap(samples []correlate.Sample, from, to time.Time, slowMs float64, s State) Heatmap {
-	h := Heatmap{FromMs: from.UnixMilli(), ToMs: to.UnixMilli(), Cols: heatCols, Rows: heatRows, SlowMs: slowMs, URL: s.URL()}
+	h := Heatmap{FromMs: from.UnixMilli(), ToMs: to.UnixMilli(), Cols: heatCols, Rows: heatRows, SlowMs: slowMs, URL: s.URL(),
+		XTicks: ticks(from, to)}
 	lo, hi := math.Inf(1), 0.0
 	for _, x := range samples {
 		if plotted(x) {

@@ -2,6 +2,7 @@ package views
 
 import (
 	"bytes"
+	"context"
 	"image/png"
 	"math"
 	"net/url"
@@ -534,5 +535,29 @@ func TestZoomInClosesInOnTheOnset(t *testing.T) {
 	to, _ := time.Parse(time.RFC3339, u.Query().Get("to"))
 	if mid := from.Add(to.Sub(from) / 2); !mid.Equal(onset) || to.Sub(from) != 30*time.Minute {
 		t.Fatalf("zoom in %q: %v–%v, want 30 minutes around the onset %v", zoom, from, to, onset)
+	}
+}
+
+// The heatmap says when (a time axis, the onset) as well as how slow, and
+// what its dashed line is; counts read with separators.
+func TestHeatmapHasATimeAxisAndSaysWhatItDraws(t *testing.T) {
+	var samples []correlate.Sample
+	for i := 0; i < 12000; i++ {
+		samples = append(samples, correlate.Sample{Time: t0.Add(time.Duration(i) * 300 * time.Millisecond), Model: "chat", TotalMs: 50 + float64(i%200), SampleRate: 1})
+	}
+	onset := t0.Add(30 * time.Minute)
+	h := BuildHeatmap(samples, t0, t0.Add(time.Hour), 200, State{Base: "/incidents/1"})
+	h.SetOnset(&onset)
+	if len(h.XTicks) < 2 || h.OnsetPct < 49 || h.OnsetPct > 51 {
+		t.Fatalf("time axis %+v, onset at %v%%", h.XTicks, h.OnsetPct)
+	}
+	var b strings.Builder
+	if err := HeatmapView(h).Render(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"12,000 samples", "200 ms", "heat-x", "heat-onset"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("heatmap lacks %q", want)
+		}
 	}
 }
