@@ -3,9 +3,12 @@ package diagnose_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
 
 	"github.com/waterline-dev/waterline/diagnose"
 	"github.com/waterline-dev/waterline/store"
@@ -50,5 +53,31 @@ func TestReplicasAnalyseOneIncidentOneAtATime(t *testing.T) {
 	defer mu.Unlock()
 	if len(ready) != 1 || ready[0] != "1:>local_replica" {
 		t.Fatalf("OnReady calls %v, want one first version", ready)
+	}
+}
+
+// A history pull records the spikes it finds (the home page lists them).
+// A regression that holds was recorded as over once the trailing
+// baseline took in the new level — "ended at 20:11" with the latency
+// still ×2 — while the incident page said ongoing. Recording sees a held
+// rise as the live detector does.
+func TestRecordedHistoryKeepsAHeldRegressionOngoing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	onset := t0.Add(100 * time.Minute)
+	end := onset.Add(150 * time.Minute) // still ×4 at the end of the data
+	storetest.WriteCurves(t, st, []correlate.Curve{modelP99("chat", rand.New(rand.NewPCG(4, 4)), onset, end.Add(time.Hour), end)})
+	if _, err := diagnose.NewDetector(st, diagnose.DetectorOptions{}).Record(ctx, onset.Add(-time.Hour), end); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := st.RecordedSpikes(ctx, onset.Add(-time.Hour), end, 10)
+	if err != nil || len(rec) == 0 {
+		t.Fatalf("recorded %d spikes (%v)", len(rec), err)
+	}
+	for _, r := range rec {
+		if r.Scope.Model == "chat" && r.Role == correlate.RoleLatencyP99 && r.Onset.Sub(onset).Abs() < 5*time.Minute && !r.Ongoing {
+			t.Fatalf("the held regression was recorded as over at %v", r.End)
+		}
 	}
 }

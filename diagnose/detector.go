@@ -279,7 +279,9 @@ func (d *Detector) changeBefore(ctx context.Context, sp correlate.Spike) (*corre
 // without opening incidents: for history pulled after the fact. It
 // returns how many spikes it recorded.
 func (d *Detector) Record(ctx context.Context, from, to time.Time) (int, error) {
-	spikes, err := Spikes(ctx, d.st, SpikeQuery{From: from, To: to, Sensitivity: d.opt.Sensitivity}, d.opt.SLO)
+	// As the live detector sees them (HoldElevated): a regression that
+	// holds is ongoing, not over once the trailing baseline takes it in.
+	spikes, err := Spikes(ctx, d.st, SpikeQuery{From: from, To: to, Sensitivity: d.opt.Sensitivity, HoldElevated: true}, d.opt.SLO)
 	if err != nil {
 		return 0, err
 	}
