@@ -154,7 +154,7 @@ func floorLoop(ctx context.Context, f *store.RetentionFloor, log *slog.Logger) {
 }
 
 // maintainLoop keeps day partitions ahead of time, applies retention and
-// prunes redundant analysis versions.
+// prunes redundant analysis versions and long-filled pull gaps.
 func maintainLoop(ctx context.Context, st *store.Store, c config, log *slog.Logger) {
 	tick := time.NewTicker(time.Hour)
 	defer tick.Stop()
@@ -171,6 +171,12 @@ func maintainLoop(ctx context.Context, st *store.Store, c config, log *slog.Logg
 			log.Warn("pruning analysis versions failed", "err", err)
 		} else if n > 0 {
 			log.Info("pruned redundant analysis versions", "versions", n)
+		}
+		// Outage gaps the pull loop filled more than a week ago: the pull
+		// health page shows the last week; only `waterline pull` pruned
+		// them before, and under serve they piled up.
+		if err := st.PruneFilledGaps(ctx, time.Now().Add(-7*24*time.Hour)); err != nil && ctx.Err() == nil {
+			log.Warn("pruning filled pull gaps failed", "err", err)
 		}
 		select {
 		case <-ctx.Done():
