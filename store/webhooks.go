@@ -326,6 +326,22 @@ func (s *Store) RecordAttempt(ctx context.Context, id int64, a Attempt) error {
 	return wrap("record attempt", err)
 }
 
+// LastNotifiedVersion returns the newest analysis version an
+// analysis.ready or cause.changed delivery of the incident was queued
+// for, or ErrNotFound.
+func (s *Store) LastNotifiedVersion(ctx context.Context, incidentID int64) (int, error) {
+	var v *int
+	err := s.db.QueryRow(ctx, `SELECT max(analysis_version) FROM webhook_deliveries
+		WHERE incident_id = $1 AND event IN ('analysis.ready', 'cause.changed')`, incidentID).Scan(&v)
+	if err != nil {
+		return 0, wrap("last notified version", err)
+	}
+	if v == nil {
+		return 0, ErrNotFound
+	}
+	return *v, nil
+}
+
 // HoldWebhook moves a webhook's other pending deliveries (not except) to
 // until at the earliest: its receiver just gave no answer, and each of
 // them would hold a sender for the whole timeout, one after another,

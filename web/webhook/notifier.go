@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -172,17 +173,26 @@ func (n *Notifier) NotifyAnalysis(ctx context.Context, id int64, version int, pr
 		return err
 	}
 	m := message{Version: version}
-	switch {
-	case version == first:
-		m.Event = store.EventAnalysisReady
-	case prevTop != newTop:
-		m.Event, m.PrevTop = store.EventCauseChanged, prevTop
-	default:
-		return nil // a new version with the same top cause is not news
-	}
 	rec, err := n.st.AnalysisVersion(ctx, id, version)
 	if err != nil {
 		return err
+	}
+	if version == first {
+		m.Event = store.EventAnalysisReady
+	} else {
+		// Compared with the cause receivers were last told of (the
+		// previous version's when none was sent), and news only with a
+		// clear lead: causes scoring alike swap places as data comes in.
+		told := prevTop
+		if v, err := n.st.LastNotifiedVersion(ctx, id); err == nil && v != version {
+			if sent, err := n.st.AnalysisVersion(ctx, id, v); err == nil {
+				told = topOf(sent.Result)
+			}
+		}
+		if newTop == told || !clearLead(rec.Result, newTop, told) {
+			return nil
+		}
+		m.Event, m.PrevTop = store.EventCauseChanged, told
 	}
 	m.At = rec.CreatedAt
 	if rec.FinishedAt != nil {
@@ -198,6 +208,52 @@ func (n *Notifier) NotifyAnalysis(ctx context.Context, id int64, version int, pr
 	// receiver that files a ticket on opened never gets a comment first.
 	opened := message{Event: store.EventIncidentOpened, At: in.CreatedAt}
 	return n.enqueue(ctx, hooks, in, []message{opened, m})
+}
+
+// causeChangeLead is how far a new top cause must score over the one
+// receivers were told of, in the same analysis, to be news.
+const causeChangeLead = 0.05
+
+// unexplainedScore stands for "unexplained" in a lead: the score under
+// which the analysis trusts no cause (correlate's threshold).
+const unexplainedScore = 0.35
+
+type rankedCauses struct {
+	Causes []struct {
+		Category string  `json:"category"`
+		Score    float64 `json:"score"`
+	} `json:"causes"`
+}
+
+// topOf reads the first cause's category from a stored result.
+func topOf(result []byte) string {
+	var r rankedCauses
+	if json.Unmarshal(result, &r) != nil || len(r.Causes) == 0 {
+		return ""
+	}
+	return r.Causes[0].Category
+}
+
+// clearLead says whether, in result, newTop scores at least
+// causeChangeLead over old ("unexplained" counting as its threshold; a
+// cause not ranked at all, as 0).
+func clearLead(result []byte, newTop, old string) bool {
+	var r rankedCauses
+	if json.Unmarshal(result, &r) != nil {
+		return true
+	}
+	score := func(cat string) float64 {
+		if cat == "unexplained" || cat == "" {
+			return unexplainedScore
+		}
+		for _, c := range r.Causes {
+			if c.Category == cat {
+				return c.Score
+			}
+		}
+		return 0
+	}
+	return score(newTop)-score(old) >= causeChangeLead
 }
 
 // enqueue renders each message for each webhook that subscribed to its

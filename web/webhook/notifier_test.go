@@ -29,7 +29,7 @@ func TestSweepQueuesChangesNotedOnlyInMemory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := f.st.FinishAnalysis(ctx, in.ID, v, []byte(fmt.Sprintf(`{"causes":[{"category":%q}]}`, top)), ""); err != nil {
+		if err := f.st.FinishAnalysis(ctx, in.ID, v, scored(top), ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -96,7 +96,7 @@ func TestSweepReachesTheNewestOfManyVersions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := f.st.FinishAnalysis(ctx, in.ID, v, []byte(fmt.Sprintf(`{"causes":[{"category":%q}]}`, top)), ""); err != nil {
+		if err := f.st.FinishAnalysis(ctx, in.ID, v, scored(top), ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -180,4 +180,62 @@ func TestEventsQueuedOnceAcrossPublicURLChanges(t *testing.T) {
 	if opened != 1 {
 		t.Fatalf("incident.opened queued %d times across a public URL change, want once", opened)
 	}
+}
+
+// Two causes scoring alike swap places from one analysis to the next as
+// data comes in (every 30 s on an open incident): each swap was a
+// cause.changed, a comment on the ticket. A new top cause is news when
+// it leads the one last sent by a clear margin; then it is sent, once,
+// with the one it replaces.
+func TestCauseChangedNeedsAClearLead(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, "http://receiver.test/hook")
+	time.Sleep(10 * time.Millisecond)
+	in, err := f.st.CreateIncident(ctx, store.NewIncident{Title: "p99 up", Start: testclock.Now().Add(-time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := webhook.NewNotifier(f.st, webhook.NotifierOptions{PublicURL: "http://waterline.test"})
+	prev := ""
+	// release and capacity flap within 0.02 of each other, then capacity
+	// pulls clear ahead.
+	for _, s := range [][2]float64{{0.62, 0.60}, {0.60, 0.61}, {0.62, 0.60}, {0.59, 0.61}, {0.45, 0.80}, {0.44, 0.81}} {
+		release, capacity := s[0], s[1]
+		top := "release"
+		if capacity > release {
+			top = "capacity"
+		}
+		body := fmt.Sprintf(`{"causes":[{"category":%q,"score":%v},{"category":%q,"score":%v}]}`, top, max(release, capacity),
+			map[bool]string{true: "capacity", false: "release"}[top == "release"], min(release, capacity))
+		v, err := f.st.StartAnalysis(ctx, in.ID, "d")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.st.FinishAnalysis(ctx, in.ID, v, []byte(body), ""); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.NotifyAnalysis(ctx, in.ID, v, prev, top); err != nil {
+			t.Fatal(err)
+		}
+		prev = top
+	}
+	var changed []int
+	for _, d := range f.log(t) {
+		if d.IncidentID == in.ID && d.Event == store.EventCauseChanged {
+			changed = append(changed, d.AnalysisVersion)
+		}
+	}
+	if fmt.Sprint(changed) != "[5]" {
+		t.Fatalf("cause.changed for versions %v, want only v5 (capacity clear ahead)", changed)
+	}
+}
+
+// scored is a stored analysis whose top cause is top, clearly ahead of
+// the other of release and capacity.
+func scored(top string) []byte {
+	other := "capacity"
+	if top == "capacity" {
+		other = "release"
+	}
+	return []byte(fmt.Sprintf(`{"causes":[{"category":%q,"score":0.8},{"category":%q,"score":0.4}]}`, top, other))
 }
