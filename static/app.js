@@ -230,6 +230,19 @@
   document.addEventListener("DOMContentLoaded", function () { heatAll(document); });
   document.addEventListener("htmx:load", function (ev) { heatAll(ev.target); });
 
+  // On a narrow screen the timeline scrolls sideways; it opens on the
+  // onset, not on the window's first hours.
+  function showOnset(root) {
+    var box = root.querySelector ? root.querySelector("#timeline") : null;
+    if (!box || box.scrollWidth <= box.clientWidth) return;
+    var onset = box.querySelector(".tl-onset");
+    if (!onset) return;
+    var x = onset.getBoundingClientRect().left - box.getBoundingClientRect().left + box.scrollLeft;
+    box.scrollLeft = Math.max(0, x - box.clientWidth / 2);
+  }
+  document.addEventListener("DOMContentLoaded", function () { showOnset(document); });
+  document.addEventListener("htmx:load", function (ev) { showOnset(ev.target.id === "timeline" ? ev.target.parentNode || document : ev.target); });
+
   var brush = null; // {c, x0, y0, box}
   function canvasXY(c, ev) {
     var r = c.getBoundingClientRect();

@@ -245,6 +245,9 @@ func checkPhone(t *testing.T, ctx context.Context, page string) {
 		Steps      []float64
 		TLScroll   bool `json:"tlScroll"`
 		SampleCols int  `json:"sampleCols"`
+		// OnsetSeen: the onset line lies in the timeline's visible part
+		// (the window's first hours were on screen, the spike not).
+		OnsetSeen *bool `json:"onsetSeen"`
 	}
 	raw := evalString(t, ctx, `(() => {
 		const vw = document.documentElement.clientWidth, wide = [];
@@ -258,6 +261,12 @@ func checkPhone(t *testing.T, ctx context.Context, page string) {
 		return JSON.stringify({pageWidth: document.documentElement.scrollWidth, wide: wide.slice(0, 10),
 			steps: [...document.querySelectorAll('.checklist > li')].map(li => li.getBoundingClientRect().width / vw),
 			tlScroll: !!tl && tl.scrollWidth > tl.clientWidth,
+			onsetSeen: (() => {
+				const on = tl && tl.querySelector('.tl-onset');
+				if (!on) return null;
+				const b = tl.getBoundingClientRect(), x = on.getBoundingClientRect().left;
+				return x >= b.left && x <= b.right;
+			})(),
 			sampleCols: row ? [...row.children].filter(td => td.getClientRects().length).length : 0});
 	})()`)
 	if err := json.Unmarshal([]byte(raw), &got); err != nil {
@@ -273,6 +282,9 @@ func checkPhone(t *testing.T, ctx context.Context, page string) {
 	}
 	if !got.TLScroll {
 		t.Error("the timeline does not scroll sideways at 390 px")
+	}
+	if got.OnsetSeen != nil && !*got.OnsetSeen {
+		t.Error("at 390 px the timeline opens away from the onset")
 	}
 	if got.SampleCols > 4 {
 		t.Errorf("the sample table shows %d columns at 390 px", got.SampleCols)
