@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/incident"
 
 	"github.com/waterline-dev/waterline/diagnose"
 	"github.com/waterline-dev/waterline/store"
@@ -79,5 +80,44 @@ func TestRecordedHistoryKeepsAHeldRegressionOngoing(t *testing.T) {
 		if r.Scope.Model == "chat" && r.Role == correlate.RoleLatencyP99 && r.Onset.Sub(onset).Abs() < 5*time.Minute && !r.Ongoing {
 			t.Fatalf("the held regression was recorded as over at %v", r.End)
 		}
+	}
+}
+
+// Latency "recovers" when requests start failing fast: a model whose
+// requests now error out in a millisecond has a lower P99 than a slow
+// one. The detector resolved that incident as the outage got worse. An
+// incident stays open while its model's error rate stands well above
+// where it was before the incident.
+func TestDetectorKeepsAnIncidentOpenWhileErrorsReplaceLatency(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	onset := t0.Add(100 * time.Minute)
+	failing := onset.Add(20 * time.Minute) // latency back down, errors up
+	end := failing.Add(90 * time.Minute)
+	errs := correlate.Curve{Role: correlate.RoleErrorRate, Level: correlate.LevelModel, Scope: correlate.Scope{Model: "chat"}}
+	for ts := t0; ts.Before(end); ts = ts.Add(15 * time.Second) {
+		v := 0.001
+		if !ts.Before(failing) {
+			v = 0.3
+		}
+		errs.Points = append(errs.Points, correlate.Point{T: ts.UnixMilli(), V: v})
+	}
+	storetest.WriteCurves(t, st, []correlate.Curve{modelP99("chat", rand.New(rand.NewPCG(4, 4)), onset, failing, end), errs})
+	var now time.Time
+	clock := func() time.Time { return now }
+	incidents := incident.New(st, incident.Options{Now: clock})
+	det := diagnose.NewDetector(st, diagnose.DetectorOptions{OpenIncidents: true, Merge: 30 * time.Minute, Now: clock, Incidents: incidents})
+	for now = onset.Add(2 * time.Minute); now.Before(end); now = now.Add(5 * time.Minute) {
+		if err := det.Once(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, _, err := st.ListIncidents(ctx, store.IncidentFilter{})
+	if err != nil || len(list) != 1 {
+		t.Fatalf("incidents %+v (%v), want one", list, err)
+	}
+	if list[0].Status != store.IncidentOpen {
+		t.Fatalf("with 30%% of requests failing for 90 minutes the incident is %s", list[0].Status)
 	}
 }

@@ -3,6 +3,7 @@ package diagnose
 import (
 	"context"
 	"fmt"
+	"math"
 	"log/slog"
 	"sort"
 	"time"
@@ -207,6 +208,44 @@ func (d *Detector) Once(ctx context.Context) error {
 	return d.closeQuiet(ctx, now)
 }
 
+// stillFailing says whether an incident's model (any model, for a fleet
+// incident) has, over the last errorLookback, an error rate at least
+// twice and 1 point above its mean in the hour before the incident.
+func (d *Detector) stillFailing(ctx context.Context, in store.Incident, now time.Time) (bool, error) {
+	curves, err := d.st.Curves(ctx, store.CurveFilter{From: in.Start.Add(-time.Hour), To: now,
+		Roles: []correlate.Role{correlate.RoleErrorRate}, Levels: []correlate.Level{correlate.LevelModel}, Scope: correlate.Scope{Model: in.Scope.Model}})
+	if err != nil {
+		return false, err
+	}
+	before, recent := in.Start.UnixMilli(), now.Add(-errorLookback).UnixMilli()
+	for _, c := range curves {
+		var b, r, nb, nr float64
+		for _, p := range c.Points {
+			switch {
+			case math.IsNaN(p.V):
+			case p.T < before:
+				b, nb = b+p.V, nb+1
+			case p.T >= recent:
+				r, nr = r+p.V, nr+1
+			}
+		}
+		if nr == 0 {
+			continue
+		}
+		base := 0.0
+		if nb > 0 {
+			base = b / nb
+		}
+		if now := r / nr; now >= 2*base && now >= base+0.01 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// errorLookback is the span of recent error rate stillFailing reads.
+const errorLookback = 5 * time.Minute
+
 // followFor is how far back the detector follows a spike still ongoing:
 // a regression that held a day is a known state of the fleet, not news,
 // and re-reading more each pass would grow without bound.
@@ -334,6 +373,16 @@ func (d *Detector) closeQuiet(ctx context.Context, now time.Time) error {
 				return err
 			} else if ok && now.Sub(last) > staleData && now.Sub(last) < followFor {
 				continue
+			}
+			// Latency comes down when requests start failing fast: an
+			// incident whose errors stand well above where they were
+			// before it is not over (for up to followFor).
+			if now.Sub(lastEnd) < followFor {
+				if failing, err := d.stillFailing(ctx, in, now); err != nil {
+					return err
+				} else if failing {
+					continue
+				}
 			}
 			// Nobody waits on the detector: the snapshot is taken on the
 			// incident worker, before retention can drop the data.
