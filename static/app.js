@@ -249,20 +249,25 @@
     return [Math.max(0, Math.min(c.width, (ev.clientX - r.left) * c.width / r.width)),
       Math.max(0, Math.min(c.height, (ev.clientY - r.top) * c.height / r.height))];
   }
-  document.addEventListener("mousedown", function (ev) {
+  // Pointer events: a finger brushes the heatmap as a mouse does (its
+  // canvas takes touches for itself: touch-action none).
+  document.addEventListener("pointerdown", function (ev) {
     var c = ev.target.closest && ev.target.closest("canvas.heat-c");
     if (!c || ev.button !== 0) return;
     ev.preventDefault();
     var p = canvasXY(c, ev);
     brush = { c: c, x0: p[0], y0: p[1], box: null };
   });
-  document.addEventListener("mousemove", function (ev) {
+  document.addEventListener("pointermove", function (ev) {
     if (!brush) return;
     var p = canvasXY(brush.c, ev);
     brush.box = [Math.min(brush.x0, p[0]), Math.min(brush.y0, p[1]), Math.max(brush.x0, p[0]), Math.max(brush.y0, p[1])];
     drawHeat(brush.c, brush.box);
   });
-  document.addEventListener("mouseup", function () {
+  document.addEventListener("pointercancel", function () {
+    if (brush) { drawHeat(brush.c); brush = null; }
+  });
+  document.addEventListener("pointerup", function () {
     if (!brush) return;
     var b = brush; brush = null;
     if (!b.box || b.box[2] - b.box[0] < 3 || b.box[3] - b.box[1] < 3) { drawHeat(b.c); return; }
