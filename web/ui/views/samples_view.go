@@ -138,7 +138,11 @@ func BuildSampleTable(in SampleTableInput) SampleTable {
 	page := max(s.Page, 1)
 	lo := (page-1)*SamplePageSize + 1
 	hi := lo + len(in.Page.Samples) - 1
-	t.Range = thousands(float64(lo)) + "–" + thousands(float64(hi)) + " of " + t.Total
+	noun := " slow samples"
+	if s.Tab == "baseline" {
+		noun = " other samples"
+	}
+	t.Range = thousands(float64(lo)) + "–" + thousands(float64(hi)) + " of " + t.Total + noun
 	if page > 1 {
 		ps := s
 		ps.Page = page - 1

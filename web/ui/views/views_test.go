@@ -228,7 +228,9 @@ func TestSampleTable(t *testing.T) {
 	page := store.SamplePage{Total: 60, Samples: []correlate.Sample{mk("a", 800), mk("b/1", 400)}}
 	st := State{Base: "/incidents/1", Page: 2, Sort: "queue"}
 	tb := BuildSampleTable(SampleTableInput{Page: page, State: st, WindowTotal: 60, SlowMs: map[string]float64{"m": 300}, DetailBase: "/incidents/1/samples"})
-	if tb.Range != "26–27 of 60" || tb.Prev != "/incidents/1?sort=queue" || tb.Next != "/incidents/1?sort=queue&page=3" {
+	// The pager says what it counts: the page's other figures (requests
+	// re-weighted, samples in the view) count other things.
+	if tb.Range != "26–27 of 60 slow samples" || tb.Prev != "/incidents/1?sort=queue" || tb.Next != "/incidents/1?sort=queue&page=3" {
 		t.Errorf("pager: %q %q %q", tb.Range, tb.Prev, tb.Next)
 	}
 	var queue SortColumn
@@ -555,7 +557,7 @@ func TestHeatmapHasATimeAxisAndSaysWhatItDraws(t *testing.T) {
 	if err := HeatmapView(h).Render(context.Background(), &b); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"12,000 samples", "200 ms", "heat-x", "heat-onset"} {
+	for _, want := range []string{"12,000 samples in this view", "200 ms", "heat-x", "heat-onset"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("heatmap lacks %q", want)
 		}
