@@ -3,8 +3,8 @@ package diagnose
 import (
 	"context"
 	"fmt"
-	"math"
 	"log/slog"
+	"math"
 	"sort"
 	"time"
 
