@@ -84,9 +84,7 @@ func (s *Store) Events(ctx context.Context, f EventFilter) ([]correlate.Event, e
 	if limit <= 0 {
 		limit = 1 << 30
 	} else {
-		order = `CASE WHEN kind IN ('deploy', 'rollback', 'config_change', 'route_change') THEN 0
-		              WHEN kind IN ('scale_up', 'scale_down', 'node_fault', 'node_recovered', 'alert') THEN 1
-		              ELSE 2 END, time, id`
+		order = kindRankSQL + ", time, id"
 	}
 	rows, err := s.db.Query(ctx, `
 		SELECT id, kind, time, end_time, model, version, tenant, replica, node, source, summary, attrs
@@ -118,6 +116,46 @@ func (s *Store) Events(ctx context.Context, f EventFilter) ([]correlate.Event, e
 		return strings.Compare(a.ID, b.ID)
 	})
 	return out, nil
+}
+
+// kindRank orders event kinds for a limited read (Events, a snapshot's
+// events): the changes people make, then the fleet's reactions, faults
+// and alerts, then the rest. kindRankSQL is the same in SQL.
+func kindRank(k correlate.EventKind) int {
+	switch k {
+	case correlate.KindDeploy, correlate.KindRollback, correlate.KindConfigChange, correlate.KindRouteChange:
+		return 0
+	case correlate.KindScaleUp, correlate.KindScaleDown, correlate.KindNodeFault, correlate.KindNodeRecovered, correlate.KindAlert:
+		return 1
+	}
+	return 2
+}
+
+const kindRankSQL = `CASE WHEN kind IN ('deploy', 'rollback', 'config_change', 'route_change') THEN 0
+	WHEN kind IN ('scale_up', 'scale_down', 'node_fault', 'node_recovered', 'alert') THEN 1 ELSE 2 END`
+
+// limitEvents keeps the first limit of events (in time order) by
+// kindRank, then time, and returns them in time order.
+func limitEvents(events []correlate.Event, limit int) []correlate.Event {
+	if limit <= 0 || len(events) <= limit {
+		return events
+	}
+	byTime := func(a, b correlate.Event) int {
+		if c := a.Time.Compare(b.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	}
+	ranked := slices.Clone(events)
+	slices.SortStableFunc(ranked, func(a, b correlate.Event) int {
+		if d := kindRank(a.Kind) - kindRank(b.Kind); d != 0 {
+			return d
+		}
+		return byTime(a, b)
+	})
+	ranked = ranked[:limit]
+	slices.SortStableFunc(ranked, byTime)
+	return ranked
 }
 
 // EventByID returns one event, or ErrNotFound.

@@ -48,3 +48,21 @@ func TestEventLimitKeepsChangesFirst(t *testing.T) {
 		t.Errorf("the restarts kept are not the earliest: %v", ids)
 	}
 }
+
+// A frozen incident's page reads its snapshot's events the same way.
+func TestSnapshotEventLimitKeepsChangesFirst(t *testing.T) {
+	t0 := time.Now().UTC().Add(-time.Hour).Truncate(time.Second)
+	var evs []correlate.Event
+	for i := range 50 {
+		evs = append(evs, correlate.Event{ID: fmt.Sprintf("r%02d", i), Kind: correlate.KindReplicaRestart, Time: t0.Add(time.Duration(i) * time.Second)})
+	}
+	evs = append(evs, correlate.Event{ID: "rollback", Kind: correlate.KindRollback, Time: t0.Add(3 * time.Minute)})
+	sn := &store.Snapshot{FrozenEvents: evs}
+	got, err := sn.Events(context.Background(), store.EventFilter{From: t0, To: t0.Add(time.Hour), Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 10 || got[len(got)-1].ID != "rollback" || got[0].ID != "r00" {
+		t.Fatalf("limit 10 kept %v", got)
+	}
+}

@@ -89,10 +89,7 @@ func (sn *Snapshot) Events(_ context.Context, f EventFilter) ([]correlate.Event,
 		}
 		return out[i].ID < out[j].ID
 	})
-	if f.Limit > 0 && len(out) > f.Limit {
-		out = out[:f.Limit]
-	}
-	return out, nil
+	return limitEvents(out, f.Limit), nil // the changes first, as Store.Events
 }
 
 // SamplesPage is Store.SamplesPage over the frozen samples.
