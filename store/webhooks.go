@@ -342,6 +342,23 @@ func (s *Store) LastNotifiedVersion(ctx context.Context, incidentID int64) (int,
 	return *v, nil
 }
 
+// AnalysisTopCause returns a version's top cause category ("" when it
+// has none), from the column kept for it, or ErrNotFound.
+func (s *Store) AnalysisTopCause(ctx context.Context, incidentID int64, version int) (string, error) {
+	var top string
+	err := s.db.QueryRow(ctx, `SELECT top_cause FROM analyses WHERE incident_id = $1 AND version = $2`, incidentID, version).Scan(&top)
+	return top, wrap("analysis top cause", err)
+}
+
+// NewestReadyTopCause returns the top cause of the incident's newest
+// ready version, or ErrNotFound.
+func (s *Store) NewestReadyTopCause(ctx context.Context, incidentID int64) (string, error) {
+	var top string
+	err := s.db.QueryRow(ctx, `SELECT top_cause FROM analyses WHERE incident_id = $1 AND status = 'ready'
+		ORDER BY version DESC LIMIT 1`, incidentID).Scan(&top)
+	return top, wrap("newest ready top cause", err)
+}
+
 // HoldWebhook moves a webhook's other pending deliveries (not except) to
 // until at the earliest: its receiver just gave no answer, and each of
 // them would hold a sender for the whole timeout, one after another,

@@ -180,14 +180,27 @@ func (n *Notifier) NotifyAnalysis(ctx context.Context, id int64, version int, pr
 	if version == first {
 		m.Event = store.EventAnalysisReady
 	} else {
-		// Compared with the cause receivers were last told of (the
-		// previous version's when none was sent), and news only with a
-		// clear lead: causes scoring alike swap places as data comes in.
+		// A sweep walks old versions too: one whose cause the analysis
+		// has left since must not be the last thing receivers hear.
+		if now, err := n.st.NewestReadyTopCause(ctx, id); err != nil || now != newTop {
+			return err
+		}
+		// Compared with the cause receivers were last told of — the first
+		// ready version's when nothing was sent (a webhook that takes only
+		// cause.changed) — and news only with a clear lead: causes scoring
+		// alike swap places as data comes in.
 		told := prevTop
-		if v, err := n.st.LastNotifiedVersion(ctx, id); err == nil && v != version {
-			if sent, err := n.st.AnalysisVersion(ctx, id, v); err == nil {
-				told = topOf(sent.Result)
-			}
+		v, err := n.st.LastNotifiedVersion(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			v, err = first, nil
+		}
+		if err != nil {
+			return err
+		}
+		if t, err := n.st.AnalysisTopCause(ctx, id, v); err == nil {
+			told = t
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
 		}
 		if newTop == told || !clearLead(rec.Result, newTop, told) {
 			return nil
@@ -223,15 +236,6 @@ type rankedCauses struct {
 		Category string  `json:"category"`
 		Score    float64 `json:"score"`
 	} `json:"causes"`
-}
-
-// topOf reads the first cause's category from a stored result.
-func topOf(result []byte) string {
-	var r rankedCauses
-	if json.Unmarshal(result, &r) != nil || len(r.Causes) == 0 {
-		return ""
-	}
-	return r.Causes[0].Category
 }
 
 // clearLead says whether, in result, newTop scores at least

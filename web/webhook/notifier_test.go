@@ -239,3 +239,90 @@ func scored(top string) []byte {
 	}
 	return []byte(fmt.Sprintf(`{"causes":[{"category":%q,"score":0.8},{"category":%q,"score":0.4}]}`, top, other))
 }
+
+// A webhook that takes only cause.changed was never sent analysis.ready,
+// so nothing was "last sent": a change is judged against the first
+// analysis, not the version just before (which may already hold the new
+// cause, with too small a lead to have been news then).
+func TestCauseChangedWithoutAnEarlierDelivery(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, "http://receiver.test/hook")
+	if err := f.st.DeleteWebhook(ctx, f.hook); err != nil {
+		t.Fatal(err)
+	}
+	w, err := f.st.CreateWebhook(ctx, store.NewWebhook{URL: "http://receiver.test/only-changes", Secret: secret,
+		Format: store.WebhookFormatWaterline, Events: []string{store.EventCauseChanged}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	in, err := f.st.CreateIncident(ctx, store.NewIncident{Title: "p99 up", Start: testclock.Now().Add(-time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := webhook.NewNotifier(f.st, webhook.NotifierOptions{PublicURL: "http://waterline.test"})
+	prev := ""
+	for _, r := range []struct {
+		top  string
+		body string
+	}{
+		{"release", `{"causes":[{"category":"release","score":0.8},{"category":"capacity","score":0.4}]}`},
+		{"capacity", `{"causes":[{"category":"capacity","score":0.61},{"category":"release","score":0.60}]}`},
+		{"capacity", `{"causes":[{"category":"capacity","score":0.8},{"category":"release","score":0.45}]}`},
+	} {
+		v, err := f.st.StartAnalysis(ctx, in.ID, "d")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.st.FinishAnalysis(ctx, in.ID, v, []byte(r.body), ""); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.NotifyAnalysis(ctx, in.ID, v, prev, r.top); err != nil {
+			t.Fatal(err)
+		}
+		prev = r.top
+	}
+	ds, _, err := f.st.Deliveries(ctx, w.ID, "", 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 1 || ds[0].AnalysisVersion != 3 {
+		t.Fatalf("deliveries %+v, want cause.changed of v3 (release → capacity)", ds)
+	}
+}
+
+// A sweep walks the versions whose top cause changed, newest first, and
+// the live notice of one may have been lost. A version whose cause the
+// analysis has left since is not sent: receivers would end on it.
+func TestSweepDoesNotEndOnALeftCause(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, "http://receiver.test/hook")
+	time.Sleep(10 * time.Millisecond)
+	in, err := f.st.CreateIncident(ctx, store.NewIncident{Title: "p99 up", Start: testclock.Now().Add(-time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := webhook.NewNotifier(f.st, webhook.NotifierOptions{PublicURL: "http://waterline.test"})
+	for i, top := range []string{"release", "capacity", "release"} {
+		v, err := f.st.StartAnalysis(ctx, in.ID, "d")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.st.FinishAnalysis(ctx, in.ID, v, scored(top), ""); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 { // v1's analysis.ready went out live; v2's and v3's notices were lost
+			if err := n.NotifyAnalysis(ctx, in.ID, v, "", top); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := n.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range f.log(t) {
+		if d.IncidentID == in.ID && d.Event == store.EventCauseChanged {
+			t.Fatalf("cause.changed of v%d sent: receivers would end on capacity while the analysis says release", d.AnalysisVersion)
+		}
+	}
+}
