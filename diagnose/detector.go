@@ -212,31 +212,35 @@ func (d *Detector) Once(ctx context.Context) error {
 // incident) has, over the last errorLookback, an error rate at least
 // twice and 1 point above its mean in the hour before the incident.
 func (d *Detector) stillFailing(ctx context.Context, in store.Incident, now time.Time) (bool, error) {
-	curves, err := d.st.Curves(ctx, store.CurveFilter{From: in.Start.Add(-time.Hour), To: now,
-		Roles: []correlate.Role{correlate.RoleErrorRate}, Levels: []correlate.Level{correlate.LevelModel}, Scope: correlate.Scope{Model: in.Scope.Model}})
+	// Two short reads, not the incident's whole span: this runs every
+	// pass while the incident waits to close.
+	means := func(from, to time.Time) (map[string]float64, error) {
+		curves, err := d.st.Curves(ctx, store.CurveFilter{From: from, To: to, Roles: []correlate.Role{correlate.RoleErrorRate},
+			Levels: []correlate.Level{correlate.LevelModel}, Scope: correlate.Scope{Model: in.Scope.Model}})
+		out := map[string]float64{}
+		for _, c := range curves {
+			var sum, n float64
+			for _, p := range c.Points {
+				if !math.IsNaN(p.V) {
+					sum, n = sum+p.V, n+1
+				}
+			}
+			if n > 0 {
+				out[c.Scope.Model] = sum / n
+			}
+		}
+		return out, err
+	}
+	recent, err := means(now.Add(-errorLookback), now)
+	if err != nil || len(recent) == 0 {
+		return false, err
+	}
+	before, err := means(in.Start.Add(-time.Hour), in.Start)
 	if err != nil {
 		return false, err
 	}
-	before, recent := in.Start.UnixMilli(), now.Add(-errorLookback).UnixMilli()
-	for _, c := range curves {
-		var b, r, nb, nr float64
-		for _, p := range c.Points {
-			switch {
-			case math.IsNaN(p.V):
-			case p.T < before:
-				b, nb = b+p.V, nb+1
-			case p.T >= recent:
-				r, nr = r+p.V, nr+1
-			}
-		}
-		if nr == 0 {
-			continue
-		}
-		base := 0.0
-		if nb > 0 {
-			base = b / nb
-		}
-		if now := r / nr; now >= 2*base && now >= base+0.01 {
+	for model, r := range recent {
+		if base := before[model]; r >= 2*base && r >= base+0.01 {
 			return true, nil
 		}
 	}

@@ -193,6 +193,7 @@ func (p *Puller) tickSource(ctx context.Context, src string, now, end time.Time)
 		cursor = from
 	}
 	p.met.cursorAt(src, cursor)
+	halvedOnce := false
 	for cs := chunks(from, end, p.cfg.Step, p.cfg.MaxChunk); len(cs) > 0; {
 		c := cs[0]
 		b, err := p.fetch(ctx, src, c)
@@ -208,7 +209,13 @@ func (p *Puller) tickSource(ctx context.Context, src string, now, end time.Time)
 			// Too much for Prometheus at once (a catch-up after a long
 			// outage): the rest in halves, rather than the same range
 			// every round with the cursor stuck and live data unpulled.
-			if half := c.to.Sub(c.from) / 2; tooBig(err) && half >= minChunkSteps*p.cfg.Step {
+			// Prometheus' own "too many samples" or query timeout may halve
+			// down to a few steps; a timeout on our side or a 5xx (a stuck
+			// server or proxy as likely as a big range) halves once a
+			// round, so a dead backend costs one more query, not eight.
+			half := c.to.Sub(c.from) / 2
+			if big, once := tooBig(err); (big || once && !halvedOnce) && half >= minChunkSteps*p.cfg.Step {
+				halvedOnce = halvedOnce || once
 				p.log.Info("pull: chunk refused; asking in halves", "source", src, "from", c.from, "to", c.to, "err", err)
 				cs = chunks(c.from, end, p.cfg.Step, half)
 				continue
@@ -231,14 +238,21 @@ func (p *Puller) tickSource(ctx context.Context, src string, now, end time.Time)
 const minChunkSteps = 8
 
 // tooBig says whether a failed query may succeed over a shorter range:
-// Prometheus ran out of samples or time, or its query timed out on our
-// side, as opposed to a refused expression or an unreachable server.
-func tooBig(err error) bool {
+// big when Prometheus said it ran out of samples or time; once when the
+// query timed out on our side or got a 5xx, which a smaller range may
+// cure as well as not. A refused expression or an unreachable server is
+// neither.
+func tooBig(err error) (big, once bool) {
 	var ae *v1.Error
 	if errors.As(err, &ae) {
-		return ae.Type == v1.ErrExec || ae.Type == v1.ErrTimeout || ae.Type == v1.ErrServer
+		switch ae.Type {
+		case v1.ErrExec, v1.ErrTimeout:
+			return true, false
+		case v1.ErrServer:
+			return false, true
+		}
 	}
-	return errors.Is(err, context.DeadlineExceeded)
+	return false, errors.Is(err, context.DeadlineExceeded)
 }
 
 // backoff is the wait before retry n (1-based): base·2^(n−1), capped, with
