@@ -64,19 +64,25 @@ func (s *Store) StartAnalysis(ctx context.Context, incidentID int64, digest stri
 	return v, wrap("start analysis", err)
 }
 
+// maxAnalysisFailures is how many failed versions a resolved incident's
+// analysis gets before it is left failed: one that always fails would
+// otherwise load its data every few minutes for a week.
+const maxAnalysisFailures = 3
+
 // ResolvedWithoutReadyAnalysis lists resolved incidents (newest first, at
 // most limit) that have no ready analysis and whose last attempt began
 // more than pause ago: it failed, or its analyzer died before finishing.
 // Open incidents are analysed again anyway; these would show "failed" or
-// "pending" for good. Only incidents changed in the last week are looked
-// at: older ones have had their retries.
+// "pending" for good. Only incidents changed in the last week, and with
+// fewer than maxAnalysisFailures failed versions, are looked at.
 func (s *Store) ResolvedWithoutReadyAnalysis(ctx context.Context, pause time.Duration, limit int) ([]int64, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT i.id FROM incidents i
 		WHERE i.status = 'resolved' AND i.updated_at > now() - interval '7 days'
 		  AND NOT EXISTS (SELECT 1 FROM analyses a WHERE a.incident_id = i.id AND a.status = 'ready')
+		  AND (SELECT count(*) FROM analyses a WHERE a.incident_id = i.id AND a.status = 'failed') < $3
 		  AND NOT EXISTS (SELECT 1 FROM analyses a WHERE a.incident_id = i.id AND a.created_at > now() - $1 * interval '1 second')
-		ORDER BY i.id DESC LIMIT $2`, pause.Seconds(), limit)
+		ORDER BY i.id DESC LIMIT $2`, pause.Seconds(), limit, maxAnalysisFailures)
 	if err != nil {
 		return nil, wrap("resolved without ready analysis", err)
 	}

@@ -60,3 +60,34 @@ func TestResolvedIncidentsWithoutReadyAnalysisAreRetried(t *testing.T) {
 		t.Fatalf("listed %v, want %v", got, want)
 	}
 }
+
+// An analysis that fails every time is tried maxAnalysisFailures times,
+// not every five minutes for a week.
+func TestAlwaysFailingAnalysisIsLeftAfterThreeTries(t *testing.T) {
+	st := store.New(storetest.NewPool(t))
+	ctx := context.Background()
+	in, err := st.CreateIncident(ctx, store.NewIncident{Title: "x", Start: time.Now().UTC().Add(-2 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ResolveIncident(ctx, in.ID, time.Now().UTC()); err != nil {
+		t.Fatal(err)
+	}
+	for try := 1; try <= 4; try++ {
+		time.Sleep(20 * time.Millisecond)
+		got, err := st.ResolvedWithoutReadyAnalysis(ctx, 10*time.Millisecond, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if listed := slices.Contains(got, in.ID); listed != (try <= 3) {
+			t.Fatalf("try %d: listed %v", try, listed)
+		}
+		v, err := st.StartAnalysis(ctx, in.ID, "d")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.FinishAnalysis(ctx, in.ID, v, nil, "boom"); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

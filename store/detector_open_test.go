@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -45,5 +46,34 @@ func TestDetectorsRacingOpenOneIncident(t *testing.T) {
 	wg.Wait()
 	if len(ids) != 1 || created != 1 {
 		t.Fatalf("%d incidents, %d created; want one", len(ids), created)
+	}
+}
+
+// Replicas configured with different public URLs name one event with
+// different keys; enqueueing it at once from all of them queues it once.
+func TestConcurrentEnqueuesWithDifferentKeysQueueOnce(t *testing.T) {
+	st := store.New(storetest.NewPool(t))
+	ctx := context.Background()
+	in, err := st.CreateIncident(ctx, store.NewIncident{Title: "x", Start: time.Now().UTC().Add(-time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := st.CreateWebhook(ctx, store.NewWebhook{URL: "http://receiver.test/", Secret: "0123456789abcdef0123", Format: store.WebhookFormatWaterline, Events: store.WebhookEvents})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			if _, err := st.EnqueueDelivery(ctx, store.NewDelivery{WebhookID: w.ID, IncidentID: in.ID, Event: store.EventIncidentOpened,
+				IdempotencyKey: fmt.Sprintf("host-%d/incidents/%d/incident.opened", i, in.ID), Body: []byte(`{}`), DueAt: time.Now()}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	ds, _, err := st.Deliveries(ctx, w.ID, "", 50)
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("%d deliveries (%v), want 1", len(ds), err)
 	}
 }

@@ -171,17 +171,24 @@ type NewDelivery struct {
 // or under a key made with another public URL): queued reports whether a
 // row was added.
 func (s *Store) EnqueueDelivery(ctx context.Context, n NewDelivery) (queued bool, err error) {
-	tag, err := s.db.Exec(ctx, `
-		INSERT INTO webhook_deliveries (webhook_id, incident_id, event, analysis_version, idempotency_key, body, next_attempt_at, created_at)
-		SELECT $1, $2, $3, $4, $5, $6, $7, $7
-		WHERE NOT EXISTS (SELECT 1 FROM webhook_deliveries
-		                  WHERE webhook_id = $1 AND incident_id = $2 AND event = $3 AND analysis_version = $4)
-		ON CONFLICT (webhook_id, idempotency_key) DO NOTHING`,
-		n.WebhookID, n.IncidentID, n.Event, n.AnalysisVersion, n.IdempotencyKey, string(n.Body), n.DueAt)
-	if err != nil {
-		return false, wrap("enqueue delivery", err)
-	}
-	return tag.RowsAffected() == 1, nil
+	// Serialised per webhook and incident, so two replicas with different
+	// keys (public URLs) cannot both pass the NOT EXISTS.
+	err = s.InTx(ctx, func(tx *Store) error {
+		if _, err := tx.db.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('waterline.delivery'), hashtext($1::bigint::text || '/' || $2::bigint::text))`,
+			n.WebhookID, n.IncidentID); err != nil {
+			return err
+		}
+		tag, err := tx.db.Exec(ctx, `
+			INSERT INTO webhook_deliveries (webhook_id, incident_id, event, analysis_version, idempotency_key, body, next_attempt_at, created_at)
+			SELECT $1, $2, $3, $4, $5, $6, $7, $7
+			WHERE NOT EXISTS (SELECT 1 FROM webhook_deliveries
+			                  WHERE webhook_id = $1 AND incident_id = $2 AND event = $3 AND analysis_version = $4)
+			ON CONFLICT (webhook_id, idempotency_key) DO NOTHING`,
+			n.WebhookID, n.IncidentID, n.Event, n.AnalysisVersion, n.IdempotencyKey, string(n.Body), n.DueAt)
+		queued = err == nil && tag.RowsAffected() == 1
+		return err
+	})
+	return queued, wrap("enqueue delivery", err)
 }
 
 // Delivery is one row of the delivery log.
