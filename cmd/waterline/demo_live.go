@@ -449,6 +449,7 @@ func (d *demo) awaitDetector(ctx context.Context, s *demoServer, fl *demoFleet, 
 	}
 	deadline := lr.onset.Add(d.opts.timeout)
 	var spikeAt, openedAt, readyAt time.Time
+	var firstReady wire.Analysis
 	var inc store.Incident
 	seenBefore := map[int64]bool{}
 	recordedAt := map[int64]time.Time{} // spike → when the demo first saw it recorded
@@ -510,14 +511,26 @@ func (d *demo) awaitDetector(ctx context.Context, s *demoServer, fl *demoFleet, 
 		if a.Status == "failed" {
 			return res, fmt.Errorf("analysis of incident %d failed: %s", inc.ID, a.Error)
 		}
-		if a.Status != "ready" {
+		if a.Status != "ready" || a.Result == nil {
 			continue
 		}
-		readyAt = time.Now().UTC()
-		if a.Result == nil {
-			a.Result = &wire.Result{}
+		if readyAt.IsZero() {
+			readyAt, firstReady = time.Now().UTC(), a
+		}
+		// The first analysis of a live incident may have half a minute of
+		// data after the onset. The line reports the cause once a version
+		// has a minute more (the webhook's cause.changed follows the same
+		// way), or the first one if no later version comes.
+		if a.Version <= firstReady.Version && time.Since(readyAt) < settleFor {
+			continue
+		}
+		if a.ComputedAt != nil && a.ComputedAt.Sub(openedAt) < settleAfter && time.Since(readyAt) < settleFor {
+			continue
 		}
 		res.analysis = a
+		if top, was := topOfWire(a), topOfWire(firstReady); top != was {
+			d.p.note("the first analysis (v%d) put %s first; with a minute more of data (v%d), %s", firstReady.Version, was, a.Version, top)
+		}
 		break
 	}
 	d.p.done("incident #%d opened by the detector; analysis ready", inc.ID)
@@ -605,4 +618,20 @@ func (d *demo) pipelineState(ctx context.Context, s *demoServer, spikes int) str
 	}
 	parts = append(parts, fmt.Sprintf("%d rising spikes recorded since 5 min before the onset", spikes))
 	return strings.Join(parts, ", ")
+}
+
+// settleAfter is how long after the opening a live incident's analysis
+// must be computed for the live line to report its cause; settleFor is
+// how long the demo waits for one past the first ready analysis.
+const (
+	settleAfter = time.Minute
+	settleFor   = 2 * time.Minute
+)
+
+// topOfWire is an analysis' top cause category ("" when none).
+func topOfWire(a wire.Analysis) string {
+	if a.Result == nil || len(a.Causes) == 0 {
+		return ""
+	}
+	return string(a.Causes[0].Category)
 }
