@@ -15,6 +15,12 @@ import (
 func runP99(t *testing.T, models, points int) (*promtest.Prometheus, time.Time) {
 	t.Helper()
 	start := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
+	return promtest.Run(t, strings.NewReader(p99OpenMetrics(models, points, start))), start
+}
+
+// p99OpenMetrics is the gauge p99_ms of models m-0 … m-(models-1), one
+// point every 15 s from start, as OpenMetrics text for a backfill.
+func p99OpenMetrics(models, points int, start time.Time) string {
 	var om strings.Builder
 	om.WriteString("# TYPE p99_ms gauge\n")
 	for i := 0; i < points; i++ {
@@ -23,5 +29,5 @@ func runP99(t *testing.T, models, points int) (*promtest.Prometheus, time.Time) 
 		}
 	}
 	om.WriteString("# EOF\n")
-	return promtest.Run(t, strings.NewReader(om.String())), start
+	return om.String()
 }

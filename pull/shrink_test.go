@@ -3,7 +3,6 @@ package pull
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -32,16 +31,8 @@ func TestRefusedCatchUpChunkIsAskedInHalves(t *testing.T) {
 	t.Parallel()
 	const models, points = 10, 6 * 240 // six hours at 15 s
 	start := time.Now().UTC().Truncate(time.Hour).Add(-7 * time.Hour)
-	var om strings.Builder
-	om.WriteString("# TYPE p99_ms gauge\n")
-	for i := 0; i < points; i++ {
-		for m := 0; m < models; m++ {
-			fmt.Fprintf(&om, "p99_ms{model=\"m-%d\"} %d %d\n", m, 100+i%17+m, start.Add(time.Duration(i)*15*time.Second).Unix())
-		}
-	}
-	om.WriteString("# EOF\n")
 	prom := promtest.New(t)
-	prom.Backfill(t, strings.NewReader(om.String()))
+	prom.Backfill(t, strings.NewReader(p99OpenMetrics(models, points, start)))
 	prom.SetFlags("--query.max-samples=6000") // 6 h × 10 series is 14,400
 	prom.Start(t)
 
