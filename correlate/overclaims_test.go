@@ -440,3 +440,49 @@ func TestP95ImpactTakesItsPeakFromTheP95(t *testing.T) {
 		t.Errorf("peak %v ms read on the P99 curve, the impact is the P95's", p)
 	}
 }
+
+// A server that times only one stage must not have that stage "explain
+// 100 % of the tail's growth" when it grew 10 ms of a 300 ms rise: from
+// curves (stage means) and from samples whose other stages are unknown.
+func TestOverclaimOneTimedStageExplainsAll(t *testing.T) {
+	check := func(t *testing.T, x *fixture) {
+		t.Helper()
+		a := x.analyze()
+		for _, s := range a.Stages {
+			if s.Stage == "downstream" && s.Share > 0.1 {
+				t.Errorf("downstream grew %.0f ms of a ~300 ms rise, share %.2f", s.DeltaMs, s.Share)
+			}
+		}
+		if a.Causes[0].Category == CatDownstream {
+			dumpCause(t, a.Causes[0])
+			t.Errorf("downstream ranked first on 10 ms of a 300 ms rise")
+		}
+		for _, e := range allEvidence(causeOf(t, a, CatDownstream)) {
+			if strings.Contains(e.Summary, "100%") {
+				t.Errorf("claim %q", e.Summary)
+			}
+		}
+	}
+	t.Run("curves", func(t *testing.T) {
+		x := newFixture()
+		x.p99("m", 100, 400)
+		x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 10)
+		x.curve(RoleStageTime, LevelModel, Scope{Model: "m"}, 10, 20).Stage = "downstream"
+		check(t, x)
+	})
+	t.Run("samples", func(t *testing.T) {
+		x := newFixture()
+		x.p99("m", 100, 400)
+		x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 10)
+		x.sampleRun(10, Scope{Model: "m", Version: "v1", Replica: "r"}, 100, 400, func(s *Sample, during bool) {
+			for st := range s.StagesMs {
+				s.StagesMs[st] = math.NaN()
+			}
+			s.StagesMs[StageDownstream] = 20
+			if during {
+				s.StagesMs[StageDownstream] = 30
+			}
+		})
+		check(t, x)
+	})
+}

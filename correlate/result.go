@@ -118,7 +118,7 @@ type StageShare struct {
 	DeltaMs   float64 `json:"delta_ms"`    // DuringMs − BeforeMs
 	DeltaLoMs float64 `json:"delta_lo_ms"` // bootstrap interval of DeltaMs
 	DeltaHiMs float64 `json:"delta_hi_ms"`
-	Share     float64 `json:"share"` // of the positive deltas, 0..1
+	Share     float64 `json:"share"` // of the growth (the positive deltas, or the total's growth when larger), 0..1
 }
 
 // Concentration is one dimension value (or pair) over-represented among

@@ -21,6 +21,7 @@ func stageAttributionFromSamples(ss *sampleSet, models []string) []StageShare {
 		pooled [NumStages]acc
 		before [NumStages]acc
 		during [NumStages]acc
+		total  acc // the growth of the requests' total time
 		any    bool
 	)
 	for _, m := range models {
@@ -37,6 +38,8 @@ func stageAttributionFromSamples(ss *sampleSet, models []string) []StageShare {
 		if w <= 0 {
 			w = 1
 		}
+		total.d += w * (totalMean(ss, dt) - totalMean(ss, bt))
+		total.w += w
 		for k := 0; k < NumStages; k++ {
 			mb, vb, nb := stageMoments(ss, bt, k)
 			md, vd, nd := stageMoments(ss, dt, k)
@@ -72,8 +75,19 @@ func stageAttributionFromSamples(ss *sampleSet, models []string) []StageShare {
 			DeltaHiMs: d + 1.96*se,
 		})
 	}
-	fillShares(out)
+	fillShares(out, total.d/total.w)
 	return out
+}
+
+// totalMean is the weighted mean total time of the samples.
+func totalMean(ss *sampleSet, list []int32) float64 {
+	var sw, sx float64
+	for _, i := range list {
+		w := ss.all[i].SampleRate
+		sw += w
+		sx += w * ss.all[i].TotalMs
+	}
+	return sx / sw
 }
 
 // tailOf returns the samples of one model's phase list at or above their
@@ -132,8 +146,38 @@ func stageMoments(ss *sampleSet, list []int32, k int) (mean, variance, neff floa
 // each model's mean time per stage (stage_time curves), before vs during.
 // Means move less than tails, so shares are reliable but deltas understate
 // the P99 growth; the UI says which source was used.
+//
+// Where the timed stages add up to under half of a model's median latency
+// during the spike (the lowest quantile there is, when there is no median),
+// they are not the whole request (a server that times only its
+// downstream calls): their shares are then of that quantile's growth
+// where it is larger, so one timed stage's 10 ms is not "all of" a 300 ms
+// rise.
 func stageAttributionFromCurves(cs *curveSet, models []string, ph phases) []StageShare {
 	var out []StageShare
+	var timedShare, latGrowth []float64
+	for _, m := range models {
+		var lat *Curve
+		for _, r := range []Role{RoleLatencyP50, RoleLatencyP95, RoleLatencyP99} {
+			if lat = cs.model(r, m, ""); lat != nil {
+				break
+			}
+		}
+		b, d := periodMedian(lat, ph.BeforeFrom, ph.BeforeTo), periodMedian(lat, ph.Onset, ph.DuringTo)
+		timed := 0.0
+		for k := 0; k < NumStages; k++ {
+			if v := periodMedian(cs.model(RoleStageTime, m, Stage(k).String()), ph.Onset, ph.DuringTo); !math.IsNaN(v) {
+				timed += v
+			}
+		}
+		if !math.IsNaN(b) && !math.IsNaN(d) && d > 0 && timed > 0 {
+			timedShare, latGrowth = append(timedShare, timed/d), append(latGrowth, d-b)
+		}
+	}
+	growth := 0.0
+	if len(timedShare) > 0 && mean(timedShare) < 0.5 {
+		growth = mean(latGrowth)
+	}
 	for k := 0; k < NumStages; k++ {
 		name := Stage(k).String()
 		var b, d []float64
@@ -154,15 +198,21 @@ func stageAttributionFromCurves(cs *curveSet, models []string, ph phases) []Stag
 		mb, md := mean(b), mean(d)
 		out = append(out, StageShare{Stage: name, BeforeMs: mb, DuringMs: md, DeltaMs: md - mb, DeltaLoMs: md - mb, DeltaHiMs: md - mb})
 	}
-	fillShares(out)
+	fillShares(out, growth)
 	return out
 }
 
-// fillShares sets each stage's share of the positive growth.
-func fillShares(out []StageShare) {
+// fillShares sets each stage's share of the growth: of the stages'
+// positive deltas, or of the requests' whole growth where that is larger
+// — the timed stages are then not the whole request, and the rest of the
+// growth is in time no stage accounts for.
+func fillShares(out []StageShare, whole float64) {
 	var pos float64
 	for _, s := range out {
 		pos += math.Max(s.DeltaMs, 0)
+	}
+	if !math.IsNaN(whole) && whole > pos {
+		pos = whole
 	}
 	for i := range out {
 		if pos > 0 {
