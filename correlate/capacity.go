@@ -172,9 +172,9 @@ func (f *facts) tenantSurge(models []string) (tenant string, ratio, shareDuring 
 		}
 	}
 	// The weights were split at the samples' own phases (see newSampleSet),
-	// which may start earlier than the curves'; rates divide by those spans.
-	sph := f.ss.ph
-	bs, ds := sph.BeforeTo.Sub(sph.BeforeFrom).Seconds(), sph.DuringTo.Sub(sph.Onset).Seconds()
+	// which may start earlier than the curves'; rates divide by the part
+	// of those the samples cover.
+	bs, ds := f.ss.beforeSpanS, f.ss.duringSpanS
 	if bs <= 0 || ds <= 0 || totD == 0 {
 		return "", 0, 0
 	}

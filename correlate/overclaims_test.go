@@ -486,3 +486,36 @@ func TestOverclaimOneTimedStageExplainsAll(t *testing.T) {
 		check(t, x)
 	})
 }
+
+// Traffic from sample weights is a rate over the time the samples cover:
+// a sampler turned on 10 minutes before the onset must not make steady
+// traffic "rise ×6" against the hour before, nor burn a month's budget.
+func TestOverclaimSampleRateOverCoveredTime(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 400)
+	for _, r := range []string{"r1", "r2", "r3"} {
+		x.sampleRun(10, Scope{Model: "m", Version: "v1", Replica: r}, 100, 400, func(s *Sample, _ bool) {
+			s.StagesMs[StageQueue] = s.TotalMs - 70
+		})
+	}
+	from := x.onset.Add(-10 * time.Minute)
+	kept := x.samples[:0]
+	for _, s := range x.samples {
+		if !s.Time.Before(from) {
+			kept = append(kept, s)
+		}
+	}
+	x.samples = kept
+	f := x.facts()
+	if q := f.qpsRatio("m"); math.IsNaN(q) || q < 0.8 || q > 1.25 {
+		t.Errorf("steady traffic: qpsRatio %.2f", q)
+	}
+	a := x.analyze()
+	c := causeOf(t, a, CatCapacity)
+	for _, e := range allEvidence(c) {
+		if strings.Contains(e.Summary, "Traffic of m rose") {
+			dumpCause(t, c)
+			t.Errorf("claim %q on steady traffic", e.Summary)
+		}
+	}
+}

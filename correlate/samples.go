@@ -29,6 +29,40 @@ type sampleStats struct {
 	stageW   [2][NumStages]float64
 }
 
+// feedCover is how many seconds of the before and during phases the
+// samples cover, from the first sample to the last of all models: a
+// sampler turned on, or retention cutting, 10 minutes before the onset
+// holds 10 minutes of the hour before, and a rate over the whole hour
+// would be six times too low (traffic "rose ×6.6" on steady load). A
+// phase covered under two minutes is 0: no rate.
+func feedCover(samples []Sample, ph phases) (before, during float64) {
+	if len(samples) == 0 {
+		return 0, 0
+	}
+	first, last := samples[0].Time, samples[0].Time
+	for i := range samples {
+		if t := samples[i].Time; t.Before(first) {
+			first = t
+		} else if t.After(last) {
+			last = t
+		}
+	}
+	cover := func(from, to time.Time) float64 {
+		if first.After(from) {
+			from = first
+		}
+		if last.Before(to) {
+			to = last
+		}
+		d := to.Sub(from)
+		if d < 2*time.Minute {
+			return 0
+		}
+		return d.Seconds()
+	}
+	return cover(ph.BeforeFrom, ph.BeforeTo), cover(ph.Onset, ph.DuringTo)
+}
+
 // slowFracDuring is the weighted share of requests over the threshold
 // during the spike; slowFracBefore the same before (≈ 1 % by construction).
 func (m sampleStats) slowFracDuring() float64 { return safeRatio(m.slowDuringW, m.duringW) }
@@ -44,6 +78,9 @@ type sampleSet struct {
 	slow    []bool               // per sample: over its model's threshold
 	started map[string]time.Time // replica → start time, from replica_start events
 	ph      phases               // the phases the samples were split by
+	// beforeSpanS and duringSpanS are the seconds of each phase the feed
+	// covers (0: too little to turn weights into rates).
+	beforeSpanS, duringSpanS float64
 }
 
 // newSampleSet splits samples into phases and labels the slow ones: a
@@ -56,6 +93,7 @@ func newSampleSet(samples []Sample, ph phases, slo func(string) (float64, bool),
 	// instead of several map writes.
 	var models smallIndex
 	var tot [][2][]weighted
+	ss.beforeSpanS, ss.duringSpanS = feedCover(samples, ph)
 	var idx [][2][]int32
 	for i := range samples {
 		s := &samples[i]
@@ -92,8 +130,7 @@ func newSampleSet(samples []Sample, ph phases, slo func(string) (float64, bool),
 		if v, ok := slo(model); ok && v > st.slowMs {
 			st.slowMs = v
 		}
-		st.beforeSpanS = ph.BeforeTo.Sub(ph.BeforeFrom).Seconds()
-		st.duringSpanS = ph.DuringTo.Sub(ph.Onset).Seconds()
+		st.beforeSpanS, st.duringSpanS = ss.beforeSpanS, ss.duringSpanS
 		ss.byModel[model] = st
 	}
 	for phase, list := range [2][]int32{ss.before, ss.during} {
