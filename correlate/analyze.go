@@ -80,7 +80,7 @@ func Analyze(in Input) Analysis {
 	if len(a.Impact) > 0 {
 		a.P99BeforeMs, a.P99DuringMs = a.Impact[0].BaselineP99Ms, a.Impact[0].DuringP99Ms
 	}
-	a.Headline = headline(a.Impact, a.Causes[0])
+	a.Headline = headline(a.Impact, a.Causes[0], f.noRise())
 	if top := topCause(a.Causes); top != nil {
 		a.Reconciliation = f.reconcile(*top)
 	}

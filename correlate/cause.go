@@ -143,6 +143,9 @@ func rankCauses(f *facts) (causes []Cause, na []NotAssessable) {
 		c := s.score(f)
 		if len(f.affected) == 0 {
 			c.Summary = "No model's latency rose, so there is nothing to attribute to " + strings.ReplaceAll(string(s.cat), "_", " ") + "."
+			if f.noRise() != "" {
+				c.Summary = "Latency could not be judged (see the scope), so " + strings.ReplaceAll(string(s.cat), "_", " ") + " cannot be either."
+			}
 		}
 		causes = append(causes, c)
 	}
@@ -151,6 +154,9 @@ func rankCauses(f *facts) (causes []Cause, na []NotAssessable) {
 		u := Cause{Category: CatUnexplained, Score: 0, Target: Target{}, Evidence: []Evidence{}, CounterEvidence: []Evidence{},
 			Actions: []string{"Widen the window or check that curves and samples cover the affected models", "Look at the timeline for changes Waterline does not know about"}}
 		switch {
+		case len(f.affected) == 0 && f.noRise() != "":
+			u.Summary = f.noRise()
+			u.Actions = []string{"Pull the curves from before the onset (waterline pull --from …) or widen the window", "Check that the latency presets match the exporters' metric names"}
 		case len(f.affected) == 0:
 			u.Summary = "No model's latency clearly rose in this window, so there is nothing to explain."
 		case len(causes) == 0:

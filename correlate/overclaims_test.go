@@ -519,3 +519,43 @@ func TestOverclaimSampleRateOverCoveredTime(t *testing.T) {
 		}
 	}
 }
+
+// Latency with nothing before the onset to compare with, or no latency at
+// all, cannot be judged: the analysis must say so, not "no rise, nothing
+// to explain".
+func TestOverclaimNoBaselineIsNotNoRise(t *testing.T) {
+	check := func(t *testing.T, x *fixture, want string) {
+		t.Helper()
+		a := x.analyze()
+		for _, s := range []string{a.Headline.Title, a.Headline.Summary, a.Scope.Summary, a.Causes[0].Summary} {
+			if strings.Contains(s, "No latency rise found") || strings.Contains(s, "nothing to explain") ||
+				strings.Contains(s, "latency rose clearly") || strings.Contains(s, "latency clearly rose") {
+				t.Errorf("claims no rise: %q", s)
+			}
+		}
+		if !strings.Contains(a.Headline.Summary, want) || !strings.Contains(a.Scope.Summary, want) || !strings.Contains(a.Causes[0].Summary, want) {
+			t.Errorf("want %q in headline %q, scope %q, top cause %q", want, a.Headline.Summary, a.Scope.Summary, a.Causes[0].Summary)
+		}
+	}
+	t.Run("curve starts at the onset", func(t *testing.T) {
+		x := newFixture()
+		x.p99("m", math.NaN(), 400)
+		x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 10)
+		check(t, x, "m has too little latency data before the onset")
+	})
+	t.Run("curve starts two minutes before the rise", func(t *testing.T) {
+		x := newFixture()
+		x.p99("m", 100, 400)
+		c := &x.curves[0]
+		for len(c.Points) > 0 && c.Points[0].Time().Before(x.onset.Add(-2*time.Minute)) {
+			c.Points = c.Points[1:]
+		}
+		x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 10)
+		check(t, x, "m has too little latency data before the onset")
+	})
+	t.Run("no latency at all", func(t *testing.T) {
+		x := newFixture()
+		x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 30)
+		check(t, x, "cannot be judged")
+	})
+}

@@ -1,8 +1,10 @@
 package correlate
 
 import (
+	"fmt"
 	"math"
 	"sort"
+	"time"
 )
 
 // modelImpact is how much one model's latency rose, from curves and samples.
@@ -84,6 +86,77 @@ func modelImpacts(cs *curveSet, ss *sampleSet, ph phases) []modelImpact {
 	}
 	sort.Slice(out, func(i, j int) bool { return impactScore(out[i]) > impactScore(out[j]) })
 	return out
+}
+
+// noRise says why no model carries the spike when their latency cannot
+// be judged: no latency curve or sample at all, or latency data that
+// starts after the first half of the baseline period, too little before
+// the onset to compare with (a curve pulled from the onset on, a P99 that
+// rose two minutes after its first point — the detector, without
+// history, finds no spike and the analysis compares the spike with
+// itself). Such data must not read as "no rise, nothing to explain".
+// "" when some model is affected, or when every model was judged and none
+// rose.
+func (f *facts) noRise() string {
+	if len(f.affected) > 0 {
+		return ""
+	}
+	if len(f.models) == 0 {
+		return "No latency curve or request sample covers this window, so whether latency rose cannot be judged."
+	}
+	enough := f.ph.BeforeFrom.Add(f.ph.BeforeTo.Sub(f.ph.BeforeFrom) / 2)
+	var unjudged []string
+	first := time.Time{}
+	for _, m := range f.models {
+		from, ok := f.latencyFrom(m.model)
+		if math.IsNaN(m.before) && math.IsNaN(m.slowBase) || ok && from.After(enough) {
+			unjudged = append(unjudged, m.model)
+			if ok && (first.IsZero() || from.Before(first)) {
+				first = from
+			}
+		}
+	}
+	since := ""
+	if !first.IsZero() {
+		since = " (it starts at " + first.UTC().Format("15:04") + " UTC)"
+	}
+	switch {
+	case len(unjudged) == 0:
+		return ""
+	case len(unjudged) == len(f.models):
+		return fmt.Sprintf("Whether latency rose cannot be judged: %s %s too little latency data before the onset to compare with%s.", list(unjudged), verbFor(len(unjudged), "has", "have"), since)
+	}
+	return fmt.Sprintf("No judged model's latency clearly rose; %s %s too little latency data before the onset%s, so %s cannot be judged.", list(unjudged), verbFor(len(unjudged), "has", "have"), since, pronoun(len(unjudged)))
+}
+
+// latencyFrom is the first point of a model's model-level latency curves
+// (P99, P95, P50), or of its samples when it has no curve.
+func (f *facts) latencyFrom(model string) (time.Time, bool) {
+	var from time.Time
+	for _, r := range []Role{RoleLatencyP99, RoleLatencyP95, RoleLatencyP50} {
+		if c := f.cs.model(r, model, ""); c != nil && len(c.Points) > 0 {
+			if t := c.Points[0].Time(); from.IsZero() || t.Before(from) {
+				from = t
+			}
+		}
+	}
+	if !from.IsZero() {
+		return from, true
+	}
+	for i := range f.ss.all {
+		if s := &f.ss.all[i]; s.Model == model && (from.IsZero() || s.Time.Before(from)) {
+			from = s.Time
+		}
+	}
+	return from, !from.IsZero()
+}
+
+// pronoun is "it" or "they".
+func pronoun(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "they"
 }
 
 // impactScore orders models by how hard they were hit.

@@ -16,6 +16,9 @@ func (f *facts) scopeReport() ScopeReport {
 	sr := scopeLists(f.affected, f.reps, f.conc)
 	f.rankScope(&sr)
 	summarizeScope(&sr, f.modelsWithData(), f.reps)
+	if why := f.noRise(); why != "" {
+		sr.Summary = why
+	}
 	return sr
 }
 

@@ -222,7 +222,12 @@ func (t slowModelTally) entries(m, dim string) []ScopeEntry {
 }
 
 // headline names the model hit hardest and what happened to it.
-func headline(impacts []Impact, top Cause) Headline {
+// noRise (facts.noRise) is why nothing rose when latency could not be
+// judged.
+func headline(impacts []Impact, top Cause, noRise string) Headline {
+	if len(impacts) == 0 && noRise != "" {
+		return Headline{Title: "Latency rise not judged", Summary: noRise}
+	}
 	if len(impacts) == 0 {
 		return Headline{Title: "No latency rise found", Summary: "No model's latency rose clearly in this window."}
 	}
