@@ -494,7 +494,11 @@ func sampleSummary(ss *sampleSet, affected map[string]bool) SampleSummary {
 		}
 	}
 	for _, i := range ss.during {
-		if ss.slow[i] && (len(affected) == 0 || affected[ss.all[i].Model]) {
+		if len(affected) > 0 && !affected[ss.all[i].Model] {
+			continue
+		}
+		s.During++
+		if ss.slow[i] {
 			s.Slow++
 			s.SlowRequests += ss.all[i].SampleRate
 		}

@@ -133,7 +133,7 @@ func samplesStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 		s += tailClause(a, row)
 		sm = append(sm, s+".")
 	} else {
-		sm = append(sm, NoConcentration(a.Samples.Slow))
+		sm = append(sm, NoConcentration(a.Samples.Slow, a.Samples.During))
 	}
 	if a.Samples.Slow >= minSlowToJudge && len(a.Impact) > 0 && len(a.Impact[0].Tenants) > 0 && *a.Impact[0].Tenants[0].SlowShare >= 0.5 {
 		sm = append(sm, tenantSentence(a.Impact[0].Tenants[0], a.Impact[0].Model))
@@ -149,9 +149,12 @@ func samplesStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 const minSlowToJudge = 10
 
 // NoConcentration says that no dimension stands out among the slow
-// requests, or that too few were sampled to tell.
-func NoConcentration(slow int) string {
+// requests, or that too few were sampled to tell; during is how many
+// samples the spike has at all (none: the feed has nothing from then).
+func NoConcentration(slow, during int) string {
 	switch {
+	case during == 0 && slow == 0:
+		return "No request was sampled during the spike, so the samples cannot show where slow requests concentrate."
 	case slow == 0:
 		return "No sampled request of the affected models was slow during the spike, so the samples cannot show where slow requests concentrate."
 	case slow < minSlowToJudge:

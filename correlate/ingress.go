@@ -39,6 +39,9 @@ func ingressCause(f *facts) Cause {
 		b.oppose("one_model_only", 1, 1, 0.25, "Only %s slowed down; a gateway problem would hit every model.", f.affected[0])
 	}
 	sum := fmt.Sprintf("The gateway, auth and route stages %s.", grewLittle(fs, "explain"))
+	if !stageMeasured(f.stages, "gateway") && !stageMeasured(f.stages, "auth") && !stageMeasured(f.stages, "route") {
+		sum = "No gateway, auth or route time is measured during the spike."
+	}
 	if b.shown("gateway_growth") >= claimed {
 		sum = fmt.Sprintf("The gateway / ingress in front of the models got slow (%.0f%% of the tail's growth) for %s.", 100*fs, kOfN(len(f.affected), n, "model"))
 		if n == 1 {

@@ -559,3 +559,37 @@ func TestOverclaimNoBaselineIsNotNoRise(t *testing.T) {
 		check(t, x, "cannot be judged")
 	})
 }
+
+// Stage times only from before the onset say nothing about the spike:
+// not "the downstream call did not grow (0%)", and with no sample during
+// the spike, not "no sampled request was slow".
+func TestOverclaimStagesOnlyBeforeTheOnset(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.p99("o", 100, 100)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 10)
+	x.sampleRun(10, Scope{Model: "m", Version: "v1", Replica: "r"}, 100, 400, nil)
+	kept := x.samples[:0]
+	for _, s := range x.samples {
+		if s.Time.Before(x.onset) {
+			kept = append(kept, s)
+		}
+	}
+	x.samples = kept
+	a := x.analyze()
+	var said []string
+	for _, c := range a.Causes {
+		said = append(said, c.Summary)
+	}
+	for _, st := range a.Checklist {
+		said = append(said, st.Answer)
+	}
+	for _, s := range said {
+		if strings.Contains(s, "did not grow") || strings.Contains(s, "was slow during the spike") {
+			t.Errorf("unsupported: %q (stages %+v)", s, a.Stages)
+		}
+	}
+	if a.Samples.During != 0 {
+		t.Errorf("samples during the spike: %d, want 0", a.Samples.During)
+	}
+}

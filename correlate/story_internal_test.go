@@ -375,15 +375,16 @@ func TestLocateLooseLeads(t *testing.T) {
 func TestSamplesStepWithoutSlowSamplesJudgesNothing(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
-		slow      int
-		want, not string
+		during, slow int
+		want, not    string
 	}{
-		{0, "No sampled request of the affected models was slow", "not concentrated"},
-		{1, "Only 1 slow request was sampled", "not concentrated"},
-		{4, "Only 4 slow requests were sampled", "not concentrated"},
-		{40, "Slow requests are not concentrated on any single dimension.", "too few"},
+		{0, 0, "No request was sampled during the spike", "was slow"},
+		{300, 0, "No sampled request of the affected models was slow", "not concentrated"},
+		{300, 1, "Only 1 slow request was sampled", "not concentrated"},
+		{300, 4, "Only 4 slow requests were sampled", "not concentrated"},
+		{300, 40, "Slow requests are not concentrated on any single dimension.", "too few"},
 	} {
-		a := Analysis{Samples: SampleSummary{Total: 500, Slow: c.slow, SlowRequests: float64(c.slow)}}
+		a := Analysis{Samples: SampleSummary{Total: 500, During: c.during, Slow: c.slow, SlowRequests: float64(c.slow)}}
 		got := samplesStep(a, &facts{}, nil).Answer
 		if !strings.Contains(got, c.want) || strings.Contains(got, c.not) {
 			t.Errorf("%d slow samples: %q, want %q and not %q", c.slow, got, c.want, c.not)

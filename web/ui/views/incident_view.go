@@ -422,7 +422,7 @@ func BuildConc(rows []correlate.Concentration, s State, a *correlate.Analysis) C
 	if len(rows) == 0 {
 		t.Empty = "Slow requests are not concentrated on any dimension value (or there are no samples in the window)."
 		if a != nil {
-			t.Empty = correlate.NoConcentration(a.Samples.Slow)
+			t.Empty = correlate.NoConcentration(a.Samples.Slow, a.Samples.During)
 		}
 		return t
 	}
