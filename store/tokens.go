@@ -98,7 +98,7 @@ func (s *Store) LookupToken(ctx context.Context, secret string) (Token, error) {
 // TouchToken records that a token was used (at most once a minute per token).
 func (s *Store) TouchToken(ctx context.Context, id int64, at time.Time) error {
 	_, err := s.db.Exec(ctx, `UPDATE api_tokens SET last_used_at = $2
-		WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2 - interval '1 minute')`, id, at)
+		WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2::timestamptz - interval '1 minute')`, id, at)
 	return wrap("touch token", err)
 }
 

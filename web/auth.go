@@ -81,7 +81,11 @@ func (s *Server) authenticate(c echo.Context) (store.Token, bool, error) {
 		return store.Token{}, false, err
 	}
 	s.tokens.put(secret, tok, time.Now())
-	_ = s.store.TouchToken(c.Request().Context(), tok.ID, s.now())
+	// Last use is bookkeeping for 'waterline token list': a failure is
+	// logged, never the request's.
+	if err := s.store.TouchToken(c.Request().Context(), tok.ID, s.now()); err != nil {
+		s.log.Warn("token: recording last use", "token", tok.Name, "err", err)
+	}
 	return tok, true, nil
 }
 
