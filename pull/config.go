@@ -41,6 +41,7 @@ type Config struct {
 	// "inference" alone) apply. source and data rebuild the config then.
 	auto     bool
 	autoFile bool // the file says "auto": its disable may name presets detection did not take
+	autoRest []string // the presets named beside "auto"
 	source   string
 	data     []byte
 }
@@ -128,6 +129,7 @@ func parseConfig(name string, data []byte, detected []string) (*Config, error) {
 	if i := slices.Index(presets, "auto"); i >= 0 {
 		c.auto, c.autoFile, c.source, c.data = detected == nil, true, name, data
 		rest := slices.Delete(slices.Clone(presets), i, i+1)
+		c.autoRest = rest
 		switch {
 		case detected != nil:
 			presets = append(rest, detected...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -18,6 +19,11 @@ var presetSignatures = []struct{ preset, metric string }{
 	{"dcgm", "DCGM_FI_DEV_GPU_UTIL"},
 	{"node", "node_cpu_seconds_total"},
 	{"kube-state-metrics", "kube_pod_info"},
+}
+
+// isLatencyPreset reports whether a preset reads request latency.
+func isLatencyPreset(p string) bool {
+	return p == "inference" || p == "vllm" || p == "triton" || p == "http"
 }
 
 // DetectPresets resolves "auto" among the presets: it asks Prometheus
@@ -66,6 +72,14 @@ func (c *Config) DetectPresets(ctx context.Context, prometheusURL string, at tim
 	}
 	if len(found) == 0 {
 		return c, nil, nil
+	}
+	// Node, GPU or cluster exporters without any model server's latency
+	// (its metrics not scraped yet, or not in the last day): "inference"
+	// stays, as without detection. Detection runs once, at start-up;
+	// dropping it would leave the process without a latency curve, and
+	// so without spikes, until a restart.
+	if !servers && !slices.Contains(found, "http") && !slices.ContainsFunc(c.autoRest, isLatencyPreset) {
+		found = append([]string{"inference"}, found...)
 	}
 	out, err := parseConfig(c.source, c.data, found)
 	if err != nil {
