@@ -40,7 +40,7 @@ type Config struct {
 	// the metric names Prometheus holds; until then the others (or
 	// "inference" alone) apply. source and data rebuild the config then.
 	auto     bool
-	autoFile bool // the file says "auto": its disable may name presets detection did not take
+	autoFile bool     // the file says "auto": its disable may name presets detection did not take
 	autoRest []string // the presets named beside "auto"
 	source   string
 	data     []byte

@@ -60,6 +60,17 @@ func TestDetectPresets(t *testing.T) {
 	if d, found, _ := named.DetectPresets(ctx, prom.URL, end); len(found) != 0 || !slices.Equal(d.Presets, []string{"triton"}) {
 		t.Errorf("explicit presets became %v (detected %v)", d.Presets, found)
 	}
+	// Only node, GPU and cluster exporters scraped so far: the in-house
+	// latency preset stays beside them (detection runs once, at start-up).
+	infra := &omBuilder{steps: 4}
+	infra.family("DCGM_FI_DEV_GPU_UTIL", "gauge")
+	infra.gauge(`DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="n2",pod="p-0"}`, 70)
+	infra.family("node_cpu_seconds_total", "counter")
+	infra.counter(`node_cpu_seconds_total{cpu="0",mode="idle",instance="n2"}`, 4)
+	if d, found, err := def.DetectPresets(ctx, infra.run(t).URL, t0.Add(45e9)); err != nil ||
+		!slices.Equal(found, []string{"inference", "dcgm", "node"}) || !slices.Contains(d.Presets, "inference") {
+		t.Errorf("infrastructure only: detected %v (%v), presets %v", found, err, d.Presets)
+	}
 	// Nothing known scraped: the default stays.
 	empty := (&omBuilder{steps: 4})
 	empty.family("up", "gauge")
