@@ -70,7 +70,12 @@ func (s *Store) LookupSession(ctx context.Context, secret string, now time.Time)
 
 // DeleteSession ends a session (logout) and, while at it, drops expired ones.
 func (s *Store) DeleteSession(ctx context.Context, secret string, now time.Time) error {
-	_, err := s.db.Exec(ctx, `DELETE FROM ui_sessions WHERE hash = $1 OR expires_at < $2`, hashToken(secret), now)
+	err := s.InTx(ctx, func(tx *Store) error {
+		if _, err := tx.db.Exec(ctx, `DELETE FROM ui_sessions WHERE hash = $1 OR expires_at < $2`, hashToken(secret), now); err != nil {
+			return err
+		}
+		return tx.notifyAuth(ctx)
+	})
 	return wrap("delete session", err)
 }
 

@@ -173,8 +173,10 @@ func (s *Store) RevokeToken(ctx context.Context, byID int64, byName string, at t
 		if _, err := tx.db.Exec(ctx, `UPDATE api_tokens SET revoked_at = $2 WHERE id = $1`, t.ID, at); err != nil {
 			return err
 		}
-		_, err = tx.db.Exec(ctx, `DELETE FROM ui_sessions WHERE token_id = $1`, t.ID)
-		return err
+		if _, err := tx.db.Exec(ctx, `DELETE FROM ui_sessions WHERE token_id = $1`, t.ID); err != nil {
+			return err
+		}
+		return tx.notifyAuth(ctx)
 	})
 	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrAmbiguousToken) {
 		return Token{}, err

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -13,12 +14,15 @@ import (
 )
 
 // tokenCache keeps recent token lookups for a short time so that a burst of
-// API calls does not become a burst of database reads. Revocation
-// ('waterline token revoke', which every replica reads from the database)
-// takes effect within tokenCacheTTL. The TTL runs on the real clock, not
-// the server's injected one.
+// API calls does not become a burst of database reads. It serves only
+// while the server hears revocations (Server.WatchAuth: 'waterline token
+// revoke' on any host announces them through Postgres), and each one
+// empties it, so a revoked token is refused at once, not within the TTL.
+// The TTL runs on the real clock, not the server's injected one.
 type tokenCache struct {
 	mu      sync.Mutex
+	on      bool   // revocations are heard: the cache may serve
+	gen     uint64 // bumped by every reset: a lookup begun before one is not kept
 	entries map[string]tokenCacheEntry
 }
 
@@ -29,24 +33,53 @@ type tokenCacheEntry struct {
 
 const tokenCacheTTL = 5 * time.Second
 
-func (tc *tokenCache) get(secret string, now time.Time) (store.Token, bool) {
+// get returns a cached token, and the generation a lookup made now must
+// hand back to put.
+func (tc *tokenCache) get(secret string, now time.Time) (store.Token, uint64, bool) {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	e, ok := tc.entries[secret]
-	if !ok || now.After(e.expires) {
+	if !ok || !tc.on || now.After(e.expires) {
 		delete(tc.entries, secret)
-		return store.Token{}, false
+		return store.Token{}, tc.gen, false
 	}
-	return e.tok, true
+	return e.tok, tc.gen, true
 }
 
-func (tc *tokenCache) put(secret string, tok store.Token, now time.Time) {
+func (tc *tokenCache) put(secret string, tok store.Token, now time.Time, gen uint64) {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
+	if !tc.on || gen != tc.gen {
+		return // not heard, or a revocation came while it was looked up
+	}
 	if tc.entries == nil || len(tc.entries) > 10000 {
 		tc.entries = map[string]tokenCacheEntry{}
 	}
 	tc.entries[secret] = tokenCacheEntry{tok: tok, expires: now.Add(tokenCacheTTL)}
+}
+
+// reset empties the cache; on says whether revocations are heard.
+func (tc *tokenCache) reset(on bool) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	tc.on, tc.entries = on, nil
+	tc.gen++
+}
+
+// WatchAuth keeps the token and session caches in step with revocations
+// and logouts on every replica, until ctx ends: they serve only while it
+// listens. Without it, every request looks its token up.
+func (s *Server) WatchAuth(ctx context.Context) error {
+	return s.store.WatchAuth(ctx, time.Second, func(on bool) {
+		s.tokens.reset(on)
+		s.pages.ResetSessions(on)
+		if !on {
+			s.log.Warn("auth: not hearing revocations; tokens and sessions are looked up on every request until the database is back")
+		}
+	}, func() {
+		s.tokens.reset(true)
+		s.pages.ResetSessions(true)
+	})
 }
 
 // bearer extracts the token of an "Authorization: Bearer <token>" header.
@@ -65,7 +98,8 @@ func (s *Server) authenticate(c echo.Context) (store.Token, bool, error) {
 	if secret == "" {
 		return store.Token{}, false, nil
 	}
-	if tok, ok := s.tokens.get(secret, time.Now()); ok {
+	tok, gen, ok := s.tokens.get(secret, time.Now())
+	if ok {
 		return tok, true, nil
 	}
 	k := clientKey(c.Request())
@@ -80,7 +114,7 @@ func (s *Server) authenticate(c echo.Context) (store.Token, bool, error) {
 	if err != nil {
 		return store.Token{}, false, err
 	}
-	s.tokens.put(secret, tok, time.Now())
+	s.tokens.put(secret, tok, time.Now(), gen)
 	// Last use is bookkeeping for 'waterline token list': a failure is
 	// logged, never the request's.
 	if err := s.store.TouchToken(c.Request().Context(), tok.ID, s.now()); err != nil {

@@ -92,6 +92,9 @@ func newAPIEnv(t *testing.T, tweak ...func(*web.Config)) *apiEnv {
 	})
 	e.srv = httptest.NewServer(srv)
 	t.Cleanup(e.srv.Close)
+	// As serve does: the token and session caches serve while this hears
+	// revocations.
+	go func() { _ = srv.WatchAuth(ctx) }()
 	for _, sc := range []store.TokenScope{store.ScopeRead, store.ScopeWrite, store.ScopeAdmin} {
 		secret, _, err := e.st.CreateToken(context.Background(), "test-"+string(sc), sc)
 		if err != nil {

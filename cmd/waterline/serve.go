@@ -98,6 +98,8 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	go maintainLoop(bg, st, c, log)
+	// Token and session caches serve only while revocations are heard.
+	go func() { _ = srv.WatchAuth(bg) }()
 	go floorLoop(bg, floor, log)
 	tracesDone := make(chan struct{})
 	go func() { traces.Run(bg, 250*time.Millisecond); close(tracesDone) }()

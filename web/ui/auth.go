@@ -37,7 +37,7 @@ const (
 	sessionCookie    = "wl_session"
 	loginCSRFCookie  = "wl_login"
 	sessionTTL       = 12 * time.Hour
-	sessionCacheTTL  = 5 * time.Second // on the real clock; logout and token revocation reach every replica within it
+	sessionCacheTTL  = 5 * time.Second // on the real clock; the cache serves only while logouts and revocations are heard (ResetSessions)
 	csrfHeader       = "X-CSRF-Token"
 	userKey          = "ui_user"
 	proxySessionName = "proxy:"
@@ -56,10 +56,13 @@ func userOf(c echo.Context) (user, bool) {
 }
 
 // sessionCache keeps session lookups for a short time, keyed by the
-// secret's hash; logout and revocation take effect within its TTL.
+// secret's hash. Like the API's token cache it serves only while logouts
+// and revocations are heard (ResetSessions), and each one empties it.
 type sessionCache struct {
-	mu sync.Mutex
-	m  map[[32]byte]sessionCacheEntry
+	mu  sync.Mutex
+	on  bool
+	gen uint64
+	m   map[[32]byte]sessionCacheEntry
 }
 
 type sessionCacheEntry struct {
@@ -67,20 +70,23 @@ type sessionCacheEntry struct {
 	expires time.Time
 }
 
-func (sc *sessionCache) get(k [32]byte, now time.Time) (store.Session, bool) {
+func (sc *sessionCache) get(k [32]byte, now time.Time) (store.Session, uint64, bool) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	e, ok := sc.m[k]
-	if !ok || time.Now().After(e.expires) || now.After(e.se.ExpiresAt) {
+	if !ok || !sc.on || time.Now().After(e.expires) || now.After(e.se.ExpiresAt) {
 		delete(sc.m, k)
-		return store.Session{}, false
+		return store.Session{}, sc.gen, false
 	}
-	return e.se, true
+	return e.se, sc.gen, true
 }
 
-func (sc *sessionCache) put(k [32]byte, se store.Session, now time.Time) {
+func (sc *sessionCache) put(k [32]byte, se store.Session, now time.Time, gen uint64) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
+	if !sc.on || gen != sc.gen {
+		return
+	}
 	if sc.m == nil || len(sc.m) > 10000 {
 		sc.m = map[[32]byte]sessionCacheEntry{}
 	}
@@ -93,6 +99,15 @@ func (sc *sessionCache) drop(k [32]byte) {
 	delete(sc.m, k)
 }
 
+// ResetSessions empties the session cache after a logout or revocation
+// anywhere; on says whether those are heard (the cache serves only then).
+func (p *Pages) ResetSessions(on bool) {
+	p.sessions.mu.Lock()
+	defer p.sessions.mu.Unlock()
+	p.sessions.on, p.sessions.m = on, nil
+	p.sessions.gen++
+}
+
 // session returns the request's live session, if its cookie names one.
 func (p *Pages) session(c echo.Context) (store.Session, string, bool, error) {
 	ck, err := c.Cookie(sessionCookie)
@@ -101,17 +116,18 @@ func (p *Pages) session(c echo.Context) (store.Session, string, bool, error) {
 	}
 	now := p.now()
 	k := store.SessionSecretHash(ck.Value)
-	if se, ok := p.sessions.get(k, now); ok {
+	se, gen, ok := p.sessions.get(k, now)
+	if ok {
 		return se, ck.Value, true, nil
 	}
-	se, err := p.store.LookupSession(c.Request().Context(), ck.Value, now)
+	se, err = p.store.LookupSession(c.Request().Context(), ck.Value, now)
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Session{}, "", false, nil
 	}
 	if err != nil {
 		return store.Session{}, "", false, err
 	}
-	p.sessions.put(k, se, now)
+	p.sessions.put(k, se, now, gen)
 	return se, ck.Value, true, nil
 }
 
@@ -202,14 +218,15 @@ func (p *Pages) identify(c echo.Context) (user, bool, error) {
 func (p *Pages) proxySession(c echo.Context, name string) (store.Session, error) {
 	now := p.now()
 	k := sha256.Sum256([]byte("proxy\x00" + name))
-	if se, ok := p.sessions.get(k, now); ok {
+	se, gen, ok := p.sessions.get(k, now)
+	if ok {
 		return se, nil
 	}
 	se, err := p.store.ProxySession(c.Request().Context(), proxySessionName+name, cmp.Or(p.cfg.AuthProxyScope, store.ScopeRead), sessionTTL, now)
 	if err != nil {
 		return store.Session{}, err
 	}
-	p.sessions.put(k, se, now)
+	p.sessions.put(k, se, now, gen)
 	return se, nil
 }
 

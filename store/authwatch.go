@@ -1,0 +1,74 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// authChannel is the Postgres channel on which a token revocation or a
+// logout is announced (at its commit) to every replica, so that caches of
+// token and session lookups can be dropped at once.
+const authChannel = "waterline_auth"
+
+// notifyAuth announces an auth change; inside a transaction it is sent
+// at commit.
+func (s *Store) notifyAuth(ctx context.Context) error {
+	_, err := s.db.Exec(ctx, `SELECT pg_notify('`+authChannel+`', '')`)
+	return err
+}
+
+// WatchAuth listens for token revocations and logouts, from any replica
+// or the CLI, until ctx ends. listening(true) is called once it listens
+// and listening(false) whenever it stops (a lost connection: it retries
+// every retry); changed after each announcement. A cache of lookups is
+// safe only while listening: a revocation could otherwise go unheard.
+// The Store must run on a *pgxpool.Pool.
+func (s *Store) WatchAuth(ctx context.Context, retry time.Duration, listening func(bool), changed func()) error {
+	pool, isPool := s.db.(*pgxpool.Pool)
+	if !isPool {
+		return errors.New("store: watching auth needs a connection pool, not a transaction")
+	}
+	for {
+		err := s.listenAuth(ctx, pool, listening, changed)
+		listening(false)
+		if ctx.Err() != nil {
+			return nil
+		}
+		_ = err // the next attempt says whether the database is back
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(retry):
+		}
+	}
+}
+
+func (s *Store) listenAuth(ctx context.Context, pool *pgxpool.Pool, listening func(bool), changed func()) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// The connection is closed, not returned: a pooled session must not
+	// keep listening for someone else.
+	defer func() {
+		_ = conn.Conn().Close(context.Background())
+		conn.Release()
+	}()
+	// As for leases: a cut-off connection must fail within half a
+	// minute, not when the kernel gives up hours later, or revocations
+	// go unheard while the caches serve.
+	if _, err := conn.Exec(ctx, `SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5;
+		SET tcp_keepalives_count = 3; SET tcp_user_timeout = 25000; LISTEN `+authChannel); err != nil {
+		return err
+	}
+	listening(true)
+	for {
+		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
+			return err
+		}
+		changed()
+	}
+}
