@@ -93,10 +93,14 @@ func BenchmarkSamplesIngest(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := httptest.NewServer(web.NewServer(web.Config{
+	ws := web.NewServer(web.Config{
 		PublicURL: "http://bench", IngestMaxBytes: 64 << 20, IngestMaxLines: 200000,
 		IngestMaxAge: 30 * 24 * time.Hour, IngestMaxFuture: time.Hour, RequestTimeout: time.Minute,
-	}, web.Deps{Store: st}))
+	}, web.Deps{Store: st})
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go func() { _ = ws.WatchAuth(wctx) }() // as serve: the token cache serves
+	srv := httptest.NewServer(ws)
 	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
 

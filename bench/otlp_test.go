@@ -157,10 +157,12 @@ func BenchmarkOTLPIngest(b *testing.B) {
 		a := otlp.NewAssembler(cfg, otlp.Options{Sink: sink, MaxAge: 30 * 24 * time.Hour, MaxFuture: time.Hour})
 		actx, stop := context.WithCancel(ctx)
 		go a.Run(actx, 20*time.Millisecond)
-		srv := httptest.NewServer(web.NewServer(web.Config{
+		ws := web.NewServer(web.Config{
 			PublicURL: "http://bench", IngestMaxBytes: 64 << 20, IngestMaxLines: 200000,
 			IngestMaxAge: 30 * 24 * time.Hour, IngestMaxFuture: time.Hour, RequestTimeout: time.Minute,
-		}, web.Deps{Store: st, Traces: a}))
+		}, web.Deps{Store: st, Traces: a})
+		go func() { _ = ws.WatchAuth(actx) }() // as serve: the token cache serves
+		srv := httptest.NewServer(ws)
 		return srv, a, func() { srv.Close(); stop() }
 	}
 	// tail is the part of an OTLP run after the last export was answered:
