@@ -152,29 +152,54 @@ func flagSpecs(c *config) []envFlag {
 	}
 }
 
+// parseFlags parses a command's flags. -h prints usage (printUsage, on
+// stderr) and ends the command with errHelp, a success; a bad flag or
+// value is one line naming it, not the flag package's error followed by
+// the whole usage.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, printUsage func()) error {
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.SetOutput(stderr)
+		printUsage()
+		return errHelp
+	}
+	if err != nil {
+		return fmt.Errorf("%v (run '%s -h' for the flags)", err, fs.Name())
+	}
+	return nil
+}
+
 // parseConfig reads flags (args) over environment variables over defaults.
 // Extra flags of a command are registered by extra before parsing. No
-// command takes positional arguments, so any left over is an error.
+// command takes positional arguments, so any left over is an error. Only
+// serve and pull take the server's flags; the other commands (migrate,
+// token) take -database-url alone, and read the rest from the
+// environment, so their -h lists what they use.
 func parseConfig(name string, args []string, env func(string) string, stderr io.Writer, extra func(fs *flag.FlagSet)) (config, error) {
 	var c config
 	specs := flagSpecs(&c)
 	fs := flag.NewFlagSet("waterline "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	values := map[string]*string{}
 	for _, s := range specs {
 		v := s.def
 		if e := env(s.env); e != "" {
 			v = e
 		}
+		if name != "serve" && name != "pull" && s.name != "database-url" {
+			values[s.name] = &v
+			continue
+		}
 		values[s.name] = fs.String(s.name, v, s.help+" ($"+s.env+")")
 	}
 	if extra != nil {
 		extra(fs)
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return c, errUsage
-		}
+	if err := parseFlags(fs, args, stderr, func() {
+		fmt.Fprintf(stderr, "usage: %s [flags]\n\nflags:\n", fs.Name())
+		fs.PrintDefaults()
+	}); err != nil {
 		return c, err
 	}
 	for _, s := range specs {

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"io"
+	"strings"
 	"testing"
 )
 
@@ -32,5 +35,38 @@ func TestPublicURLNeverUnspecified(t *testing.T) {
 	env := map[string]string{"WATERLINE_ADDR": "0.0.0.0:8080", "WATERLINE_PUBLIC_URL": "https://waterline.example.com/"}
 	if c, _ := parseConfig("serve", nil, func(k string) string { return env[k] }, io.Discard, nil); c.PublicURL != "https://waterline.example.com" || c.PublicURLGuessed {
 		t.Errorf("an explicit public URL: %q guessed %v", c.PublicURL, c.PublicURLGuessed)
+	}
+}
+
+// A bad flag is one line naming it (not the usage after it); -h prints
+// the usage and is a success; migrate and token list only what they use.
+func TestFlagErrorsAndHelp(t *testing.T) {
+	for _, tc := range []struct {
+		args          []string
+		wantErr       string // "" : errHelp
+		usage, absent string // on stderr
+	}{
+		{[]string{"serve", "--bogus"}, "flag provided but not defined: -bogus (run 'waterline serve -h'", "", "-addr"},
+		{[]string{"demo", "--inject-after", "abc"}, `invalid value "abc" for flag -inject-after`, "", "-scenario"},
+		{[]string{"serve", "-h"}, "", "-addr", ""},
+		{[]string{"demo", "-h"}, "", "-inject-after", ""},
+		{[]string{"token", "-h"}, "", "token revoke NAME|ID", ""},
+		{[]string{"token", "list", "-h"}, "", "-database-url", "-addr"},
+		{[]string{"migrate", "-h"}, "", "-database-url", "-detect-interval"},
+	} {
+		var stderr strings.Builder
+		err := run(context.Background(), tc.args, envMap(nil), io.Discard, &stderr)
+		switch {
+		case tc.wantErr == "" && !errors.Is(err, errHelp):
+			t.Errorf("%v: err = %v, want help (exit 0)", tc.args, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%v: err = %v, want %q", tc.args, err, tc.wantErr)
+		}
+		if tc.usage != "" && !strings.Contains(stderr.String(), tc.usage) {
+			t.Errorf("%v: usage lacks %q:\n%s", tc.args, tc.usage, stderr.String())
+		}
+		if tc.absent != "" && strings.Contains(stderr.String(), tc.absent) {
+			t.Errorf("%v: stderr has %q:\n%s", tc.args, tc.absent, stderr.String())
+		}
 	}
 }

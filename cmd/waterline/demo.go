@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -71,7 +70,6 @@ func runDemo(ctx context.Context, args []string, env func(string) string, stdout
 
 func parseDemoFlags(args []string, env func(string) string, stderr io.Writer) (demoOptions, error) {
 	fs := flag.NewFlagSet("waterline demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	scenario := fs.String("scenario", "release", "the injected cause: release, capacity, local_replica, batching, cold_start, downstream, routing or ingress")
 	o := demoOptions{}
 	fs.Int64Var(&o.seed, "seed", 1, "random seed of the simulated fleet")
@@ -86,14 +84,10 @@ func parseDemoFlags(args []string, env func(string) string, stderr io.Writer) (d
 	fs.DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long to wait for the analysis (with -live: for the detector's incident after the onset, default 10m)")
 	fs.BoolVar(&o.live, "live", false, "real time: exporters scraped by Prometheus every 5s, the pull loop and detector on, events and samples pushed as they happen, a webhook receiver; only the detector opens the incident")
 	fs.DurationVar(&o.injectAfter, "inject-after", 3*time.Minute, "with -live: when the incident starts, after start-up")
-	fs.Usage = func() {
+	if err := parseFlags(fs, args, stderr, func() {
 		fmt.Fprintln(stderr, "usage: waterline demo [flags]\n\nA simulated inference fleet with one incident, end to end, on a private Postgres\n(DATABASE_URL overrides) and a private Prometheus. Ctrl-C stops it.\n\nflags:")
 		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return o, errUsage
-		}
+	}); err != nil {
 		return o, err
 	}
 	timeoutSet := false

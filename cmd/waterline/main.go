@@ -19,6 +19,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, errHelp) {
+			return // -h: usage asked for and printed
+		}
 		if !errors.Is(err, errUsage) {
 			fmt.Fprintln(os.Stderr, "waterline:", err)
 		}
@@ -26,8 +29,13 @@ func main() {
 	}
 }
 
-// errUsage is returned after usage has already been printed.
-var errUsage = errors.New("usage")
+// errUsage is returned after usage has already been printed, for a
+// command line that is not one (exit status 1); errHelp after -h printed
+// it on request (exit status 0).
+var (
+	errUsage = errors.New("usage")
+	errHelp  = errors.New("help")
+)
 
 // command is one subcommand: its one-line help and its entry point.
 type command struct {
@@ -41,7 +49,7 @@ var commands = map[string]command{
 	"migrate": {"apply database migrations and exit", runMigrate},
 	"pull":    {"pull a range of history from Prometheus: pull --from T --to T", runPull},
 	"token":   {"manage API tokens: token create --name N --scope read|write|admin, token list, token revoke NAME|ID", runToken},
-	"demo":    {"a simulated fleet with an incident, end to end: demo [--scenario release|capacity|…]", runDemo},
+	"demo":    {"a simulated fleet with an incident, end to end: demo [--scenario release|capacity|…] [--live]", runDemo},
 }
 
 // run dispatches to a subcommand. Tests call it directly.
@@ -71,5 +79,5 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].help)
 	}
-	fmt.Fprintln(w, "\nRun 'waterline <command> -h' for the flags of a command; every flag has an environment variable (README).")
+	fmt.Fprintln(w, "\nRun 'waterline <command> -h' for the flags of a command; the server's settings are also environment variables (README).")
 }

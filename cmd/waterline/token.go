@@ -22,6 +22,9 @@ func runToken(ctx context.Context, args []string, env func(string) string, stdou
 		return errors.New(tokenUsage)
 	}
 	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(stderr, tokenUsage)
+		return errHelp
 	case "create":
 		return tokenCreate(ctx, args[1:], env, stdout, stderr)
 	case "list":
