@@ -127,6 +127,7 @@ func TestSpikesAPI(t *testing.T) {
 		"from=yesterday&to=2026-03-02T08:00:00Z",
 		"from=2026-03-02T06:00:00Z&to=2026-03-02T08:00:00Z&direction=sideways",
 		"from=2026-03-02T06:00:00Z&to=2026-03-02T08:00:00Z&level=galaxy",
+		"from=2026-03-02T06:00:00Z&to=2026-03-02T08:00:00Z&step=abc",
 	} {
 		if r := e.do(request{method: "GET", path: "/api/v1/spikes?" + bad, token: e.read}); r.status != http.StatusBadRequest || r.err.Field == "" {
 			t.Errorf("%s: %d %s, want 400 naming the field", bad, r.status, r.body)

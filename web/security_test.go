@@ -95,6 +95,7 @@ func TestAlertAndIncidentInputChecked(t *testing.T) {
 		{"starts in the future", fmt.Sprintf(`{"title":"x","start":%q}`, future), "start"},
 		{"NUL in title", fmt.Sprintf(`{"title":"a\u0000","start":%q}`, at), "title"},
 		{"600 B title", fmt.Sprintf(`{"title":%q,"start":%q}`, strings.Repeat("t", 600), at), "title"},
+		{"unknown field in scope", fmt.Sprintf(`{"title":"x","start":%q,"scope":{"mdl":"a"}}`, at), "scope.mdl"},
 	} {
 		r := e.post("/api/v1/incidents", "application/json", []byte(c.body))
 		if r.status != http.StatusUnprocessableEntity || r.err.Field != c.field {

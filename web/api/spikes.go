@@ -59,9 +59,18 @@ func (a *API) ListSpikes(c echo.Context) error {
 		return request.BadInput("sensitivity", "want low, medium or high, got %q", c.QueryParam("sensitivity"))
 	}
 	ctx := c.Request().Context()
+	// step is the resolution of an ad-hoc query; stored curves keep the
+	// pull's own. A bad value is refused either way, not ignored.
+	step, err := request.Duration(c.QueryParams(), "step", 15*time.Second)
+	if err != nil {
+		return err
+	}
+	if step <= 0 {
+		return request.BadInput("step", "want a positive duration, got %s", step)
+	}
 	var spikes []wire.ListedSpike
 	if q := strings.TrimSpace(c.QueryParam("query")); q != "" {
-		spikes, err = a.adhocSpikes(ctx, c, q, from, to, dir, sens)
+		spikes, err = a.adhocSpikes(ctx, q, from, to, step, dir, sens)
 	} else {
 		spikes, err = a.storedSpikes(ctx, c, from, to, dir, sens)
 	}
@@ -96,16 +105,9 @@ func (a *API) storedSpikes(ctx context.Context, c echo.Context, from, to time.Ti
 	return out, nil
 }
 
-func (a *API) adhocSpikes(ctx context.Context, c echo.Context, q string, from, to time.Time, dir correlate.Direction, sens correlate.Sensitivity) ([]wire.ListedSpike, error) {
+func (a *API) adhocSpikes(ctx context.Context, q string, from, to time.Time, step time.Duration, dir correlate.Direction, sens correlate.Sensitivity) ([]wire.ListedSpike, error) {
 	if a.queryRange == nil {
 		return nil, echo.NewHTTPError(http.StatusServiceUnavailable, "no Prometheus configured (PROMETHEUS_URL): ad-hoc queries are unavailable")
-	}
-	step, err := request.Duration(c.QueryParams(), "step", 15*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	if step <= 0 {
-		return nil, request.BadInput("step", "want a positive duration, got %s", step)
 	}
 	opt := correlate.SpikeOptions{Step: step, Direction: dir, Sensitivity: sens}
 	// The baseline needs history before from: its window, the days a

@@ -54,13 +54,76 @@ func DecodeRecord(raw []byte, line int, v any) error {
 			Msg: fmt.Sprintf("want %s, got %s", want, te.Value)}
 	}
 	if f, ok := strings.CutPrefix(err.Error(), `json: unknown field "`); ok {
-		f = strings.TrimSuffix(f, `"`)
+		f = keyPath(raw, strings.TrimSuffix(f, `"`))
 		return &request.Error{Status: http.StatusUnprocessableEntity, Line: line, Field: f, Msg: "unknown field " + f}
 	}
 	if !strings.HasPrefix(raw2str(raw), "{") {
 		return &request.Error{Status: http.StatusUnprocessableEntity, Line: line, Msg: "want a JSON object"}
 	}
 	return &request.Error{Status: http.StatusUnprocessableEntity, Line: line, Msg: strings.TrimPrefix(err.Error(), "json: ")}
+}
+
+// keyPath is where the object key name first stands in raw, as a field
+// path ("scope.mdl", "alerts[1].labelz"): encoding/json names an unknown
+// field without the objects around it. name itself when not found.
+func keyPath(raw []byte, name string) string {
+	type frame struct {
+		array   bool
+		index   int    // values read, in an array
+		key     string // the last key read, in an object
+		wantKey bool
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	var (
+		stack []frame
+		names []string // where each open container stands in its parent
+	)
+	// value notes one value read in the innermost container and returns
+	// where it stands.
+	value := func() string {
+		if len(stack) == 0 {
+			return ""
+		}
+		f := &stack[len(stack)-1]
+		if f.array {
+			f.index++
+			return fmt.Sprintf("[%d]", f.index-1)
+		}
+		f.wantKey = true
+		return f.key
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return name
+		}
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{', '[':
+				names = append(names, value())
+				stack = append(stack, frame{array: d == '[', wantKey: d == '{'})
+			default:
+				stack, names = stack[:len(stack)-1], names[:len(names)-1]
+			}
+			continue
+		}
+		if f := len(stack) - 1; f >= 0 && !stack[f].array && stack[f].wantKey {
+			key, _ := tok.(string)
+			if key == name {
+				var b strings.Builder
+				for _, n := range append(names[1:], key) {
+					if b.Len() > 0 && !strings.HasPrefix(n, "[") {
+						b.WriteByte('.')
+					}
+					b.WriteString(n)
+				}
+				return b.String()
+			}
+			stack[f].key, stack[f].wantKey = key, false
+			continue
+		}
+		value()
+	}
 }
 
 func raw2str(b []byte) string { return string(bytes.TrimSpace(b[:min(len(b), 1)])) }
