@@ -467,8 +467,10 @@ func (f *facts) localKnown() bool {
 
 // peersKnown reports whether model m has at least two replicas whose
 // latency during the spike is known, from replica curves or enough of
-// their samples, or samples naming at least two replicas (whose slow
-// shares concentrate can compare).
+// their samples, or samples naming at least two replicas with enough slow
+// ones among them (minSlowToJudge, as the concentration table needs) to
+// tell whether they concentrate: two samples on two replicas cannot say
+// "no replica stands out".
 func (f *facts) peersKnown(m string) bool {
 	if judgedReplicas(f.allReps[m]) >= 2 {
 		return true
@@ -477,17 +479,20 @@ func (f *facts) peersKnown(m string) bool {
 	if st == nil {
 		return false
 	}
-	first := ""
+	first, two, slow := "", false, 0
 	for _, i := range st.phase[1] {
+		if f.ss.slow[i] {
+			slow++
+		}
 		if r := f.ss.all[i].Replica; r != "" {
 			if first == "" {
 				first = r
 			} else if r != first {
-				return true
+				two = true
 			}
 		}
 	}
-	return false
+	return two && slow >= minSlowToJudge
 }
 
 // supportNotLocal adds "nothing local explains it" when per-replica data

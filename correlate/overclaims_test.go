@@ -593,3 +593,22 @@ func TestOverclaimStagesOnlyBeforeTheOnset(t *testing.T) {
 		t.Errorf("samples during the spike: %d, want 0", a.Samples.During)
 	}
 }
+
+// Two samples on two replicas cannot say "no replica or node stands
+// out": local_replica is not assessable from them.
+func TestOverclaimLocalFromTwoSamples(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 10)
+	for k, r := range []string{"r1", "r2"} {
+		x.samples = append(x.samples, Sample{RequestID: r, Time: x.onset.Add(time.Duration(3+k) * time.Minute), Model: "m",
+			Version: "v1", Replica: r, Node: "n" + r, Status: "ok", TotalMs: 420, SampleRate: 1})
+	}
+	a := x.analyze()
+	for _, c := range a.Causes {
+		if c.Category == CatLocalReplica {
+			dumpCause(t, c)
+			t.Errorf("local_replica judged from two samples: %q", c.Summary)
+		}
+	}
+}
