@@ -72,7 +72,9 @@ func (f *facts) qpsRatio(model string) float64 {
 	}
 	// No sample during the spike says the feed stopped (or only slow
 	// requests are kept), not that traffic fell to zero.
-	if st := f.ss.byModel[model]; st != nil && st.beforeW > 0 && st.duringW > 0 && st.beforeSpanS > 0 && st.duringSpanS > 0 {
+	// A handful of samples is no rate: at least minQuantileSamples a phase.
+	if st := f.ss.byModel[model]; st != nil && st.beforeN >= minQuantileSamples && st.duringN >= minQuantileSamples &&
+		st.beforeW > 0 && st.duringW > 0 && st.beforeSpanS > 0 && st.duringSpanS > 0 {
 		return (st.duringW / st.duringSpanS) / (st.beforeW / st.beforeSpanS)
 	}
 	return math.NaN()
@@ -333,7 +335,15 @@ func (f *facts) versionStatsFromSamples(model string) []versionStat {
 			a.v.p99During = weightedQuantile(a.d, 0.99)
 		}
 		a.v.samplesBefore = len(a.b)
-		a.v.shareBefore, a.v.shareDuring = safeRatio(a.v.weightBefore, tb), safeRatio(a.v.weightDur, td)
+		// Shares of a phase with a handful of samples are those few
+		// requests' versions ("v2 went from 0 % to 50 %" on two): unknown.
+		a.v.shareBefore, a.v.shareDuring = math.NaN(), math.NaN()
+		if len(st.phase[0]) >= minQuantileSamples {
+			a.v.shareBefore = safeRatio(a.v.weightBefore, tb)
+		}
+		if len(st.phase[1]) >= minQuantileSamples {
+			a.v.shareDuring = safeRatio(a.v.weightDur, td)
+		}
 		out = append(out, a.v)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })

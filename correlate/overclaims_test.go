@@ -612,3 +612,31 @@ func TestOverclaimLocalFromTwoSamples(t *testing.T) {
 		}
 	}
 }
+
+// Two samples during the spike are no traffic shares and no rate: not
+// "v2 went from 0% to 50% of the model's traffic", nor "traffic did not
+// rise (×0.07)".
+func TestOverclaimSharesFromTwoSamples(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 400)
+	for i := 0; i < 70; i++ {
+		x.samples = append(x.samples, Sample{RequestID: fmt.Sprint("b", i), Time: fxStart.Add(time.Duration(i) * time.Minute), Model: "m",
+			Version: "v1", Replica: "r1", Status: "ok", TotalMs: 100, SampleRate: 1})
+	}
+	for k, v := range []string{"v2", "v1"} {
+		x.samples = append(x.samples, Sample{RequestID: fmt.Sprint("d", k), Time: x.onset.Add(time.Duration(3+k) * time.Minute), Model: "m",
+			Version: v, Replica: "r1", Status: "ok", TotalMs: 420, SampleRate: 1})
+	}
+	a := x.analyze()
+	for _, c := range a.Causes {
+		for _, e := range allEvidence(c) {
+			if strings.Contains(e.Summary, "of the model's traffic") || strings.Contains(e.Summary, "Traffic did not rise") ||
+				strings.Contains(e.Summary, "×0.0") {
+				t.Errorf("%s: %q from two samples", c.Category, e.Summary)
+			}
+		}
+		if strings.Contains(c.Summary, "×0.0") {
+			t.Errorf("%s: %q from two samples", c.Category, c.Summary)
+		}
+	}
+}
