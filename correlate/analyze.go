@@ -406,7 +406,8 @@ func fallbackOnset(in Input) time.Time {
 
 // replicaStarts maps replicas to the time they started: from replica_start
 // events, and — for clusters without kube-state-metrics — from the first
-// point of a replica's curves when that comes well after the data begins.
+// point of a replica's curves (of any role: a pod's GPU curve starts with
+// it too) when that comes well after the data begins.
 func replicaStarts(events []Event, cs *curveSet, dataFrom time.Time, step time.Duration) map[string]time.Time {
 	out := map[string]time.Time{}
 	for _, e := range events {
@@ -417,7 +418,7 @@ func replicaStarts(events []Event, cs *curveSet, dataFrom time.Time, step time.D
 		}
 	}
 	first := map[string]int64{}
-	for _, role := range []Role{RoleQPS, RoleLatencyP99} {
+	for _, role := range Roles {
 		for _, c := range cs.get(role, LevelReplica, Scope{}, "") {
 			if len(c.Points) == 0 || c.Scope.Replica == "" {
 				continue
@@ -427,7 +428,12 @@ func replicaStarts(events []Event, cs *curveSet, dataFrom time.Time, step time.D
 			}
 		}
 	}
-	// Curves start a few steps after the pod (rate() needs two scrapes).
+	// Curves start a few steps after the pod (rate() needs two scrapes),
+	// and every curve starts where the data does: a curve that begins with
+	// the data, however late that is, is no new replica.
+	if f := cs.firstPoint(); f.After(dataFrom) {
+		dataFrom = f
+	}
 	cutoff := dataFrom.Add(4 * step).UnixMilli()
 	for rep, t := range first {
 		if _, ok := out[rep]; !ok && t > cutoff {

@@ -31,6 +31,10 @@ func coldStartFor(f *facts, m string) Cause {
 		}
 		b.support("new_replicas", float64(len(young)), lead*ramp(float64(len(young)), 0, 2), 0.15,
 			"%d new replica(s) of %s started within %s before the onset: %s.", len(young), m, fmtDur(coldWindow), list(young))
+	} else if from := f.cs.firstPoint(); !f.hasEvent(m, KindReplicaStart) && from.After(f.ph.Onset.Add(-coldWindow)) {
+		// Replica curves that begin less than the window before the
+		// onset cannot show which replicas started in it.
+		return b.done(fmt.Sprintf("The data begins at %s UTC, under %s before the onset, so whether new replicas of %s started just before it is not known.", from.Format("15:04"), fmtDur(coldWindow), m), Target{Model: m})
 	} else if ev == nil || f.data.models[m][sigReplicas].curves || f.hasEvent(m, KindReplicaStart) {
 		b.oppose("no_new_replicas", 0, 1, 0.3, "No replica of %s started in the %s before the onset.", m, fmtDur(coldWindow))
 		return b.done(fmt.Sprintf("No new replicas of %s around the onset.", m), Target{Model: m})

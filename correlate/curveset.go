@@ -25,6 +25,22 @@ func newCurveSet(curves []Curve) *curveSet {
 	return cs
 }
 
+// firstPoint is the time of the earliest point of any curve (zero when
+// there is none): where the data actually begins, which may be later
+// than the window asked for.
+func (cs *curveSet) firstPoint() time.Time {
+	first := int64(math.MaxInt64)
+	for i := range cs.all {
+		if p := cs.all[i].Points; len(p) > 0 && p[0].T < first {
+			first = p[0].T
+		}
+	}
+	if first == math.MaxInt64 {
+		return time.Time{}
+	}
+	return time.UnixMilli(first).UTC()
+}
+
 // get returns the curves of role at level, optionally only those whose scope
 // is covered by scope and whose stage matches (stage "" matches any).
 func (cs *curveSet) get(role Role, level Level, scope Scope, stage string) []*Curve {

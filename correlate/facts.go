@@ -403,6 +403,12 @@ func (f *facts) replicaModel(rep string) string {
 			return e.Model
 		}
 	}
+	// Replicas known only by other curves (GPU, memory) carry their model.
+	for i := range f.cs.all {
+		if c := &f.cs.all[i]; c.Level == LevelReplica && c.Scope.Replica == rep && c.Scope.Model != "" {
+			return c.Scope.Model
+		}
+	}
 	return ""
 }
 

@@ -640,3 +640,57 @@ func TestOverclaimSharesFromTwoSamples(t *testing.T) {
 		}
 	}
 }
+
+// Cold start judged within the data there is: replicas seen only by
+// their GPU curves still have start times, and data that begins 11 or 13
+// minutes before the onset neither makes every replica "new" nor lets
+// the analysis say none started in the 15 minutes before.
+func TestOverclaimColdStartWithinTheData(t *testing.T) {
+	trim := func(c *Curve, from time.Time) {
+		for len(c.Points) > 0 && c.Points[0].Time().Before(from) {
+			c.Points = c.Points[1:]
+		}
+	}
+	t.Run("GPU curves only", func(t *testing.T) {
+		x := newFixture()
+		x.p99("m", 100, 400)
+		x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 10)
+		for _, r := range []string{"old1", "old2", "old3", "old4", "new1", "new2"} {
+			c := x.curve(RoleGPUUtil, LevelReplica, Scope{Model: "m", Version: "v1", Replica: r, Node: "n1"}, 50, 60)
+			if strings.HasPrefix(r, "new") {
+				trim(c, x.onset.Add(-5*time.Minute))
+			}
+		}
+		c := causeOf(t, x.analyze(), CatColdStart)
+		if strings.Contains(c.Summary, "No new replicas") || evidenceNamed(c, "new_replicas") == nil {
+			dumpCause(t, c)
+			t.Errorf("new1 and new2 started 5 minutes before the onset: %q", c.Summary)
+		}
+	})
+	for _, before := range []time.Duration{11 * time.Minute, 13 * time.Minute} {
+		t.Run(fmt.Sprint("data from ", before, " before"), func(t *testing.T) {
+			x := newFixture()
+			x.p99("m", 100, 400)
+			x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 10)
+			for _, r := range []string{"r1", "r2", "r3", "r4"} {
+				x.replica("m", r, "n1", 100, 400, 2.5, 2.5)
+			}
+			for i := range x.curves {
+				trim(&x.curves[i], x.onset.Add(-before))
+			}
+			a := x.analyze()
+			c := causeOf(t, a, CatColdStart)
+			for _, s := range append([]string{c.Summary}, func() (out []string) {
+				for _, e := range allEvidence(c) {
+					out = append(out, e.Summary)
+				}
+				return
+			}()...) {
+				if strings.Contains(s, "new replica(s)") || strings.Contains(s, "No replica of m started") || strings.Contains(s, "No new replicas") {
+					dumpCause(t, c)
+					t.Errorf("claim %q on data from %v before the onset", s, before)
+				}
+			}
+		})
+	}
+}
