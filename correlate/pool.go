@@ -104,11 +104,20 @@ const hpaReaction = 3 * time.Minute
 // help (raise the max); below it and unchanged for hpaReaction after the
 // onset, it did not react (look at what it scales on); otherwise it is
 // scaling, or has not had the time.
-func scaleAction(p Pool, onset time.Time) (string, bool) {
+//
+// end is where the analysis' data ends: replica counts that stop well
+// before it say only that the autoscaler had not reacted by then.
+func scaleAction(p Pool, onset, end time.Time) (string, bool) {
 	switch {
 	case p.MaxReplicas > 0 && p.AtMaxSince != nil:
 		return fmt.Sprintf("Raise %s's autoscaler max (at its max of %g replicas since %s UTC) or add GPUs to the pool",
 			p.Model, p.MaxReplicas, p.AtMaxSince.Format("15:04")), true
+	case p.MaxReplicas > 0 && p.Desired > 0 && p.DesiredPeak <= p.DesiredAtOnset && end.Sub(p.Through) > hpaReaction && p.Through.Sub(onset) < hpaReaction:
+		return fmt.Sprintf("Scale out %s (%g desired of at most %g at %s UTC, where its replica counts end: whether its autoscaler reacted is not in the data)",
+			p.Model, p.Desired, p.MaxReplicas, p.Through.Format("15:04")), true
+	case p.MaxReplicas > 0 && p.Desired > 0 && p.DesiredPeak <= p.DesiredAtOnset && end.Sub(p.Through) > hpaReaction:
+		return fmt.Sprintf("Scale out %s (%g desired of at most %g at %s UTC, where its replica counts end): its autoscaler had not reacted by then — check the metric and target it scales on",
+			p.Model, p.Desired, p.MaxReplicas, p.Through.Format("15:04")), true
 	case p.MaxReplicas > 0 && p.Desired > 0 && p.DesiredPeak <= p.DesiredAtOnset && p.Through.Sub(onset) < hpaReaction:
 		return fmt.Sprintf("Scale out %s (%g desired of at most %g; its autoscaler has had under %d minutes to react)",
 			p.Model, p.Desired, p.MaxReplicas, int(hpaReaction.Minutes())), true
@@ -124,7 +133,7 @@ func scaleAction(p Pool, onset time.Time) (string, bool) {
 
 // withPoolActions replaces the generic scale-out action of each capacity
 // cause whose target model's pool state is known.
-func withPoolActions(causes []Cause, ps []Pool, onset time.Time) {
+func withPoolActions(causes []Cause, ps []Pool, onset, end time.Time) {
 	for i := range causes {
 		c := &causes[i]
 		if c.Category != CatCapacity || c.Target.Model == "" {
@@ -134,7 +143,7 @@ func withPoolActions(causes []Cause, ps []Pool, onset time.Time) {
 			if p.Model != c.Target.Model {
 				continue
 			}
-			if a, ok := scaleAction(p, onset); ok && len(c.Actions) > 1 {
+			if a, ok := scaleAction(p, onset, end); ok && len(c.Actions) > 1 {
 				c.Actions[1] = a
 			}
 		}

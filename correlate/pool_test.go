@@ -80,25 +80,37 @@ func TestPoolCurvesAreNotDeviations(t *testing.T) {
 func TestPoolActions(t *testing.T) {
 	t.Parallel()
 	at, onset, through := t0.Add(70*time.Minute), t0.Add(60*time.Minute), t0.Add(80*time.Minute)
+	end := through.Add(time.Minute) // where the analysis' data ends
 	for _, c := range []struct {
 		pool Pool
 		want string
 	}{
 		{Pool{Model: "m", DesiredAtOnset: 3, Desired: 6, DesiredPeak: 6, MaxReplicas: 6, AtMaxSince: &at},
 			"Raise m's autoscaler max (at its max of 6 replicas since " + at.Format("15:04") + " UTC) or add GPUs to the pool"},
-		{Pool{Model: "m", DesiredAtOnset: 2, Desired: 2, DesiredPeak: 2, MaxReplicas: 4, Through: onset.Add(time.Minute)},
-			"Scale out m (2 desired of at most 4; its autoscaler has had under 3 minutes to react)"},
 		{Pool{Model: "m", DesiredAtOnset: 2, Desired: 2, DesiredPeak: 2, MaxReplicas: 4, Through: through},
 			"Scale out m now (2 desired of at most 4): its autoscaler did not react — check the metric and target it scales on"},
+		// Replica counts that end at onset+4 min, or onset+1, of data to
+		// onset+21 say what the autoscaler had done by then, no more.
+		{Pool{Model: "m", DesiredAtOnset: 2, Desired: 2, DesiredPeak: 2, MaxReplicas: 4, Through: onset.Add(time.Minute)},
+			"Scale out m (2 desired of at most 4 at " + onset.Add(time.Minute).Format("15:04") + " UTC, where its replica counts end: whether its autoscaler reacted is not in the data)"},
+		{Pool{Model: "m", DesiredAtOnset: 2, Desired: 2, DesiredPeak: 2, MaxReplicas: 4, Through: onset.Add(4 * time.Minute)},
+			"Scale out m (2 desired of at most 4 at " + onset.Add(4*time.Minute).Format("15:04") + " UTC, where its replica counts end): its autoscaler had not reacted by then — check the metric and target it scales on"},
 		{Pool{Model: "m", DesiredAtOnset: 2, Desired: 3, DesiredPeak: 3, MaxReplicas: 4},
 			"Let m's autoscaler finish scaling (2 → 3 of at most 4 replicas) or scale out ahead of it"},
 		{Pool{Model: "other", DesiredAtOnset: 2, Desired: 2, DesiredPeak: 2, MaxReplicas: 4}, actions(CatCapacity, Target{Model: "m"})[1]},
 		{Pool{Model: "m", DesiredAtOnset: 2, Desired: 2, DesiredPeak: 2}, actions(CatCapacity, Target{Model: "m"})[1]},
 	} {
 		causes := []Cause{{Category: CatCapacity, Target: Target{Model: "m"}, Actions: actions(CatCapacity, Target{Model: "m"})}}
-		withPoolActions(causes, []Pool{c.pool}, onset)
+		withPoolActions(causes, []Pool{c.pool}, onset, end)
 		if got := causes[0].Actions[1]; got != c.want {
 			t.Errorf("pool %+v: action %q, want %q", c.pool, got, c.want)
 		}
+	}
+	// A minute into the incident, with the data up to now: too soon.
+	causes := []Cause{{Category: CatCapacity, Target: Target{Model: "m"}, Actions: actions(CatCapacity, Target{Model: "m"})}}
+	p := Pool{Model: "m", DesiredAtOnset: 2, Desired: 2, DesiredPeak: 2, MaxReplicas: 4, Through: onset.Add(time.Minute)}
+	withPoolActions(causes, []Pool{p}, onset, onset.Add(90*time.Second))
+	if got, want := causes[0].Actions[1], "Scale out m (2 desired of at most 4; its autoscaler has had under 3 minutes to react)"; got != want {
+		t.Errorf("a minute in: action %q, want %q", got, want)
 	}
 }
