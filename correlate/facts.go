@@ -62,11 +62,28 @@ func (f *facts) impact(model string) (modelImpact, bool) {
 }
 
 // qpsRatio is a model's request rate during the spike over before, from
-// its QPS curve, or from sample weights when there is no curve.
+// its QPS curve, else the sum of its replicas' (a replica absent from a
+// period adds nothing to it: new replicas share the traffic they took),
+// else sample weights.
 func (f *facts) qpsRatio(model string) float64 {
 	if c := f.cs.model(RoleQPS, model, ""); c != nil {
 		r := safeRatio(periodMedian(c, f.ph.Onset, f.ph.DuringTo), periodMedian(c, f.ph.BeforeFrom, f.ph.BeforeTo))
 		if !math.IsNaN(r) {
+			return r
+		}
+	}
+	var before, during float64
+	var nb, nd int
+	for _, c := range f.cs.get(RoleQPS, LevelReplica, Scope{Model: model}, "") {
+		if b := periodMedian(c, f.ph.BeforeFrom, f.ph.BeforeTo); !math.IsNaN(b) {
+			before, nb = before+b, nb+1
+		}
+		if d := periodMedian(c, f.ph.Onset, f.ph.DuringTo); !math.IsNaN(d) {
+			during, nd = during+d, nd+1
+		}
+	}
+	if nb > 0 && nd > 0 {
+		if r := safeRatio(during, before); !math.IsNaN(r) {
 			return r
 		}
 	}

@@ -694,3 +694,25 @@ func TestOverclaimColdStartWithinTheData(t *testing.T) {
 		})
 	}
 }
+
+// Traffic measured per replica only (no model-level request rate) is
+// still traffic: capacity must not call it unknown.
+func TestTrafficFromReplicaCurves(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 400)
+	for _, r := range []string{"r1", "r2", "r3"} {
+		x.replica("m", r, "n1", 100, 400, 4, 10)
+	}
+	if q := x.facts().qpsRatio("m"); math.IsNaN(q) || q < 2.3 || q > 2.7 {
+		t.Errorf("qpsRatio %.2f, want ×2.5 from the replicas' rates", q)
+	}
+	c := causeOf(t, x.analyze(), CatCapacity)
+	for _, e := range allEvidence(c) {
+		if strings.Contains(e.Summary, "traffic change is unknown") {
+			t.Errorf("claim %q with replica request rates", e.Summary)
+		}
+	}
+	if strings.Contains(c.Summary, "unknown") {
+		t.Errorf("capacity: %q", c.Summary)
+	}
+}
