@@ -97,6 +97,12 @@ func capacityFor(f *facts, models []string) Cause {
 			covered = fmt.Sprintf("%d of the %d affected replicas (those with GPU data)", n, reps)
 		}
 		b.support("gpu_busy", gpu, ramp(gpu, 70, 92), 0.10, "Median GPU utilisation of %s is %.0f%%.", covered, gpu)
+	} else if g, nodes := f.nodeGPUUtil(models); !math.IsNaN(g) {
+		// GPUs measured per node only: the nodes the affected replicas
+		// run on, whose average may include other models' GPUs.
+		gpu = g
+		b.support("gpu_busy", gpu, ramp(gpu, 70, 92), 0.10, "Median GPU utilisation of %s %s, which the affected replicas run on, is %.0f%% (measured per node).",
+			verbFor(len(nodes), "node", "nodes"), list(nodes), gpu)
 	}
 	if len(models) >= 2 {
 		br := safeRatio(float64(len(models)), float64(f.modelsWithData()))

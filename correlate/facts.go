@@ -390,6 +390,40 @@ func (f *facts) gpuUtilCount(models []string) (float64, int) {
 	return median(vs), len(vs)
 }
 
+// nodeGPUUtil is the median GPU utilisation (%) during the spike of the
+// node-level GPU curves of the nodes the models' replicas run on (from
+// replica curves and samples), and those nodes; NaN when none is known.
+func (f *facts) nodeGPUUtil(models []string) (float64, []string) {
+	on := map[string]bool{}
+	for _, m := range models {
+		for _, r := range f.allReps[m] {
+			if r.node != "" {
+				on[r.node] = true
+			}
+		}
+		if st := f.ss.byModel[m]; st != nil {
+			for _, i := range st.phase[1] {
+				if n := f.ss.all[i].Node; n != "" {
+					on[n] = true
+				}
+			}
+		}
+	}
+	var vs []float64
+	var nodes []string
+	for _, c := range f.cs.get(RoleGPUUtil, LevelNode, Scope{}, "") {
+		if !on[c.Scope.Node] {
+			continue
+		}
+		if v := periodMedian(c, f.ph.Onset, f.ph.DuringTo); !math.IsNaN(v) {
+			vs = append(vs, v)
+			nodes = append(nodes, c.Scope.Node)
+		}
+	}
+	sort.Strings(nodes)
+	return median(vs), slices.Compact(nodes)
+}
+
 // startedNear lists replicas of model that started in [onset − window,
 // onset + alignSkew].
 func (f *facts) startedNear(model string, window time.Duration) []string {

@@ -716,3 +716,25 @@ func TestTrafficFromReplicaCurves(t *testing.T) {
 		t.Errorf("capacity: %q", c.Summary)
 	}
 }
+
+// GPUs measured per node only still show a saturated pool: capacity
+// quotes the nodes the affected replicas run on, not "no GPU data".
+func TestCapacityFromNodeGPUs(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 25)
+	for _, r := range []string{"r1", "r2"} {
+		x.replica("m", r, "n"+r, 100, 400, 5, 12.5)
+		x.curve(RoleGPUUtil, LevelNode, Scope{Node: "n" + r}, 60, 99)
+	}
+	x.curve(RoleGPUUtil, LevelNode, Scope{Node: "idle"}, 5, 5) // no replica of m runs there
+	c := causeOf(t, x.analyze(), CatCapacity)
+	e := evidenceNamed(c, "gpu_busy")
+	if e == nil || !strings.Contains(e.Summary, "nodes nr1, nr2") || e.Value < 95 {
+		dumpCause(t, c)
+		t.Errorf("gpu_busy %+v, want the nodes nr1, nr2 at ~99%%", e)
+	}
+	if strings.Contains(c.Summary, "no queue or GPU data") {
+		t.Errorf("capacity: %q", c.Summary)
+	}
+}
