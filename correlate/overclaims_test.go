@@ -738,3 +738,28 @@ func TestCapacityFromNodeGPUs(t *testing.T) {
 		t.Errorf("capacity: %q", c.Summary)
 	}
 }
+
+// With no change event received at all, the release cause must not say
+// "no deploy of m" (the timeline step says nothing was received); it may
+// say no new version took traffic when versions are measured.
+func TestOverclaimNoDeployWithoutEvents(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.sampleRun(20, Scope{Model: "m", Version: "v1", Replica: "r"}, 100, 400, nil)
+	a := x.analyze()
+	c := causeOf(t, a, CatRelease)
+	for _, s := range append([]string{c.Summary}, func() (out []string) {
+		for _, e := range allEvidence(c) {
+			out = append(out, e.Summary)
+		}
+		return
+	}()...) {
+		if strings.Contains(s, "No deploy of m") || strings.Contains(s, "No recent release") {
+			dumpCause(t, c)
+			t.Errorf("claim %q with no event received at all", s)
+		}
+	}
+	if !strings.Contains(c.Summary, "No new version of m took traffic") {
+		t.Errorf("summary %q, want what the versions show", c.Summary)
+	}
+}

@@ -50,9 +50,22 @@ func releaseFor(f *facts, m string) Cause {
 		f.releaseScope(b, m, "")
 		return f.done(b, fmt.Sprintf("%s was deployed %s; which version it brought is unknown, so its requests cannot be compared with the previous version's.", m, ago(*ev)), Target{Model: m})
 	}
+	// No change event at all in the window is no sign that nothing was
+	// deployed: the CD system may not send any (the timeline step says so).
+	noEvents := len(f.events) == 0
 	if newVer == "" && !versionTrafficKnown(vs) && len(vs) > 0 {
+		if noEvents {
+			return b.done(fmt.Sprintf("No change event was received for this window and %s's traffic by version is not measured: a release can be neither seen nor ruled out.", m), Target{Model: m})
+		}
 		b.oppose("no_deploy", 0, 1, 0.1, "No deploy of %s near the onset; its traffic by version is not measured.", m)
 		return b.done(fmt.Sprintf("No deploy of %s was found; its traffic by version is not measured, so a rollout without a deploy event cannot be ruled out.", m), Target{Model: m})
+	}
+	if newVer == "" && noEvents && versionTrafficKnown(vs) {
+		b.oppose("no_new_version", 0, 1, 0.2, "No new version of %s took traffic near the onset (no change event was received for this window).", m)
+		return b.done(fmt.Sprintf("No new version of %s took traffic near the onset; no deploy events were received, so only its versions' traffic could be checked.", m), Target{Model: m})
+	}
+	if newVer == "" && noEvents {
+		return b.done(fmt.Sprintf("No change event was received for this window and no version of %s is measured: a release can be neither seen nor ruled out.", m), Target{Model: m})
 	}
 	if newVer == "" {
 		b.oppose("no_new_version", 0, 1, 0.2, "No deploy of %s and no new version taking traffic near the onset.", m)
