@@ -185,8 +185,9 @@ func (fl *sampleFlags) mark(d *dataIndex, m string) {
 	}
 }
 
-// indexCurves marks the signals of every model-scoped curve, and gives
-// each model the signals of node curves on the nodes its replicas run on.
+// indexCurves marks the signals of every model-scoped curve, gives each
+// model the signals of node curves on the nodes its replicas run on, and
+// every model the front stages' times of fleet-level stage curves.
 func (d *dataIndex) indexCurves(cs *curveSet) {
 	nodeModels := map[string]map[string]bool{}
 	nodeRoles := map[string]map[string]bool{}
@@ -196,6 +197,7 @@ func (d *dataIndex) indexCurves(cs *curveSet) {
 		}
 		m[k][v] = true
 	}
+	fleetFront := false
 	for i := range cs.all {
 		c := &cs.all[i]
 		if len(c.Points) == 0 {
@@ -206,6 +208,8 @@ func (d *dataIndex) indexCurves(cs *curveSet) {
 			if c.Scope.Node != "" {
 				add(nodeRoles, c.Scope.Node, curveSignal(c))
 			}
+			// A gateway shared by every model, timed once for the fleet.
+			fleetFront = fleetFront || c.Level == LevelFleet && c.Role == RoleStageTime && stageSignal(c.Stage) == sigFront
 			continue
 		}
 		if sig := curveSignal(c); sig != "" {
@@ -229,6 +233,11 @@ func (d *dataIndex) indexCurves(cs *curveSet) {
 					d.mark(m, sig, false)
 				}
 			}
+		}
+	}
+	if fleetFront {
+		for m := range d.models {
+			d.mark(m, sigFront, false)
 		}
 	}
 }

@@ -54,6 +54,16 @@ func (cs *curveSet) get(role Role, level Level, scope Scope, stage string) []*Cu
 	return out
 }
 
+// fleet returns the fleet-level curve of role (and stage), or nil.
+func (cs *curveSet) fleet(role Role, stage string) *Curve {
+	for _, c := range cs.get(role, LevelFleet, Scope{}, stage) {
+		if c.Scope.Model == "" && c.Scope.Node == "" {
+			return c
+		}
+	}
+	return nil
+}
+
 // model returns the model-level curve of role for exactly this model
 // (and stage), or nil.
 func (cs *curveSet) model(role Role, model, stage string) *Curve {

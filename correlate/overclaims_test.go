@@ -763,3 +763,26 @@ func TestOverclaimNoDeployWithoutEvents(t *testing.T) {
 		t.Errorf("summary %q, want what the versions show", c.Summary)
 	}
 }
+
+// A gateway timed once for the whole fleet (stage_time at level fleet)
+// is every model's front stage: ingress is assessable, and the growth is
+// the gateway's.
+func TestIngressFromFleetGatewayCurve(t *testing.T) {
+	x := newFixture()
+	for _, m := range []string{"m1", "m2"} {
+		x.p99(m, 100, 400)
+		x.curve(RoleQPS, LevelModel, Scope{Model: m}, 10, 10)
+		x.curve(RoleStageTime, LevelModel, Scope{Model: m}, 80, 80).Stage = "exec"
+	}
+	x.curve(RoleStageTime, LevelFleet, Scope{}, 10, 300).Stage = "gateway"
+	a := x.analyze()
+	for _, na := range a.NotAssessable {
+		if na.Category == CatIngress {
+			t.Fatalf("ingress not assessable: %s", na.Reason)
+		}
+	}
+	if a.Causes[0].Category != CatIngress {
+		dumpCause(t, a.Causes[0])
+		t.Errorf("top cause %s, want ingress (the fleet's gateway 10 → 300 ms)", a.Causes[0].Category)
+	}
+}

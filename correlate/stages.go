@@ -166,7 +166,11 @@ func stageAttributionFromCurves(cs *curveSet, models []string, ph phases) []Stag
 		b, d := periodMedian(lat, ph.BeforeFrom, ph.BeforeTo), periodMedian(lat, ph.Onset, ph.DuringTo)
 		timed := 0.0
 		for k := 0; k < NumStages; k++ {
-			if v := periodMedian(cs.model(RoleStageTime, m, Stage(k).String()), ph.Onset, ph.DuringTo); !math.IsNaN(v) {
+			c := cs.model(RoleStageTime, m, Stage(k).String())
+			if c == nil && stageSignal(Stage(k).String()) == sigFront {
+				c = cs.fleet(RoleStageTime, Stage(k).String())
+			}
+			if v := periodMedian(c, ph.Onset, ph.DuringTo); !math.IsNaN(v) {
 				timed += v
 			}
 		}
@@ -183,6 +187,9 @@ func stageAttributionFromCurves(cs *curveSet, models []string, ph phases) []Stag
 		var b, d []float64
 		for _, m := range models {
 			c := cs.model(RoleStageTime, m, name)
+			if c == nil && stageSignal(name) == sigFront {
+				c = cs.fleet(RoleStageTime, name) // one gateway in front of every model
+			}
 			if c == nil {
 				continue
 			}
