@@ -499,11 +499,13 @@ func sampleSummary(ss *sampleSet, affected map[string]bool) SampleSummary {
 			s.Weighted += ss.all[i].SampleRate
 		}
 	}
+	during := 0
+	s.During = &during
 	for _, i := range ss.during {
 		if len(affected) > 0 && !affected[ss.all[i].Model] {
 			continue
 		}
-		s.During++
+		during++
 		if ss.slow[i] {
 			s.Slow++
 			s.SlowRequests += ss.all[i].SampleRate

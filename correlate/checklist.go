@@ -150,10 +150,11 @@ const minSlowToJudge = 10
 
 // NoConcentration says that no dimension stands out among the slow
 // requests, or that too few were sampled to tell; during is how many
-// samples the spike has at all (none: the feed has nothing from then).
-func NoConcentration(slow, during int) string {
+// samples the spike has at all (none: the feed has nothing from then; nil:
+// not counted, in an analysis stored before it was).
+func NoConcentration(slow int, during *int) string {
 	switch {
-	case during == 0 && slow == 0:
+	case during != nil && *during == 0 && slow == 0:
 		return "No request was sampled during the spike, so the samples cannot show where slow requests concentrate."
 	case slow == 0:
 		return "No sampled request of the affected models was slow during the spike, so the samples cannot show where slow requests concentrate."

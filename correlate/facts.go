@@ -72,18 +72,25 @@ func (f *facts) qpsRatio(model string) float64 {
 			return r
 		}
 	}
-	var before, during float64
-	var nb, nd int
+	// The replicas' rates summed at each instant, then the median of
+	// each phase: replicas replaced during it (a rolling restart) count
+	// only while they served.
+	sum := map[int64]float64{}
 	for _, c := range f.cs.get(RoleQPS, LevelReplica, Scope{Model: model}, "") {
-		if b := periodMedian(c, f.ph.BeforeFrom, f.ph.BeforeTo); !math.IsNaN(b) {
-			before, nb = before+b, nb+1
-		}
-		if d := periodMedian(c, f.ph.Onset, f.ph.DuringTo); !math.IsNaN(d) {
-			during, nd = during+d, nd+1
+		for _, p := range c.Points {
+			if !math.IsNaN(p.V) {
+				sum[p.T] += p.V
+			}
 		}
 	}
-	if nb > 0 && nd > 0 {
-		if r := safeRatio(during, before); !math.IsNaN(r) {
+	if len(sum) > 0 {
+		total := Curve{Points: make([]Point, 0, len(sum))}
+		for t, v := range sum {
+			total.Points = append(total.Points, Point{T: t, V: v})
+		}
+		sort.Slice(total.Points, func(i, j int) bool { return total.Points[i].T < total.Points[j].T })
+		r := safeRatio(periodMedian(&total, f.ph.Onset, f.ph.DuringTo), periodMedian(&total, f.ph.BeforeFrom, f.ph.BeforeTo))
+		if !math.IsNaN(r) {
 			return r
 		}
 	}

@@ -112,7 +112,7 @@ func sameAsModel(c Concentration, m string) bool {
 // were measured (samples or version request-rate curves).
 func versionTrafficKnown(vs []versionStat) bool {
 	for _, v := range vs {
-		if !math.IsNaN(v.shareDuring) {
+		if !math.IsNaN(v.shareDuring) && !math.IsNaN(v.shareBefore) {
 			return true
 		}
 	}

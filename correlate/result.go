@@ -243,12 +243,12 @@ type Analysis struct {
 // re-weighted); the impact blocks split it per model, the scope entries'
 // and concentration rows' shares are shares of it.
 type SampleSummary struct {
-	Total        int                `json:"total"`         // stored samples before and during the spike
-	Weighted     float64            `json:"weighted"`      // requests they represent (re-weighted by sample_rate)
-	During       int                `json:"during"`        // samples of the affected models during the spike (all models when none is)
-	Slow         int                `json:"slow"`          // slow samples of the affected models during the spike (all models when none is)
-	SlowRequests float64            `json:"slow_requests"` // the requests those represent: the incident's slow requests
-	SlowMs       map[string]float64 `json:"slow_ms"`       // per model: the slowness threshold used
+	Total        int                `json:"total"`            // stored samples before and during the spike
+	Weighted     float64            `json:"weighted"`         // requests they represent (re-weighted by sample_rate)
+	During       *int               `json:"during,omitempty"` // samples of the affected models during the spike (all models when none is); nil in analyses stored before it was counted
+	Slow         int                `json:"slow"`             // slow samples of the affected models during the spike (all models when none is)
+	SlowRequests float64            `json:"slow_requests"`    // the requests those represent: the incident's slow requests
+	SlowMs       map[string]float64 `json:"slow_ms"`          // per model: the slowness threshold used
 }
 
 // ChecklistStep answers one step of the article's checklist (scope →

@@ -148,8 +148,7 @@ func stageMoments(ss *sampleSet, list []int32, k int) (mean, variance, neff floa
 // the P99 growth; the UI says which source was used.
 //
 // Where the timed stages add up to under half of a model's median latency
-// during the spike (the lowest quantile there is, when there is no median),
-// they are not the whole request (a server that times only its
+// during the spike, they are not the whole request (a server that times only its
 // downstream calls): their shares are then of that quantile's growth
 // where it is larger, so one timed stage's 10 ms is not "all of" a 300 ms
 // rise.
@@ -157,12 +156,9 @@ func stageAttributionFromCurves(cs *curveSet, models []string, ph phases) []Stag
 	var out []StageShare
 	var timedShare, latGrowth []float64
 	for _, m := range models {
-		var lat *Curve
-		for _, r := range []Role{RoleLatencyP50, RoleLatencyP95, RoleLatencyP99} {
-			if lat = cs.model(r, m, ""); lat != nil {
-				break
-			}
-		}
+		// The median only: stage means sit far below a P95 or P99, which
+		// would make any fully timed request look partly timed.
+		lat := cs.model(RoleLatencyP50, m, "")
 		b, d := periodMedian(lat, ph.BeforeFrom, ph.BeforeTo), periodMedian(lat, ph.Onset, ph.DuringTo)
 		timed := 0.0
 		for k := 0; k < NumStages; k++ {

@@ -384,7 +384,7 @@ func TestSamplesStepWithoutSlowSamplesJudgesNothing(t *testing.T) {
 		{300, 4, "Only 4 slow requests were sampled", "not concentrated"},
 		{300, 40, "Slow requests are not concentrated on any single dimension.", "too few"},
 	} {
-		a := Analysis{Samples: SampleSummary{Total: 500, During: c.during, Slow: c.slow, SlowRequests: float64(c.slow)}}
+		a := Analysis{Samples: SampleSummary{Total: 500, During: &c.during, Slow: c.slow, SlowRequests: float64(c.slow)}}
 		got := samplesStep(a, &facts{}, nil).Answer
 		if !strings.Contains(got, c.want) || strings.Contains(got, c.not) {
 			t.Errorf("%d slow samples: %q, want %q and not %q", c.slow, got, c.want, c.not)

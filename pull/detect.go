@@ -78,10 +78,11 @@ func (c *Config) DetectPresets(ctx context.Context, prometheusURL string, at tim
 	// stays, as without detection. Detection runs once, at start-up;
 	// dropping it would leave the process without a latency curve, and
 	// so without spikes, until a restart.
+	inEffect := found
 	if !servers && !slices.Contains(found, "http") && !slices.ContainsFunc(c.autoRest, isLatencyPreset) {
-		found = append([]string{"inference"}, found...)
+		inEffect = append([]string{"inference"}, found...)
 	}
-	out, err := parseConfig(c.source, c.data, found)
+	out, err := parseConfig(c.source, c.data, inEffect)
 	if err != nil {
 		return c, nil, err
 	}

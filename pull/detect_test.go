@@ -68,7 +68,7 @@ func TestDetectPresets(t *testing.T) {
 	infra.family("node_cpu_seconds_total", "counter")
 	infra.counter(`node_cpu_seconds_total{cpu="0",mode="idle",instance="n2"}`, 4)
 	if d, found, err := def.DetectPresets(ctx, infra.run(t).URL, t0.Add(45e9)); err != nil ||
-		!slices.Equal(found, []string{"inference", "dcgm", "node"}) || !slices.Contains(d.Presets, "inference") {
+		!slices.Equal(found, []string{"dcgm", "node"}) || !slices.Contains(d.Presets, "inference") {
 		t.Errorf("infrastructure only: detected %v (%v), presets %v", found, err, d.Presets)
 	}
 	// Nothing known scraped: the default stays.

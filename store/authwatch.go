@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -47,26 +48,23 @@ func (s *Store) WatchAuth(ctx context.Context, retry time.Duration, listening fu
 }
 
 func (s *Store) listenAuth(ctx context.Context, pool *pgxpool.Pool, listening func(bool), changed func()) error {
-	conn, err := pool.Acquire(ctx)
+	// A connection of its own, not one of the pool's: held for as long as
+	// the server runs, a pooled one would shrink the pool for requests
+	// (pool_max_conns=1 left none) and keep pool.Close waiting for it.
+	conn, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return err
 	}
-	// The connection is closed, not returned: a pooled session must not
-	// keep listening for someone else.
-	defer func() {
-		_ = conn.Conn().Close(context.Background())
-		conn.Release()
-	}()
-	// As for leases: a cut-off connection must fail within half a
-	// minute, not when the kernel gives up hours later, or revocations
-	// go unheard while the caches serve.
+	defer conn.Close(context.Background())
+	// As for leases: the server drops a cut-off session within half a
+	// minute instead of keeping it for hours.
 	if _, err := conn.Exec(ctx, `SET tcp_keepalives_idle = 10; SET tcp_keepalives_interval = 5;
 		SET tcp_keepalives_count = 3; SET tcp_user_timeout = 25000; LISTEN `+authChannel); err != nil {
 		return err
 	}
 	listening(true)
 	for {
-		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
 			return err
 		}
 		changed()

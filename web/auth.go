@@ -70,12 +70,14 @@ func (tc *tokenCache) reset(on bool) {
 // and logouts on every replica, until ctx ends: they serve only while it
 // listens. Without it, every request looks its token up.
 func (s *Server) WatchAuth(ctx context.Context) error {
+	heard := false
 	return s.store.WatchAuth(ctx, time.Second, func(on bool) {
 		s.tokens.reset(on)
 		s.pages.ResetSessions(on)
-		if !on {
+		if heard && !on && ctx.Err() == nil {
 			s.log.Warn("auth: not hearing revocations; tokens and sessions are looked up on every request until the database is back")
 		}
+		heard = on
 	}, func() {
 		s.tokens.reset(true)
 		s.pages.ResetSessions(true)

@@ -111,7 +111,7 @@ func TestIncidentsCreateValidation(t *testing.T) {
 		{"bad start", `{"title":"x","start":"yesterday"}`, 422, "start"},
 		{"end before start", `{"title":"x","start":"2026-11-29T10:00:00Z","end":"2026-11-29T09:00:00Z"}`, 422, "end"},
 		{"unknown field", `{"title":"x","start":"2026-11-29T10:00:00Z","owner":"me"}`, 422, "owner"},
-		{"unknown scope field", `{"title":"x","start":"2026-11-29T10:00:00Z","scope":{"pod":"p"}}`, 422, "pod"},
+		{"unknown scope field", `{"title":"x","start":"2026-11-29T10:00:00Z","scope":{"pod":"p"}}`, 422, "scope.pod"},
 		{"wrong type", `{"title":5,"start":"2026-11-29T10:00:00Z"}`, 422, "title"},
 	}
 	// The cases' times are moved to hours before the test clock.

@@ -130,7 +130,7 @@ func flagSpecs(c *config) []envFlag {
 		{"addr", "WATERLINE_ADDR", "127.0.0.1:8080", "HTTP listen address", str(&c.Addr)},
 		{"public-url", "WATERLINE_PUBLIC_URL", "", "base URL for permalinks and webhooks (default http://<addr>; localhost when addr is 0.0.0.0 or ::)", str(&c.PublicURL)},
 		{"pull-interval", "WATERLINE_PULL_INTERVAL", "30s", "pull loop period; 0 disables the loop", dur(&c.PullInterval)},
-		{"config", "WATERLINE_CONFIG", "", "YAML file with query roles, presets and SLOs (default: built-in preset inference)", str(&c.ConfigFile)},
+		{"config", "WATERLINE_CONFIG", "", "YAML file with query roles, presets and SLOs (default: presets auto, those whose exporters Prometheus scrapes)", str(&c.ConfigFile)},
 		{"log-level", "WATERLINE_LOG_LEVEL", "info", "debug, info, warn or error", oneOf(&c.LogLevel, "debug", "info", "warn", "error")},
 		{"log-format", "WATERLINE_LOG_FORMAT", "text", "text or json", oneOf(&c.LogFormat, "text", "json")},
 		{"ingest-max-bytes", "WATERLINE_INGEST_MAX_BYTES", "64MiB", "largest decompressed ingest body", size(&c.IngestMaxBytes)},
