@@ -11,6 +11,16 @@ import (
 	"time"
 )
 
+// saidBy is every sentence a cause says: its summary, then its evidence's
+// and counter-evidence's.
+func saidBy(c Cause) []string {
+	out := []string{c.Summary}
+	for _, e := range allEvidence(c) {
+		out = append(out, e.Summary)
+	}
+	return out
+}
+
 // dumpCause logs a cause with its evidence, to read a failure by.
 func dumpCause(t *testing.T, c Cause) {
 	t.Helper()
@@ -681,12 +691,7 @@ func TestOverclaimColdStartWithinTheData(t *testing.T) {
 			}
 			a := x.analyze()
 			c := causeOf(t, a, CatColdStart)
-			for _, s := range append([]string{c.Summary}, func() (out []string) {
-				for _, e := range allEvidence(c) {
-					out = append(out, e.Summary)
-				}
-				return
-			}()...) {
+			for _, s := range saidBy(c) {
 				if strings.Contains(s, "new replica(s)") || strings.Contains(s, "No replica of m started") || strings.Contains(s, "No new replicas") {
 					dumpCause(t, c)
 					t.Errorf("claim %q on data from %v before the onset", s, before)
@@ -749,12 +754,7 @@ func TestOverclaimNoDeployWithoutEvents(t *testing.T) {
 	x.sampleRun(20, Scope{Model: "m", Version: "v1", Replica: "r"}, 100, 400, nil)
 	a := x.analyze()
 	c := causeOf(t, a, CatRelease)
-	for _, s := range append([]string{c.Summary}, func() (out []string) {
-		for _, e := range allEvidence(c) {
-			out = append(out, e.Summary)
-		}
-		return
-	}()...) {
+	for _, s := range saidBy(c) {
 		if strings.Contains(s, "No deploy of m") || strings.Contains(s, "No recent release") {
 			dumpCause(t, c)
 			t.Errorf("claim %q with no event received at all", s)

@@ -44,13 +44,13 @@ func TestTouchTokenRecordsLastUse(t *testing.T) {
 	if err := st.TouchToken(ctx, tok.ID, now.Add(30*time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if got := lastUsed(); !got.Equal(now) {
+	if got := lastUsed(); got == nil || !got.Equal(now) {
 		t.Errorf("touched again within a minute: %v", got)
 	}
 	if err := st.TouchToken(ctx, tok.ID, now.Add(2*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if got := lastUsed(); !got.Equal(now.Add(2 * time.Minute)) {
+	if got := lastUsed(); got == nil || !got.Equal(now.Add(2*time.Minute)) {
 		t.Errorf("last used %v, want %v", got, now.Add(2*time.Minute))
 	}
 }

@@ -52,6 +52,7 @@ func TestFlagErrorsAndHelp(t *testing.T) {
 		{[]string{"demo", "-h"}, "", "-inject-after", ""},
 		{[]string{"token", "-h"}, "", "token revoke NAME|ID", ""},
 		{[]string{"token", "list", "-h"}, "", "-database-url", "-addr"},
+		{[]string{"token", "revoke", "-h"}, "", "token revoke NAME|ID", ""},
 		{[]string{"migrate", "-h"}, "", "-database-url", "-detect-interval"},
 	} {
 		var stderr strings.Builder

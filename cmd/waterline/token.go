@@ -102,10 +102,13 @@ func tokenList(ctx context.Context, args []string, env func(string) string, stdo
 }
 
 // tokenRevoke is "token revoke NAME|ID": a number is an id, anything else
-// a name (which must name one live token). The token stops working at
-// once for new lookups; servers' caches forget it within 5 s, and its
-// browser sessions end.
+// a name (which must name one live token). The token and its browser
+// sessions stop working at once on every server (store.WatchAuth).
 func tokenRevoke(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		fmt.Fprintln(stderr, "usage: waterline token revoke NAME|ID [-database-url URL]")
+		return errHelp
+	}
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		return errors.New("usage: waterline token revoke NAME|ID [flags]")
 	}
