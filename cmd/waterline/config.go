@@ -182,14 +182,18 @@ func parseConfig(name string, args []string, env func(string) string, stderr io.
 	specs := flagSpecs(&c)
 	fs := flag.NewFlagSet("waterline "+name, flag.ContinueOnError)
 	values := map[string]*string{}
+	// migrate and token use only the database: the server's settings,
+	// from flags or from an environment shared with serve, are not theirs
+	// to read (nor to refuse).
+	server := name == "serve" || name == "pull"
 	for _, s := range specs {
 		v := s.def
-		if e := env(s.env); e != "" {
-			v = e
-		}
-		if name != "serve" && name != "pull" && s.name != "database-url" {
+		if !server && s.name != "database-url" {
 			values[s.name] = &v
 			continue
+		}
+		if e := env(s.env); e != "" {
+			v = e
 		}
 		values[s.name] = fs.String(s.name, v, s.help+" ($"+s.env+")")
 	}

@@ -71,3 +71,23 @@ func TestFlagErrorsAndHelp(t *testing.T) {
 		}
 	}
 }
+
+// migrate and token read only DATABASE_URL: a server setting that is bad
+// (or meant for another version) in an environment shared with serve, as
+// a compose file or a Kubernetes ConfigMap shares it, does not stop them.
+func TestMigrateAndTokenIgnoreServerSettings(t *testing.T) {
+	env := map[string]string{"WATERLINE_ADDR": "no-port", "PROMETHEUS_URL": "ftp://x", "WATERLINE_DETECT_INTERVAL": "often",
+		"DATABASE_URL": "postgres://u@127.0.0.1:1/db"}
+	for _, name := range []string{"migrate", "token list"} {
+		c, err := parseConfig(name, nil, func(k string) string { return env[k] }, io.Discard, nil)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+		} else if c.DatabaseURL != env["DATABASE_URL"] {
+			t.Errorf("%s: database URL %q", name, c.DatabaseURL)
+		}
+	}
+	// serve still refuses them.
+	if _, err := parseConfig("serve", nil, func(k string) string { return env[k] }, io.Discard, nil); err == nil {
+		t.Error("serve took a bad WATERLINE_ADDR")
+	}
+}
