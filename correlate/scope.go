@@ -104,6 +104,10 @@ func (f *facts) noRise() string {
 	if len(f.models) == 0 {
 		return "No latency curve or request sample covers this window, so whether latency rose cannot be judged."
 	}
+	// Half the baseline, not the phases' shortest one (earliestBefore):
+	// without a spike found the onset is a guess inside the window, and a
+	// short baseline before it may be the spike itself. Refusing a verdict
+	// on 25 flat minutes costs less than "no rise" over a spike.
 	enough := f.ph.BeforeFrom.Add(f.ph.BeforeTo.Sub(f.ph.BeforeFrom) / 2)
 	var unjudged []string
 	first := time.Time{}
