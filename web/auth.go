@@ -66,12 +66,17 @@ func (tc *tokenCache) reset(on bool) {
 	tc.gen++
 }
 
+// authHeartbeat is how often a quiet revocation listener checks that its
+// connection is alive: a dead one is noticed within twice this, and the
+// caches stop serving.
+const authHeartbeat = 10 * time.Second
+
 // WatchAuth keeps the token and session caches in step with revocations
 // and logouts on every replica, until ctx ends: they serve only while it
 // listens. Without it, every request looks its token up.
 func (s *Server) WatchAuth(ctx context.Context) error {
 	heard := false
-	return s.store.WatchAuth(ctx, time.Second, func(on bool) {
+	return s.store.WatchAuth(ctx, time.Second, authHeartbeat, func(on bool) {
 		s.tokens.reset(on)
 		s.pages.ResetSessions(on)
 		if heard && !on && ctx.Err() == nil {
