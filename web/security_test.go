@@ -268,6 +268,7 @@ func TestWebhookTargetsAndMasking(t *testing.T) {
 // 5 s — for the API and for the browser sessions it started.
 func TestRevokedTokenStopsAtOnce(t *testing.T) {
 	e := newAPIEnv(t)
+	waitTokenCacheServes(t, e)
 	secret, tok, err := e.st.CreateToken(t.Context(), "soon-revoked", "read")
 	if err != nil {
 		t.Fatal(err)
@@ -302,6 +303,32 @@ func TestRevokedTokenStopsAtOnce(t *testing.T) {
 	}
 	if _, err := e.st.RevokeToken(t.Context(), tok.ID, "", testNow); err == nil {
 		t.Error("revoking a revoked token again did not say it was not found")
+	}
+}
+
+// waitTokenCacheServes waits until the server's token cache serves (its
+// revocation listener listens): else a revocation test passes on fresh
+// lookups alone and says nothing about the announcement. A probe token
+// revoked behind the server's back (plain SQL, no announcement) that
+// still works shows the cache serving.
+func waitTokenCacheServes(t *testing.T, e *apiEnv) {
+	t.Helper()
+	for i := 0; ; i++ {
+		secret, tok, err := e.st.CreateToken(t.Context(), fmt.Sprintf("probe-%d", i), "read")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.do(request{method: "GET", path: "/api/v1/incidents", token: secret})
+		if _, err := e.pool.Exec(t.Context(), `UPDATE api_tokens SET revoked_at = now() WHERE id = $1`, tok.ID); err != nil {
+			t.Fatal(err)
+		}
+		if e.do(request{method: "GET", path: "/api/v1/incidents", token: secret}).status == http.StatusOK {
+			return
+		}
+		if i == 50 {
+			t.Fatal("the token cache never served: the revocation listener does not listen")
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
