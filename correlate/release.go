@@ -81,6 +81,9 @@ func releaseFor(f *facts, m string) Cause {
 			"%.0f%% of slow requests ran on %s (%.0f%% of the others): %s.", c.SelectionPct, newVer, c.BaselinePct, likelier(c.RiskRatio)).restsOn("", "", c.Dims)
 	}
 	f.releaseScope(b, m, newVer)
+	if b.shown("new_version_slower") >= claimed {
+		f.queueFollowsRelease(b, m)
+	}
 	if ev == nil {
 		if late := firstEvent(f.events, func(e AlignedEvent) bool {
 			return e.Model == m && (e.Kind == KindDeploy || e.Kind == KindRollback) && e.OffsetS > alignSkew.Seconds()
@@ -100,6 +103,20 @@ func releaseFor(f *facts, m string) Cause {
 		sum = fmt.Sprintf("%s %s took traffic around the onset, but its requests are not measured slower than the previous version's.", m, newVer)
 	}
 	return f.done(b, sum, Target{Model: m, Version: newVer})
+}
+
+// queueFollowsRelease explains a queue that grew with a slower version
+// while traffic stayed flat — each request holds the server longer, so
+// the ones behind it wait — lest the stage table read as a capacity
+// shortage next to a release verdict. Nothing unless both are measured.
+func (f *facts) queueFollowsRelease(b *causeBuilder, m string) {
+	qs := stageShare(f.stagesOf([]string{m}), "queue")
+	q := f.qpsRatio(m)
+	if qs < 0.3 || math.IsNaN(q) || q >= 1.15 {
+		return
+	}
+	b.corroborate("queue_follows_release", qs, ramp(qs, 0.2, 0.5), 0.05,
+		"Queueing is %.0f%% of the tail's growth with traffic flat (×%.2f): slower requests hold the servers longer, so the ones behind them wait; the queue follows the release, not a surge.", 100*qs, q)
 }
 
 // sameAsModel reports whether a concentration row is also the model's.

@@ -205,3 +205,40 @@ func TestSparseSamplesFallBackToVersionCurves(t *testing.T) {
 		t.Errorf("new_version_slower %+v: the version curves show v2 at ×4 v1", e)
 	}
 }
+
+// A slower version backs up its model's queue with traffic flat: the
+// release's evidence says the queue follows it, so the stage table (queueing
+// most of the growth) does not read as a capacity shortage beside it. A
+// queue that grew with a surge gets no such sentence.
+func TestReleaseExplainsTheQueueItBacksUp(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		qpsDuring float64
+		want      bool
+	}{{"traffic flat", 20, true}, {"traffic doubled", 40, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := newFixture()
+			deploy := x.onset.Add(-2 * time.Minute)
+			x.p99("m", 100, 400)
+			x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 20, tc.qpsDuring)
+			x.sampleRun(20, Scope{Model: "m", Version: "v1"}, 100, 100, func(s *Sample, during bool) {
+				if !during {
+					return
+				}
+				s.Version = "v2"
+				s.TotalMs = 400 * wobble(int(s.Time.Unix()))
+				for st := range s.StagesMs {
+					s.StagesMs[st] = 100.0 / float64(NumStages)
+				}
+				s.StagesMs[StageExec] += 120 // the new version computes longer …
+				s.StagesMs[StageQueue] += s.TotalMs - 100 - 120
+			})
+			x.events = []Event{{ID: "cd-1", Kind: KindDeploy, Time: deploy, Scope: Scope{Model: "m", Version: "v2"}}}
+			rel := causeOf(t, x.analyze(), CatRelease)
+			if got := strings.Contains(strings.Join(saidBy(rel), "\n"), "the queue follows the release"); got != tc.want {
+				dumpCause(t, rel)
+				t.Errorf("queue evidence %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
