@@ -20,8 +20,10 @@ import (
 	"github.com/andybalholm/brotli"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/internal/testing/syncbuf"
 	"github.com/waterline-dev/waterline/web"
+	"github.com/waterline-dev/waterline/web/api"
 	"github.com/waterline-dev/waterline/web/webhook"
 	"github.com/waterline-dev/waterline/wire"
 )
@@ -700,5 +702,64 @@ func TestSharePanKeepsTheViewsLength(t *testing.T) {
 		if got := span(nav(p, "← earlier")); got != want {
 			t.Fatalf("after %d clicks on earlier the view is %s long, want %s", i+1, got, want)
 		}
+	}
+}
+
+// An incident scoped to one tenant is shared as that: the timeline's
+// events are that tenant's and everyone's (a deploy of the model), never
+// another tenant's — the tenant was dropped from the whole timeline query
+// because curves seldom carry one, and other tenants' change events (with
+// their names) showed on the link. A tenant's own curves stay; another's
+// go.
+func TestShareLinkKeepsToItsIncidentsTenant(t *testing.T) {
+	e := newUIEnv(t)
+	ctx := context.Background()
+	at := e.spikeAt.Add(-5 * time.Minute).Format(time.RFC3339)
+	accepted(t, e.post("/api/v1/events", "application/x-ndjson", []byte(fmt.Sprintf(
+		`{"id":"ev-other-tenant","kind":"config_change","time":%q,"model":"chat","tenant":"t-globex-secret","summary":"globex-secret-quota"}
+{"id":"ev-own-tenant","kind":"config_change","time":%q,"model":"chat","tenant":"t-acme","summary":"acme-own-quota"}
+{"id":"ev-everyone","kind":"deploy","time":%q,"model":"chat","version":"v2","summary":"chat-rollout-for-all"}
+`, at, at, at))))
+	r := e.post("/api/v1/incidents", "application/json", []byte(fmt.Sprintf(`{"title":"acme p99","scope":{"model":"chat","tenant":"t-acme"},"start":%q,"end":%q}`,
+		e.from.Format(time.RFC3339), e.to.Format(time.RFC3339))))
+	if r.status != http.StatusCreated {
+		t.Fatalf("incident: %d %s", r.status, r.body)
+	}
+	var in struct{ ID int64 }
+	if err := json.Unmarshal(r.body, &in); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := e.st.CreateShareLink(ctx, in.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	anon := e.browser()
+	for _, path := range []string{"/s/" + tok, "/s/" + tok + "?whole=1"} {
+		p := anon.get(path)
+		if p.status != http.StatusOK {
+			t.Fatalf("%s: %d", path, p.status)
+		}
+		if strings.Contains(p.body, "globex") {
+			t.Errorf("%s shows another tenant's event", path)
+		}
+		for _, own := range []string{"acme-own-quota", "chat-rollout-for-all"} {
+			if !strings.Contains(p.body, own) {
+				t.Errorf("%s lacks the event %q", path, own)
+			}
+		}
+	}
+}
+
+// The pages read curves without the tenant (most carry none) and drop
+// another tenant's series where some are pulled.
+func TestOfTenant(t *testing.T) {
+	curves := []correlate.Curve{{Scope: correlate.Scope{Model: "m"}}, {Scope: correlate.Scope{Model: "m", Tenant: "a"}},
+		{Scope: correlate.Scope{Model: "m", Tenant: "b"}}}
+	got := api.OfTenant(curves, "a")
+	if len(got) != 2 || got[0].Scope.Tenant != "" || got[1].Scope.Tenant != "a" {
+		t.Errorf("OfTenant: %+v", got)
+	}
+	if len(curves) != 3 || curves[2].Scope.Tenant != "b" {
+		t.Errorf("OfTenant changed its input: %+v", curves)
 	}
 }

@@ -114,6 +114,12 @@ type TimelineQuery struct {
 	Levels         []correlate.Level
 	ExplicitLevels bool
 	Scope          correlate.Scope
+	// CurvesAnyTenant reads curves without the scope's tenant (most
+	// series carry none) but keeps it for events, and drops the series
+	// of other tenants where some are pulled: the pages' tenant filter,
+	// which must narrow the events (a share link scoped to one tenant
+	// shows no other's).
+	CurvesAnyTenant bool
 }
 
 // Timeline selects the curves and events of q from src; the JSON API and
@@ -126,8 +132,12 @@ func Timeline(ctx context.Context, src Source, q TimelineQuery) (wire.Timeline, 
 	}
 	base := store.CurveFilter{From: from, To: to.Add(time.Nanosecond), Roles: roles, Step: step, MaxRoles: store.PeakRoles}
 
+	cscope := scope // the curves'
+	if q.CurvesAnyTenant {
+		cscope.Tenant = ""
+	}
 	f := base
-	f.Levels, f.Scope = levels, scope
+	f.Levels, f.Scope = levels, cscope
 	curves, err := src.Curves(ctx, f)
 	if err != nil {
 		return wire.Timeline{}, err
@@ -137,7 +147,7 @@ func Timeline(ctx context.Context, src Source, q TimelineQuery) (wire.Timeline, 
 		// Context: where the selected replicas ran, and for one replica
 		// its model as a whole.
 		reps, err := src.CurveSeries(ctx, store.CurveFilter{From: from, To: to.Add(time.Nanosecond),
-			Levels: []correlate.Level{correlate.LevelReplica}, Scope: scope})
+			Levels: []correlate.Level{correlate.LevelReplica}, Scope: cscope})
 		if err != nil {
 			return wire.Timeline{}, err
 		}
@@ -173,6 +183,9 @@ func Timeline(ctx context.Context, src Source, q TimelineQuery) (wire.Timeline, 
 			evScope.Node = sortedSet(nodes)[0]
 		}
 	}
+	if q.CurvesAnyTenant && scope.Tenant != "" {
+		curves = OfTenant(curves, scope.Tenant)
+	}
 	sort.SliceStable(curves, func(i, j int) bool { return curves[i].Key() < curves[j].Key() })
 	events, err := src.Events(ctx, store.EventFilter{From: from, To: to.Add(time.Nanosecond), Scope: evScope, Limit: 5000})
 	if err != nil {
@@ -186,6 +199,18 @@ func Timeline(ctx context.Context, src Source, q TimelineQuery) (wire.Timeline, 
 	}
 	return wire.Timeline{From: from, To: to, StepSeconds: step.Seconds(), Scope: scope,
 		Curves: curves, Events: events, Spikes: []correlate.Spike{}}, nil
+}
+
+// OfTenant keeps the curves of no tenant and those of tenant: another
+// tenant's series are not for a view scoped to one.
+func OfTenant(curves []correlate.Curve, tenant string) []correlate.Curve {
+	out := curves[:0:0]
+	for _, c := range curves {
+		if c.Scope.Tenant == "" || c.Scope.Tenant == tenant {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // timelineStep reads step (a duration or seconds), by default the window

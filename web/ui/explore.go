@@ -42,36 +42,30 @@ func (p *Pages) ShowExplore(c echo.Context) error {
 		return request.BadInput("from", "window of %s is longer than 31 days; narrow from/to", to.Sub(from))
 	}
 	step := incident.ChartStep(from, to)
-	scope := st.Scope
-	scope.Tenant = ""
-	tv, err := api.Timeline(ctx, p.store, api.TimelineQuery{From: from, To: to, Step: step, Scope: scope})
+	// The tenant narrows the events; curves mostly carry none.
+	tv, err := api.Timeline(ctx, p.store, api.TimelineQuery{From: from, To: to, Step: step, Scope: st.Scope, CurvesAnyTenant: true})
 	if err != nil {
 		return err
 	}
 	curves := tv.Curves
-	if scope.Replica == "" && scope.Node == "" {
+	if scope := st.Scope; scope.Replica == "" && scope.Node == "" {
+		scope.Tenant = ""
 		reps, err := p.store.Curves(ctx, store.CurveFilter{From: from, To: to.Add(time.Nanosecond), Step: step,
 			Roles: []correlate.Role{correlate.RoleGPUMemUsed}, Levels: []correlate.Level{correlate.LevelReplica}, Scope: scope})
 		if err != nil {
 			return err
 		}
+		reps = api.OfTenant(reps, st.Scope.Tenant)
 		curves = append(curves, views.NodeTotals(reps, correlate.RoleGPUMemUsed)...)
 	}
 	events := tv.Events
-	if st.Scope.Tenant != "" {
-		evs, err := p.store.Events(ctx, store.EventFilter{From: from, To: to.Add(time.Nanosecond), Scope: st.Scope, Limit: 5000})
-		if err != nil {
-			return err
-		}
-		events = evs
-	}
 	spikes, err := p.store.RecordedSpikes(ctx, from, to, 200)
 	if err != nil {
 		return err
 	}
 	sp := make([]correlate.Spike, 0, len(spikes))
 	for _, r := range spikes {
-		if scope.Model == "" || r.Scope.Model == scope.Model {
+		if st.Scope.Model == "" || r.Scope.Model == st.Scope.Model {
 			sp = append(sp, r.Spike)
 		}
 	}

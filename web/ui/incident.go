@@ -146,9 +146,7 @@ func (p *Pages) viewWindow(d *incidentData, st views.State) (time.Time, time.Tim
 func (p *Pages) filtered(ctx context.Context, d *incidentData, st views.State) (views.Filtered, error) {
 	from, to := p.viewWindow(d, st)
 	step := incident.ChartStep(from, to)
-	scope := st.Scope
-	scope.Tenant = "" // curves have no tenant
-	tv, curves, err := p.timelineData(ctx, d, from, to, step, scope)
+	tv, curves, err := p.timelineData(ctx, d, from, to, step, st.Scope)
 	if err != nil {
 		return views.Filtered{}, err
 	}
@@ -208,17 +206,20 @@ func (p *Pages) timelineData(ctx context.Context, d *incidentData, from, to time
 	src, ttl := d.sourceKey()
 	key := fmt.Sprintf("tl|%s|%d|%d|%d|%s", src, from.UnixMilli(), to.UnixMilli(), step, scope)
 	v, err := p.viewData.get(ctx, key, ttl, func(ctx context.Context) (any, error) {
-		tv, err := api.Timeline(ctx, d.src, api.TimelineQuery{From: from, To: to, Step: step, Scope: scope})
+		tv, err := api.Timeline(ctx, d.src, api.TimelineQuery{From: from, To: to, Step: step, Scope: scope, CurvesAnyTenant: true})
 		if err != nil {
 			return nil, err
 		}
 		curves := tv.Curves
 		if scope.Replica == "" && scope.Node == "" {
+			cscope := scope
+			cscope.Tenant = ""
 			reps, err := d.src.Curves(ctx, store.CurveFilter{From: from, To: to.Add(time.Nanosecond), Step: step,
-				Roles: []correlate.Role{correlate.RoleGPUMemUsed}, Levels: []correlate.Level{correlate.LevelReplica}, Scope: scope})
+				Roles: []correlate.Role{correlate.RoleGPUMemUsed}, Levels: []correlate.Level{correlate.LevelReplica}, Scope: cscope})
 			if err != nil {
 				return nil, err
 			}
+			reps = api.OfTenant(reps, scope.Tenant)
 			curves = append(slices.Clip(curves), views.NodeTotals(reps, correlate.RoleGPUMemUsed)...)
 			// The GPU utilisation of the hardest-hit model's replicas: what
 			// the capacity evidence quotes ("GPUs of the affected replicas
@@ -230,7 +231,7 @@ func (p *Pages) timelineData(ctx context.Context, d *incidentData, from, to time
 				if err != nil {
 					return nil, err
 				}
-				curves = append(curves, gpu...)
+				curves = append(curves, api.OfTenant(gpu, scope.Tenant)...)
 			}
 		}
 		return result{tv, curves}, nil
