@@ -763,3 +763,30 @@ func TestOfTenant(t *testing.T) {
 		t.Errorf("OfTenant changed its input: %+v", curves)
 	}
 }
+
+// An empty sample table on a share link does not tell whether samples of
+// other scopes exist in the window ("no samples match these filters"
+// against "no samples for this window"): that is other tenants' news.
+func TestShareEmptySampleTableSaysNothingOfOtherScopes(t *testing.T) {
+	e := newUIEnv(t) // its window holds two tenants' samples
+	r := e.post("/api/v1/incidents", "application/json", []byte(fmt.Sprintf(`{"title":"quiet tenant","scope":{"tenant":"t-nobody"},"start":%q,"end":%q}`,
+		e.from.Format(time.RFC3339), e.to.Format(time.RFC3339))))
+	if r.status != http.StatusCreated {
+		t.Fatalf("incident: %d %s", r.status, r.body)
+	}
+	var in struct{ ID int64 }
+	if err := json.Unmarshal(r.body, &in); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := e.st.CreateShareLink(context.Background(), in.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := e.browser().get("/s/" + tok)
+	if p.status != http.StatusOK {
+		t.Fatalf("share page: %d", p.status)
+	}
+	if strings.Contains(p.body, "No samples match these filters") || !strings.Contains(p.body, "No samples for this window") {
+		t.Error("the empty table of a tenant with no samples hints at other tenants' samples")
+	}
+}

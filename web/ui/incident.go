@@ -288,8 +288,10 @@ func (p *Pages) sampleTable(ctx context.Context, d *incidentData, st views.State
 	}
 	windowTotal := page.Total
 	if page.Total == 0 {
-		// Empty: tell "nothing was ever sent" from "nothing matches".
-		all, err := p.samplesPage(ctx, d, store.SampleQuery{From: q.From, To: q.To, Limit: 1})
+		// Empty: tell "nothing was ever sent" from "nothing matches" —
+		// within the incident's own scope, which is all a share link may
+		// learn anything about (another tenant's samples are not its news).
+		all, err := p.samplesPage(ctx, d, store.SampleQuery{From: q.From, To: q.To, Scope: d.inc.Scope, Limit: 1})
 		if err != nil {
 			return views.SampleTable{}, err
 		}
