@@ -790,3 +790,55 @@ func TestShareEmptySampleTableSaysNothingOfOtherScopes(t *testing.T) {
 		t.Error("the empty table of a tenant with no samples hints at other tenants' samples")
 	}
 }
+
+// A share link's unfurl card names no "likely cause" the analysis does
+// not claim: latency that could not be judged reads as that, a top cause
+// of "unexplained" as nothing standing out; a resolved incident is not
+// "ongoing".
+func TestShareCardClaimsOnlyWhatTheAnalysisDoes(t *testing.T) {
+	e := newUIEnv(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		edit func(a *correlate.Analysis)
+		want string
+	}{
+		{"not judged", func(a *correlate.Analysis) {
+			a.Impact = nil
+			a.Headline = correlate.Headline{Title: "Latency rise not judged", Summary: "chat has too little latency data before the onset."}
+			a.Causes = []correlate.Cause{{Category: correlate.CatUnexplained, Summary: "Whether latency rose cannot be judged."}}
+		}, "Latency rise not judged"},
+		{"unexplained", func(a *correlate.Analysis) {
+			a.Impact = []correlate.Impact{{Model: "chat", BaselineP99Ms: 100, DuringP99Ms: 900, Status: "ongoing"}}
+			a.Causes = []correlate.Cause{{Category: correlate.CatUnexplained, Score: 0.1, Summary: "Nothing stands out."}}
+		}, "No cause stands out"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := e.analysis()
+			tc.edit(&a)
+			v, err := e.st.StartAnalysis(ctx, e.id, "test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := json.Marshal(a)
+			if err := e.st.FinishAnalysis(ctx, e.id, v, body, ""); err != nil {
+				t.Fatal(err)
+			}
+			p := e.browser().get(e.sharePath(t))
+			desc, _ := p.doc.Find(`meta[property="og:description"]`).Attr("content")
+			if strings.Contains(desc, "Likely cause") || !strings.Contains(desc, tc.want) {
+				t.Errorf("og:description %q, want %q and no likely cause", desc, tc.want)
+			}
+			if img := e.browser().get(e.sharePath(t) + "/og.png"); img.status != http.StatusOK {
+				t.Errorf("og.png: %d", img.status)
+			}
+		})
+	}
+	if r := e.post(fmt.Sprintf("/api/v1/incidents/%d/resolve", e.id), "application/json", nil); r.status >= 300 {
+		t.Fatalf("resolve: %d %s", r.status, r.body)
+	}
+	p := e.browser().get(e.sharePath(t))
+	if desc, _ := p.doc.Find(`meta[property="og:description"]`).Attr("content"); strings.Contains(desc, "ongoing") {
+		t.Errorf("a resolved incident's card says ongoing: %q", desc)
+	}
+}

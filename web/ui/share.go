@@ -246,9 +246,20 @@ func (p *Pages) tenantsOf(ctx context.Context, d *incidentData) []string {
 func (p *Pages) openGraph(ctx context.Context, d *incidentData, base string) *views.OpenGraph {
 	in := views.OGInput{ID: d.inc.ID, Title: d.inc.Title, URL: p.cfg.PublicURL + base, Image: p.cfg.PublicURL + base + "/og.png",
 		Tenants: p.tenantsOf(ctx, d)}
+	if d.an == nil && d.status == store.AnalysisFailed {
+		in.Verdict = "Analysis failed"
+	}
 	if d.an != nil {
 		if len(d.an.Causes) > 0 {
 			in.TopCategory, in.TopScore = string(d.an.Causes[0].Category), d.an.Causes[0].Score
+		}
+		// A card must not name a "likely cause" the analysis does not
+		// claim: no judged rise, or nothing standing out.
+		switch {
+		case len(d.an.Impact) == 0 && d.an.Headline.Title != "":
+			in.Verdict = d.an.Headline.Title
+		case in.TopCategory == string(correlate.CatUnexplained):
+			in.Verdict = "No cause stands out"
 		}
 		in.P99Before, in.P99After = d.an.P99BeforeMs, d.an.P99DuringMs
 		if len(d.an.Impact) > 0 { // the hardest-hit model's own figures
@@ -260,7 +271,17 @@ func (p *Pages) openGraph(ctx context.Context, d *incidentData, base string) *vi
 		}
 		in.Onset = d.an.Onset
 	}
+	if d.inc.Status == store.IncidentResolved && in.Status == "ongoing" {
+		// "ongoing" is at the end of the analysed data; the incident
+		// has been resolved since.
+		in.Status = "resolved"
+	}
 	return views.BuildOpenGraph(in)
+}
+
+// quantileRoles are the latency curves by the quantile an impact names.
+var quantileRoles = map[string]correlate.Role{
+	"P50": correlate.RoleLatencyP50, "P95": correlate.RoleLatencyP95, "P99": correlate.RoleLatencyP99,
 }
 
 // DrawSharedCard is GET /s/{token}/og.png.
@@ -290,9 +311,12 @@ func (p *Pages) ogImage(c echo.Context, id int64, base string) error {
 	heading := "Incident #" + strconv.FormatInt(id, 10)
 	in := views.OGImageInput{Heading: heading, Title: strings.TrimPrefix(og.Title, heading+": "), From: from, To: to}
 	for _, l := range og.Labels {
-		if l.K == views.OGLabelCause {
+		switch l.K {
+		case views.OGLabelCause:
 			in.Cause = views.OGLabelCause + ": " + l.V
-		} else {
+		case views.OGLabelVerdict:
+			in.Cause = l.V
+		default:
 			in.P99 = l.K + " " + l.V
 		}
 	}
@@ -300,20 +324,33 @@ func (p *Pages) ogImage(c echo.Context, id int64, base string) error {
 		in.Cause = "Analysis pending"
 	}
 	model := d.inc.Scope.Model
+	role := correlate.RoleLatencyP99
 	if d.an != nil {
 		in.Onset, in.Spikes = d.an.Onset, d.an.Spikes
+		if len(d.an.Impact) > 0 && (model == "" || model == d.an.Impact[0].Model) {
+			// The curve the card's figures are of: the hardest-hit
+			// model's, at the quantile measured for it.
+			model = d.an.Impact[0].Model
+			if r, ok := quantileRoles[d.an.Impact[0].Quantile]; ok {
+				role, in.Quantile = r, d.an.Impact[0].Quantile
+			}
+		}
 		if model == "" && len(d.an.Scope.Models) > 0 {
 			model = d.an.Scope.Models[0]
 		}
 	}
-	f := store.CurveFilter{From: from, To: to, Step: incident.ChartStep(from, to), MaxRoles: store.PeakRoles,
-		Roles: []correlate.Role{correlate.RoleLatencyP99}, Levels: []correlate.Level{correlate.LevelModel, correlate.LevelFleet}}
-	f.Scope.Model = model
-	curves, err := d.src.Curves(ctx, f)
-	if err != nil {
-		return err
+	var curves []correlate.Curve
+	// Without a model, the model with the highest curve stands for the
+	// fleet — for a fleet-wide incident only: a replica's or a tenant's
+	// is drawn with no curve rather than another model's.
+	if sc := d.inc.Scope; model != "" || sc == (correlate.Scope{}) {
+		f := store.CurveFilter{From: from, To: to, Step: incident.ChartStep(from, to), MaxRoles: store.PeakRoles,
+			Roles: []correlate.Role{role}, Levels: []correlate.Level{correlate.LevelModel, correlate.LevelFleet}}
+		f.Scope.Model = model
+		if curves, err = d.src.Curves(ctx, f); err != nil {
+			return err
+		}
 	}
-	// Without a model, the model with the highest P99 stands for the fleet.
 	best := -1.0
 	for _, cv := range curves {
 		for _, pt := range cv.Points {

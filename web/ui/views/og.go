@@ -23,8 +23,12 @@ type OGInput struct {
 	// "recovered") are the hardest-hit model's; Onset the spike's.
 	Model, Quantile, Status string
 	Onset                   *time.Time
-	URL, Image              string
-	Tenants                 []string
+	// Verdict replaces the likely cause when the analysis claims none:
+	// "Latency rise not judged", "No latency rise found", "No cause
+	// stands out", "Analysis failed".
+	Verdict    string
+	URL, Image string
+	Tenants    []string
 }
 
 // BuildOpenGraph makes the unfurl card: title, likely cause, the model's
@@ -35,11 +39,15 @@ func BuildOpenGraph(in OGInput) *OpenGraph {
 	title := "Incident #" + strconv.FormatInt(in.ID, 10) + ": " + ScrubTenants(in.Title, in.Tenants)
 	og := &OpenGraph{Title: title, URL: in.URL, Image: in.Image}
 	var desc []string
-	if in.TopCategory != "" {
+	switch {
+	case in.Verdict != "":
+		desc = append(desc, in.Verdict)
+		og.Labels = append(og.Labels, KV{OGLabelVerdict, in.Verdict})
+	case in.TopCategory != "":
 		cause := CategoryLabel(in.TopCategory) + " (" + strconv.FormatFloat(in.TopScore, 'f', 2, 64) + ")"
 		desc = append(desc, "Likely cause: "+cause)
 		og.Labels = append(og.Labels, KV{OGLabelCause, cause})
-	} else {
+	default:
 		desc = append(desc, "Analysis pending")
 	}
 	if in.P99Before > 0 || in.P99After > 0 {
@@ -63,8 +71,12 @@ func BuildOpenGraph(in OGInput) *OpenGraph {
 	return og
 }
 
-// OGLabelCause is the card label of the likely cause.
-const OGLabelCause = "Likely cause"
+// OGLabelCause is the card label of the likely cause, OGLabelVerdict
+// the label of what the analysis says instead when it claims none.
+const (
+	OGLabelCause   = "Likely cause"
+	OGLabelVerdict = "Analysis"
+)
 
 // ScrubTenants replaces every tenant name in s (case-insensitively, longest
 // first so "acme-eu" goes before "acme") with "[tenant]".

@@ -24,7 +24,8 @@ const (
 )
 
 // OGImageInput is what the preview image shows: the same facts as the
-// card (no tenant, no sample), and the P99 curve with onset and spikes.
+// card (no tenant, no sample), and the latency curve with onset and
+// spikes.
 type OGImageInput struct {
 	Heading  string // "Incident #5"
 	Title    string // scrubbed
@@ -32,6 +33,9 @@ type OGImageInput struct {
 	P99      string // "P99 420 ms → 1,900 ms"
 	From, To time.Time
 	Curve    []correlate.Point
+	// Quantile names the curve ("P99" when empty): the hardest-hit
+	// model's measured quantile, which may be a P95.
+	Quantile string
 	Onset    *time.Time
 	Spikes   []correlate.Spike
 }
@@ -85,7 +89,15 @@ func OGImage(in OGImageInput) ([]byte, error) {
 		}
 	}
 	ymax = niceCeil(ymax)
-	text(img, r.Min.X+6, r.Min.Y+6, 2, ogMuted, "P99 ms, max "+FmtNum(ymax))
+	q := in.Quantile
+	if q == "" {
+		q = "P99"
+	}
+	if len(in.Curve) == 0 {
+		text(img, r.Min.X+6, r.Min.Y+6, 2, ogMuted, "no "+q+" curve for this incident's scope")
+	} else {
+		text(img, r.Min.X+6, r.Min.Y+6, 2, ogMuted, q+" ms, max "+FmtNum(ymax))
+	}
 	var px, py int
 	first := true
 	for _, p := range in.Curve {

@@ -275,6 +275,10 @@ func TestOpenGraphNeverNamesTenants(t *testing.T) {
 	if og := BuildOpenGraph(OGInput{ID: 5, Title: "x", P99Before: 420, P99After: 1900}); og.Description != "Analysis pending · P99 420 ms → 1,900 ms" {
 		t.Errorf("description without analysis details %q", og.Description)
 	}
+	if og := BuildOpenGraph(OGInput{ID: 5, Title: "x", TopCategory: "unexplained", Verdict: "Latency rise not judged"}); og.Description != "Latency rise not judged" ||
+		len(og.Labels) != 1 || og.Labels[0].K != OGLabelVerdict {
+		t.Errorf("a verdict instead of a cause: %q %+v", og.Description, og.Labels)
+	}
 	if ScrubTenants("nothing here", nil) != "nothing here" {
 		t.Error("scrub without tenants changed the text")
 	}
