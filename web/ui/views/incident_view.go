@@ -27,9 +27,11 @@ type IncidentPage struct {
 	Check    []CheckStep
 	Stages   StagesView
 	Aligned  []AlignedRow
-	Filtered Filtered
-	Share    ShareBox
-	ExportMD string // export link; "" on share pages
+	// AlignedEmpty is what the changes card says with no row.
+	AlignedEmpty string
+	Filtered     Filtered
+	Share        ShareBox
+	ExportMD     string // export link; "" on share pages
 	// ShareExport is the share page's own export link ("" elsewhere).
 	ShareExport string
 	CSRF        string // for the page's forms
@@ -217,7 +219,11 @@ func BuildIncident(in IncidentInput) IncidentPage {
 			h.Slow, h.HasSlow = slowCount(a.Samples.SlowRequests), true
 		}
 		p.Causes = causeViews(a, in.State)
-		p.Ruled = ruledOut(a.Causes, a.NotAssessable)
+		if len(a.Impact) > 0 {
+			// With no judged rise every cause scores 0 for want of
+			// anything to explain: none was ruled out by the data.
+			p.Ruled = ruledOut(a.Causes, a.NotAssessable)
+		}
 		for _, n := range a.NotAssessable {
 			p.Unjudged = append(p.Unjudged, CategoryLabel(string(n.Category))+" — "+n.Reason)
 		}
@@ -225,8 +231,10 @@ func BuildIncident(in IncidentInput) IncidentPage {
 		p.Check = storyChecklist(a, in.State)
 		p.Stages = stagesView(a.Stages, a.StageSource)
 		p.Aligned = alignedRows(a.Events)
+		p.AlignedEmpty = "No change event from an hour before the onset to the end of the window."
 	} else {
 		p.Stages.Empty = "No analysis yet."
+		p.AlignedEmpty = "No analysis yet: the changes near the onset are listed once it is ready."
 	}
 	p.Header = h
 	return p
@@ -326,9 +334,9 @@ func stagesView(stages []correlate.StageShare, source string) StagesView {
 	v := StagesView{}
 	switch source {
 	case "samples":
-		v.Source = "typical time of slow requests per stage, from request samples"
+		v.Source = "Typical time of slow requests per stage, from request samples; the interval is 95% (normal approximation over the weighted samples)."
 	case "curves":
-		v.Source = "mean time per stage, from stage-time curves (no samples)"
+		v.Source = "Mean time of all requests per stage, from stage-time curves (no samples, so no interval)."
 	}
 	if len(stages) == 0 {
 		v.Empty = "No stage data: send samples with stages_ms, or export inference_stage_duration_seconds."
@@ -345,12 +353,22 @@ func stagesView(stages []correlate.StageShare, source string) StagesView {
 		scale = 1
 	}
 	for i, s := range stages {
+		if s.BeforeMs <= 0 && s.DuringMs <= 0 {
+			// A server that does not time a stage reports 0 throughout:
+			// not measured, not "unchanged".
+			v.Rows = append(v.Rows, StageRow{Stage: s.Stage, Before: "not timed", During: "not timed", Delta: "–", Interval: "–", Share: "–"})
+			continue
+		}
 		d := FmtMs(s.DeltaMs)
 		if s.DeltaMs > 0 {
 			d = "+" + d
 		}
+		interval := FmtIntervalMs(s.DeltaLoMs, s.DeltaHiMs)
+		if source != "samples" || s.DeltaLoMs == s.DeltaHiMs {
+			interval = "–" // curves are means: no interval to give
+		}
 		v.Rows = append(v.Rows, StageRow{Stage: s.Stage, Before: FmtMs(s.BeforeMs), During: FmtMs(s.DuringMs), Delta: d,
-			Interval: FmtIntervalMs(s.DeltaLoMs, s.DeltaHiMs), Share: FmtPct(100 * s.Share),
+			Interval: interval, Share: FmtPct(100 * s.Share),
 			BeforePct: pct(s.BeforeMs / scale), DuringPct: pct(s.DuringMs / scale), SharePct: pct(s.Share), Top: i == top && s.Share > 0})
 	}
 	return v

@@ -157,7 +157,7 @@ func Markdown(in MarkdownInput) string {
 		}
 		b.WriteString("\n")
 	}
-	if ruled := ruledOutReasons(a); len(ruled) > 0 {
+	if ruled := ruledOutReasons(a, len(a.Impact) > 0); len(ruled) > 0 {
 		b.WriteString("### Ruled out or not assessable\n\n")
 		for _, r := range ruled {
 			fmt.Fprintf(&b, "- %s\n", r)
@@ -214,7 +214,7 @@ func Markdown(in MarkdownInput) string {
 	}
 	sort.SliceStable(tl, func(i, j int) bool { return tl[i].t.Before(tl[j].t) })
 	if len(tl) == 0 {
-		b.WriteString("No events in the window.\n")
+		b.WriteString("No change event from an hour before the onset to the end of the window.\n")
 	} else {
 		rows := make([][]string, len(tl))
 		for i, r := range tl {
@@ -237,14 +237,25 @@ func Markdown(in MarkdownInput) string {
 		}
 	}
 
-	b.WriteString("\n## Where the time went (slow requests, before → during)\n\n")
+	if a.StageSource == "curves" {
+		b.WriteString("\n## Where the time went (mean of all requests, from stage-time curves, before → during)\n\n")
+	} else {
+		b.WriteString("\n## Where the time went (slow requests, before → during)\n\n")
+	}
 	if len(a.Stages) == 0 {
 		b.WriteString("No stage data.\n")
 	} else {
 		var rows [][]string
 		for _, s := range a.Stages {
-			rows = append(rows, []string{s.Stage, FmtMs(s.BeforeMs), FmtMs(s.DuringMs), signedMs(s.DeltaMs),
-				"[" + FmtNum(s.DeltaLoMs) + ", " + FmtNum(s.DeltaHiMs) + "] ms", FmtPct(100 * s.Share)})
+			if s.BeforeMs <= 0 && s.DuringMs <= 0 {
+				rows = append(rows, []string{s.Stage, "not timed", "not timed", "–", "–", "–"})
+				continue
+			}
+			interval := "[" + FmtNum(s.DeltaLoMs) + ", " + FmtNum(s.DeltaHiMs) + "] ms"
+			if a.StageSource == "curves" || s.DeltaLoMs == s.DeltaHiMs {
+				interval = "–"
+			}
+			rows = append(rows, []string{s.Stage, FmtMs(s.BeforeMs), FmtMs(s.DuringMs), signedMs(s.DeltaMs), interval, FmtPct(100 * s.Share)})
 		}
 		table(&b, []string{"Stage", "Before", "During", "Delta", "Interval", "Share"}, rows)
 	}
@@ -298,7 +309,7 @@ func topOf(a *correlate.Analysis) *correlate.Cause {
 // ruledOutReasons lists every category that is not a supported cause,
 // with why: its strongest counter-evidence, no supporting evidence, or
 // the signal it needs is missing.
-func ruledOutReasons(a *correlate.Analysis) []string {
+func ruledOutReasons(a *correlate.Analysis, judged bool) []string {
 	var out []string
 	scored := map[correlate.Category]bool{}
 	for _, c := range a.Causes {
@@ -313,7 +324,7 @@ func ruledOutReasons(a *correlate.Analysis) []string {
 		switch {
 		case na[cat] != "":
 			out = append(out, label+": "+mdText(na[cat]))
-		case !scored[cat]:
+		case !scored[cat] && judged: // with no judged rise nothing was ruled out
 			out = append(out, label+": ruled out, no supporting evidence in this window")
 		}
 	}

@@ -567,3 +567,46 @@ func TestHeatmapHasATimeAxisAndSaysWhatItDraws(t *testing.T) {
 		}
 	}
 }
+
+// The page states only what the data shows: with no judged rise no cause
+// was "ruled out" (each scores 0 for want of anything to explain); a stage
+// the server does not time is "not timed", not "0 ms → 0 ms, 0%"; curves
+// (means) get no confidence interval; and with no analysis yet the
+// changes card does not say no change happened.
+func TestIncidentPageSaysOnlyWhatTheDataShows(t *testing.T) {
+	in, a := fixtureIncident()
+	a.Impact = nil
+	a.Headline = correlate.Headline{Title: "Latency rise not judged"}
+	a.Stages = []correlate.StageShare{{Stage: "exec", BeforeMs: 40, DuringMs: 120, DeltaMs: 80, DeltaLoMs: 80, DeltaHiMs: 80, Share: 1},
+		{Stage: "queue"}}
+	a.StageSource = "curves"
+	in.Analysis = &a
+	p := BuildIncident(in)
+	if len(p.Ruled) != 0 {
+		t.Errorf("ruled out with no judged rise: %v", p.Ruled)
+	}
+	md := Markdown(MarkdownInput{Incident: in.Incident, Analysis: &a, Version: 2, Now: in.Now})
+	if strings.Contains(md, "ruled out, no supporting evidence") {
+		t.Error("the export rules causes out with no judged rise")
+	}
+	if !strings.Contains(md, "| queue | not timed |") || strings.Contains(md, "[80, 80] ms") {
+		t.Errorf("the export's stages: untimed or curve intervals shown:\n%s", md)
+	}
+	rows := map[string]StageRow{}
+	for _, r := range p.Stages.Rows {
+		rows[r.Stage] = r
+	}
+	if r := rows["queue"]; r.Before != "not timed" || r.Share != "–" {
+		t.Errorf("an untimed stage: %+v", r)
+	}
+	if r := rows["exec"]; r.Interval != "–" || r.Delta != "+80 ms" {
+		t.Errorf("a stage from curves: %+v", r)
+	}
+	if strings.Contains(p.Stages.Source, "95%") {
+		t.Errorf("curves' caption promises an interval: %q", p.Stages.Source)
+	}
+	in.Analysis, in.Status = nil, "pending"
+	if p := BuildIncident(in); !strings.Contains(p.AlignedEmpty, "No analysis yet") {
+		t.Errorf("changes card with no analysis: %q", p.AlignedEmpty)
+	}
+}
