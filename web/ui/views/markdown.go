@@ -69,14 +69,14 @@ func Markdown(in MarkdownInput) string {
 		im := a.Impact[0]
 		if im.PeakAt != nil {
 			fmt.Fprintf(&b, "- **Peak:** %s %s %s at %s (baseline %s)\n", mdText(im.Model), quantileOf(im), FmtMs(math.Max(im.PeakP99Ms, im.DuringP99Ms)),
-				FmtTime(*im.PeakAt, time.Time{}), FmtMs(im.BaselineP99Ms))
+				FmtTime(*im.PeakAt, time.Time{}), msOrDash(im.BaselineP99Ms))
 		}
 		if im.RecoveredAt != nil {
 			fmt.Fprintf(&b, "- **Recovered:** %s\n", FmtTime(*im.RecoveredAt, time.Time{}))
 		} else {
 			now := ""
 			if im.NowAt != nil {
-				now = " (P99 " + FmtMs(im.NowP99Ms) + " at " + FmtTime(*im.NowAt, time.Time{}) + ")"
+				now = " (" + quantileOf(im) + " " + msOrDash(im.NowP99Ms) + " at " + FmtTime(*im.NowAt, time.Time{}) + ")"
 			}
 			fmt.Fprintf(&b, "- **Recovered:** not yet, ongoing at the end of the data%s\n", now)
 		}
@@ -107,7 +107,7 @@ func Markdown(in MarkdownInput) string {
 		b.WriteString("\n## Impact\n\n")
 		var rows [][]string
 		for _, im := range a.Impact {
-			peak, status := FmtMs(math.Max(im.PeakP99Ms, im.DuringP99Ms)), "ongoing"
+			peak, status := FmtMs(math.Max(im.PeakP99Ms, im.DuringP99Ms)), "ongoing at the end of the data"
 			if im.PeakAt != nil {
 				peak += " at " + clock(im.PeakAt)
 			}
@@ -125,9 +125,9 @@ func Markdown(in MarkdownInput) string {
 			if a.Samples.SlowRequests > 0 {
 				slow = thousands(math.Round(im.SlowRequests))
 			}
-			rows = append(rows, []string{im.Model, FmtMs(im.BaselineP99Ms), peak, FmtMs(im.NowP99Ms), status, slow, strings.Join(tenants, ", ")})
+			rows = append(rows, []string{im.Model, quantileOf(im), msOrDash(im.BaselineP99Ms), peak, msOrDash(im.NowP99Ms), status, slow, strings.Join(tenants, ", ")})
 		}
-		table(&b, []string{"Model", "P99 baseline", "Peak", "Now", "Status", "Slow requests", "Tenants hit"}, rows)
+		table(&b, []string{"Model", "Quantile", "Baseline", "Peak", "Now", "Status", "Slow requests", "Tenants hit"}, rows)
 	}
 
 	b.WriteString("\n## Likely causes\n\n")
@@ -428,6 +428,15 @@ func table(b *strings.Builder, head []string, rows [][]string) {
 
 // quantileOf names the quantile a model's impact figures hold (analyses
 // stored before the field existed are P99).
+// msOrDash formats a latency, or "–" for none (a missing figure is
+// stored as 0, which must not read as a measured 0 ms).
+func msOrDash(v float64) string {
+	if !(v > 0) {
+		return "–"
+	}
+	return FmtMs(v)
+}
+
 func quantileOf(im correlate.Impact) string {
 	if im.Quantile == "" {
 		return "P99"

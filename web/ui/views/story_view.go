@@ -21,7 +21,8 @@ import (
 // ImpactView is one affected model's row of the impact block.
 type ImpactView struct {
 	Model      string
-	Baseline   string // "429 ms"
+	Quantile   string // the quantile the figures are of: "P99", or "P95" where no P99 is measured
+	Baseline   string // "429 ms"; "–" when not measured
 	Peak       string // "1,307 ms"
 	PeakAt     string // "07:31 UTC"
 	Now        string
@@ -69,7 +70,7 @@ func impactViews(a *correlate.Analysis, s State, now time.Time) []ImpactView {
 		if i == 4 {
 			break
 		}
-		v := ImpactView{Model: im.Model, Baseline: FmtMs(im.BaselineP99Ms), Now: FmtMs(im.NowP99Ms), Status: im.Status}
+		v := ImpactView{Model: im.Model, Quantile: quantileOf(im), Baseline: msOrDash(im.BaselineP99Ms), Now: FmtMs(im.NowP99Ms), Status: im.Status}
 		if im.BaselineP99Ms > 0 && im.Rise > 0 {
 			v.Rise = "×" + trimZero(strconv.FormatFloat(im.Rise, 'f', 1, 64))
 		}

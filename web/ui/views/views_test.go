@@ -610,3 +610,19 @@ func TestIncidentPageSaysOnlyWhatTheDataShows(t *testing.T) {
 		t.Errorf("changes card with no analysis: %q", p.AlignedEmpty)
 	}
 }
+
+// A model measured on P95 only is labelled so, and a baseline that was
+// not measured (stored as 0) reads "–", not a measured "0.0 ms".
+func TestImpactSaysItsQuantileAndNoFakeZero(t *testing.T) {
+	in, a := fixtureIncident()
+	a.Impact = []correlate.Impact{{Model: "chat", Quantile: "P95", BaselineP99Ms: 0, DuringP99Ms: 900, PeakP99Ms: 950, Status: "ongoing"}}
+	in.Analysis = &a
+	p := BuildIncident(in)
+	if len(p.Header.Impact) != 1 || p.Header.Impact[0].Baseline != "–" || p.Header.Impact[0].Quantile != "P95" {
+		t.Fatalf("impact %+v", p.Header.Impact)
+	}
+	md := Markdown(MarkdownInput{Incident: in.Incident, Analysis: &a, Version: 2, Now: in.Now})
+	if strings.Contains(md, "0.0 ms") || !strings.Contains(md, "| chat | P95 | – |") {
+		t.Errorf("export impact:\n%s", md)
+	}
+}
