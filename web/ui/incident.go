@@ -297,8 +297,8 @@ func (p *Pages) sampleTable(ctx context.Context, d *incidentData, st views.State
 		}
 		windowTotal = all.Total
 	}
-	slowMs, _ := d.view().SlowThresholds()
-	return views.BuildSampleTable(views.SampleTableInput{Page: page, State: st, WindowTotal: windowTotal, SlowMs: slowMs,
+	slowMs, def := d.view().SlowThresholds()
+	return views.BuildSampleTable(views.SampleTableInput{Page: page, State: st, WindowTotal: windowTotal, SlowMs: slowMs, DefaultSlowMs: def,
 		DetailBase: st.Base + "/samples", Ref: q.From}), nil
 }
 

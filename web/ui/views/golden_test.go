@@ -82,7 +82,7 @@ func TestIncidentPageGolden(t *testing.T) {
 		Curves: curves, Onset: a.Onset, Spikes: a.Spikes, State: in.State, Target: "#filtered",
 		Events: []correlate.Event{a.Events[0].Event}}),
 		Conc:    BuildConc(a.Concentration, in.State, &a),
-		Samples: BuildSampleTable(SampleTableInput{State: in.State})}
+		Samples: BuildSampleTable(SampleTableInput{State: in.State, SlowMs: map[string]float64{"chat": 400}})}
 	var buf bytes.Buffer
 	// The body only: the layout links assets by content hash, which would
 	// make every stylesheet change a golden-file change.

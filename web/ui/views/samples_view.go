@@ -59,8 +59,11 @@ type SampleTableInput struct {
 	State       State
 	WindowTotal int // samples stored in the whole window (0: none sent)
 	SlowMs      map[string]float64
-	DetailBase  string // e.g. /incidents/5/samples
-	Ref         time.Time
+	// DefaultSlowMs is the threshold of models SlowMs does not list; with
+	// neither (no analysis yet) every sample counts as slow.
+	DefaultSlowMs float64
+	DetailBase    string // e.g. /incidents/5/samples
+	Ref           time.Time
 }
 
 // BuildSampleTable lays out one page of samples.
@@ -78,6 +81,13 @@ func BuildSampleTable(in SampleTableInput) SampleTable {
 			parts = append(parts, m+" ≥ "+FmtMs(in.SlowMs[m]))
 		}
 		t.Note = "Slow = total at or over the model's threshold: " + strings.Join(parts, ", ") + "."
+	}
+	noThreshold := len(in.SlowMs) == 0 && !(in.DefaultSlowMs > 0)
+	switch {
+	case len(in.SlowMs) == 0 && in.DefaultSlowMs > 0:
+		t.Note = "Slow = total at or over " + FmtMs(in.DefaultSlowMs) + " (the P99 before the onset)."
+	case noThreshold:
+		t.Note = "No slow threshold yet (the analysis is not ready): every sample is listed, slow or not."
 	}
 	cols := []struct{ id, label string }{{"time", "Time"}, {"total", "Total"}}
 	for _, st := range correlate.StageNames() {
@@ -128,6 +138,8 @@ func BuildSampleTable(in SampleTableInput) SampleTable {
 		case s.HasFilters():
 			t.Empty = "No samples match these filters in this window."
 			t.Clear = s.WithFilters(nil).URL()
+		case s.Tab == "baseline" && noThreshold:
+			t.Empty = "No slow threshold yet, so no sample is set apart as baseline."
 		case s.Tab == "baseline":
 			t.Empty = "Every sample in this window is slow."
 		default:
@@ -139,7 +151,9 @@ func BuildSampleTable(in SampleTableInput) SampleTable {
 	lo := (page-1)*SamplePageSize + 1
 	hi := lo + len(in.Page.Samples) - 1
 	noun := " slow samples"
-	if s.Tab == "baseline" {
+	if noThreshold {
+		noun = " samples"
+	} else if s.Tab == "baseline" {
 		noun = " other samples"
 	}
 	t.Range = thousands(float64(lo)) + "–" + thousands(float64(hi)) + " of " + t.Total + noun

@@ -626,3 +626,21 @@ func TestImpactSaysItsQuantileAndNoFakeZero(t *testing.T) {
 		t.Errorf("export impact:\n%s", md)
 	}
 }
+
+// Before an analysis gives a slow threshold every sample counts as slow:
+// the table says so instead of calling them all "slow samples".
+func TestSampleTableWithoutThreshold(t *testing.T) {
+	page := store.SamplePage{Total: 3, Samples: []correlate.Sample{{RequestID: "a", Model: "m", TotalMs: 10}}}
+	tb := BuildSampleTable(SampleTableInput{Page: page, State: State{Base: "/i"}, WindowTotal: 3})
+	if strings.Contains(tb.Range, "slow") || !strings.Contains(tb.Note, "No slow threshold yet") {
+		t.Errorf("range %q note %q", tb.Range, tb.Note)
+	}
+	base := BuildSampleTable(SampleTableInput{State: State{Base: "/i", Tab: "baseline"}, WindowTotal: 3})
+	if strings.Contains(base.Empty, "is slow") {
+		t.Errorf("baseline tab: %q", base.Empty)
+	}
+	with := BuildSampleTable(SampleTableInput{Page: page, State: State{Base: "/i"}, WindowTotal: 3, DefaultSlowMs: 250})
+	if !strings.Contains(with.Range, "slow samples") || !strings.Contains(with.Note, "250 ms") {
+		t.Errorf("with a default threshold: range %q note %q", with.Range, with.Note)
+	}
+}
