@@ -438,7 +438,7 @@ type ConcRow struct {
 func BuildConc(rows []correlate.Concentration, s State, a *correlate.Analysis) ConcTable {
 	t := ConcTable{}
 	if len(rows) == 0 {
-		t.Empty = "Slow requests are not concentrated on any dimension value (or there are no samples in the window)."
+		t.Empty = "No analysis yet: where slow requests concentrate is worked out with it."
 		if a != nil {
 			t.Empty = correlate.NoConcentration(a.Samples.Slow, a.Samples.During)
 		}

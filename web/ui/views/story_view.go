@@ -354,7 +354,7 @@ func TenantDriver(a *correlate.Analysis, s State) *Link {
 	}
 	name, what := "", ""
 	if len(a.Causes) > 0 && a.Causes[0].Target.Tenant != "" {
-		name, what = a.Causes[0].Target.Tenant, "drives the traffic"
+		name, what = a.Causes[0].Target.Tenant, "named by the top cause"
 	}
 	if len(a.Impact) > 0 {
 		for _, t := range a.Impact[0].Tenants {

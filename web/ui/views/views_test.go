@@ -644,3 +644,11 @@ func TestSampleTableWithoutThreshold(t *testing.T) {
 		t.Errorf("with a default threshold: range %q note %q", with.Range, with.Note)
 	}
 }
+
+// Before an analysis the concentration table says it has none yet, not
+// that slow requests are spread evenly.
+func TestConcentrationBeforeAnalysis(t *testing.T) {
+	if c := BuildConc(nil, State{Base: "/i"}, nil); !strings.Contains(c.Empty, "No analysis yet") {
+		t.Errorf("empty concentration without an analysis: %q", c.Empty)
+	}
+}
