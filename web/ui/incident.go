@@ -171,8 +171,9 @@ func (p *Pages) filtered(ctx context.Context, d *incidentData, st views.State) (
 	if err != nil {
 		return views.Filtered{}, err
 	}
-	_, def := d.view().SlowThresholds()
+	slowMs, def := d.view().SlowThresholds()
 	h := views.BuildHeatmap(hs, from, to, def, st)
+	h.SlowOfSeveral = len(slowMs) > 1
 	if d.an != nil {
 		h.SetOnset(d.an.Onset)
 	}

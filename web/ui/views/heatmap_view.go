@@ -21,12 +21,15 @@ type Heatmap struct {
 	Cols, Rows   int
 	Cells        string // Rows×Cols shade levels "0"…"9", top row first
 	SlowMs       float64
-	Ticks        []string // latency labels, top to bottom
-	URL          string   // the view the selection is computed for
-	Empty        string
-	Count        int
-	XTicks       []Tick  // the time axis, as the timeline's
-	OnsetPct     float64 // where the onset falls across; 0 when unknown or outside
+	// SlowOfSeveral says SlowMs is the lowest of several models' slow
+	// thresholds, not the one threshold of every sample drawn.
+	SlowOfSeveral bool
+	Ticks         []string // latency labels, top to bottom
+	URL           string   // the view the selection is computed for
+	Empty         string
+	Count         int
+	XTicks        []Tick  // the time axis, as the timeline's
+	OnsetPct      float64 // where the onset falls across; 0 when unknown or outside
 }
 
 // SetOnset marks the onset on the time axis when it falls inside.

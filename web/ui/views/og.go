@@ -65,7 +65,8 @@ func BuildOpenGraph(in OGInput) *OpenGraph {
 		og.Labels = append(og.Labels, KV{what, p})
 	}
 	if in.Onset != nil {
-		desc = append(desc, "since "+in.Onset.UTC().Format("15:04")+" UTC")
+		// With its date: a card is read in chat hours or days later.
+		desc = append(desc, "since "+in.Onset.UTC().Format("Jan 2 15:04")+" UTC")
 	}
 	og.Description = strings.Join(desc, " · ")
 	return og

@@ -269,7 +269,7 @@ func TestOpenGraphNeverNamesTenants(t *testing.T) {
 	}
 	// What a chat reader needs at a glance: the likely cause, which
 	// model, how far and since when — no scoring jargon.
-	if og.Description != "Likely cause: Capacity / traffic peak (0.80) · chat-7b P95 420 ms → 1,900 ms, ongoing · since 20:02 UTC" {
+	if og.Description != "Likely cause: Capacity / traffic peak (0.80) · chat-7b P95 420 ms → 1,900 ms, ongoing · since Mar 2 20:02 UTC" {
 		t.Errorf("description %q", og.Description)
 	}
 	if og := BuildOpenGraph(OGInput{ID: 5, Title: "x", P99Before: 420, P99After: 1900}); og.Description != "Analysis pending · P99 420 ms → 1,900 ms" {
@@ -565,6 +565,15 @@ func TestHeatmapHasATimeAxisAndSaysWhatItDraws(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("heatmap lacks %q", want)
 		}
+	}
+	// With several models' thresholds, the line is the lowest of them.
+	h.SlowOfSeveral = true
+	b.Reset()
+	if err := HeatmapView(h).Render(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "lowest of the models") {
+		t.Error("the dashed line of several thresholds reads as the one threshold")
 	}
 }
 
