@@ -172,7 +172,9 @@ func (d *demo) printSummary(s *demoServer, fl *demoFleet, r demoResult) {
 	fmt.Fprintf(w, "  incident page:  %s   (sign in with the admin token below)\n", r.url)
 	fmt.Fprintf(w, "  share link:     %s   (read-only, no sign-in)\n\n", r.shareURL)
 	for i, c := range r.analysis.Causes {
-		if i == 3 {
+		// Causes at 0.05 or less are ruled out, as the page says; the
+		// first is listed whatever its score.
+		if i == 3 || i > 0 && c.Score <= 0.05 {
 			break
 		}
 		label := "  ranked causes:"
