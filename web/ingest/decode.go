@@ -109,7 +109,7 @@ func keyPath(raw []byte, name string) string {
 		}
 		if f := len(stack) - 1; f >= 0 && !stack[f].array && stack[f].wantKey {
 			key, _ := tok.(string)
-			if key == name {
+			if key == name && !inFreeForm(names) {
 				var b strings.Builder
 				for _, n := range append(names[1:], key) {
 					if b.Len() > 0 && !strings.HasPrefix(n, "[") {
@@ -124,6 +124,22 @@ func keyPath(raw []byte, name string) string {
 		}
 		value()
 	}
+}
+
+// freeForm are the fields that hold maps of any keys (event attrs, alert
+// labels and annotations): a key in them is never an unknown field.
+var freeForm = map[string]bool{"attrs": true, "labels": true, "annotations": true,
+	"groupLabels": true, "commonLabels": true, "commonAnnotations": true}
+
+// inFreeForm reports whether a container path passes through a free-form
+// map.
+func inFreeForm(names []string) bool {
+	for _, n := range names {
+		if freeForm[n] {
+			return true
+		}
+	}
+	return false
 }
 
 func raw2str(b []byte) string { return string(bytes.TrimSpace(b[:min(len(b), 1)])) }

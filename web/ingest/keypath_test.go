@@ -14,6 +14,10 @@ func TestKeyPath(t *testing.T) {
 		{`[{"a":1},{"q":2}]`, "q", "[1].q"},
 		{`{"a":"q","q":1}`, "q", "q"},
 		{`{"bad`, "mdl", "mdl"},
+		// A key inside a free-form map (event attrs, alert labels) is
+		// never an unknown field: the one outside it is.
+		{`{"attrs":{"mdl":1},"scope":{"mdl":"a"}}`, "mdl", "scope.mdl"},
+		{`{"alerts":[{"labels":{"statuz":"x"},"statuz":"firing"}]}`, "statuz", "alerts[0].statuz"},
 	} {
 		if got := keyPath([]byte(c.raw), c.name); got != c.want {
 			t.Errorf("keyPath(%s, %s) = %q, want %q", c.raw, c.name, got, c.want)
