@@ -199,7 +199,7 @@ func Markdown(in MarkdownInput) string {
 		}
 		tl = append(tl, tlRow{e.Time, []string{FmtTime(e.Time, time.Time{}), onsetWords(e.Time), string(e.Kind), e.Scope.String(), e.Summary, use}})
 	}
-	if a.Onset != nil && len(a.Impact) > 0 { // an onset without a judged rise is only where a spike was looked for
+	if a.Onset != nil { // set only where a spike was found
 		tl = append(tl, tlRow{*a.Onset, []string{FmtTime(*a.Onset, time.Time{}), "onset", "latency", "", "latency rose", ""}})
 	}
 	if len(a.Impact) > 0 {
