@@ -150,6 +150,16 @@ func TestHealthReadyMetrics(t *testing.T) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+	// A method is the client's to choose: made-up ones share one label
+	// (each had made a series of its own, never freed — anyone could
+	// grow the server's memory and /metrics without a token).
+	for i := range 20 {
+		e.do(request{method: fmt.Sprintf("M%d%s", i, strings.Repeat("X", 1000)), path: "/healthz"})
+	}
+	r = e.do(request{method: "GET", path: "/metrics"})
+	if strings.Contains(string(r.body), `method="M1`) || !strings.Contains(string(r.body), `method="other",route="/healthz"`) {
+		t.Error("made-up methods are metric labels of their own")
+	}
 	// Not ready when the database is gone.
 	e.pool.Close()
 	if r := e.do(request{method: "GET", path: "/readyz"}); r.status != http.StatusServiceUnavailable {

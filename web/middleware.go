@@ -67,13 +67,26 @@ func (s *Server) withLogAndMetrics(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		status := c.Response().Status
 		d := time.Since(start)
-		s.metrics.requestDuration.WithLabelValues(c.Request().Method, route, strconv.Itoa(status)).Observe(d.Seconds())
+		method := methodLabel(c.Request().Method)
+		s.metrics.requestDuration.WithLabelValues(method, route, strconv.Itoa(status)).Observe(d.Seconds())
 		if route != "/healthz" && route != "/readyz" && route != "/metrics" && !strings.HasPrefix(route, "/static") {
-			s.log.InfoContext(c.Request().Context(), "http", "request_id", requestID(c), "method", c.Request().Method,
+			s.log.InfoContext(c.Request().Context(), "http", "request_id", requestID(c), "method", method,
 				"path", logPath(c), "status", status, "ms", float64(d.Microseconds())/1000, "bytes", c.Response().Size)
 		}
 		return nil
 	}
+}
+
+// methodLabel is a request's method as metrics and logs name it: the
+// standard ones, else "other" — the method is the client's to choose, and
+// each distinct one would be a series of its own, never freed.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "other"
 }
 
 // withTimeout bounds the request's context; handlers and the store honour
