@@ -44,7 +44,9 @@ var ErrBusy = errors.New("otlp: samples are waiting for the store; retry later")
 // into a sample once its entry span has arrived and Grace has passed.
 //
 // Memory: at most Config.MaxSpans spans (each 0.15–0.35 KB: ids, times, the
-// resolved stage and dimension values — not the attributes), plus the ids
+// resolved stage and dimension values — not the attributes — and at most
+// maxSpanEvents stage events), a trace's room never past its span limit,
+// plus the ids
 // of traces emitted in the last MaxWait (at most MaxSpans of them), plus
 // MaxPending samples, plus the mapper's caches (at most 4,096 rule
 // verdicts and dimension sets and 65,536 distinct values: a few MB), plus
@@ -299,10 +301,14 @@ func (a *Assembler) file(f filing) {
 			continue
 		}
 		if len(t.spans) == cap(t.spans) {
+			// Room for what the request brings, up to the trace's limit
+			// (and the entry span let in past it): spans past it are
+			// rejected below, and must not be paid for.
+			room := max(1, min(int(t.incoming), a.cfg.MaxSpansPerTrace+1-len(t.spans)))
 			if t.spans == nil {
-				t.spans = a.spanSlice(int(t.incoming))
+				t.spans = a.spanSlice(room)
 			} else {
-				t.spans = slices.Grow(t.spans, int(t.incoming))
+				t.spans = slices.Grow(t.spans, room)
 			}
 		}
 		t.incoming--

@@ -915,3 +915,36 @@ func TestImplausibleTracesAreDropped(t *testing.T) {
 		t.Fatalf("stored %+v, want the 10 ms trace with a sample rate of 1", sk.got)
 	}
 }
+
+// What a span brings is bounded by the span limits, whatever the request
+// holds: a span with a million stage events keeps a few of them (one span
+// held was 98 MB), and a trace sent far past its span limit in one request
+// gets room for the limit, not for everything sent (53 MB for "1,000
+// spans").
+func TestOneSpanOrTraceCannotHoldUnboundedMemory(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxSpansPerTrace = 3
+	a, ck, _ := newTest(t, cfg)
+	start := ck.now().Add(-time.Minute)
+	r := pbRequest(traceID(1), start, map[string]any{"model": "m"}, tspan{id: 1, name: "root", kind: server, from: 0, to: 10})
+	sp := r.ResourceSpans[0].ScopeSpans[0].Spans[0]
+	for i := range 10000 {
+		sp.Events = append(sp.Events, &tracepb.Span_Event{Name: "QUEUE_START", TimeUnixNano: sp.StartTimeUnixNano + uint64(i)})
+	}
+	for i := uint64(2); i <= 5000; i++ {
+		r.ResourceSpans[0].ScopeSpans[0].Spans = append(r.ResourceSpans[0].ScopeSpans[0].Spans, &tracepb.Span{TraceId: traceID(2), SpanId: id8(i),
+			ParentSpanId: id8(1), Name: "exec", StartTimeUnixNano: sp.StartTimeUnixNano, EndTimeUnixNano: sp.EndTimeUnixNano})
+	}
+	mustAdd(t, a, decoded(r))
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var tid1, tid2 [16]byte
+	copy(tid1[:], traceID(1))
+	copy(tid2[:], traceID(2))
+	if tr := a.byID[tid1]; tr == nil || len(tr.spans) != 1 || len(tr.spans[0].events) > maxSpanEvents {
+		t.Errorf("the span with 10,000 events kept %d", len(tr.spans[0].events))
+	}
+	if tr := a.byID[tid2]; tr == nil || cap(tr.spans) > cfg.MaxSpansPerTrace+1 {
+		t.Errorf("a trace of 4,999 spans past its limit of 3 holds room for %d", cap(tr.spans))
+	}
+}

@@ -49,6 +49,11 @@ type event struct {
 
 const numDims = 10
 
+// maxSpanEvents bounds the stage events kept of one span: every stage
+// takes two (Triton's span carries six), and a span counts as one against
+// the buffer's span limit whatever it holds.
+const maxSpanEvents = 16
+
 // dimIndex maps a Dim onto span.dims.
 var dimIndex = func() map[Dim]int {
 	m := map[Dim]int{}
@@ -313,6 +318,9 @@ func (m *mapper) resolve(dst *span, sp ptrace.Span, res *resDims) {
 	if len(m.eventNames) > 0 {
 		for _, ev := range sp.Events().All() {
 			if m.eventNames[ev.Name()] {
+				if len(dst.events) == maxSpanEvents {
+					break // a stage needs two; more is a runaway span, not more timing
+				}
 				dst.events = append(dst.events, event{m.text(ev.Name()), int64(ev.Timestamp())})
 			}
 		}
