@@ -233,3 +233,46 @@ func TestAlertmanagerBadPayloads(t *testing.T) {
 		t.Fatalf("%d incidents from bad payloads", n)
 	}
 }
+
+// Stored events are bounded whatever is pushed: an alert's labels and
+// annotations are kept within 16 KiB, as a pushed event's attrs are (an
+// alert's 4.8 MB of annotations were stored whole, and every read of the
+// window's events carried them), and one request's event attrs within
+// 4 MiB in total (decoded, they took ten times their bytes), refused
+// whole with the line named.
+func TestPushedEventsAreBounded(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	var p wire.AlertmanagerPayload
+	if err := json.Unmarshal(amNotification("firing", 1, testNow.Add(-10*time.Minute), nil), &p); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 300 { // 4.8 MB of annotations, each under the 16 KiB a value may have
+		p.Alerts[0].Annotations[fmt.Sprintf("runbook_%03d", i)] = strings.Repeat("r", 16000)
+	}
+	body, _ := json.Marshal(p)
+	e.alert(body)
+	var n, size int
+	var truncated bool
+	if err := e.pool.QueryRow(t.Context(), `SELECT count(*), coalesce(max(length(attrs::text)), 0), coalesce(bool_or((attrs->>'truncated')::bool), false)
+		FROM events WHERE kind = 'alert'`).Scan(&n, &size, &truncated); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 || size > 20<<10 || !truncated {
+		t.Errorf("%d alert events, attrs of %d bytes, truncated %v; want one within ~16 KiB, marked truncated", n, size, truncated)
+	}
+
+	var b strings.Builder
+	attrs := `{"note":"` + strings.Repeat("a", 15<<10) + `"}`
+	for i := range 300 {
+		fmt.Fprintf(&b, `{"id":"big-%d","kind":"config_change","time":%q,"model":"m","summary":"x","attrs":%s}`+"\n",
+			i, testNow.Add(-time.Hour).Format(time.RFC3339), attrs)
+	}
+	r := e.post("/api/v1/events", "application/x-ndjson", []byte(b.String()))
+	if r.status != http.StatusRequestEntityTooLarge || !strings.Contains(string(r.body), `"attrs"`) || !strings.Contains(string(r.body), `"line"`) {
+		t.Errorf("4.5 MB of attrs in one request: %d %s", r.status, r.body)
+	}
+	if got := e.count(`SELECT count(*) FROM events WHERE id LIKE 'big-%'`); got != 0 {
+		t.Errorf("%d events of the refused request stored", got)
+	}
+}

@@ -246,9 +246,18 @@ func alertEvent(groupKey, fp string, a wire.AlertmanagerAlert, end *time.Time) c
 	if d := a.Annotations["summary"]; d != "" {
 		summary += ": " + d
 	}
-	attrs := map[string]any{"labels": a.Labels, "fingerprint": fp, "group_key": groupKey}
-	if len(a.Annotations) > 0 {
-		attrs["annotations"] = a.Annotations
+	// Labels and annotations are kept within the budget a pushed event's
+	// attrs have (an alert's runbook text can be megabytes, and every
+	// page that reads the window's events would carry it).
+	budget := maxAlertAttrs
+	labels, cutL := boundedStrings(a.Labels, &budget)
+	attrs := map[string]any{"labels": labels, "fingerprint": fp, "group_key": groupKey}
+	ann, cutA := boundedStrings(a.Annotations, &budget)
+	if len(ann) > 0 {
+		attrs["annotations"] = ann
+	}
+	if cutL || cutA {
+		attrs["truncated"] = true
 	}
 	if a.GeneratorURL != "" {
 		attrs["generator_url"] = a.GeneratorURL
@@ -257,6 +266,38 @@ func alertEvent(groupKey, fp string, a wire.AlertmanagerAlert, end *time.Time) c
 		ID: "alertmanager:" + hex.EncodeToString(h[:16]), Kind: correlate.KindAlert, Time: a.StartsAt.UTC(), EndTime: end,
 		Scope: labelScope(a.Labels), Source: "alertmanager", Summary: truncate(summary, maxEventSummary), Attrs: attrs,
 	}
+}
+
+// maxAlertAttrs bounds the labels and annotations an alert event keeps,
+// as /api/v1/events bounds attrs (16 KiB); maxAlertValue one value.
+const maxAlertAttrs, maxAlertValue = 16 << 10, 2 << 10
+
+// boundedStrings copies m, in key order, while *budget lasts: each value
+// cut to maxAlertValue, keys past the budget left out. It reports whether
+// anything was cut or left out.
+func boundedStrings(m map[string]string, budget *int) (map[string]string, bool) {
+	if len(m) == 0 {
+		return m, false
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make(map[string]string, len(m))
+	cut := false
+	for _, k := range keys {
+		v := truncate(m[k], maxAlertValue)
+		cut = cut || len(v) < len(m[k])
+		if n := len(k) + len(v); n > *budget {
+			cut = true
+			continue
+		} else {
+			*budget -= n
+		}
+		out[k] = v
+	}
+	return out, cut
 }
 
 // labelScope maps alert labels onto a scope.

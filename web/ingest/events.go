@@ -20,6 +20,7 @@ import (
 // are few, so they are read whole before anything is stored.
 func Events(b *Body, lim Limits, now time.Time) ([]correlate.Event, error) {
 	var events []correlate.Event
+	attrBytes := 0
 	for {
 		raw, line, err := b.Next()
 		if errors.Is(err, io.EOF) {
@@ -32,6 +33,12 @@ func Events(b *Body, lim Limits, now time.Time) ([]correlate.Event, error) {
 		if err := DecodeRecord(raw, line, &w); err != nil {
 			return nil, err
 		}
+		// Decoded, attrs take ten times their bytes: a batch's are bounded
+		// in total, not only per event.
+		if attrBytes += len(w.Attrs); attrBytes > maxBatchAttrs {
+			return nil, &request.Error{Status: http.StatusRequestEntityTooLarge, Line: line, Field: "attrs",
+				Msg: fmt.Sprintf("the attrs of this request's events pass %d MiB in total here; send fewer events per request", maxBatchAttrs>>20)}
+		}
 		e, err := checkEvent(&w, line, lim, now)
 		if err != nil {
 			return nil, err
@@ -39,6 +46,9 @@ func Events(b *Body, lim Limits, now time.Time) ([]correlate.Event, error) {
 		events = append(events, e)
 	}
 }
+
+// maxBatchAttrs bounds the attrs of one request's events, in bytes.
+const maxBatchAttrs = 4 << 20
 
 // checkEvent validates one event and gives it its id.
 func checkEvent(w *wire.EventIn, line int, lim Limits, now time.Time) (correlate.Event, error) {
