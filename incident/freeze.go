@@ -73,7 +73,8 @@ func (s *Service) freeze(ctx context.Context, id int64) error {
 // the baseline should cover the whole window.
 func (s *Service) frozenSamples(ctx context.Context, v View, from, end time.Time) ([]correlate.Sample, error) {
 	slowMs, def := v.SlowThresholds()
-	var slow, others []correlate.Sample
+	var slow []correlate.Sample
+	others := evenSample{max: snapshotMaxBaseline}
 	err := s.st.ScanSamples(ctx, store.SampleFilter{From: from, To: end}, func(x *correlate.Sample) error {
 		thr, ok := slowMs[x.Model]
 		if !ok {
@@ -83,18 +84,53 @@ func (s *Service) frozenSamples(ctx context.Context, v View, from, end time.Time
 		case x.TotalMs >= thr && len(slow) < snapshotMaxSlow:
 			slow = append(slow, *x)
 		case x.TotalMs < thr:
-			others = append(others, *x)
+			others.add(*x)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	if n := len(others); n > snapshotMaxBaseline {
-		for i := 0; i < snapshotMaxBaseline; i++ {
-			slow = append(slow, others[i*n/snapshotMaxBaseline])
-		}
-		return slow, nil
+	return append(slow, others.result()...), nil
+}
+
+// evenSample keeps an evenly spaced subset of at most max of a stream of
+// unknown length, in at most 2×max of memory: every stride-th item, the
+// stride doubling (and every other kept item dropped) each time 2×max
+// are held. An incident's window may reach back a year: its baseline
+// samples were all held before being thinned.
+type evenSample struct {
+	max, stride, seen int
+	kept              []correlate.Sample
+}
+
+func (e *evenSample) add(x correlate.Sample) {
+	if e.stride == 0 {
+		e.stride = 1
 	}
-	return append(slow, others...), nil
+	if e.seen%e.stride == 0 {
+		e.kept = append(e.kept, x)
+		if len(e.kept) >= 2*e.max {
+			for i := 0; i < e.max; i++ {
+				e.kept[i] = e.kept[2*i]
+			}
+			clear(e.kept[e.max:])
+			e.kept = e.kept[:e.max]
+			e.stride *= 2
+		}
+	}
+	e.seen++
+}
+
+// result is at most max items, evenly spread over what was kept.
+func (e *evenSample) result() []correlate.Sample {
+	n := len(e.kept)
+	if n <= e.max {
+		return e.kept
+	}
+	out := make([]correlate.Sample, e.max)
+	for i := range out {
+		out[i] = e.kept[i*n/e.max]
+	}
+	return out
 }
