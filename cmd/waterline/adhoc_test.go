@@ -31,6 +31,13 @@ func TestSpikesOnAdHocPromQL(t *testing.T) {
 		}
 		fmt.Fprintf(&om, "gateway_p99_ms{route=\"/v1/chat\"} %g %d\n", v, start.Add(time.Duration(i)*15*time.Second).Unix())
 	}
+	// 1,001 series of a few points: one more than an ad-hoc query may bring.
+	om.WriteString("# HELP many One of many.\n# TYPE many gauge\n")
+	for i := 0; i <= 1000; i++ {
+		for _, at := range []time.Duration{70 * time.Minute, 100 * time.Minute} {
+			fmt.Fprintf(&om, "many{i=\"%d\"} 1 %d\n", i, start.Add(at).Unix())
+		}
+	}
 	om.WriteString("# EOF\n")
 	prom := promtest.Run(t, strings.NewReader(om.String()))
 	srv := startServe(t, storetest.NewDatabase(t), "PROMETHEUS_URL", prom.URL)
@@ -62,6 +69,12 @@ func TestSpikesOnAdHocPromQL(t *testing.T) {
 	q.Set("query", "rate(gateway_p99_ms[5m]")
 	if code, body = get(q); code != http.StatusBadRequest || body["field"] != "query" {
 		t.Errorf("bad PromQL: %d %v, want 400 naming the query", code, body)
+	}
+	// An expression is the client's: one that returns every series
+	// Prometheus has is refused, naming the query, not joined in memory.
+	q.Set("query", "many")
+	if code, body = get(q); code != http.StatusBadRequest || body["field"] != "query" || !strings.Contains(fmt.Sprint(body["error"]), "more than 1000 series") {
+		t.Errorf("a query of 1,001 series: %d %v, want 400 naming the query", code, body)
 	}
 	q.Set("query", "gateway_p99_ms")
 	// 0.1 s over two hours (with the baseline's history) is 72,000 points:

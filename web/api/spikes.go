@@ -117,7 +117,7 @@ func (a *API) adhocSpikes(ctx context.Context, q string, from, to time.Time, ste
 		return nil, request.BadInput("step", "the window and the history its baseline needs take %d points per series, more than %d; increase step", n, maxSpikeQueries*maxPoints)
 	}
 	series, err := a.queryRangeSplit(ctx, q, start, to, step)
-	if errors.Is(err, ErrBadQuery) {
+	if errors.Is(err, ErrBadQuery) || errors.Is(err, ErrTooManySeries) {
 		return nil, request.BadInput("query", "%v", err)
 	}
 	if err != nil {
@@ -141,6 +141,16 @@ func (a *API) adhocSpikes(ctx context.Context, q string, from, to time.Time, ste
 // maxSpikeQueries bounds the Prometheus queries one spike request makes.
 const maxSpikeQueries = 12
 
+// maxAdhocSeries bounds the series an ad-hoc query may bring: the
+// expression is the client's, and {__name__=~".+"} would be every series
+// Prometheus has, joined in memory and scanned by the detector. (One
+// answer is bounded by Prometheus itself: --query.max-samples.)
+const maxAdhocSeries = 1000
+
+// ErrTooManySeries is an ad-hoc query that returns more than
+// maxAdhocSeries series: the client's to narrow.
+var ErrTooManySeries = errors.New("query too broad")
+
 // queryRangeSplit runs a range query in pieces of at most maxPoints steps
 // (Prometheus refuses more in one answer) and joins each series' points.
 func (a *API) queryRangeSplit(ctx context.Context, q string, start, end time.Time, step time.Duration) ([]LabeledSeries, error) {
@@ -158,6 +168,9 @@ func (a *API) queryRangeSplit(ctx context.Context, q string, start, end time.Tim
 		for _, s := range part {
 			k := labelString(s.Labels)
 			if byKey[k] == nil {
+				if len(order) == maxAdhocSeries {
+					return nil, fmt.Errorf("%w: it returns more than %d series; narrow it (a label matcher, sum by …)", ErrTooManySeries, maxAdhocSeries)
+				}
 				byKey[k] = &LabeledSeries{Labels: s.Labels}
 				order = append(order, k)
 			}
