@@ -227,4 +227,14 @@ func TestTimelineAnswerIsBounded(t *testing.T) {
 	if r := e.get("/api/v1/timeline?"+q.Encode(), nil); r.status != 400 || r.err.Field != "levels" || !strings.Contains(r.err.Error, "step") {
 		t.Fatalf("300 series at 1 s: %d %+v", r.status, r.err)
 	}
+	// The default levels (fleet, model, version, node) are bounded too:
+	// 300 node curves at 1 s.
+	for i := range curves {
+		curves[i].Level, curves[i].Scope = correlate.LevelNode, correlate.Scope{Node: fmt.Sprintf("n-%03d", i)}
+	}
+	storetest.WriteCurves(t, e.st, curves)
+	q.Del("levels")
+	if r := e.get("/api/v1/timeline?"+q.Encode(), nil); r.status != 400 || r.err.Field != "step" {
+		t.Fatalf("300 node curves at 1 s without levels=: %d %+v", r.status, r.err)
+	}
 }

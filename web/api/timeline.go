@@ -70,14 +70,24 @@ func (a *API) GetTimeline(c echo.Context) error {
 		Model: c.QueryParam("model"), Version: c.QueryParam("version"), Tenant: c.QueryParam("tenant"),
 		Replica: c.QueryParam("replica"), Node: c.QueryParam("node"),
 	}
-	// Bounded before anything is read: series (counted, not loaded) × steps.
-	if explicitLevels {
-		series, err := a.store.CurveSeries(ctx, store.CurveFilter{From: from, To: to.Add(time.Nanosecond), Roles: roles, Levels: levels, Scope: scope})
+	// Bounded before anything is read: series (counted, not loaded) ×
+	// steps, at the levels given or the default ones (a small step over
+	// a month of every node's curves was unbounded too).
+	{
+		lv := levels
+		if !explicitLevels && scope.Replica == "" && scope.Node == "" {
+			lv = defaultLevels
+		}
+		series, err := a.store.CurveSeries(ctx, store.CurveFilter{From: from, To: to.Add(time.Nanosecond), Roles: roles, Levels: lv, Scope: scope})
 		if err != nil {
 			return err
 		}
 		if steps := int(to.Sub(from)/step) + 1; len(series)*steps > maxTimelineAnswerPoints {
-			return request.BadInput("levels", "%d series × %d steps is over %d points: filter them (model=, node=, roles=) or raise step",
+			field := "step" // the default levels: the step is what to change
+			if explicitLevels {
+				field = "levels"
+			}
+			return request.BadInput(field, "%d series × %d steps is over %d points: filter them (model=, node=, roles=) or raise step",
 				len(series), steps, maxTimelineAnswerPoints)
 		}
 	}
@@ -97,6 +107,10 @@ func (a *API) GetTimeline(c echo.Context) error {
 	}
 	return c.JSON(http.StatusOK, v)
 }
+
+// defaultLevels are a timeline's levels without levels= and without a
+// replica or node filter: a fleet has hundreds of replica curves.
+var defaultLevels = []correlate.Level{correlate.LevelFleet, correlate.LevelModel, correlate.LevelVersion, correlate.LevelNode}
 
 // Source is what a timeline reads: the live store, or an incident's
 // frozen snapshot (store.Snapshot answers the same queries).
@@ -128,7 +142,7 @@ type TimelineQuery struct {
 func Timeline(ctx context.Context, src Source, q TimelineQuery) (wire.Timeline, error) {
 	from, to, step, roles, levels, explicitLevels, scope := q.From, q.To, q.Step, q.Roles, q.Levels, q.ExplicitLevels, q.Scope
 	if !explicitLevels && scope.Replica == "" && scope.Node == "" {
-		levels = []correlate.Level{correlate.LevelFleet, correlate.LevelModel, correlate.LevelVersion, correlate.LevelNode}
+		levels = defaultLevels
 	}
 	base := store.CurveFilter{From: from, To: to.Add(time.Nanosecond), Roles: roles, Step: step, MaxRoles: store.PeakRoles}
 
