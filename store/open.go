@@ -2,11 +2,14 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -64,9 +67,22 @@ func (s *Store) Ready(ctx context.Context) error {
 	if err := s.pool.Ping(ctx); err != nil {
 		return fmt.Errorf("postgres unreachable: %w", err)
 	}
-	applied, latest, dirty, err := MigrationStatus(s.pool)
+	// The version table is read here, with ctx, not through golang-migrate:
+	// that takes the migration lock (a replica migrating held every probe,
+	// each holding a connection, until the pool was gone) and ignores ctx.
+	latest, err := LatestMigration()
 	if err != nil {
 		return err
+	}
+	var applied uint
+	var dirty bool
+	err = s.pool.QueryRow(ctx, `SELECT version, dirty FROM schema_migrations LIMIT 1`).Scan(&applied, &dirty)
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.Is(err, pgx.ErrNoRows), errors.As(err, &pgErr) && pgErr.Code == "42P01": // none applied yet
+		applied, dirty = 0, false
+	case err != nil:
+		return fmt.Errorf("schema version: %w", err)
 	}
 	if dirty || applied != latest {
 		return fmt.Errorf("schema at version %d (dirty=%v), binary expects %d", applied, dirty, latest)
