@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -34,6 +35,9 @@ type Options struct {
 	// MaxPending bounds samples waiting for the sink (the store being
 	// down); past it Add answers ErrBusy. 0 = 50,000.
 	MaxPending int
+	// Log hears of samples lost: those still unstored when Run stops
+	// (their exports were answered 200). nil = not logged.
+	Log *slog.Logger
 }
 
 // ErrBusy means the buffer cannot take more now (the store is not taking
@@ -523,7 +527,12 @@ func (a *Assembler) Run(ctx context.Context, tick time.Duration) {
 			<-filed
 			a.running.Store(false)
 			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			_ = a.Flush(fctx, true)
+			if err := a.Flush(fctx, true); err != nil && a.opt.Log != nil {
+				// Accepted, answered, and now lost: say so, with how many.
+				_, _, pending := a.Held()
+				a.opt.Log.Error("otlp: samples of accepted traces could not be stored before stopping; they are lost",
+					"samples", pending, "err", err)
+			}
 			cancel()
 			return
 		case <-tk.C:

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"runtime"
 	"strconv"
@@ -947,4 +948,42 @@ func TestOneSpanOrTraceCannotHoldUnboundedMemory(t *testing.T) {
 	if tr := a.byID[tid2]; tr == nil || cap(tr.spans) > cfg.MaxSpansPerTrace+1 {
 		t.Errorf("a trace of 4,999 spans past its limit of 3 holds room for %d", cap(tr.spans))
 	}
+}
+
+// Samples of answered exports that cannot be stored before Run stops are
+// lost: the log says so, with how many (they vanished without a word).
+func TestRunStoppingWithTheStoreDownSaysWhatIsLost(t *testing.T) {
+	var logs strings.Builder
+	var mu sync.Mutex
+	cfg := DefaultConfig()
+	cfg.Grace = 0
+	sk := &sink{fail: errors.New("database down")}
+	a := NewAssembler(cfg, Options{Sink: sk.store, MaxAge: 24 * time.Hour, MaxFuture: time.Hour,
+		Log: slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a.Run(ctx, 10*time.Millisecond); close(done) }()
+	start := time.Now().Add(-time.Minute)
+	for i := range 3 {
+		mustAdd(t, a, request(traceID(byte(30+i)), start, map[string]any{"model": "m"}, tspan{id: 1, name: "root", kind: server, from: 0, to: 10}))
+	}
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logs.String(), "they are lost") || !strings.Contains(logs.String(), "samples=3") {
+		t.Errorf("log: %q", logs.String())
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *strings.Builder
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -59,7 +59,7 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 		log.Warn("reading the samples retention floor failed; none until it is read", "err", err)
 	}
 	traces := otlp.NewAssembler(traceCfg, otlp.Options{Sink: web.StoreSink(st),
-		MaxAge: c.IngestMaxAge, MaxFuture: c.IngestMaxFuture, Oldest: floor.At})
+		MaxAge: c.IngestMaxAge, MaxFuture: c.IngestMaxFuture, Oldest: floor.At, Log: log})
 	hooks := newWebhooks(c, st, log)
 	analyzer, incidents, detector := newDiagnosis(c, st, pullCfg.SLOFor, log, hooks, detectWake)
 	srv := web.NewServer(web.Config{
