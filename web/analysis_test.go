@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -150,5 +151,33 @@ func TestTimelineHasSpikes(t *testing.T) {
 	}
 	if len(tl.Curves) != 2 || len(tl.Spikes) != 1 || tl.Spikes[0].Scope.Model != "chat" {
 		t.Fatalf("timeline has %d curves and spikes %+v, want 2 and chat's spike", len(tl.Curves), tl.Spikes)
+	}
+}
+
+// A newer version that failed (a database blip, a restart mid-way) does
+// not hide the last good one: the API serves it, saying the newer one
+// failed. A resolved incident is not computed again, and read "failed"
+// for good while a ready result existed.
+func TestAnalysisAfterAFailedVersionServesTheLastGoodOne(t *testing.T) {
+	e := newUIEnv(t)
+	ctx := t.Context()
+	v, err := e.st.StartAnalysis(ctx, e.id, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.FinishAnalysis(ctx, e.id, v, nil, "conn reset"); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Status  string `json:"status"`
+		Version int    `json:"version"`
+		Error   string `json:"error"`
+		Causes  []any  `json:"causes"`
+	}
+	if r := e.get(fmt.Sprintf("/api/v1/incidents/%d/analysis", e.id), &got); r.status != 200 {
+		t.Fatalf("analysis: %d", r.status)
+	}
+	if got.Status != "ready" || got.Version != v-1 || len(got.Causes) == 0 || !strings.Contains(got.Error, fmt.Sprintf("version %d failed: conn reset", v)) {
+		t.Errorf("after a failed version: %+v", got)
 	}
 }

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -15,7 +17,8 @@ import (
 // GetAnalysis is GET /api/v1/incidents/{id}/analysis: the newest analysis
 // (or ?version=N) as wire.Analysis. While the first analysis runs the
 // answer is {"status": "pending"}; while a newer version is being computed
-// the previous one is served with "recomputing": true.
+// the previous one is served with "recomputing": true, and after a newer
+// version failed, with "error" saying so.
 func (a *API) GetAnalysis(c echo.Context, id int64) error {
 	ctx := c.Request().Context()
 	if _, err := a.store.Incident(ctx, id); err != nil {
@@ -42,11 +45,18 @@ func (a *API) GetAnalysis(c echo.Context, id int64) error {
 	case err != nil:
 		return err
 	}
-	recomputing := false
-	if rec.Status == store.AnalysisPending && version == "" {
+	recomputing, newerFailed := false, ""
+	if (rec.Status == store.AnalysisPending || rec.Status == store.AnalysisFailed) && version == "" {
+		// A newer version being computed, or one that failed (a database
+		// blip, a restart mid-way), does not hide the last good one: a
+		// resolved incident is not computed again, and read "failed"
+		// for good while a ready result existed.
 		ready, rerr := a.store.LatestReadyAnalysis(ctx, id)
 		if rerr == nil {
-			rec, recomputing = ready, true
+			if rec.Status == store.AnalysisFailed {
+				newerFailed = fmt.Sprintf("version %d failed: %s", rec.Version, rec.Error)
+			}
+			rec, recomputing = ready, rec.Status == store.AnalysisPending
 		}
 	}
 	if rec.Status != store.AnalysisReady || len(rec.Result) < 2 {
@@ -56,8 +66,17 @@ func (a *API) GetAnalysis(c echo.Context, id int64) error {
 	// rather than decoding and re-encoding a large document.
 	head := `{"status":"ready","incident_id":` + strconv.FormatInt(id, 10) +
 		`,"version":` + strconv.Itoa(rec.Version) +
-		`,"recomputing":` + strconv.FormatBool(recomputing) +
+		`,"recomputing":` + strconv.FormatBool(recomputing) + errorField(newerFailed) +
 		`,"computed_at":"` + rec.CreatedAt.UTC().Format("2006-01-02T15:04:05Z07:00") + `",`
 	body := append([]byte(head), rec.Result[1:]...)
 	return c.JSONBlob(http.StatusOK, body)
+}
+
+// errorField is `,"error":"…"` for a non-empty message, else nothing.
+func errorField(msg string) string {
+	if msg == "" {
+		return ""
+	}
+	b, _ := json.Marshal(msg)
+	return `,"error":` + string(b)
 }
