@@ -98,10 +98,23 @@ func (d *Dispatcher) Run(ctx context.Context) {
 }
 
 func (d *Dispatcher) work(ctx context.Context) {
+	failures := 0 // database errors in a row
 	for ctx.Err() == nil {
 		sent, err := d.DeliverOne(ctx)
-		if err != nil && ctx.Err() == nil {
-			d.opt.Log.Warn("webhook delivery: database error", "err", err)
+		wait := d.opt.Poll
+		switch {
+		case err != nil && ctx.Err() == nil:
+			// The database is gone: wait longer each time (up to 30 s)
+			// and say so when it starts and every few minutes, not at
+			// every poll.
+			failures++
+			if failures == 1 || failures%10 == 0 {
+				d.opt.Log.Warn("webhook delivery: database error; retrying with backoff", "err", err, "failures", failures)
+			}
+			wait = min(d.opt.Poll<<min(failures, 6), 30*time.Second)
+		case err == nil && failures > 0:
+			d.opt.Log.Info("webhook delivery: database reachable again", "after_failures", failures)
+			failures = 0
 		}
 		if sent && err == nil {
 			continue // more may be due
@@ -110,7 +123,7 @@ func (d *Dispatcher) work(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-d.wake:
-		case <-time.After(d.opt.Poll):
+		case <-time.After(wait):
 		}
 	}
 }

@@ -7,9 +7,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -496,3 +498,30 @@ func TestHungReceiverDoesNotHoldUpOthers(t *testing.T) {
 		t.Errorf("%d attempts to the hung receiver before the healthy one's delivery, want at most one per worker", n)
 	}
 }
+
+// With the database gone the workers back off and say so once, not every
+// poll: they logged two warnings a second for as long as an outage lasted.
+func TestDispatcherBacksOffWhileTheDatabaseIsDown(t *testing.T) {
+	st, pool := storetest.NewWithPool(t)
+	pool.Close() // every claim fails now
+	var mu sync.Mutex
+	var logs strings.Builder
+	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	d := webhook.NewDispatcher(st, fast(webhook.Options{Workers: 1, Log: log}))
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	d.Run(ctx) // 150 polls at 10 ms
+	mu.Lock()
+	defer mu.Unlock()
+	if n := strings.Count(logs.String(), "database error"); n == 0 || n > 3 {
+		t.Errorf("%d warnings in 1.5 s of outage, want one or two:\n%s", n, logs.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
