@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"golang.org/x/sync/singleflight"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/store"
 )
 
 // viewDataCache keeps the expensive parts of a page — the timeline's
@@ -17,21 +20,49 @@ import (
 // pull loop itself runs every 30 s); a snapshot never changes, so its
 // entries live longer (and its key includes its creation time).
 type viewDataCache struct {
-	mu sync.Mutex
-	m  map[string]viewDataEntry
-	sf singleflight.Group
+	mu    sync.Mutex
+	m     map[string]viewDataEntry
+	bytes int // approxBytes of the entries in m
+	sf    singleflight.Group
 }
 
 type viewDataEntry struct {
 	v       any
 	expires time.Time
+	bytes   int
 }
 
+// The cache is bounded in entries and in bytes (approximately): one
+// heatmap's samples can be 50 MB, and keys vary with the window asked
+// for. A value over a quarter of the byte bound is not kept.
 const (
 	viewDataLiveTTL     = 10 * time.Second
 	viewDataSnapshotTTL = 10 * time.Minute
 	viewDataMaxEntries  = 512
+	viewDataMaxBytes    = 64 << 20
 )
+
+// sampleBytes is about what one cached sample holds (strings shared).
+const sampleBytes = 320
+
+// approxBytes estimates what a cached value holds.
+func approxBytes(v any) int {
+	switch x := v.(type) {
+	case []correlate.Sample:
+		return len(x) * sampleBytes
+	case store.SamplePage:
+		return len(x.Samples) * sampleBytes
+	case timelineResult:
+		n := len(x.tv.Events) * 512
+		for _, cs := range [][]correlate.Curve{x.tv.Curves, x.curves} {
+			for _, c := range cs {
+				n += 256 + len(c.Points)*16
+			}
+		}
+		return n
+	}
+	return 1024
+}
 
 // get returns the value under key, loading it (once, however many callers
 // ask at the same time) when it is missing or expired. load gets a context
@@ -51,14 +82,22 @@ func (c *viewDataCache) get(ctx context.Context, key string, ttl time.Duration, 
 		if err != nil {
 			return nil, err
 		}
+		n := approxBytes(v)
+		if n > viewDataMaxBytes/4 {
+			return v, nil // shared with the callers waiting now, not kept
+		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if c.m == nil || len(c.m) >= viewDataMaxEntries {
+		if old, ok := c.m[key]; ok {
+			c.bytes -= old.bytes
+		}
+		if c.m == nil || len(c.m) >= viewDataMaxEntries || c.bytes+n > viewDataMaxBytes {
 			// Dropping everything is crude but bounded, and entries are
 			// cheap to rebuild.
-			c.m = map[string]viewDataEntry{}
+			c.m, c.bytes = map[string]viewDataEntry{}, 0
 		}
-		c.m[key] = viewDataEntry{v: v, expires: time.Now().Add(ttl)}
+		c.m[key] = viewDataEntry{v: v, expires: time.Now().Add(ttl), bytes: n}
+		c.bytes += n
 		return v, nil
 	})
 	return v, err

@@ -200,10 +200,6 @@ func storyModel(d *incidentData) string {
 // memory totalled per node (it is exported per pod only).
 func (p *Pages) timelineData(ctx context.Context, d *incidentData, from, to time.Time, step time.Duration,
 	scope correlate.Scope) (wire.Timeline, []correlate.Curve, error) {
-	type result struct {
-		tv     wire.Timeline
-		curves []correlate.Curve
-	}
 	src, ttl := d.sourceKey()
 	key := fmt.Sprintf("tl|%s|%d|%d|%d|%s", src, from.UnixMilli(), to.UnixMilli(), step, scope)
 	v, err := p.viewData.get(ctx, key, ttl, func(ctx context.Context) (any, error) {
@@ -235,13 +231,20 @@ func (p *Pages) timelineData(ctx context.Context, d *incidentData, from, to time
 				curves = append(curves, api.OfTenant(gpu, scope.Tenant)...)
 			}
 		}
-		return result{tv, curves}, nil
+		return timelineResult{tv, curves}, nil
 	})
 	if err != nil {
 		return wire.Timeline{}, nil, err
 	}
-	r := v.(result)
+	r := v.(timelineResult)
 	return r.tv, r.curves, nil
+}
+
+// timelineResult is a timeline's cached load: its answer and the curves
+// the page draws beside it.
+type timelineResult struct {
+	tv     wire.Timeline
+	curves []correlate.Curve
 }
 
 // samplesPage loads a page of samples through the short-lived cache.
