@@ -238,3 +238,29 @@ func TestTimelineAnswerIsBounded(t *testing.T) {
 		t.Fatalf("300 node curves at 1 s without levels=: %d %+v", r.status, r.err)
 	}
 }
+
+// Spikes at a finer level are bounded before anything is read: a month of
+// every replica's quantiles (with the baselines' history) was gigabytes.
+// The same curves over a day answer.
+func TestReplicaSpikesAreBounded(t *testing.T) {
+	e := newAPIEnv(t)
+	from := testNow.Add(-time.Hour)
+	var curves []correlate.Curve
+	for i := range 300 {
+		c := correlate.Curve{Role: correlate.RoleLatencyP99, Level: correlate.LevelReplica,
+			Scope: correlate.Scope{Model: "chat", Replica: fmt.Sprintf("chat-%03d", i), Node: "n1"}}
+		for k := range 8 {
+			c.Points = append(c.Points, correlate.Point{T: from.Add(time.Duration(k) * 5 * time.Minute).UnixMilli(), V: 100})
+		}
+		curves = append(curves, c)
+	}
+	storetest.WriteCurves(t, e.st, curves)
+	q := url.Values{"from": {testNow.Add(-30 * 24 * time.Hour).Format(time.RFC3339)}, "to": {testNow.Format(time.RFC3339)}, "level": {"replica"}}
+	if r := e.get("/api/v1/spikes?"+q.Encode(), nil); r.status != 400 || r.err.Field != "level" {
+		t.Fatalf("300 replicas over 30 days: %d %+v", r.status, r.err)
+	}
+	q.Set("from", testNow.Add(-2*time.Hour).Format(time.RFC3339))
+	if r := e.get("/api/v1/spikes?"+q.Encode(), nil); r.status != 200 {
+		t.Fatalf("300 replicas over 2 hours: %d %+v", r.status, r.err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/diagnose"
+	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/web/request"
 	"github.com/waterline-dev/waterline/wire"
 )
@@ -94,6 +95,22 @@ func (a *API) storedSpikes(ctx context.Context, c echo.Context, from, to time.Ti
 	default:
 		return nil, request.BadInput("level", "want model, version or replica, got %q", lv)
 	}
+	// The finer levels are bounded before anything is read, as the
+	// timeline is: the curves (counted, not loaded) × the points of the
+	// window and the history the baseline needs, at the pull's 15 s. A
+	// month of every replica's quantiles was gigabytes. (Models are few.)
+	if len(q.Levels) > 0 {
+		series, err := a.store.CurveSeries(ctx, store.CurveFilter{From: from, To: to, Levels: q.Levels, Scope: q.Scope,
+			Roles: []correlate.Role{correlate.RoleLatencyP99, correlate.RoleLatencyP95, correlate.RoleLatencyP50}})
+		if err != nil {
+			return nil, err
+		}
+		history := correlate.SpikeOptions{Step: 15 * time.Second}.History()
+		if steps := int((to.Sub(from) + history) / (15 * time.Second)); len(series)*steps > maxStoredSpikePoints {
+			return nil, request.BadInput("level", "%d latency curves over %s (and the %s of history their baselines need) are over %d points at 15 s: filter them (model=, replica=) or shorten the window",
+				len(series), to.Sub(from), history, maxStoredSpikePoints)
+		}
+	}
 	found, err := diagnose.Spikes(ctx, a.store, q, a.slo)
 	if err != nil {
 		return nil, err
@@ -137,6 +154,10 @@ func (a *API) adhocSpikes(ctx context.Context, q string, from, to time.Time, ste
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Onset.Before(out[j].Onset) })
 	return out, nil
 }
+
+// maxStoredSpikePoints bounds the stored points one spikes request reads
+// (about 320 MB).
+const maxStoredSpikePoints = 20_000_000
 
 // maxSpikeQueries bounds the Prometheus queries one spike request makes.
 const maxSpikeQueries = 12
