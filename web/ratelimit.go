@@ -70,6 +70,9 @@ func (l *failLimiter) wait(k netip.Prefix, now time.Time) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b, ok := l.m[k]
+	if !ok && len(l.m) >= maxLimitKeys {
+		b, ok = l.m[overflowKey] // a new client while the map is full
+	}
 	if !ok {
 		return 0
 	}
@@ -92,22 +95,31 @@ func (l *failLimiter) fail(k netip.Prefix, now time.Time) {
 		if len(l.m) >= maxLimitKeys {
 			l.prune(now)
 		}
-		b = &bucket{tokens: failBurst, last: now}
-		l.m[k] = b
+		if len(l.m) >= maxLimitKeys {
+			k = overflowKey
+			b, ok = l.m[k]
+		}
+		if !ok {
+			b = &bucket{tokens: failBurst, last: now}
+			l.m[k] = b
+		}
 	}
 	b.refill(now)
 	b.tokens = math.Max(0, b.tokens-1)
 }
 
-// prune drops buckets that are full again; if that is not enough, all.
+// overflowKey is the one bucket new clients share while the map is full
+// of clients still failing: dropping them all (as before) let anyone with
+// 50,000 addresses — a /48 of IPv6 has 65,536 /64s — reset everyone's
+// count, their own included, and guess on.
+var overflowKey = netip.Prefix{}
+
+// prune drops buckets that are full again.
 func (l *failLimiter) prune(now time.Time) {
 	for k, b := range l.m {
 		if b.refill(now); b.tokens >= failBurst {
 			delete(l.m, k)
 		}
-	}
-	if len(l.m) >= maxLimitKeys {
-		l.m = map[netip.Prefix]*bucket{}
 	}
 }
 
