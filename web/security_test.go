@@ -310,7 +310,9 @@ func TestRevokedTokenStopsAtOnce(t *testing.T) {
 // revocation listener listens): else a revocation test passes on fresh
 // lookups alone and says nothing about the announcement. A probe token
 // revoked behind the server's back (plain SQL, no announcement) that
-// still works shows the cache serving.
+// still works shows the cache serving. Each probe refused is a failed
+// authentication for the rate limiter: it waits for the limiter to
+// forget them (one a second) before returning.
 func waitTokenCacheServes(t *testing.T, e *apiEnv) {
 	t.Helper()
 	for i := 0; ; i++ {
@@ -323,6 +325,7 @@ func waitTokenCacheServes(t *testing.T, e *apiEnv) {
 			t.Fatal(err)
 		}
 		if e.do(request{method: "GET", path: "/api/v1/incidents", token: secret}).status == http.StatusOK {
+			time.Sleep(time.Duration(i) * time.Second) // the failed probes' tokens come back
 			return
 		}
 		if i == 50 {
@@ -539,6 +542,9 @@ func TestClientDisconnectIs499(t *testing.T) {
 // use keeps working.
 func TestFailedAuthIsRateLimited(t *testing.T) {
 	e := newAPIEnv(t)
+	// "A token in use" is one the token cache holds: it serves once the
+	// revocation listener listens.
+	waitTokenCacheServes(t, e)
 	if r := e.do(request{method: "GET", path: "/api/v1/incidents", token: e.read}); r.status != http.StatusOK {
 		t.Fatalf("valid token: %d", r.status)
 	}
