@@ -98,15 +98,15 @@ func benchPull(b *testing.B, prom *promtest.Prometheus, from, to time.Time, yaml
 // as History chunks and parallelises them, decoding the answers but
 // writing nothing, and returns how many samples came back.
 func (p *Puller) rawQueryRange(ctx context.Context, from, to time.Time) (int64, error) {
-	step := p.cfg.Step
+	step := p.config().Step
 	w := window{alignDown(from, step), alignDown(to, step).Add(step)}
 	var mu sync.Mutex
 	var n int64
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(p.cfg.Parallelism)
-	for _, q := range p.cfg.Queries {
+	g.SetLimit(p.config().Parallelism)
+	for _, q := range p.config().Queries {
 		g.Go(func() error {
-			for _, c := range chunks(w.from, w.to, step, p.cfg.MaxChunk) {
+			for _, c := range chunks(w.from, w.to, step, p.config().MaxChunk) {
 				m, err := p.prom.rangeQuery(gctx, q.Name, q.Expr, c.from, c.last(step), step)
 				if err != nil {
 					return err

@@ -36,7 +36,7 @@ type Progress struct {
 // backoff, and the first source that still fails stops the run with an
 // error naming it. progress (may be nil) is called after every chunk.
 func (p *Puller) History(ctx context.Context, from, to time.Time, progress func(Progress)) (Progress, error) {
-	step := p.cfg.Step
+	step := p.config().Step
 	w := window{alignDown(from, step), alignDown(to, step).Add(step)}
 	if !w.from.Before(w.to) || to.Before(from) {
 		return Progress{}, fmt.Errorf("pull: empty range %s – %s", from.Format(time.RFC3339), to.Format(time.RFC3339))
@@ -73,7 +73,7 @@ func (p *Puller) History(ctx context.Context, from, to time.Time, progress func(
 		}
 		var cs []window
 		if g.FilledAt == nil {
-			cs = chunks(g.Done, g.To, step, p.cfg.MaxChunk)
+			cs = chunks(g.Done, g.To, step, p.config().MaxChunk)
 		}
 		jobs = append(jobs, job{src, g, cs})
 		pr.Chunks += len(cs)
@@ -90,7 +90,7 @@ func (p *Puller) History(ctx context.Context, from, to time.Time, progress func(
 		}
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(p.cfg.Parallelism)
+	g.SetLimit(p.config().Parallelism)
 	for _, j := range jobs {
 		g.Go(func() error {
 			var points int64

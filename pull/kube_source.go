@@ -20,9 +20,9 @@ func (c *Config) kubeContext() time.Duration { return 3 * c.Kube.MergeWindow }
 // the context were the previous window's and may only be refreshed (a
 // rollout whose version showed up after that window ended).
 func (p *Puller) fetchKube(ctx context.Context, w window) (*batch, error) {
-	k := p.cfg.Kube
-	step := p.cfg.Step
-	qFrom := alignDown(w.from.Add(-p.cfg.kubeContext()), step)
+	k := p.config().Kube
+	step := p.config().Step
+	qFrom := alignDown(w.from.Add(-p.config().kubeContext()), step)
 	qTo := w.last(step)
 	in := &kubeInput{
 		modelLabel: model.LabelName(k.ModelLabel), versionLabel: model.LabelName(k.VersionLabel),
@@ -74,7 +74,7 @@ func (p *Puller) fetchKube(ctx context.Context, w window) (*batch, error) {
 // modelOf maps a deployment (or HPA target) name onto a model through
 // kube_events.model_from_deployment.
 func (p *Puller) modelOf(deployment string) string {
-	m := p.cfg.Kube.ModelFromDeployment.FindStringSubmatch(deployment)
+	m := p.config().Kube.ModelFromDeployment.FindStringSubmatch(deployment)
 	switch {
 	case m == nil:
 		return deployment

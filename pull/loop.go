@@ -145,12 +145,12 @@ func (p *Puller) Tick(ctx context.Context) error {
 func (p *Puller) tick(ctx context.Context) (failed, total int, err error) {
 	start := time.Now()
 	now := p.now()
-	end := alignDown(now.Add(-p.cfg.Delay), p.cfg.Step).Add(p.cfg.Step)
+	end := alignDown(now.Add(-p.config().Delay), p.config().Step).Add(p.config().Step)
 	var (
 		mu   sync.Mutex
 		errs []error
 		wg   sync.WaitGroup
-		sem  = make(chan struct{}, p.cfg.Parallelism)
+		sem  = make(chan struct{}, p.config().Parallelism)
 		// stored counts the round's points, to tell OnStored.
 		stored atomic.Int64
 	)
@@ -186,15 +186,15 @@ func (p *Puller) tickSource(ctx context.Context, src string, now, end time.Time)
 		return 0, err
 	}
 	var stored int64
-	from := alignDown(now.Add(-p.cfg.Lookback), p.cfg.Step)
+	from := alignDown(now.Add(-p.config().Lookback), p.config().Step)
 	if ok {
-		from = alignDown(cursor.Add(-p.cfg.Overlap), p.cfg.Step)
+		from = alignDown(cursor.Add(-p.config().Overlap), p.config().Step)
 	} else {
 		cursor = from
 	}
 	p.met.cursorAt(src, cursor)
 	halvedOnce := false
-	for cs := chunks(from, end, p.cfg.Step, p.cfg.MaxChunk); len(cs) > 0; {
+	for cs := chunks(from, end, p.config().Step, p.config().MaxChunk); len(cs) > 0; {
 		c := cs[0]
 		b, err := p.fetch(ctx, src, c)
 		if err == nil {
@@ -214,10 +214,10 @@ func (p *Puller) tickSource(ctx context.Context, src string, now, end time.Time)
 			// server or proxy as likely as a big range) halves once a
 			// round, so a dead backend costs one more query, not eight.
 			half := c.to.Sub(c.from) / 2
-			if big, once := tooBig(err); (big || once && !halvedOnce) && half >= minChunkSteps*p.cfg.Step {
+			if big, once := tooBig(err); (big || once && !halvedOnce) && half >= minChunkSteps*p.config().Step {
 				halvedOnce = halvedOnce || once
 				p.log.Info("pull: chunk refused; asking in halves", "source", src, "from", c.from, "to", c.to, "err", err)
-				cs = chunks(c.from, end, p.cfg.Step, half)
+				cs = chunks(c.from, end, p.config().Step, half)
 				continue
 			}
 			p.met.failed(src, p.now())

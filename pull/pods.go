@@ -33,7 +33,7 @@ type podEntry struct {
 // from two instant queries with max_over_time over the window. Nil when
 // kube-state-metrics events are off.
 func (p *Puller) podsFor(ctx context.Context, w window) (podIndex, error) {
-	if !p.cfg.Kube.Enabled {
+	if !p.config().Kube.Enabled {
 		return nil, nil
 	}
 	p.pods.mu.Lock()
@@ -56,7 +56,7 @@ func (p *Puller) podsFor(ctx context.Context, w window) (podIndex, error) {
 }
 
 func (p *Puller) loadPods(ctx context.Context, w window) (podIndex, error) {
-	k := p.cfg.Kube
+	k := p.config().Kube
 	rng := fmt.Sprintf("%ds", int64((w.to.Sub(w.from)+5*time.Minute)/time.Second))
 	labels, err := p.prom.instant(ctx, EventsSource, fmt.Sprintf(
 		`max by (pod, %s, %s) (max_over_time(kube_pod_labels[%s]))`, k.ModelLabel, k.VersionLabel, rng), w.to)

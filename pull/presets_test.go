@@ -44,7 +44,7 @@ func pullPreset(t *testing.T, prom *promtest.Prometheus, yaml string, steps int)
 	st := storetest.New(t)
 	end := t0.Add(time.Duration(steps-1) * 15 * time.Second)
 	p := newPuller(t, st, prom.URL, yaml, end)
-	if err := p.cfg.Validate(context.Background(), prom.URL, end); err != nil {
+	if err := p.config().Validate(context.Background(), prom.URL, end); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.History(context.Background(), t0, end, nil); err != nil {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/waterline-dev/waterline/correlate"
@@ -16,7 +17,9 @@ import (
 // It is safe for concurrent use; History and Run may run side by side
 // (they keep separate progress: history gaps vs live cursors).
 type Puller struct {
-	cfg  *Config
+	// cfg is swapped whole (SetConfig: presets detected once Prometheus
+	// answers) and read through config(), once per use.
+	cfg  atomic.Pointer[Config]
 	prom *prom
 	st   *store.Store
 	log  *slog.Logger
@@ -59,7 +62,8 @@ func New(cfg *Config, prometheusURL string, st *store.Store, opts Options) (*Pul
 	if err != nil {
 		return nil, err
 	}
-	p := &Puller{cfg: cfg, prom: pr, st: st, log: opts.Log, now: opts.Now, ids: map[string]int64{}, idsCap: maxCachedSeries, met: newMetrics(), rates: newRateWindows(), onStored: opts.OnStored}
+	p := &Puller{prom: pr, st: st, log: opts.Log, now: opts.Now, ids: map[string]int64{}, idsCap: maxCachedSeries, met: newMetrics(), rates: newRateWindows(), onStored: opts.OnStored}
+	p.cfg.Store(cfg)
 	if p.log == nil {
 		p.log = slog.New(slog.DiscardHandler)
 	}
@@ -69,14 +73,22 @@ func New(cfg *Config, prometheusURL string, st *store.Store, opts Options) (*Pul
 	return p, nil
 }
 
+// config is the configuration in effect.
+func (p *Puller) config() *Config { return p.cfg.Load() }
+
+// SetConfig puts cfg in effect from the next round on (a round begun
+// goes on with the sources it read). Sources it drops keep their cursors;
+// new ones start a lookback back, as at a first start.
+func (p *Puller) SetConfig(cfg *Config) { p.cfg.Store(cfg) }
+
 // Sources lists the names of every source: one per query, plus the
 // kube-state-metrics events when enabled.
 func (p *Puller) Sources() []string {
 	var out []string
-	for _, q := range p.cfg.Queries {
+	for _, q := range p.config().Queries {
 		out = append(out, q.Name)
 	}
-	if p.cfg.Kube.Enabled {
+	if p.config().Kube.Enabled {
 		out = append(out, EventsSource)
 	}
 	return out
@@ -114,16 +126,16 @@ func (p *Puller) fetch(ctx context.Context, source string, w window) (*batch, er
 			return nil, err
 		}
 	}
-	last := w.last(p.cfg.Step)
+	last := w.last(p.config().Step)
 	expr, err := p.expr(ctx, q, last)
 	if err != nil {
 		return nil, err
 	}
-	m, err := p.prom.rangeQuery(ctx, q.Name, expr, w.from, last, p.cfg.Step)
+	m, err := p.prom.rangeQuery(ctx, q.Name, expr, w.from, last, p.config().Step)
 	if err != nil {
 		return nil, err
 	}
-	curves, dups, unscoped := curvesFrom(q, m, pods, p.cfg.ModelAliases, w)
+	curves, dups, unscoped := curvesFrom(q, m, pods, p.config().ModelAliases, w)
 	if unscoped > 0 {
 		p.log.Warn("series without the scope labels their level needs were skipped; check the query's labels mapping",
 			"source", q.Name, "series", unscoped)
@@ -132,7 +144,7 @@ func (p *Puller) fetch(ctx context.Context, source string, w window) (*batch, er
 }
 
 func (p *Puller) query(name string) (Query, bool) {
-	for _, q := range p.cfg.Queries {
+	for _, q := range p.config().Queries {
 		if q.Name == name {
 			return q, true
 		}

@@ -73,7 +73,7 @@ func (c *Config) autoRate(q Query) bool {
 // selectors (at least 1m). A probe that fails fails the fetch, which is
 // retried: pulling on with a guessed window could store a hole.
 func (p *Puller) expr(ctx context.Context, q Query, at time.Time) (string, error) {
-	if !p.cfg.autoRate(q) {
+	if !p.config().autoRate(q) {
 		return q.Expr, nil
 	}
 	w := defaultRateWindow

@@ -55,7 +55,7 @@ func runPull(ctx context.Context, args []string, env func(string) string, stdout
 	}
 	defer st.Close()
 	log := newLogger(c, stderr)
-	cfg = detectPresets(ctx, cfg, c.PrometheusURL, to, log)
+	cfg, _ = detectPresets(ctx, cfg, c.PrometheusURL, to, log)
 	// Validating first turns a bad query or an unreachable Prometheus into
 	// one clear line before any work starts.
 	if err := cfg.Validate(ctx, c.PrometheusURL, to); err != nil {
@@ -126,7 +126,8 @@ func setupPull(ctx context.Context, c config, st *store.Store, reg prometheus.Re
 		log.Info("pull off: PROMETHEUS_URL is not set")
 		return cfg, nil, nil
 	}
-	cfg = detectPresets(ctx, cfg, c.PrometheusURL, time.Now(), log)
+	auto := cfg
+	cfg, detected := detectPresets(ctx, cfg, c.PrometheusURL, time.Now(), log)
 	if err := cfg.Validate(ctx, c.PrometheusURL, time.Now()); err != nil {
 		var qe *pull.QueryError
 		if errors.As(err, &qe) && qe.Rejected {
@@ -141,6 +142,12 @@ func setupPull(ctx context.Context, c config, st *store.Store, reg prometheus.Re
 	if err := p.RegisterMetrics(reg); err != nil {
 		return nil, nil, err
 	}
+	if !detected {
+		// Prometheus could not be asked: keep asking, and put what it
+		// names in effect once it answers — a serve started during an
+		// outage read inference_* metrics until it was restarted.
+		go redetectPresets(ctx, auto, c.PrometheusURL, presetRedetectEvery, p, log)
+	}
 	if c.PullInterval == 0 {
 		log.Info("pull loop off", "interval", c.PullInterval)
 		return cfg, p, nil
@@ -151,14 +158,41 @@ func setupPull(ctx context.Context, c config, st *store.Store, reg prometheus.Re
 
 // detectPresets resolves presets "auto" (the default without
 // WATERLINE_CONFIG) from the metrics Prometheus holds, and says which it
-// took; a Prometheus that cannot be asked leaves the built-in default.
-func detectPresets(ctx context.Context, cfg *pull.Config, url string, at time.Time, log *slog.Logger) *pull.Config {
+// took; a Prometheus that cannot be asked leaves the built-in default, and
+// asked is false.
+func detectPresets(ctx context.Context, cfg *pull.Config, url string, at time.Time, log *slog.Logger) (out *pull.Config, asked bool) {
 	out, found, err := cfg.DetectPresets(ctx, url, at)
 	switch {
 	case err != nil:
-		log.Warn("pull: presets not detected; reading the built-in default (inference_* metrics)", "err", err)
+		log.Warn("pull: presets not detected; reading the built-in default (inference_* metrics) until Prometheus answers", "err", err)
+		return out, false
 	case len(found) > 0:
 		log.Info("pull: presets detected from Prometheus's metric names", "presets", strings.Join(found, ","), "in_effect", strings.Join(out.Presets, ","))
 	}
-	return out
+	return out, true
+}
+
+// presetRedetectEvery is how often presets are asked for again while
+// Prometheus cannot be asked.
+const presetRedetectEvery = 30 * time.Second
+
+// redetectPresets asks Prometheus for the presets of cfg every interval
+// until it answers, then puts them in effect in p.
+func redetectPresets(ctx context.Context, cfg *pull.Config, url string, every time.Duration, p *pull.Puller, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+		out, found, err := cfg.DetectPresets(ctx, url, time.Now())
+		if err != nil {
+			continue
+		}
+		if len(found) > 0 {
+			p.SetConfig(out)
+			log.Info("pull: presets detected now that Prometheus answers", "presets", strings.Join(found, ","), "in_effect", strings.Join(out.Presets, ","))
+		}
+		return
+	}
 }
