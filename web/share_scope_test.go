@@ -762,6 +762,9 @@ func TestOfTenant(t *testing.T) {
 	if len(curves) != 3 || curves[2].Scope.Tenant != "b" {
 		t.Errorf("OfTenant changed its input: %+v", curves)
 	}
+	if got := api.OfTenant(curves, ""); len(got) != 3 {
+		t.Errorf("without a tenant filter, OfTenant kept %d of 3", len(got))
+	}
 }
 
 // An empty sample table on a share link does not tell whether samples of

@@ -216,8 +216,11 @@ func Timeline(ctx context.Context, src Source, q TimelineQuery) (wire.Timeline, 
 }
 
 // OfTenant keeps the curves of no tenant and those of tenant: another
-// tenant's series are not for a view scoped to one.
+// tenant's series are not for a view scoped to one. Without a tenant, all.
 func OfTenant(curves []correlate.Curve, tenant string) []correlate.Curve {
+	if tenant == "" {
+		return curves
+	}
 	out := curves[:0:0]
 	for _, c := range curves {
 		if c.Scope.Tenant == "" || c.Scope.Tenant == tenant {
