@@ -12,7 +12,10 @@ type Retention struct {
 }
 
 // Maintain creates partitions for today and the next aheadDays days and
-// drops those past retention. It is idempotent; serve calls it periodically.
+// drops those past retention. Change events and the webhook delivery log
+// follow the points' retention (events are the curves' context; a frozen
+// incident keeps its own copy): they are rows, deleted in batches. It is
+// idempotent; serve calls it periodically.
 func (s *Store) Maintain(ctx context.Context, now time.Time, aheadDays int, r Retention) (dropped int, err error) {
 	for _, table := range []string{TableSamples, TablePoints} {
 		var days []time.Time
@@ -39,6 +42,32 @@ func (s *Store) Maintain(ctx context.Context, now time.Time, aheadDays int, r Re
 		if err != nil {
 			return dropped, err
 		}
+		if table == TablePoints {
+			if err := s.deleteBefore(ctx, cutoff); err != nil {
+				return dropped, err
+			}
+		}
 	}
 	return dropped, nil
+}
+
+// deleteBefore deletes the events before cutoff and the settled webhook
+// deliveries made before it, 10,000 rows a statement (short locks).
+func (s *Store) deleteBefore(ctx context.Context, cutoff time.Time) error {
+	for _, q := range []string{
+		`DELETE FROM events WHERE ctid IN (SELECT ctid FROM events WHERE time < $1 LIMIT 10000)`,
+		`DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries
+			WHERE status <> 'pending' AND created_at < $1 LIMIT 10000)`,
+	} {
+		for {
+			tag, err := s.db.Exec(ctx, q, cutoff)
+			if err != nil {
+				return wrap("retention", err)
+			}
+			if tag.RowsAffected() < 10000 {
+				break
+			}
+		}
+	}
+	return nil
 }

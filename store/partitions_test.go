@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/internal/testing/testclock"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
@@ -91,5 +92,54 @@ func TestSamplesFloor(t *testing.T) {
 	var none *store.RetentionFloor
 	if !none.At().IsZero() || !st.NewSamplesFloor(0).At().IsZero() {
 		t.Error("no floor (nil, or retention 0) must read as zero")
+	}
+}
+
+// The webhook delivery log follows the points' retention: settled
+// deliveries made before the cutoff go, pending ones stay (they were kept
+// for ever).
+func TestRetentionPrunesSettledDeliveries(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	now := testclock.Now()
+	// Data now: the cutoff is 30 days before it.
+	storetest.WriteCurves(t, st, []correlate.Curve{{Role: correlate.RoleQPS, Level: correlate.LevelModel,
+		Scope: correlate.Scope{Model: "m"}, Points: []correlate.Point{{T: now.UnixMilli(), V: 1}}}})
+	in, err := st.CreateIncident(ctx, store.NewIncident{Title: "x", Start: now.Add(-time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wh, err := st.CreateWebhook(ctx, store.NewWebhook{URL: "https://example.com/h", Secret: "s", Format: "waterline", Events: []string{"incident.opened"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, status := range []string{"delivered", "failed", "pending"} {
+		if _, err := st.EnqueueDelivery(ctx, store.NewDelivery{WebhookID: wh.ID, IncidentID: in.ID, Event: "incident.opened",
+			AnalysisVersion: i, IdempotencyKey: status, Body: []byte("{}"), DueAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.DB().Exec(ctx, `UPDATE webhook_deliveries SET status = $1, created_at = $2 WHERE idempotency_key = $1`,
+			status, now.Add(-40*24*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.Maintain(ctx, now, 0, store.Retention{Points: 30 * 24 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	rows, err := st.DB().Query(ctx, `SELECT status FROM webhook_deliveries ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		left = append(left, s)
+	}
+	if len(left) != 1 || left[0] != "pending" {
+		t.Errorf("deliveries left after retention: %v, want the pending one", left)
 	}
 }

@@ -68,6 +68,9 @@ func TestDetectorIncidentOutlivesRetention(t *testing.T) {
 			i, at.Format(time.RFC3339), queue+150, queue)
 	}
 	accepted(t, e.post("/api/v1/samples", "application/x-ndjson", []byte(b.String())))
+	accepted(t, e.post("/api/v1/events", "application/x-ndjson", []byte(fmt.Sprintf(
+		`{"id":"cfg-before-onset","kind":"config_change","time":%q,"model":"chat","summary":"batch size 8 -> 32"}`+"\n",
+		onset.Add(-3*time.Minute).Format(time.RFC3339)))))
 
 	// The detector sees the spike while it lasts and opens an incident…
 	now := spikeEnd.Add(-5 * time.Minute)
@@ -120,6 +123,11 @@ func TestDetectorIncidentOutlivesRetention(t *testing.T) {
 	if n := e.count(`SELECT count(*) FROM samples WHERE time < $1`, end) + e.count(`SELECT count(*) FROM points WHERE time < $1`, end); n != 0 {
 		t.Fatalf("%d of the incident's samples and points survived retention", n)
 	}
+	// Events follow the points' retention (they were kept for ever); the
+	// frozen copy keeps its own.
+	if n := e.count(`SELECT count(*) FROM events WHERE time < $1`, end); n != 0 {
+		t.Fatalf("%d of the incident's events survived retention", n)
+	}
 
 	after := br.get(path)
 	if after.status != http.StatusOK {
@@ -131,6 +139,9 @@ func TestDetectorIncidentOutlivesRetention(t *testing.T) {
 	}
 	if after.doc.Find(`[data-testid=lane-latency] svg path`).Length() == 0 {
 		t.Error("the frozen timeline has no latency curve")
+	}
+	if !strings.Contains(after.body, "batch size 8 -&gt; 32") && !strings.Contains(after.body, "batch size 8 -> 32") {
+		t.Error("the frozen page lost the change event retention deleted")
 	}
 }
 
