@@ -141,7 +141,12 @@ func (a *Analyzer) Analyze(ctx context.Context, id int64, force bool) (store.Ana
 	start := time.Now()
 	input, err := LoadInput(ctx, a.st, w, in.Scope, a.opt.SLO)
 	if err != nil {
-		_ = a.st.FinishAnalysis(context.WithoutCancel(ctx), id, version, nil, err.Error())
+		// Stopped (a shutdown) is no failure of the analysis: the version
+		// stays pending and is taken over once stale. A failure counts
+		// towards the last attempts of a resolved incident.
+		if ctx.Err() == nil {
+			_ = a.st.FinishAnalysis(context.WithoutCancel(ctx), id, version, nil, err.Error())
+		}
 		return store.AnalysisRecord{}, err
 	}
 	loaded := time.Since(start)

@@ -468,3 +468,39 @@ func TestDetectorLaterModelGetsItsOwnIncident(t *testing.T) {
 		}
 	}
 }
+
+// An analysis stopped by a shutdown is no failure: its version stays
+// pending (taken over once stale), instead of counting towards the three
+// failed versions after which a resolved incident is left failed.
+func TestAnalyzerStoppedMidwayRecordsNoFailure(t *testing.T) {
+	t.Parallel()
+	st, pool := storetest.NewWithPool(t)
+	onset := t0.Add(100 * time.Minute)
+	end := t0.Add(130 * time.Minute)
+	nodeFault(t, st, onset, end)
+	in, err := st.CreateIncident(context.Background(), store.NewIncident{Title: "node", Start: onset.Add(-60 * time.Minute), End: &end})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Stop the analyzer as soon as its version is started: while it loads
+	// its input.
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		defer cancel()
+		for {
+			var n int
+			if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM analyses WHERE incident_id = $1`, in.ID).Scan(&n); err != nil || n > 0 {
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	_, _ = diagnose.NewAnalyzer(st, diagnose.AnalyzerOptions{}).Analyze(ctx, in.ID, false)
+	var failed int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM analyses WHERE incident_id = $1 AND status = 'failed'`, in.ID).Scan(&failed); err != nil {
+		t.Fatal(err)
+	}
+	if failed != 0 {
+		t.Errorf("a stopped analysis recorded %d failed version(s)", failed)
+	}
+}
