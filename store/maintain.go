@@ -52,12 +52,16 @@ func (s *Store) Maintain(ctx context.Context, now time.Time, aheadDays int, r Re
 }
 
 // deleteBefore deletes the events before cutoff and the settled webhook
-// deliveries made before it, 10,000 rows a statement (short locks).
+// deliveries made before it of incidents resolved before it, 10,000 rows
+// a statement (short locks).
 func (s *Store) deleteBefore(ctx context.Context, cutoff time.Time) error {
 	for _, q := range []string{
 		`DELETE FROM events WHERE ctid IN (SELECT ctid FROM events WHERE time < $1 LIMIT 10000)`,
-		`DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM webhook_deliveries
-			WHERE status <> 'pending' AND created_at < $1 LIMIT 10000)`,
+		// Only of incidents resolved before the cutoff: the notifier reads
+		// an incident's settled deliveries to know what it has sent (an
+		// 'incident.opened' gone would go out again).
+		`DELETE FROM webhook_deliveries WHERE id IN (SELECT d.id FROM webhook_deliveries d JOIN incidents i ON i.id = d.incident_id
+			WHERE d.status <> 'pending' AND d.created_at < $1 AND i.status = 'resolved' AND i.updated_at < $1 LIMIT 10000)`,
 	} {
 		for {
 			tag, err := s.db.Exec(ctx, q, cutoff)

@@ -96,8 +96,9 @@ func TestSamplesFloor(t *testing.T) {
 }
 
 // The webhook delivery log follows the points' retention: settled
-// deliveries made before the cutoff go, pending ones stay (they were kept
-// for ever).
+// deliveries made before the cutoff, of incidents resolved before it, go
+// (they were kept for ever); pending ones stay, and so do those of an
+// open incident, which the notifier reads to know what it has sent.
 func TestRetentionPrunesSettledDeliveries(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -106,7 +107,13 @@ func TestRetentionPrunesSettledDeliveries(t *testing.T) {
 	// Data now: the cutoff is 30 days before it.
 	storetest.WriteCurves(t, st, []correlate.Curve{{Role: correlate.RoleQPS, Level: correlate.LevelModel,
 		Scope: correlate.Scope{Model: "m"}, Points: []correlate.Point{{T: now.UnixMilli(), V: 1}}}})
-	in, err := st.CreateIncident(ctx, store.NewIncident{Title: "x", Start: now.Add(-time.Hour)})
+	in, err := st.CreateIncident(ctx, store.NewIncident{Title: "x", Start: now.Add(-41 * 24 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another incident, still open: the notifier reads its settled
+	// deliveries to know what it has sent.
+	open, err := st.CreateIncident(ctx, store.NewIncident{Title: "still open", Start: now.Add(-41 * 24 * time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,6 +131,17 @@ func TestRetentionPrunesSettledDeliveries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if _, err := st.EnqueueDelivery(ctx, store.NewDelivery{WebhookID: wh.ID, IncidentID: open.ID, Event: "incident.opened",
+		IdempotencyKey: "open-one", Body: []byte("{}"), DueAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DB().Exec(ctx, `UPDATE webhook_deliveries SET status = 'delivered', created_at = $1 WHERE idempotency_key = 'open-one'`,
+		now.Add(-40*24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DB().Exec(ctx, `UPDATE incidents SET status = 'resolved', updated_at = $2 WHERE id = $1`, in.ID, now.Add(-35*24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := st.Maintain(ctx, now, 0, store.Retention{Points: 30 * 24 * time.Hour}); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +157,7 @@ func TestRetentionPrunesSettledDeliveries(t *testing.T) {
 		}
 		left = append(left, s)
 	}
-	if len(left) != 1 || left[0] != "pending" {
-		t.Errorf("deliveries left after retention: %v, want the pending one", left)
+	if len(left) != 2 || left[0] != "pending" || left[1] != "delivered" {
+		t.Errorf("deliveries left after retention: %v, want the pending one and the open incident's", left)
 	}
 }
