@@ -22,6 +22,7 @@ import (
 
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/internal/testing/syncbuf"
+	"github.com/waterline-dev/waterline/store/storetest"
 	"github.com/waterline-dev/waterline/web"
 	"github.com/waterline-dev/waterline/web/api"
 	"github.com/waterline-dev/waterline/web/webhook"
@@ -843,5 +844,39 @@ func TestShareCardClaimsOnlyWhatTheAnalysisDoes(t *testing.T) {
 	p := e.browser().get(e.sharePath(t))
 	if desc, _ := p.doc.Find(`meta[property="og:description"]`).Attr("content"); strings.Contains(desc, "ongoing") {
 		t.Errorf("a resolved incident's card says ongoing: %q", desc)
+	}
+}
+
+// A tenant filter on the pages reads curves without the tenant: it brings
+// no replica context, and every node curve comes once (a tenant-only
+// scope scanned every replica and added every node's curves again).
+func TestTenantFilterTimelineHasNoDuplicateCurves(t *testing.T) {
+	e := newAPIEnv(t)
+	from := testNow.Add(-time.Hour)
+	var curves []correlate.Curve
+	for i := range 3 {
+		for _, c := range []correlate.Curve{
+			{Role: correlate.RoleGPUUtil, Level: correlate.LevelNode, Scope: correlate.Scope{Node: fmt.Sprintf("n%d", i)}},
+			{Role: correlate.RoleLatencyP99, Level: correlate.LevelReplica, Scope: correlate.Scope{Model: "chat", Replica: fmt.Sprintf("chat-%d", i), Node: fmt.Sprintf("n%d", i)}},
+		} {
+			c.Points = []correlate.Point{{T: from.UnixMilli(), V: 1}, {T: from.Add(time.Minute).UnixMilli(), V: 1}}
+			curves = append(curves, c)
+		}
+	}
+	storetest.WriteCurves(t, e.st, curves)
+	tv, err := api.Timeline(t.Context(), e.st, api.TimelineQuery{From: from, To: testNow, Step: time.Minute,
+		Scope: correlate.Scope{Tenant: "acme"}, CurvesAnyTenant: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, c := range tv.Curves {
+		seen[c.Key()]++
+		if seen[c.Key()] > 1 {
+			t.Errorf("curve %s twice", c.Key())
+		}
+	}
+	if len(seen) != 3 {
+		t.Errorf("%d distinct curves, want the 3 node curves", len(seen))
 	}
 }

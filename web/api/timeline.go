@@ -157,7 +157,9 @@ func Timeline(ctx context.Context, src Source, q TimelineQuery) (wire.Timeline, 
 		return wire.Timeline{}, err
 	}
 	evScope := scope
-	if !explicitLevels && scope.Node == "" && (scope.Model != "" || scope.Version != "" || scope.Replica != "" || scope.Tenant != "") {
+	// (On the curves' scope: a tenant the curves are read without brings
+	// no context, and an empty scope would scan every replica.)
+	if !explicitLevels && cscope.Node == "" && (cscope.Model != "" || cscope.Version != "" || cscope.Replica != "" || cscope.Tenant != "") {
 		// Context: where the selected replicas ran, and for one replica
 		// its model as a whole.
 		reps, err := src.CurveSeries(ctx, store.CurveFilter{From: from, To: to.Add(time.Nanosecond),
