@@ -59,12 +59,12 @@ func (p *Puller) History(ctx context.Context, from, to time.Time, progress func(
 		return pr, err
 	}
 	resume := false
-	for _, src := range p.Sources() {
+	for _, src := range p.currentSources() {
 		if g, ok := latest[src]; ok && g.FilledAt == nil {
 			resume = true
 		}
 	}
-	for _, src := range p.Sources() {
+	for _, src := range p.currentSources() {
 		g, ok := latest[src]
 		if !resume || !ok {
 			if g, err = p.st.OpenHistoryGap(ctx, src, w.from, w.to, now); err != nil {

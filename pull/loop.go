@@ -85,6 +85,7 @@ var leaseWatch = 5 * time.Second
 // tickHeld runs one round, cancelled as soon as the lease is found lost;
 // lost is that error, nil while the lease held.
 func (p *Puller) tickHeld(ctx context.Context, lease *store.Lease) (failed, total int, err, lost error) {
+	p.adoptNext() // a new config begins with a round, never inside one
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan struct{})
@@ -154,7 +155,7 @@ func (p *Puller) tick(ctx context.Context) (failed, total int, err error) {
 		// stored counts the round's points, to tell OnStored.
 		stored atomic.Int64
 	)
-	sources := p.Sources()
+	sources := p.currentSources()
 	for _, src := range sources {
 		wg.Add(1)
 		go func() {

@@ -17,13 +17,14 @@ import (
 // It is safe for concurrent use; History and Run may run side by side
 // (they keep separate progress: history gaps vs live cursors).
 type Puller struct {
-	// cfg is swapped whole (SetConfig: presets detected once Prometheus
-	// answers) and read through config(), once per use.
-	cfg  atomic.Pointer[Config]
-	prom *prom
-	st   *store.Store
-	log  *slog.Logger
-	now  func() time.Time
+	// cfg is read through config(); SetConfig leaves a new one in next,
+	// which a round adopts as it begins (a round reads cfg chunk by
+	// chunk, and must not see its sources change under it).
+	cfg, next atomic.Pointer[Config]
+	prom      *prom
+	st        *store.Store
+	log       *slog.Logger
+	now       func() time.Time
 
 	pods   podCache
 	mu     sync.Mutex
@@ -77,18 +78,38 @@ func New(cfg *Config, prometheusURL string, st *store.Store, opts Options) (*Pul
 func (p *Puller) config() *Config { return p.cfg.Load() }
 
 // SetConfig puts cfg in effect from the next round on (a round begun
-// goes on with the sources it read). Sources it drops keep their cursors;
-// new ones start a lookback back, as at a first start.
-func (p *Puller) SetConfig(cfg *Config) { p.cfg.Store(cfg) }
+// goes on with the config it began with). Sources it drops keep their
+// cursors; new ones start a lookback back, as at a first start.
+func (p *Puller) SetConfig(cfg *Config) { p.next.Store(cfg) }
+
+// adoptNext puts a config left by SetConfig in effect.
+func (p *Puller) adoptNext() {
+	if c := p.next.Swap(nil); c != nil {
+		p.cfg.Store(c)
+	}
+}
 
 // Sources lists the names of every source: one per query, plus the
-// kube-state-metrics events when enabled.
+// kube-state-metrics events when enabled (of a config set to come into
+// effect at the next round, if one is).
 func (p *Puller) Sources() []string {
+	cfg := p.next.Load() // the config about to be in effect, if one is
+	if cfg == nil {
+		cfg = p.config()
+	}
+	return sourcesOf(cfg)
+}
+
+// currentSources are the sources of the config in effect: what a round
+// pulls.
+func (p *Puller) currentSources() []string { return sourcesOf(p.config()) }
+
+func sourcesOf(cfg *Config) []string {
 	var out []string
-	for _, q := range p.config().Queries {
+	for _, q := range cfg.Queries {
 		out = append(out, q.Name)
 	}
-	if p.config().Kube.Enabled {
+	if cfg.Kube.Enabled {
 		out = append(out, EventsSource)
 	}
 	return out
