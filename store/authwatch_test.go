@@ -53,7 +53,7 @@ func TestWatchAuthNoticesASilentlyDeadPath(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = store.New(pool).WatchAuth(ctx, 100*time.Millisecond, 300*time.Millisecond,
+		_ = store.New(pool).WatchAuth(ctx, 100*time.Millisecond, time.Second,
 			func(b bool) { on.Store(b); states <- b }, func() { heard <- struct{}{} })
 	}()
 	defer func() { cancel(); <-done }()
@@ -74,7 +74,7 @@ func TestWatchAuthNoticesASilentlyDeadPath(t *testing.T) {
 	wait(true, 10*time.Second)
 
 	// Quiet for a few heartbeats: pings keep it listening.
-	time.Sleep(time.Second)
+	time.Sleep(2500 * time.Millisecond)
 	if !on.Load() {
 		t.Fatal("a quiet, healthy listener stopped listening")
 	}
@@ -92,7 +92,7 @@ func TestWatchAuthNoticesASilentlyDeadPath(t *testing.T) {
 	}
 
 	proxy.freeze()
-	wait(false, 3*time.Second)
+	wait(false, 6*time.Second) // within a heartbeat and a ping's deadline
 	proxy.thaw()
 	wait(true, 10*time.Second)
 }

@@ -174,9 +174,10 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, printUsage fu
 // parseConfig reads flags (args) over environment variables over defaults.
 // Extra flags of a command are registered by extra before parsing. No
 // command takes positional arguments, so any left over is an error. Only
-// serve and pull take the server's flags; the other commands (migrate,
-// token) take -database-url alone, and read the rest from the
-// environment, so their -h lists what they use.
+// serve and pull take the server's flags, from flags or the environment;
+// the other commands (migrate, token) read DATABASE_URL alone (flag or
+// variable) and take the defaults for the rest, so their -h lists what
+// they use and a server setting cannot stop them.
 func parseConfig(name string, args []string, env func(string) string, stderr io.Writer, extra func(fs *flag.FlagSet)) (config, error) {
 	var c config
 	specs := flagSpecs(&c)

@@ -107,8 +107,12 @@ func (a *API) storedSpikes(ctx context.Context, c echo.Context, from, to time.Ti
 		}
 		history := correlate.SpikeOptions{Step: 15 * time.Second}.History()
 		if steps := int((to.Sub(from) + history) / (15 * time.Second)); len(series)*steps > maxStoredSpikePoints {
-			return nil, request.BadInput("level", "%d latency curves over %s (and the %s of history their baselines need) are over %d points at 15 s: filter them (model=, replica=) or shorten the window",
-				len(series), to.Sub(from), history, maxStoredSpikePoints)
+			how := "filter them (model=, replica=)"
+			if to.Sub(from) > history { // the window, not the history, is most of it
+				how += " or shorten the window"
+			}
+			return nil, request.BadInput("level", "%d latency curves over %s (and the %s of history their baselines need) are over %d points at 15 s: %s",
+				len(series), to.Sub(from), history, maxStoredSpikePoints, how)
 		}
 	}
 	found, err := diagnose.Spikes(ctx, a.store, q, a.slo)

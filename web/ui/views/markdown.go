@@ -426,8 +426,6 @@ func table(b *strings.Builder, head []string, rows [][]string) {
 	}
 }
 
-// quantileOf names the quantile a model's impact figures hold (analyses
-// stored before the field existed are P99).
 // msOrDash formats a latency, or "–" for none (a missing figure is
 // stored as 0, which must not read as a measured 0 ms).
 func msOrDash(v float64) string {
@@ -437,6 +435,8 @@ func msOrDash(v float64) string {
 	return FmtMs(v)
 }
 
+// quantileOf names the quantile a model's impact figures hold (analyses
+// stored before the field existed are P99).
 func quantileOf(im correlate.Impact) string {
 	if im.Quantile == "" {
 		return "P99"

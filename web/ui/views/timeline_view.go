@@ -176,7 +176,7 @@ func BuildTimeline(in TimelineInput) Timeline {
 	}
 	tl.Nav = timelineNav(in.State, in.From, in.To, in.Onset)
 	if in.Filter.Tenant != "" {
-		tl.Note = "Curves have no tenant dimension: the tenant filter narrows the events and samples, not these lanes."
+		tl.Note = "Curves seldom have a tenant dimension: the tenant filter narrows the events and samples, and these lanes only to curves of no tenant or of this one."
 	}
 	return tl
 }
