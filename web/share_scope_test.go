@@ -624,7 +624,6 @@ func TestShareFilterLengthBounded(t *testing.T) {
 // another model answers like something that does not exist.
 func TestShareLinkKeepsToItsIncidentsModels(t *testing.T) {
 	e := newUIEnv(t)
-	ctx := context.Background()
 	var b strings.Builder
 	for i := range 30 {
 		for _, m := range []string{"chat", "embed-secret"} {
@@ -633,19 +632,7 @@ func TestShareLinkKeepsToItsIncidentsModels(t *testing.T) {
 		}
 	}
 	accepted(t, e.post("/api/v1/samples", "application/x-ndjson", []byte(b.String())))
-	r := e.post("/api/v1/incidents", "application/json", []byte(fmt.Sprintf(`{"title":"chat p99","scope":{"model":"chat"},"start":%q,"end":%q}`,
-		e.from.Format(time.RFC3339), e.to.Format(time.RFC3339))))
-	if r.status != http.StatusCreated {
-		t.Fatalf("incident: %d %s", r.status, r.body)
-	}
-	var in struct{ ID int64 }
-	if err := json.Unmarshal(r.body, &in); err != nil {
-		t.Fatal(err)
-	}
-	tok, err := e.st.CreateShareLink(ctx, in.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := e.sharedScopedIncident(t, "chat p99", `{"model":"chat"}`)
 	anon := e.browser()
 	base := "/s/" + tok
 	p := anon.get(base)
@@ -714,26 +701,13 @@ func TestSharePanKeepsTheViewsLength(t *testing.T) {
 // go.
 func TestShareLinkKeepsToItsIncidentsTenant(t *testing.T) {
 	e := newUIEnv(t)
-	ctx := context.Background()
 	at := e.spikeAt.Add(-5 * time.Minute).Format(time.RFC3339)
 	accepted(t, e.post("/api/v1/events", "application/x-ndjson", []byte(fmt.Sprintf(
 		`{"id":"ev-other-tenant","kind":"config_change","time":%q,"model":"chat","tenant":"t-globex-secret","summary":"globex-secret-quota"}
 {"id":"ev-own-tenant","kind":"config_change","time":%q,"model":"chat","tenant":"t-acme","summary":"acme-own-quota"}
 {"id":"ev-everyone","kind":"deploy","time":%q,"model":"chat","version":"v2","summary":"chat-rollout-for-all"}
 `, at, at, at))))
-	r := e.post("/api/v1/incidents", "application/json", []byte(fmt.Sprintf(`{"title":"acme p99","scope":{"model":"chat","tenant":"t-acme"},"start":%q,"end":%q}`,
-		e.from.Format(time.RFC3339), e.to.Format(time.RFC3339))))
-	if r.status != http.StatusCreated {
-		t.Fatalf("incident: %d %s", r.status, r.body)
-	}
-	var in struct{ ID int64 }
-	if err := json.Unmarshal(r.body, &in); err != nil {
-		t.Fatal(err)
-	}
-	tok, err := e.st.CreateShareLink(ctx, in.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := e.sharedScopedIncident(t, "acme p99", `{"model":"chat","tenant":"t-acme"}`)
 	anon := e.browser()
 	for _, path := range []string{"/s/" + tok, "/s/" + tok + "?whole=1"} {
 		p := anon.get(path)
@@ -773,19 +747,7 @@ func TestOfTenant(t *testing.T) {
 // against "no samples for this window"): that is other tenants' news.
 func TestShareEmptySampleTableSaysNothingOfOtherScopes(t *testing.T) {
 	e := newUIEnv(t) // its window holds two tenants' samples
-	r := e.post("/api/v1/incidents", "application/json", []byte(fmt.Sprintf(`{"title":"quiet tenant","scope":{"tenant":"t-nobody"},"start":%q,"end":%q}`,
-		e.from.Format(time.RFC3339), e.to.Format(time.RFC3339))))
-	if r.status != http.StatusCreated {
-		t.Fatalf("incident: %d %s", r.status, r.body)
-	}
-	var in struct{ ID int64 }
-	if err := json.Unmarshal(r.body, &in); err != nil {
-		t.Fatal(err)
-	}
-	tok, err := e.st.CreateShareLink(context.Background(), in.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := e.sharedScopedIncident(t, "quiet tenant", `{"tenant":"t-nobody"}`)
 	p := e.browser().get("/s/" + tok)
 	if p.status != http.StatusOK {
 		t.Fatalf("share page: %d", p.status)
@@ -879,4 +841,24 @@ func TestTenantFilterTimelineHasNoDuplicateCurves(t *testing.T) {
 	if len(seen) != 3 {
 		t.Errorf("%d distinct curves, want the 3 node curves", len(seen))
 	}
+}
+
+// sharedScopedIncident opens an incident over the env's window with the
+// scope given (JSON) through the API, and returns its share link's token.
+func (e *uiEnv) sharedScopedIncident(t *testing.T, title, scope string) string {
+	t.Helper()
+	r := e.post("/api/v1/incidents", "application/json", []byte(fmt.Sprintf(`{"title":%q,"scope":%s,"start":%q,"end":%q}`,
+		title, scope, e.from.Format(time.RFC3339), e.to.Format(time.RFC3339))))
+	if r.status != http.StatusCreated {
+		t.Fatalf("incident: %d %s", r.status, r.body)
+	}
+	var in struct{ ID int64 }
+	if err := json.Unmarshal(r.body, &in); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := e.st.CreateShareLink(t.Context(), in.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
 }
