@@ -763,7 +763,6 @@ func TestShareEmptySampleTableSaysNothingOfOtherScopes(t *testing.T) {
 // "ongoing".
 func TestShareCardClaimsOnlyWhatTheAnalysisDoes(t *testing.T) {
 	e := newUIEnv(t)
-	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
 		edit func(a *correlate.Analysis)
@@ -782,14 +781,7 @@ func TestShareCardClaimsOnlyWhatTheAnalysisDoes(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := e.analysis()
 			tc.edit(&a)
-			v, err := e.st.StartAnalysis(ctx, e.id, "test")
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := json.Marshal(a)
-			if err := e.st.FinishAnalysis(ctx, e.id, v, body, ""); err != nil {
-				t.Fatal(err)
-			}
+			e.storeAnalysisOf(t, a)
 			p := e.browser().get(e.sharePath(t))
 			desc, _ := p.doc.Find(`meta[property="og:description"]`).Attr("content")
 			if strings.Contains(desc, "Likely cause") || !strings.Contains(desc, tc.want) {

@@ -208,15 +208,7 @@ func TestPullStatus(t *testing.T) {
 func TestTimelineAnswerIsBounded(t *testing.T) {
 	e := newAPIEnv(t)
 	from := testNow.Add(-time.Hour)
-	var curves []correlate.Curve
-	for i := range 300 {
-		c := correlate.Curve{Role: correlate.RoleLatencyP99, Level: correlate.LevelReplica,
-			Scope: correlate.Scope{Model: "chat", Replica: fmt.Sprintf("chat-%03d", i), Node: "n1"}}
-		for k := range 8 {
-			c.Points = append(c.Points, correlate.Point{T: from.Add(time.Duration(k) * 5 * time.Minute).UnixMilli(), V: 100})
-		}
-		curves = append(curves, c)
-	}
+	curves := replicaFleet(from, 300)
 	storetest.WriteCurves(t, e.st, curves)
 	q := url.Values{"from": {from.Format(time.RFC3339)}, "to": {testNow.Format(time.RFC3339)}, "levels": {"replica"}}
 	var tl wire.Timeline
@@ -245,15 +237,7 @@ func TestTimelineAnswerIsBounded(t *testing.T) {
 func TestReplicaSpikesAreBounded(t *testing.T) {
 	e := newAPIEnv(t)
 	from := testNow.Add(-time.Hour)
-	var curves []correlate.Curve
-	for i := range 300 {
-		c := correlate.Curve{Role: correlate.RoleLatencyP99, Level: correlate.LevelReplica,
-			Scope: correlate.Scope{Model: "chat", Replica: fmt.Sprintf("chat-%03d", i), Node: "n1"}}
-		for k := range 8 {
-			c.Points = append(c.Points, correlate.Point{T: from.Add(time.Duration(k) * 5 * time.Minute).UnixMilli(), V: 100})
-		}
-		curves = append(curves, c)
-	}
+	curves := replicaFleet(from, 300)
 	storetest.WriteCurves(t, e.st, curves)
 	q := url.Values{"from": {testNow.Add(-30 * 24 * time.Hour).Format(time.RFC3339)}, "to": {testNow.Format(time.RFC3339)}, "level": {"replica"}}
 	if r := e.get("/api/v1/spikes?"+q.Encode(), nil); r.status != 400 || r.err.Field != "level" {
@@ -263,4 +247,18 @@ func TestReplicaSpikesAreBounded(t *testing.T) {
 	if r := e.get("/api/v1/spikes?"+q.Encode(), nil); r.status != 200 {
 		t.Fatalf("300 replicas over 2 hours: %d %+v", r.status, r.err)
 	}
+}
+
+// replicaFleet is n replicas' P99 curves of chat, eight points from from.
+func replicaFleet(from time.Time, n int) []correlate.Curve {
+	var curves []correlate.Curve
+	for i := range n {
+		c := correlate.Curve{Role: correlate.RoleLatencyP99, Level: correlate.LevelReplica,
+			Scope: correlate.Scope{Model: "chat", Replica: fmt.Sprintf("chat-%03d", i), Node: "n1"}}
+		for k := range 8 {
+			c.Points = append(c.Points, correlate.Point{T: from.Add(time.Duration(k) * 5 * time.Minute).UnixMilli(), V: 100})
+		}
+		curves = append(curves, c)
+	}
+	return curves
 }

@@ -110,14 +110,17 @@ func (e *uiEnv) analysis() correlate.Analysis {
 	}
 }
 
-func (e *uiEnv) storeAnalysis(t *testing.T) {
+func (e *uiEnv) storeAnalysis(t *testing.T) { t.Helper(); e.storeAnalysisOf(t, e.analysis()) }
+
+// storeAnalysisOf stores a as the incident's newest ready analysis.
+func (e *uiEnv) storeAnalysisOf(t *testing.T, a correlate.Analysis) {
 	t.Helper()
 	ctx := context.Background()
 	v, err := e.st.StartAnalysis(ctx, e.id, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, err := json.Marshal(e.analysis())
+	body, err := json.Marshal(a)
 	if err != nil {
 		t.Fatal(err)
 	}

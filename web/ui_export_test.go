@@ -1,8 +1,6 @@
 package web_test
 
 import (
-	"context"
-	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -67,15 +65,7 @@ func TestAPIIncidentHeadlineIsThePageTitle(t *testing.T) {
 	}
 	a := e.analysis()
 	a.Headline = correlate.Headline{Model: "chat", Title: "P99 latency up ×9.0 on chat", Summary: "chat: P99 100 ms → 900 ms."}
-	ctx := context.Background()
-	v, err := e.st.StartAnalysis(ctx, e.id, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := json.Marshal(a)
-	if err := e.st.FinishAnalysis(ctx, e.id, v, body, ""); err != nil {
-		t.Fatal(err)
-	}
+	e.storeAnalysisOf(t, a)
 	inc := e.incident(e.id)
 	if inc.Headline == nil || *inc.Headline != a.Headline {
 		t.Fatalf("API headline %+v, want %+v", inc.Headline, a.Headline)

@@ -1,8 +1,6 @@
 package web_test
 
 import (
-	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -21,15 +19,7 @@ func TestUICapacityCauseShowsThePool(t *testing.T) {
 	a.Events = append(a.Events, correlate.AlignedEvent{Event: correlate.Event{ID: "hpa1", Kind: correlate.KindScaleUp,
 		Time: e.spikeAt.Add(3 * time.Minute), Scope: correlate.Scope{Model: "chat"}, Source: "kube-state-metrics",
 		Summary: "scale up chat 2 → 3 replicas (HPA desired replicas)", Attrs: map[string]any{"from": 2, "to": 3, "via": "HPA desired replicas", "hpa_min_replicas": 2, "hpa_max_replicas": 3}}})
-	ctx := context.Background()
-	v, err := e.st.StartAnalysis(ctx, e.id, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := json.Marshal(a)
-	if err := e.st.FinishAnalysis(ctx, e.id, v, body, ""); err != nil {
-		t.Fatal(err)
-	}
+	e.storeAnalysisOf(t, a)
 	w := e.browser()
 	w.login(e.read)
 	page := w.get(e.incidentPath())
