@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -97,11 +98,20 @@ func (s *Store) InsertSampleStream(ctx context.Context, next SampleStream) (acce
 	if err := s.EnsurePartitions(ctx, TableSamples, times...); err != nil {
 		return 0, 0, err
 	}
+	// A deadlock with a concurrent fast-path COPY (which takes its keys in
+	// the stream's order) can recur while that writer is still going:
+	// retry after a short, growing, jittered pause, not at once.
 	var tag pgconn.CommandTag
 	for attempt := 0; ; attempt++ {
 		tag, err = s.insertSamplesSlow(ctx, buf)
-		if err == nil || !isDeadlock(err) || attempt == 2 {
+		if err == nil || !isDeadlock(err) || attempt == 7 {
 			break
+		}
+		pause := time.Duration(attempt+1) * (10*time.Millisecond + time.Duration(rand.Int64N(int64(20*time.Millisecond))))
+		select {
+		case <-ctx.Done():
+			return 0, 0, ctx.Err()
+		case <-time.After(pause):
 		}
 	}
 	if err != nil {
