@@ -11,9 +11,11 @@ func ingressCause(f *facts) Cause {
 	fs := f.frontShare()
 	b.support("gateway_growth", fs, ramp(fs, 0.25, 0.6), 0.55, "Gateway, auth and routing explain %.0f%% of the tail's growth.", 100*fs)
 	// Breadth needs a fleet: one model of one is no sign of a shared front.
+	// Breadth and quiet model servers only back a front that grew: alone
+	// they fit any fleet-wide cause (a slow dependency, a traffic peak).
 	n := f.modelsWithData()
 	if br := f.breadth(); n >= 2 {
-		b.support("all_models", br, ramp(br, 0.4, 0.9), 0.25, "%s slowed down at once.", capitalize(kOfN(len(f.affected), n, "model")))
+		b.corroborate("all_models", br, ramp(br, 0.4, 0.9), 0.25, "%s slowed down at once.", capitalize(kOfN(len(f.affected), n, "model")))
 	}
 	f.supportNotLocal(b, "No replica or node stands out.")
 	// Only stages the servers time count: an untimed one reads 0 %, which
@@ -25,7 +27,7 @@ func ingressCause(f *facts) Cause {
 		}
 	}
 	if timed {
-		b.support("model_servers_unchanged", inside, 1-ramp(inside, 0.2, 0.5), 0.10, "The model servers' own stages explain only %.0f%%.", 100*inside)
+		b.corroborate("model_servers_unchanged", inside, 1-ramp(inside, 0.2, 0.5), 0.10, "The model servers' own stages explain only %.0f%%.", 100*inside)
 	}
 	// The growth measured elsewhere: the front stages' times are known
 	// (the cause is not assessable without them) and stayed flat while

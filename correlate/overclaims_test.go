@@ -827,3 +827,24 @@ func TestTrafficThroughRollingRestart(t *testing.T) {
 		t.Errorf("qpsRatio %.2f through a rolling restart, want ~1", q)
 	}
 }
+
+// Breadth and quiet model servers alone must not make ingress the top
+// cause while the front stages are measured flat: they only corroborate
+// a front that grew.
+func TestOverclaimIngressFromBreadthAlone(t *testing.T) {
+	x := newFixture()
+	for _, m := range []string{"chat", "embed"} {
+		x.p99(m, 200, 800)
+		x.curve(RoleLatencyP50, LevelModel, Scope{Model: m}, 100, 100)
+		x.curve(RoleQPS, LevelModel, Scope{Model: m}, 100, 100)
+		for st, v := range map[string]float64{"gateway": 5, "queue": 20, "exec": 60} {
+			x.curve(RoleStageTime, LevelModel, Scope{Model: m}, v, v*0.98).Stage = st
+		}
+	}
+	a := x.analyze()
+	c := causeOf(t, a, CatIngress)
+	dumpCause(t, c)
+	if c.Score > 0.1 || (len(a.Causes) > 0 && a.Causes[0].Category == CatIngress && a.Causes[0].Score > 0.05) {
+		t.Errorf("ingress scores %.2f with the gateway measured flat", c.Score)
+	}
+}
