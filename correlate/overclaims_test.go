@@ -848,3 +848,24 @@ func TestOverclaimIngressFromBreadthAlone(t *testing.T) {
 		t.Errorf("ingress scores %.2f with the gateway measured flat", c.Score)
 	}
 }
+
+// Per-version P99 curves without per-version request rates still compare
+// the versions: a deployed version ten times slower must not read "not
+// measured slower".
+func TestOverclaimReleaseVersionP99WithoutRates(t *testing.T) {
+	x := newFixture()
+	x.p99("chat", 200, 800)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "chat"}, 100, 100)
+	x.curve(RoleLatencyP99, LevelVersion, Scope{Model: "chat", Version: "v1"}, 200, 210)
+	x.curve(RoleLatencyP99, LevelVersion, Scope{Model: "chat", Version: "v2"}, 200, 2000)
+	x.events = append(x.events, Event{ID: "d1", Kind: KindDeploy, Time: x.onset.Add(-3 * time.Minute), Scope: Scope{Model: "chat", Version: "v2"}})
+	a := x.analyze()
+	c := causeOf(t, a, CatRelease)
+	dumpCause(t, c)
+	if strings.Contains(c.Summary, "not measured slower") || !names(c.Evidence)["new_version_slower"] {
+		t.Errorf("v2 at 2 s against v1's 210 ms in the same window, yet: %q", c.Summary)
+	}
+	if a.Causes[0].Category != CatRelease {
+		t.Errorf("top cause %s, want release", a.Causes[0].Category)
+	}
+}

@@ -182,42 +182,62 @@ func trafficGainer(vs []versionStat) versionStat {
 // so it counts less). It returns the new version and the P99 it was
 // compared with.
 func releaseImpact(b *causeBuilder, vs []versionStat, newVer string) (nv versionStat, ref float64) {
+	// Without version request rates, a version with a P99 during the spike
+	// served requests then (a quantile of no requests is no point): the
+	// comparison holds, weaker, for how much each served is unknown.
+	known := versionTrafficKnown(vs)
+	served := func(v versionStat) float64 {
+		if known {
+			return v.weightDur
+		}
+		if math.IsNaN(v.p99During) {
+			return 0
+		}
+		if !math.IsNaN(v.p99Before) {
+			return 2 // served before too: the predecessor
+		}
+		return 1
+	}
+	unknownTraffic, trust := "", 1.0
+	if !known {
+		unknownTraffic, trust = " (traffic by version is not measured)", 0.8
+	}
 	var old versionStat
 	var oldW float64
 	for _, v := range vs {
 		if v.version == newVer {
 			nv = v
-		} else if v.weightDur > oldW {
-			old, oldW = v, v.weightDur
+		} else if w := served(v); w > oldW {
+			old, oldW = v, w
 		}
 	}
 	ref = math.NaN()
 	switch {
-	case nv.weightDur > 0 && old.weightDur > 0 && !math.IsNaN(nv.p99During) && !math.IsNaN(old.p99During):
+	case served(nv) > 0 && oldW > 0 && !math.IsNaN(nv.p99During) && !math.IsNaN(old.p99During):
 		ref = old.p99During
 		r := safeRatio(nv.p99During, old.p99During)
 		fr := safeRatio(nv.slowFracDuring()+0.005, old.slowFracDuring()+0.005)
 		if math.IsNaN(fr) {
-			b.support("new_version_slower", r, ramp(r, 1.1, 1.6), 0.35,
-				"%s P99 is %s against %s on %s in the same window (×%.2f).", newVer, fmtMs(nv.p99During), fmtMs(old.p99During), old.version, r)
+			b.support("new_version_slower", r, trust*ramp(r, 1.1, 1.6), 0.35,
+				"%s P99 is %s against %s on %s in the same window (×%.2f)%s.", newVer, fmtMs(nv.p99During), fmtMs(old.p99During), old.version, r, unknownTraffic)
 		} else {
 			b.support("new_version_slower", r, math.Max(ramp(r, 1.1, 1.6), ramp(fr, 1.5, 4)), 0.35,
 				"%s P99 is %s against %s on %s in the same window (×%.2f); %.0f%% vs %.0f%% of their requests are slow.",
 				newVer, fmtMs(nv.p99During), fmtMs(old.p99During), old.version, r, 100*nv.slowFracDuring(), 100*old.slowFracDuring())
 		}
 		if r < 1.1 && !(fr >= 1.5) {
-			b.oppose("new_version_not_slower", r, ramp(1.15-r, 0, 0.15), 0.5,
+			b.oppose("new_version_not_slower", r, trust*ramp(1.15-r, 0, 0.15), 0.5,
 				"The new version's requests are no slower than the old version's in the same window (P99 %s vs %s).", fmtMs(nv.p99During), fmtMs(old.p99During))
 		}
-	case nv.weightDur > 0 && !math.IsNaN(nv.p99During):
+	case served(nv) > 0 && !math.IsNaN(nv.p99During):
 		prev, ok := previousVersion(vs, newVer)
 		if !ok {
 			break
 		}
 		ref = prev.p99Before
 		if r := safeRatio(nv.p99During, ref); !math.IsNaN(r) {
-			b.support("new_version_slower", r, 0.7*ramp(r, 1.2, 2), 0.35,
-				"%s P99 during the spike is %s against %s for the previous version before (×%.2f).", newVer, fmtMs(nv.p99During), fmtMs(ref), r)
+			b.support("new_version_slower", r, trust*0.7*ramp(r, 1.2, 2), 0.35,
+				"%s P99 during the spike is %s against %s for the previous version before (×%.2f)%s.", newVer, fmtMs(nv.p99During), fmtMs(ref), r, unknownTraffic)
 		}
 		servedFine(b, nv, prev)
 	}
