@@ -869,3 +869,30 @@ func TestOverclaimReleaseVersionP99WithoutRates(t *testing.T) {
 		t.Errorf("top cause %s, want release", a.Causes[0].Category)
 	}
 }
+
+// Stage-time means that stayed flat explain none of a tail rise: their
+// wobble of a few microseconds must not become "71 % of the growth".
+func TestOverclaimStageSharesFromWobble(t *testing.T) {
+	x := newFixture()
+	for _, m := range []string{"chat", "embed"} {
+		x.p99(m, 200, 800)
+		x.curve(RoleLatencyP50, LevelModel, Scope{Model: m}, 100, 100)
+		x.curve(RoleQPS, LevelModel, Scope{Model: m}, 100, 100)
+		for st, v := range map[string]float64{"gateway": 5, "queue": 20, "exec": 60} {
+			x.curve(RoleStageTime, LevelModel, Scope{Model: m}, v, v).Stage = st
+		}
+	}
+	a := x.analyze()
+	for _, s := range a.Stages {
+		if s.Share > 0 {
+			t.Errorf("stage %s %.3f → %.3f ms (Δ%.4f) gets share %.2f of a rise it did not take part in", s.Stage, s.BeforeMs, s.DuringMs, s.DeltaMs, s.Share)
+		}
+	}
+	for _, c := range a.Causes {
+		for _, said := range saidBy(c) {
+			if strings.Contains(said, "% of the tail's growth is in") {
+				t.Errorf("%s says %q", c.Category, said)
+			}
+		}
+	}
+}

@@ -201,9 +201,25 @@ func stageAttributionFromCurves(cs *curveSet, models []string, ph phases) []Stag
 		mb, md := mean(b), mean(d)
 		out = append(out, StageShare{Stage: name, BeforeMs: mb, DuringMs: md, DeltaMs: md - mb, DeltaLoMs: md - mb, DeltaHiMs: md - mb})
 	}
+	// Stage means that did not move (their rises together under 2 % of
+	// their level, or half a millisecond) explain none of the growth:
+	// shares of a few microseconds' wobble would read "71 % of the growth".
+	var pos, level float64
+	for _, s := range out {
+		pos, level = pos+math.Max(s.DeltaMs, 0), level+s.BeforeMs
+	}
+	if pos < math.Max(stillStagesMs, stillStagesFrac*level) {
+		return out
+	}
 	fillShares(out, growth)
 	return out
 }
+
+// Below these the stage-time curves' rises are wobble, not growth.
+const (
+	stillStagesMs   = 0.5
+	stillStagesFrac = 0.02
+)
 
 // fillShares sets each stage's share of the growth: of the stages'
 // positive deltas, or of the requests' whole growth where that is larger
