@@ -88,10 +88,15 @@ type slowDep struct {
 
 // slowDependency names the dependency whose calls got slower the most for
 // the given models: from samples that name their dependency (the mean
-// downstream time per dependency, before vs during), else from per
-// dependency stage curves ("downstream/<name>").
+// downstream time per dependency, before vs during, each from at least
+// minQuantileSamples samples; the one that added the most time to the
+// requests, not a rarely called one whose few calls doubled), else from
+// per dependency stage curves ("downstream/<name>").
 func (f *facts) slowDependency(models []string) slowDep {
-	type acc struct{ sum, w [2]float64 }
+	type acc struct {
+		sum, w [2]float64
+		n      [2]int
+	}
 	per := map[string]*acc{}
 	for _, m := range models {
 		st := f.ss.byModel[m]
@@ -112,15 +117,22 @@ func (f *facts) slowDependency(models []string) slowDep {
 				}
 				a.sum[phase] += s.SampleRate * v
 				a.w[phase] += s.SampleRate
+				a.n[phase]++
 			}
 		}
 	}
 	var best slowDep
+	bestAdded := 0.0
 	for _, name := range sortedKeys(per) {
 		a := per[name]
+		if a.n[0] < minQuantileSamples || a.n[1] < minQuantileSamples {
+			continue
+		}
 		b, d := safeRatio(a.sum[0], a.w[0]), safeRatio(a.sum[1], a.w[1])
-		if r := safeRatio(d, b); r > best.ratio {
-			best = slowDep{name: name, ratio: r, summary: fmt.Sprintf("Calls to %s went from %s to %s on average (×%.1f, from samples).", name, fmtMs(b), fmtMs(d), r)}
+		// The time its slowdown added during the spike: calls × extra.
+		if added := a.w[1] * (d - b); added > bestAdded {
+			r := safeRatio(d, b)
+			bestAdded, best = added, slowDep{name: name, ratio: r, summary: fmt.Sprintf("Calls to %s went from %s to %s on average (×%.1f, from samples).", name, fmtMs(b), fmtMs(d), r)}
 		}
 	}
 	if best.name != "" {

@@ -896,3 +896,37 @@ func TestOverclaimStageSharesFromWobble(t *testing.T) {
 		}
 	}
 }
+
+// The dependency named must be the one the samples show slowing down, not
+// one that two samples (one before, one during) happen to name.
+func TestOverclaimDependencyFromTwoSamples(t *testing.T) {
+	x := newFixture()
+	x.p99("chat", 100, 400)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "chat"}, 100, 100)
+	x.sampleRun(10, Scope{Model: "chat"}, 100, 400, func(s *Sample, d bool) {
+		for k := range s.StagesMs {
+			s.StagesMs[k] = 10
+		}
+		s.StagesMs[StageDownstream] = s.TotalMs - 70
+		s.Dependency = "vector-db"
+	})
+	for i, at := range []time.Duration{-20 * time.Minute, 5 * time.Minute} {
+		s := Sample{RequestID: fmt.Sprintf("c%d", i), Time: x.onset.Add(at), Model: "chat", Status: "ok", SampleRate: 1, Dependency: "cache"}
+		for k := range s.StagesMs {
+			s.StagesMs[k] = 10
+		}
+		s.StagesMs[StageDownstream] = []float64{2, 40}[i]
+		s.TotalMs = 70 + s.StagesMs[StageDownstream]
+		x.samples = append(x.samples, s)
+	}
+	c := causeOf(t, x.analyze(), CatDownstream)
+	dumpCause(t, c)
+	for _, said := range saidBy(c) {
+		if strings.Contains(said, "cache") {
+			t.Errorf("names cache from two samples: %q", said)
+		}
+	}
+	if c.Target.Dependency != "" && c.Target.Dependency != "vector-db" {
+		t.Errorf("target dependency %q, want vector-db", c.Target.Dependency)
+	}
+}
