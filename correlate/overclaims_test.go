@@ -930,3 +930,24 @@ func TestOverclaimDependencyFromTwoSamples(t *testing.T) {
 		t.Errorf("target dependency %q, want vector-db", c.Target.Dependency)
 	}
 }
+
+// Two samples before the onset are no P99 baseline: the scope must not
+// call a steady model slower from them.
+func TestOverclaimSampleP99FromTwoSamples(t *testing.T) {
+	onset := fxStart.Add(70 * time.Minute)
+	var ss []Sample
+	lat := func(i int) float64 { return 100 * math.Exp(0.8*math.Sin(float64(i)*2.3)) } // steady, 45–220 ms
+	add := func(at time.Time) {
+		ss = append(ss, Sample{RequestID: fmt.Sprint(len(ss)), Time: at, Model: "chat", Status: "ok", TotalMs: lat(len(ss)), SampleRate: 1})
+	}
+	add(onset.Add(-150 * time.Second))
+	add(onset.Add(-90 * time.Second))
+	for i := 0; i < 200; i++ {
+		add(onset.Add(time.Duration(i) * 6 * time.Second))
+	}
+	a := Analyze(Input{Window: Window{From: onset.Add(-20 * time.Minute), To: onset.Add(10 * time.Minute)}, Samples: ss, Step: time.Minute})
+	t.Logf("scope %q headline %q", a.Scope.Summary, a.Headline.Summary)
+	if strings.Contains(a.Scope.Summary, "slowed down") || strings.Contains(a.Headline.Summary, "→") {
+		t.Errorf("a P99 baseline from 2 samples: scope %q, headline %q", a.Scope.Summary, a.Headline.Summary)
+	}
+}

@@ -65,8 +65,21 @@ func feedCover(samples []Sample, ph phases) (before, during float64) {
 
 // slowFracDuring is the weighted share of requests over the threshold
 // during the spike; slowFracBefore the same before (≈ 1 % by construction).
-func (m sampleStats) slowFracDuring() float64 { return safeRatio(m.slowDuringW, m.duringW) }
-func (m sampleStats) slowFracBefore() float64 { return safeRatio(m.slowBeforeW, m.beforeW) }
+// The slow fractions of a phase with under minQuantileSamples samples are
+// unknown (NaN): two samples are no baseline.
+func (m sampleStats) slowFracDuring() float64 {
+	if m.duringN < minQuantileSamples {
+		return math.NaN()
+	}
+	return safeRatio(m.slowDuringW, m.duringW)
+}
+
+func (m sampleStats) slowFracBefore() float64 {
+	if m.beforeN < minQuantileSamples {
+		return math.NaN()
+	}
+	return safeRatio(m.slowBeforeW, m.beforeW)
+}
 
 // sampleSet is the samples of an analysis split into phases, with each
 // model's slowness threshold.
@@ -119,8 +132,14 @@ func newSampleSet(samples []Sample, ph phases, slo func(string) (float64, bool),
 	for mi, model := range models.vals {
 		m := tot[mi]
 		st := &sampleStats{model: model, beforeN: len(m[0]), duringN: len(m[1]), phase: idx[mi]}
-		st.p99Before = weightedQuantile(m[0], 0.99)
-		st.p99During = weightedQuantile(m[1], 0.99)
+		// A P99 of a handful of samples is their largest: no quantile.
+		st.p99Before, st.p99During = math.NaN(), math.NaN()
+		if len(m[0]) >= minQuantileSamples {
+			st.p99Before = weightedQuantile(m[0], 0.99)
+		}
+		if len(m[1]) >= minQuantileSamples {
+			st.p99During = weightedQuantile(m[1], 0.99)
+		}
 		st.slowMs = st.p99Before
 		if math.IsNaN(st.slowMs) {
 			// No baseline samples: fall back to the during P90 so that "slow"
