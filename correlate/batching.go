@@ -59,7 +59,9 @@ func batchingCause(f *facts) Cause {
 	// batch wait measured and flat while the queue, a dependency or the
 	// gateway took most of the growth, the batches are not why. (Exec is
 	// left out: bigger batches do run longer.)
-	if top := dominantStages(f.stages); len(top) > 0 && top[0].Share > 0.5 && bw < 0.25 &&
+	// Unmeasured, the batch wait may hide in the queue's time (Triton's
+	// queue includes the batching delay).
+	if top := dominantStages(f.stages); stageMeasured(f.stages, "batch_wait") && len(top) > 0 && top[0].Share > 0.5 && bw < 0.25 &&
 		top[0].Stage != "batch_wait" && top[0].Stage != "exec" {
 		b.oppose("growth_elsewhere", top[0].Share, 1-ramp(bw, 0.1, 0.25), 0.3,
 			"%.0f%% of the tail's growth is in the %s stage, not in waiting for batches.", 100*top[0].Share, top[0].Stage)

@@ -951,3 +951,21 @@ func TestOverclaimSampleP99FromTwoSamples(t *testing.T) {
 		t.Errorf("a P99 baseline from 2 samples: scope %q, headline %q", a.Scope.Summary, a.Headline.Summary)
 	}
 }
+
+// With the batch wait not measured, queue growth is no evidence against
+// a batching window that grew: it may be that wait.
+func TestOverclaimBatchingGrowthElsewhereUntimed(t *testing.T) {
+	x := newFixture()
+	x.p99("chat", 200, 800)
+	x.curve(RoleLatencyP50, LevelModel, Scope{Model: "chat"}, 100, 400)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "chat"}, 100, 100)
+	x.curve(RoleBatchSize, LevelModel, Scope{Model: "chat"}, 4, 8)
+	x.curve(RoleStageTime, LevelModel, Scope{Model: "chat"}, 30, 330).Stage = "queue"
+	x.curve(RoleStageTime, LevelModel, Scope{Model: "chat"}, 70, 70).Stage = "exec"
+	x.events = append(x.events, Event{ID: "c1", Kind: KindConfigChange, Time: x.onset.Add(-2 * time.Minute), Scope: Scope{Model: "chat"}, Summary: "raise max_queue_delay to 50ms"})
+	c := causeOf(t, x.analyze(), CatBatching)
+	dumpCause(t, c)
+	if names(c.CounterEvidence)["growth_elsewhere"] {
+		t.Errorf("batch wait unmeasured, yet counter %+v", c.CounterEvidence)
+	}
+}
