@@ -60,7 +60,7 @@ func timelineStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 			tl = append(tl, fmt.Sprintf("%s %s.", capitalize(what), ago(e)))
 		}
 		switch {
-		case n == 0 && a.Onset != nil && len(a.Events) == 0:
+		case n == 0 && a.Onset != nil && !changeFeedSeen(a.Events):
 			// Nothing was received: that is no sign that nothing changed.
 			tl = append(tl, "No change event was received for this window: if deploys, config changes and scaling are not sent to Waterline, what changed is not known here.")
 		case n == 0 && a.Onset != nil:

@@ -969,3 +969,25 @@ func TestOverclaimBatchingGrowthElsewhereUntimed(t *testing.T) {
 		t.Errorf("batch wait unmeasured, yet counter %+v", c.CounterEvidence)
 	}
 }
+
+// An alert is no change feed: with it the only event, a release can still
+// be neither seen nor ruled out.
+func TestOverclaimReleaseRuledOutByAnAlert(t *testing.T) {
+	x := newFixture()
+	x.p99("chat", 200, 800)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "chat"}, 100, 100)
+	x.curve(RoleGPUUtil, LevelReplica, Scope{Model: "chat", Version: "v1", Replica: "r1", Node: "n1"}, 50, 50)
+	x.curve(RoleGPUUtil, LevelReplica, Scope{Model: "chat", Version: "v1", Replica: "r2", Node: "n2"}, 50, 50)
+	x.events = append(x.events, Event{ID: "a1", Kind: KindAlert, Time: x.onset.Add(3 * time.Minute), Scope: Scope{Model: "chat"}, Summary: "ChatP99High"})
+	a := x.analyze()
+	c := causeOf(t, a, CatRelease)
+	dumpCause(t, c)
+	if len(c.CounterEvidence) > 0 || strings.Contains(c.Summary, "No recent release") {
+		t.Errorf("an alert alone rules a release out: %q %+v", c.Summary, c.CounterEvidence)
+	}
+	for _, st := range a.Checklist {
+		if strings.Contains(st.Answer, "No change event in the incident's scope lines up") {
+			t.Errorf("checklist %q: the alert is no change event", st.Answer)
+		}
+	}
+}

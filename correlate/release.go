@@ -52,7 +52,9 @@ func releaseFor(f *facts, m string) Cause {
 	}
 	// No change event at all in the window is no sign that nothing was
 	// deployed: the CD system may not send any (the timeline step says so).
-	noEvents := len(f.events) == 0
+	// Alerts, annotations and what the pull derives (scaling, replica
+	// starts, node faults) say nothing of whether deploys reach Waterline.
+	noEvents := !changeFeedSeen(f.events)
 	if newVer == "" && !versionTrafficKnown(vs) && len(vs) > 0 {
 		if noEvents {
 			return b.done(fmt.Sprintf("No change event was received for this window and %s's traffic by version is not measured: a release can be neither seen nor ruled out.", m), Target{Model: m})
@@ -371,6 +373,20 @@ func mentions(e Event, re *regexp.Regexp) bool {
 	}
 	for k, v := range e.Attrs {
 		if re.MatchString(k) || re.MatchString(fmt.Sprint(v)) {
+			return true
+		}
+	}
+	return false
+}
+
+// changeFeedSeen reports whether any event of the kinds a CD or config
+// system pushes (deploys, rollbacks, config and route changes, custom
+// events) reached the analysis: without one, the absence of a deploy is
+// no sign that nothing was deployed.
+func changeFeedSeen(events []AlignedEvent) bool {
+	for _, e := range events {
+		switch e.Kind {
+		case KindDeploy, KindRollback, KindConfigChange, KindRouteChange, KindCustom:
 			return true
 		}
 	}
