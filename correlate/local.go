@@ -50,8 +50,24 @@ func localReplicaCause(f *facts) Cause {
 		}
 	}
 	if target.Node == "" && target.Replica == "" {
-		b.oppose("no_outlier", 0, 1, 0.2, "No replica or node stands out from its peers.")
-		return b.done("No single replica or node stands out.", target)
+		// Only the models whose replicas are measured were looked at: a
+		// sick replica of one without per-replica data cannot be seen.
+		var seen, unseen []string
+		for _, m := range f.affected {
+			if f.peersKnown(m) {
+				seen = append(seen, m)
+			} else {
+				unseen = append(unseen, m)
+			}
+		}
+		if len(unseen) == 0 || len(seen) == 0 {
+			b.oppose("no_outlier", 0, 1, 0.2, "No replica or node stands out from its peers.")
+			return b.done("No single replica or node stands out.", target)
+		}
+		fr := float64(len(seen)) / float64(len(f.affected))
+		b.oppose("no_outlier", 0, fr, 0.2, "No replica or node of %s stands out from its peers.", list(seen))
+		return b.done(fmt.Sprintf("Among %s's replicas no single replica or node stands out; %s %s no per-replica data, so a sick replica there cannot be seen.",
+			list(seen), list(unseen), verbFor(len(unseen), "has", "have")), target)
 	}
 	f.supportLocalFault(b, target)
 	where := "replica " + target.Replica

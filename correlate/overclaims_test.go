@@ -991,3 +991,26 @@ func TestOverclaimReleaseRuledOutByAnAlert(t *testing.T) {
 		}
 	}
 }
+
+// "No single replica stands out" covers only the models whose replicas
+// are measured; the hardest-hit one without replica data is unseen.
+func TestOverclaimNoOutlierWithoutReplicaData(t *testing.T) {
+	x := newFixture()
+	x.p99("chat", 200, 800)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "chat"}, 100, 100)
+	x.p99("embed", 50, 80)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "embed"}, 100, 100)
+	for i, r := range []string{"e1", "e2", "e3"} {
+		x.replica("embed", r, fmt.Sprintf("n%d", i), 50, 80, 30, 30)
+	}
+	c := causeOf(t, x.analyze(), CatLocalReplica)
+	dumpCause(t, c)
+	if !strings.Contains(c.Summary, "chat") {
+		t.Errorf("summary %q does not say chat's replicas are not measured", c.Summary)
+	}
+	for _, e := range c.CounterEvidence {
+		if e.Name == "no_outlier" && (e.Strength >= 1 || !strings.Contains(e.Summary, "embed")) {
+			t.Errorf("counter %q at %.2f for a fleet whose hardest-hit model has no replica data", e.Summary, e.Strength)
+		}
+	}
+}
