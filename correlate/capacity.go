@@ -141,7 +141,7 @@ func capacitySummary(b *causeBuilder, q, gpu float64, queueKnown bool, tenant st
 		surge = fmt.Sprintf("A traffic surge (tenant %s ×%.1f)", tenant, tenantRatio)
 	}
 	switch {
-	case math.IsNaN(q) && tenant == "":
+	case math.IsNaN(q) && (tenant == "" || b.shown("tenant_surge") < claimed):
 		return "The traffic change is unknown (no request-rate curve or samples), so capacity cannot be judged from it."
 	case b.shown("traffic_up") < claimed && b.shown("tenant_surge") < claimed && len(sat) > 0:
 		// Queues (or busy GPUs) without more demand: each request took
@@ -159,22 +159,30 @@ func capacitySummary(b *causeBuilder, q, gpu float64, queueKnown bool, tenant st
 }
 
 // tenantSurge finds the tenant whose request rate grew most across the
-// models (from sample weights), if it carries at least 10 % of the
-// traffic during the spike.
+// models (from sample weights, at least minQuantileSamples samples of it
+// in each phase), if it carries at least 10 % of the models' traffic
+// during the spike — of all their sampled requests, tenant or not.
 func (f *facts) tenantSurge(models []string) (tenant string, ratio, shareDuring float64) {
-	type acc struct{ b, d float64 }
+	type acc struct {
+		b, d   float64
+		nb, nd int
+	}
 	per := map[string]*acc{}
 	var totD float64
 	for _, m := range models {
+		if st := f.ss.byModel[m]; st != nil {
+			totD += st.duringW
+		}
 		for t, w := range f.tenantWeights(m) {
 			a := per[t]
 			if a == nil {
 				a = &acc{}
 				per[t] = a
 			}
-			a.b += w[0]
-			a.d += w[1]
-			totD += w[1]
+			a.b += w.w[0]
+			a.d += w.w[1]
+			a.nb += w.n[0]
+			a.nd += w.n[1]
 		}
 	}
 	// The weights were split at the samples' own phases (see newSampleSet),
@@ -186,7 +194,7 @@ func (f *facts) tenantSurge(models []string) (tenant string, ratio, shareDuring 
 	}
 	for _, t := range sortedKeys(per) {
 		a := per[t]
-		if a.b == 0 || a.d/totD < 0.1 {
+		if a.nb < minQuantileSamples || a.nd < minQuantileSamples || a.d/totD < 0.1 {
 			continue
 		}
 		r := (a.d / ds) / (a.b / bs)
@@ -200,16 +208,23 @@ func (f *facts) tenantSurge(models []string) (tenant string, ratio, shareDuring 
 	return tenant, ratio, shareDuring
 }
 
+// tenantTally is one tenant's requests (sample weights) and samples
+// before and during the spike.
+type tenantTally struct {
+	w [2]float64
+	n [2]int
+}
+
 // tenantWeights is a model's requests per tenant before and during the
 // spike (from sample weights), counted once per analysis.
-func (f *facts) tenantWeights(m string) map[string][2]float64 {
+func (f *facts) tenantWeights(m string) map[string]tenantTally {
 	if w, ok := f.tenantCache[m]; ok {
 		return w
 	}
-	out := map[string][2]float64{}
+	out := map[string]tenantTally{}
 	if st := f.ss.byModel[m]; st != nil {
 		var tenants smallIndex
-		var per [][2]float64
+		var per []tenantTally
 		for phase, list := range st.phase {
 			for _, i := range list {
 				s := &f.ss.all[i]
@@ -218,9 +233,10 @@ func (f *facts) tenantWeights(m string) map[string][2]float64 {
 				}
 				ti := tenants.get(s.Tenant)
 				if ti == len(per) {
-					per = append(per, [2]float64{})
+					per = append(per, tenantTally{})
 				}
-				per[ti][phase] += s.SampleRate
+				per[ti].w[phase] += s.SampleRate
+				per[ti].n[phase]++
 			}
 		}
 		for i, t := range tenants.vals {
@@ -228,7 +244,7 @@ func (f *facts) tenantWeights(m string) map[string][2]float64 {
 		}
 	}
 	if f.tenantCache == nil {
-		f.tenantCache = map[string]map[string][2]float64{}
+		f.tenantCache = map[string]map[string]tenantTally{}
 	}
 	f.tenantCache[m] = out
 	return out

@@ -28,7 +28,7 @@ type facts struct {
 	data        *dataIndex           // which signals each model has
 	stageCache  map[string][]StageShare
 	slo         func(model string) (float64, bool)
-	tenantCache map[string]map[string][2]float64 // model → tenant → weight before, during
+	tenantCache map[string]map[string]tenantTally // model → tenant → requests before, during
 }
 
 // modelsWithData counts the models the analysis could judge.

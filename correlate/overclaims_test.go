@@ -1014,3 +1014,64 @@ func TestOverclaimNoOutlierWithoutReplicaData(t *testing.T) {
 		}
 	}
 }
+
+// A tenant's shares are of all the model's requests, tagged or not: a
+// tenant sending a tenth of the traffic is not "100 % of the requests".
+func TestOverclaimTenantShareOfTaggedOnly(t *testing.T) {
+	x := newFixture()
+	x.p99("chat", 100, 500)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "chat"}, 100, 110)
+	x.sampleRun(20, Scope{Model: "chat"}, 100, 100, func(s *Sample, d bool) {
+		if d && s.Time.Second() < 4 {
+			s.TotalMs = 500
+		}
+	})
+	// acme: one tagged sample a minute before, two during.
+	x.sampleRun(2, Scope{Model: "chat", Tenant: "acme"}, 100, 100, func(s *Sample, d bool) {
+		if !d && s.Time.Second() == 1 {
+			s.Tenant = ""
+		}
+		if d && s.Time.Second() == 1 {
+			s.TotalMs = 500
+		}
+	})
+	a := x.analyze()
+	for _, im := range a.Impact {
+		for _, e := range im.Tenants {
+			if *e.TrafficShare > 0.5 || *e.SlowShare > 0.5 {
+				t.Errorf("tenant %s: %.0f%% of slow, %.0f%% of requests; it sends under a tenth", e.Name, 100**e.SlowShare, 100**e.TrafficShare)
+			}
+		}
+	}
+	c := causeOf(t, a, CatCapacity)
+	dumpCause(t, c)
+	for _, said := range saidBy(c) {
+		if strings.Contains(said, "100% of the requests") || strings.Contains(said, "NaN") {
+			t.Errorf("capacity says %q", said)
+		}
+	}
+}
+
+// A tenant surge needs the tenant's samples in both phases: one before
+// and four during is no "×14.8".
+func TestOverclaimTenantSurgeFromFiveSamples(t *testing.T) {
+	x := newFixture()
+	x.p99("chat", 100, 500)
+	add := func(tenant string, n int, from time.Time, span time.Duration) {
+		for i := 0; i < n; i++ {
+			x.samples = append(x.samples, Sample{RequestID: fmt.Sprintf("%s-%v-%d", tenant, from, i), Time: from.Add(span * time.Duration(i) / time.Duration(n)),
+				Model: "chat", Tenant: tenant, Status: "ok", TotalMs: 100 + float64(i), SampleRate: 1})
+		}
+	}
+	add("beta", 4, x.onset.Add(-50*time.Minute), 45*time.Minute)
+	add("acme", 1, x.onset.Add(-30*time.Minute), 20*time.Minute)
+	add("beta", 2, x.onset.Add(time.Minute), 15*time.Minute)
+	add("acme", 4, x.onset.Add(2*time.Minute), 15*time.Minute)
+	c := causeOf(t, x.analyze(), CatCapacity)
+	dumpCause(t, c)
+	for _, said := range saidBy(c) {
+		if strings.Contains(said, "acme") || strings.Contains(said, "NaN") {
+			t.Errorf("capacity says %q from five samples", said)
+		}
+	}
+}

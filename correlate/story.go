@@ -170,10 +170,10 @@ func (f *facts) slowByModel() slowModelTally {
 			continue
 		}
 		t[m] = map[string]map[string]*[2]float64{"tenant": {}, "entry": {}}
+		// Samples without the dimension tally under "": they count in the
+		// shares' base (a tenant's share is of all the model's requests),
+		// never as an entry.
 		add := func(dim, v string, slow bool, w float64) {
-			if v == "" {
-				return
-			}
 			c := t[m][dim][v]
 			if c == nil {
 				c = new([2]float64)
@@ -209,6 +209,9 @@ func (t slowModelTally) entries(m, dim string) []ScopeEntry {
 	}
 	var out []ScopeEntry
 	for _, v := range sortedKeys(vals) {
+		if v == "" {
+			continue
+		}
 		share, traffic := round3(vals[v][0]/slow), round3(vals[v][1]/all)
 		if share >= 0.05 {
 			out = append(out, ScopeEntry{Name: v, SlowShare: &share, TrafficShare: &traffic})
