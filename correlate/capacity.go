@@ -77,7 +77,9 @@ func capacityFor(f *facts, models []string) Cause {
 	}
 	if loc, ok := f.topLocalIn(models); ok {
 		s := concStrength(loc)
-		b.corroborate("spread_over_pool", 1-s, 1-s, 0.15, "Slow requests are spread over the pool (strongest concentration: %s, %s).", dimString(loc), likelier(loc.RiskRatio)).restsOn("", "", loc.Dims)
+		if s <= 0.5 { // else the counter item says the opposite
+			b.corroborate("spread_over_pool", 1-s, 1-s, 0.15, "Slow requests are spread over the pool (strongest concentration: %s, %s).", dimString(loc), likelier(loc.RiskRatio)).restsOn("", "", loc.Dims)
+		}
 		if s > 0.5 {
 			b.oppose("concentrated", loc.RiskRatio, s, 0.3, "Slow requests concentrate on %s (%s), which a pool-wide shortage would not do.", dimString(loc), likelier(loc.RiskRatio)).restsOn("", "", loc.Dims)
 		}

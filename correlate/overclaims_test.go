@@ -1075,3 +1075,24 @@ func TestOverclaimTenantSurgeFromFiveSamples(t *testing.T) {
 		}
 	}
 }
+
+// Capacity must not say both "spread over the pool" and "concentrate on
+// r1" of the same slow requests.
+func TestOverclaimCapacitySpreadAndConcentrated(t *testing.T) {
+	x := newFixture()
+	x.p99("chat", 100, 500)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "chat"}, 100, 200)
+	for _, r := range []string{"r1", "r2", "r3", "r4"} {
+		rep := r
+		x.sampleRun(10, Scope{Model: "chat", Replica: rep, Node: "n-" + rep}, 100, 100, func(s *Sample, d bool) {
+			if d && (rep == "r1" && s.Time.Second()%2 == 0 || rep != "r1" && s.Time.Second() == 0) {
+				s.TotalMs = 500
+			}
+		})
+	}
+	c := causeOf(t, x.analyze(), CatCapacity)
+	dumpCause(t, c)
+	if names(c.Evidence)["spread_over_pool"] && names(c.CounterEvidence)["concentrated"] {
+		t.Errorf("slow requests both spread and concentrated")
+	}
+}
