@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -274,5 +275,40 @@ func TestPushedEventsAreBounded(t *testing.T) {
 	}
 	if got := e.count(`SELECT count(*) FROM events WHERE id LIKE 'big-%'`); got != 0 {
 		t.Errorf("%d events of the refused request stored", got)
+	}
+}
+
+// A long group key (group_by over many labels) is keyed by its hash: the
+// raw text outgrew Postgres' index entries, and every retry of the
+// notification failed with a 500, the group's alerts never landing.
+func TestAlertmanagerLongGroupKey(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	start := testNow.Add(-20 * time.Minute)
+	// Random text: Postgres compresses a repetitive one under the limit.
+	var labels strings.Builder
+	for i := 0; labels.Len() < 3500; i++ {
+		fmt.Fprintf(&labels, `l%d="%x",`, i, sha256.Sum256([]byte{byte(i), byte(i >> 8)}))
+	}
+	key := `{}:{` + labels.String() + `}`
+	withKey := func(body []byte) []byte {
+		var p wire.AlertmanagerPayload
+		if err := json.Unmarshal(body, &p); err != nil {
+			t.Fatal(err)
+		}
+		p.GroupKey = key
+		b, _ := json.Marshal(p)
+		return b
+	}
+	a := e.alert(withKey(amNotification("firing", 1, start, nil)))
+	if !a.Opened {
+		t.Fatalf("firing with a %d-byte group key: %+v", len(key), a)
+	}
+	if b := e.alert(withKey(amNotification("firing", 1, start, nil))); b.IncidentID != a.IncidentID || b.NewAlerts != 0 {
+		t.Fatalf("retry: %+v, want the same incident unchanged", b)
+	}
+	end := testNow.Add(-5 * time.Minute)
+	if r := e.alert(withKey(amNotification("resolved", 1, start, &end))); !r.Resolved || r.IncidentID != a.IncidentID {
+		t.Fatalf("resolved: %+v", r)
 	}
 }

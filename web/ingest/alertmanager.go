@@ -189,6 +189,22 @@ func truncate(s string, max int) string {
 	return s[:cut] + ellipsis
 }
 
+// maxStoredGroupKey is the longest group key stored as sent: it is in two
+// btree indexes, whose entries Postgres caps at 2,704 bytes (with the
+// fingerprint and start beside it in the receipts' key).
+const maxStoredGroupKey = 1024
+
+// storedGroupKey is the key a group is stored under: the key itself, or
+// past maxStoredGroupKey its SHA-256 (the same on every retry; the
+// event keeps the key as sent).
+func storedGroupKey(k string) string {
+	if len(k) <= maxStoredGroupKey {
+		return k
+	}
+	h := sha256.Sum256([]byte(k))
+	return "sha256:" + hex.EncodeToString(h[:])
+}
+
 // alertGroup validates a payload and maps it onto the store's terms:
 // labels model/version/tenant/pod/node become the scope (pod is the replica).
 func alertGroup(p *wire.AlertmanagerPayload, lim Limits, now time.Time) (store.AlertGroup, error) {
@@ -208,7 +224,7 @@ func alertGroup(p *wire.AlertmanagerPayload, lim Limits, now time.Time) (store.A
 	if common == nil {
 		common = commonLabels(p.Alerts)
 	}
-	g := store.AlertGroup{GroupKey: p.GroupKey, Status: p.Status, Scope: labelScope(common), Title: alertTitle(p)}
+	g := store.AlertGroup{GroupKey: storedGroupKey(p.GroupKey), Status: p.Status, Scope: labelScope(common), Title: alertTitle(p)}
 	for i, a := range p.Alerts {
 		field := fmt.Sprintf("alerts[%d]", i)
 		if a.Status != store.AlertFiring && a.Status != store.AlertResolved {
