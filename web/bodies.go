@@ -141,3 +141,19 @@ func (p *pacedBody) Read(b []byte) (int, error) {
 }
 
 func (p *pacedBody) Close() error { return p.r.Close() }
+
+// stallsAsUnavailable answers a stalled body (408, from the gate or the
+// handler) with 503 and Retry-After, for senders that retry only server
+// errors: Alertmanager drops a notification answered 4xx, and a stall is
+// the network's fault, not the notification's.
+func stallsAsUnavailable(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		err := next(c)
+		var re *request.Error
+		if errors.As(err, &re) && re.Status == http.StatusRequestTimeout {
+			c.Response().Header().Set("Retry-After", "1")
+			return &request.Error{Status: http.StatusServiceUnavailable, Msg: re.Msg}
+		}
+		return err
+	}
+}

@@ -33,7 +33,7 @@ func (s *Server) routes(e *echo.Echo) {
 	v1 := e.Group("/api/v1")
 	v1.POST("/events", a.CreateEvents, write, ingest)
 	v1.POST("/samples", a.CreateSamples, write, samples)
-	v1.POST("/alerts/alertmanager", a.ReceiveAlertmanager, write, ingest)
+	v1.POST("/alerts/alertmanager", a.ReceiveAlertmanager, write, stallsAsUnavailable, ingest)
 	v1.POST("/incidents", a.CreateIncident, write, small)
 	v1.GET("/incidents", a.ListIncidents, read)
 	v1.GET("/incidents/:id", byID(a.GetIncident), read)

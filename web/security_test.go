@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -592,5 +593,47 @@ func TestFailedAuthIsRateLimited(t *testing.T) {
 	}
 	if ra := r.header.Get("Retry-After"); ra == "" || ra == "0" {
 		t.Errorf("Retry-After %q", ra)
+	}
+}
+
+// A body that stalls is the network's fault, never the sender's bad
+// input: 408 on the annotation and incident routes (the sender may
+// retry), and on the Alertmanager route a 503 with Retry-After, since
+// Alertmanager retries only server errors and drops a notification
+// answered 4xx.
+func TestStalledBodiesAreRetryable(t *testing.T) {
+	e := newAPIEnv(t, func(c *web.Config) { c.BodyGrace = 300 * time.Millisecond })
+	am := amNotification("firing", 300, testNow.Add(-20*time.Minute), nil)
+	for _, tc := range []struct {
+		path, ctype string
+		body        []byte
+		cut         int // bytes sent before the stall
+		status      int
+	}{
+		{"/api/v1/alerts/alertmanager", "application/json", am, len(am) / 2, http.StatusServiceUnavailable},
+		{"/api/v1/alerts/alertmanager", "application/json", am, 10, http.StatusServiceUnavailable},
+		{"/api/annotations", "application/json", []byte(`{"time":1,"text":"` + strings.Repeat("x", 60000) + `"}`), 40000, http.StatusRequestTimeout},
+		{"/api/v1/incidents", "application/json", []byte(`{"title":"` + strings.Repeat("x", 3000) + `"}`), 2000, http.StatusRequestTimeout},
+	} {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(e.srv.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n",
+			tc.path, e.write, tc.ctype, len(tc.body))
+		_, _ = conn.Write(tc.body[:tc.cut])
+		_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
+		res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.path, err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		conn.Close()
+		if res.StatusCode != tc.status {
+			t.Errorf("%s stalled after %d bytes: %d %s, want %d", tc.path, tc.cut, res.StatusCode, body, tc.status)
+		}
+		if tc.status == http.StatusServiceUnavailable && res.Header.Get("Retry-After") == "" {
+			t.Errorf("%s: 503 without Retry-After", tc.path)
+		}
 	}
 }

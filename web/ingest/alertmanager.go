@@ -50,7 +50,7 @@ func Alertmanager(w http.ResponseWriter, req *http.Request, lim Limits, now time
 		if errors.As(err, &me) {
 			return store.AlertGroup{}, &request.Error{Status: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("notification larger than %d bytes", maxAlertBody)}
 		}
-		return store.AlertGroup{}, request.BadInput("", "reading the notification failed: %v", err)
+		return store.AlertGroup{}, ReadFailed(err, "reading the notification failed")
 	}
 	var p wire.AlertmanagerPayload
 	dec := json.NewDecoder(bytes.NewReader(raw))

@@ -46,7 +46,7 @@ func Annotation(req *http.Request, lim Limits, now time.Time) (correlate.Event, 
 			return correlate.Event{}, 0, &request.Error{Status: http.StatusRequestEntityTooLarge,
 				Msg: fmt.Sprintf("annotation larger than %d bytes", min(lim.MaxBytes, maxAnnotationBytes))}
 		}
-		return correlate.Event{}, 0, &request.Error{Status: http.StatusBadRequest, Msg: "reading the body: " + err.Error()}
+		return correlate.Event{}, 0, ReadFailed(err, "reading the body")
 	}
 	var w wire.Annotation
 	if err := json.Unmarshal(raw, &w); err != nil {

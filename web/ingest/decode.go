@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/waterline-dev/waterline/web/request"
@@ -154,10 +155,20 @@ func ReadObject(w http.ResponseWriter, r *http.Request, max int64, v any, hint s
 		if errors.As(err, &me) {
 			return &request.Error{Status: http.StatusRequestEntityTooLarge, Msg: fmt.Sprintf("body larger than %d bytes", max)}
 		}
-		return request.BadInput("", "reading the request body failed: %v", err)
+		return ReadFailed(err, "reading the request body failed")
 	}
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return request.BadInput("", "empty body: send %s", hint)
 	}
 	return DecodeRecord(raw, 0, v)
+}
+
+// ReadFailed is the answer to a body whose reading failed: 408 when it
+// stalled past the request's pace or time limit (the network's fault: the
+// sender may retry), else 400 (the client's connection failed).
+func ReadFailed(err error, what string) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return &request.Error{Status: http.StatusRequestTimeout, Msg: "the request body did not arrive within the request time limit"}
+	}
+	return request.BadInput("", "%s: %v", what, err)
 }
