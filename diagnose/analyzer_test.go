@@ -504,3 +504,85 @@ func TestAnalyzerStoppedMidwayRecordsNoFailure(t *testing.T) {
 		t.Errorf("a stopped analysis recorded %d failed version(s)", failed)
 	}
 }
+
+// TestDetectorResolvesNoSoonerThanItMerges: a spike of the incident's
+// model that began within the merge window joins the incident — also when
+// it is recorded, not yet worth an incident, as the window runs out. The
+// detector resolved the incident first, and the spike then opened a
+// second one for what Merge defines as one episode (and the ticket
+// flapped: resolved, then opened).
+func TestDetectorResolvesNoSoonerThanItMerges(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	onset := t0.Add(100 * time.Minute)
+	spikeEnd := t0.Add(115 * time.Minute)
+	second := spikeEnd.Add(29 * time.Minute)
+	end := t0.Add(220 * time.Minute)
+	rng := rand.New(rand.NewPCG(4, 4))
+	p95 := correlate.Curve{Role: correlate.RoleLatencyP95, Level: correlate.LevelModel, Scope: correlate.Scope{Model: "chat"}}
+	for ts := t0; ts.Before(end); ts = ts.Add(15 * time.Second) {
+		v := 150 * math.Exp(0.05*rng.NormFloat64())
+		if !ts.Before(second) {
+			v *= 2
+		}
+		p95.Points = append(p95.Points, correlate.Point{T: ts.UnixMilli(), V: v})
+	}
+	storetest.WriteCurves(t, st, []correlate.Curve{modelP99("chat", rng, onset, spikeEnd, end), p95})
+	now := spikeEnd.Add(-5 * time.Minute)
+	clock := func() time.Time { return now }
+	incidents := incident.New(st, incident.Options{Now: clock})
+	det := diagnose.NewDetector(st, diagnose.DetectorOptions{OpenIncidents: true, Merge: 30 * time.Minute, Now: clock, Incidents: incidents})
+	for ; now.Before(end); now = now.Add(time.Minute) {
+		if err := det.Once(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, _, err := st.ListIncidents(ctx, store.IncidentFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := st.RecordedSpikes(ctx, t0, end, 10)
+	for _, r := range rec {
+		t.Logf("spike %s onset %s incident %v", r.Role, r.Onset.Sub(t0), r.IncidentID)
+	}
+	if len(list) != 1 {
+		for _, in := range list {
+			t.Logf("incident %d %s %s→%v %s", in.ID, in.Title, in.Start.Sub(t0), in.End, in.Status)
+		}
+		t.Fatalf("%d incidents, want one: the second spike began %s after the first ended, within the merge window", len(list), second.Sub(spikeEnd))
+	}
+}
+
+// TestDetectorResolvesAnIncidentWithoutSpikes: a detector incident whose
+// spike never got attached (the pass stopped between the two, and the
+// spike was settled as a blip since) resolves once its merge window has
+// passed; it stayed open for ever, analysed again every round.
+func TestDetectorResolvesAnIncidentWithoutSpikes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	onset := t0.Add(100 * time.Minute)
+	now := onset.Add(time.Minute)
+	clock := func() time.Time { return now }
+	incidents := incident.New(st, incident.Options{Now: clock})
+	in, created, err := incidents.OpenForSpike(ctx, "chat", onset, 30*time.Minute, store.NewIncident{
+		Title: "P99 spike on chat", Source: store.SourceDetector, Start: onset.Add(-30 * time.Minute), Scope: correlate.Scope{Model: "chat"}})
+	if err != nil || !created {
+		t.Fatalf("open: %v %v", created, err)
+	}
+	det := diagnose.NewDetector(st, diagnose.DetectorOptions{OpenIncidents: true, Merge: 30 * time.Minute, Now: clock, Incidents: incidents})
+	if err := det.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.Incident(ctx, in.ID); got.Status != store.IncidentOpen {
+		t.Fatalf("resolved a minute after its onset: %+v", got)
+	}
+	now = onset.Add(45 * time.Minute)
+	if err := det.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.Incident(ctx, in.ID); got.Status != store.IncidentResolved || got.End == nil {
+		t.Fatalf("incident without spikes %+v, want resolved with an end once Merge has passed", got)
+	}
+}

@@ -354,7 +354,11 @@ func (d *Detector) closeQuiet(ctx context.Context, now time.Time) error {
 			return err
 		}
 		if !ok {
-			continue
+			// No spike holds it (its attach failed and its spike was settled
+			// as a blip since): it counts from its first onset, which the
+			// detector set 30 minutes after its start, lest it stay open,
+			// and be analysed again every round, for ever.
+			lastEnd = in.Start.Add(30 * time.Minute)
 		}
 		if ongoing {
 			if in.End != nil { // a spike that had ended (its data paused) is back
@@ -371,6 +375,15 @@ func (d *Detector) closeQuiet(ctx context.Context, now time.Time) error {
 			}
 		}
 		if now.Sub(lastEnd) > d.opt.Merge {
+			// A spike recorded within the window a new spike joins it by
+			// (OpenDetectorIncident: its end + Merge), not yet worth an
+			// incident, may still join: resolving now would open a second
+			// incident for one episode when it does.
+			if pending, err := d.st.PendingSpike(ctx, in.Scope.Model, end.Add(d.opt.Merge)); err != nil {
+				return err
+			} else if pending {
+				continue
+			}
 			// Its data paused (Prometheus or the pull down): nothing says the
 			// latency came back, so the incident waits, up to followFor.
 			if last, ok, err := d.st.IncidentDataUntil(ctx, in.ID); err != nil {

@@ -158,6 +158,17 @@ func (s *Store) IncidentSpikeSpan(ctx context.Context, incidentID int64) (ongoin
 	return ongoing, end.UTC(), true, nil
 }
 
+// PendingSpike reports whether a spike of model (any model for "") that no
+// incident holds yet is ongoing with its onset at or before until: one the
+// detector has recorded but not yet found worth an incident, which an
+// open incident ending before it may still take in.
+func (s *Store) PendingSpike(ctx context.Context, model string, until time.Time) (bool, error) {
+	var ok bool
+	err := s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM spikes
+		WHERE incident_id IS NULL AND ongoing AND onset <= $2 AND ($1 = '' OR model = $1))`, model, until).Scan(&ok)
+	return ok, wrap("pending spike", err)
+}
+
 // FollowedModels returns, per model, the earliest onset before `before`
 // of its spikes the detector must judge again: those still ongoing, and
 // those of open detector incidents (a spike marked over because its data
