@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // DB is the connection a Store runs on, for the store's own tests that
 // check rows with plain SQL; nothing outside the store needs it.
@@ -11,4 +14,12 @@ func (l *Lease) Setting(ctx context.Context, name string) (string, error) {
 	var v string
 	err := l.conn.QueryRow(ctx, `SELECT current_setting($1)`, name).Scan(&v)
 	return v, err
+}
+
+// SetDropLockTimeout shortens the wait for the lock a partition drop
+// needs; it returns the previous value.
+func SetDropLockTimeout(d time.Duration) time.Duration {
+	old := dropLockTimeout
+	dropLockTimeout = d
+	return old
 }

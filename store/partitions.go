@@ -130,6 +130,10 @@ func (s *Store) Partitions(ctx context.Context, table string) ([]time.Time, erro
 	return out, wrap("list partitions", rows.Err())
 }
 
+// dropLockTimeout bounds the wait for the parent's lock to drop a
+// partition (a variable for the tests).
+var dropLockTimeout = 10 * time.Second
+
 // DropPartitionsBefore drops every day partition of table that ends at or
 // before cutoff and returns how many it dropped. Dropping a partition is
 // instant and leaves no bloat, unlike DELETE.
@@ -144,7 +148,18 @@ func (s *Store) DropPartitionsBefore(ctx context.Context, table string, cutoff t
 			continue
 		}
 		name := partitionName(table, d)
-		if _, err := s.db.Exec(ctx, `DROP TABLE IF EXISTS `+name); err != nil {
+		// Dropping a partition locks its parent exclusively, and while it
+		// waits behind a long reader (a dump, a big analysis) every query
+		// on the table queues behind it: give up after a while, as
+		// EnsurePartitions does; the next maintenance round tries again.
+		err := pgxBeginOwn(ctx, s.db, func(tx DB) error {
+			if _, err := tx.Exec(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = '%dms'`, dropLockTimeout.Milliseconds())); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, `DROP TABLE IF EXISTS `+name)
+			return err
+		})
+		if err != nil {
 			return n, wrap("drop "+name, err)
 		}
 		s.parts.mu.Lock()

@@ -161,3 +161,38 @@ func TestRetentionPrunesSettledDeliveries(t *testing.T) {
 		t.Errorf("deliveries left after retention: %v, want the pending one and the open incident's", left)
 	}
 }
+
+// TestDropWaitsBoundedForItsLock: a partition drop behind a long reader
+// gives up after its lock timeout instead of queueing every later query
+// on the table behind it until the reader ends.
+func TestDropWaitsBoundedForItsLock(t *testing.T) {
+	// Not parallel: it changes a package-wide timeout.
+	ctx := context.Background()
+	st, pool := storetest.NewWithPool(t)
+	old := testclock.Now().Truncate(24 * time.Hour).Add(-30 * 24 * time.Hour)
+	if err := st.EnsurePartitions(ctx, store.TablePoints, old, old.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	defer store.SetDropLockTimeout(store.SetDropLockTimeout(300 * time.Millisecond))
+	reader, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Rollback(ctx)
+	if _, err := reader.Exec(ctx, `SELECT count(*) FROM points`); err != nil { // a long read: holds its lock
+		t.Fatal(err)
+	}
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	n, err := st.DropPartitionsBefore(dctx, store.TablePoints, old.Add(24*time.Hour))
+	if took := time.Since(start); took > 5*time.Second || err == nil || n != 0 {
+		t.Fatalf("drop behind a reader: %d dropped, %v, after %s; want a lock timeout within a second or so", n, err, took.Round(time.Millisecond))
+	}
+	if err := reader.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.DropPartitionsBefore(ctx, store.TablePoints, old.Add(24*time.Hour)); err != nil || n != 1 {
+		t.Fatalf("drop once the reader is gone: %d, %v", n, err)
+	}
+}
