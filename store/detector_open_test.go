@@ -77,3 +77,29 @@ func TestConcurrentEnqueuesWithDifferentKeysQueueOnce(t *testing.T) {
 		t.Fatalf("%d deliveries (%v), want 1", len(ds), err)
 	}
 }
+
+// An incident's analysis.ready goes out once per webhook: when a slow
+// analyzer's older version finishes after a newer one was announced, it
+// was announced again, the older cause last.
+func TestAnalysisReadyQueuedOncePerIncident(t *testing.T) {
+	st := store.New(storetest.NewPool(t))
+	ctx := context.Background()
+	in, err := st.CreateIncident(ctx, store.NewIncident{Title: "x", Start: time.Now().UTC().Add(-time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := st.CreateWebhook(ctx, store.NewWebhook{URL: "http://receiver.test/", Secret: "0123456789abcdef0123", Format: store.WebhookFormatWaterline, Events: store.WebhookEvents})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []int{2, 1} {
+		if _, err := st.EnqueueDelivery(ctx, store.NewDelivery{WebhookID: w.ID, IncidentID: in.ID, Event: store.EventAnalysisReady, AnalysisVersion: v,
+			IdempotencyKey: fmt.Sprintf("host/incidents/%d/analysis.ready/%d", in.ID, v), Body: []byte(`{}`), DueAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ds, _, err := st.Deliveries(ctx, w.ID, "", 50)
+	if err != nil || len(ds) != 1 || ds[0].AnalysisVersion != 2 {
+		t.Fatalf("%d deliveries (%v), want only the first announced (version 2)", len(ds), err)
+	}
+}

@@ -168,8 +168,10 @@ type NewDelivery struct {
 // EnqueueDelivery queues a delivery unless the webhook already has one
 // with the same idempotency key, or of the same incident, event and
 // analysis version (the same event noticed twice, by one replica or two,
-// or under a key made with another public URL): queued reports whether a
-// row was added.
+// or under a key made with another public URL), or analysis.ready of the
+// incident for any version (a slow analyzer's older version finishing
+// after a newer one was announced): queued reports whether a row was
+// added.
 func (s *Store) EnqueueDelivery(ctx context.Context, n NewDelivery) (queued bool, err error) {
 	// Serialised per webhook and incident, so two replicas with different
 	// keys (public URLs) cannot both pass the NOT EXISTS.
@@ -182,7 +184,8 @@ func (s *Store) EnqueueDelivery(ctx context.Context, n NewDelivery) (queued bool
 			INSERT INTO webhook_deliveries (webhook_id, incident_id, event, analysis_version, idempotency_key, body, next_attempt_at, created_at)
 			SELECT $1, $2, $3, $4, $5, $6, $7, $7
 			WHERE NOT EXISTS (SELECT 1 FROM webhook_deliveries
-			                  WHERE webhook_id = $1 AND incident_id = $2 AND event = $3 AND analysis_version = $4)
+			                  WHERE webhook_id = $1 AND incident_id = $2 AND event = $3
+			                    AND (analysis_version = $4 OR event = 'analysis.ready'))
 			ON CONFLICT (webhook_id, idempotency_key) DO NOTHING`,
 			n.WebhookID, n.IncidentID, n.Event, n.AnalysisVersion, n.IdempotencyKey, string(n.Body), n.DueAt)
 		queued = err == nil && tag.RowsAffected() == 1

@@ -96,12 +96,13 @@ func newFixture(t *testing.T, url string) fixture {
 	return fixture{st: st, incident: in.ID, hook: w.ID}
 }
 
-// enqueue queues n deliveries due now, with keys k-0…k-(n−1).
+// enqueue queues n deliveries due now, with keys k-0…k-(n−1): the
+// cause.changed of n analysis versions of one incident.
 func (f fixture) enqueue(t *testing.T, n int) {
 	t.Helper()
 	for i := range n {
 		q, err := f.st.EnqueueDelivery(context.Background(), store.NewDelivery{
-			WebhookID: f.hook, IncidentID: f.incident, Event: store.EventAnalysisReady, AnalysisVersion: i + 1,
+			WebhookID: f.hook, IncidentID: f.incident, Event: store.EventCauseChanged, AnalysisVersion: i + 1,
 			IdempotencyKey: fmt.Sprintf("k-%d", i), Body: []byte(fmt.Sprintf(`{"n":%d}`, i)), DueAt: testclock.Now(),
 		})
 		if err != nil || !q {
@@ -138,7 +139,7 @@ func TestDeliverySignedWithHeadersAndLogged(t *testing.T) {
 	f.enqueue(t, 1)
 	// The same key again is the same event noticed twice: not queued.
 	if q, err := f.st.EnqueueDelivery(context.Background(), store.NewDelivery{WebhookID: f.hook, IncidentID: f.incident,
-		Event: store.EventAnalysisReady, IdempotencyKey: "k-0", Body: []byte(`{}`), DueAt: testclock.Now()}); err != nil || q {
+		Event: store.EventCauseChanged, IdempotencyKey: "k-0", Body: []byte(`{}`), DueAt: testclock.Now()}); err != nil || q {
 		t.Fatalf("duplicate key queued=%v err=%v", q, err)
 	}
 	d := webhook.NewDispatcher(f.st, fast(webhook.Options{}))
@@ -163,7 +164,7 @@ func TestDeliverySignedWithHeadersAndLogged(t *testing.T) {
 	if ts, _ := strconv.ParseInt(r.ts, 10, 64); testclock.Now().Sub(time.Unix(ts, 0)).Abs() > time.Minute {
 		t.Fatalf("timestamp %s is not now", r.ts)
 	}
-	if string(r.body) != `{"n":0}` || r.key != "k-0" || r.event != store.EventAnalysisReady {
+	if string(r.body) != `{"n":0}` || r.key != "k-0" || r.event != store.EventCauseChanged {
 		t.Fatalf("request %+v", r)
 	}
 	log := f.log(t)
