@@ -138,15 +138,13 @@ func (s *Service) AttachSpike(ctx context.Context, id, spikeID int64) error {
 // returned: the resolution has succeeded, and freezing again is always
 // possible.
 func (s *Service) Resolve(ctx context.Context, id int64, freeze Freeze) (store.Incident, error) {
-	before, err := s.st.Incident(ctx, id)
+	// Told by the update itself: of two resolving at once (a user and the
+	// detector), only one notifies and freezes.
+	in, resolved, err := s.st.ResolveIncidentOnce(ctx, id, s.opt.Now())
 	if err != nil {
 		return store.Incident{}, err
 	}
-	in, err := s.st.ResolveIncident(ctx, id, s.opt.Now())
-	if err != nil {
-		return store.Incident{}, err
-	}
-	if before.Status != in.Status {
+	if resolved {
 		s.Notify(id)
 		s.resolved(ctx, id, freeze)
 	}

@@ -2,6 +2,8 @@ package incident_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -60,6 +62,49 @@ func TestRunFreezesResolvedIncidentsWithoutSnapshot(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("the worker did not freeze the resolved incident")
+		}
+	}
+}
+
+// TestConcurrentResolvesTellOnce: two resolving at once (a person and the
+// detector) resolve the incident once: one notification, one freeze. And
+// the detector's later window moves leave the resolved incident alone.
+func TestConcurrentResolvesTellOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	var mu sync.Mutex
+	told := 0
+	svc := incident.New(st, incident.Options{Watchers: []func(int64){func(int64) { mu.Lock(); told++; mu.Unlock() }}})
+	for round := range 5 {
+		in, err := svc.Open(ctx, store.NewIncident{Title: fmt.Sprintf("slow %d", round), Start: time.Now().Add(-time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		told = 0
+		mu.Unlock()
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				if _, err := svc.Resolve(ctx, in.ID, incident.FreezeLater); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if told != 1 {
+			t.Fatalf("round %d: watchers told %d times, want once", round, told)
+		}
+		resolved, _ := st.Incident(ctx, in.ID)
+		if err := svc.SetEnd(ctx, in.ID, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.WidenToFleet(ctx, in.ID, "renamed"); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := st.Incident(ctx, in.ID); got.End == nil || !got.End.Equal(*resolved.End) || got.Title != resolved.Title {
+			t.Fatalf("resolved incident changed by the detector's moves: end %v title %q", got.End, got.Title)
 		}
 	}
 }

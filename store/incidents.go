@@ -262,14 +262,22 @@ func (s *Store) ListIncidents(ctx context.Context, f IncidentFilter) ([]Incident
 // ends then too. Resolving a resolved incident changes nothing. It returns
 // the incident as stored, or ErrNotFound.
 func (s *Store) ResolveIncident(ctx context.Context, id int64, at time.Time) (Incident, error) {
-	_, err := s.db.Exec(ctx, `
+	in, _, err := s.ResolveIncidentOnce(ctx, id, at)
+	return in, err
+}
+
+// ResolveIncidentOnce is ResolveIncident, and says whether this call
+// resolved it: of two resolving at once, one.
+func (s *Store) ResolveIncidentOnce(ctx context.Context, id int64, at time.Time) (Incident, bool, error) {
+	tag, err := s.db.Exec(ctx, `
 		UPDATE incidents SET status = 'resolved', resolved_at = $2,
 		       end_at = COALESCE(end_at, GREATEST($2::timestamptz, start_at + interval '1 second')), updated_at = now()
 		WHERE id = $1 AND status = 'open'`, id, at)
 	if err != nil {
-		return Incident{}, wrap("resolve incident", err)
+		return Incident{}, false, wrap("resolve incident", err)
 	}
-	return s.Incident(ctx, id)
+	in, err := s.Incident(ctx, id)
+	return in, tag.RowsAffected() == 1, err
 }
 
 // encodeCursor makes an opaque page cursor from a row's sort key.

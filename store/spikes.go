@@ -113,9 +113,12 @@ func (s *Store) FindOrOpenDetectorIncident(ctx context.Context, model string, on
 	return in, created, err
 }
 
-// SetIncidentEnd sets (or clears, with nil) an incident's window end.
+// SetIncidentEnd sets (or clears, with nil) an open incident's window
+// end. A resolved one keeps its window (the detector may have read it
+// open just before someone resolved it): cleared, it would match every
+// range and its window would grow to now.
 func (s *Store) SetIncidentEnd(ctx context.Context, id int64, end *time.Time) error {
-	_, err := s.db.Exec(ctx, `UPDATE incidents SET end_at = $2, updated_at = now() WHERE id = $1`, id, end)
+	_, err := s.db.Exec(ctx, `UPDATE incidents SET end_at = $2, updated_at = now() WHERE id = $1 AND status = 'open'`, id, end)
 	return wrap("set incident end", err)
 }
 
@@ -123,7 +126,7 @@ func (s *Store) SetIncidentEnd(ctx context.Context, id int64, end *time.Time) er
 // title: a detector incident that another model's spike joined is about
 // both, and an analysis scoped to the first model would ignore the second.
 func (s *Store) WidenIncidentToFleet(ctx context.Context, id int64, title string) error {
-	_, err := s.db.Exec(ctx, `UPDATE incidents SET model = '', version = '', title = $2, updated_at = now() WHERE id = $1`, id, title)
+	_, err := s.db.Exec(ctx, `UPDATE incidents SET model = '', version = '', title = $2, updated_at = now() WHERE id = $1 AND status = 'open'`, id, title)
 	return wrap("widen incident", err)
 }
 
