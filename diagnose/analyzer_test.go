@@ -586,3 +586,34 @@ func TestDetectorResolvesAnIncidentWithoutSpikes(t *testing.T) {
 		t.Fatalf("incident without spikes %+v, want resolved with an end once Merge has passed", got)
 	}
 }
+
+// TestDetectorClosesItsIncidentsBehindManyOthers: the detector finds its
+// own open incidents however many newer ones others opened (it read one
+// page of 500 open incidents of any source).
+func TestDetectorClosesItsIncidentsBehindManyOthers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	onset := t0.Add(100 * time.Minute)
+	now := onset.Add(time.Minute)
+	clock := func() time.Time { return now }
+	incidents := incident.New(st, incident.Options{Now: clock})
+	in, _, err := incidents.OpenForSpike(ctx, "chat", onset, 30*time.Minute, store.NewIncident{
+		Title: "P99 spike on chat", Source: store.SourceDetector, Start: onset.Add(-30 * time.Minute), Scope: correlate.Scope{Model: "chat"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 501 {
+		if _, err := st.CreateIncident(ctx, store.NewIncident{Title: fmt.Sprintf("manual %d", i), Start: onset.Add(time.Duration(i) * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = onset.Add(45 * time.Minute)
+	det := diagnose.NewDetector(st, diagnose.DetectorOptions{OpenIncidents: true, Merge: 30 * time.Minute, Now: clock, Incidents: incidents})
+	if err := det.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.Incident(ctx, in.ID); got.Status != store.IncidentResolved {
+		t.Fatalf("detector incident behind 501 newer manual ones: %s, want resolved", got.Status)
+	}
+}

@@ -341,14 +341,20 @@ func (d *Detector) Record(ctx context.Context, from, to time.Time) (int, error) 
 // window ends 15 minutes after the last spike, and once Merge has passed
 // without a new spike the incident is resolved.
 func (d *Detector) closeQuiet(ctx context.Context, now time.Time) error {
-	page, _, err := d.st.ListIncidents(ctx, store.IncidentFilter{Status: store.IncidentOpen, Limit: 500})
-	if err != nil {
-		return err
-	}
-	for _, in := range page {
-		if in.Source != store.SourceDetector {
-			continue
+	// Every open detector incident, page by page: others (manual ones
+	// nobody resolves) must not push one out of a single page.
+	var open []store.Incident
+	for cursor := ""; ; {
+		page, next, err := d.st.ListIncidents(ctx, store.IncidentFilter{Status: store.IncidentOpen, Source: store.SourceDetector, Limit: 500, Cursor: cursor})
+		if err != nil {
+			return err
 		}
+		open = append(open, page...)
+		if cursor = next; cursor == "" {
+			break
+		}
+	}
+	for _, in := range open {
 		ongoing, lastEnd, ok, err := d.st.IncidentSpikeSpan(ctx, in.ID)
 		if err != nil {
 			return err

@@ -192,6 +192,7 @@ func (s *Store) Incident(ctx context.Context, id int64) (Incident, error) {
 // IncidentFilter selects incidents for ListIncidents.
 type IncidentFilter struct {
 	Status   string    // "" = any
+	Source   string    // "" = any
 	From, To time.Time // zero = unbounded; an incident matches if its window overlaps [From, To)
 	Cursor   string    // from a previous page's next cursor; "" = first page
 	Limit    int       // 1..500; 0 = 50
@@ -232,8 +233,9 @@ func (s *Store) ListIncidents(ctx context.Context, f IncidentFilter) ([]Incident
 		  AND ($2::timestamptz IS NULL OR i.end_at IS NULL OR i.end_at > $2)
 		  AND ($3::timestamptz IS NULL OR i.start_at < $3)
 		  AND ($4::timestamptz IS NULL OR (i.start_at, i.id) < ($4, $5))
+		  AND ($7 = '' OR i.source = $7)
 		ORDER BY i.start_at DESC, i.id DESC
-		LIMIT $6`, f.Status, from, to, afterStart, afterID, limit+1)
+		LIMIT $6`, f.Status, from, to, afterStart, afterID, limit+1, f.Source)
 	if err != nil {
 		return nil, "", wrap("list incidents", err)
 	}
@@ -285,6 +287,12 @@ func encodeCursor(t time.Time, id int64) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(t.UnixMicro(), 10) + "." + strconv.FormatInt(id, 10)))
 }
 
+// The range of a cursor's time: 1970 to the end of 9999.
+var (
+	minCursorMicros = int64(0)
+	maxCursorMicros = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
+)
+
 func decodeCursor(c string) (time.Time, int64, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil {
@@ -293,7 +301,9 @@ func decodeCursor(c string) (time.Time, int64, error) {
 	us, ids, ok := strings.Cut(string(raw), ".")
 	t, err1 := strconv.ParseInt(us, 10, 64)
 	id, err2 := strconv.ParseInt(ids, 10, 64)
-	if !ok || err1 != nil || err2 != nil {
+	// Only times Postgres holds: a forged one out of its range failed the
+	// query (a 500, not the 400 of a bad cursor).
+	if !ok || err1 != nil || err2 != nil || t < minCursorMicros || t > maxCursorMicros {
 		return time.Time{}, 0, fmt.Errorf("%w: %q", ErrBadCursor, c)
 	}
 	return time.UnixMicro(t).UTC(), id, nil
