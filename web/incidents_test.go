@@ -114,11 +114,15 @@ func TestIncidentsCreateValidation(t *testing.T) {
 		{"unknown field", `{"title":"x","start":"2026-11-29T10:00:00Z","owner":"me"}`, 422, "owner"},
 		{"unknown scope field", `{"title":"x","start":"2026-11-29T10:00:00Z","scope":{"pod":"p"}}`, 422, "scope.pod"},
 		{"wrong type", `{"title":5,"start":"2026-11-29T10:00:00Z"}`, 422, "title"},
+		// Postgres keeps microseconds: these two are the same instant there.
+		{"end within the start's microsecond", `{"title":"x","start":"2026-11-29T10:00:00.0000001Z","end":"2026-11-29T10:00:00.0000009Z"}`, 422, "end"},
 	}
 	// The cases' times are moved to hours before the test clock.
 	dates := strings.NewReplacer(
 		"2026-11-29T09:00:00Z", testNow.Add(-4*time.Hour).Format(time.RFC3339),
 		"2026-11-29T10:00:00Z", testNow.Add(-3*time.Hour).Format(time.RFC3339),
+		"2026-11-29T10:00:00.0000001Z", testNow.Add(-3*time.Hour).Truncate(time.Second).Add(100).Format(time.RFC3339Nano),
+		"2026-11-29T10:00:00.0000009Z", testNow.Add(-3*time.Hour).Truncate(time.Second).Add(900).Format(time.RFC3339Nano),
 		"2026-11-29T11:00:00Z", testNow.Add(-2*time.Hour).Format(time.RFC3339))
 	for _, c := range cases {
 		r := e.post("/api/v1/incidents", "application/json", []byte(dates.Replace(c.body)))

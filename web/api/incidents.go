@@ -103,12 +103,16 @@ func checkIncident(w *wire.IncidentCreate, lim ingest.Limits, now time.Time) (st
 	if msg != "" {
 		return store.NewIncident{}, request.Invalid("start", "%s", msg)
 	}
+	// Postgres keeps microseconds: times are compared as it will store them
+	// (an end 800 ns after the start failed its check, a 500).
+	start = start.Truncate(time.Microsecond)
 	n := store.NewIncident{Title: w.Title, Source: store.SourceManual, Start: start.UTC()}
 	if w.End != "" {
 		end, msg := ingest.CheckTime(w.End, lim, now)
 		if msg != "" {
 			return store.NewIncident{}, request.Invalid("end", "%s", msg)
 		}
+		end = end.Truncate(time.Microsecond)
 		if !end.After(start) {
 			return store.NewIncident{}, request.Invalid("end", "must be after start")
 		}
