@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waterline-dev/waterline/web"
 	"github.com/waterline-dev/waterline/wire"
 )
 
@@ -150,5 +151,23 @@ func TestGrafanaAnnotationReversedRegionIsTheSameEvent(t *testing.T) {
 	}
 	if n := e.count(`SELECT count(*) FROM events`); n != 1 {
 		t.Errorf("%d events, want 1", n)
+	}
+}
+
+// With no age limit (backfills), an annotation still cannot be dated
+// before 1970, as events cannot: a far-past time was a 500, a nearer one
+// an event the events API would refuse.
+func TestGrafanaAnnotationBefore1970(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t, func(c *web.Config) { c.IngestMaxAge = 0 })
+	for _, ms := range []int64{-9000000000000000, -86400000} {
+		body := fmt.Sprintf(`{"time":%d,"text":"x","tags":["deploy"]}`, ms)
+		r := e.do(request{method: "POST", path: "/api/annotations", token: e.write, ctype: "application/json", body: []byte(body)})
+		if r.status != http.StatusUnprocessableEntity || r.err.Field != "time" {
+			t.Errorf("time %d: %d %s, want 422 naming time", ms, r.status, r.body)
+		}
+	}
+	if n := e.count(`SELECT count(*) FROM events`); n != 0 {
+		t.Errorf("%d events stored", n)
 	}
 }

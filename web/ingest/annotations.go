@@ -199,6 +199,13 @@ func jsonKind(k string) string {
 // inWindow says what is wrong with t against the accepted window ("" if
 // nothing).
 func inWindow(t time.Time, lim Limits, now time.Time) string {
+	// As checkTime: Postgres holds no far-past time, and events start in 1970.
+	if t.Before(minTime) {
+		return fmt.Sprintf("%s is before 1970", t.Format(time.RFC3339))
+	}
+	if !lim.Oldest.IsZero() && t.Before(lim.Oldest) {
+		return fmt.Sprintf("%s is before %s: %s", t.Format(time.RFC3339), lim.Oldest.Format(time.RFC3339), lim.OldestWhy)
+	}
 	if lim.MaxAge > 0 && t.Before(now.Add(-lim.MaxAge)) {
 		return fmt.Sprintf("%s is more than %s in the past", t.Format(time.RFC3339), lim.MaxAge)
 	}
