@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -188,7 +189,9 @@ func scanEvent(row pgx.CollectableRow) (correlate.Event, error) {
 		e.EndTime = &t
 	}
 	if len(attrs) > 0 {
-		if err := json.Unmarshal(attrs, &e.Attrs); err != nil {
+		dec := json.NewDecoder(bytes.NewReader(attrs))
+		dec.UseNumber() // exact, as stored
+		if err := dec.Decode(&e.Attrs); err != nil {
 			return e, fmt.Errorf("attrs: %w", err)
 		}
 	}

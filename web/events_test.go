@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"math/big"
 	"net/http"
 	"strings"
 	"testing"
@@ -164,5 +165,29 @@ func TestHealthReadyMetrics(t *testing.T) {
 	e.pool.Close()
 	if r := e.do(request{method: "GET", path: "/readyz"}); r.status != http.StatusServiceUnavailable {
 		t.Fatalf("/readyz with the pool closed: %d", r.status)
+	}
+}
+
+// Numbers in attrs are kept as written: a build number past 2^53 came
+// back rounded, and 1e400 was refused as "want an object".
+func TestEventAttrsKeepTheirNumbers(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	body := fmt.Sprintf(`{"id":"ev-big","kind":"deploy","time":%q,"attrs":{"build":12345678901234567891,"pr":9007199254740993,"huge":1e400}}`,
+		testNow.Add(-time.Hour).Format(time.RFC3339))
+	if a, _ := accepted(t, e.post("/api/v1/events", "application/x-ndjson", []byte(body))); a != 1 {
+		t.Fatalf("accepted %d", a)
+	}
+	got, err := e.st.Events(context.Background(), store.EventFilter{From: testNow.Add(-2 * time.Hour), To: testNow})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("%d events (%v)", len(got), err)
+	}
+	// Compared as numbers: jsonb writes 1e400 out in full.
+	for k, want := range map[string]string{"build": "12345678901234567891", "pr": "9007199254740993", "huge": "1e400"} {
+		v, _, err1 := big.ParseFloat(fmt.Sprint(got[0].Attrs[k]), 10, 2000, big.ToNearestEven)
+		w, _, err2 := big.ParseFloat(want, 10, 2000, big.ToNearestEven)
+		if err1 != nil || err2 != nil || v.Cmp(w) != 0 {
+			t.Errorf("attrs.%s = %v, want %s", k, got[0].Attrs[k], want)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -97,7 +98,11 @@ func checkEvent(w *wire.EventIn, line int, lim Limits, now time.Time) (correlate
 		if len(w.Attrs) > 16<<10 {
 			return correlate.Event{}, bad("attrs", "larger than 16 KiB")
 		}
-		if err := json.Unmarshal(w.Attrs, &e.Attrs); err != nil {
+		// Numbers as written: a build number or id past 2^53 would come
+		// back rounded as a float64 (jsonb keeps them exact).
+		dec := json.NewDecoder(bytes.NewReader(w.Attrs))
+		dec.UseNumber()
+		if err := dec.Decode(&e.Attrs); err != nil {
 			return correlate.Event{}, bad("attrs", "want an object")
 		}
 		if hasNUL(e.Attrs) {
