@@ -105,6 +105,16 @@ func (s *Store) forgetPartitions(table string) {
 	}
 }
 
+// noPartitionSeen forgets what the cache knows about table when a write
+// failed for want of a partition the cache said was there (another
+// replica's retention dropped it): the caller's next EnsurePartitions
+// creates it again.
+func (s *Store) noPartitionSeen(table string, err error) {
+	if isNoPartition(err) {
+		s.forgetPartitions(table)
+	}
+}
+
 // Partitions lists the day partitions of table, oldest first.
 func (s *Store) Partitions(ctx context.Context, table string) ([]time.Time, error) {
 	rows, err := s.db.Query(ctx, `

@@ -70,6 +70,7 @@ func (s *Store) UpsertPoints(ctx context.Context, batch []SeriesPoints) (int64, 
 			return n, nil
 		}
 		if !IsUniqueViolation(err) {
+			s.noPartitionSeen(TablePoints, err)
 			return 0, wrap("upsert points", err)
 		}
 	}
@@ -99,6 +100,7 @@ func (s *Store) UpsertPoints(ctx context.Context, batch []SeriesPoints) (int64, 
 		return err
 	})
 	if err != nil {
+		s.noPartitionSeen(TablePoints, err)
 		return 0, wrap("upsert points", err)
 	}
 	return n, nil

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/internal/testing/testclock"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
 )
@@ -323,4 +324,39 @@ func newPool(t testing.TB, url string) *pgxpool.Pool {
 	}
 	t.Cleanup(pool.Close)
 	return pool
+}
+
+// TestPointsWriteForgetsADroppedPartition: another replica's retention
+// dropped a day partition this process had cached; the failed write
+// forgets the cache, so the next round's EnsurePartitions creates it again
+// (every later write of that source failed until a restart).
+func TestPointsWriteForgetsADroppedPartition(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, pool := storetest.NewWithPool(t)
+	day := testclock.Now().Truncate(24*time.Hour).Add(-3 * 24 * time.Hour)
+	c := correlate.Curve{Role: correlate.RoleQPS, Level: correlate.LevelModel, Scope: correlate.Scope{Model: "m"},
+		Points: ramp(day.Add(time.Hour), 4, 15*time.Second, func(i int) float64 { return float64(i) })}
+	writeCurves(t, st, []correlate.Curve{c})
+	other := store.New(pool) // another replica: its own partition cache
+	if _, err := other.DropPartitionsBefore(ctx, store.TablePoints, day.Add(24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := st.EnsureSeries(ctx, []store.SeriesDef{{Curve: c}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func() error {
+		if err := st.EnsurePartitions(ctx, store.TablePoints, day); err != nil {
+			return err
+		}
+		_, err := st.UpsertPoints(ctx, []store.SeriesPoints{{SeriesID: ids[c.Key()], Points: c.Points}})
+		return err
+	}
+	if err := write(); err == nil {
+		t.Fatal("a write into the dropped partition succeeded")
+	}
+	if err := write(); err != nil {
+		t.Fatalf("the next round's write: %v", err)
+	}
 }
