@@ -153,8 +153,10 @@ func TestKubeEventsFromHistoryAndRepull(t *testing.T) {
 			}
 		case correlate.KindScaleUp:
 			// The script's autoscaler: min its initial 2, max twice that.
-			if e.Attrs["from"] != 2.0 || e.Attrs["to"] != 3.0 || !strings.Contains(e.Summary, "2 → 3") ||
-				e.Attrs["hpa_min_replicas"] != 2.0 || e.Attrs["hpa_max_replicas"] != 4.0 {
+			// Stored numbers come back as written (json.Number).
+			num := func(k string) string { return fmt.Sprint(e.Attrs[k]) }
+			if num("from") != "2" || num("to") != "3" || !strings.Contains(e.Summary, "2 → 3") ||
+				num("hpa_min_replicas") != "2" || num("hpa_max_replicas") != "4" {
 				t.Errorf("scale_up = %+v", e)
 			}
 		}

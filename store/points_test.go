@@ -334,7 +334,7 @@ func TestPointsWriteForgetsADroppedPartition(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st, pool := storetest.NewWithPool(t)
-	day := testclock.Now().Truncate(24*time.Hour).Add(-3 * 24 * time.Hour)
+	day := testclock.Now().Truncate(24 * time.Hour).Add(-3 * 24 * time.Hour)
 	c := correlate.Curve{Role: correlate.RoleQPS, Level: correlate.LevelModel, Scope: correlate.Scope{Model: "m"},
 		Points: ramp(day.Add(time.Hour), 4, 15*time.Second, func(i int) float64 { return float64(i) })}
 	writeCurves(t, st, []correlate.Curve{c})
