@@ -90,4 +90,12 @@ func TestAlwaysFailingAnalysisIsLeftAfterThreeTries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Pruning keeps the failures that count the tries.
+	if _, err := st.PruneAnalyses(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if got, err := st.ResolvedWithoutReadyAnalysis(ctx, 10*time.Millisecond, 10); err != nil || slices.Contains(got, in.ID) {
+		t.Fatalf("after pruning: listed %v (%v), want the incident left failed", got, err)
+	}
 }
