@@ -1096,3 +1096,30 @@ func TestOverclaimCapacitySpreadAndConcentrated(t *testing.T) {
 		t.Errorf("slow requests both spread and concentrated")
 	}
 }
+
+// Minutes over the SLO count from the onset to the end of the data, at the
+// curve's spacing: a 90-minute breach read "30 min over" (the spike's main
+// part), and the spacing came from the first gap seen.
+func TestOverclaimSLOMinutesOver(t *testing.T) {
+	step := 5 * time.Minute
+	rise := time.Date(2026, 3, 2, 14, 0, 0, 0, time.UTC)
+	from, to := rise.Add(-90*time.Minute), rise.Add(150*time.Minute)
+	for _, spike := range []time.Duration{15 * time.Minute, 90 * time.Minute} {
+		c := Curve{Role: RoleLatencyP99, Level: LevelModel, Scope: Scope{Model: "chat"}}
+		for ts, i := from, 0; ts.Before(to); ts, i = ts.Add(step), i+1 {
+			v := 200 * wobble(i)
+			if !ts.Before(rise) && ts.Before(rise.Add(spike)) {
+				v = 800 * wobble(i)
+			}
+			c.Points = append(c.Points, Point{T: ts.UnixMilli(), V: v})
+		}
+		a := Analyze(Input{Window: Window{From: rise.Add(-10 * time.Minute), To: to}, Curves: []Curve{c}, Step: step,
+			SLO: func(string) (float64, bool) { return 300, true }})
+		if len(a.Impact) == 0 || a.Impact[0].SLO == nil {
+			t.Fatalf("spike %s: no SLO impact", spike)
+		}
+		if got := a.Impact[0].SLO.MinutesOver; math.Abs(got-spike.Minutes()) > step.Minutes() {
+			t.Errorf("spike of %s over the SLO: %.1f min over", spike, got)
+		}
+	}
+}

@@ -121,21 +121,23 @@ func (f *facts) sloImpact(m string) *SLOImpact {
 	}
 	out := &SLOImpact{SLOMs: slo}
 	if c := f.latencyCurve(m); c != nil {
+		// From the onset to the end of the data, not of the spike's main
+		// part (at most 30 minutes): a 90-minute breach read "30 min over".
+		// Each point counts its curve's usual spacing (the median gap), not
+		// the first gap seen.
 		var over int
-		var lastT int64
-		step := int64(0)
-		for _, p := range c.Points {
-			if p.T >= f.ph.Onset.UnixMilli() && p.T < f.ph.DuringTo.UnixMilli() {
-				if lastT > 0 && step == 0 {
-					step = p.T - lastT
-				}
-				lastT = p.T
-				if p.V > slo {
-					over++
-				}
+		var gaps []float64
+		for i, p := range c.Points {
+			if i > 0 && p.T > c.Points[i-1].T {
+				gaps = append(gaps, float64(p.T-c.Points[i-1].T))
+			}
+			if p.T >= f.ph.Onset.UnixMilli() && p.V > slo {
+				over++
 			}
 		}
-		out.MinutesOver = round3(float64(over) * float64(step) / 60000)
+		if len(gaps) > 0 {
+			out.MinutesOver = round3(float64(over) * median(gaps) / 60000)
+		}
 	}
 	st := f.ss.byModel[m]
 	if st == nil || st.duringW <= 0 {
