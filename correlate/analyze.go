@@ -434,10 +434,16 @@ func replicaStarts(events []Event, cs *curveSet, dataFrom time.Time, step time.D
 	if f := cs.firstPoint(); f.After(dataFrom) {
 		dataFrom = f
 	}
+	// The pod started within the two scrapes before its first point: two
+	// steps at fine steps, but a coarse step is an aggregate, its first
+	// point at most a step and a minute after the start (backdated two
+	// 5-minute steps, a pod 8 minutes old at the onset fell outside the
+	// cold-start window).
 	cutoff := dataFrom.Add(4 * step).UnixMilli()
+	back := min(2*step, step+time.Minute)
 	for rep, t := range first {
 		if _, ok := out[rep]; !ok && t > cutoff {
-			out[rep] = time.UnixMilli(t).Add(-2 * step).UTC()
+			out[rep] = time.UnixMilli(t).Add(-back).UTC()
 		}
 	}
 	return out

@@ -1123,3 +1123,39 @@ func TestOverclaimSLOMinutesOver(t *testing.T) {
 		}
 	}
 }
+
+// A replica that started 8 minutes before the onset is new at any step: at
+// 5-minute steps its start, inferred from its first point, was backdated
+// out of the cold-start window, and "no replica started" was said.
+func TestOverclaimColdStartAtCoarseSteps(t *testing.T) {
+	for _, step := range []time.Duration{15 * time.Second, time.Minute, 5 * time.Minute} {
+		onset := time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)
+		from, to := onset.Add(-80*time.Minute), onset.Add(40*time.Minute)
+		curve := func(role Role, level Level, sc Scope, start time.Time, before, during float64) Curve {
+			c := Curve{Role: role, Level: level, Scope: sc}
+			for ts, i := start, 0; ts.Before(to); ts, i = ts.Add(step), i+1 {
+				v := before
+				if !ts.Before(onset) {
+					v = during
+				}
+				c.Points = append(c.Points, Point{T: ts.UnixMilli(), V: v * wobble(i)})
+			}
+			return c
+		}
+		cs := []Curve{curve(RoleLatencyP99, LevelModel, Scope{Model: "chat"}, from, 200, 800), curve(RoleQPS, LevelModel, Scope{Model: "chat"}, from, 100, 100)}
+		for _, r := range []string{"r1", "r2"} {
+			cs = append(cs, curve(RoleLatencyP99, LevelReplica, Scope{Model: "chat", Replica: r, Node: "n" + r}, from, 200, 300))
+		}
+		// r3 started 8 minutes before the onset: its first point is the
+		// first step after two 15 s scrapes.
+		first := onset.Add(-8 * time.Minute).Add(30 * time.Second).Truncate(step).Add(step)
+		cs = append(cs, curve(RoleLatencyP99, LevelReplica, Scope{Model: "chat", Replica: "r3", Node: "nr3"}, first, 3000, 3000))
+		a := Analyze(Input{Window: Window{From: onset.Add(-10 * time.Minute), To: to}, Curves: cs, Step: step})
+		c := causeOf(t, a, CatColdStart)
+		for _, said := range saidBy(c) {
+			if strings.Contains(said, "No replica of chat started") || strings.Contains(said, "No new replicas") {
+				t.Errorf("step %s: %q about a replica 8 minutes old", step, said)
+			}
+		}
+	}
+}
