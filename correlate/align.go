@@ -79,13 +79,23 @@ func scopeMatch(e Event, a affectedScope) float64 {
 // strongest first. Alerts are symptoms, not causes, and are listed with
 // zero weight. The same deploy seen twice — pushed by the CD system and
 // derived from kube-state-metrics — is listed once.
-func alignEvents(events []Event, onset time.Time, a affectedScope) []AlignedEvent {
+//
+// Over data coarser than alignSkew (5-minute or hourly steps) the onset is
+// known to a step: an event within a step of it may have come before the
+// rise or after it, so it counts half and is said to be at the onset.
+func alignEvents(events []Event, onset time.Time, step time.Duration, a affectedScope) []AlignedEvent {
 	events = dedupeDeploys(events)
 	out := make([]AlignedEvent, 0, len(events))
 	for _, e := range events {
 		ae := AlignedEvent{Event: e, OffsetS: e.Time.Sub(onset).Seconds()}
+		if step > alignSkew {
+			ae.blurS = step.Seconds()
+		}
 		if e.Kind != KindAlert {
 			ae.TimeWeight = timeWeight(e, onset)
+			if ae.blurS > 0 && math.Abs(ae.OffsetS) < ae.blurS {
+				ae.TimeWeight = 0.5 // before or after the rise: either
+			}
 			ae.ScopeMatch = scopeMatch(e, a)
 		}
 		out = append(out, ae)

@@ -18,7 +18,7 @@ func TestAlignEventsWeightsAndDedupes(t *testing.T) {
 		{ID: "node", Kind: KindNodeFault, Time: onset.Add(-30 * time.Second), Scope: Scope{Node: "n1"}},
 		{ID: "alert", Kind: KindAlert, Time: onset.Add(time.Minute)},
 	}
-	got := alignEvents(events, onset, a)
+	got := alignEvents(events, onset, 15*time.Second, a)
 	byID := map[string]AlignedEvent{}
 	for _, e := range got {
 		byID[e.ID] = e

@@ -52,7 +52,7 @@ func Analyze(in Input) Analysis {
 	for _, n := range scope.Nodes {
 		aff.nodes[n] = true
 	}
-	f.events = alignEvents(eventsIn(in.Events, ph.Onset.Add(-alignLookback), in.Window.To), onset, aff)
+	f.events = alignEvents(eventsIn(in.Events, ph.Onset.Add(-alignLookback), in.Window.To), onset, in.Step, aff)
 
 	a := Analysis{
 		Window:        in.Window,

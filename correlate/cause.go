@@ -174,6 +174,9 @@ func rankCauses(f *facts) (causes []Cause, na []NotAssessable) {
 
 // ago formats an event's lead time relative to the onset.
 func ago(e AlignedEvent) string {
+	if e.blurS > 0 && math.Abs(e.OffsetS) < e.blurS {
+		return fmt.Sprintf("at the onset, as far as data at %s steps can tell", fmtDur(time.Duration(e.blurS*float64(time.Second))))
+	}
 	d := time.Duration(-e.OffsetS * float64(time.Second)).Round(15 * time.Second)
 	switch {
 	case d > 0:

@@ -1159,3 +1159,38 @@ func TestOverclaimColdStartAtCoarseSteps(t *testing.T) {
 		}
 	}
 }
+
+// At 5-minute steps the onset is known to a step: a deploy 3 minutes after
+// the rise must not read "2m before the onset" with a strong weight.
+func TestOverclaimEventOrderAtCoarseSteps(t *testing.T) {
+	step := 5 * time.Minute
+	rise := time.Date(2026, 3, 2, 14, 1, 0, 0, time.UTC)
+	from, to := rise.Add(-90*time.Minute), rise.Add(40*time.Minute)
+	curve := func(role Role, level Level, sc Scope, before, during float64) Curve {
+		c := Curve{Role: role, Level: level, Scope: sc}
+		for ts, i := from, 0; ts.Before(to); ts, i = ts.Add(step), i+1 {
+			v := before
+			if ts.After(rise) { // a point at T sums (T − step, T]
+				v = during
+			}
+			c.Points = append(c.Points, Point{T: ts.UnixMilli(), V: v * wobble(i)})
+		}
+		return c
+	}
+	cs := []Curve{curve(RoleLatencyP99, LevelModel, Scope{Model: "chat"}, 200, 800), curve(RoleQPS, LevelModel, Scope{Model: "chat"}, 100, 100),
+		curve(RoleLatencyP99, LevelVersion, Scope{Model: "chat", Version: "v1"}, 200, 800), curve(RoleQPS, LevelVersion, Scope{Model: "chat", Version: "v1"}, 100, 100)}
+	ev := []Event{{ID: "d1", Kind: KindDeploy, Time: rise.Add(3 * time.Minute), Scope: Scope{Model: "chat", Version: "v2"}, Summary: "chat v2"}}
+	a := Analyze(Input{Window: Window{From: rise.Add(-10 * time.Minute), To: to}, Curves: cs, Events: ev, Step: step})
+	c := causeOf(t, a, CatRelease)
+	dumpCause(t, c)
+	for _, said := range append(saidBy(c), a.Checklist[1].Answer) {
+		if strings.Contains(said, "before the onset") {
+			t.Errorf("at 5-minute steps: %q", said)
+		}
+	}
+	for _, e := range c.Evidence {
+		if e.Name == "deploy_before_onset" && e.Strength > 0.6 {
+			t.Errorf("a deploy that may have followed the rise weighs %.2f", e.Strength)
+		}
+	}
+}

@@ -184,6 +184,10 @@ type AlignedEvent struct {
 	OffsetS    float64 `json:"offset_s"`    // event time minus onset, seconds
 	TimeWeight float64 `json:"time_weight"` // 0..1
 	ScopeMatch float64 `json:"scope_match"` // 0..1
+	// blurS is the data's step when it is coarser than the alignment's
+	// skew: an event within it of the onset may have come before or after
+	// the rise. Only the sentences written during the analysis read it.
+	blurS float64
 }
 
 // CurveDeviation is one curve's robust deviation after the onset.
