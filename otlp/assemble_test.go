@@ -987,3 +987,51 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// stageSum adds a sample's timed stages.
+func stageSum(s correlate.Sample) float64 {
+	sum := 0.0
+	for _, v := range s.StagesMs {
+		if !math.IsNaN(v) {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// TestStagesAddUpToTheTotal: parallel calls share the time they cover, and
+// a child outside its parent's window (clock skew, or outliving it) counts
+// only within it: the stages add up to the request's total. Parallel
+// calls of 50 and 80 ms under a 100 ms request read 130 ms downstream.
+func TestStagesAddUpToTheTotal(t *testing.T) {
+	res := map[string]any{"service.name": "app", "k8s.pod.name": "app-0"}
+	root := tspan{id: 1, name: "POST /v1/chat", kind: server, from: 0, to: 100, attrs: map[string]any{"gen_ai.request.model": "m"}}
+	for _, tc := range []struct {
+		name       string
+		kids       []tspan
+		stage      correlate.Stage
+		want, rest float64 // ms in stage, and in gateway
+	}{
+		{"parallel calls", []tspan{
+			{id: 2, parent: 1, name: "GET", kind: client, from: 10, to: 60, attrs: map[string]any{"peer.service": "vector-db"}},
+			{id: 3, parent: 1, name: "GET", kind: client, from: 10, to: 90, attrs: map[string]any{"peer.service": "feature-store"}}},
+			correlate.StageDownstream, 80, 20},
+		{"child starting before its parent", []tspan{{id: 2, parent: 1, name: "llm_request", kind: internal, from: -20, to: 80}},
+			correlate.StageExec, 80, 20},
+		{"child outliving its parent", []tspan{{id: 2, parent: 1, name: "llm_request", kind: internal, from: 50, to: 150}},
+			correlate.StageExec, 50, 50},
+	} {
+		a, ck, sk := newTest(t, DefaultConfig())
+		mustAdd(t, a, request(traceID(1), ck.now().Add(-time.Minute), res, append([]tspan{root}, tc.kids...)...))
+		ck.add(10 * time.Second)
+		flush(t, a)
+		if len(sk.got) != 1 {
+			t.Fatalf("%s: %d samples", tc.name, len(sk.got))
+		}
+		s := sk.got[0]
+		if !near(stageSum(s), s.TotalMs) || !near(s.StagesMs[tc.stage], tc.want) || !near(s.StagesMs[correlate.StageGateway], tc.rest) {
+			t.Errorf("%s: %s %.1f ms, gateway %.1f ms, stages sum %.1f of a %.1f ms request; want %s %.0f, gateway %.0f",
+				tc.name, tc.stage, s.StagesMs[tc.stage], s.StagesMs[correlate.StageGateway], stageSum(s), s.TotalMs, tc.stage, tc.want, tc.rest)
+		}
+	}
+}

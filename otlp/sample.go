@@ -142,11 +142,36 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 	}
 	var depBuf [4]depTime
 	deps := depBuf[:0]
+	// Every nanosecond of the entry span goes to one stage once: each span
+	// counts only within its parent's (clipped) window — clock skew or a
+	// child outliving its parent adds nothing — and children that overlap
+	// (parallel calls) share the time they cover, each weighted by
+	// covered / the sum of their clipped durations, their own children in
+	// turn. Summed, the stages are the entry span's duration.
+	var loBuf, hiBuf [16]int64
+	var wBuf [16]float64
+	lo, hi, w := loBuf[:], hiBuf[:], wBuf[:]
+	if n > 16 {
+		lo, hi, w = make([]int64, n), make([]int64, n), make([]float64, n)
+	}
+	lo[entry], hi[entry], w[entry] = e.start, max(e.end, e.start), 1
 	for _, i := range order {
 		s := &sp[i]
-		self := float64(s.end-s.start) - covered(s, children(i), sp)
+		var sum float64
+		for _, k := range children(i) {
+			lo[k], hi[k] = max(sp[k].start, lo[i]), min(sp[k].end, hi[i])
+			hi[k] = max(hi[k], lo[k])
+			sum += float64(hi[k] - lo[k])
+		}
+		cov := covered(lo[i], hi[i], children(i), sp)
+		for _, k := range children(i) {
+			if w[k] = 0; sum > 0 {
+				w[k] = w[i] * cov / sum
+			}
+		}
+		self := (float64(hi[i]-lo[i]) - cov) * w[i]
 		for _, x := range a.extras(s, children(i), sp) {
-			take := math.Min(x.ms*1e6, math.Max(self, 0))
+			take := math.Min(x.ms*1e6*w[i], math.Max(self, 0))
 			self -= take
 			ms[x.stage] += take / 1e6
 			reported[x.stage] = true
@@ -242,14 +267,15 @@ func isServerStage(s correlate.Stage) bool {
 	return s == correlate.StageQueue || s == correlate.StageBatchWait || s == correlate.StageExec || s == correlate.StagePostprocess
 }
 
-// covered is how many ns of s its children's spans cover (overlaps once).
-func covered(s *span, kids []int, sp []span) float64 {
+// covered is how many ns of [from, to] a span's children cover (overlaps
+// once).
+func covered(from, to int64, kids []int, sp []span) float64 {
 	if len(kids) == 0 {
 		return 0
 	}
 	iv := make([][2]int64, 0, len(kids))
 	for _, k := range kids {
-		a, b := max(sp[k].start, s.start), min(sp[k].end, s.end)
+		a, b := max(sp[k].start, from), min(sp[k].end, to)
 		if b > a {
 			iv = append(iv, [2]int64{a, b})
 		}
