@@ -1035,3 +1035,32 @@ func TestStagesAddUpToTheTotal(t *testing.T) {
 		}
 	}
 }
+
+// The model server's dimensions come from the span that gave the server
+// stages most time: a gateway's own rate-limit queue span named the
+// gateway's pod as the replica. And the status is the entry span's: a
+// failed call the gateway handled (a 503 on a client span) made the
+// request an error.
+func TestServerDimensionsAndStatusFromTheRightSpans(t *testing.T) {
+	a, ck, sk := newTest(t, DefaultConfig())
+	start := ck.now().Add(-time.Minute)
+	tid := traceID(1)
+	gw := map[string]any{"service.name": "gateway", "service.version": "gw-1.4", "k8s.pod.name": "gw-0", "k8s.node.name": "node-gw"}
+	vllm := map[string]any{"service.name": "vllm", "service.version": "v2", "k8s.pod.name": "vllm-0", "k8s.node.name": "gpu-3"}
+	mustAdd(t, a, request(tid, start, gw,
+		tspan{id: 1, name: "POST /v1/chat", kind: server, from: 0, to: 100, attrs: map[string]any{"gen_ai.request.model": "m"}}, // no status code of its own
+		tspan{id: 2, parent: 1, name: "ratelimit queue", kind: internal, from: 1, to: 8},
+		tspan{id: 3, parent: 1, name: "POST", kind: client, from: 9, to: 10, attrs: map[string]any{"server.address": "cache", "http.response.status_code": 503}},
+		tspan{id: 4, parent: 1, name: "POST", kind: client, from: 10, to: 95, attrs: map[string]any{"server.address": "vllm"}},
+	))
+	mustAdd(t, a, request(tid, start, vllm, tspan{id: 5, parent: 4, name: "llm_request", kind: server, from: 12, to: 93}))
+	ck.add(10 * time.Second)
+	flush(t, a)
+	if len(sk.got) != 1 {
+		t.Fatalf("%d samples", len(sk.got))
+	}
+	s := sk.got[0]
+	if s.Replica != "vllm-0" || s.Version != "v2" || s.Node != "gpu-3" || s.Status != "ok" {
+		t.Errorf("replica %q version %q node %q status %q; want vllm-0, v2, gpu-3, ok", s.Replica, s.Version, s.Node, s.Status)
+	}
+}

@@ -149,10 +149,10 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 	// covered / the sum of their clipped durations, their own children in
 	// turn. Summed, the stages are the entry span's duration.
 	var loBuf, hiBuf [16]int64
-	var wBuf [16]float64
-	lo, hi, w := loBuf[:], hiBuf[:], wBuf[:]
+	var wBuf, srvBuf [16]float64
+	lo, hi, w, srv := loBuf[:], hiBuf[:], wBuf[:], srvBuf[:] // srv: ns each span gives server stages
 	if n > 16 {
-		lo, hi, w = make([]int64, n), make([]int64, n), make([]float64, n)
+		lo, hi, w, srv = make([]int64, n), make([]int64, n), make([]float64, n), make([]float64, n)
 	}
 	lo[entry], hi[entry], w[entry] = e.start, max(e.end, e.start), 1
 	for _, i := range order {
@@ -176,14 +176,14 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 			ms[x.stage] += take / 1e6
 			reported[x.stage] = true
 			if isServerStage(x.stage) {
-				serverish[i] = 1
+				serverish[i], srv[i] = 1, srv[i]+take
 			}
 		}
 		st := correlate.Stage(stage[i])
 		ms[st] += math.Max(self, 0) / 1e6
 		reported[st] = true
 		if isServerStage(st) {
-			serverish[i] = 1
+			serverish[i], srv[i] = 1, srv[i]+math.Max(self, 0)
 		}
 		if st == correlate.StageDownstream && s.dims[dimIndex[DimDependency]] != "" {
 			name, k := s.dims[dimIndex[DimDependency]], 0
@@ -198,15 +198,21 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 	}
 
 	// Dimensions: the model server's spans first for the server's own
-	// (model, version, replica, node, batch size), the entry span first
-	// for where the request came in (entry, tenant, status).
+	// (model, version, replica, node, batch size) — the one that gave the
+	// server stages most time, lest a gateway's own queue span (rate
+	// limiting) name the gateway's pod —, the entry span first for where
+	// the request came in (entry, tenant); the status is the entry span's.
 	dim := func(d Dim) string {
 		k := dimIndex[d]
 		if serverDims[d] {
+			best := -1
 			for _, i := range order {
-				if serverish[i] != 0 && sp[i].dims[k] != "" {
-					return sp[i].dims[k]
+				if serverish[i] != 0 && sp[i].dims[k] != "" && (best < 0 || srv[i] > srv[best]) {
+					best = i
 				}
+			}
+			if best >= 0 {
+				return sp[best].dims[k]
 			}
 		}
 		if v := e.dims[k]; v != "" {
@@ -222,7 +228,7 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 	out := correlate.Sample{
 		RequestID: hex.EncodeToString(id[:]), Time: start,
 		Model: dim(DimModel), Version: dim(DimVersion), Tenant: dim(DimTenant), Replica: dim(DimReplica),
-		Node: dim(DimNode), Entry: dim(DimEntry), Status: status(e, dim(DimStatusCode)),
+		Node: dim(DimNode), Entry: dim(DimEntry), Status: status(e, e.dims[dimIndex[DimStatusCode]]),
 		TotalMs: float64(e.end-e.start) / 1e6, SampleRate: 1,
 	}
 	if out.Model == "" {
