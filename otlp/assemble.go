@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -409,6 +410,8 @@ func invalid(sp ptrace.Span) string {
 		return "no start or end time"
 	case end < start:
 		return "an end time before its start time"
+	case uint64(end) > math.MaxInt64: // past 2262: read as Unix ns it turns negative
+		return "a time past the year 2262"
 	}
 	return ""
 }

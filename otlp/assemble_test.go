@@ -285,14 +285,17 @@ func TestInvalidSpansAreRejectedWithAReason(t *testing.T) {
 	)
 	spans := &r.ResourceSpans[0].ScopeSpans[0].Spans
 	*spans = append(*spans, &tracepb.Span{TraceId: make([]byte, 16), SpanId: id8(9), StartTimeUnixNano: 1, EndTimeUnixNano: 2},
-		&tracepb.Span{TraceId: traceID(3), StartTimeUnixNano: 1, EndTimeUnixNano: 2})
+		&tracepb.Span{TraceId: traceID(3), StartTimeUnixNano: 1, EndTimeUnixNano: 2},
+		// An end past int64's nanoseconds read as a negative total.
+		&tracepb.Span{TraceId: traceID(4), SpanId: id8(1), Name: "root", StartTimeUnixNano: uint64(start.UnixNano()), EndTimeUnixNano: math.MaxUint64})
 	res := mustAdd(t, a, decoded(r))
-	if res.Spans != 4 || res.Rejected != 3 {
-		t.Fatalf("spans %d rejected %d, want 4 and 3", res.Spans, res.Rejected)
+	if res.Spans != 5 || res.Rejected != 4 {
+		t.Fatalf("spans %d rejected %d, want 5 and 4", res.Spans, res.Rejected)
 	}
-	for _, want := range []string{"3 of 4 spans rejected", "end time before its start time (first: resource_spans[0].scope_spans[0].spans[1])",
+	for _, want := range []string{"4 of 5 spans rejected", "end time before its start time (first: resource_spans[0].scope_spans[0].spans[1])",
 		"invalid trace_id (all zero or missing) (first: resource_spans[0].scope_spans[0].spans[2])",
-		"invalid span_id (all zero or missing) (first: resource_spans[0].scope_spans[0].spans[3])"} {
+		"invalid span_id (all zero or missing) (first: resource_spans[0].scope_spans[0].spans[3])",
+		"time past the year 2262 (first: resource_spans[0].scope_spans[0].spans[4])"} {
 		if !strings.Contains(res.Message, want) {
 			t.Errorf("message %q lacks %q", res.Message, want)
 		}
