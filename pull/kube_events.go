@@ -156,12 +156,33 @@ func (in *kubeInput) appearances(pods map[string]*pod) []*versionAppearance {
 			}
 		}
 	}
+	// A version is new only against the versions its model last ran: a
+	// model back from zero replicas (scale to zero, a lost scrape of its
+	// pods) with the version it had is no rollout, and one with no pods
+	// before in the input cannot be told from one.
+	running := map[string][]bool{} // model → any of its versions at i
+	for k, h := range has {
+		if running[k.model] == nil {
+			running[k.model] = make([]bool, len(in.grid))
+		}
+		for i, on := range h {
+			running[k.model][i] = running[k.model][i] || on
+		}
+	}
 	var out []*versionAppearance
 	for k, h := range has {
 		for i := 1; i < len(h); i++ {
-			if h[i] && !h[i-1] && data[i-1] {
-				out = append(out, &versionAppearance{model: k.model, version: k.version, at: i})
+			if !h[i] || h[i-1] || !data[i-1] {
+				continue
 			}
+			last := i - 1
+			for last >= 0 && !running[k.model][last] {
+				last--
+			}
+			if last < 0 || h[last] {
+				continue
+			}
+			out = append(out, &versionAppearance{model: k.model, version: k.version, at: i})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {

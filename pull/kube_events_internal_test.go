@@ -1,0 +1,76 @@
+package pull
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/model"
+
+	"github.com/waterline-dev/waterline/correlate"
+)
+
+// series is one Prometheus range series over grid; NaN values are absent.
+func series(labels map[string]string, grid []int64, vals []float64) *model.SampleStream {
+	m := model.Metric{}
+	for k, v := range labels {
+		m[model.LabelName(k)] = model.LabelValue(v)
+	}
+	s := &model.SampleStream{Metric: m}
+	for i, v := range vals {
+		if !math.IsNaN(v) {
+			s.Values = append(s.Values, model.SamplePair{Timestamp: model.Time(grid[i]), Value: model.SampleValue(v)})
+		}
+	}
+	return s
+}
+
+// TestScaleFromZeroIsNoDeploy: a model scaled to zero and back with the
+// version it had is a scale, not a rollout — with generation metrics and
+// without. It read "rollout m → v1" at the onset of every cold start,
+// and the release cause took it as the deploy before the spike.
+func TestScaleFromZeroIsNoDeploy(t *testing.T) {
+	const n = 200
+	grid := make([]int64, n)
+	t0 := time.Now().Truncate(time.Hour).Add(-2 * time.Hour).UnixMilli()
+	for i := range grid {
+		grid[i] = t0 + int64(i)*15000
+	}
+	nan := math.NaN()
+	gen, spec, first, second, other := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	for i := range n {
+		gen[i], spec[i], other[i], first[i], second[i] = 5, 1, 1, nan, nan
+		if i < 80 {
+			first[i] = 1 // v1 runs, then the model scales to zero at 78
+		}
+		if i >= 78 {
+			gen[i], spec[i] = 6, 0
+		}
+		if i >= 148 {
+			gen[i], spec[i] = 7, 1 // and back to one replica, still v1
+		}
+		if i >= 150 {
+			second[i] = 1
+		}
+	}
+	pods := func() model.Matrix {
+		return model.Matrix{
+			series(map[string]string{"namespace": "ns", "pod": "m-abc12-aaaaa", "label_app": "m", "label_version": "v1"}, grid, first),
+			series(map[string]string{"namespace": "ns", "pod": "m-abc12-bbbbb", "label_app": "m", "label_version": "v1"}, grid, second),
+			series(map[string]string{"namespace": "ns", "pod": "o-1", "label_app": "o", "label_version": "x"}, grid, other),
+		}
+	}
+	for _, withGenerations := range []bool{true, false} {
+		in := &kubeInput{grid: grid, modelLabel: "label_app", versionLabel: "label_version", merge: 10 * time.Minute,
+			modelOf: func(d string) string { return d }, podLabels: pods()}
+		if withGenerations {
+			in.generation = model.Matrix{series(map[string]string{"namespace": "ns", "deployment": "m"}, grid, gen)}
+			in.spec = model.Matrix{series(map[string]string{"namespace": "ns", "deployment": "m"}, grid, spec)}
+		}
+		for _, e := range deriveKubeEvents(in) {
+			if e.Kind == correlate.KindDeploy {
+				t.Errorf("generations %v: %s %q at %s", withGenerations, e.Kind, e.Summary, e.Time.Format("15:04:05"))
+			}
+		}
+	}
+}
