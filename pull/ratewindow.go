@@ -70,7 +70,7 @@ func (c *Config) autoRate(q Query) bool {
 
 // expr is q's expression as pulled at the instant at: with an automatic
 // rate window, [1m] becomes two of the slowest scrape intervals among its
-// selectors (at least 1m). A probe that fails fails the fetch, which is
+// selectors, at least 1m and the pull step. A probe that fails fails the fetch, which is
 // retried: pulling on with a guessed window could store a hole.
 func (p *Puller) expr(ctx context.Context, q Query, at time.Time) (string, error) {
 	if !p.config().autoRate(q) {
@@ -86,6 +86,9 @@ func (p *Puller) expr(ctx context.Context, q Query, at time.Time) (string, error
 			w = 2 * iv
 		}
 	}
+	// Each point stands for its whole step: a 1m window at 5-minute steps
+	// read one minute of five, and a spike between two points vanished.
+	w = max(w, p.config().Step)
 	p.rates.mu.Lock()
 	p.rates.chosen[q.Name] = w
 	first := !p.rates.logged[w] && w != defaultRateWindow

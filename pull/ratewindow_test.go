@@ -161,3 +161,18 @@ func gaugeValueOf(t testing.TB, reg *prometheus.Registry, name, source string) f
 	t.Fatalf("no %s{source=%q}", name, source)
 	return 0
 }
+
+// At 5-minute steps the window covers the step: each point then stands
+// for its five minutes, not the last one of them.
+func TestRateWindowCoversTheStep(t *testing.T) {
+	_, p, _ := modelCurves(t, slowFleet(15*time.Second), "step: 300s\n")
+	ws := p.RateWindows()
+	if len(ws) == 0 {
+		t.Fatal("no automatic rate window chosen")
+	}
+	for q, w := range ws {
+		if w != 5*time.Minute {
+			t.Errorf("%s: rate window %s at 5-minute steps, want 5m", q, w)
+		}
+	}
+}
