@@ -103,7 +103,7 @@ func (p *Puller) expr(ctx context.Context, q Query, at time.Time) (string, error
 	return strings.ReplaceAll(q.Expr, "[1m]", fmt.Sprintf("[%ds]", int64(w/time.Second))), nil
 }
 
-// scrapeInterval is the median series' sample interval of selector over
+// scrapeInterval is the sample interval of selector's longest-scraped series over
 // the hour before at, 0 when it has no samples there.
 func (p *Puller) scrapeInterval(ctx context.Context, selector string, at time.Time) (time.Duration, error) {
 	r := p.rates
@@ -117,7 +117,10 @@ func (p *Puller) scrapeInterval(ctx context.Context, selector string, at time.Ti
 	if ok && at.Sub(pr.at).Abs() < ttl {
 		return pr.interval, nil
 	}
-	expr := fmt.Sprintf("quantile(0.5, count_over_time(%s[%ds]))", selector, int64(rateProbeSpan/time.Second))
+	// The series with the most samples: pods started within the hour
+	// (a scale-out, a rollout) have fewer, and their median read a 15 s
+	// scrape as 3 minutes.
+	expr := fmt.Sprintf("max(count_over_time(%s[%ds]))", selector, int64(rateProbeSpan/time.Second))
 	v, err := p.prom.instant(ctx, "rate window probe", expr, at)
 	if err != nil {
 		return 0, fmt.Errorf("measuring the scrape interval of %s: %w", selector, err)

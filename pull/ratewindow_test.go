@@ -2,6 +2,7 @@ package pull
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -173,6 +174,22 @@ func TestRateWindowCoversTheStep(t *testing.T) {
 	for q, w := range ws {
 		if w != 5*time.Minute {
 			t.Errorf("%s: rate window %s at 5-minute steps, want 5m", q, w)
+		}
+	}
+}
+
+// Pods that started within the probe's hour (a scale-out) do not stretch
+// the measured interval: the median series' count read 15 s scrapes as
+// three minutes, and the window as six.
+func TestRateWindowIgnoresYoungPods(t *testing.T) {
+	f := slowFleet(15 * time.Second)
+	for i := range 6 {
+		f.Pods = append(f.Pods, tpod(fmt.Sprintf("chat-bbbb-%d", i), "chat", "v1", "n1", f.Steps-20, f.Steps))
+	}
+	_, p, _ := modelCurves(t, f, "")
+	for q, w := range p.RateWindows() {
+		if w != time.Minute {
+			t.Errorf("%s: rate window %s at 15 s scrapes with young pods, want 1m", q, w)
 		}
 	}
 }
