@@ -99,17 +99,35 @@ func (p *Puller) History(ctx context.Context, from, to time.Time, progress func(
 					report(func(pr *Progress) { pr.NoSeries = append(pr.NoSeries, j.source) })
 				}
 			}()
-			for _, c := range j.chunks {
+			halvedOnce := false
+			for cs := j.chunks; len(cs) > 0; cs = cs[1:] {
+				c, end := cs[0], cs[len(cs)-1].to
+				half := c.to.Sub(c.from) / 2
+				canHalve := half >= minChunkSteps*step
 				var b *batch
 				err := retry(gctx, 4, func() error {
 					var err error
 					if b, err = p.fetch(gctx, j.source, c); err != nil {
+						if big, _ := tooBig(err); big && canHalve {
+							return splitChunk{err} // no use asking the same range again
+						}
 						return err
 					}
 					return p.commit(gctx, b, func(tx *store.Store, points int64) error {
 						return tx.AdvanceGap(gctx, j.gap.ID, c.to, p.now())
 					})
 				})
+				// Too much for Prometheus at once (many series, its
+				// max-samples or timeout): the rest of the job in halves, as
+				// the live loop does; a rerun resumed at the same chunk and
+				// failed the same way for good.
+				if big, once := tooBig(err); err != nil && canHalve && gctx.Err() == nil && (big || once && !halvedOnce) {
+					halvedOnce = halvedOnce || once
+					rest := chunks(c.from, end, step, half)
+					report(func(pr *Progress) { pr.Chunks += len(rest) - len(cs) })
+					cs = append([]window{{}}, rest...) // the loop's cs[1:] drops the placeholder
+					continue
+				}
 				if err != nil {
 					_ = p.st.NoteGapError(context.WithoutCancel(ctx), j.gap.ID, err.Error())
 					p.met.failed(j.source, p.now())
@@ -148,7 +166,8 @@ func retry(ctx context.Context, attempts int, f func() error) error {
 			return nil
 		}
 		var qe *QueryError
-		if errors.As(err, &qe) && qe.Rejected || ctx.Err() != nil {
+		var sc splitChunk
+		if errors.As(err, &qe) && qe.Rejected || errors.As(err, &sc) || ctx.Err() != nil {
 			return err
 		}
 		if i < attempts-1 {
@@ -161,3 +180,9 @@ func retry(ctx context.Context, attempts int, f func() error) error {
 	}
 	return err
 }
+
+// splitChunk wraps a fetch error that asking a shorter range may cure:
+// retry gives up on it at once, for the caller to ask in halves.
+type splitChunk struct{ error }
+
+func (s splitChunk) Unwrap() error { return s.error }

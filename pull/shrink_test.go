@@ -110,3 +110,40 @@ queries:
 		}
 	}
 }
+
+// A history pull whose chunk Prometheus refuses as too big asks the rest
+// in halves, as the live loop does: it retried the same chunk four times
+// and failed, and a rerun resumed at the same chunk and failed again.
+func TestRefusedHistoryChunkIsAskedInHalves(t *testing.T) {
+	t.Parallel()
+	const models, points = 10, 6 * 240 // six hours at 15 s
+	start := time.Now().UTC().Truncate(time.Hour).Add(-7 * time.Hour)
+	prom := promtest.New(t)
+	prom.Backfill(t, strings.NewReader(p99OpenMetrics(models, points, start)))
+	prom.SetFlags("--query.max-samples=6000") // 6 h × 10 series is 14,400
+	prom.Start(t)
+	st := storetest.New(t)
+	end := start.Add(time.Duration(points) * 15 * time.Second)
+	p := newPuller(t, st, prom.URL, `presets: []
+queries:
+  - role: latency_p99
+    level: model
+    labels: {model: model}
+    expr: p99_ms
+`, end)
+	pr, err := p.History(context.Background(), start, end.Add(-15*time.Second), nil)
+	if err != nil {
+		t.Fatalf("history: %v", err)
+	}
+	cs, err := st.Curves(context.Background(), store.CurveFilter{From: start.Add(-time.Hour), To: end.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range cs {
+		n += len(c.Points)
+	}
+	if n < models*(points-8) || pr.ChunksDone != pr.Chunks {
+		t.Errorf("%d points stored (want about %d), %d of %d chunks", n, models*points, pr.ChunksDone, pr.Chunks)
+	}
+}
