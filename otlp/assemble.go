@@ -61,7 +61,9 @@ var ErrBusy = errors.New("otlp: samples are waiting for the store; retry later")
 // most 8,192 spans, about one per export being filed), plus up to
 // maxQueued checked exports waiting to be filed (each a decoded request:
 // about three times its body, under the ingest body limit). Time: a trace
-// waits Grace after its entry span arrives, MaxWait at most without one;
+// waits Grace after its entry span arrives, MaxWait at most without one
+// (ten MaxWaits when its spans' flags say their root is local, still
+// running);
 // under memory pressure the oldest traces finish early.
 type Assembler struct {
 	cfg     Config
@@ -95,7 +97,8 @@ type Assembler struct {
 type trace struct {
 	id      [16]byte
 	spans   []span
-	first   int64 // arrival of the first span (Unix ns, server clock)
+	first   int64 // arrival of the first span (Unix ns, server clock); re-armed by a wait for a local root
+	rearms  int8  // MaxWaits added waiting for a local root (awaitsLocalRoot)
 	entryAt int64 // arrival of the entry span; 0 = not yet
 	// incoming counts the spans of the request being added that are yet
 	// to be filed here (Add sizes spans with it).
@@ -416,6 +419,21 @@ func invalid(sp ptrace.Span) string {
 	return ""
 }
 
+// maxRearms bounds the MaxWaits a trace waits for a local root: 1 + 9,
+// ten minutes at the default one.
+const maxRearms = 9
+
+// awaitsLocalRoot reports whether a topmost span of t (its parent not
+// held) has a parent its flags say is local to its process.
+func (t *trace) awaitsLocalRoot() bool {
+	for i := range t.spans {
+		if t.spans[i].parentLocal && !t.has(t.spans[i].parent) {
+			return true
+		}
+	}
+	return false
+}
+
 func (t *trace) has(id [8]byte) bool {
 	for i := range t.spans {
 		if t.spans[i].id == id {
@@ -594,14 +612,26 @@ func (a *Assembler) emit(final bool) int {
 			due = append(due, a.detachLocked(t, false, ns))
 		}
 	}
+	var rearmed []*trace
 	for len(a.age) > 0 && (a.age[0].gone || a.age[0].first+wait <= ns) {
 		t := a.age[0]
 		a.age = a.age[1:]
 		if t.gone || t.entryAt != 0 { // an entry span came late: rdy has it
 			continue
 		}
+		// A request longer than MaxWait: its children ended and were
+		// exported, its root — local to their process, the flags say — is
+		// still running. Standing in for it gave a wrong sample and lost
+		// the root as late; it is waited for, up to maxRearms more MaxWaits.
+		if !final && t.rearms < maxRearms && t.awaitsLocalRoot() {
+			t.rearms++
+			t.first = ns
+			rearmed = append(rearmed, t)
+			continue
+		}
 		due = append(due, a.detachLocked(t, true, ns))
 	}
+	a.age = append(a.age, rearmed...)
 	for len(a.doneQ) > 0 && a.doneQ[0].until <= ns {
 		if a.done[a.doneQ[0].id] == a.doneQ[0].until {
 			delete(a.done, a.doneQ[0].id)

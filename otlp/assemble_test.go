@@ -66,6 +66,7 @@ type tspan struct {
 	attrs      map[string]any
 	events     map[string]float64
 	failed     bool
+	flags      uint32
 }
 
 func kv(m map[string]any) []*commonpb.KeyValue {
@@ -130,7 +131,7 @@ func pbRequest(tid []byte, start time.Time, res map[string]any, spans ...tspan) 
 	at := func(ms float64) uint64 { return uint64(start.UnixNano() + int64(ms*1e6)) }
 	for _, s := range spans {
 		sp := &tracepb.Span{TraceId: tid, SpanId: id8(s.id), ParentSpanId: id8(s.parent), Name: s.name, Kind: s.kind,
-			StartTimeUnixNano: at(s.from), EndTimeUnixNano: at(s.to), Attributes: kv(s.attrs)}
+			StartTimeUnixNano: at(s.from), EndTimeUnixNano: at(s.to), Attributes: kv(s.attrs), Flags: s.flags}
 		for name, ms := range s.events {
 			sp.Events = append(sp.Events, &tracepb.Span_Event{Name: name, TimeUnixNano: at(ms)})
 		}
@@ -1065,5 +1066,47 @@ func TestServerDimensionsAndStatusFromTheRightSpans(t *testing.T) {
 	s := sk.got[0]
 	if s.Replica != "vllm-0" || s.Version != "v2" || s.Node != "gpu-3" || s.Status != "ok" {
 		t.Errorf("replica %q version %q node %q status %q; want vllm-0, v2, gpu-3, ok", s.Replica, s.Version, s.Node, s.Status)
+	}
+}
+
+// A request longer than MaxWait: its children end and are exported first,
+// the root 90 s later. With the SDK's span flags saying their parent is
+// local, the trace waits for it and becomes one right sample; the topmost
+// child stood in for it (a wrong total, no entry) and the root was thrown
+// away as late. Without the flags the stand-in is kept (the parent may be
+// a caller that exports nothing).
+func TestLongRequestWaitsForItsLocalRoot(t *testing.T) {
+	const hasIsRemote = 0x100
+	a, ck, sk := newTest(t, DefaultConfig())
+	start := ck.now()
+	tid := traceID(7)
+	res := map[string]any{"service.name": "vllm", "k8s.pod.name": "vllm-0"}
+	mustAdd(t, a, request(tid, start, res,
+		tspan{id: 2, parent: 1, name: "authenticate", kind: internal, from: 0, to: 5, flags: hasIsRemote},
+		tspan{id: 3, parent: 1, name: "llm_request", kind: internal, from: 6, to: 89000, flags: hasIsRemote, attrs: map[string]any{"gen_ai.request.model": "m"}}))
+	for range 3 { // past MaxWait, the root still running
+		ck.add(30 * time.Second)
+		flush(t, a)
+	}
+	if len(sk.got) != 0 {
+		t.Fatalf("emitted before its root came: %+v", sk.got)
+	}
+	mustAdd(t, a, request(tid, start, res,
+		tspan{id: 1, name: "POST /v1/chat", kind: server, from: 0, to: 90000, attrs: map[string]any{"http.route": "/v1/chat"}}))
+	ck.add(10 * time.Second)
+	flush(t, a)
+	if len(sk.got) != 1 || !near(sk.got[0].TotalMs, 90000) || sk.got[0].Entry != "/v1/chat" {
+		t.Fatalf("long request: %+v, want one sample of 90 s through /v1/chat", sk.got)
+	}
+	// Not for ever: a root that never comes is stood in for after ten
+	// MaxWaits.
+	mustAdd(t, a, request(traceID(8), ck.now(), res,
+		tspan{id: 3, parent: 1, name: "llm_request", kind: internal, from: 6, to: 1000, flags: hasIsRemote, attrs: map[string]any{"gen_ai.request.model": "m"}}))
+	for range 21 {
+		ck.add(30 * time.Second)
+		flush(t, a)
+	}
+	if len(sk.got) != 2 {
+		t.Errorf("a trace whose local root never came: %d samples after 10 min, want it stood in for", len(sk.got)-1)
 	}
 }

@@ -26,9 +26,12 @@ type span struct {
 	// gives the span if it turns out to be a leaf or not (rules may ask
 	// for leaves, and children may arrive later); -1 = no rule.
 	stageLeaf, stageInner int8
-	failed, timedOut      bool    // span status ERROR; error.type or status says timeout
-	extra                 []timed // stage times from attributes
-	events                []event // only those the event stages name
+	failed, timedOut      bool // span status ERROR; error.type or status says timeout
+	// parentLocal: the span's flags say its parent is in the same process
+	// (a local root still running, not a caller that exports elsewhere).
+	parentLocal bool
+	extra       []timed // stage times from attributes
+	events      []event // only those the event stages name
 	// dims are the span's dimension values, shared with every span that
 	// has the same (spans of one resource mostly do); never nil.
 	dims *[numDims]string
@@ -342,6 +345,10 @@ func (m *mapper) resolve(dst *span, sp ptrace.Span, res *resDims) {
 		}
 		dst.dims = m.dimSet(&d)
 	}
+	// OTLP's span flags: bit 8 says whether bit 9 (the parent is remote)
+	// is known; SDKs set both (otel-go since 1.28).
+	fl := sp.Flags()
+	dst.parentLocal = fl&0x100 != 0 && fl&0x200 == 0 && dst.parent != [8]byte{}
 	dst.failed = sp.Status().Code() == ptrace.StatusCodeError
 	if v, ok := a.get("error.type"); ok {
 		dst.timedOut = strings.Contains(strings.ToLower(text(v)), "timeout")

@@ -75,7 +75,7 @@ func newTraceCollector(a *otlp.Assembler) *traceCollector {
 	return &traceCollector{
 		a:           a,
 		spans:       d("waterline_otlp_spans_total", "OTLP spans received by outcome (accepted; rejected: invalid, reported in partial_success, or past max_spans_per_trace; duplicate: already held; late: their trace was already emitted).", "outcome"),
-		dropped:     d("waterline_otlp_traces_dropped_total", "Traces that mapped to no sample, by reason (no_entry_span, no_model, evicted, out_of_window).", "reason"),
+		dropped:     d("waterline_otlp_traces_dropped_total", "Traces that mapped to no sample, by reason (no_entry_span, no_model, evicted, out_of_window, implausible).", "reason"),
 		samples:     d("waterline_otlp_samples_total", "Samples assembled from traces and stored."),
 		sinkErrs:    d("waterline_otlp_store_errors_total", "Failed attempts to store assembled samples (they are kept and retried)."),
 		heldTraces:  d("waterline_otlp_buffered_traces", "Incomplete traces held in memory."),
