@@ -47,7 +47,10 @@ func curvesFrom(q Query, m model.Matrix, pods podIndex, aliases map[string]strin
 				if c.Scope.Version == "" {
 					c.Scope.Version = meta.Version
 				}
-				if c.Scope.Node == "" {
+				// The pod's node from kube-state-metrics over the series' own:
+				// DCGM's Hostname is the exporter pod's name unless it runs
+				// with NODE_NAME or on the host network.
+				if meta.Node != "" {
 					c.Scope.Node = meta.Node
 				}
 			}

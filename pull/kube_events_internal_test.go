@@ -74,3 +74,19 @@ func TestScaleFromZeroIsNoDeploy(t *testing.T) {
 		}
 	}
 }
+
+// A replica curve's node is the pod's node from kube-state-metrics, not
+// the series' own label: DCGM's Hostname is the exporter pod's name when
+// it runs without NODE_NAME, and GPU curves then sat on a "node" no other
+// curve, fault or pod placement knows.
+func TestReplicaCurveNodeFromThePodJoin(t *testing.T) {
+	from := time.Now().Truncate(time.Minute).Add(-time.Hour)
+	w := window{from, from.Add(time.Hour)}
+	m := model.Matrix{series(map[string]string{"pod": "chat-7b-1", "Hostname": "nvidia-dcgm-exporter-x7k2p"},
+		[]int64{from.Add(time.Minute).UnixMilli()}, []float64{80})}
+	q := Query{Role: correlate.RoleGPUUtil, Level: correlate.LevelReplica, Labels: LabelMap{Replica: "pod", Node: "Hostname"}}
+	out, _, _ := curvesFrom(q, m, podIndex{"chat-7b-1": {Model: "chat-7b", Version: "v1", Node: "gpu-node-3"}}, nil, w)
+	if len(out) != 1 || out[0].curve.Scope.Node != "gpu-node-3" || out[0].curve.Scope.Model != "chat-7b" {
+		t.Fatalf("curves %+v, want chat-7b-1 on gpu-node-3", out)
+	}
+}
