@@ -76,6 +76,12 @@ func TestSpikesOnAdHocPromQL(t *testing.T) {
 	if code, body = get(q); code != http.StatusBadRequest || body["field"] != "query" || !strings.Contains(fmt.Sprint(body["error"]), "more than 1000 series") {
 		t.Errorf("a query of 1,001 series: %d %v, want 400 naming the query", code, body)
 	}
+	// PromQL that fails as Prometheus runs it (422 execution: a match
+	// that is not one-to-one) is the client's too, not a 502 to retry.
+	q.Set("query", "gateway_p99_ms * on() many")
+	if code, body = get(q); code != http.StatusBadRequest || body["field"] != "query" {
+		t.Errorf("a failing match: %d %v, want 400 naming the query", code, body)
+	}
 	q.Set("query", "gateway_p99_ms")
 	// 0.1 s over two hours (with the baseline's history) is 72,000 points:
 	// more than Prometheus answers at once, so the server splits the query.
