@@ -90,3 +90,47 @@ func TestReplicaCurveNodeFromThePodJoin(t *testing.T) {
 		t.Fatalf("curves %+v, want chat-7b-1 on gpu-node-3", out)
 	}
 }
+
+// A rollout that also changed the replica count, its new pods first seen
+// in the next window: the first window takes the generation bump for the
+// scale (no new version yet), the next derives the deploy in its context
+// — and stores it. It was only refreshed there, never inserted: lost.
+func TestRolloutAcrossAWindowBorderIsStored(t *testing.T) {
+	const step = 15 * time.Second
+	merge := 10 * time.Minute
+	wFrom := time.Now().Truncate(time.Hour).Add(-time.Hour)
+	qFrom := wFrom.Add(-3 * merge)
+	n := int((3*merge + 30*time.Minute) / step)
+	grid := make([]int64, n)
+	for i := range grid {
+		grid[i] = qFrom.Add(time.Duration(i) * step).UnixMilli()
+	}
+	at := func(t time.Time) int { return int(t.Sub(qFrom) / step) }
+	bump, newPods := at(wFrom.Add(-time.Minute)), at(wFrom.Add(30*time.Second))
+	nan := math.NaN()
+	gen, spec, v1, v2 := make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	for i := range n {
+		gen[i], spec[i], v1[i], v2[i] = 3, 2, 1, nan
+		if i >= bump {
+			gen[i], spec[i] = 4, 3 // image and replicas in one helm upgrade
+		}
+		if i >= newPods {
+			v1[i], v2[i] = nan, 1
+		}
+	}
+	in := &kubeInput{grid: grid, modelLabel: "label_app", versionLabel: "label_version", merge: merge, modelOf: func(d string) string { return d },
+		generation: model.Matrix{series(map[string]string{"namespace": "ns", "deployment": "m"}, grid, gen)},
+		spec:       model.Matrix{series(map[string]string{"namespace": "ns", "deployment": "m"}, grid, spec)},
+		podLabels: model.Matrix{
+			series(map[string]string{"namespace": "ns", "pod": "m-a-1", "label_app": "m", "label_version": "v1"}, grid, v1),
+			series(map[string]string{"namespace": "ns", "pod": "m-b-1", "label_app": "m", "label_version": "v2"}, grid, v2),
+		}}
+	stored, _ := splitKubeEvents(deriveKubeEvents(in), qFrom.Add(merge), window{wFrom, wFrom.Add(30 * time.Minute)})
+	found := false
+	for _, e := range stored {
+		found = found || e.Kind == correlate.KindDeploy && e.Version == "v2"
+	}
+	if !found {
+		t.Errorf("the rollout to v2 is not stored: %+v", stored)
+	}
+}

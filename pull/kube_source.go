@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/common/model"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/waterline-dev/waterline/correlate"
 )
 
 // kubeContext is how far before its window the events source reads: a
@@ -16,9 +18,7 @@ import (
 func (c *Config) kubeContext() time.Duration { return 3 * c.Kube.MergeWindow }
 
 // fetchKube queries kube-state-metrics over w (plus the context before it)
-// and derives the events. Events inside w are the window's own; those in
-// the context were the previous window's and may only be refreshed (a
-// rollout whose version showed up after that window ended).
+// and derives the events (splitKubeEvents says which are stored).
 func (p *Puller) fetchKube(ctx context.Context, w window) (*batch, error) {
 	k := p.config().Kube
 	step := p.config().Step
@@ -60,15 +60,27 @@ func (p *Puller) fetchKube(ctx context.Context, w window) (*batch, error) {
 		return nil, err
 	}
 	b := &batch{curves: in.poolCurves(w)}
-	for _, e := range deriveKubeEvents(in) {
+	b.events, b.refresh = splitKubeEvents(deriveKubeEvents(in), qFrom.Add(k.MergeWindow), w)
+	return b, nil
+}
+
+// splitKubeEvents sorts derived events into those to store (up to w's end)
+// and those only to refresh if stored: the ones in the first merge window
+// of the input, which the derivation could not see whole (a version
+// arriving before it, the point before a change). The rest of the context
+// is stored too: a pod started within a scrape of the window's start, or a
+// rollout whose new pods first showed in this window, was seen by the
+// previous window only as a change it could not place, and was lost.
+func splitKubeEvents(events []correlate.Event, reliableFrom time.Time, w window) (store, refresh []correlate.Event) {
+	for _, e := range events {
 		switch {
-		case e.Time.Before(w.from):
-			b.refresh = append(b.refresh, e)
+		case e.Time.Before(reliableFrom):
+			refresh = append(refresh, e)
 		case e.Time.Before(w.to):
-			b.events = append(b.events, e)
+			store = append(store, e)
 		}
 	}
-	return b, nil
+	return store, refresh
 }
 
 // modelOf maps a deployment (or HPA target) name onto a model through
