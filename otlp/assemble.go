@@ -453,7 +453,8 @@ func (a *Assembler) isEntry(s *span) bool {
 }
 
 // evictLocked finishes the oldest trace to make room: emitted if its entry
-// span is there, else dropped.
+// span is there (counted as cut short: spans of it still on their way
+// will be late), else dropped.
 func (a *Assembler) evictLocked(now int64) (correlate.Sample, bool) {
 	for len(a.age) > 0 {
 		t := a.age[0]
@@ -465,12 +466,14 @@ func (a *Assembler) evictLocked(now int64) (correlate.Sample, bool) {
 			a.dropLocked(t, DropEvicted, now)
 			return correlate.Sample{}, false
 		}
+		a.stats.CutShort.Add(1)
 		return a.finishLocked(t, false, now)
 	}
 	for len(a.rdy) > 0 { // traces past MaxWait still waiting out Grace
 		t := a.rdy[0]
 		a.rdy = a.rdy[1:]
 		if !t.gone {
+			a.stats.CutShort.Add(1)
 			return a.finishLocked(t, false, now)
 		}
 	}
@@ -714,6 +717,7 @@ type Stats struct {
 	Samples    atomic.Int64 // stored by the sink
 	SinkErrors atomic.Int64
 	Busy       atomic.Int64 // requests refused with ErrBusy
+	CutShort   atomic.Int64 // traces emitted before their grace ended, to make room
 }
 
 // Stats returns the live counters.

@@ -389,6 +389,10 @@ func TestBufferIsBounded(t *testing.T) {
 	if len(sk.got) == 0 || a.Stats().Dropped[DropEvicted].Load() == 0 {
 		t.Errorf("eviction: %d emitted early, %d dropped", len(sk.got), a.Stats().Dropped[DropEvicted].Load())
 	}
+	// Every sample so far left before its grace ended: /metrics says so.
+	if got := a.Stats().CutShort.Load(); got != int64(len(sk.got)) {
+		t.Errorf("%d traces counted as cut short, %d emitted early", got, len(sk.got))
+	}
 }
 
 // While the store refuses samples they stay pending; past MaxPending the

@@ -65,6 +65,7 @@ func otlpStatus(c echo.Context, status int, msg string, enc otlp.Encoding) error
 type traceCollector struct {
 	a                                  *otlp.Assembler
 	spans, dropped, samples, sinkErrs  *prometheus.Desc
+	cutShort                           *prometheus.Desc
 	heldTraces, heldSpans, pendingDesc *prometheus.Desc
 }
 
@@ -77,6 +78,7 @@ func newTraceCollector(a *otlp.Assembler) *traceCollector {
 		spans:       d("waterline_otlp_spans_total", "OTLP spans received by outcome (accepted; rejected: invalid, reported in partial_success, or past max_spans_per_trace; duplicate: already held; late: their trace was already emitted).", "outcome"),
 		dropped:     d("waterline_otlp_traces_dropped_total", "Traces that mapped to no sample, by reason (no_entry_span, no_model, evicted, out_of_window, implausible).", "reason"),
 		samples:     d("waterline_otlp_samples_total", "Samples assembled from traces and stored."),
+		cutShort:    d("waterline_otlp_traces_cut_short_total", "Traces turned into samples before their grace ended, to keep the buffer within max_spans (spans still on their way are then late)."),
 		sinkErrs:    d("waterline_otlp_store_errors_total", "Failed attempts to store assembled samples (they are kept and retried)."),
 		heldTraces:  d("waterline_otlp_buffered_traces", "Incomplete traces held in memory."),
 		heldSpans:   d("waterline_otlp_buffered_spans", "Spans of incomplete traces held in memory."),
@@ -85,7 +87,7 @@ func newTraceCollector(a *otlp.Assembler) *traceCollector {
 }
 
 func (t *traceCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{t.spans, t.dropped, t.samples, t.sinkErrs, t.heldTraces, t.heldSpans, t.pendingDesc} {
+	for _, d := range []*prometheus.Desc{t.spans, t.dropped, t.samples, t.cutShort, t.sinkErrs, t.heldTraces, t.heldSpans, t.pendingDesc} {
 		ch <- d
 	}
 }
@@ -99,6 +101,7 @@ func (t *traceCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(t.dropped, prometheus.CounterValue, float64(st.Dropped[i].Load()), name)
 	}
 	ch <- prometheus.MustNewConstMetric(t.samples, prometheus.CounterValue, float64(st.Samples.Load()))
+	ch <- prometheus.MustNewConstMetric(t.cutShort, prometheus.CounterValue, float64(st.CutShort.Load()))
 	ch <- prometheus.MustNewConstMetric(t.sinkErrs, prometheus.CounterValue, float64(st.SinkErrors.Load()))
 	traces, spans, pending := t.a.Held()
 	ch <- prometheus.MustNewConstMetric(t.heldTraces, prometheus.GaugeValue, float64(traces))
