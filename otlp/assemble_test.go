@@ -1114,3 +1114,17 @@ func TestLongRequestWaitsForItsLocalRoot(t *testing.T) {
 		t.Errorf("a trace whose local root never came: %d samples after 10 min, want it stood in for", len(sk.got)-1)
 	}
 }
+
+// A gRPC entry span that ended with DEADLINE_EXCEEDED (status code 4) is a
+// timeout, not an error.
+func TestGRPCDeadlineIsATimeout(t *testing.T) {
+	a, ck, sk := newTest(t, DefaultConfig())
+	mustAdd(t, a, request(traceID(1), ck.now().Add(-time.Minute), map[string]any{"k8s.pod.name": "p"},
+		tspan{id: 1, name: "inference.GRPCInferenceService/ModelInfer", kind: server, from: 0, to: 100, failed: true,
+			attrs: map[string]any{"model": "m", "rpc.grpc.status_code": 4}}))
+	ck.add(10 * time.Second)
+	flush(t, a)
+	if len(sk.got) != 1 || sk.got[0].Status != "timeout" {
+		t.Fatalf("samples %+v, want one timeout", sk.got)
+	}
+}

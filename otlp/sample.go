@@ -335,7 +335,9 @@ func eventAt(s *span, name string) (int64, bool) {
 func status(e *span, code string) string {
 	n, _ := strconv.Atoi(code)
 	switch {
-	case e.timedOut || n == 408 || n == 504:
+	// 4 is gRPC's DEADLINE_EXCEEDED (rpc.grpc.status_code; no HTTP status
+	// is under 100).
+	case e.timedOut || n == 408 || n == 504 || n == 4:
 		return "timeout"
 	case e.failed || n >= 500:
 		return "error"
