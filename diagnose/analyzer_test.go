@@ -561,30 +561,47 @@ func TestDetectorResolvesNoSoonerThanItMerges(t *testing.T) {
 func TestDetectorResolvesAnIncidentWithoutSpikes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
+	f := newSpikelessIncident(t)
+	if err := f.det.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := f.st.Incident(ctx, f.in.ID); got.Status != store.IncidentOpen {
+		t.Fatalf("resolved a minute after its onset: %+v", got)
+	}
+	*f.now = f.onset.Add(45 * time.Minute)
+	if err := f.det.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := f.st.Incident(ctx, f.in.ID); got.Status != store.IncidentResolved || got.End == nil {
+		t.Fatalf("incident without spikes %+v, want resolved with an end once Merge has passed", got)
+	}
+}
+
+// spikelessIncident is a detector incident of chat whose spike was never
+// attached (its onset 100 min into t0), a detector with a 30 min Merge,
+// and their clock (a minute after the onset).
+type spikelessIncident struct {
+	st    *store.Store
+	det   *diagnose.Detector
+	in    store.Incident
+	onset time.Time
+	now   *time.Time
+}
+
+func newSpikelessIncident(t *testing.T) spikelessIncident {
+	t.Helper()
 	st := storetest.New(t)
 	onset := t0.Add(100 * time.Minute)
 	now := onset.Add(time.Minute)
 	clock := func() time.Time { return now }
 	incidents := incident.New(st, incident.Options{Now: clock})
-	in, created, err := incidents.OpenForSpike(ctx, "chat", onset, 30*time.Minute, store.NewIncident{
+	in, created, err := incidents.OpenForSpike(context.Background(), "chat", onset, 30*time.Minute, store.NewIncident{
 		Title: "P99 spike on chat", Source: store.SourceDetector, Start: onset.Add(-30 * time.Minute), Scope: correlate.Scope{Model: "chat"}})
 	if err != nil || !created {
 		t.Fatalf("open: %v %v", created, err)
 	}
 	det := diagnose.NewDetector(st, diagnose.DetectorOptions{OpenIncidents: true, Merge: 30 * time.Minute, Now: clock, Incidents: incidents})
-	if err := det.Once(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := st.Incident(ctx, in.ID); got.Status != store.IncidentOpen {
-		t.Fatalf("resolved a minute after its onset: %+v", got)
-	}
-	now = onset.Add(45 * time.Minute)
-	if err := det.Once(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := st.Incident(ctx, in.ID); got.Status != store.IncidentResolved || got.End == nil {
-		t.Fatalf("incident without spikes %+v, want resolved with an end once Merge has passed", got)
-	}
+	return spikelessIncident{st: st, det: det, in: in, onset: onset, now: &now}
 }
 
 // TestDetectorClosesItsIncidentsBehindManyOthers: the detector finds its
@@ -593,27 +610,17 @@ func TestDetectorResolvesAnIncidentWithoutSpikes(t *testing.T) {
 func TestDetectorClosesItsIncidentsBehindManyOthers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st := storetest.New(t)
-	onset := t0.Add(100 * time.Minute)
-	now := onset.Add(time.Minute)
-	clock := func() time.Time { return now }
-	incidents := incident.New(st, incident.Options{Now: clock})
-	in, _, err := incidents.OpenForSpike(ctx, "chat", onset, 30*time.Minute, store.NewIncident{
-		Title: "P99 spike on chat", Source: store.SourceDetector, Start: onset.Add(-30 * time.Minute), Scope: correlate.Scope{Model: "chat"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := newSpikelessIncident(t)
 	for i := range 501 {
-		if _, err := st.CreateIncident(ctx, store.NewIncident{Title: fmt.Sprintf("manual %d", i), Start: onset.Add(time.Duration(i) * time.Second)}); err != nil {
+		if _, err := f.st.CreateIncident(ctx, store.NewIncident{Title: fmt.Sprintf("manual %d", i), Start: f.onset.Add(time.Duration(i) * time.Second)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	now = onset.Add(45 * time.Minute)
-	det := diagnose.NewDetector(st, diagnose.DetectorOptions{OpenIncidents: true, Merge: 30 * time.Minute, Now: clock, Incidents: incidents})
-	if err := det.Once(ctx); err != nil {
+	*f.now = f.onset.Add(45 * time.Minute)
+	if err := f.det.Once(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := st.Incident(ctx, in.ID); got.Status != store.IncidentResolved {
+	if got, _ := f.st.Incident(ctx, f.in.ID); got.Status != store.IncidentResolved {
 		t.Fatalf("detector incident behind 501 newer manual ones: %s, want resolved", got.Status)
 	}
 }

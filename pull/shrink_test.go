@@ -29,12 +29,7 @@ import (
 // which they would otherwise return as complete.
 func TestRefusedCatchUpChunkIsAskedInHalves(t *testing.T) {
 	t.Parallel()
-	const models, points = 10, 6 * 240 // six hours at 15 s
-	start := time.Now().UTC().Truncate(time.Hour).Add(-7 * time.Hour)
-	prom := promtest.New(t)
-	prom.Backfill(t, strings.NewReader(p99OpenMetrics(models, points, start)))
-	prom.SetFlags("--query.max-samples=6000") // 6 h × 10 series is 14,400
-	prom.Start(t)
+	prom, start := refusingPrometheus(t)
 
 	target, _ := url.Parse(prom.URL)
 	var (
@@ -64,7 +59,7 @@ func TestRefusedCatchUpChunkIsAskedInHalves(t *testing.T) {
 	defer proxy.Close()
 
 	st := storetest.New(t)
-	end := start.Add(time.Duration(points) * 15 * time.Second)
+	end := start.Add(time.Duration(refusedPoints) * 15 * time.Second)
 	p := newPuller(t, st, proxy.URL, `lookback: 6h
 presets: []
 queries:
@@ -84,8 +79,8 @@ queries:
 	for _, c := range cs {
 		n += len(c.Points)
 	}
-	if n < models*(points-8) {
-		t.Errorf("%d points stored, want about %d", n, models*points)
+	if n < refusedModels*(refusedPoints-8) {
+		t.Errorf("%d points stored, want about %d", n, refusedModels*refusedPoints)
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -116,14 +111,9 @@ queries:
 // and failed, and a rerun resumed at the same chunk and failed again.
 func TestRefusedHistoryChunkIsAskedInHalves(t *testing.T) {
 	t.Parallel()
-	const models, points = 10, 6 * 240 // six hours at 15 s
-	start := time.Now().UTC().Truncate(time.Hour).Add(-7 * time.Hour)
-	prom := promtest.New(t)
-	prom.Backfill(t, strings.NewReader(p99OpenMetrics(models, points, start)))
-	prom.SetFlags("--query.max-samples=6000") // 6 h × 10 series is 14,400
-	prom.Start(t)
+	prom, start := refusingPrometheus(t)
 	st := storetest.New(t)
-	end := start.Add(time.Duration(points) * 15 * time.Second)
+	end := start.Add(time.Duration(refusedPoints) * 15 * time.Second)
 	p := newPuller(t, st, prom.URL, `presets: []
 queries:
   - role: latency_p99
@@ -143,7 +133,22 @@ queries:
 	for _, c := range cs {
 		n += len(c.Points)
 	}
-	if n < models*(points-8) || pr.ChunksDone != pr.Chunks {
-		t.Errorf("%d points stored (want about %d), %d of %d chunks", n, models*points, pr.ChunksDone, pr.Chunks)
+	if n < refusedModels*(refusedPoints-8) || pr.ChunksDone != pr.Chunks {
+		t.Errorf("%d points stored (want about %d), %d of %d chunks", n, refusedModels*refusedPoints, pr.ChunksDone, pr.Chunks)
 	}
+}
+
+// The fleet of the refusal tests: P99 curves of refusedModels models over
+// refusedPoints 15 s steps from start (seven hours ago), in a Prometheus whose
+// --query.max-samples refuses six hours of them at once (14,400 samples).
+const refusedModels, refusedPoints = 10, 6 * 240
+
+func refusingPrometheus(t *testing.T) (*promtest.Prometheus, time.Time) {
+	t.Helper()
+	start := time.Now().UTC().Truncate(time.Hour).Add(-7 * time.Hour)
+	prom := promtest.New(t)
+	prom.Backfill(t, strings.NewReader(p99OpenMetrics(refusedModels, refusedPoints, start)))
+	prom.SetFlags("--query.max-samples=6000")
+	prom.Start(t)
+	return prom, start
 }

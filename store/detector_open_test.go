@@ -54,14 +54,7 @@ func TestDetectorsRacingOpenOneIncident(t *testing.T) {
 func TestConcurrentEnqueuesWithDifferentKeysQueueOnce(t *testing.T) {
 	st := store.New(storetest.NewPool(t))
 	ctx := context.Background()
-	in, err := st.CreateIncident(ctx, store.NewIncident{Title: "x", Start: time.Now().UTC().Add(-time.Hour)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := st.CreateWebhook(ctx, store.NewWebhook{URL: "http://receiver.test/", Secret: "0123456789abcdef0123", Format: store.WebhookFormatWaterline, Events: store.WebhookEvents})
-	if err != nil {
-		t.Fatal(err)
-	}
+	in, w := incidentAndWebhook(t, st)
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() {
@@ -84,14 +77,7 @@ func TestConcurrentEnqueuesWithDifferentKeysQueueOnce(t *testing.T) {
 func TestAnalysisReadyQueuedOncePerIncident(t *testing.T) {
 	st := store.New(storetest.NewPool(t))
 	ctx := context.Background()
-	in, err := st.CreateIncident(ctx, store.NewIncident{Title: "x", Start: time.Now().UTC().Add(-time.Hour)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := st.CreateWebhook(ctx, store.NewWebhook{URL: "http://receiver.test/", Secret: "0123456789abcdef0123", Format: store.WebhookFormatWaterline, Events: store.WebhookEvents})
-	if err != nil {
-		t.Fatal(err)
-	}
+	in, w := incidentAndWebhook(t, st)
 	for _, v := range []int{2, 1} {
 		if _, err := st.EnqueueDelivery(ctx, store.NewDelivery{WebhookID: w.ID, IncidentID: in.ID, Event: store.EventAnalysisReady, AnalysisVersion: v,
 			IdempotencyKey: fmt.Sprintf("host/incidents/%d/analysis.ready/%d", in.ID, v), Body: []byte(`{}`), DueAt: time.Now()}); err != nil {
@@ -102,4 +88,20 @@ func TestAnalysisReadyQueuedOncePerIncident(t *testing.T) {
 	if err != nil || len(ds) != 1 || ds[0].AnalysisVersion != 2 {
 		t.Fatalf("%d deliveries (%v), want only the first announced (version 2)", len(ds), err)
 	}
+}
+
+// incidentAndWebhook opens an incident and registers a webhook for every
+// event.
+func incidentAndWebhook(t *testing.T, st *store.Store) (store.Incident, store.Webhook) {
+	t.Helper()
+	ctx := context.Background()
+	in, err := st.CreateIncident(ctx, store.NewIncident{Title: "x", Start: time.Now().UTC().Add(-time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := st.CreateWebhook(ctx, store.NewWebhook{URL: "http://receiver.test/", Secret: "0123456789abcdef0123", Format: store.WebhookFormatWaterline, Events: store.WebhookEvents})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in, w
 }
