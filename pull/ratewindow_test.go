@@ -129,13 +129,19 @@ func TestRateWindowFollowsSlowScrapes(t *testing.T) {
 // At 15 s scrapes every automatic window is the presets' own 1m.
 func TestRateWindowKeepsOneMinuteAt15s(t *testing.T) {
 	_, p, _ := modelCurves(t, slowFleet(15*time.Second), "")
+	wantWindows(t, p, time.Minute, "at 15 s scrapes")
+}
+
+// wantWindows checks that p chose automatic rate windows, all of want.
+func wantWindows(t *testing.T, p *Puller, want time.Duration, when string) {
+	t.Helper()
 	ws := p.RateWindows()
 	if len(ws) == 0 {
-		t.Fatal("no automatic rate window chosen")
+		t.Fatalf("no automatic rate window chosen %s", when)
 	}
 	for q, w := range ws {
-		if w != time.Minute {
-			t.Errorf("%s: rate window %s at 15 s scrapes, want 1m", q, w)
+		if w != want {
+			t.Errorf("%s: rate window %s %s, want %s", q, w, when, want)
 		}
 	}
 }
@@ -167,15 +173,7 @@ func gaugeValueOf(t testing.TB, reg *prometheus.Registry, name, source string) f
 // for its five minutes, not the last one of them.
 func TestRateWindowCoversTheStep(t *testing.T) {
 	_, p, _ := modelCurves(t, slowFleet(15*time.Second), "step: 300s\n")
-	ws := p.RateWindows()
-	if len(ws) == 0 {
-		t.Fatal("no automatic rate window chosen")
-	}
-	for q, w := range ws {
-		if w != 5*time.Minute {
-			t.Errorf("%s: rate window %s at 5-minute steps, want 5m", q, w)
-		}
-	}
+	wantWindows(t, p, 5*time.Minute, "at 5-minute steps")
 }
 
 // Pods that started within the probe's hour (a scale-out) do not stretch
@@ -187,9 +185,5 @@ func TestRateWindowIgnoresYoungPods(t *testing.T) {
 		f.Pods = append(f.Pods, tpod(fmt.Sprintf("chat-bbbb-%d", i), "chat", "v1", "n1", f.Steps-20, f.Steps))
 	}
 	_, p, _ := modelCurves(t, f, "")
-	for q, w := range p.RateWindows() {
-		if w != time.Minute {
-			t.Errorf("%s: rate window %s at 15 s scrapes with young pods, want 1m", q, w)
-		}
-	}
+	wantWindows(t, p, time.Minute, "at 15 s scrapes with young pods")
 }

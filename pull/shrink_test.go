@@ -71,14 +71,7 @@ queries:
 	if err := p.Tick(context.Background()); err != nil {
 		t.Fatalf("the catch-up round failed: %v (asked for %v)", err, spans)
 	}
-	cs, err := st.Curves(context.Background(), store.CurveFilter{From: start.Add(-time.Hour), To: end.Add(time.Hour)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, c := range cs {
-		n += len(c.Points)
-	}
+	n := storedPoints(t, st, start.Add(-time.Hour), end.Add(time.Hour))
 	if n < refusedModels*(refusedPoints-8) {
 		t.Errorf("%d points stored, want about %d", n, refusedModels*refusedPoints)
 	}
@@ -125,14 +118,7 @@ queries:
 	if err != nil {
 		t.Fatalf("history: %v", err)
 	}
-	cs, err := st.Curves(context.Background(), store.CurveFilter{From: start.Add(-time.Hour), To: end.Add(time.Hour)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, c := range cs {
-		n += len(c.Points)
-	}
+	n := storedPoints(t, st, start.Add(-time.Hour), end.Add(time.Hour))
 	if n < refusedModels*(refusedPoints-8) || pr.ChunksDone != pr.Chunks {
 		t.Errorf("%d points stored (want about %d), %d of %d chunks", n, refusedModels*refusedPoints, pr.ChunksDone, pr.Chunks)
 	}
@@ -151,4 +137,18 @@ func refusingPrometheus(t *testing.T) (*promtest.Prometheus, time.Time) {
 	prom.SetFlags("--query.max-samples=6000")
 	prom.Start(t)
 	return prom, start
+}
+
+// storedPoints counts the curve points st holds in [from, to).
+func storedPoints(t *testing.T, st *store.Store, from, to time.Time) int {
+	t.Helper()
+	cs, err := st.Curves(context.Background(), store.CurveFilter{From: from, To: to})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, c := range cs {
+		n += len(c.Points)
+	}
+	return n
 }
