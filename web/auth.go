@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"net/http"
 	"strings"
@@ -66,6 +67,47 @@ func (tc *tokenCache) reset(on bool) {
 	tc.gen++
 }
 
+// tokenVerdicts remembers, by the secret's SHA-256, what the store said
+// of tokens presented here, so the failed-authentication limit falls on
+// guessing and nowhere else. A secret found unknown or revoked never
+// becomes valid (tokens are created with fresh random secrets), so it is
+// refused again without a lookup and without taking from its address's
+// bucket: one integration retrying a revoked token behind a proxy used
+// the proxy's bucket up and locked every other client out. A secret found
+// valid is looked up even while its address is limited; the store still
+// decides (it may have been revoked since).
+type tokenVerdicts struct {
+	mu sync.Mutex
+	m  map[[sha256.Size]byte]tokenVerdict
+}
+
+type tokenVerdict int8
+
+const (
+	tokenUnseen tokenVerdict = iota
+	tokenGood
+	tokenBad
+)
+
+// maxTokenVerdicts bounds the memory (about 60 bytes an entry); a full map
+// is emptied: forgotten secrets are only looked up again.
+const maxTokenVerdicts = 20000
+
+func (v *tokenVerdicts) get(sum [sha256.Size]byte) tokenVerdict {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.m[sum]
+}
+
+func (v *tokenVerdicts) set(sum [sha256.Size]byte, verdict tokenVerdict) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.m == nil || len(v.m) >= maxTokenVerdicts {
+		v.m = map[[sha256.Size]byte]tokenVerdict{}
+	}
+	v.m[sum] = verdict
+}
+
 // authHeartbeat is how often a quiet revocation listener checks that its
 // connection is alive: a dead one is noticed within twice this, and the
 // caches stop serving.
@@ -109,18 +151,27 @@ func (s *Server) authenticate(c echo.Context) (store.Token, bool, error) {
 	if ok {
 		return tok, true, nil
 	}
+	sum := sha256.Sum256([]byte(secret))
+	seen := s.verdicts.get(sum)
+	if seen == tokenBad {
+		return store.Token{}, false, nil
+	}
 	k := clientKey(c.Request())
-	if w := s.failures.wait(k, time.Now()); w > 0 {
-		return store.Token{}, false, tooManyFailures(c, w)
+	if seen != tokenGood {
+		if w := s.failures.wait(k, time.Now()); w > 0 {
+			return store.Token{}, false, tooManyFailures(c, w)
+		}
 	}
 	tok, err := s.store.LookupToken(c.Request().Context(), secret)
 	if errors.Is(err, store.ErrNotFound) {
+		s.verdicts.set(sum, tokenBad)
 		s.failures.fail(k, time.Now())
 		return store.Token{}, false, nil
 	}
 	if err != nil {
 		return store.Token{}, false, err
 	}
+	s.verdicts.set(sum, tokenGood)
 	s.tokens.put(secret, tok, time.Now(), gen)
 	// Last use is bookkeeping for 'waterline token list': a failure is
 	// logged, never the request's.

@@ -16,9 +16,11 @@ import (
 // Failed sign-ins and failed API authentications are limited per client
 // address with a token bucket: a burst of failBurst, then failRate per
 // second. Once an address has used its bucket up, its sign-ins and its
-// API requests with a token not recently seen valid get 429 with
-// Retry-After, without a database lookup; tokens already known valid (the
-// token cache) keep working. The address is the connection's peer
+// API requests with a token never seen valid get 429 with Retry-After,
+// without a database lookup; tokens seen valid keep working (looked up as
+// ever), and a token already refused (unknown or revoked) is refused again
+// without using the bucket (tokenVerdicts): the limit falls on guessing,
+// not on one client retrying a stale token. The address is the connection's peer
 // (X-Forwarded-For is not trusted: anyone can send it), so behind a
 // reverse proxy clients share the proxy's bucket; IPv6 clients are
 // grouped by /64.

@@ -637,3 +637,50 @@ func TestStalledBodiesAreRetryable(t *testing.T) {
 		}
 	}
 }
+
+// The limit is on guessing, not on one client's stale token: a revoked
+// token retried from an address behind the same proxy as everyone else
+// is refused 401 each time without using the address's bucket (it locked
+// out every other token after 20 tries), and a token seen valid is still
+// looked up — the store decides — while guesses have the address limited.
+func TestStaleTokenDoesNotLockOutItsAddress(t *testing.T) {
+	e := newAPIEnv(t)
+	secret, _, err := e.st.CreateToken(t.Context(), "old-integration", store.ScopeWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.RevokeToken(t.Context(), 0, "old-integration", testNow); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.do(request{method: "GET", path: "/api/v1/incidents", token: e.read}); r.status != http.StatusOK {
+		t.Fatalf("valid token: %d", r.status)
+	}
+	for i := range 40 {
+		if r := e.do(request{method: "GET", path: "/api/v1/incidents", token: secret}); r.status != http.StatusUnauthorized {
+			t.Fatalf("revoked token, try %d: %d, want 401", i+1, r.status)
+		}
+	}
+	if r := e.do(request{method: "POST", path: "/api/v1/events", token: e.write, ctype: "application/json", body: []byte(`{"time":"` + testNow.Format(time.RFC3339) + `","kind":"deploy","model":"chat"}`)}); r.status >= 300 {
+		t.Fatalf("a first use of a valid token after a stale one's retries: %d %s", r.status, r.body)
+	}
+	// Guesses, all different, use the bucket up.
+	limited := false
+	for n := 0; n < 40 && !limited; n++ {
+		limited = e.do(request{method: "GET", path: "/api/v1/incidents", token: fmt.Sprintf("wl_guess%d", n)}).status == http.StatusTooManyRequests
+	}
+	if !limited {
+		t.Fatal("40 different wrong tokens were never limited")
+	}
+	// Revoking any token empties the token cache: the read token, seen
+	// valid before, is looked up again, and passes.
+	if _, _, err := e.st.CreateToken(t.Context(), "to-revoke", store.ScopeRead); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.RevokeToken(t.Context(), 0, "to-revoke", testNow); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the revocation is heard
+	if r := e.do(request{method: "GET", path: "/api/v1/incidents", token: e.read}); r.status != http.StatusOK {
+		t.Errorf("a token seen valid, while guesses have its address limited: %d, want 200", r.status)
+	}
+}

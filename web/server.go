@@ -91,6 +91,7 @@ type Server struct {
 	gather   prometheus.Gatherer
 	tokens   tokenCache
 	failures failLimiter // failed sign-ins and API authentications (ratelimit.go)
+	verdicts tokenVerdicts
 	gates    gates
 	echo     *echo.Echo
 	api      *api.API
