@@ -22,7 +22,7 @@ type Options struct {
 	Timeout     time.Duration // per attempt; default 10s
 	BaseBackoff time.Duration // wait before the first retry (±50 %); default 5s
 	MaxBackoff  time.Duration // longest wait between attempts; default 1h
-	MaxAttempts int           // attempts before a delivery is marked failed; default 12 (about 9 h with the defaults)
+	MaxAttempts int           // attempts before a delivery is marked failed; default 26: retried for 8–16 h (12 h on average) with the defaults
 	Poll        time.Duration // how often idle workers look for due deliveries; default 1s
 	Client      *http.Client  // default: NewClient(AllowPrivate)
 	// AllowPrivate lets webhooks reach loopback, private and link-local
@@ -60,7 +60,7 @@ func NewDispatcher(st *store.Store, opt Options) *Dispatcher {
 		opt.MaxBackoff = time.Hour
 	}
 	if opt.MaxAttempts <= 0 {
-		opt.MaxAttempts = 12
+		opt.MaxAttempts = 26
 	}
 	if opt.Poll <= 0 {
 		opt.Poll = time.Second
