@@ -122,8 +122,18 @@ func wantsHTML(r *http.Request) bool {
 var secretParams = map[string]bool{"token": true}
 
 // logPath is the request's path for logs, with secret segments redacted.
+// A share path is redacted by its prefix too: one that matches no route
+// (a trailing slash, a mangled paste) has no parameters to go by.
 func logPath(c echo.Context) string {
 	p := c.Request().URL.Path
+	if rest, ok := strings.CutPrefix(p, "/s/"); ok {
+		_, after, more := strings.Cut(rest, "/")
+		p = "/s/[redacted]"
+		if more {
+			p += "/" + after
+		}
+		return p
+	}
 	values := c.ParamValues()
 	for i, name := range c.ParamNames() {
 		if secretParams[name] && i < len(values) && values[i] != "" {
