@@ -858,3 +858,58 @@ func (e *uiEnv) sharedScopedIncident(t *testing.T, title, scope string) string {
 	}
 	return tok
 }
+
+// TestShareCardTitleFailsClosed: the unfurl card's title is scrubbed of
+// every tenant the incident's samples name; when they cannot be listed
+// (the first visitor gave up while the samples were busy) the title is
+// left out, never shown unscrubbed — the page is cached and served to
+// every later visitor, chat crawlers included.
+func TestShareCardTitleFailsClosed(t *testing.T) {
+	e := newUIEnv(t)
+	ctx := context.Background()
+	r := e.post("/api/v1/incidents", "application/json", []byte(fmt.Sprintf(`{"title":"chat slow for %s","start":%q,"end":%q}`,
+		tenantB, e.from.Format(time.RFC3339), e.to.Format(time.RFC3339))))
+	var inc struct{ ID int64 }
+	if r.status != http.StatusCreated || json.Unmarshal(r.body, &inc) != nil {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	tok, err := e.st.CreateShareLink(ctx, inc.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := e.srv.URL + "/s/" + tok
+	tx, err := e.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `LOCK TABLE samples IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	impatient, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
+	req, _ := http.NewRequestWithContext(impatient, "GET", page, nil)
+	if res, err := http.DefaultClient.Do(req); err == nil {
+		res.Body.Close()
+	}
+	cancel()
+	time.Sleep(300 * time.Millisecond)
+	_ = tx.Rollback(ctx)
+	for range 3 {
+		res, err := http.Get(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := goquery.NewDocumentFromReader(res.Body)
+		res.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("share page: %d", res.StatusCode)
+		}
+		title, _ := doc.Find(`meta[property="og:title"]`).Attr("content")
+		if strings.Contains(strings.ToLower(title), tenantB) || !strings.HasPrefix(title, fmt.Sprintf("Incident #%d", inc.ID)) {
+			t.Fatalf("og:title %q", title)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -229,23 +229,27 @@ func (p *Pages) inSharedWindow(d *incidentData, at time.Time) bool {
 	return !at.Before(lo) && at.Before(hi)
 }
 
-// tenantsOf lists every tenant name the incident's data mentions.
-func (p *Pages) tenantsOf(ctx context.Context, d *incidentData) []string {
-	out := views.AnalysisTenants(d.an)
+// tenantsOf lists every tenant name the incident's data mentions; ok is
+// false when the samples' could not be read (the list is not complete).
+func (p *Pages) tenantsOf(ctx context.Context, d *incidentData) (out []string, ok bool) {
+	out = views.AnalysisTenants(d.an)
 	if d.inc.Scope.Tenant != "" {
 		out = append(out, d.inc.Scope.Tenant)
 	}
 	from, to := d.view().Window(p.now())
-	if ts, err := d.src.SampleTenants(ctx, from, to); err == nil {
-		out = append(out, ts...)
-	}
-	return out
+	ts, err := d.src.SampleTenants(ctx, from, to)
+	return append(out, ts...), err == nil
 }
 
 // openGraph is the unfurl card of a share page.
 func (p *Pages) openGraph(ctx context.Context, d *incidentData, base string) *views.OpenGraph {
-	in := views.OGInput{ID: d.inc.ID, Title: d.inc.Title, URL: p.cfg.PublicURL + base, Image: p.cfg.PublicURL + base + "/og.png",
-		Tenants: p.tenantsOf(ctx, d)}
+	in := views.OGInput{ID: d.inc.ID, Title: d.inc.Title, URL: p.cfg.PublicURL + base, Image: p.cfg.PublicURL + base + "/og.png"}
+	var complete bool
+	if in.Tenants, complete = p.tenantsOf(ctx, d); !complete {
+		// Fail closed: a title that cannot be scrubbed is left out (the
+		// card is cached and served to every visitor, crawlers included).
+		in.Title = ""
+	}
 	if d.an == nil && d.status == store.AnalysisFailed {
 		in.Verdict = "Analysis failed"
 	}

@@ -36,7 +36,10 @@ type OGInput struct {
 // content are never used (they name tenants and requests); the title is
 // scrubbed of tenant names.
 func BuildOpenGraph(in OGInput) *OpenGraph {
-	title := "Incident #" + strconv.FormatInt(in.ID, 10) + ": " + ScrubTenants(in.Title, in.Tenants)
+	title := "Incident #" + strconv.FormatInt(in.ID, 10)
+	if t := ScrubTenants(in.Title, in.Tenants); t != "" {
+		title += ": " + t
+	}
 	og := &OpenGraph{Title: title, URL: in.URL, Image: in.Image}
 	var desc []string
 	switch {
