@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -22,6 +23,7 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
+	ConfigurePool(cfg)
 	cfg.MaxConnIdleTime = 5 * time.Minute
 	// pgxpool's default (4 on a 2-core machine) is too few: an ingest holds
 	// a connection while its body streams in, and reads must still get
@@ -46,6 +48,21 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 	s := New(pool)
 	s.pool = pool
 	return s, nil
+}
+
+// ConfigurePool sets what every pool the store reads through needs:
+// timestamps come back in UTC (pgx's default is the process's zone, so an
+// API answer on a server with TZ set mixed "+09:00" and "Z" times).
+func ConfigurePool(cfg *pgxpool.Config) {
+	next := cfg.AfterConnect
+	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+		conn.TypeMap().RegisterType(&pgtype.Type{Name: "timestamptz", OID: pgtype.TimestamptzOID,
+			Codec: &pgtype.TimestamptzCodec{ScanLocation: time.UTC}})
+		if next != nil {
+			return next(ctx, conn)
+		}
+		return nil
+	}
 }
 
 // Close releases the connections of a Store made by Open; on any other

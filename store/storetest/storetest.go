@@ -99,6 +99,7 @@ func NewPool(t testing.TB) *pgxpool.Pool {
 	if err != nil {
 		t.Fatalf("storetest: parse url: %v", err)
 	}
+	store.ConfigurePool(cfg)
 	cfg.MaxConns = 8
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
