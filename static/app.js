@@ -15,6 +15,22 @@
     htmx.config.allowEval = false;
     htmx.config.allowScriptTags = false;
     htmx.config.includeIndicatorStyles = false;
+    // Error answers are swapped too: the server sends them to the
+    // layout's #htmx-error region (pages.go, RenderError). By default htmx
+    // drops 4xx/5xx, and a refused request did nothing on screen.
+    htmx.config.responseHandling = [
+      {code: "204", swap: false},
+      {code: "[23]..", swap: true},
+      {code: "[45]..", swap: true, error: true},
+      {code: "...", swap: false}
+    ];
+    // A request the user made clears the last error; polls do not (one
+    // every 2 s would hide it at once).
+    document.addEventListener("htmx:beforeRequest", function (ev) {
+      var trig = (ev.detail.elt && ev.detail.elt.getAttribute && ev.detail.elt.getAttribute("hx-trigger")) || "";
+      var box = document.getElementById("htmx-error");
+      if (box && !/every /.test(trig)) { box.replaceChildren(); }
+    });
   }
 
   function timeline(el) { return el && el.closest ? el.closest(".tl") : null; }

@@ -278,3 +278,39 @@ func clearCookies() chromedp.Action[chromedp.Void] {
 		return err
 	})
 }
+
+// TestBrowserShowsFragmentErrors: an htmx request the server refuses shows
+// its message. htmx swaps no 4xx/5xx answer by default, and the error
+// fragment held no region the form selects: a From the server could not
+// read did nothing at all, and the URL was not pushed either way.
+func TestBrowserShowsFragmentErrors(t *testing.T) {
+	e := newUIEnv(t)
+	ctx := browser(t)
+	explore := e.srv.URL + "/explore"
+	must(t, chromedp.Do(ctx,
+		chromedp.Navigate(explore),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=login]`)),
+		chromedp.SendKeys(chromedp.ID("token"), e.read),
+		chromedp.Submit(chromedp.ID("token")),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=explore-form]`)),
+		chromedp.SetValue(chromedp.CSS(`[data-testid=explore-form] input[name=from]`), "yesterday 10:00"),
+		chromedp.Click(chromedp.CSS(`[data-testid=explore-form] button[type=submit]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#htmx-error [data-testid=error]`)),
+	), "a refused explore query")
+	msg := evalString(t, ctx, `document.querySelector('#htmx-error [data-testid=error]').textContent`)
+	if !strings.Contains(msg, "400") || !strings.Contains(strings.ToLower(msg), "from") {
+		t.Errorf("error shown: %q, want the 400 naming from", msg)
+	}
+	if v := evalString(t, ctx, `document.querySelector('[data-testid=explore-form] input[name=from]').value`); v != "yesterday 10:00" {
+		t.Errorf("the form lost its input: from=%q", v)
+	}
+	if loc, _ := chromedp.Run(ctx, chromedp.Location()); strings.Contains(loc, "yesterday") {
+		t.Errorf("the refused query's URL was pushed: %s", loc)
+	}
+	// The next request that goes through clears the message.
+	must(t, chromedp.Do(ctx,
+		chromedp.SetValue(chromedp.CSS(`[data-testid=explore-form] input[name=from]`), e.from.Format(time.RFC3339)),
+		chromedp.Click(chromedp.CSS(`[data-testid=explore-form] button[type=submit]`)),
+		chromedp.WaitNotPresent(chromedp.CSS(`#htmx-error [data-testid=error]`)),
+	), "a good explore query after it")
+}

@@ -138,6 +138,14 @@ func (p *Pages) page(c echo.Context, status int, meta views.Page, body templ.Com
 // handler calls it for requests that want HTML.
 func (p *Pages) RenderError(c echo.Context, status int, msg string) error {
 	if fragmentTarget(c.Request()) != "" {
+		// Into the layout's error region, whatever the request targeted
+		// and selected (the fragment holds none of its regions), and its
+		// URL not pushed: the page stays as it was, with the reason.
+		h := c.Response().Header()
+		h.Set("HX-Retarget", "#htmx-error")
+		h.Set("HX-Reswap", "innerHTML")
+		h.Set("HX-Reselect", "unset")
+		h.Set("HX-Push-Url", "false")
 		return render(c, status, views.ErrorFragment(status, msg))
 	}
 	return p.page(c, status, views.Page{Title: http.StatusText(status)}, views.ErrorPage(status, http.StatusText(status), msg))
