@@ -67,6 +67,9 @@ type AnalysisState struct {
 	Recomputing bool
 	Error       string
 	PollURL     string // fragment polled while pending
+	// Held: pending, but not polled, since the poll ends in a reload and
+	// the page shows a share link that is shown only once.
+	Held bool
 }
 
 // CauseView is one ranked hypothesis.
@@ -176,6 +179,9 @@ func BuildIncident(in IncidentInput) IncidentPage {
 	}
 	if !in.ReadOnly && (st.Status == "pending" || st.Status == "none" || st.Recomputing) {
 		st.PollURL = in.State.Base + "/status"
+		if in.ShareURL != "" {
+			st.PollURL, st.Held = "", true
+		}
 	}
 	h.Analysis = st
 	if in.SnapshotAt != nil {

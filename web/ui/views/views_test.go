@@ -661,3 +661,38 @@ func TestConcentrationBeforeAnalysis(t *testing.T) {
 		t.Errorf("empty concentration without an analysis: %q", c.Empty)
 	}
 }
+
+// A page showing a share link just made does not poll for the analysis:
+// the poll ends in a reload, and the link is shown only once — a reload
+// seconds after making it lost it for good. The banner says to reload.
+func TestNewShareLinkStopsTheReloadingPoll(t *testing.T) {
+	for _, recomputing := range []bool{false, true} {
+		in, a := fixtureIncident()
+		in.Status, in.Recomputing = "pending", recomputing
+		if !recomputing {
+			in.Analysis = nil
+		} else {
+			in.Analysis = &a
+		}
+		in.ShareURL = "http://w.test/s/abc"
+		var buf bytes.Buffer
+		if err := IncidentBody(BuildIncident(in)).Render(context.Background(), &buf); err != nil {
+			t.Fatal(err)
+		}
+		html := buf.String()
+		if strings.Contains(html, "every 2s") {
+			t.Errorf("recomputing=%v: the page polls (and reloads) while it shows the new link", recomputing)
+		}
+		if !strings.Contains(html, "reload the page") {
+			t.Errorf("recomputing=%v: no word on reloading for the analysis", recomputing)
+		}
+		in.ShareURL = ""
+		buf.Reset()
+		if err := IncidentBody(BuildIncident(in)).Render(context.Background(), &buf); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(buf.String(), "every 2s") {
+			t.Errorf("recomputing=%v: no poll without a new link", recomputing)
+		}
+	}
+}
