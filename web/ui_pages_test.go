@@ -33,6 +33,14 @@ func TestUISignInRequired(t *testing.T) {
 	if r.status != http.StatusUnauthorized || !strings.HasPrefix(r.header.Get("HX-Redirect"), "/login?next=") {
 		t.Errorf("htmx without a session: %d HX-Redirect %q", r.status, r.header.Get("HX-Redirect"))
 	}
+	// After signing in, the browser comes back to the page it showed, not
+	// to the polled fragment's own URL (a blank banner).
+	page := e.incidentPath() + "?from=" + url.QueryEscape(e.from.Format(time.RFC3339))
+	r = b.do("GET", e.incidentPath()+"/status", nil, map[string]string{"HX-Request": "true", "HX-Target": "analysis-banner",
+		"HX-Current-URL": e.srv.URL + page})
+	if want := "/login?next=" + url.QueryEscape(page); r.header.Get("HX-Redirect") != want {
+		t.Errorf("a poll without a session: HX-Redirect %q, want %q", r.header.Get("HX-Redirect"), want)
+	}
 	// An API token is not a browser session, and the API keeps bearer auth.
 	if r := b.do("GET", e.incidentPath(), nil, map[string]string{"Authorization": "Bearer " + e.read}); r.status != http.StatusSeeOther {
 		t.Errorf("UI page with a bearer token: %d", r.status)

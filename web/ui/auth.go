@@ -157,7 +157,16 @@ func (p *Pages) RequireSession(need store.TokenScope) echo.MiddlewareFunc {
 				if req.Method != http.MethodGet {
 					return echo.NewHTTPError(http.StatusUnauthorized, "sign in first")
 				}
-				to := "/login?next=" + url.QueryEscape(req.URL.RequestURI())
+				next := req.URL.RequestURI()
+				if req.Header.Get(hxRequest) == "true" {
+					// A fragment's URL is no page to come back to (a poll's
+					// is a bare banner): the page the browser shows is.
+					next = "/"
+					if cu, err := url.Parse(req.Header.Get("HX-Current-URL")); err == nil && cu.Path != "" {
+						next = cu.RequestURI()
+					}
+				}
+				to := "/login?next=" + url.QueryEscape(next)
 				if req.Header.Get(hxRequest) == "true" {
 					c.Response().Header().Set("HX-Redirect", to)
 					return c.NoContent(http.StatusUnauthorized)
