@@ -36,6 +36,10 @@ type Config struct {
 	AlertLookback   time.Duration // incident start = earliest startsAt − lookback
 	AuthProxyHeader string        // trusted user header from an auth proxy; empty = off
 	AuthProxyScope  string        // what proxy users may do: read (default), write or admin
+	// DetectorOn says the background spike detector runs (serve's
+	// WATERLINE_DETECT_INTERVAL > 0), DetectorOpens that it opens
+	// incidents: the home page says what this server does.
+	DetectorOn, DetectorOpens bool
 	// IngestConcurrency bounds the requests of one kind that read and
 	// handle their bodies at once (samples; traces; events, Alertmanager
 	// and annotations), each holding memory and a database connection;
@@ -139,7 +143,7 @@ func NewServer(cfg Config, deps Deps) *Server {
 	}, api.Deps{Store: deps.Store, Incidents: deps.Incidents, Registry: deps.Registry, Now: s.now,
 		SLO: deps.SLO, QueryRange: deps.QueryRange, Traces: deps.Traces})
 	s.pages = ui.New(ui.Config{PublicURL: cfg.PublicURL, AuthProxyHeader: cfg.AuthProxyHeader,
-		AuthProxyScope: store.TokenScope(cfg.AuthProxyScope)},
+		AuthProxyScope: store.TokenScope(cfg.AuthProxyScope), DetectorOn: cfg.DetectorOn, DetectorOpens: cfg.DetectorOpens},
 		ui.Deps{Store: deps.Store, Incidents: deps.Incidents, Now: s.now})
 	e := echo.New()
 	e.HideBanner = true

@@ -13,6 +13,7 @@ import (
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
+	"github.com/waterline-dev/waterline/web"
 )
 
 // The home page tells each incident's spike, not the data window it was
@@ -154,5 +155,35 @@ func TestUIHomeShowsTheSpike(t *testing.T) {
 	// The recorded spike's values carry their unit.
 	if got := home.testid("recent-spikes").Text(); !strings.Contains(got, "640 ms") || !strings.Contains(got, "95 ms") {
 		t.Errorf("recent spikes without units: %s", strings.Join(strings.Fields(got), " "))
+	}
+}
+
+// The home page's empty states say what this server does: with the
+// detector off, "the detector has recorded no spike yet" (it judges the
+// curves as the pull brings them) was false, and so was "incidents open
+// from the spike detector" where it records spikes without opening any.
+func TestUIHomeSaysWhetherTheDetectorRuns(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		on, opens bool
+		spikes    string // in the recent-spikes empty state
+		open      string // in the open-incidents empty state
+		notOpen   string
+	}{
+		{"off", false, false, "detector is off", "Alertmanager", "from the spike detector"},
+		{"records only", true, false, "has recorded no spike", "Alertmanager", "from the spike detector"},
+		{"opens", true, true, "has recorded no spike", "spike detector", ""},
+	} {
+		e := newAPIEnv(t, func(cfg *web.Config) { cfg.DetectorOn, cfg.DetectorOpens = c.on, c.opens })
+		b := e.browser()
+		b.login(e.read)
+		home := b.get("/")
+		spikes, open := home.testid("recent-spikes").Text(), home.testid("open-incidents").Text()
+		if !strings.Contains(spikes, c.spikes) {
+			t.Errorf("%s: recent spikes say %q, want %q", c.name, spikes, c.spikes)
+		}
+		if !strings.Contains(open, c.open) || c.notOpen != "" && strings.Contains(open, c.notOpen) {
+			t.Errorf("%s: open incidents say %q", c.name, open)
+		}
 	}
 }

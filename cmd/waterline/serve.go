@@ -73,6 +73,8 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 		AuthProxyHeader: c.AuthProxyHeader,
 		AuthProxyScope:  c.AuthProxyScope,
 		SamplesFloor:    floor.At,
+		DetectorOn:      detector != nil,
+		DetectorOpens:   detector != nil && c.DetectOpen,
 
 		WebhookAllowPrivate: c.WebhookAllowPrivate,
 	}, web.Deps{

@@ -44,6 +44,7 @@ func (p *Pages) ShowHome(c echo.Context) error {
 		return err
 	}
 	h := views.HomePage{Open: views.BuildIncidentRows(open, sp, now), Recent: views.BuildIncidentRows(resolved, sp, now),
-		Spikes: views.BuildSpikeRows(spikes, all, now), Pull: views.BuildPullHealth(ps, now)}
+		Spikes: views.BuildSpikeRows(spikes, all, now), Pull: views.BuildPullHealth(ps, now),
+		DetectorOn: p.cfg.DetectorOn, DetectorOpens: p.cfg.DetectorOn && p.cfg.DetectorOpens}
 	return p.page(c, http.StatusOK, views.Page{Title: "Incidents", Nav: "home"}, views.HomeBody(h))
 }

@@ -27,6 +27,9 @@ type Config struct {
 	// AuthProxyScope is what a proxy user may do (WATERLINE_AUTH_PROXY_SCOPE);
 	// empty = read.
 	AuthProxyScope store.TokenScope
+	// DetectorOn and DetectorOpens: the background spike detector runs,
+	// and opens incidents (web.Config's).
+	DetectorOn, DetectorOpens bool
 }
 
 // Deps are the pages' collaborators.

@@ -17,6 +17,9 @@ type HomePage struct {
 	Open, Recent []IncidentRow
 	Spikes       []SpikeRow
 	Pull         PullHealth
+	// DetectorOn, DetectorOpens: what the background detector does here,
+	// for the empty states.
+	DetectorOn, DetectorOpens bool
 }
 
 // IncidentRow is one incident in a list. It tells the spike, not the
