@@ -117,6 +117,20 @@ func wantsHTML(r *http.Request) bool {
 	return r.Header.Get("HX-Request") == "true" || strings.Contains(r.Header.Get("Accept"), "text/html")
 }
 
+// onceEach refuses an API query parameter given more than once: every one
+// is single-valued, and the first value winning silently answered
+// "status=open&status=bogus" with the open incidents.
+func onceEach(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		for k, vs := range c.QueryParams() {
+			if len(vs) > 1 {
+				return request.BadInput(k, "given %d times; give it once", len(vs))
+			}
+		}
+		return next(c)
+	}
+}
+
 // secretParams are path parameters that are capabilities (a share link's
 // token): logs name the route, never the secret.
 var secretParams = map[string]bool{"token": true}

@@ -39,3 +39,25 @@ func TestParametersTheDatabaseCannotHoldAre4xx(t *testing.T) {
 		t.Errorf("GET /s/%%00abc: %d, want 404", r.status)
 	}
 }
+
+// A parameter given twice, or a window that ends before it starts, is a
+// 400 naming it: the first value won silently ("status=open&status=bogus"
+// listed open incidents) and an inverted window answered an empty list.
+func TestRepeatedParametersAndInvertedWindowsAre400(t *testing.T) {
+	e := newAPIEnv(t)
+	from, to := testNow.Add(-2*time.Hour).Format(time.RFC3339), testNow.Add(-time.Hour).Format(time.RFC3339)
+	for path, field := range map[string]string{
+		"/api/v1/incidents?status=open&status=bogus":                     "status",
+		"/api/v1/incidents?from=" + to + "&to=" + from:                   "to",
+		"/api/v1/timeline?from=" + from + "&to=" + to + "&from=" + to:    "from",
+		"/api/v1/spikes?from=" + from + "&to=" + to + "&model=a&model=b": "model",
+	} {
+		r := e.get(path, nil)
+		if r.status != http.StatusBadRequest || r.err.Field != field {
+			t.Errorf("GET %s: %d field %q (%s), want 400 %q", path, r.status, r.err.Field, strings.TrimSpace(string(r.body)), field)
+		}
+	}
+	if r := e.get("/api/v1/incidents?status=open&from="+from+"&to="+to, nil); r.status != http.StatusOK {
+		t.Errorf("a good list: %d %s", r.status, r.body)
+	}
+}

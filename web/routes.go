@@ -30,7 +30,7 @@ func (s *Server) routes(e *echo.Echo) {
 	// minimum transfer rate.
 	g := s.gates
 	samples, traces, ingest, small := s.gated(g.samples), s.gated(g.traces), s.gated(g.ingest), s.gated(g.small)
-	v1 := e.Group("/api/v1")
+	v1 := e.Group("/api/v1", onceEach)
 	v1.POST("/events", a.CreateEvents, write, ingest)
 	v1.POST("/samples", a.CreateSamples, write, samples)
 	v1.POST("/alerts/alertmanager", a.ReceiveAlertmanager, write, stallsAsUnavailable, ingest)

@@ -151,6 +151,9 @@ func (a *API) ListIncidents(c echo.Context) error {
 			*p.dst = t
 		}
 	}
+	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
+		return request.BadInput("to", "must be after from (%s), got %s", f.From.Format(time.RFC3339Nano), f.To.Format(time.RFC3339Nano))
+	}
 	var err error
 	if f.Limit, err = request.Limit(q, 0, 500); err != nil {
 		return err
