@@ -262,3 +262,33 @@ func replicaFleet(from time.Time, n int) []correlate.Curve {
 	}
 	return curves
 }
+
+// The timeline lists at most 5,000 events, and says when it left some
+// out: 5,200 restarts answered exactly 5,000 with nothing to tell.
+func TestTimelineSaysWhenEventsAreCut(t *testing.T) {
+	e := newAPIEnv(t)
+	from := testNow.Add(-time.Hour)
+	var nd strings.Builder
+	for i := range 5001 {
+		fmt.Fprintf(&nd, `{"time":%q,"kind":"replica_restart","model":"chat","replica":"chat-%d"}`+"\n",
+			from.Add(time.Duration(i)*500*time.Millisecond).Format(time.RFC3339Nano), i)
+	}
+	if r := e.post("/api/v1/events", "application/x-ndjson", []byte(nd.String())); r.status >= 300 {
+		t.Fatalf("events: %d %s", r.status, r.body)
+	}
+	q := url.Values{"from": {from.Format(time.RFC3339)}, "to": {testNow.Format(time.RFC3339)}}
+	var raw map[string]json.RawMessage
+	if r := e.get("/api/v1/timeline?"+q.Encode(), &raw); r.status != 200 {
+		t.Fatalf("timeline: %d %s", r.status, r.body)
+	}
+	var events []json.RawMessage
+	_ = json.Unmarshal(raw["events"], &events)
+	if len(events) != 5000 || string(raw["events_truncated"]) != "true" {
+		t.Errorf("5,001 events: %d listed, events_truncated %s", len(events), raw["events_truncated"])
+	}
+	q.Set("from", from.Add(time.Second).Format(time.RFC3339)) // 4,999 left
+	raw = nil
+	if r := e.get("/api/v1/timeline?"+q.Encode(), &raw); r.status != 200 || string(raw["events_truncated"]) != "false" {
+		t.Errorf("4,999 events: %d events_truncated %s", r.status, raw["events_truncated"])
+	}
+}

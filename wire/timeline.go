@@ -24,7 +24,10 @@ type Timeline struct {
 	Scope       Scope     `json:"scope"`
 	Curves      []Curve   `json:"curves"`
 	Events      []Event   `json:"events"`
-	Spikes      []Spike   `json:"spikes"`
+	// EventsTruncated: more events fell in the window than the timeline
+	// lists (5,000); narrow the window or the scope to see them all.
+	EventsTruncated bool    `json:"events_truncated"`
+	Spikes          []Spike `json:"spikes"`
 }
 
 // ListedSpike is a spike as GET /api/v1/spikes lists it: for an ad-hoc

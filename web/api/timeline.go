@@ -203,9 +203,13 @@ func Timeline(ctx context.Context, src Source, q TimelineQuery) (wire.Timeline, 
 		curves = OfTenant(curves, scope.Tenant)
 	}
 	sort.SliceStable(curves, func(i, j int) bool { return curves[i].Key() < curves[j].Key() })
-	events, err := src.Events(ctx, store.EventFilter{From: from, To: to.Add(time.Nanosecond), Scope: evScope, Limit: 5000})
+	events, err := src.Events(ctx, store.EventFilter{From: from, To: to.Add(time.Nanosecond), Scope: evScope, Limit: maxTimelineEvents + 1})
 	if err != nil {
 		return wire.Timeline{}, err
+	}
+	cut := len(events) > maxTimelineEvents
+	if cut {
+		events = events[:maxTimelineEvents]
 	}
 	if curves == nil {
 		curves = []correlate.Curve{}
@@ -214,8 +218,12 @@ func Timeline(ctx context.Context, src Source, q TimelineQuery) (wire.Timeline, 
 		events = []correlate.Event{}
 	}
 	return wire.Timeline{From: from, To: to, StepSeconds: step.Seconds(), Scope: scope,
-		Curves: curves, Events: events, Spikes: []correlate.Spike{}}, nil
+		Curves: curves, Events: events, EventsTruncated: cut, Spikes: []correlate.Spike{}}, nil
 }
+
+// maxTimelineEvents bounds a timeline's events (the store keeps the most
+// telling kinds first); EventsTruncated says when more were left out.
+const maxTimelineEvents = 5000
 
 // OfTenant keeps the curves of no tenant and those of tenant: another
 // tenant's series are not for a view scoped to one. Without a tenant, all.
