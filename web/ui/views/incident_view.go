@@ -57,6 +57,9 @@ type IncidentHeader struct {
 	Analysis AnalysisState
 	Snapshot string // "frozen 2026-…": the page reads a snapshot
 	LiveHref string // the same view from live data, when a snapshot is shown
+	// FrozenHref: the page shows live data past its snapshot; this is the
+	// same view from the snapshot.
+	FrozenHref string
 }
 
 // AnalysisState says how current the analysis is.
@@ -186,7 +189,13 @@ func BuildIncident(in IncidentInput) IncidentPage {
 	h.Analysis = st
 	if in.SnapshotAt != nil {
 		h.Snapshot = "Frozen copy taken " + FmtTime(*in.SnapshotAt, time.Time{})
-		if !in.ReadOnly {
+		switch {
+		case in.ReadOnly:
+		case in.State.Live:
+			frozen := in.State
+			frozen.Live = false
+			h.FrozenHref = frozen.URL()
+		default:
 			live := in.State
 			live.Live = true
 			h.LiveHref = live.URL()

@@ -172,15 +172,19 @@ func BuildSampleTable(in SampleTableInput) SampleTable {
 		scale = math.Max(scale, x.TotalMs)
 	}
 	for _, x := range in.Page.Samples {
-		t.Rows = append(t.Rows, sampleRow(x, scale, in.DetailBase, in.Ref))
+		t.Rows = append(t.Rows, sampleRow(x, scale, in.DetailBase, in.Ref, s.Live))
 	}
 	return t
 }
 
-func sampleRow(x correlate.Sample, scale float64, detailBase string, ref time.Time) SampleRow {
+// live: the page reads live data past a snapshot; so does the detail.
+func sampleRow(x correlate.Sample, scale float64, detailBase string, ref time.Time, live bool) SampleRow {
 	r := SampleRow{ID: x.RequestID, Time: FmtTime(x.Time, ref), Model: x.Model, Version: x.Version, Tenant: x.Tenant,
 		Replica: x.Replica, Node: x.Node, Status: x.Status, Total: FmtMs(x.TotalMs),
 		DetailHref: detailBase + "/" + url.PathEscape(x.RequestID) + "?t=" + strconv.FormatInt(x.Time.UnixMilli(), 10)}
+	if live {
+		r.DetailHref += "&live=1"
+	}
 	if x.BatchSize > 0 {
 		r.Batch = strconv.Itoa(x.BatchSize)
 	}

@@ -696,3 +696,49 @@ func TestNewShareLinkStopsTheReloadingPoll(t *testing.T) {
 		}
 	}
 }
+
+// The live view of a frozen incident says it shows live data, links back
+// to the frozen copy, and its sample rows open the live sample: the
+// banner said "the copy kept…" over live data, "View live data" linked to
+// the page itself, and a sample detail looked in the snapshot (a 404).
+func TestLiveViewOfAFrozenIncident(t *testing.T) {
+	in, _ := fixtureIncident()
+	frozen := in.Now.Add(-time.Hour)
+	in.SnapshotAt, in.State.Live = &frozen, true
+	var buf bytes.Buffer
+	if err := IncidentBody(BuildIncident(in)).Render(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	html := buf.String()
+	if strings.Contains(html, "the copy kept") || !strings.Contains(html, "live data") {
+		t.Errorf("live view's banner: %s", between(html, `data-testid="snapshot-banner"`, "</p>"))
+	}
+	if !strings.Contains(html, "View the frozen copy") || strings.Contains(html, "View live data") {
+		t.Errorf("live view's links: %s", between(html, `data-testid="snapshot-banner"`, "</p>"))
+	}
+	st := in.State
+	table := BuildSampleTable(SampleTableInput{State: st, DetailBase: "/incidents/7/samples",
+		Page: store.SamplePage{Total: 1, Samples: []correlate.Sample{{RequestID: "r1", Time: in.Now, Model: "chat", TotalMs: 100}}}})
+	if len(table.Rows) != 1 || !strings.Contains(table.Rows[0].DetailHref, "live=1") {
+		t.Errorf("a live view's sample detail link: %+v", table.Rows)
+	}
+	st.Live = false
+	table = BuildSampleTable(SampleTableInput{State: st, DetailBase: "/incidents/7/samples",
+		Page: store.SamplePage{Total: 1, Samples: []correlate.Sample{{RequestID: "r1", Time: in.Now, Model: "chat", TotalMs: 100}}}})
+	if strings.Contains(table.Rows[0].DetailHref, "live=1") {
+		t.Errorf("a frozen view's sample detail link: %s", table.Rows[0].DetailHref)
+	}
+}
+
+// between is the part of s from the first from to the next to after it.
+func between(s, from, to string) string {
+	i := strings.Index(s, from)
+	if i < 0 {
+		return ""
+	}
+	j := strings.Index(s[i:], to)
+	if j < 0 {
+		return s[i:]
+	}
+	return s[i : i+j]
+}
