@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"time"
 )
@@ -60,6 +61,7 @@ func Analyze(in Input) Analysis {
 		Scope:         scope,
 		Stages:        f.stages,
 		StageSource:   f.stageSource,
+		StageModels:   stageModels(f),
 		Concentration: f.conc,
 		Events:        f.events,
 		Deviations:    topDeviations(cs, ph, 50),
@@ -134,6 +136,15 @@ func newFacts(cs *curveSet, ss *sampleSet, ph phases, started map[string]time.Ti
 		f.stages, f.stageSource = st, "curves"
 	}
 	return f
+}
+
+// stageModels are the models the stage attribution pooled (none without
+// one).
+func stageModels(f *facts) []string {
+	if f.stageSource == "" {
+		return nil
+	}
+	return slices.Clone(f.affected)
 }
 
 // SampleSpan says which samples an analysis of in will use, judging from

@@ -223,13 +223,16 @@ type Analysis struct {
 	Impact         []Impact   `json:"impact"`                   // per affected model, hardest hit first
 	Reconciliation string     `json:"reconciliation,omitempty"` // when the concentration and the top cause seem to disagree, why they do not
 
-	Spikes        []Spike             `json:"spikes"`
-	Scope         ScopeReport         `json:"scope"`
-	Causes        []Cause             `json:"causes"`         // sorted by score; only categories the data lets us judge
-	NotAssessable []NotAssessable     `json:"not_assessable"` // categories whose key signal is missing, not ranked
-	Coverage      Coverage            `json:"coverage"`       // which signals the judged models had
-	Stages        []StageShare        `json:"stages"`
-	StageSource   string              `json:"stage_source"` // "samples", "curves" or "" (no data)
+	Spikes        []Spike         `json:"spikes"`
+	Scope         ScopeReport     `json:"scope"`
+	Causes        []Cause         `json:"causes"`         // sorted by score; only categories the data lets us judge
+	NotAssessable []NotAssessable `json:"not_assessable"` // categories whose key signal is missing, not ranked
+	Coverage      Coverage        `json:"coverage"`       // which signals the judged models had
+	Stages        []StageShare    `json:"stages"`
+	StageSource   string          `json:"stage_source"` // "samples", "curves" or "" (no data)
+	// StageModels are the models whose requests (or stage curves) Stages
+	// pools: a request compares with them only when they are its model.
+	StageModels   []string            `json:"stage_models,omitempty"`
 	Concentration []Concentration     `json:"concentration"`
 	Events        []AlignedEvent      `json:"events"`
 	Deviations    []CurveDeviation    `json:"deviations"`

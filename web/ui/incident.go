@@ -359,11 +359,7 @@ func (p *Pages) sampleDetail(c echo.Context, id int64, live, shared bool) error 
 	if shared && (!p.inSharedWindow(d, x.Time) || !p.inSharedScope(d, x)) {
 		return store.ErrNotFound
 	}
-	var stages []correlate.StageShare
-	if d.an != nil {
-		stages = d.an.Stages
-	}
-	v := views.BuildSampleDetail(x, stages)
+	v := views.BuildSampleDetail(x, d.an)
 	if fragmentTarget(c.Request()) != "" {
 		return render(c, http.StatusOK, views.SampleDetailView(v))
 	}

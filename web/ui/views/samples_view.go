@@ -219,7 +219,15 @@ type DetailStage struct {
 }
 
 // BuildSampleDetail builds the detail view of one sample.
-func BuildSampleDetail(x correlate.Sample, stages []correlate.StageShare) SampleDetail {
+//
+// The typical stage times come from the analysis (nil: none) only where
+// they are the request's own model's: pooled over several models, or of
+// another, they would flag a request against a different workload.
+func BuildSampleDetail(x correlate.Sample, an *correlate.Analysis) SampleDetail {
+	var stages []correlate.StageShare
+	if an != nil && len(an.StageModels) == 1 && an.StageModels[0] == x.Model {
+		stages = an.Stages
+	}
 	d := SampleDetail{ID: x.RequestID, Time: FmtTime(x.Time, time.Time{}), Total: FmtMs(x.TotalMs)}
 	for _, kv := range []KV{{"model", x.Model}, {"version", x.Version}, {"tenant", x.Tenant}, {"replica", x.Replica},
 		{"node", x.Node}, {"entry", x.Entry}, {"status", x.Status}} {

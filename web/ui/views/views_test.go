@@ -742,3 +742,34 @@ func between(s, from, to string) string {
 	}
 	return s[i : i+j]
 }
+
+// A request is flagged against typical stage times only when they are its
+// own model's: the analysis pools its figures over the affected models,
+// and a chat request read "exec 422 ms, typical 128 ms — over" against
+// rerank's.
+func TestSampleDetailComparesWithItsOwnModelOnly(t *testing.T) {
+	x := correlate.Sample{RequestID: "r1", Model: "chat", TotalMs: 1000}
+	x.StagesMs[correlate.StageExec] = 422
+	an := &correlate.Analysis{Stages: []correlate.StageShare{{Stage: "exec", BeforeMs: 100, DuringMs: 128}}}
+	over := func(d SampleDetail) (typical string, flagged bool) {
+		for _, s := range d.Stages {
+			if s.Stage == "exec" {
+				return s.During, s.Over
+			}
+		}
+		return "", false
+	}
+	for _, c := range []struct {
+		models []string
+		want   bool
+	}{{[]string{"chat"}, true}, {[]string{"rerank"}, false}, {[]string{"chat", "rerank"}, false}, {nil, false}} {
+		an.StageModels = c.models
+		typical, flagged := over(BuildSampleDetail(x, an))
+		if (typical != "") != c.want || flagged != c.want {
+			t.Errorf("stage figures of %v: typical %q, over %v; want compared %v", c.models, typical, flagged, c.want)
+		}
+	}
+	if typical, _ := over(BuildSampleDetail(x, nil)); typical != "" {
+		t.Errorf("no analysis: typical %q", typical)
+	}
+}
