@@ -26,15 +26,50 @@ import (
 // ErrBlockedAddress is the dial error for a refused target.
 var ErrBlockedAddress = errors.New("address not allowed for webhooks")
 
-var sharedRange = netip.MustParsePrefix("100.64.0.0/10")
-var thisNetwork = netip.MustParsePrefix("0.0.0.0/8")
+// Ranges no webhook receiver lives in, beyond netip's predicates: shared
+// address space (carrier NAT), "this network", IETF protocol assignments,
+// benchmarking, reserved-for-future-use (and broadcast), IPv6 site-local
+// (deprecated, still routed on some networks) and NAT64's local-use prefix
+// (its embedded address has no fixed place).
+var blockedRanges = []netip.Prefix{
+	netip.MustParsePrefix("100.64.0.0/10"), netip.MustParsePrefix("0.0.0.0/8"),
+	netip.MustParsePrefix("192.0.0.0/24"), netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("240.0.0.0/4"), netip.MustParsePrefix("fec0::/10"),
+	netip.MustParsePrefix("64:ff9b:1::/48"),
+}
+
+// IPv6 ranges that carry an IPv4 address, judged by it: NAT64's well-known
+// prefix and IPv4-compatible addresses (in the last 32 bits), 6to4 (bits
+// 16–48). On a DNS64 network a name whose A record is private resolves to
+// 64:ff9b::10.0.0.1, which the gateway connects to.
+var (
+	nat64     = netip.MustParsePrefix("64:ff9b::/96")
+	v4Compat  = netip.MustParsePrefix("::/96")
+	sixToFour = netip.MustParsePrefix("2002::/16")
+)
 
 // BlockedAddr reports whether a webhook may not connect to a.
 func BlockedAddr(a netip.Addr) bool {
 	a = a.Unmap()
-	return !a.IsValid() || a.IsLoopback() || a.IsPrivate() || a.IsUnspecified() || a.IsLinkLocalUnicast() ||
-		a.IsLinkLocalMulticast() || a.IsInterfaceLocalMulticast() || a.IsMulticast() ||
-		sharedRange.Contains(a) || thisNetwork.Contains(a)
+	if !a.IsValid() || a.IsLoopback() || a.IsPrivate() || a.IsUnspecified() || a.IsLinkLocalUnicast() ||
+		a.IsLinkLocalMulticast() || a.IsInterfaceLocalMulticast() || a.IsMulticast() {
+		return true
+	}
+	for _, p := range blockedRanges {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	if a.Is6() {
+		b := a.As16()
+		switch {
+		case nat64.Contains(a), v4Compat.Contains(a):
+			return BlockedAddr(netip.AddrFrom4([4]byte(b[12:16])))
+		case sixToFour.Contains(a):
+			return BlockedAddr(netip.AddrFrom4([4]byte(b[2:6])))
+		}
+	}
+	return false
 }
 
 // refusePrivate is a net.Dialer Control hook: it runs after resolution,

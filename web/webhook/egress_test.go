@@ -16,12 +16,17 @@ import (
 func TestBlockedAddresses(t *testing.T) {
 	for _, a := range []string{"127.0.0.1", "127.1.2.3", "::1", "10.0.0.1", "172.16.5.4", "192.168.1.1", "169.254.169.254",
 		"fe80::1", "fc00::1", "fd12::1", "0.0.0.0", "::", "0.1.2.3", "100.64.0.1", "224.0.0.1", "ff02::1",
-		"::ffff:127.0.0.1", "::ffff:169.254.169.254"} {
+		"::ffff:127.0.0.1", "::ffff:169.254.169.254",
+		// Reserved IPv4 ranges, and IPv6 addresses that carry a blocked
+		// IPv4 one (NAT64, 6to4, IPv4-compatible) or are site-local.
+		"198.18.0.1", "192.0.0.8", "240.0.0.1", "255.255.255.255",
+		"64:ff9b::a00:1", "64:ff9b::a9fe:a9fe", "64:ff9b:1::a00:1", "2002:a9fe:a9fe::", "2002:7f00:1::1", "::a00:1", "fec0::1"} {
 		if !webhook.BlockedAddr(netip.MustParseAddr(a)) {
 			t.Errorf("%s is not blocked", a)
 		}
 	}
-	for _, a := range []string{"8.8.8.8", "1.1.1.1", "2606:4700::1111", "100.128.0.1", "172.32.0.1"} {
+	for _, a := range []string{"8.8.8.8", "1.1.1.1", "2606:4700::1111", "100.128.0.1", "172.32.0.1",
+		"64:ff9b::808:808", "2002:808:808::1"} {
 		if webhook.BlockedAddr(netip.MustParseAddr(a)) {
 			t.Errorf("%s is blocked", a)
 		}
