@@ -151,7 +151,14 @@ func rankCauses(f *facts) (causes []Cause, na []NotAssessable) {
 	}
 	sort.SliceStable(causes, func(i, j int) bool { return causes[i].Score > causes[j].Score })
 	if len(f.affected) == 0 || len(causes) == 0 || causes[0].Score < unexplainedBelow {
-		u := Cause{Category: CatUnexplained, Score: 0, Target: Target{}, Evidence: []Evidence{}, CounterEvidence: []Evidence{},
+		// Its score is how far the best cause falls short of explaining
+		// the rise (1 − its score): over every other by construction, so
+		// causes stay sorted by score and the highest is the top one.
+		best := 0.0
+		if len(causes) > 0 {
+			best = causes[0].Score
+		}
+		u := Cause{Category: CatUnexplained, Score: math.Round((1-best)*1000) / 1000, Target: Target{}, Evidence: []Evidence{}, CounterEvidence: []Evidence{},
 			Actions: []string{"Widen the window or check that curves and samples cover the affected models", "Look at the timeline for changes Waterline does not know about"}}
 		switch {
 		case len(f.affected) == 0 && f.noRise() != "":

@@ -131,3 +131,22 @@ func firstDiff(want, got []byte) string {
 	}
 	return "lengths differ"
 }
+
+// Causes are sorted by score (the API's contract), "unexplained" included:
+// it came first with a score of 0, so a client taking the highest score
+// read a different cause than the top one.
+func TestCausesSortedByScore(t *testing.T) {
+	t.Parallel()
+	for _, sc := range sim.Scenarios {
+		a := correlate.Analyze(simulated(t, sc).input)
+		for i := 1; i < len(a.Causes); i++ {
+			if a.Causes[i].Score > a.Causes[i-1].Score {
+				t.Errorf("%s: %s (%.3f) after %s (%.3f)", sc, a.Causes[i].Category, a.Causes[i].Score, a.Causes[i-1].Category, a.Causes[i-1].Score)
+			}
+		}
+	}
+	quiet := correlate.Analyze(correlate.Input{})
+	if len(quiet.Causes) == 0 || quiet.Causes[0].Category != correlate.CatUnexplained || quiet.Causes[0].Score <= 0 {
+		t.Errorf("nothing to explain: causes %+v", quiet.Causes)
+	}
+}

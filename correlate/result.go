@@ -93,7 +93,7 @@ type Evidence struct {
 // Cause is one scored hypothesis.
 type Cause struct {
 	Category        Category   `json:"category"`
-	Score           float64    `json:"score"` // 0..1
+	Score           float64    `json:"score"` // 0..1; unexplained's is 1 − the best cause's (how far it falls short)
 	Target          Target     `json:"target"`
 	Summary         string     `json:"summary"`
 	Evidence        []Evidence `json:"evidence"`

@@ -78,7 +78,9 @@ func BuildIncidentRows(list []store.Incident, spikes map[int64]store.IncidentSpi
 		spikeCells(&r, in, spikes[in.ID], now)
 		if in.TopCause != nil {
 			r.TopCause = CategoryLabel(in.TopCause.Category)
-			r.Score = strconv.FormatFloat(in.TopCause.Score, 'f', 2, 64)
+			if in.TopCause.Category != string(correlate.CatUnexplained) { // its score is a shortfall, not a likelihood
+				r.Score = strconv.FormatFloat(in.TopCause.Score, 'f', 2, 64)
+			}
 		}
 		if r.Analysis == "" {
 			r.Analysis = "none"

@@ -263,6 +263,11 @@ func causeViews(a *correlate.Analysis, s State) []CauseView {
 		v := CauseView{Rank: i + 1, Category: string(c.Category), Label: CategoryLabel(string(c.Category)),
 			ScorePct: pct(c.Score), Score: strconv.FormatFloat(c.Score, 'f', 2, 64), Summary: c.Summary,
 			Actions: c.Actions, Open: i == 0, Targets: targetLinks(c.Target, s), Pool: PoolFacts(a, c)}
+		if c.Category == correlate.CatUnexplained {
+			// Its score is the best cause's shortfall, not a likelihood:
+			// a full bar would read as confidence in a cause.
+			v.Score, v.ScorePct = "", 0
+		}
 		for _, e := range c.Evidence {
 			v.Evidence = append(v.Evidence, evidenceView(e))
 		}
