@@ -25,6 +25,8 @@ func timelineStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 	var tl []string
 	if a.Onset != nil {
 		tl = append(tl, "Latency rose at "+a.Onset.UTC().Format("15:04:05")+" UTC.")
+	} else if nr := f.noRise(); nr != "" {
+		tl = append(tl, nr) // no data to have found a spike in
 	} else {
 		tl = append(tl, "No latency spike was detected in the window.")
 	}
@@ -105,6 +107,12 @@ func samplesStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 	st := ChecklistStep{Step: "samples"}
 	if a.Samples.Total == 0 {
 		st.Answer = "No request samples cover this window; send them to POST /api/v1/samples to see which requests were slow."
+		return st
+	}
+	if len(f.affected) == 0 {
+		// Nothing in scope slowed: no request is "slow" against a rise,
+		// and other models' growth is not this incident's.
+		st.Answer = "Request samples cover this window, but with no judged model's latency clearly up, none is set apart as slow."
 		return st
 	}
 	var sm []string

@@ -20,7 +20,7 @@ func TestSamplesStepRecordsFallback(t *testing.T) {
 		{"one of the target's models", Target{Node: "n1", Models: []string{"chat", "rank"}}, false},
 		{"another model", Target{Node: "n1", Models: []string{"chat"}}, true},
 	} {
-		st := samplesStep(a, &facts{}, &Cause{Category: CatCapacity, Target: c.target})
+		st := samplesStep(a, &facts{affected: []string{"chat"}}, &Cause{Category: CatCapacity, Target: c.target})
 		if st.Fallback != c.fallback || !strings.Contains(st.Answer, RowLead(c.fallback)+" model=rank") {
 			t.Errorf("%s: fallback %v, answer %q", c.name, st.Fallback, st.Answer)
 		}

@@ -1194,3 +1194,38 @@ func TestOverclaimEventOrderAtCoarseSteps(t *testing.T) {
 		}
 	}
 }
+
+// With no latency data, the timeline cannot say no spike was detected:
+// nothing was there to detect it in.
+func TestOverclaimNoSpikeWithoutLatencyData(t *testing.T) {
+	x := newFixture()
+	x.curve(RoleQPS, LevelModel, Scope{Model: "chat"}, 100, 100)
+	a := x.analyze()
+	if ans := a.Checklist[1].Answer; strings.Contains(ans, "No latency spike was detected") || !strings.Contains(ans, "cannot be judged") {
+		t.Errorf("timeline step without latency curves or samples: %q", ans)
+	}
+}
+
+// An incident scoped to a model that did not slow, while another did: the
+// samples step spoke of "slow requests in the affected models during the
+// spike" and of the other models' "P99 rise" under a scope that said no
+// model rose.
+func TestOverclaimSamplesStepWithNothingAffected(t *testing.T) {
+	x := newFixture()
+	x.p99("chat", 100, 500)
+	x.p99("embed", 50, 50)
+	x.sampleRun(10, Scope{Model: "chat", Replica: "chat-1"}, 100, 500, nil)
+	x.sampleRun(10, Scope{Model: "embed", Replica: "embed-1"}, 50, 50, nil)
+	a := Analyze(Input{Window: Window{From: x.onset.Add(-5 * time.Minute), To: fxStart.Add(fxMinutes * time.Minute)},
+		Curves: x.curves, Samples: x.samples, Step: time.Minute, Scope: Scope{Model: "embed"}})
+	if len(a.Scope.Models) != 0 && a.Scope.Models[0] == "embed" {
+		t.Fatalf("embed did not slow; scope %+v", a.Scope)
+	}
+	ans := a.Checklist[2].Answer
+	for _, bad := range []string{"affected models", "P99 rise", "chat"} {
+		if strings.Contains(ans, bad) {
+			t.Errorf("samples step says %q: %q", bad, ans)
+		}
+	}
+	t.Logf("scope: %q; samples: %q", a.Checklist[0].Answer, ans)
+}

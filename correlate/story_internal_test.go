@@ -151,7 +151,7 @@ func TestSamplesStepQuotesTheHeadersP99(t *testing.T) {
 		Models: []string{"chat"}, P99Ms: 824, P99WithoutMs: 265, P99DeltaMs: 559, TailShare: 0.88}
 	a := Analysis{Concentration: []Concentration{row}, Samples: SampleSummary{Total: 1000, SlowRequests: 120},
 		Impact: []Impact{{Model: "chat", BaselineP99Ms: 190, DuringP99Ms: 624}}}
-	got := samplesStep(a, &facts{}, nil).Answer
+	got := samplesStep(a, &facts{affected: []string{"chat"}}, nil).Answer
 	if !strings.Contains(got, "undoes 88% of chat's P99 rise (190 ms → 624 ms)") {
 		t.Errorf("samples step %q: want the share of the impact's rise", got)
 	}
@@ -162,7 +162,7 @@ func TestSamplesStepQuotesTheHeadersP99(t *testing.T) {
 	}
 	// No share, no P99 clause.
 	a.Concentration[0].TailShare = 0
-	if got := samplesStep(a, &facts{}, nil).Answer; strings.Contains(got, "P99") {
+	if got := samplesStep(a, &facts{affected: []string{"chat"}}, nil).Answer; strings.Contains(got, "P99") {
 		t.Errorf("samples step %q: a row explaining none of the rise says nothing of the P99", got)
 	}
 }
@@ -387,7 +387,7 @@ func TestSamplesStepWithoutSlowSamplesJudgesNothing(t *testing.T) {
 		{300, 40, "Slow requests are not concentrated on any single dimension.", "too few"},
 	} {
 		a := Analysis{Samples: SampleSummary{Total: 500, During: &c.during, Slow: c.slow, SlowRequests: float64(c.slow)}}
-		got := samplesStep(a, &facts{}, nil).Answer
+		got := samplesStep(a, &facts{affected: []string{"chat"}}, nil).Answer
 		if !strings.Contains(got, c.want) || strings.Contains(got, c.not) {
 			t.Errorf("%d slow samples: %q, want %q and not %q", c.slow, got, c.want, c.not)
 		}
