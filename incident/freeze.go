@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/waterline-dev/waterline/correlate"
@@ -69,11 +70,18 @@ func (s *Service) freeze(ctx context.Context, id int64) error {
 }
 
 // frozenSamples keeps the window's slow samples (up to a cap) and a
-// baseline of the others spread evenly over time rather than the first N:
-// the baseline should cover the whole window.
+// baseline of the others, each spread evenly over time rather than the
+// first N. The incident's own span fills the cap first, the margin
+// around it what is left: frozen before any analysis (every sample is
+// "slow" then), the half hour before the start filled the cap in time
+// order and none of the incident's own samples was kept.
 func (s *Service) frozenSamples(ctx context.Context, v View, from, end time.Time) ([]correlate.Sample, error) {
 	slowMs, def := v.SlowThresholds()
-	var slow []correlate.Sample
+	spanFrom, spanTo := v.Incident.Start, end
+	if v.Incident.End != nil {
+		spanTo = *v.Incident.End
+	}
+	own, margin := evenSample{max: snapshotMaxSlow}, evenSample{max: snapshotMaxSlow}
 	others := evenSample{max: snapshotMaxBaseline}
 	err := s.st.ScanSamples(ctx, store.SampleFilter{From: from, To: end}, func(x *correlate.Sample) error {
 		thr, ok := slowMs[x.Model]
@@ -81,17 +89,23 @@ func (s *Service) frozenSamples(ctx context.Context, v View, from, end time.Time
 			thr = def
 		}
 		switch {
-		case x.TotalMs >= thr && len(slow) < snapshotMaxSlow:
-			slow = append(slow, *x)
 		case x.TotalMs < thr:
 			others.add(*x)
+		case !x.Time.Before(spanFrom) && !x.Time.After(spanTo):
+			own.add(*x)
+		default:
+			margin.add(*x)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return append(slow, others.result()...), nil
+	slow := own.result()
+	slow = append(slow, evenly(margin.result(), snapshotMaxSlow-len(slow))...)
+	out := append(slow, others.result()...)
+	slices.SortStableFunc(out, func(a, b correlate.Sample) int { return a.Time.Compare(b.Time) })
+	return out, nil
 }
 
 // evenSample keeps an evenly spaced subset of at most max of a stream of
@@ -123,14 +137,17 @@ func (e *evenSample) add(x correlate.Sample) {
 }
 
 // result is at most max items, evenly spread over what was kept.
-func (e *evenSample) result() []correlate.Sample {
-	n := len(e.kept)
-	if n <= e.max {
-		return e.kept
+func (e *evenSample) result() []correlate.Sample { return evenly(e.kept, e.max) }
+
+// evenly is at most n of xs, evenly spaced.
+func evenly(xs []correlate.Sample, n int) []correlate.Sample {
+	k := len(xs)
+	if k <= n {
+		return xs
 	}
-	out := make([]correlate.Sample, e.max)
+	out := make([]correlate.Sample, max(n, 0))
 	for i := range out {
-		out[i] = e.kept[i*n/e.max]
+		out[i] = xs[i*k/n]
 	}
 	return out
 }

@@ -3,10 +3,12 @@ package incident_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/incident"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
@@ -106,5 +108,56 @@ func TestConcurrentResolvesTellOnce(t *testing.T) {
 		if got, _ := st.Incident(ctx, in.ID); got.End == nil || !got.End.Equal(*resolved.End) || got.Title != resolved.Title {
 			t.Fatalf("resolved incident changed by the detector's moves: end %v title %q", got.End, got.Title)
 		}
+	}
+}
+
+// TestFreezeKeepsTheIncidentsOwnSamples: the snapshot's slow samples are
+// capped; the incident's own span comes first, the margin around it after.
+// Frozen before any analysis (every sample counts as slow), 25,000
+// samples in the half hour before the start filled the cap and none of
+// the incident's 50 was kept: after retention, its share link showed none.
+func TestFreezeKeepsTheIncidentsOwnSamples(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	now := time.Now().UTC().Truncate(time.Second)
+	start, end := now.Add(-20*time.Minute), now.Add(-10*time.Minute)
+	if err := st.EnsurePartitions(ctx, store.TableSamples, start.Add(-time.Hour), now); err != nil {
+		t.Fatal(err)
+	}
+	var xs []correlate.Sample
+	for i := range 25000 {
+		xs = append(xs, correlate.Sample{RequestID: fmt.Sprintf("pre-%05d", i), Time: start.Add(-30 * time.Minute).Add(time.Duration(i) * 70 * time.Millisecond),
+			Model: "chat", Status: "ok", TotalMs: 100, SampleRate: 1})
+	}
+	for i := range 50 {
+		xs = append(xs, correlate.Sample{RequestID: fmt.Sprintf("own-%02d", i), Time: start.Add(time.Duration(i) * 10 * time.Second),
+			Model: "chat", Status: "ok", TotalMs: 900, SampleRate: 1})
+	}
+	if _, _, err := st.InsertSamples(ctx, xs); err != nil {
+		t.Fatal(err)
+	}
+	svc := incident.New(st, incident.Options{})
+	in, err := svc.Open(ctx, store.NewIncident{Title: "slow", Start: start, End: &end})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Resolve(ctx, in.ID, incident.FreezeNow); err != nil {
+		t.Fatal(err)
+	}
+	sn, err := st.LoadSnapshot(ctx, in.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, pre := 0, 0
+	for _, x := range sn.FrozenSamples {
+		if strings.HasPrefix(x.RequestID, "own-") {
+			own++
+		} else {
+			pre++
+		}
+	}
+	if own != 50 || pre == 0 || len(sn.FrozenSamples) > 22000 {
+		t.Errorf("snapshot holds %d of the incident's 50 samples and %d of the margin's (%d in all)", own, pre, len(sn.FrozenSamples))
 	}
 }
