@@ -99,6 +99,15 @@ func (s *Store) IncidentShareLink(ctx context.Context, id int64) (ShareLink, boo
 	return l, true, nil
 }
 
+// WebhookShareLinks counts the incident's live links that webhooks'
+// deliveries carry: they open the incident as its own link does.
+func (s *Store) WebhookShareLinks(ctx context.Context, id int64) (int, error) {
+	var n int
+	err := s.db.QueryRow(ctx, `SELECT count(*) FROM share_links WHERE incident_id = $1 AND webhook_id IS NOT NULL AND revoked_at IS NULL`,
+		id).Scan(&n)
+	return n, wrap("webhook share links", err)
+}
+
 // WebhookShareToken returns the link a webhook's deliveries carry for an
 // incident: derived from the webhook's secret (the same every time, so
 // nothing but its hash is stored), registered on first use. ok is false
@@ -159,9 +168,11 @@ type PageState struct {
 	AnalysisStatus  string     // "" when none was started
 	SnapshotAt      *time.Time // nil when not frozen
 	SharedAt        *time.Time // when the incident's own link was made; nil when it has none
+	WebhookShares   int        // live links webhooks' deliveries carry
 }
 
-const pageStateQuery = `SELECT i.id, i.updated_at, COALESCE(a.version, 0), COALESCE(a.status, ''), sn.created_at, own.created_at
+const pageStateQuery = `SELECT i.id, i.updated_at, COALESCE(a.version, 0), COALESCE(a.status, ''), sn.created_at, own.created_at,
+	(SELECT count(*) FROM share_links w WHERE w.incident_id = i.id AND w.webhook_id IS NOT NULL AND w.revoked_at IS NULL)
 	FROM incidents i
 	LEFT JOIN LATERAL (SELECT version, status FROM analyses WHERE incident_id = i.id ORDER BY version DESC LIMIT 1) a ON true
 	LEFT JOIN snapshots sn ON sn.incident_id = i.id
@@ -171,7 +182,7 @@ const pageStateQuery = `SELECT i.id, i.updated_at, COALESCE(a.version, 0), COALE
 func (s *Store) pageState(ctx context.Context, op, where string, arg any) (PageState, error) {
 	var st PageState
 	err := s.db.QueryRow(ctx, pageStateQuery+where, arg).
-		Scan(&st.IncidentID, &st.UpdatedAt, &st.AnalysisVersion, &st.AnalysisStatus, &st.SnapshotAt, &st.SharedAt)
+		Scan(&st.IncidentID, &st.UpdatedAt, &st.AnalysisVersion, &st.AnalysisStatus, &st.SnapshotAt, &st.SharedAt, &st.WebhookShares)
 	if err != nil {
 		return PageState{}, wrap(op, err)
 	}

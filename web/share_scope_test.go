@@ -913,3 +913,39 @@ func TestShareCardTitleFailsClosed(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
+
+// TestWebhookLinksShowOnTheIncidentPage: links a webhook's deliveries
+// carry open the incident too; its page says so and offers to revoke
+// them. It offered "Create share link" and no revoke while anyone in the
+// receiving Jira could open the incident.
+func TestWebhookLinksShowOnTheIncidentPage(t *testing.T) {
+	e := newUIEnv(t)
+	ctx := context.Background()
+	h, err := e.st.CreateWebhook(ctx, store.NewWebhook{URL: "https://hooks.example/x", Secret: "0123456789abcdef0123",
+		Format: "waterline", Events: []string{"incident.opened"}, IncludeShareLink: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := e.browser()
+	w.login(e.write)
+	if p := w.get(e.incidentPath()); p.testid("share-webhooks").Length() != 0 {
+		t.Fatal("webhook links shown before any was made")
+	}
+	tok, ok, err := e.st.WebhookShareToken(ctx, e.id, h)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	p := w.get(e.incidentPath())
+	if p.testid("share-webhooks").Length() != 1 || p.testid("revoke").Length() != 1 {
+		t.Fatalf("webhook link live: share-webhooks %d, revoke %d", p.testid("share-webhooks").Length(), p.testid("revoke").Length())
+	}
+	if r := w.post(e.incidentPath()+"/share/revoke", nil); r.status != http.StatusSeeOther {
+		t.Fatalf("revoke: %d", r.status)
+	}
+	if r := e.browser().get("/s/" + tok); r.status != http.StatusNotFound {
+		t.Errorf("the webhook's link after revoking: %d", r.status)
+	}
+	if p := w.get(e.incidentPath()); p.testid("share-webhooks").Length() != 0 {
+		t.Error("revoked webhook links still shown")
+	}
+}

@@ -110,6 +110,9 @@ func (p *Pages) incidentPage(c echo.Context, id int64, base string, readOnly boo
 		if ok {
 			in.SharedAt = &link.CreatedAt
 		}
+		if in.WebhookShares, err = p.store.WebhookShareLinks(ctx, id); err != nil {
+			return err
+		}
 		in.ShareURL, _ = c.Get(newShareURLKey).(string) // only right after it was made
 	}
 	v := views.BuildIncident(in)

@@ -159,8 +159,8 @@ func incidentPageKey(ps store.PageState, u user, target string, st views.State) 
 	if ps.SharedAt != nil {
 		shared = strconv.FormatInt(ps.SharedAt.UnixNano(), 10)
 	}
-	return fmt.Sprintf("incident|%d|%q|%q|%q|%q|%q|%d|%d|%q|%s|%s", ps.IncidentID, u.Name, u.Scope, u.CSRF, target, st.URL(),
-		ps.UpdatedAt.UnixNano(), ps.AnalysisVersion, ps.AnalysisStatus, snap, shared), ttl
+	return fmt.Sprintf("incident|%d|%q|%q|%q|%q|%q|%d|%d|%q|%s|%s|%d", ps.IncidentID, u.Name, u.Scope, u.CSRF, target, st.URL(),
+		ps.UpdatedAt.UnixNano(), ps.AnalysisVersion, ps.AnalysisStatus, snap, shared, ps.WebhookShares), ttl
 }
 
 // showIncidentCached answers GET /incidents/{id} (and its fragments) from

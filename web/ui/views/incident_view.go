@@ -129,8 +129,10 @@ type AlignedRow struct {
 
 // ShareBox is the sharing panel.
 type ShareBox struct {
-	URL      string // the link, only in the answer that made it ("" otherwise: only its hash is kept)
-	Since    string // when the current link was made; "" when not shared
+	URL   string // the link, only in the answer that made it ("" otherwise: only its hash is kept)
+	Since string // when the current link was made; "" when not shared
+	// Webhooks says which live links webhooks' deliveries carry ("" none).
+	Webhooks string
 	Snapshot string // when a snapshot exists
 }
 
@@ -146,10 +148,12 @@ type IncidentInput struct {
 	SnapshotAt  *time.Time
 	ShareURL    string     // a link just made (shown once)
 	SharedAt    *time.Time // when the incident's current link was made; nil when not shared
-	State       State
-	ReadOnly    bool
-	CanWrite    bool
-	Now         time.Time
+	// WebhookShares counts the live links webhooks' deliveries carry.
+	WebhookShares int
+	State         State
+	ReadOnly      bool
+	CanWrite      bool
+	Now           time.Time
 }
 
 // BuildIncident builds everything but the Filtered region.
@@ -203,6 +207,9 @@ func BuildIncident(in IncidentInput) IncidentPage {
 		p.Share.Snapshot = h.Snapshot
 	}
 	p.Share.URL = in.ShareURL
+	if n := in.WebhookShares; n > 0 {
+		p.Share.Webhooks = "The deliveries of " + webhooksWord(n) + " carry read-only links to this incident: whoever receives them can open it."
+	}
 	if in.SharedAt != nil {
 		p.Share.Since = FmtTime(*in.SharedAt, time.Time{})
 	}
@@ -253,6 +260,14 @@ func BuildIncident(in IncidentInput) IncidentPage {
 	}
 	p.Header = h
 	return p
+}
+
+// webhooksWord is "one webhook" or "N webhooks".
+func webhooksWord(n int) string {
+	if n == 1 {
+		return "one webhook"
+	}
+	return strconv.Itoa(n) + " webhooks"
 }
 
 // causeViews ranks the causes (already sorted by score) for display; the
