@@ -292,3 +292,30 @@ func TestTimelineSaysWhenEventsAreCut(t *testing.T) {
 		t.Errorf("4,999 events: %d events_truncated %s", r.status, raw["events_truncated"])
 	}
 }
+
+// Model-level spikes are bounded as the finer levels are: a month of 300
+// models' quantiles (and their baselines' history) was read whole, by
+// /spikes without level= and by every /timeline without model=.
+func TestModelSpikesAreBounded(t *testing.T) {
+	e := newAPIEnv(t)
+	from := testNow.Add(-time.Hour)
+	curves := replicaFleet(from, 300)
+	for i := range curves {
+		curves[i].Level, curves[i].Scope = correlate.LevelModel, correlate.Scope{Model: fmt.Sprintf("m-%03d", i)}
+	}
+	storetest.WriteCurves(t, e.st, curves)
+	month := url.Values{"from": {testNow.Add(-30 * 24 * time.Hour).Format(time.RFC3339)}, "to": {testNow.Format(time.RFC3339)}}
+	if r := e.get("/api/v1/spikes?"+month.Encode(), nil); r.status != 400 || r.err.Field != "level" {
+		t.Errorf("300 models' spikes over 30 days: %d %+v", r.status, r.err)
+	}
+	month.Set("step", "1h")
+	if r := e.get("/api/v1/timeline?"+month.Encode(), nil); r.status != 400 || r.err.Field != "model" {
+		t.Errorf("300 models' timeline over 30 days: %d %+v", r.status, r.err)
+	}
+	hours := url.Values{"from": {testNow.Add(-2 * time.Hour).Format(time.RFC3339)}, "to": {testNow.Format(time.RFC3339)}}
+	for _, path := range []string{"/api/v1/spikes?", "/api/v1/timeline?"} {
+		if r := e.get(path+hours.Encode(), nil); r.status != 200 {
+			t.Errorf("%s over 2 hours: %d %+v", path, r.status, r.err)
+		}
+	}
+}

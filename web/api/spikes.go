@@ -95,25 +95,8 @@ func (a *API) storedSpikes(ctx context.Context, c echo.Context, from, to time.Ti
 	default:
 		return nil, request.BadInput("level", "want model, version or replica, got %q", lv)
 	}
-	// The finer levels are bounded before anything is read, as the
-	// timeline is: the curves (counted, not loaded) × the points of the
-	// window and the history the baseline needs, at the pull's 15 s. A
-	// month of every replica's quantiles was gigabytes. (Models are few.)
-	if len(q.Levels) > 0 {
-		series, err := a.store.CurveSeries(ctx, store.CurveFilter{From: from, To: to, Levels: q.Levels, Scope: q.Scope,
-			Roles: []correlate.Role{correlate.RoleLatencyP99, correlate.RoleLatencyP95, correlate.RoleLatencyP50}})
-		if err != nil {
-			return nil, err
-		}
-		history := correlate.SpikeOptions{Step: 15 * time.Second}.History()
-		if steps := int((to.Sub(from) + history) / (15 * time.Second)); len(series)*steps > maxStoredSpikePoints {
-			how := "filter them (model=, replica=)"
-			if to.Sub(from) > history { // the window, not the history, is most of it
-				how += " or shorten the window"
-			}
-			return nil, request.BadInput("level", "%d latency curves over %s (and the %s of history their baselines need) are over %d points at 15 s: %s",
-				len(series), to.Sub(from), history, maxStoredSpikePoints, how)
-		}
+	if err := a.boundSpikeRead(ctx, from, to, q.Levels, q.Scope, "level"); err != nil {
+		return nil, err
 	}
 	found, err := diagnose.Spikes(ctx, a.store, q, a.slo)
 	if err != nil {
@@ -124,6 +107,34 @@ func (a *API) storedSpikes(ctx context.Context, c echo.Context, from, to time.Ti
 		out[i] = wire.ListedSpike{Spike: sp}
 	}
 	return out, nil
+}
+
+// boundSpikeRead refuses a spike search over stored curves before anything
+// is read when it would read too much, as the timeline's curves are
+// bounded: the latency curves (counted, not loaded) × the points of the
+// window and the history their baselines need, at the pull's 15 s. A
+// month of every replica's quantiles was gigabytes, and so was a month of
+// a few hundred models' (levels nil: model level). field names the
+// parameter the 400 points at.
+func (a *API) boundSpikeRead(ctx context.Context, from, to time.Time, levels []correlate.Level, scope correlate.Scope, field string) error {
+	if len(levels) == 0 {
+		levels = []correlate.Level{correlate.LevelModel}
+	}
+	series, err := a.store.CurveSeries(ctx, store.CurveFilter{From: from, To: to, Levels: levels, Scope: scope,
+		Roles: []correlate.Role{correlate.RoleLatencyP99, correlate.RoleLatencyP95, correlate.RoleLatencyP50}})
+	if err != nil {
+		return err
+	}
+	history := correlate.SpikeOptions{Step: 15 * time.Second}.History()
+	if steps := int((to.Sub(from) + history) / (15 * time.Second)); len(series)*steps > maxStoredSpikePoints {
+		how := "filter them (model=, replica=)"
+		if to.Sub(from) > history { // the window, not the history, is most of it
+			how += " or shorten the window"
+		}
+		return request.BadInput(field, "%d latency curves over %s (and the %s of history their baselines need) are over %d points at 15 s: %s",
+			len(series), to.Sub(from), history, maxStoredSpikePoints, how)
+	}
+	return nil
 }
 
 func (a *API) adhocSpikes(ctx context.Context, q string, from, to time.Time, step time.Duration, dir correlate.Direction, sens correlate.Sensitivity) ([]wire.ListedSpike, error) {

@@ -97,7 +97,10 @@ func (a *API) GetTimeline(c echo.Context) error {
 		return err
 	}
 	// Latency spikes of the models in view, judged on the full-resolution
-	// curves (the downsampled ones would blur onsets).
+	// curves (the downsampled ones would blur onsets): bounded as /spikes.
+	if err := a.boundSpikeRead(ctx, from, to, nil, correlate.Scope{Model: scope.Model}, "model"); err != nil {
+		return err
+	}
 	spikes, err := diagnose.Spikes(ctx, a.store, diagnose.SpikeQuery{From: from, To: to, Scope: correlate.Scope{Model: scope.Model}}, a.slo)
 	if err != nil {
 		return err
