@@ -16,6 +16,7 @@ const (
 	WebhookFormatWaterline  = "waterline"
 	WebhookFormatJira       = "jira"
 	WebhookFormatServiceNow = "servicenow"
+	WebhookFormatSlack      = "slack"
 )
 
 // Webhook events: what a delivery announces.

@@ -65,6 +65,7 @@ var wireSchemas = map[string]any{
 	"WaterlineWebhook":    wire.WebhookEvent{},
 	"JiraRemoteLink":      wire.JiraRemoteLink{},
 	"ServiceNowEvents":    wire.ServiceNowEvents{},
+	"SlackMessage":        wire.SlackMessage{},
 }
 
 // TestOpenAPIMatchesWireTypes holds every schema of the document to its Go

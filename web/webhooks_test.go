@@ -46,7 +46,7 @@ func TestWebhooksAdminAPI(t *testing.T) {
 		{`{"url":"ftp://x/y","secret":"0123456789abcdef"}`, "url", 422},
 		{`{"url":"/relative","secret":"0123456789abcdef"}`, "url", 422},
 		{`{"url":"https://x.example/hook","secret":"short"}`, "secret", 422},
-		{`{"url":"https://x.example/hook","secret":"0123456789abcdef","format":"slack"}`, "format", 422},
+		{`{"url":"https://x.example/hook","secret":"0123456789abcdef","format":"teams"}`, "format", 422},
 		{`{"url":"https://x.example/hook","secret":"0123456789abcdef","events":["incident.opened","incident.exploded"]}`, "events[1]", 422},
 		{`{"url":"https://x.example/hook","secret":"0123456789abcdef","colour":"red"}`, "colour", 422},
 	} {
@@ -186,6 +186,7 @@ func TestWebhookEventsAndFormats(t *testing.T) {
 	waterlineID := rc.register(e, "/waterline", "waterline")
 	rc.register(e, "/jira", "jira")
 	rc.register(e, "/snow", "servicenow")
+	rc.register(e, "/slack", "slack")
 	rc.register(e, "/resolved-only", "waterline", "incident.resolved")
 	notifier := webhook.NewNotifier(e.st, webhook.NotifierOptions{PublicURL: "http://waterline.test"})
 	dispatcher := webhook.NewDispatcher(e.st, webhook.Options{AllowPrivate: true})
@@ -253,7 +254,7 @@ func TestWebhookEventsAndFormats(t *testing.T) {
 	drain()
 
 	want := []string{"incident.opened", "analysis.ready", "cause.changed", "incident.resolved", "cause.changed"}
-	for _, p := range []string{"/waterline", "/jira", "/snow"} {
+	for _, p := range []string{"/waterline", "/jira", "/snow", "/slack"} {
 		if got := events(rc.deliveries(p)); !slices.Equal(got, want) {
 			t.Errorf("%s got %v, want %v", p, got, want)
 		}
@@ -325,6 +326,25 @@ func TestWebhookEventsAndFormats(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "image/png" {
 		t.Errorf("jira icon %s: %d %s", iconURL, res.StatusCode, res.Header.Get("Content-Type"))
+	}
+
+	// Slack message: a notification line, the incident linked, what
+	// happened and the top cause.
+	for i, d := range rc.deliveries("/slack") {
+		text, _ := d.body["text"].(string)
+		blocks, _ := d.body["blocks"].([]any)
+		if !strings.Contains(text, fmt.Sprintf("Waterline #%d", inc.ID)) || len(blocks) != 2 {
+			t.Errorf("slack %s: %s", d.event, d.raw)
+			continue
+		}
+		section := blocks[0].(map[string]any)["text"].(map[string]any)["text"].(string)
+		if !strings.Contains(section, "<"+api["url"].(string)+"|") {
+			t.Errorf("slack %s: the incident is not linked: %s", d.event, section)
+		}
+		want := []string{"opened", "analysed", "top cause changed (was release)", "resolved", "top cause changed (was capacity)"}[i]
+		if !strings.Contains(section, want) || i > 0 && !strings.Contains(section, "fits best") {
+			t.Errorf("slack %s: %q, want %q and the top cause", d.event, section, want)
+		}
 	}
 
 	// ServiceNow Event Management record.

@@ -112,6 +112,28 @@ type JiraStatus struct {
 	Icon     JiraIcon `json:"icon"`
 }
 
+// SlackMessage is the body of a slack-format delivery: a Slack message as
+// an incoming webhook takes it. Text is the notification's line; Blocks
+// show the linked incident, what happened, the top cause and the scope.
+type SlackMessage struct {
+	Text   string       `json:"text"`
+	Blocks []SlackBlock `json:"blocks"`
+}
+
+// SlackBlock is a Block Kit block: a section with text, or a context with
+// elements.
+type SlackBlock struct {
+	Type     string      `json:"type"`
+	Text     *SlackText  `json:"text,omitempty"`
+	Elements []SlackText `json:"elements,omitempty"`
+}
+
+// SlackText is a Block Kit text object (mrkdwn).
+type SlackText struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
 // ServiceNowEvents is the body of ServiceNow Event Management's
 // POST /api/global/em/jsonv2.
 type ServiceNowEvents struct {

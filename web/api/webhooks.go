@@ -112,8 +112,9 @@ func checkWebhook(w wire.WebhookCreate, allowPrivate bool) (store.NewWebhook, er
 	if format == "" {
 		format = store.WebhookFormatWaterline
 	}
-	if format != store.WebhookFormatWaterline && format != store.WebhookFormatJira && format != store.WebhookFormatServiceNow {
-		return store.NewWebhook{}, request.Invalid("format", "want waterline, jira or servicenow, got %q", w.Format)
+	if format != store.WebhookFormatWaterline && format != store.WebhookFormatJira && format != store.WebhookFormatServiceNow &&
+		format != store.WebhookFormatSlack {
+		return store.NewWebhook{}, request.Invalid("format", "want waterline, jira, servicenow or slack, got %q", w.Format)
 	}
 	events := w.Events
 	if len(events) == 0 {

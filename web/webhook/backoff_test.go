@@ -1,8 +1,11 @@
 package webhook
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/waterline-dev/waterline/wire"
 )
 
 // A receiver down for a working day's maintenance window still gets its
@@ -33,4 +36,19 @@ func shortestBackoff(n int, base, most time.Duration) time.Duration {
 		d *= 2
 	}
 	return min(d, most) / 2
+}
+
+// A Slack message escapes what mrkdwn reads as markup: a title with
+// "<!channel>" in it must not ping a channel, nor a "|" break the link.
+func TestSlackMessageEscapesMarkup(t *testing.T) {
+	m := message{Event: "incident.opened", View: wire.Incident{ID: 7, Title: "p99 <!channel> & <https://evil.example|click>", URL: "https://w.example/incidents/7",
+		StartedAt: time.Unix(0, 0), TopCause: &wire.CauseSummary{Category: "unexplained", Score: 0.9, Summary: "No cause is strongly supported."}}}
+	s := slackMessage(m)
+	section := s.Blocks[0].Text.Text
+	if strings.Contains(section, "<!channel>") || strings.Contains(section, "<https://evil") || !strings.Contains(section, "&lt;!channel&gt; &amp;") {
+		t.Errorf("section %q", section)
+	}
+	if !strings.Contains(section, "no cause stands out") || strings.Contains(section, "0.90") {
+		t.Errorf("unexplained as a cause: %q", section)
+	}
 }

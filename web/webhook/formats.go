@@ -26,7 +26,7 @@ type message struct {
 	Share string
 }
 
-// render encodes m in one of the three formats. publicURL names
+// render encodes m in one of the formats. publicURL names
 // this Waterline (Jira's globalId, ServiceNow's event_class).
 func render(format string, m message, publicURL string) ([]byte, error) {
 	switch format {
@@ -36,6 +36,8 @@ func render(format string, m message, publicURL string) ([]byte, error) {
 		return json.Marshal(jiraRemoteLink(m, publicURL))
 	case store.WebhookFormatServiceNow:
 		return json.Marshal(serviceNowEvents(m, publicURL))
+	case store.WebhookFormatSlack:
+		return json.Marshal(slackMessage(m))
 	}
 	return nil, fmt.Errorf("unknown webhook format %q", format)
 }
@@ -117,6 +119,57 @@ func serviceNowEvents(m message, publicURL string) wire.ServiceNowEvents {
 	}}}
 }
 
+// slackMessage is a Slack message (an incoming webhook's body, or
+// chat.postMessage's without the channel): a notification line in text,
+// and blocks with the incident linked — to its read-only link when the
+// webhook carries one, since most of a channel has no Waterline account —
+// what happened and the top cause, and its scope and time as context.
+func slackMessage(m message) wire.SlackMessage {
+	v := m.View
+	what := map[string]string{
+		store.EventIncidentOpened:   "opened",
+		store.EventAnalysisReady:    "analysed",
+		store.EventCauseChanged:     "top cause changed",
+		store.EventIncidentResolved: "resolved",
+	}[m.Event]
+	if what == "" {
+		what = m.Event
+	}
+	if m.Event == store.EventCauseChanged && m.PrevTop != "" {
+		what += " (was " + m.PrevTop + ")"
+	}
+	link := v.URL
+	if m.Share != "" {
+		link = m.Share
+	}
+	title := fmt.Sprintf("Waterline #%d: %s", v.ID, v.Title)
+	head := fmt.Sprintf("*<%s|%s>* · %s", slackEscape(link), slackEscape(clip(title, 200)), what)
+	var ctx []string
+	for _, kv := range [][2]string{{"model", v.Scope.Model}, {"version", v.Scope.Version}, {"tenant", v.Scope.Tenant},
+		{"replica", v.Scope.Replica}, {"node", v.Scope.Node}} {
+		if kv[1] != "" {
+			ctx = append(ctx, kv[0]+" "+kv[1])
+		}
+	}
+	ctx = append(ctx, "since "+v.StartedAt.UTC().Format("2006-01-02 15:04 UTC"))
+	if m.Share != "" {
+		ctx = append(ctx, "read-only link, no account needed")
+	}
+	return wire.SlackMessage{
+		Text: clip(fmt.Sprintf("%s %s: %s", title, what, causeLine(v)), 1000),
+		Blocks: []wire.SlackBlock{
+			{Type: "section", Text: &wire.SlackText{Type: "mrkdwn", Text: clip(head+"\n"+slackEscape(causeLine(v)), 3000)}},
+			{Type: "context", Elements: []wire.SlackText{{Type: "mrkdwn", Text: clip(slackEscape(strings.Join(ctx, " · ")), 2000)}}},
+		},
+	}
+}
+
+// slackEscape escapes the three characters Slack's mrkdwn reads as markup
+// (links and mentions): a title with "<!channel>" in it must not ping.
+func slackEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
 // shareLine is the read-only link, as the end of a description.
 func shareLine(share string) string {
 	if share == "" {
@@ -129,6 +182,9 @@ func shareLine(share string) string {
 func causeLine(v wire.Incident) string {
 	if v.TopCause == nil {
 		return "analysis " + v.AnalysisStatus
+	}
+	if v.TopCause.Category == "unexplained" { // its score is a shortfall, not a likelihood
+		return "no cause stands out: " + v.TopCause.Summary
 	}
 	return fmt.Sprintf("top cause %s (%.2f): %s", v.TopCause.Category, v.TopCause.Score, v.TopCause.Summary)
 }
