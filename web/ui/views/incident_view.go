@@ -238,7 +238,7 @@ func BuildIncident(in IncidentInput) IncidentPage {
 		}
 		h.MoreModels = len(a.Impact) - len(h.Impact)
 		if a.Samples.SlowRequests > 0 {
-			h.Slow, h.HasSlow = slowCount(a.Samples.SlowRequests), true
+			h.Slow, h.HasSlow = slowCount(a.Samples.SlowRequests, slowEstimated(a)), true
 		}
 		p.Causes = causeViews(a, in.State)
 		if len(a.Impact) > 0 {

@@ -90,7 +90,7 @@ func Markdown(in MarkdownInput) string {
 		}
 	}
 	if a.Samples.SlowRequests > 0 {
-		fmt.Fprintf(&b, "- **Slow requests:** %s\n", thousands(math.Round(a.Samples.SlowRequests)))
+		fmt.Fprintf(&b, "- **Slow requests:** %s\n", slowCount(a.Samples.SlowRequests, slowEstimated(a)).Text)
 	}
 	if a.Scope.Summary != "" {
 		fmt.Fprintf(&b, "- **Scope:** %s\n", mdText(a.Scope.Summary))
@@ -123,7 +123,7 @@ func Markdown(in MarkdownInput) string {
 			}
 			slow := "–"
 			if a.Samples.SlowRequests > 0 {
-				slow = thousands(math.Round(im.SlowRequests))
+				slow = slowCount(im.SlowRequests, slowEstimated(a)).Text
 			}
 			rows = append(rows, []string{im.Model, quantileOf(im), msOrDash(im.BaselineP99Ms), peak, msOrDash(im.NowP99Ms), status, slow, strings.Join(tenants, ", ")})
 		}

@@ -41,9 +41,21 @@ type SlowCount struct {
 	Raw  string // "37978", a data attribute tests compare
 }
 
-func slowCount(v float64) SlowCount {
+// estimated: the count is the samples re-weighted by their sample_rate,
+// not requests counted one by one; it reads "≈".
+func slowCount(v float64, estimated bool) SlowCount {
 	r := math.Round(v)
-	return SlowCount{Text: thousands(r), Raw: FmtInt(r)}
+	c := SlowCount{Text: thousands(r), Raw: FmtInt(r)}
+	if estimated {
+		c.Text = "≈" + c.Text
+	}
+	return c
+}
+
+// slowEstimated says whether an analysis' slow-request counts are
+// re-weighted samples (a sample_rate over 1), not a count of requests.
+func slowEstimated(a *correlate.Analysis) bool {
+	return math.Abs(a.Samples.SlowRequests-float64(a.Samples.Slow)) >= 0.5
 }
 
 // FmtInt renders a whole number without separators.
@@ -98,7 +110,7 @@ func impactViews(a *correlate.Analysis, s State, now time.Time) []ImpactView {
 			}
 		}
 		if a.Samples.SlowRequests > 0 {
-			c := slowCount(im.SlowRequests)
+			c := slowCount(im.SlowRequests, slowEstimated(a))
 			v.Slow, v.SlowRaw = c.Text, c.Raw
 		}
 		for j, t := range im.Tenants {

@@ -403,7 +403,7 @@ func TestMarkdownPostmortemFacts(t *testing.T) {
 	for _, want := range []string{"<http://w.test/s/tok>", "**Peak:** chat P99 1,310 ms at 2026-10-06 07:45:00 UTC", "**Recovered:** 2026-10-06 07:55:00 UTC",
 		"**Duration:** 15 min", "![Latency chart of the incident](http://w.test/s/tok/og.png)", "### 4. Ingress / gateway",
 		"Batching window: no batch-size curve for chat", "Cold start after scale-up: ruled out", "2 min before the onset", "| yes |",
-		"**Slow requests:** 1,234"} {
+		"**Slow requests:** ≈1,234"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("export lacks %q:\n%s", want, md)
 		}
@@ -771,5 +771,20 @@ func TestSampleDetailComparesWithItsOwnModelOnly(t *testing.T) {
 	}
 	if typical, _ := over(BuildSampleDetail(x, nil)); typical != "" {
 		t.Errorf("no analysis: typical %q", typical)
+	}
+}
+
+// Slow-request counts re-weighted by sample_rate read "≈": 300 samples
+// standing for 1,234 requests read as an exact count of 1,234.
+func TestEstimatedSlowCountsSayEstimated(t *testing.T) {
+	for _, c := range []struct {
+		slow         int
+		slowRequests float64
+		want         string
+	}{{300, 1234, "≈1,234"}, {1234, 1234, "1,234"}} {
+		a := &correlate.Analysis{Samples: correlate.SampleSummary{Slow: c.slow, SlowRequests: c.slowRequests}}
+		if got := slowCount(a.Samples.SlowRequests, slowEstimated(a)).Text; got != c.want {
+			t.Errorf("%d samples for %.0f requests: %q, want %q", c.slow, c.slowRequests, got, c.want)
+		}
 	}
 }
