@@ -561,7 +561,7 @@ func TestHeatmapHasATimeAxisAndSaysWhatItDraws(t *testing.T) {
 	if err := HeatmapView(h).Render(context.Background(), &b); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"12,000 samples in this view", "200 ms", "heat-x", "heat-onset"} {
+	for _, want := range []string{"12,000 samples in this view", "200 ms", "heat-x", "heat-onset", `class="heat-tz muted small" aria-hidden="true">UTC<`} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("heatmap lacks %q", want)
 		}
