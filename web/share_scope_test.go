@@ -949,3 +949,51 @@ func TestWebhookLinksShowOnTheIncidentPage(t *testing.T) {
 		t.Error("revoked webhook links still shown")
 	}
 }
+
+// TestSignedInPageStartsAtTheIncidentsScope: a scoped incident's page opens
+// on its scope, as its share link does, as a filter the user may remove
+// (the fleet is then one click away, and its URL says so). Signed in, the
+// samples of every replica showed, with no filter chip.
+func TestSignedInPageStartsAtTheIncidentsScope(t *testing.T) {
+	e := newUIEnv(t)
+	r := e.post("/api/v1/incidents", "application/json", []byte(fmt.Sprintf(`{"title":"chat-b slow","start":%q,"end":%q,"scope":{"replica":"chat-b"}}`,
+		e.from.Format(time.RFC3339), e.to.Format(time.RFC3339))))
+	var inc struct{ ID int64 }
+	if r.status != http.StatusCreated || json.Unmarshal(r.body, &inc) != nil {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	w := e.browser()
+	w.login(e.read)
+	path := fmt.Sprintf("/incidents/%d", inc.ID)
+	replicas := func(p page) map[string]int {
+		n := map[string]int{}
+		p.doc.Find(`[data-testid=sample-row]`).Each(func(_ int, row *goquery.Selection) {
+			for _, rep := range []string{"chat-a", "chat-b"} {
+				if strings.Contains(row.Text(), rep) {
+					n[rep]++
+				}
+			}
+		})
+		return n
+	}
+	scoped := w.fragment(path, "sample-table")
+	if n := replicas(scoped); n["chat-a"] != 0 || n["chat-b"] == 0 {
+		t.Errorf("the scoped incident's samples: %v, want chat-b's only", n)
+	}
+	full := w.get(path)
+	chip := full.doc.Find(`a.chip.remove[data-testid=filter-chip]`).FilterFunction(func(_ int, s *goquery.Selection) bool {
+		return strings.Contains(s.Text(), "chat-b")
+	})
+	href, ok := chip.Attr("href")
+	if !ok || !strings.Contains(href, "scope=fleet") {
+		t.Fatalf("no chip to remove the incident's scope (href %q)", href)
+	}
+	fleet := w.fragment(href, "sample-table")
+	if n := replicas(fleet); n["chat-a"] == 0 {
+		t.Errorf("without the incident's scope: %v, want chat-a's too", n)
+	}
+	// A filter of the user's own replaces the incident's.
+	if n := replicas(w.fragment(path+"?replica=chat-a", "sample-table")); n["chat-b"] != 0 || n["chat-a"] == 0 {
+		t.Errorf("replica=chat-a on the scoped incident: %v", n)
+	}
+}

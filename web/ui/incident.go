@@ -55,6 +55,10 @@ func (p *Pages) incidentPage(c echo.Context, id int64, base string, readOnly boo
 		if st, err = p.scopeShared(d, st); err != nil {
 			return err
 		}
+	} else {
+		// Signed in, the page opens on the incident's scope as its share
+		// link does, as a filter the user may remove.
+		st = st.DefaultTo(d.inc.Scope)
 	}
 	// A zoom is bounded; the incident's own window always shows.
 	if from, to := p.viewWindow(d, st); (!st.From.IsZero() || !st.To.IsZero()) && to.Sub(from) > maxViewWindow {

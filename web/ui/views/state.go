@@ -33,10 +33,16 @@ type State struct {
 	Slowest bool
 	// Live reads live data even when the incident has a frozen snapshot.
 	Live bool
+	// Default is the view's own scope (a scoped incident's, see
+	// DefaultTo): it applies when the URL names no scope, and the URL
+	// says scope=fleet when the user removed it. Not a parameter itself.
+	Default correlate.Scope
+	// Fleet: the URL said scope=fleet (no default scope).
+	Fleet bool
 }
 
 // stateParams are the query parameters State reads, in URL order.
-var stateParams = []string{"from", "to", "model", "version", "tenant", "replica", "node", "entry", "status", "batch_size", "tab", "sort", "dir", "pick", "page", "live"}
+var stateParams = []string{"from", "to", "scope", "model", "version", "tenant", "replica", "node", "entry", "status", "batch_size", "tab", "sort", "dir", "pick", "page", "live"}
 
 // ParseState reads a State from query parameters. Times are RFC 3339 or
 // Unix seconds; bad values are errors naming the parameter, so a mangled
@@ -110,7 +116,24 @@ func ParseState(base string, q url.Values) (State, error) {
 		}
 	}
 	s.Live = q.Get("live") == "1"
+	switch q.Get("scope") {
+	case "":
+	case "fleet":
+		s.Fleet = true
+	default:
+		return s, fmt.Errorf("scope: want fleet, got %q", q.Get("scope"))
+	}
 	return s, nil
+}
+
+// DefaultTo makes sc the view's own scope: the scope shown when the URL
+// names none (nor scope=fleet). A filter of the user's replaces it.
+func (s State) DefaultTo(sc correlate.Scope) State {
+	s.Default = sc
+	if s.Scope.IsZero() && !s.Fleet {
+		s.Scope = sc
+	}
+	return s
 }
 
 func parseTime(v string) (time.Time, error) {
@@ -171,11 +194,17 @@ func (s State) Query() url.Values {
 	if !s.To.IsZero() {
 		set("to", s.To.UTC().Format(time.RFC3339))
 	}
-	set("model", s.Scope.Model)
-	set("version", s.Scope.Version)
-	set("tenant", s.Scope.Tenant)
-	set("replica", s.Scope.Replica)
-	set("node", s.Scope.Node)
+	switch {
+	case !s.Default.IsZero() && s.Scope == s.Default: // the view's own: its clean URL
+	case s.Scope.IsZero() && (s.Fleet || !s.Default.IsZero()):
+		set("scope", "fleet") // the view's own scope removed
+	default:
+		set("model", s.Scope.Model)
+		set("version", s.Scope.Version)
+		set("tenant", s.Scope.Tenant)
+		set("replica", s.Scope.Replica)
+		set("node", s.Scope.Node)
+	}
 	set("entry", s.Entry)
 	set("status", s.Status)
 	set("batch_size", s.Batch)
