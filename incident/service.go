@@ -223,10 +223,14 @@ func (s *Service) Run(ctx context.Context) {
 const (
 	sweepEvery = 10 * time.Minute
 	sweepBack  = 24 * time.Hour
+	// settleAfter: a shared manual incident's window that ended this long
+	// ago is done; its page is frozen (UnfrozenIncidents).
+	settleAfter = 30 * time.Minute
 )
 
 func (s *Service) sweep(ctx context.Context) {
-	ids, err := s.st.UnfrozenIncidents(ctx, s.opt.Now().Add(-sweepBack), 100)
+	now := s.opt.Now()
+	ids, err := s.st.UnfrozenIncidents(ctx, now.Add(-sweepBack), now.Add(-settleAfter), 100)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.opt.Log.Warn("looking for unfrozen incidents failed", "err", err)

@@ -161,3 +161,41 @@ func TestFreezeKeepsTheIncidentsOwnSamples(t *testing.T) {
 		t.Errorf("snapshot holds %d of the incident's 50 samples and %d of the margin's (%d in all)", own, pre, len(sn.FrozenSamples))
 	}
 }
+
+// TestSweepFreezesSharedIncidentsWhoseWindowEnded: a manual incident over
+// a past window stays open, and only resolving froze one: its share link
+// read live data, and showed less and less as retention dropped it. Once
+// its window has settled, a shared one is frozen; an unshared one is not.
+func TestSweepFreezesSharedIncidentsWhoseWindowEnded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	now := time.Now()
+	end := now.Add(-2 * time.Hour)
+	shared, err := st.CreateIncident(ctx, store.NewIncident{Title: "postmortem", Start: end.Add(-time.Hour), End: &end})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateShareLink(ctx, shared.ID); err != nil {
+		t.Fatal(err)
+	}
+	unshared, err := st.CreateIncident(ctx, store.NewIncident{Title: "kept private", Start: end.Add(-time.Hour), End: &end})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go incident.New(st, incident.Options{}).Run(wctx)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, ok, err := st.SnapshotTime(ctx, shared.ID); err != nil || ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the shared incident over a past window was not frozen")
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	if _, ok, _ := st.SnapshotTime(ctx, unshared.ID); ok {
+		t.Error("an unshared open incident was frozen")
+	}
+}

@@ -181,14 +181,21 @@ func (s *Store) LoadSnapshot(ctx context.Context, incidentID int64) (*Snapshot, 
 	return sn, nil
 }
 
-// UnfrozenIncidents lists incidents resolved since then that have no
-// snapshot (their freeze was lost to a restart or failed), oldest first.
-func (s *Store) UnfrozenIncidents(ctx context.Context, since time.Time, limit int) ([]int64, error) {
+// UnfrozenIncidents lists the incidents that should have a snapshot and
+// have none, oldest first: those resolved since then (their freeze was
+// lost to a restart or failed), and shared manual ones still open whose
+// window ended before settled — a postmortem's incident over a past
+// window is never resolved, and its share link read live data that
+// retention then dropped. (Alertmanager's and the detector's open
+// incidents still move; they are frozen when they resolve.)
+func (s *Store) UnfrozenIncidents(ctx context.Context, since, settled time.Time, limit int) ([]int64, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT i.id FROM incidents i
-		WHERE i.status = 'resolved' AND i.resolved_at >= $1
-		  AND NOT EXISTS (SELECT 1 FROM snapshots sn WHERE sn.incident_id = i.id)
-		ORDER BY i.resolved_at LIMIT $2`, since, limit)
+		WHERE NOT EXISTS (SELECT 1 FROM snapshots sn WHERE sn.incident_id = i.id)
+		  AND ((i.status = 'resolved' AND i.resolved_at >= $1)
+		    OR (i.status = 'open' AND i.source = 'manual' AND i.end_at < $2
+		        AND EXISTS (SELECT 1 FROM share_links l WHERE l.incident_id = i.id AND l.revoked_at IS NULL)))
+		ORDER BY COALESCE(i.resolved_at, i.end_at) LIMIT $3`, since, settled, limit)
 	if err != nil {
 		return nil, wrap("unfrozen incidents", err)
 	}
