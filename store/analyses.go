@@ -38,6 +38,16 @@ func (s *Store) LatestAnalysis(ctx context.Context, incidentID int64) (AnalysisR
 }
 
 // LatestReadyAnalysis returns the newest finished analysis, or ErrNotFound.
+// AnalysisVersions is what a page polling an incident's analysis needs,
+// without reading any result: the newest version and its status, and the
+// newest ready version (0: none). ErrNotFound when no analysis was started.
+func (s *Store) AnalysisVersions(ctx context.Context, incidentID int64) (latest int, status string, ready int, err error) {
+	err = s.db.QueryRow(ctx, `
+		SELECT version, status, COALESCE((SELECT max(version) FROM analyses WHERE incident_id = $1 AND status = 'ready'), 0)
+		FROM analyses WHERE incident_id = $1 ORDER BY version DESC LIMIT 1`, incidentID).Scan(&latest, &status, &ready)
+	return latest, status, ready, wrap("analysis versions", err)
+}
+
 func (s *Store) LatestReadyAnalysis(ctx context.Context, incidentID int64) (AnalysisRecord, error) {
 	return s.scanAnalysis(s.db.QueryRow(ctx, `
 		SELECT incident_id, version, status, inputs_digest, result, error, created_at, finished_at

@@ -607,3 +607,40 @@ func TestLazyRegionLinkWorksWithoutScript(t *testing.T) {
 		}
 	}
 }
+
+// An open incident is re-analysed as data comes in. Its page says when a
+// newer version is ready, and while one is computed, without reloading
+// under its reader: a page loaded between recomputes never polled ("v1"
+// stayed), and the poll's banner forgot it was recomputing.
+func TestAnalysisPollOffersNewerVersions(t *testing.T) {
+	e := newUIEnv(t)
+	ctx := context.Background()
+	b := e.browser()
+	b.login(e.read)
+	inc := e.incidentPath()
+	page := b.get(inc)
+	poll, ok := page.doc.Find(`#analysis-banner`).Attr("hx-get")
+	if !ok || !strings.HasSuffix(poll, "/status?shown=1") {
+		t.Fatalf("an open incident's page showing v1 polls %q", poll)
+	}
+	v, err := e.st.StartAnalysis(ctx, e.id, "more data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := b.fragment(poll, "analysis-banner")
+	if r.header.Get("HX-Refresh") != "" || !strings.Contains(r.body, "Recomputing") || !strings.Contains(r.body, "version 1") {
+		t.Errorf("while v2 is computed: HX-Refresh %q, %s", r.header.Get("HX-Refresh"), r.body)
+	}
+	body, _ := json.Marshal(e.analysis())
+	if err := e.st.FinishAnalysis(ctx, e.id, v, body, ""); err != nil {
+		t.Fatal(err)
+	}
+	r = b.fragment(poll, "analysis-banner")
+	if r.header.Get("HX-Refresh") != "" || !strings.Contains(r.body, "analysis-newer") || !strings.Contains(r.body, "version 2") {
+		t.Errorf("v2 ready, v1 shown: HX-Refresh %q, %s", r.header.Get("HX-Refresh"), r.body)
+	}
+	r = b.fragment(inc+"/status?shown=2", "analysis-banner")
+	if r.header.Get("HX-Refresh") != "" || strings.Contains(r.body, `class="banner`) || !strings.Contains(r.body, "every 15s") {
+		t.Errorf("v2 ready and shown: HX-Refresh %q, %s", r.header.Get("HX-Refresh"), r.body)
+	}
+}

@@ -313,24 +313,37 @@ func (p *Pages) sampleTable(ctx context.Context, d *incidentData, st views.State
 		DetailBase: st.Base + "/samples", Ref: q.From}), nil
 }
 
-// ShowIncidentStatus is GET /incidents/{id}/status, polled while the
-// analysis is pending: the banner again, or HX-Refresh once it is ready.
+// ShowIncidentStatus is GET /incidents/{id}/status?shown=N, polled by a
+// page showing analysis version N (0: none): while one is pending, the
+// banner again (recomputing, when N is shown meanwhile); once a first
+// analysis is ready, HX-Refresh; and once a version newer than N is
+// ready, a banner offering it — a page being read is not reloaded under
+// its reader (an open incident is re-analysed as data comes in).
 func (p *Pages) ShowIncidentStatus(c echo.Context, id int64) error {
-	latest, err := p.store.LatestAnalysis(c.Request().Context(), id)
+	ctx := c.Request().Context()
+	shown, _ := strconv.Atoi(c.QueryParam("shown"))
+	poll := c.Request().URL.Path + "?shown=" + strconv.Itoa(max(shown, 0))
+	_, status, ready, err := p.store.AnalysisVersions(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		if _, err := p.store.Incident(c.Request().Context(), id); err != nil {
+		if _, err := p.store.Incident(ctx, id); err != nil {
 			return err
 		}
-		return render(c, http.StatusOK, views.AnalysisBanner(views.AnalysisState{Status: "none", PollURL: c.Request().URL.Path}))
+		return render(c, http.StatusOK, views.AnalysisBanner(views.AnalysisState{Status: "none", PollURL: poll}))
 	}
 	if err != nil {
 		return err
 	}
-	if latest.Status != store.AnalysisPending {
+	switch {
+	case shown == 0 && status != store.AnalysisPending:
 		c.Response().Header().Set("HX-Refresh", "true")
 		return c.NoContent(http.StatusOK)
+	case shown > 0 && ready > shown:
+		return render(c, http.StatusOK, views.AnalysisBanner(views.AnalysisState{Status: "ready", Version: shown, Newer: ready}))
+	case status == store.AnalysisPending:
+		return render(c, http.StatusOK, views.AnalysisBanner(views.AnalysisState{Status: "pending", PollURL: poll,
+			Recomputing: shown > 0, Version: shown}))
 	}
-	return render(c, http.StatusOK, views.AnalysisBanner(views.AnalysisState{Status: "pending", PollURL: c.Request().URL.Path}))
+	return render(c, http.StatusOK, views.AnalysisBanner(views.AnalysisState{Status: string(status), Version: shown, PollURL: poll, Quiet: true}))
 }
 
 // ShowSample is GET /incidents/{id}/samples/{rid}?t=<unix ms>.

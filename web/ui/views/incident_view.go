@@ -73,6 +73,10 @@ type AnalysisState struct {
 	// Held: pending, but not polled, since the poll ends in a reload and
 	// the page shows a share link that is shown only once.
 	Held bool
+	// Quiet: the poll shows nothing until a newer version is ready (an
+	// open incident's page); Newer is that version, offered, not loaded.
+	Quiet bool
+	Newer int
 }
 
 // CauseView is one ranked hypothesis.
@@ -184,11 +188,22 @@ func BuildIncident(in IncidentInput) IncidentPage {
 	if !in.ComputedAt.IsZero() {
 		st.Age = Ago(in.ComputedAt, in.Now)
 	}
-	if !in.ReadOnly && (st.Status == "pending" || st.Status == "none" || st.Recomputing) {
-		st.PollURL = in.State.Base + "/status"
+	shown := 0
+	if in.Analysis != nil {
+		shown = in.Version
+	}
+	poll := in.State.Base + "/status?shown=" + strconv.Itoa(shown)
+	switch {
+	case in.ReadOnly:
+	case st.Status == "pending" || st.Status == "none" || st.Recomputing:
+		st.PollURL = poll
 		if in.ShareURL != "" {
 			st.PollURL, st.Held = "", true
 		}
+	case st.Status == "ready" && inc.Status == store.IncidentOpen:
+		// An open incident is re-analysed as data comes in: say when a
+		// newer version is ready, without reloading under the reader.
+		st.PollURL, st.Quiet = poll, true
 	}
 	h.Analysis = st
 	if in.SnapshotAt != nil {
