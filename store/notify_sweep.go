@@ -38,9 +38,10 @@ type ReadyVersion struct {
 // at most limit incidents: their first ready version (what analysis.ready
 // is about), and each version of the window whose top cause differs from
 // the ready version's before it (what cause.changed is about), newest
-// first. An open incident is analysed again as its data grows — thousands
-// of versions a day — so the comparison reads the small top_cause column,
-// never the results.
+// first — leaving out those already queued for every webhook that wants
+// them, which the sweep would only read again. An open incident is
+// analysed again as its data grows — thousands of versions a day — so the
+// comparison reads the small top_cause column, never the results.
 func (s *Store) ReadyAnalysesWithin(ctx context.Context, window time.Duration, limit int) ([]ReadyVersion, error) {
 	rows, err := s.db.Query(ctx, `
 		WITH recent AS (
@@ -53,8 +54,15 @@ func (s *Store) ReadyAnalysesWithin(ctx context.Context, window time.Duration, l
 		         row_number() OVER (PARTITION BY a.incident_id ORDER BY a.version) AS n
 		  FROM analyses a JOIN recent r ON r.incident_id = a.incident_id
 		  WHERE a.status = 'ready')
-		SELECT incident_id, version, top, prev_top FROM versions
-		WHERE n = 1 OR (finished_at >= now() - $1 * interval '1 second' AND top <> prev_top)
+		SELECT incident_id, version, top, prev_top FROM versions v
+		WHERE (n = 1 OR (finished_at >= now() - $1 * interval '1 second' AND top <> prev_top))
+		  -- Not yet queued for some webhook that wants its event and was
+		  -- there when it was ready (a newer one hears only what follows).
+		  AND EXISTS (SELECT 1 FROM webhooks w
+		    WHERE w.created_at <= v.finished_at
+		      AND (CASE WHEN n = 1 THEN 'analysis.ready' ELSE 'cause.changed' END) = ANY (w.events)
+		      AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d
+		        WHERE d.webhook_id = w.id AND d.incident_id = v.incident_id AND d.analysis_version = v.version))
 		ORDER BY finished_at DESC, incident_id, version DESC LIMIT $2 * 4`,
 		window.Seconds(), limit)
 	if err != nil {
