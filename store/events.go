@@ -135,6 +135,13 @@ func kindRank(k correlate.EventKind) int {
 const kindRankSQL = `CASE WHEN kind IN ('deploy', 'rollback', 'config_change', 'route_change') THEN 0
 	WHEN kind IN ('scale_up', 'scale_down', 'node_fault', 'node_recovered', 'alert') THEN 1 ELSE 2 END`
 
+// LimitEvents keeps limit of events (in time order) as Store.Events does
+// — the changes first, then scaling, faults and alerts, then the rest,
+// earliest first within a kind — and returns them in time order.
+func LimitEvents(events []correlate.Event, limit int) []correlate.Event {
+	return limitEvents(events, limit)
+}
+
 // limitEvents keeps the first limit of events (in time order) by
 // kindRank, then time, and returns them in time order.
 func limitEvents(events []correlate.Event, limit int) []correlate.Event {

@@ -273,6 +273,8 @@ func TestTimelineSaysWhenEventsAreCut(t *testing.T) {
 		fmt.Fprintf(&nd, `{"time":%q,"kind":"replica_restart","model":"chat","replica":"chat-%d"}`+"\n",
 			from.Add(time.Duration(i)*500*time.Millisecond).Format(time.RFC3339Nano), i)
 	}
+	// The deploy, last in time, is what a cut must keep: changes first.
+	fmt.Fprintf(&nd, `{"time":%q,"kind":"deploy","model":"chat","version":"v9"}`+"\n", testNow.Add(-time.Minute).Format(time.RFC3339))
 	if r := e.post("/api/v1/events", "application/x-ndjson", []byte(nd.String())); r.status >= 300 {
 		t.Fatalf("events: %d %s", r.status, r.body)
 	}
@@ -284,9 +286,12 @@ func TestTimelineSaysWhenEventsAreCut(t *testing.T) {
 	var events []json.RawMessage
 	_ = json.Unmarshal(raw["events"], &events)
 	if len(events) != 5000 || string(raw["events_truncated"]) != "true" {
-		t.Errorf("5,001 events: %d listed, events_truncated %s", len(events), raw["events_truncated"])
+		t.Errorf("5,002 events: %d listed, events_truncated %s", len(events), raw["events_truncated"])
 	}
-	q.Set("from", from.Add(time.Second).Format(time.RFC3339)) // 4,999 left
+	if len(events) == 0 || !strings.Contains(string(events[len(events)-1]), `"deploy"`) {
+		t.Errorf("the cut dropped the deploy")
+	}
+	q.Set("from", from.Add(1500*time.Millisecond).Format(time.RFC3339Nano)) // 4,998 restarts and the deploy left
 	raw = nil
 	if r := e.get("/api/v1/timeline?"+q.Encode(), &raw); r.status != 200 || string(raw["events_truncated"]) != "false" {
 		t.Errorf("4,999 events: %d events_truncated %s", r.status, raw["events_truncated"])

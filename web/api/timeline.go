@@ -211,8 +211,8 @@ func Timeline(ctx context.Context, src Source, q TimelineQuery) (wire.Timeline, 
 		return wire.Timeline{}, err
 	}
 	cut := len(events) > maxTimelineEvents
-	if cut {
-		events = events[:maxTimelineEvents]
+	if cut { // by the store's ranking, not the last by time: the changes stay
+		events = store.LimitEvents(events, maxTimelineEvents)
 	}
 	if curves == nil {
 		curves = []correlate.Curve{}
