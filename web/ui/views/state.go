@@ -268,8 +268,14 @@ func (s State) WithoutWindow() State {
 
 // WithFilters replaces every dimension filter with dims (a concentration
 // row or a cause's target), on page 1. Unknown dimensions are ignored.
+//
+// On a view with its own scope (DefaultTo) the filters narrow it, as the
+// incident's share page does, unless the user removed it (scope=fleet).
 func (s State) WithFilters(dims map[string]string) State {
 	s.Scope, s.Entry, s.Status, s.Batch, s.Page = correlate.Scope{}, "", "", "", 0
+	if !s.Fleet {
+		s.Scope = s.Default
+	}
 	for k, v := range dims {
 		s = s.withDim(k, v)
 	}

@@ -788,3 +788,29 @@ func TestEstimatedSlowCountsSayEstimated(t *testing.T) {
 		}
 	}
 }
+
+// A filter chosen on a scoped incident's page (a chip, a row, a target)
+// stays within the incident's scope, as on its share page, unless the
+// user removed the scope: the tenant chip linked to ?tenant=t1, every
+// model's requests.
+func TestFiltersKeepTheViewsOwnScope(t *testing.T) {
+	st, err := ParseState("/incidents/5", url.Values{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st = st.DefaultTo(correlate.Scope{Model: "chat"})
+	if got := st.WithFilters(map[string]string{"tenant": "t1"}).URL(); got != "/incidents/5?model=chat&tenant=t1" {
+		t.Errorf("a tenant chip on the scoped page links to %s", got)
+	}
+	if got := st.WithFilters(nil).URL(); got != "/incidents/5" {
+		t.Errorf("clearing the filters links to %s, want the incident's own view", got)
+	}
+	fleet, err := ParseState("/incidents/5", url.Values{"scope": {"fleet"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleet = fleet.DefaultTo(correlate.Scope{Model: "chat"})
+	if got := fleet.WithFilters(map[string]string{"tenant": "t1"}).URL(); got != "/incidents/5?tenant=t1" {
+		t.Errorf("a tenant chip once the scope was removed links to %s", got)
+	}
+}
