@@ -44,6 +44,9 @@ func TestSlackMessageEscapesMarkup(t *testing.T) {
 	m := message{Event: "incident.opened", View: wire.Incident{ID: 7, Title: "p99 <!channel> & <https://evil.example|click>", URL: "https://w.example/incidents/7",
 		StartedAt: time.Unix(0, 0), TopCause: &wire.CauseSummary{Category: "unexplained", Score: 0.9, Summary: "No cause is strongly supported."}}}
 	s := slackMessage(m)
+	if strings.Contains(s.Text, "<!channel>") || strings.Contains(s.Text, "<https://evil") {
+		t.Errorf("text %q", s.Text)
+	}
 	section := s.Blocks[0].Text.Text
 	if strings.Contains(section, "<!channel>") || strings.Contains(section, "<https://evil") || !strings.Contains(section, "&lt;!channel&gt; &amp;") {
 		t.Errorf("section %q", section)

@@ -156,7 +156,7 @@ func slackMessage(m message) wire.SlackMessage {
 		ctx = append(ctx, "read-only link, no account needed")
 	}
 	return wire.SlackMessage{
-		Text: clip(fmt.Sprintf("%s %s: %s", title, what, causeLine(v)), 1000),
+		Text: clip(slackEscape(fmt.Sprintf("%s %s: %s", title, what, causeLine(v))), 1000),
 		Blocks: []wire.SlackBlock{
 			{Type: "section", Text: &wire.SlackText{Type: "mrkdwn", Text: clip(head+"\n"+slackEscape(causeLine(v)), 3000)}},
 			{Type: "context", Elements: []wire.SlackText{{Type: "mrkdwn", Text: clip(slackEscape(strings.Join(ctx, " · ")), 2000)}}},
