@@ -181,7 +181,11 @@ func (d *demo) printSummary(s *demoServer, fl *demoFleet, r demoResult) {
 		if i > 0 {
 			label = ""
 		}
-		fmt.Fprintf(w, "%-16s  %d. %-13s %.2f  %s\n", label, i+1, c.Category, c.Score, oneLine(c.Summary, 90))
+		score := fmt.Sprintf("%.2f", c.Score)
+		if c.Category == correlate.CatUnexplained { // a shortfall, not a likelihood
+			score = "    "
+		}
+		fmt.Fprintf(w, "%-16s  %d. %-13s %s  %s\n", label, i+1, c.Category, score, oneLine(c.Summary, 90))
 	}
 	rank := 0
 	for i, c := range r.analysis.Causes {

@@ -135,7 +135,11 @@ func Markdown(in MarkdownInput) string {
 		b.WriteString("No cause found.\n\n")
 	}
 	for i, c := range a.Causes {
-		fmt.Fprintf(&b, "### %d. %s — score %.2f\n\n%s\n\n", i+1, CategoryLabel(string(c.Category)), c.Score, mdText(c.Summary))
+		score := fmt.Sprintf(" — score %.2f", c.Score)
+		if c.Category == correlate.CatUnexplained { // its score is a shortfall, not a likelihood
+			score = ""
+		}
+		fmt.Fprintf(&b, "### %d. %s%s\n\n%s\n\n", i+1, CategoryLabel(string(c.Category)), score, mdText(c.Summary))
 		if t := targetString(c.Target); t != "" {
 			fmt.Fprintf(&b, "Target: %s\n\n", mdText(t))
 		}
