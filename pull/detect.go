@@ -49,7 +49,7 @@ func (c *Config) DetectPresets(ctx context.Context, prometheusURL string, at tim
 	defer cancel()
 	vals, _, _, err := p.api.LabelValues(ctx, "__name__", []string{`{__name__=~"` + strings.Join(names, "|") + `"}`}, at.Add(-24*time.Hour), at)
 	if err != nil {
-		return c, nil, fmt.Errorf("detecting presets at %s: %w", prometheusURL, err)
+		return c, nil, fmt.Errorf("detecting presets at %s: %w", redactURL(prometheusURL), err)
 	}
 	have := map[string]bool{}
 	for _, v := range vals {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -118,6 +119,15 @@ func (p *prom) instant(ctx context.Context, source, expr string, t time.Time) (m
 // at at). It returns the first query Prometheus rejects, naming it and its
 // origin in the config. A Prometheus that cannot be reached is reported
 // as such (the caller may go on: the pull loop retries).
+// redactURL is a URL for messages: its password hidden.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparseable URL)"
+	}
+	return u.Redacted()
+}
+
 func (c *Config) Validate(ctx context.Context, prometheusURL string, at time.Time) error {
 	p, err := newProm(prometheusURL, nil, false)
 	if err != nil {
@@ -129,7 +139,7 @@ func (c *Config) Validate(ctx context.Context, prometheusURL string, at time.Tim
 			if errors.As(err, &qe) && qe.Rejected {
 				return fmt.Errorf("%s: %w", q.Origin, err)
 			}
-			return fmt.Errorf("cannot validate queries against %s: %w", prometheusURL, err)
+			return fmt.Errorf("cannot validate queries against %s: %w", redactURL(prometheusURL), err)
 		}
 	}
 	return nil

@@ -212,15 +212,21 @@ func parseConfig(name string, args []string, env func(string) string, stderr io.
 			return c, fmt.Errorf("-%s / %s: %w", s.name, s.env, err)
 		}
 	}
+	// A URL's password never reaches a message: url.Parse's error quotes
+	// the whole URL, so only its reason is kept.
 	if c.DatabaseURL != "" {
 		if _, err := url.Parse(c.DatabaseURL); err != nil {
-			return c, fmt.Errorf("DATABASE_URL: not a URL: %w", err)
+			return c, fmt.Errorf("DATABASE_URL: not a URL: %v", urlReason(err))
 		}
 	}
 	if c.PrometheusURL != "" {
 		u, err := url.Parse(c.PrometheusURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return c, fmt.Errorf("PROMETHEUS_URL: want http(s)://host[:port], got %q", c.PrometheusURL)
+			got := "an unparseable URL"
+			if err == nil { // not the URL itself: "user:pw@host" parses as scheme "user"
+				got = fmt.Sprintf("scheme %q and host %q", u.Scheme, u.Host)
+			}
+			return c, fmt.Errorf("PROMETHEUS_URL: want http(s)://host[:port], got %s", got)
 		}
 	}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
@@ -246,6 +252,16 @@ func parseConfig(name string, args []string, env func(string) string, stderr io.
 }
 
 // requireDatabase fails fast with one line when DATABASE_URL is missing.
+// urlReason is url.Parse's error without the URL it quotes (which may hold
+// a password).
+func urlReason(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
 func (c config) requireDatabase() error {
 	if c.DatabaseURL == "" {
 		return errors.New("DATABASE_URL (or -database-url) is required, e.g. postgres://postgres@127.0.0.1:5432/waterline?sslmode=disable")

@@ -91,3 +91,18 @@ func TestMigrateAndTokenIgnoreServerSettings(t *testing.T) {
 		t.Error("serve took a bad WATERLINE_ADDR")
 	}
 }
+
+// A URL's password never reaches an error: a DATABASE_URL with a bad port
+// printed it whole, and a malformed PROMETHEUS_URL was echoed as given.
+func TestConfigErrorsHideURLPasswords(t *testing.T) {
+	for _, env := range []map[string]string{
+		{"DATABASE_URL": "postgres://u:S3cretPW@host:notaport/db"},
+		{"PROMETHEUS_URL": "user:S3cretPW@prom:9090"},
+		{"PROMETHEUS_URL": "ftp://user:S3cretPW@prom:9090"},
+	} {
+		_, err := parseConfig("serve", nil, func(k string) string { return env[k] }, io.Discard, nil)
+		if err == nil || strings.Contains(err.Error(), "S3cretPW") {
+			t.Errorf("%v: %v", env, err)
+		}
+	}
+}
