@@ -106,3 +106,17 @@ func TestConfigErrorsHideURLPasswords(t *testing.T) {
 		}
 	}
 }
+
+// A history pull records spikes at the sensitivity serve's detector uses:
+// -detect-sensitivity / WATERLINE_DETECT_SENSITIVITY was accepted by pull
+// and dropped (it recorded at medium).
+func TestPullRecordsAtTheConfiguredSensitivity(t *testing.T) {
+	env := map[string]string{"WATERLINE_DETECT_SENSITIVITY": "high"}
+	c, err := parseConfig("pull", nil, func(k string) string { return env[k] }, io.Discard, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := historyDetectorOptions(c, nil).Sensitivity; got != "high" {
+		t.Errorf("pull's detector sensitivity %q, want high", got)
+	}
+}

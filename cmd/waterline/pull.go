@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/diagnose"
 	"github.com/waterline-dev/waterline/pull"
 	"github.com/waterline-dev/waterline/store"
@@ -89,12 +90,19 @@ func runPull(ctx context.Context, args []string, env func(string) string, stdout
 	}
 	// History counts as data arriving: record its latency spikes (without
 	// opening incidents for the past) so they show on the home page.
-	n, err := diagnose.NewDetector(st, diagnose.DetectorOptions{SLO: cfg.SLOFor}).Record(ctx, from, to)
+	n, err := diagnose.NewDetector(st, historyDetectorOptions(c, cfg.SLOFor)).Record(ctx, from, to)
 	if err != nil {
 		return fmt.Errorf("recording spikes: %w", err)
 	}
 	fmt.Fprintf(stderr, "recorded %d latency spikes in the range\n", n)
 	return nil
+}
+
+// historyDetectorOptions are the detector's for a history pull: serve's
+// sensitivity (WATERLINE_DETECT_SENSITIVITY), so the spikes recorded from
+// history are the ones serve's detector would record; it was dropped.
+func historyDetectorOptions(c config, slo diagnose.SLOFunc) diagnose.DetectorOptions {
+	return diagnose.DetectorOptions{SLO: slo, Sensitivity: correlate.Sensitivity(c.DetectSens)}
 }
 
 // parseTimeArg reads RFC 3339 or Unix seconds.
