@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -140,7 +141,10 @@ var secretParams = map[string]bool{"token": true}
 // (a trailing slash, a mangled paste) has no parameters to go by.
 func logPath(c echo.Context) string {
 	p := c.Request().URL.Path
-	if rest, ok := strings.CutPrefix(p, "/s/"); ok {
+	// Cleaned and case-folded for the check: "//s/…" and "/S/…" match no
+	// route either.
+	if clean := path.Clean("/" + p); len(clean) > 3 && strings.EqualFold(clean[:3], "/s/") {
+		rest := clean[3:]
 		_, after, more := strings.Cut(rest, "/")
 		p = "/s/[redacted]"
 		if more {

@@ -212,7 +212,7 @@ func TestShareTokenNotLogged(t *testing.T) {
 	// The last three match no route (a trailing slash, a mangled paste):
 	// no route parameter names the token there.
 	paths := []string{"/s/" + tok, "/s/" + tok + "/og.png", "/s/" + tok + "/samples/q-000001-0?t=1", "/s/" + unknown,
-		"/s/" + tok + "/", "/s/" + tok + "/samples/", "/s/" + tok + "/export"}
+		"/s/" + tok + "/", "/s/" + tok + "/samples/", "/s/" + tok + "/export", "//s/" + tok, "/S/" + tok}
 	for _, path := range paths {
 		res, err := http.Get(srv.URL + path)
 		if err != nil {
