@@ -225,8 +225,14 @@ type DetailStage struct {
 // another, they would flag a request against a different workload.
 func BuildSampleDetail(x correlate.Sample, an *correlate.Analysis) SampleDetail {
 	var stages []correlate.StageShare
-	if an != nil && len(an.StageModels) == 1 && an.StageModels[0] == x.Model {
-		stages = an.Stages
+	if an != nil {
+		pooled := an.StageModels
+		if pooled == nil { // stored before stage_models: its affected models
+			pooled = an.Scope.Models
+		}
+		if len(pooled) == 1 && pooled[0] == x.Model {
+			stages = an.Stages
+		}
 	}
 	d := SampleDetail{ID: x.RequestID, Time: FmtTime(x.Time, time.Time{}), Total: FmtMs(x.TotalMs)}
 	for _, kv := range []KV{{"model", x.Model}, {"version", x.Version}, {"tenant", x.Tenant}, {"replica", x.Replica},

@@ -772,6 +772,12 @@ func TestSampleDetailComparesWithItsOwnModelOnly(t *testing.T) {
 	if typical, _ := over(BuildSampleDetail(x, nil)); typical != "" {
 		t.Errorf("no analysis: typical %q", typical)
 	}
+	// Analyses stored before stage_models (frozen ones are never
+	// recomputed): one affected model is as good.
+	an.StageModels, an.Scope.Models = nil, []string{"chat"}
+	if typical, _ := over(BuildSampleDetail(x, an)); typical == "" {
+		t.Error("an older analysis of chat alone: no typical times")
+	}
 }
 
 // Slow-request counts re-weighted by sample_rate read "≈": 300 samples
