@@ -62,7 +62,10 @@ func (s *Store) ReadyAnalysesWithin(ctx context.Context, window time.Duration, l
 		    WHERE w.created_at <= v.finished_at
 		      AND (CASE WHEN n = 1 THEN 'analysis.ready' ELSE 'cause.changed' END) = ANY (w.events)
 		      AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d
-		        WHERE d.webhook_id = w.id AND d.incident_id = v.incident_id AND d.analysis_version = v.version))
+		        WHERE d.webhook_id = w.id AND d.incident_id = v.incident_id
+		          -- One analysis.ready per incident, whichever version it
+		          -- was queued for (versions may finish out of order).
+		          AND (CASE WHEN n = 1 THEN d.event = 'analysis.ready' ELSE d.analysis_version = v.version END)))
 		ORDER BY finished_at DESC, incident_id, version DESC LIMIT $2 * 4`,
 		window.Seconds(), limit)
 	if err != nil {

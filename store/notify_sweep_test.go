@@ -49,6 +49,27 @@ func TestSweepSkipsVersionsAlreadyQueued(t *testing.T) {
 	if rs := versions(); len(rs) != 0 {
 		t.Errorf("queued for the only webhook: %+v, want none", rs)
 	}
+	// Versions finishing out of order: v2's analysis.ready was queued, then
+	// v1 finished and became the first ready version. It is not news.
+	inc2, err := st.CreateIncident(ctx, store.NewIncident{Title: "slow too", Start: time.Now().Add(-time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1, _ := st.StartAnalysis(ctx, inc2.ID, "a")
+	v2, _ := st.StartAnalysis(ctx, inc2.ID, "b")
+	if err := st.FinishAnalysis(ctx, inc2.ID, v2, []byte(`{"causes":[{"category":"release","score":0.8}]}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.EnqueueDelivery(ctx, store.NewDelivery{WebhookID: hook.ID, IncidentID: inc2.ID, Event: store.EventAnalysisReady,
+		AnalysisVersion: v2, IdempotencyKey: "k2", Body: []byte(`{}`), DueAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.FinishAnalysis(ctx, inc2.ID, v1, []byte(`{"causes":[{"category":"release","score":0.8}]}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	if rs := versions(); len(rs) != 0 {
+		t.Errorf("analysis.ready already queued for a later version: %+v, want none", rs)
+	}
 	// A second webhook that wants it and has no delivery yet: handed again.
 	if _, err := st.CreateWebhook(ctx, store.NewWebhook{URL: "https://hooks.example/y", Secret: "0123456789abcdef0123",
 		Format: store.WebhookFormatJira, Events: []string{store.EventAnalysisReady}}); err != nil {
