@@ -41,8 +41,8 @@ func runToken(ctx context.Context, args []string, env func(string) string, stdou
 func tokenCreate(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
 	var name, scope string
 	c, err := parseConfig("token create", args, env, stderr, func(fs *flag.FlagSet) {
-		fs.StringVar(&name, "name", "", "what the token is for (shown in logs and the admin API)")
-		fs.StringVar(&scope, "scope", "", "read (GET), write (ingest, incidents) or admin (tokens, webhooks)")
+		fs.StringVar(&name, "name", "", "what the token is for (shown by 'waterline token list'; revoke by it)")
+		fs.StringVar(&scope, "scope", "", "read (GET), write (ingest, incidents, share links) or admin (webhooks)")
 	})
 	if err != nil {
 		return err
