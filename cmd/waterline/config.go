@@ -196,6 +196,11 @@ func parseConfig(name string, args []string, env func(string) string, stderr io.
 		if e := env(s.env); e != "" {
 			v = e
 		}
+		if s.def == "true" || s.def == "false" { // a switch: -name alone turns it on
+			values[s.name] = &v
+			fs.Var(switchText{&v}, s.name, s.help+" ($"+s.env+")")
+			continue
+		}
 		values[s.name] = fs.String(s.name, v, s.help+" ($"+s.env+")")
 	}
 	if extra != nil {
@@ -246,12 +251,30 @@ func parseConfig(name string, args []string, env func(string) string, stderr io.
 		return c, fmt.Errorf("WATERLINE_PUBLIC_URL: want an absolute URL, got %q", c.PublicURL)
 	}
 	if rest := fs.Args(); len(rest) > 0 {
-		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(rest, " "))
+		hint := ""
+		if _, err := strconv.ParseBool(rest[0]); err == nil {
+			hint = " (a switch takes its value after =, as -webhook-allow-private=false)"
+		}
+		return c, fmt.Errorf("unexpected arguments: %s%s", strings.Join(rest, " "), hint)
 	}
 	return c, nil
 }
 
 // requireDatabase fails fast with one line when DATABASE_URL is missing.
+// switchText is a true/false setting as a flag.Value that needs no value
+// on the command line (IsBoolFlag), as Go's boolean flags; the text is
+// checked with the rest of the settings, as the environment's is.
+type switchText struct{ p *string }
+
+func (s switchText) String() string {
+	if s.p == nil {
+		return ""
+	}
+	return *s.p
+}
+func (s switchText) Set(v string) error { *s.p = v; return nil }
+func (s switchText) IsBoolFlag() bool   { return true }
+
 // urlReason is url.Parse's error without the URL it quotes (which may hold
 // a password).
 func urlReason(err error) error {

@@ -120,3 +120,26 @@ func TestPullRecordsAtTheConfiguredSensitivity(t *testing.T) {
 		t.Errorf("pull's detector sensitivity %q, want high", got)
 	}
 }
+
+// Switches are flags as Go's are: -webhook-allow-private alone turns it
+// on ("flag needs an argument" before), =false turns one off.
+func TestSwitchesNeedNoValue(t *testing.T) {
+	c, err := parseConfig("serve", []string{"-webhook-allow-private", "-prometheus-compression", "-detect-open-incidents=false", "-addr", "127.0.0.1:9"},
+		func(string) string { return "" }, io.Discard, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.WebhookAllowPrivate || !c.PromGzip || c.DetectOpen || c.Addr != "127.0.0.1:9" {
+		t.Errorf("allow-private %v, compression %v, open incidents %v, addr %q", c.WebhookAllowPrivate, c.PromGzip, c.DetectOpen, c.Addr)
+	}
+	// The old form, a value after a space, is refused, saying why (it
+	// would turn the switch on and leave "false" over).
+	if _, err := parseConfig("serve", []string{"-detect-open-incidents", "false"}, func(string) string { return "" }, io.Discard, nil); err == nil ||
+		!strings.Contains(err.Error(), "=false") {
+		t.Errorf("-detect-open-incidents false: %v", err)
+	}
+	env := map[string]string{"WATERLINE_WEBHOOK_ALLOW_PRIVATE": "true"}
+	if c, err := parseConfig("serve", nil, func(k string) string { return env[k] }, io.Discard, nil); err != nil || !c.WebhookAllowPrivate {
+		t.Errorf("from the environment: %v %v", c.WebhookAllowPrivate, err)
+	}
+}
