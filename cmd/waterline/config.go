@@ -24,7 +24,7 @@ type config struct {
 	// every interface's, so links say localhost (serve warns).
 	PublicURLGuessed bool
 	PullInterval     time.Duration // WATERLINE_PULL_INTERVAL; 0 disables the loop
-	ConfigFile       string        // WATERLINE_CONFIG; empty = built-in preset "inference"
+	ConfigFile       string        // WATERLINE_CONFIG; empty = presets "auto" (those whose exporters Prometheus scrapes)
 	LogLevel         string        // WATERLINE_LOG_LEVEL: debug, info, warn, error
 	LogFormat        string        // WATERLINE_LOG_FORMAT: text or json
 
@@ -174,22 +174,22 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer, printUsage fu
 // parseConfig reads flags (args) over environment variables over defaults.
 // Extra flags of a command are registered by extra before parsing. No
 // command takes positional arguments, so any left over is an error. Only
-// serve and pull take the server's flags, from flags or the environment;
-// the other commands (migrate, token) read DATABASE_URL alone (flag or
-// variable) and take the defaults for the rest, so their -h lists what
-// they use and a server setting cannot stop them.
+// serve takes every setting; pull takes those a history pull reads, and
+// the other commands (migrate, token) DATABASE_URL alone, from flag or
+// variable, with the defaults for the rest, so their -h lists what they
+// use and a setting meant for serve cannot stop them.
 func parseConfig(name string, args []string, env func(string) string, stderr io.Writer, extra func(fs *flag.FlagSet)) (config, error) {
 	var c config
 	specs := flagSpecs(&c)
 	fs := flag.NewFlagSet("waterline "+name, flag.ContinueOnError)
 	values := map[string]*string{}
-	// migrate and token use only the database: the server's settings,
-	// from flags or from an environment shared with serve, are not theirs
-	// to read (nor to refuse).
-	server := name == "serve" || name == "pull"
+	// migrate and token use only the database, pull only what a history
+	// pull reads: the server's other settings, from flags or from an
+	// environment shared with serve, are not theirs to list, read (nor
+	// to refuse).
 	for _, s := range specs {
 		v := s.def
-		if !server && s.name != "database-url" {
+		if !usesSetting(name, s.name) {
 			values[s.name] = &v
 			continue
 		}
@@ -258,6 +258,24 @@ func parseConfig(name string, args []string, env func(string) string, stderr io.
 		return c, fmt.Errorf("unexpected arguments: %s%s", strings.Join(rest, " "), hint)
 	}
 	return c, nil
+}
+
+// pullSettings are the settings a history pull reads: where to read and
+// write, what to pull, how to log, and the sensitivity its spikes are
+// recorded at.
+var pullSettings = map[string]bool{"database-url": true, "prometheus-url": true, "prometheus-compression": true,
+	"config": true, "log-level": true, "log-format": true, "detect-sensitivity": true}
+
+// usesSetting says whether the command reads the setting (flag and
+// environment variable); the others keep their defaults.
+func usesSetting(command, setting string) bool {
+	switch command {
+	case "serve":
+		return true
+	case "pull":
+		return pullSettings[setting]
+	}
+	return setting == "database-url"
 }
 
 // requireDatabase fails fast with one line when DATABASE_URL is missing.

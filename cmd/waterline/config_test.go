@@ -143,3 +143,34 @@ func TestSwitchesNeedNoValue(t *testing.T) {
 		t.Errorf("from the environment: %v %v", c.WebhookAllowPrivate, err)
 	}
 }
+
+// pull lists and reads only what a history pull uses: its -h listed every
+// serve setting (listen address, webhooks, retention…), and a bad one of
+// them in an environment shared with serve stopped it.
+func TestPullTakesOnlyItsSettings(t *testing.T) {
+	var help strings.Builder
+	if _, err := parseConfig("pull", []string{"-h"}, func(string) string { return "" }, &help, nil); !errors.Is(err, errHelp) {
+		t.Fatalf("-h: %v", err)
+	}
+	for _, want := range []string{"-database-url", "-prometheus-url", "-config", "-detect-sensitivity", "-log-level"} {
+		if !strings.Contains(help.String(), want+" ") {
+			t.Errorf("pull -h lacks %s", want)
+		}
+	}
+	for _, serveOnly := range []string{"-addr", "-webhook-allow-private", "-samples-retention", "-detect-interval", "-auth-proxy-header", "-pull-interval"} {
+		if strings.Contains(help.String(), serveOnly+" ") {
+			t.Errorf("pull -h lists serve's %s", serveOnly)
+		}
+	}
+	env := map[string]string{"WATERLINE_ADDR": "no-port", "WATERLINE_DETECT_INTERVAL": "often", "PROMETHEUS_URL": "http://prom:9090"}
+	c, err := parseConfig("pull", nil, func(k string) string { return env[k] }, io.Discard, nil)
+	if err != nil {
+		t.Fatalf("a serve setting stopped pull: %v", err)
+	}
+	if c.PrometheusURL != env["PROMETHEUS_URL"] {
+		t.Errorf("prometheus URL %q", c.PrometheusURL)
+	}
+	if _, err := parseConfig("pull", []string{"-addr", "127.0.0.1:9"}, func(string) string { return "" }, io.Discard, nil); err == nil {
+		t.Error("pull took -addr")
+	}
+}
