@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -57,10 +58,21 @@ func (d *demo) serveWith(ctx context.Context, dbURL, promURL string, settings ma
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	token, _, err := st.CreateToken(ctx, "demo", store.ScopeAdmin)
+	token, tok, err := st.CreateToken(ctx, "demo", store.ScopeAdmin)
 	if err != nil {
 		return nil, err
 	}
+	// The admin token is printed for this run only: in a DATABASE_URL the
+	// demo does not own, it would otherwise stay live after Ctrl-C. It
+	// is revoked after the server stops (registered before it, so run
+	// after), while the store is still open.
+	d.atExit(func() {
+		rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if _, err := st.RevokeToken(rctx, tok.ID, "", time.Now()); err != nil && !errors.Is(err, store.ErrNotFound) {
+			d.p.note("revoking the demo's admin token (revoke it with 'waterline token revoke %d'): %v", tok.ID, err)
+		}
+	})
 	public := d.env("WATERLINE_PUBLIC_URL")
 	if public == "" {
 		public = "http://" + addr

@@ -19,6 +19,7 @@ import (
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/internal/testing/syncbuf"
 	"github.com/waterline-dev/waterline/sim"
+	"github.com/waterline-dev/waterline/store/storetest"
 	"github.com/waterline-dev/waterline/wire"
 )
 
@@ -266,5 +267,32 @@ func TestStrongestSpike(t *testing.T) {
 	}
 	if strongest(spikes[:1], t0.Add(warmUp)) != nil {
 		t.Fatal("a spike inside the warm-up was picked")
+	}
+}
+
+// The admin token a demo prints is for that run: against a DATABASE_URL
+// the demo does not own, it stayed live after Ctrl-C.
+func TestDemoRevokesItsTokenAtExit(t *testing.T) {
+	dbURL := storetest.NewDatabase(t)
+	d := &demo{opts: demoOptions{addr: "127.0.0.1:0"}, env: envMap(map[string]string{"DATABASE_URL": dbURL}),
+		stdout: io.Discard, stderr: io.Discard, p: newProgress(io.Discard, 1), dir: t.TempDir()}
+	s, err := d.serveWith(context.Background(), dbURL, "", map[string]string{"WATERLINE_PULL_INTERVAL": "0", "WATERLINE_DETECT_INTERVAL": "0"}, "")
+	if err != nil {
+		d.cleanup()
+		t.Fatal(err)
+	}
+	var list struct {
+		Incidents []wire.Incident `json:"incidents"`
+	}
+	getJSON(t, s.base+"/api/v1/incidents", s.token, &list) // the token works while the demo runs
+	d.cleanup()
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var live int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM api_tokens WHERE name = 'demo' AND revoked_at IS NULL`).Scan(&live); err != nil || live != 0 {
+		t.Fatalf("%d demo tokens still live after the demo stopped (%v)", live, err)
 	}
 }
