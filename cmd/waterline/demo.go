@@ -11,9 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/waterline-dev/waterline/internal/demo/pgtmp"
 	"github.com/waterline-dev/waterline/sim"
-	"github.com/waterline-dev/waterline/store"
 )
 
 // demoOptions are the demo's flags.
@@ -173,37 +171,13 @@ func (d *demo) setUp(ctx context.Context) error {
 	}
 	d.p.note("waterline demo: scenario %s, seed %d, confounders %v; working in %s", d.opts.scenario, d.opts.seed, onOff(d.opts.confounders), dir)
 
-	d.p.step("tools")
-	dbURL := d.env("DATABASE_URL")
-	if pkgs := missingPackages(dbURL == ""); len(pkgs) > 0 {
-		d.p.note("installing %s with apt-get (a minute or two, once)", strings.Join(pkgs, " and "))
-		if err := installPackages(ctx, pkgs); err != nil {
-			return err
-		}
-		d.p.done("installed %s", strings.Join(pkgs, ", "))
-	} else if dbURL == "" {
-		d.p.done("prometheus, promtool and PostgreSQL found")
-	} else {
-		d.p.done("prometheus and promtool found")
+	dbURL, err := d.tools(ctx)
+	if err != nil {
+		return err
 	}
-
-	d.p.step("postgres")
-	if dbURL == "" {
-		pg, err := pgtmp.Start(ctx, d.dir+"/pg")
-		if err != nil {
-			return err
-		}
-		d.atExit(func() {
-			if err := pg.Stop(); err != nil {
-				d.p.note("stopping Postgres: %v", err)
-			}
-		})
-		dbURL = pg.URL()
-		d.p.done("private cluster on 127.0.0.1:%d", pg.Port())
-	} else {
-		d.p.done("DATABASE_URL %s (the demo's data stays there)", store.RedactURL(dbURL))
+	if dbURL, err = d.postgres(ctx, dbURL); err != nil {
+		return err
 	}
-
 	fl, err := d.simulate(ctx)
 	if err != nil {
 		return err

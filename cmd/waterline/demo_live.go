@@ -200,10 +200,17 @@ func (d *demo) tools(ctx context.Context) (string, error) {
 	return dbURL, nil
 }
 
-// postgres starts the private cluster unless dbURL is set.
+// postgres starts the private cluster unless dbURL is set; a set one is
+// connected to (and migrated) now, so a wrong DATABASE_URL fails here,
+// not after the fleet is simulated and backfilled.
 func (d *demo) postgres(ctx context.Context, dbURL string) (string, error) {
 	d.p.step("postgres")
 	if dbURL != "" {
+		st, err := store.Open(ctx, dbURL)
+		if err != nil {
+			return "", err
+		}
+		st.Close()
 		d.p.done("DATABASE_URL %s (the demo's data stays there)", store.RedactURL(dbURL))
 		return dbURL, nil
 	}

@@ -296,3 +296,17 @@ func TestDemoRevokesItsTokenAtExit(t *testing.T) {
 		t.Fatalf("%d demo tokens still live after the demo stopped (%v)", live, err)
 	}
 }
+
+// A DATABASE_URL the demo cannot reach fails at the postgres step, not
+// after the fleet was simulated and backfilled (a minute later).
+func TestDemoChecksDatabaseURLFirst(t *testing.T) {
+	var stderr syncbuf.Buffer
+	err := run(context.Background(), []string{"demo", "-small", "-addr", "127.0.0.1:0"},
+		envMap(map[string]string{"DATABASE_URL": "postgres://u:S3cret@127.0.0.1:1/nowhere?sslmode=disable&connect_timeout=2"}), io.Discard, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "connect to Postgres") || strings.Contains(err.Error(), "S3cret") {
+		t.Fatalf("error %v", err)
+	}
+	if strings.Contains(stderr.String(), "simulat") {
+		t.Errorf("the demo simulated the fleet before checking the database:\n%s", stderr.String())
+	}
+}
