@@ -71,13 +71,17 @@ func (s *Service) freeze(ctx context.Context, id int64) error {
 
 // frozenSamples keeps the window's slow samples (up to a cap) and a
 // baseline of the others, each spread evenly over time rather than the
-// first N. The incident's own span fills the cap first, the margin
-// around it what is left: frozen before any analysis (every sample is
+// first N. The incident's own span (from the onset, as the sample table
+// shows it) fills the cap first, the margin around it what is left: frozen before any analysis (every sample is
 // "slow" then), the half hour before the start filled the cap in time
 // order and none of the incident's own samples was kept.
 func (s *Service) frozenSamples(ctx context.Context, v View, from, end time.Time) ([]correlate.Sample, error) {
 	slowMs, def := v.SlowThresholds()
-	spanFrom, spanTo := v.Incident.Start, end
+	// The span is what the page's sample table shows by default: from the
+	// analysis' onset when there is one (a spike found before the
+	// incident's start: Alertmanager's lookback, a widened window).
+	spanFrom, _ := v.During(s.opt.Now())
+	spanTo := end
 	if v.Incident.End != nil {
 		spanTo = *v.Incident.End
 	}
