@@ -110,7 +110,7 @@ func Analyze(in Input) Analysis {
 // concentration over the affected models' traffic, and the stage
 // attribution (from samples, else from stage curves).
 func newFacts(cs *curveSet, ss *sampleSet, ph phases, started map[string]time.Time, scope Scope) *facts {
-	f := &facts{ph: ph, cs: cs, ss: ss, started: started, reps: map[string][]replicaImpact{}, allReps: map[string][]replicaImpact{}, affectedSet: map[string]bool{}}
+	f := &facts{ph: ph, scope: scope, cs: cs, ss: ss, started: started, reps: map[string][]replicaImpact{}, allReps: map[string][]replicaImpact{}, affectedSet: map[string]bool{}}
 	f.models = modelImpacts(cs, ss, ph)
 	for _, m := range f.models {
 		if m.affected && (scope.Model == "" || scope.Model == m.model) {

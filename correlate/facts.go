@@ -13,6 +13,7 @@ import (
 // aligned events and curve deviations, computed once per analysis.
 type facts struct {
 	ph          phases
+	scope       Scope // the incident's (zero = the whole fleet)
 	cs          *curveSet
 	ss          *sampleSet
 	models      []modelImpact

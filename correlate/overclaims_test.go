@@ -1229,3 +1229,22 @@ func TestOverclaimSamplesStepWithNothingAffected(t *testing.T) {
 	}
 	t.Logf("scope: %q; samples: %q", a.Checklist[0].Answer, ans)
 }
+
+// An incident scoped to a model with no latency data at all, on a fleet
+// whose other models were judged flat: the analysis read "no rise" (the
+// other models' verdict) for a model it never saw.
+func TestOverclaimScopedModelWithoutData(t *testing.T) {
+	x := newFixture()
+	x.p99("chat", 100, 100)
+	x.sampleRun(10, Scope{Model: "chat", Replica: "chat-1"}, 100, 100, nil)
+	a := Analyze(Input{Window: Window{From: x.onset.Add(-5 * time.Minute), To: fxStart.Add(fxMinutes * time.Minute)},
+		Curves: x.curves, Samples: x.samples, Step: time.Minute, Scope: Scope{Model: "embed"}})
+	for name, s := range map[string]string{"headline": a.Headline.Summary, "scope": a.Scope.Summary, "timeline step": a.Checklist[1].Answer} {
+		if !strings.Contains(s, "embed") || !strings.Contains(s, "cannot be judged") {
+			t.Errorf("%s: %q", name, s)
+		}
+	}
+	if a.Headline.Title != "Latency rise not judged" {
+		t.Errorf("headline %q", a.Headline.Title)
+	}
+}

@@ -101,7 +101,21 @@ func (f *facts) noRise() string {
 	if len(f.affected) > 0 {
 		return ""
 	}
-	if len(f.models) == 0 {
+	// An incident scoped to one model is judged on that model alone:
+	// the others' flat curves say nothing of one never seen.
+	models := f.models
+	if m := f.scope.Model; m != "" {
+		models = nil
+		for _, mi := range f.models {
+			if mi.model == m {
+				models = append(models, mi)
+			}
+		}
+		if len(models) == 0 {
+			return fmt.Sprintf("No latency curve or request sample of %s covers this window, so whether its latency rose cannot be judged.", m)
+		}
+	}
+	if len(models) == 0 {
 		return "No latency curve or request sample covers this window, so whether latency rose cannot be judged."
 	}
 	// Half the baseline, not the phases' shortest one (earliestBefore):
@@ -111,7 +125,7 @@ func (f *facts) noRise() string {
 	enough := f.ph.BeforeFrom.Add(f.ph.BeforeTo.Sub(f.ph.BeforeFrom) / 2)
 	var unjudged []string
 	first := time.Time{}
-	for _, m := range f.models {
+	for _, m := range models {
 		from, ok := f.latencyFrom(m.model)
 		if math.IsNaN(m.before) && math.IsNaN(m.slowBase) || ok && from.After(enough) {
 			unjudged = append(unjudged, m.model)
@@ -127,7 +141,7 @@ func (f *facts) noRise() string {
 	switch {
 	case len(unjudged) == 0:
 		return ""
-	case len(unjudged) == len(f.models):
+	case len(unjudged) == len(models):
 		return fmt.Sprintf("Whether latency rose cannot be judged: %s %s too little latency data before the onset to compare with%s.", list(unjudged), verbFor(len(unjudged), "has", "have"), since)
 	}
 	return fmt.Sprintf("No judged model's latency clearly rose; %s %s too little latency data before the onset%s, so %s cannot be judged.", list(unjudged), verbFor(len(unjudged), "has", "have"), since, pronoun(len(unjudged)))
