@@ -62,6 +62,15 @@ func (f *facts) impact(model string) (modelImpact, bool) {
 	return modelImpact{}, false
 }
 
+// modelRatio is a model's P99 (or P95) ratio during / before; NaN when
+// it was not measured.
+func (f *facts) modelRatio(model string) float64 {
+	if mi, ok := f.impact(model); ok {
+		return mi.ratio
+	}
+	return math.NaN()
+}
+
 // qpsRatio is a model's request rate during the spike over before, from
 // its QPS curve, else the sum of its replicas' (a replica absent from a
 // period adds nothing to it: new replicas share the traffic they took),

@@ -25,6 +25,13 @@ func localReplicaCause(f *facts) Cause {
 		if sick == nil {
 			f.supportWorsenedAlone(b, top)
 		}
+		// The other replicas slowed by most of the model's rise: the
+		// outlier is the worst of a broad slowdown, which draining it
+		// would not end.
+		if peers := peersRise(f.reps[top.model]); peersCarry(peers, f.modelRatio(top.model)) {
+			b.oppose("peers_slowed_too", peers, ramp(peers, peersSlowedRatio, 2.5), 0.4,
+				"The other replicas of %s slowed too (median P99 ×%.2f), so %s alone does not explain the rise.", top.model, peers, top.replica)
+		}
 		if total > 0 && float64(len(outliers)) > 0.5*float64(total) {
 			b.oppose("most_replicas_slow", float64(len(outliers))/float64(total), 1, 0.3, "%d of %d replicas stand out, which is not local.", len(outliers), total)
 		}

@@ -1248,3 +1248,44 @@ func TestOverclaimScopedModelWithoutData(t *testing.T) {
 		t.Errorf("headline %q", a.Headline.Title)
 	}
 }
+
+// Every replica's P99 tripled and one went ×15: the scope said "Narrow:
+// 1 of 6 replicas … carry the spike" and local_replica led unopposed
+// with "drain it", while the peers alone explain most of the rise.
+func TestOverclaimNarrowWhilePeersSlowedToo(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.replica("m", "sick", "n-sick", 100, 1500, 10, 10)
+	for _, r := range []string{"a", "b", "c", "d", "e"} {
+		x.replica("m", r, "n-"+r, 100, 300, 10, 10)
+	}
+	a := x.analyze()
+	if a.Scope.Breadth == "replicas" || strings.HasPrefix(a.Scope.Summary, "Narrow") || !strings.Contains(a.Scope.Summary, "too") {
+		t.Errorf("scope %q: the other 5 replicas' P99 rose ×3 too", a.Scope.Summary)
+	}
+	if top := a.Causes[0]; top.Category == CatLocalReplica && len(top.CounterEvidence) == 0 {
+		t.Errorf("local_replica leads (%.2f) unopposed while every peer's P99 tripled", top.Score)
+	}
+	if c := causeOf(t, a, CatLocalReplica); !hasItem(c.CounterEvidence, "peers_slowed_too") {
+		t.Errorf("local_replica has no peers_slowed_too: %+v", c.CounterEvidence)
+	}
+	// A replica that slowed alone is still narrow.
+	y := newFixture()
+	y.p99("m", 100, 250)
+	y.replica("m", "sick", "n-sick", 100, 1500, 10, 10)
+	for _, r := range []string{"a", "b", "c", "d", "e"} {
+		y.replica("m", r, "n-"+r, 100, 105, 10, 10)
+	}
+	if b := y.analyze(); !strings.HasPrefix(b.Scope.Summary, "Narrow") {
+		t.Errorf("one replica slowed alone: scope %q", b.Scope.Summary)
+	}
+}
+
+func hasItem(es []Evidence, name string) bool {
+	for _, e := range es {
+		if e.Name == name {
+			return true
+		}
+	}
+	return false
+}

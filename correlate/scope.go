@@ -279,6 +279,40 @@ func judgedReplicas(reps []replicaImpact) int {
 	return n
 }
 
+// peersRise is the median P99 ratio (during / before) of a model's
+// replicas that do not stand out and are not new: how much the model
+// slowed apart from its outliers. NaN with fewer than two such peers.
+func peersRise(reps []replicaImpact) float64 {
+	var xs []float64
+	for _, r := range reps {
+		if !r.outlier && !r.young && !math.IsNaN(r.ratio) {
+			xs = append(xs, r.ratio)
+		}
+	}
+	if len(xs) < 2 {
+		return math.NaN()
+	}
+	return median(xs)
+}
+
+// peersCarry says whether a model's ordinary replicas slowed by most of
+// its own rise (in log terms): its outliers are then the worst of a
+// broad slowdown, not the place it happened. modelRatio NaN or ≤ 1
+// leaves it to the peers' own rise.
+func peersCarry(peers, modelRatio float64) bool {
+	if math.IsNaN(peers) || peers < peersSlowedRatio {
+		return false
+	}
+	if math.IsNaN(modelRatio) || modelRatio <= 1 {
+		return true
+	}
+	return math.Log(peers) >= 0.5*math.Log(modelRatio)
+}
+
+// peersSlowedRatio is the peers' P99 rise from which they count as slowed
+// too: above what a sick replica's spilled load does to them.
+const peersSlowedRatio = 1.3
+
 // minQuantileSamples is the fewest samples a replica or a version needs
 // in a phase for its P99 and its share of traffic to be read from
 // samples: below it the "P99" is one or two requests' latency. Ten, as

@@ -57,8 +57,18 @@ func scopeLists(affected []string, reps map[string][]replicaImpact, conc []Conce
 // models could be judged; reps gives the replica counts.
 func summarizeScope(sr *ScopeReport, withData int, reps map[string][]replicaImpact) {
 	totalReps := 0
-	for _, m := range sr.Models {
+	// broad: a model's other replicas slowed by most of its rise, so
+	// its standing-out replicas do not make the spike narrow.
+	broad, peersX := false, math.NaN()
+	for i, m := range sr.Models {
 		totalReps += judgedReplicas(reps[m])
+		modelRatio := math.NaN()
+		if i < len(sr.ModelImpact) && sr.ModelImpact[i].P99Ratio > 0 {
+			modelRatio = sr.ModelImpact[i].P99Ratio
+		}
+		if p := peersRise(reps[m]); hasOutlier(reps[m]) && peersCarry(p, modelRatio) {
+			broad, peersX = true, p
+		}
 	}
 	named := make([]string, len(sr.Models))
 	for i, m := range sr.Models {
@@ -75,7 +85,7 @@ func summarizeScope(sr *ScopeReport, withData int, reps map[string][]replicaImpa
 	case len(sr.Models) == 0:
 		sr.Breadth = "none"
 		sr.Summary = "No model's latency rose clearly in this window."
-	case len(sr.Replicas) > 0 && len(sr.Replicas)*3 <= totalReps:
+	case len(sr.Replicas) > 0 && len(sr.Replicas)*3 <= totalReps && !broad:
 		sr.Breadth = "replicas"
 		where := list(sr.Replicas)
 		if len(sr.Nodes) == 1 {
@@ -92,6 +102,8 @@ func summarizeScope(sr *ScopeReport, withData int, reps map[string][]replicaImpa
 		sr.Breadth = "model"
 		sr.Summary = fmt.Sprintf("One model slowed down: %s.", named[0])
 		switch {
+		case len(sr.Replicas) > 0 && broad:
+			sr.Summary = fmt.Sprintf("One model slowed down across its replicas: %s; its other replicas' P99 rose ×%.1f too, worst on %s.", named[0], peersX, list(sr.Replicas))
 		case len(sr.Replicas) > 0: // too many of its few replicas to call it narrow, but not all
 			verb := "stand"
 			if len(sr.Replicas) == 1 {
@@ -108,6 +120,16 @@ func summarizeScope(sr *ScopeReport, withData int, reps map[string][]replicaImpa
 	if len(sr.Tenants) == 1 && sr.Breadth != "none" {
 		sr.Summary += " Slow requests concentrate on tenant " + sr.Tenants[0] + "."
 	}
+}
+
+// hasOutlier says whether any replica stands out from its peers.
+func hasOutlier(reps []replicaImpact) bool {
+	for _, r := range reps {
+		if r.outlier {
+			return true
+		}
+	}
+	return false
 }
 
 // rankScope orders every list of the scope by impact — the P99 ratio, then
