@@ -1289,3 +1289,23 @@ func hasItem(es []Evidence, name string) bool {
 	}
 	return false
 }
+
+// The P99 and the request rate fell to 0 at 07:32 (no request completes):
+// the headline said "recovered at 07:32" with P99 now 0 ms.
+func TestOverclaimRecoveredOnZeroLatency(t *testing.T) {
+	x := newFixture()
+	cut := fxStart.Add(91 * time.Minute)
+	c := x.curve(RoleLatencyP99, LevelModel, Scope{Model: "m"}, 100, 400)
+	q := x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 10)
+	for _, pts := range [][]Point{c.Points, q.Points} {
+		for i := range pts {
+			if pts[i].Time().After(cut) {
+				pts[i].V = 0
+			}
+		}
+	}
+	a := x.analyze()
+	if im := a.Impact[0]; im.Status == "recovered" || im.NowP99Ms == 0 {
+		t.Errorf("%q (now %v ms): P99 0 ms with request rate 0 is no recovery", a.Headline.Summary, im.NowP99Ms)
+	}
+}

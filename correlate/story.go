@@ -69,12 +69,14 @@ func (f *facts) latencyCurve(m string) *Curve {
 // peakAndRecovery reads the peak after the onset (median of three points,
 // so not one bad scrape), the last value, and whether the P99 came back
 // near the baseline to stay: under baseline + 20 % of the rise for the
-// last three points at least.
+// last three points at least. A latency of 0 is no measurement (an
+// exporter's quantile with no request completing, an outage): it is
+// skipped, so a model that stopped serving does not read "recovered".
 func (f *facts) peakAndRecovery(im *Impact, c *Curve, baseline float64, windowTo time.Time) {
 	lo, hi := f.ph.Onset.UnixMilli(), windowTo.UnixMilli()
 	var pts []Point
 	for _, p := range c.Points {
-		if p.T >= lo && p.T <= hi && !math.IsNaN(p.V) {
+		if p.T >= lo && p.T <= hi && !math.IsNaN(p.V) && p.V > 0 {
 			pts = append(pts, p)
 		}
 	}
