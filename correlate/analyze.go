@@ -113,6 +113,9 @@ func newFacts(cs *curveSet, ss *sampleSet, ph phases, started map[string]time.Ti
 	f := &facts{ph: ph, scope: scope, cs: cs, ss: ss, started: started, reps: map[string][]replicaImpact{}, allReps: map[string][]replicaImpact{}, affectedSet: map[string]bool{}}
 	f.models = modelImpacts(cs, ss, ph)
 	for _, m := range f.models {
+		if m.affected {
+			f.slowed = append(f.slowed, m.model)
+		}
 		if m.affected && (scope.Model == "" || scope.Model == m.model) {
 			f.affected = append(f.affected, m.model)
 			f.affectedSet[m.model] = true

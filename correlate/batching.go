@@ -73,7 +73,7 @@ func batchingCause(f *facts) Cause {
 		b.oppose("batches_fill_without_waiting", bw, 1-ramp(bw, 0.05, 0.1), 0.3,
 			"Batches grew but requests did not wait longer for them (%.0f%% of the tail's growth): more requests per window, not a longer window.", 100*bw)
 	}
-	if len(f.affected) == 1 {
+	if len(f.slowed) == 1 {
 		b.corroborate("one_model", 1, 1, 0.10, "Only %s slowed down; batching is configured per model.", model)
 	}
 	return f.done(b, batchingSummary(b, model, bw, stageMeasured(f.stages, "batch_wait")), Target{Model: model})

@@ -82,7 +82,7 @@ func coldStartFor(f *facts, m string) Cause {
 		fr := float64(outYoung) / float64(outAll)
 		b.support("outliers_are_new", fr, fr, 0.05, "%s standing out %s new.", capitalize(kOfN(outYoung, outAll, "replica")), verbFor(outYoung, "is", "are"))
 	}
-	if len(f.affected) == 1 {
+	if len(f.slowed) == 1 {
 		b.corroborate("one_model", 1, 1, 0.10, "Only %s slowed down.", m)
 	}
 	// Replicas that come with a rollout are new pods of a new version, not

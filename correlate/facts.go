@@ -18,6 +18,10 @@ type facts struct {
 	ss          *sampleSet
 	models      []modelImpact
 	affected    []string // models carrying the spike, most impacted first
+	// slowed is every model that slowed, in or out of the incident's
+	// scope: what "only m slowed" and "k of n models" are about (the
+	// fleet's facts, which a scope does not change).
+	slowed []string
 	affectedSet map[string]bool
 	reps        map[string][]replicaImpact // per affected model
 	allReps     map[string][]replicaImpact // per model
@@ -43,13 +47,13 @@ func (f *facts) modelsWithData() int {
 	return n
 }
 
-// breadth is the share of judged models that carry the spike.
+// breadth is the share of judged models that slowed (in the scope or not).
 func (f *facts) breadth() float64 {
 	n := f.modelsWithData()
 	if n == 0 {
 		return 0
 	}
-	return float64(len(f.affected)) / float64(n)
+	return float64(len(f.slowed)) / float64(n)
 }
 
 // impact returns a model's impact record.

@@ -15,7 +15,7 @@ func ingressCause(f *facts) Cause {
 	// they fit any fleet-wide cause (a slow dependency, a traffic peak).
 	n := f.modelsWithData()
 	if br := f.breadth(); n >= 2 {
-		b.corroborate("all_models", br, ramp(br, 0.4, 0.9), 0.25, "%s slowed down at once.", capitalize(kOfN(len(f.affected), n, "model")))
+		b.corroborate("all_models", br, ramp(br, 0.4, 0.9), 0.25, "%s slowed down at once.", capitalize(kOfN(len(f.slowed), n, "model")))
 	}
 	f.supportNotLocal(b, "No replica or node stands out.")
 	// Only stages the servers time count: an untimed one reads 0 %, which
@@ -37,15 +37,15 @@ func ingressCause(f *facts) Cause {
 		b.oppose("growth_behind_the_front", top[0].Share, 1-ramp(fs, 0.1, 0.25), 0.3,
 			"%.0f%% of the tail's growth is in the %s stage, behind the gateway.", 100*top[0].Share, top[0].Stage)
 	}
-	if len(f.affected) == 1 && f.modelsWithData() > 1 {
-		b.oppose("one_model_only", 1, 1, 0.25, "Only %s slowed down; a gateway problem would hit every model.", f.affected[0])
+	if len(f.slowed) == 1 && f.modelsWithData() > 1 {
+		b.oppose("one_model_only", 1, 1, 0.25, "Only %s slowed down; a gateway problem would hit every model.", f.slowed[0])
 	}
 	sum := fmt.Sprintf("The gateway, auth and route stages %s.", grewLittle(fs, "explain"))
 	if !stageMeasured(f.stages, "gateway") && !stageMeasured(f.stages, "auth") && !stageMeasured(f.stages, "route") {
 		sum = "No gateway, auth or route time is measured during the spike."
 	}
 	if b.shown("gateway_growth") >= claimed {
-		sum = fmt.Sprintf("The gateway / ingress in front of the models got slow (%.0f%% of the tail's growth) for %s.", 100*fs, kOfN(len(f.affected), n, "model"))
+		sum = fmt.Sprintf("The gateway / ingress in front of the models got slow (%.0f%% of the tail's growth) for %s.", 100*fs, kOfN(len(f.slowed), n, "model"))
 		if n == 1 {
 			sum = fmt.Sprintf("The gateway / ingress in front of %s got slow (%.0f%% of the tail's growth); no other model has data, so whether the others were hit cannot be seen.", f.affected[0], 100*fs)
 		}

@@ -1309,3 +1309,50 @@ func TestOverclaimRecoveredOnZeroLatency(t *testing.T) {
 		t.Errorf("%q (now %v ms): P99 0 ms with request rate 0 is no recovery", a.Headline.Summary, im.NowP99Ms)
 	}
 }
+
+// Scoped to model a while b rose ×4 too: release said "Only a slowed
+// down; the other model did not" (and scored higher for it), ingress "1
+// of the 2 models" and "a gateway problem would hit every model".
+func TestOverclaimScopedIncidentDeniesOtherModels(t *testing.T) {
+	x := newFixture()
+	x.p99("a", 100, 400)
+	x.p99("b", 100, 400)
+	x.sampleRun(20, Scope{Model: "a", Version: "v1", Replica: "r1"}, 100, 100, func(s *Sample, d bool) {
+		if d && len(s.RequestID)%2 == 0 {
+			s.Version, s.TotalMs = "v2", 500
+		}
+	})
+	x.events = []Event{{ID: "dep", Kind: KindDeploy, Time: x.onset.Add(-3 * time.Minute), Scope: Scope{Model: "a", Version: "v2"}}}
+	in := func(sc Scope) Input {
+		return Input{Window: Window{From: x.onset.Add(-5 * time.Minute), To: fxStart.Add(fxMinutes * time.Minute)},
+			Curves: x.curves, Events: x.events, Samples: x.samples, Step: time.Minute, Scope: sc}
+	}
+	fleet := causeOf(t, Analyze(in(Scope{})), CatRelease)
+	sa := Analyze(in(Scope{Model: "a"}))
+	scoped := causeOf(t, sa, CatRelease)
+	for _, s := range saidBy(scoped) {
+		if strings.Contains(s, "Only a slowed down") {
+			t.Errorf("%q: b's P99 rose ×4 at the same time", s)
+		}
+	}
+	if scoped.Score > fleet.Score+0.1 {
+		t.Errorf("scoping to a raised release from %.2f to %.2f", fleet.Score, scoped.Score)
+	}
+	if !strings.Contains(sa.Scope.Summary, "b slowed down") || strings.Contains(sa.Scope.Summary, "One model slowed down") {
+		t.Errorf("scope %q does not say b slowed too", sa.Scope.Summary)
+	}
+
+	y := newFixture()
+	for _, m := range []string{"a", "b"} {
+		y.p99(m, 100, 400)
+		y.curve(RoleStageTime, LevelModel, Scope{Model: m}, 10, 300).Stage = "gateway"
+		y.curve(RoleStageTime, LevelModel, Scope{Model: m}, 50, 50).Stage = "exec"
+	}
+	c := causeOf(t, Analyze(Input{Window: Window{From: y.onset.Add(-5 * time.Minute), To: fxStart.Add(fxMinutes * time.Minute)},
+		Curves: y.curves, Step: time.Minute, Scope: Scope{Model: "a"}}), CatIngress)
+	for _, s := range saidBy(c) {
+		if strings.Contains(s, "Only a slowed down") || strings.Contains(s, "1 of the 2 models") {
+			t.Errorf("%q: b rose ×4 too, through the same gateway", s)
+		}
+	}
+}

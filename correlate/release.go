@@ -292,7 +292,7 @@ func servedFine(b *causeBuilder, nv, prev versionStat) {
 // replica rather than the version, point elsewhere.
 func (f *facts) releaseScope(b *causeBuilder, m, newVer string) {
 	others := 0
-	for _, a := range f.affected {
+	for _, a := range f.slowed {
 		if a == m {
 			continue
 		}
@@ -303,12 +303,12 @@ func (f *facts) releaseScope(b *causeBuilder, m, newVer string) {
 	if n := f.modelsWithData() - 1; n > 0 {
 		frac := float64(others) / float64(n)
 		switch {
-		case others == 0 && len(f.affected) == 1:
+		case others == 0 && len(f.slowed) == 1:
 			b.corroborate("only_this_model", 1, 1, 0.10, "Only %s slowed down; %s did not.", m, othersPhrase(n))
 		case others == 0:
 			// The others that slowed down had releases of their own: a
 			// release train, which neither clears nor blames this one.
-			if n := len(f.affected) - 1; n == 1 {
+			if n := len(f.slowed) - 1; n == 1 {
 				b.corroborate("other_slowed_models_released", 1, 0.5, 0.10, "The other model that slowed down had a release of its own.")
 			} else {
 				b.corroborate("other_slowed_models_released", 1, 0.5, 0.10, "The %d other models that slowed down each had a release of their own.", n)

@@ -50,7 +50,7 @@ func routingFor(f *facts, m string) Cause {
 			b.oppose("traffic_up", q, ramp(q, 1.25, 1.8), 0.3, "%s's total traffic rose ×%.2f.", m, q)
 		}
 	}
-	if len(f.affected) == 1 {
+	if len(f.slowed) == 1 {
 		b.corroborate("one_model", 1, 1, 0.05, "Only %s slowed down.", m)
 	}
 	sort.Strings(busy)

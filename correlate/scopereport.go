@@ -19,6 +19,21 @@ func (f *facts) scopeReport() ScopeReport {
 	if why := f.noRise(); why != "" {
 		sr.Summary = why
 	}
+	// A scoped incident's sentences are about its model; that others
+	// slowed at the same time is a fact the reader needs (it points at
+	// a shared cause), and "one model slowed down" must not deny it.
+	if f.scope.Model != "" && len(f.slowed) > len(f.affected) {
+		var others []string
+		for _, m := range f.slowed {
+			if !f.affectedSet[m] {
+				others = append(others, m)
+			}
+		}
+		if sr.Breadth == "model" {
+			sr.Summary = strings.Replace(sr.Summary, "One model slowed down", "The incident's model slowed down", 1)
+		}
+		sr.Summary += fmt.Sprintf(" Outside the incident's scope, %s slowed down at the same time.", list(others))
+	}
 	return sr
 }
 
