@@ -12,16 +12,16 @@ import (
 // facts is everything the hypotheses read: impacts, stages, concentration,
 // aligned events and curve deviations, computed once per analysis.
 type facts struct {
-	ph          phases
-	scope       Scope // the incident's (zero = the whole fleet)
-	cs          *curveSet
-	ss          *sampleSet
-	models      []modelImpact
-	affected    []string // models carrying the spike, most impacted first
+	ph       phases
+	scope    Scope // the incident's (zero = the whole fleet)
+	cs       *curveSet
+	ss       *sampleSet
+	models   []modelImpact
+	affected []string // models carrying the spike, most impacted first
 	// slowed is every model that slowed, in or out of the incident's
 	// scope: what "only m slowed" and "k of n models" are about (the
 	// fleet's facts, which a scope does not change).
-	slowed []string
+	slowed      []string
 	affectedSet map[string]bool
 	reps        map[string][]replicaImpact // per affected model
 	allReps     map[string][]replicaImpact // per model
