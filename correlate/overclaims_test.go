@@ -1356,3 +1356,23 @@ func TestOverclaimScopedIncidentDeniesOtherModels(t *testing.T) {
 		}
 	}
 }
+
+// Samples only: ×4 for ten minutes, then back at 100 ms for twenty. The
+// spike list said it ended; the headline said "ongoing at the end of the
+// data" (the curve built from samples stopped at the spike's end).
+func TestOverclaimSamplesOnlyOngoingAfterRecovery(t *testing.T) {
+	x := newFixture()
+	end := x.onset.Add(10 * time.Minute)
+	x.sampleRun(25, Scope{Model: "m", Version: "v1", Replica: "r"}, 100, 400, func(s *Sample, d bool) {
+		if !s.Time.Before(end) {
+			s.TotalMs = 100 * wobble(len(s.RequestID))
+		}
+	})
+	a := x.analyze()
+	if len(a.Impact) == 0 {
+		t.Fatal("no impact")
+	}
+	if im := a.Impact[0]; im.Status != "recovered" || strings.Contains(a.Headline.Summary, "ongoing") {
+		t.Errorf("%q (status %s, now at %v): the samples are back at 100 ms until the end", a.Headline.Summary, im.Status, im.NowAt)
+	}
+}

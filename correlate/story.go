@@ -52,10 +52,13 @@ func (f *facts) latencyCurve(m string) *Curve {
 	if st == nil {
 		return nil
 	}
+	// Every sample of the model from the baseline on, after the spike's
+	// main part too: the phases end with it, and a curve cut there read
+	// "ongoing at the end of the data" for a spike that had ended.
 	var samples []Sample
-	for _, list := range st.phase {
-		for _, i := range list {
-			samples = append(samples, f.ss.all[i])
+	for i := range f.ss.all {
+		if x := &f.ss.all[i]; x.Model == m && !x.Time.Before(f.ph.BeforeFrom) {
+			samples = append(samples, *x)
 		}
 	}
 	for _, c := range sampleLatencyCurves(samples, time.Minute) {
