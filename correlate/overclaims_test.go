@@ -1376,3 +1376,37 @@ func TestOverclaimSamplesOnlyOngoingAfterRecovery(t *testing.T) {
 		t.Errorf("%q (status %s, now at %v): the samples are back at 100 ms until the end", a.Headline.Summary, im.Status, im.NowAt)
 	}
 }
+
+// A pool scaled to zero before the onset and back to 2 after it: the
+// action said "its autoscaler did not react" (a 0 count was taken as no
+// data, and the hour's first count, 3, stood in for the onset's).
+func TestOverclaimAutoscalerFromZero(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 25)
+	x.curve(RoleStageTime, LevelModel, Scope{Model: "m"}, 10, 300).Stage = "queue"
+	x.curve(RoleStageTime, LevelModel, Scope{Model: "m"}, 50, 50).Stage = "exec"
+	rep := Curve{Role: RoleReplicas, Level: LevelModel, Scope: Scope{Model: "m"}}
+	mx := Curve{Role: RoleReplicasMax, Level: LevelModel, Scope: Scope{Model: "m"}}
+	for i := 0; i < fxMinutes; i++ {
+		v := 3.0
+		if i >= 73 {
+			v = 2
+		} else if i >= 40 {
+			v = 0
+		}
+		tm := fxStart.Add(time.Duration(i) * time.Minute).UnixMilli()
+		rep.Points = append(rep.Points, Point{T: tm, V: v})
+		mx.Points = append(mx.Points, Point{T: tm, V: 10})
+	}
+	x.curves = append(x.curves, rep, mx)
+	a := x.analyze()
+	if len(a.Pools) == 0 || a.Pools[0].DesiredAtOnset != 0 {
+		t.Fatalf("pools %+v: the pool had 0 replicas at the onset", a.Pools)
+	}
+	for _, act := range causeOf(t, a, CatCapacity).Actions {
+		if strings.Contains(act, "did not react") {
+			t.Errorf("%q: the autoscaler went 0 → 2", act)
+		}
+	}
+}

@@ -9,8 +9,8 @@ import (
 // Pool is what the pool-state curves (kube-state-metrics: desired
 // replicas, the autoscaler's limits) say about one affected model over
 // the analysed window: whether the pool could still grow when it
-// saturated, which a capacity cause's action turns on. A zero count is
-// not in the data.
+// saturated, which a capacity cause's action turns on. A count omitted
+// from the JSON is zero (a pool scaled to zero) or not in the data.
 type Pool struct {
 	Model string `json:"model"`
 	// DesiredAtOnset and Desired are the desired replicas at the onset
@@ -41,10 +41,15 @@ func pools(cs *curveSet, ph phases, to time.Time, models []string) []Pool {
 		}
 		p := Pool{Model: m}
 		pts := curvePoints(desired, ph.BeforeFrom, to)
+		// atOnset: a count at or before the onset was read. A pool scaled
+		// to zero (KServe, Knative) has 0 there, which is a count, not
+		// "no data": taken as missing, the hour's first count stood in,
+		// and a 0 → 2 scale-up read "its autoscaler did not react".
+		atOnset := false
 		for _, pt := range pts {
 			t := time.UnixMilli(pt.T).UTC()
 			if !t.After(ph.Onset) {
-				p.DesiredAtOnset = pt.V
+				p.DesiredAtOnset, atOnset = pt.V, true
 			} else {
 				p.DesiredPeak = math.Max(p.DesiredPeak, pt.V)
 			}
@@ -52,7 +57,7 @@ func pools(cs *curveSet, ph phases, to time.Time, models []string) []Pool {
 		if len(pts) > 0 {
 			last := pts[len(pts)-1]
 			p.Desired, p.Through = last.V, time.UnixMilli(last.T).UTC()
-			if p.DesiredAtOnset == 0 {
+			if !atOnset {
 				p.DesiredAtOnset = pts[0].V
 			}
 			p.DesiredPeak = math.Max(p.DesiredPeak, p.Desired)
