@@ -80,9 +80,18 @@ func (f *facts) modelRatio(model string) float64 {
 // period adds nothing to it: new replicas share the traffic they took),
 // else sample weights.
 func (f *facts) qpsRatio(model string) float64 {
+	// As deviation: three points before and two during at least. A rate
+	// curve starting just before the onset (its first point a partial
+	// rate() window) made "traffic rose ×2.5" of one point.
+	ratio := func(c *Curve) float64 {
+		before, during := values(c.Points, f.ph.BeforeFrom, f.ph.BeforeTo), values(c.Points, f.ph.Onset, f.ph.DuringTo)
+		if len(before) < 3 || len(during) < 2 {
+			return math.NaN()
+		}
+		return safeRatio(median(during), median(before))
+	}
 	if c := f.cs.model(RoleQPS, model, ""); c != nil {
-		r := safeRatio(periodMedian(c, f.ph.Onset, f.ph.DuringTo), periodMedian(c, f.ph.BeforeFrom, f.ph.BeforeTo))
-		if !math.IsNaN(r) {
+		if r := ratio(c); !math.IsNaN(r) {
 			return r
 		}
 	}
@@ -103,8 +112,7 @@ func (f *facts) qpsRatio(model string) float64 {
 			total.Points = append(total.Points, Point{T: t, V: v})
 		}
 		sort.Slice(total.Points, func(i, j int) bool { return total.Points[i].T < total.Points[j].T })
-		r := safeRatio(periodMedian(&total, f.ph.Onset, f.ph.DuringTo), periodMedian(&total, f.ph.BeforeFrom, f.ph.BeforeTo))
-		if !math.IsNaN(r) {
+		if r := ratio(&total); !math.IsNaN(r) {
 			return r
 		}
 	}

@@ -1410,3 +1410,31 @@ func TestOverclaimAutoscalerFromZero(t *testing.T) {
 		}
 	}
 }
+
+// The request-rate curve starts two minutes before the onset (one point
+// in the baseline, a partial rate() window): capacity said "Traffic of m
+// rose ×2.50 against the hour before" and ranked first on it.
+func TestOverclaimTrafficFromOnePointBaseline(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.curve(RoleStageTime, LevelModel, Scope{Model: "m"}, 10, 300).Stage = "queue"
+	x.curve(RoleStageTime, LevelModel, Scope{Model: "m"}, 50, 50).Stage = "exec"
+	q := x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 10)
+	var pts []Point
+	for _, p := range q.Points {
+		if !p.Time().Before(x.onset.Add(-2 * time.Minute)) {
+			pts = append(pts, p)
+		}
+	}
+	pts[0].V = 4
+	q.Points = pts
+	a := x.analyze()
+	for _, s := range saidBy(causeOf(t, a, CatCapacity)) {
+		if strings.Contains(s, "rose ×") {
+			t.Errorf("%q: one point before the onset", s)
+		}
+	}
+	if a.Causes[0].Category == CatCapacity {
+		t.Errorf("capacity first (%.2f) on traffic read from one point", a.Causes[0].Score)
+	}
+}
