@@ -1438,3 +1438,33 @@ func TestOverclaimTrafficFromOnePointBaseline(t *testing.T) {
 		t.Errorf("capacity first (%.2f) on traffic read from one point", a.Causes[0].Score)
 	}
 }
+
+// v2 serves 10 % of the traffic, all of it slow, but v1 slowed too and
+// holds 60 % of the slow requests: the scope said "version v2 carries the
+// spike", and a rollback would leave most of them.
+func TestOverclaimVersionCarriesSpikeOnMinorityShare(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.sampleRun(20, Scope{Model: "m", Version: "v1", Replica: "r"}, 100, 100, func(s *Sample, d bool) {
+		k := s.Time.Second()
+		if k < 2 {
+			s.Version = "v2"
+		}
+		if d && k < 5 {
+			s.TotalMs = 600
+		}
+	})
+	a := x.analyze()
+	found := false
+	for _, v := range a.Scope.VersionImpact {
+		if v.SlowShare != nil && *v.SlowShare < 0.5 {
+			found = true
+			if strings.Contains(a.Scope.Summary, "version "+v.Name+" carries the spike") || a.Scope.Breadth == "version" {
+				t.Errorf("%q: %s holds %.0f%% of the slow requests", a.Scope.Summary, v.Name, 100**v.SlowShare)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("fixture: no minority version in %+v", a.Scope)
+	}
+}

@@ -107,7 +107,7 @@ func summarizeScope(sr *ScopeReport, withData int, reps map[string][]replicaImpa
 			where += " (node " + sr.Nodes[0] + ")"
 		}
 		sr.Summary = fmt.Sprintf("Narrow: %d of %d replicas of %s carry the spike: %s.", len(sr.Replicas), totalReps, strings.Join(sr.Models, ", "), where)
-	case len(sr.Versions) == 1 && len(sr.Models) == 1:
+	case len(sr.Versions) == 1 && len(sr.Models) == 1 && versionCarries(sr):
 		sr.Breadth = "version"
 		sr.Summary = fmt.Sprintf("Narrow: %s version %s carries the spike.", named[0], sr.Versions[0])
 	case len(sr.Models) >= 2 && float64(len(sr.Models)) >= 0.6*float64(withData):
@@ -132,9 +132,31 @@ func summarizeScope(sr *ScopeReport, withData int, reps map[string][]replicaImpa
 		sr.Breadth = "models"
 		sr.Summary = fmt.Sprintf("Several models slowed down, hardest hit first: %s.", strings.Join(named, ", "))
 	}
+	// A version holding a large minority of the slow requests stands
+	// out without carrying the spike: rolling it back leaves the rest.
+	if s, ok := versionShare(sr); ok && sr.Breadth != "version" && sr.Breadth != "none" && s > 0 {
+		sr.Summary += fmt.Sprintf(" Version %s is over-represented among the slow requests (%.0f%% of them).", sr.Versions[0], 100*s)
+	}
 	if len(sr.Tenants) == 1 && sr.Breadth != "none" {
 		sr.Summary += " Slow requests concentrate on tenant " + sr.Tenants[0] + "."
 	}
+}
+
+// versionShare is the one listed version's share of the slow requests;
+// ok is false when there is not one version or its share is unknown.
+func versionShare(sr *ScopeReport) (float64, bool) {
+	if len(sr.Versions) != 1 || len(sr.VersionImpact) == 0 || sr.VersionImpact[0].SlowShare == nil {
+		return 0, false
+	}
+	return *sr.VersionImpact[0].SlowShare, true
+}
+
+// versionCarries: the one listed version holds most of the slow
+// requests (or its share is not measured; it was listed on its
+// concentration).
+func versionCarries(sr *ScopeReport) bool {
+	s, ok := versionShare(sr)
+	return !ok || s >= 0.5
 }
 
 // hasOutlier says whether any replica stands out from its peers.
