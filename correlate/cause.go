@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"sort"
@@ -313,7 +314,7 @@ func (f *facts) opposeMinorPart(b *causeBuilder, t Target) {
 	if len(covered) == 0 {
 		return // the whole fleet, or nothing model-specific
 	}
-	in, out, outModel := math.Log(1.1), 0.0, ""
+	in, out, outModel, outQ := math.Log(1.1), 0.0, "", ""
 	for _, m := range f.affected {
 		mi, ok := f.impact(m)
 		if !ok || math.IsNaN(mi.ratio) || mi.ratio <= 1 {
@@ -324,7 +325,7 @@ func (f *facts) opposeMinorPart(b *causeBuilder, t Target) {
 		case covered[m]:
 			in = math.Max(in, hit)
 		case hit > out:
-			out, outModel = hit, m
+			out, outModel, outQ = hit, m, mi.quantile
 		}
 	}
 	if outModel == "" {
@@ -332,7 +333,7 @@ func (f *facts) opposeMinorPart(b *causeBuilder, t Target) {
 	}
 	rel := out / in
 	b.oppose("explains_minor_part", rel, ramp(rel, 1.5, 4), 0.3,
-		"%s was hit harder (P99 ×%.1f) than any model this explains (×%.1f): this cannot be the main cause.", outModel, math.Exp(out), math.Exp(in))
+		"%s was hit harder (%s ×%.1f) than any model this explains (×%.1f): this cannot be the main cause.", outModel, cmp.Or(outQ, "P99"), math.Exp(out), math.Exp(in))
 }
 
 // targetModels is the set of models a target speaks for: its model(s),

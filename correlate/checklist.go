@@ -143,7 +143,11 @@ func samplesStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 	} else {
 		sm = append(sm, NoConcentration(a.Samples.Slow, a.Samples.During))
 	}
-	if a.Samples.Slow >= minSlowToJudge && len(a.Impact) > 0 && len(a.Impact[0].Tenants) > 0 && *a.Impact[0].Tenants[0].SlowShare >= 0.5 {
+	// The tenant's share is of the first model's slow requests: judged on
+	// that model's own count, not the incident's (another model's 580 let
+	// 2 of 3 read as "67 % of its slow requests").
+	if a.Samples.Slow >= minSlowToJudge && len(a.Impact) > 0 && len(a.Impact[0].Tenants) > 0 && *a.Impact[0].Tenants[0].SlowShare >= 0.5 &&
+		f.slowSamples([]string{a.Impact[0].Model}) >= minSlowToJudge {
 		sm = append(sm, tenantSentence(a.Impact[0].Tenants[0], a.Impact[0].Model))
 	}
 	st.Answer = strings.Join(sm, " ")
@@ -202,7 +206,9 @@ func tailClause(a Analysis, row Concentration) string {
 	s := fmt.Sprintf("; removing them from the request samples undoes %.0f%% of %s's P99 rise", 100*row.TailShare, list(row.Models))
 	if len(row.Models) == 1 {
 		for _, im := range a.Impact {
-			if im.Model == row.Models[0] && im.BaselineP99Ms > 0 && im.DuringP99Ms > im.BaselineP99Ms {
+			// The impact's figures are its curve's quantile: quoted after
+			// "P99 rise" only when they are a P99.
+			if im.Model == row.Models[0] && im.BaselineP99Ms > 0 && im.DuringP99Ms > im.BaselineP99Ms && (im.Quantile == "" || im.Quantile == "P99") {
 				s += fmt.Sprintf(" (%s → %s)", fmtMs(im.BaselineP99Ms), fmtMs(im.DuringP99Ms))
 			}
 		}

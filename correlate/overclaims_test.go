@@ -1468,3 +1468,48 @@ func TestOverclaimVersionCarriesSpikeOnMinorityShare(t *testing.T) {
 		t.Fatalf("fixture: no minority version in %+v", a.Scope)
 	}
 }
+
+// Big's tenant share quoted from its 3 slow samples because small had
+// 580: "Tenant acme sends 67% of big's slow requests".
+func TestOverclaimTenantSentenceFromOtherModelsCount(t *testing.T) {
+	x := newFixture()
+	x.p99("big", 100, 800)
+	x.p99("small", 100, 300)
+	n := 0
+	x.sampleRun(1, Scope{Model: "big", Version: "v1", Replica: "r"}, 100, 100, func(s *Sample, d bool) {
+		s.Tenant = "beta"
+		if d && n < 2 {
+			s.TotalMs, s.Tenant = 900, "acme"
+			n++
+		}
+	})
+	x.sampleRun(20, Scope{Model: "small", Version: "v1", Replica: "r2"}, 100, 300, func(s *Sample, _ bool) { s.Tenant = "gamma" })
+	a := x.analyze()
+	if a.Impact[0].Model != "big" {
+		t.Fatalf("fixture: first impact %s", a.Impact[0].Model)
+	}
+	if ans := a.Checklist[2].Answer; strings.Contains(ans, "Tenant acme sends") {
+		t.Errorf("quotes acme's share of big's 3 slow samples: %q", ans)
+	}
+}
+
+// Only a P95 curve: its figures were quoted as the "P99 rise (100 ms →
+// 400 ms)".
+func TestOverclaimTailClauseCallsP95P99(t *testing.T) {
+	x := newFixture()
+	x.curve(RoleLatencyP95, LevelModel, Scope{Model: "m"}, 100, 400)
+	for _, r := range []string{"r1", "r2", "r3", "r4"} {
+		during := 100.0
+		if r == "r1" {
+			during = 900
+		}
+		x.sampleRun(5, Scope{Model: "m", Version: "v1", Replica: r, Node: "n-" + r}, 100, during, nil)
+	}
+	a := x.analyze()
+	if a.Impact[0].Quantile != "P95" {
+		t.Fatalf("fixture: quantile %q", a.Impact[0].Quantile)
+	}
+	if ans := a.Checklist[2].Answer; strings.Contains(ans, "P99 rise (100 ms → 400 ms)") {
+		t.Errorf("%q: those are the P95 curve's figures", ans)
+	}
+}
