@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/waterline-dev/waterline/correlate"
 )
 
@@ -52,6 +54,12 @@ func (s *Store) RecordedSpikes(ctx context.Context, from, to time.Time, limit in
 	if err != nil {
 		return nil, wrap("recorded spikes", err)
 	}
+	return scanRecordedSpikes(rows, "recorded spikes")
+}
+
+// scanRecordedSpikes reads the rows of a spikes query selecting every
+// column, in RecordedSpikes' order; what names the query in errors.
+func scanRecordedSpikes(rows pgx.Rows, what string) ([]RecordedSpike, error) {
 	defer rows.Close()
 	var out []RecordedSpike
 	for rows.Next() {
@@ -62,12 +70,39 @@ func (s *Store) RecordedSpikes(ctx context.Context, from, to time.Time, limit in
 		if err := rows.Scan(&r.ID, &r.SeriesKey, &r.IncidentID, &role, &level, &r.Scope.Model, &r.Scope.Version, &r.Scope.Replica,
 			&r.Scope.Node, &r.Onset, &r.Start, &r.End, &r.Ongoing, &r.PeakTime, &r.PeakValue, &r.Baseline, &dir,
 			&r.DetectedAt, &r.Score, &r.Severity); err != nil {
-			return nil, wrap("recorded spikes", err)
+			return nil, wrap(what, err)
 		}
 		r.Role, r.Level, r.Direction = correlate.Role(role), correlate.Level(level), correlate.Direction(dir)
 		out = append(out, r)
 	}
-	return out, wrap("recorded spikes", rows.Err())
+	return out, wrap(what, rows.Err())
+}
+
+// SpikesOverlapping returns the recorded spikes whose [start, end]
+// overlaps [from, to) and that belong to scope, newest onset first, at
+// most limit. A spike belongs to scope when it is of the scope's model
+// (any, when unset) and, for each of version, replica and node the scope
+// sets, of that one — or of the whole model, when the scope names the
+// model: a replica's page shows its model's spikes too. Tenants are not
+// a spike's dimension and are ignored.
+func (s *Store) SpikesOverlapping(ctx context.Context, from, to time.Time, scope correlate.Scope, limit int) ([]RecordedSpike, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := s.db.Query(ctx, `
+		SELECT id, series_key, incident_id, role, level, model, version, replica, node, onset, start_at, end_at, ongoing,
+		       peak_time, peak_value, baseline, direction, detected_at, score, severity
+		FROM spikes
+		WHERE end_at >= $1 AND start_at < $2
+		  AND ($3 = '' OR model = $3)
+		  AND ($4 = '' OR version = $4 OR (version = '' AND $3 <> ''))
+		  AND ($5 = '' OR replica = $5 OR (replica = '' AND $3 <> ''))
+		  AND ($6 = '' OR node = $6 OR (node = '' AND $3 <> ''))
+		ORDER BY onset DESC, id DESC LIMIT $7`, from, to, scope.Model, scope.Version, scope.Replica, scope.Node, limit)
+	if err != nil {
+		return nil, wrap("spikes overlapping", err)
+	}
+	return scanRecordedSpikes(rows, "spikes overlapping")
 }
 
 // OpenDetectorIncident returns the open, detector-made incident whose

@@ -50,6 +50,13 @@ type apiEnv struct {
 
 func newAPIEnv(t *testing.T, tweak ...func(*web.Config)) *apiEnv {
 	t.Helper()
+	return newAPIEnvAt(t, func() time.Time { return testNow }, tweak...)
+}
+
+// newAPIEnvAt is newAPIEnv with the server's clock (a zone other than
+// UTC, say).
+func newAPIEnvAt(t *testing.T, now func() time.Time, tweak ...func(*web.Config)) *apiEnv {
+	t.Helper()
 	e := &apiEnv{t: t, pool: storetest.NewPool(t)}
 	e.st = store.New(e.pool)
 	cfg := web.Config{
@@ -68,7 +75,6 @@ func newAPIEnv(t *testing.T, tweak ...func(*web.Config)) *apiEnv {
 	}
 	e.registry = prometheus.NewRegistry()
 	log := slog.New(slog.NewTextHandler(testLog{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	now := func() time.Time { return testNow }
 	e.incidents = incident.New(e.st, incident.Options{Log: log, Now: now, Watchers: []func(int64){func(id int64) {
 		e.mu.Lock()
 		e.changed = append(e.changed, id)

@@ -59,17 +59,19 @@ func (p *Pages) ShowExplore(c echo.Context) error {
 		curves = append(curves, views.NodeTotals(reps, correlate.RoleGPUMemUsed)...)
 	}
 	events := tv.Events
-	spikes, err := p.store.RecordedSpikes(ctx, from, to, 200)
+	// The spikes overlapping the window (one that began before it shows
+	// too) of the filtered scope, filtered before the limit: another
+	// model's many spikes must not push this one's out.
+	spikes, err := p.store.SpikesOverlapping(ctx, from, to, st.Scope, 500)
 	if err != nil {
 		return err
 	}
 	sp := make([]correlate.Spike, 0, len(spikes))
 	for _, r := range spikes {
-		if st.Scope.Model == "" || r.Scope.Model == st.Scope.Model {
-			sp = append(sp, r.Spike)
-		}
+		sp = append(sp, r.Spike)
 	}
-	e := views.ExplorePage{From: from.Format(time.RFC3339), To: to.Format(time.RFC3339), State: st,
+	// The form's fields say UTC: a server in another zone wrote its own.
+	e := views.ExplorePage{From: from.UTC().Format(time.RFC3339), To: to.UTC().Format(time.RFC3339), State: st,
 		Timeline: views.BuildTimeline(views.TimelineInput{From: from, To: to, Step: step, Curves: curves, Events: events,
 			Spikes: sp, Filter: st.Scope, State: st, Target: "#filtered"}),
 		Options: dimOptions(tv.Curves)}

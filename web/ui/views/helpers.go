@@ -48,3 +48,11 @@ const sampleExample = `curl -H "Authorization: Bearer $TOKEN" -H "Content-Type: 
 {"request_id":"r-1","time":"2026-10-06T08:01:02Z","model":"chat-7b","version":"v2","tenant":"t-1",
  "replica":"chat-7b-5c9d-x2","node":"gpu-node-03","batch_size":4,"total_ms":812,
  "stages_ms":{"gateway":3,"queue":420,"batch_wait":35,"exec":340,"postprocess":4},"sample_rate":20}`
+
+// plural is one or many by n.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -20,6 +20,11 @@ type Timeline struct {
 	Window       string // "07:10–08:40 UTC · 1 h 30 min · step 30 s"
 	Ticks        []Tick
 	Bands        []Band // spike windows
+	// SpikesText lists the drawn spike windows in words, for those who
+	// cannot see the bands (screen readers); BandsLeftOut counts the
+	// earlier windows not drawn.
+	SpikesText   string
+	BandsLeftOut int
 	OnsetPct     float64
 	HasOnset     bool
 	EventLanes   []EventLane
@@ -164,7 +169,7 @@ func BuildTimeline(in TimelineInput) Timeline {
 	if in.Onset != nil && !in.Onset.Before(in.From) && in.Onset.Before(in.To) {
 		tl.HasOnset, tl.OnsetPct = true, x(*in.Onset)
 	}
-	tl.Bands = spikeBands(in.Spikes, in.From, in.To, x)
+	tl.Bands, tl.BandsLeftOut, tl.SpikesText = spikeBands(in.Spikes, in.From, in.To, x)
 	tl.EventLanes, tl.EventCount = eventLanes(in.Events, in.From, in.To, in.State)
 	in.models = modelColours(in.Curves, in.StageModel)
 	for _, spec := range laneSpecs {
@@ -231,9 +236,13 @@ func ticks(from, to time.Time) []Tick {
 	return out
 }
 
+// maxBands is the most spike windows a timeline draws.
+const maxBands = 12
+
 // spikeBands marks spike windows, merging overlaps (per-replica spikes
-// often coincide) and keeping at most twelve.
-func spikeBands(spikes []correlate.Spike, from, to time.Time, x func(time.Time) float64) []Band {
+// often coincide) and keeping the newest twelve (the live edge is what a
+// reader came for), and says them in words, with how many were left out.
+func spikeBands(spikes []correlate.Spike, from, to time.Time, x func(time.Time) float64) ([]Band, int, string) {
 	type iv struct{ a, b time.Time }
 	var ivs []iv
 	for _, sp := range spikes {
@@ -263,16 +272,19 @@ func spikeBands(spikes []correlate.Spike, from, to time.Time, x func(time.Time) 
 		}
 		merged = append(merged, v)
 	}
+	left := max(len(merged)-maxBands, 0)
 	var out []Band
-	for _, v := range merged {
-		if len(out) == 12 {
-			break
-		}
+	var words []string
+	for _, v := range merged[left:] {
 		l, r := x(v.a), x(v.b)
-		out = append(out, Band{LeftPct: l, WidthPct: math.Max(r-l, 0.3),
-			Title: "spike " + v.a.UTC().Format("15:04:05") + "–" + v.b.UTC().Format("15:04:05") + " UTC"})
+		span := v.a.UTC().Format("15:04:05") + "–" + v.b.UTC().Format("15:04:05")
+		out = append(out, Band{LeftPct: l, WidthPct: math.Max(r-l, 0.3), Title: "spike " + span + " UTC"})
+		words = append(words, span)
 	}
-	return out
+	if len(out) == 0 {
+		return nil, 0, ""
+	}
+	return out, left, "Spike windows (UTC): " + strings.Join(words, ", ") + "."
 }
 
 // eventGroup is a row of the event lanes.

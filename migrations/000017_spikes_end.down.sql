@@ -1,0 +1,1 @@
+DROP INDEX IF EXISTS spikes_end_idx;
