@@ -308,3 +308,33 @@ func decodeCursor(c string) (time.Time, int64, error) {
 	}
 	return time.UnixMicro(t).UTC(), id, nil
 }
+
+// RecentlyResolved returns the incidents resolved last, newest
+// resolution first: one that ran for days and was resolved a minute ago
+// comes before ten that started later and were resolved yesterday.
+func (s *Store) RecentlyResolved(ctx context.Context, limit int) ([]Incident, error) {
+	rows, err := s.db.Query(ctx, incidentSelect+`
+		WHERE i.status = 'resolved'
+		ORDER BY i.resolved_at DESC NULLS LAST, i.id DESC
+		LIMIT $1`, max(limit, 1))
+	if err != nil {
+		return nil, wrap("recently resolved", err)
+	}
+	defer rows.Close()
+	var out []Incident
+	for rows.Next() {
+		in, err := scanIncident(rows)
+		if err != nil {
+			return nil, wrap("recently resolved", err)
+		}
+		out = append(out, in)
+	}
+	return out, wrap("recently resolved", rows.Err())
+}
+
+// CountIncidents counts the incidents with a status ("" = any).
+func (s *Store) CountIncidents(ctx context.Context, status string) (int, error) {
+	var n int
+	err := s.db.QueryRow(ctx, `SELECT count(*) FROM incidents WHERE $1 = '' OR status = $1`, status).Scan(&n)
+	return n, wrap("count incidents", err)
+}

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
@@ -8,19 +9,35 @@ import (
 
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/web/api"
+	"github.com/waterline-dev/waterline/web/request"
 	"github.com/waterline-dev/waterline/web/ui/views"
 )
 
-// ShowHome is GET /: open incidents with their top cause, recent spikes,
-// pull health, and the latest resolved incidents.
+// homeOpenPage is how many open incidents the home page lists at once.
+const homeOpenPage = 100
+
+// ShowHome is GET /?open_cursor=: open incidents with their top cause
+// (a page of them, newest start first, with a link to the next page and
+// the total), recent spikes, pull health, and the incidents resolved
+// last.
 func (p *Pages) ShowHome(c echo.Context) error {
 	ctx := c.Request().Context()
 	now := p.now()
-	open, _, err := p.store.ListIncidents(ctx, store.IncidentFilter{Status: store.IncidentOpen, Limit: 100})
+	cursor := c.QueryParam("open_cursor")
+	open, next, err := p.store.ListIncidents(ctx, store.IncidentFilter{Status: store.IncidentOpen, Limit: homeOpenPage, Cursor: cursor})
+	if errors.Is(err, store.ErrBadCursor) {
+		return request.BadInput("open_cursor", "not a cursor from the home page's link to older open incidents")
+	}
 	if err != nil {
 		return err
 	}
-	resolved, _, err := p.store.ListIncidents(ctx, store.IncidentFilter{Status: store.IncidentResolved, Limit: 10})
+	openTotal := len(open)
+	if next != "" || cursor != "" {
+		if openTotal, err = p.store.CountIncidents(ctx, store.IncidentOpen); err != nil {
+			return err
+		}
+	}
+	resolved, err := p.store.RecentlyResolved(ctx, 10)
 	if err != nil {
 		return err
 	}
@@ -45,6 +62,7 @@ func (p *Pages) ShowHome(c echo.Context) error {
 	}
 	h := views.HomePage{Open: views.BuildIncidentRows(open, sp, now), Recent: views.BuildIncidentRows(resolved, sp, now),
 		Spikes: views.BuildSpikeRows(spikes, all, now), Pull: views.BuildPullHealth(ps, now),
-		DetectorOn: p.cfg.DetectorOn, DetectorOpens: p.cfg.DetectorOn && p.cfg.DetectorOpens}
+		DetectorOn: p.cfg.DetectorOn, DetectorOpens: p.cfg.DetectorOn && p.cfg.DetectorOpens,
+		OpenTotal: openTotal, OpenOlder: views.HomeOpenPageHref(next), OpenNewest: cursor != ""}
 	return p.page(c, http.StatusOK, views.Page{Title: "Incidents", Nav: "home"}, views.HomeBody(h))
 }

@@ -2,6 +2,7 @@ package views
 
 import (
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +21,21 @@ type HomePage struct {
 	// DetectorOn, DetectorOpens: what the background detector does here,
 	// for the empty states.
 	DetectorOn, DetectorOpens bool
+	// OpenTotal is how many incidents are open in all; OpenOlder links
+	// to the next page of them ("" on the last), OpenNewest says this is
+	// not the first.
+	OpenTotal  int
+	OpenOlder  string
+	OpenNewest bool
+}
+
+// HomeOpenPageHref is the home page showing the open incidents after a
+// cursor ("" for none).
+func HomeOpenPageHref(cursor string) string {
+	if cursor == "" {
+		return ""
+	}
+	return "/?open_cursor=" + url.QueryEscape(cursor)
 }
 
 // IncidentRow is one incident in a list. It tells the spike, not the
