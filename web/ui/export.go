@@ -22,8 +22,9 @@ func (p *Pages) ExportIncident(c echo.Context, id int64) error {
 	in := views.MarkdownInput{Incident: d.inc, Analysis: d.an, Version: d.version, Permalink: incident.Permalink(p.cfg.PublicURL, id), Now: p.now()}
 	// The share link's token cannot be read back (only its hash is
 	// stored): the export from a share link (/s/{token}/export.md) is the
-	// one that carries it.
-	in.ImageURL = p.cfg.PublicURL + incidentPath(id) + "/og.png"
+	// one that carries it, and embeds its chart. This one's chart needs
+	// a session, which no ticket's image fetcher has: a link.
+	in.ChartLink = p.cfg.PublicURL + incidentPath(id) + "/og.png"
 	return markdown(c, id, views.Markdown(in))
 }
 

@@ -20,6 +20,10 @@ type MarkdownInput struct {
 	Permalink string // the signed-in page
 	ShareURL  string // the read-only share link, when one exists
 	ImageURL  string // the chart card (og.png) anyone with the link can load; "" for none
+	// ChartLink is the chart card for readers who sign in: linked, not
+	// embedded (a ticket's or a wiki's image fetcher sends no session,
+	// and an embedded one showed as a broken image).
+	ChartLink string
 	Now       time.Time
 }
 
@@ -101,6 +105,8 @@ func Markdown(in MarkdownInput) string {
 	}
 	if img := mdImage("Latency chart of the incident", in.ImageURL); img != "" {
 		b.WriteString("\n" + img + "\n")
+	} else if u := safeURL(in.ChartLink); u != "" {
+		fmt.Fprintf(&b, "- **Chart:** <%s> (sign-in required)\n", u)
 	}
 
 	if len(a.Impact) > 0 {
