@@ -321,7 +321,7 @@ func (p *Pages) ogImage(c echo.Context, id int64, base string) error {
 		case views.OGLabelVerdict:
 			in.Cause = l.V
 		default:
-			in.P99 = l.K + " " + l.V
+			in.P99 = views.OGFigures(l.K, l.V)
 		}
 	}
 	if in.Cause == "" {

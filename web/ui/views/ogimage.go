@@ -58,9 +58,9 @@ func OGImage(in OGImageInput) ([]byte, error) {
 	draw.Draw(img, img.Bounds(), &image.Uniform{ogBG}, image.Point{}, draw.Src)
 	draw.Draw(img, image.Rect(0, 0, OGWidth, 90), &image.Uniform{ogHeader}, image.Point{}, draw.Src)
 	text(img, 40, 22, 4, color.White, "Waterline - "+in.Heading) // basicfont's middle dot reads as "@" when scaled
-	text(img, 40, 110, 3, ogInk, clip(in.Title, 50))
-	text(img, 40, 165, 3, ogInk, clip(in.Cause, 50))
-	text(img, 40, 215, 3, ogOnset, clip(in.P99, 50))
+	text(img, 40, 110, 3, ogInk, clip(in.Title, ogLineChars))
+	text(img, 40, 165, 3, ogInk, clip(in.Cause, ogLineChars))
+	text(img, 40, 215, 3, ogOnset, clip(in.P99, ogLineChars))
 
 	// Chart area.
 	r := image.Rect(40, 290, OGWidth-40, OGHeight-50)
@@ -133,6 +133,20 @@ func OGImage(in OGImageInput) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// ogLineChars is the most characters a line of the card's text holds.
+const ogLineChars = 50
+
+// OGFigures is the card's figures line, "<what> <figures>": what is
+// clipped to make room, so a long model name never pushes the figures,
+// the point of the line, off the card.
+func OGFigures(what, figures string) string {
+	room := ogLineChars - len([]rune(figures)) - 1
+	if room < 8 {
+		return clip(what+" "+figures, ogLineChars)
+	}
+	return clip(what, room) + " " + figures
 }
 
 func clip(s string, n int) string {

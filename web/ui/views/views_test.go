@@ -820,3 +820,15 @@ func TestFiltersKeepTheViewsOwnScope(t *testing.T) {
 		t.Errorf("a tenant chip once the scope was removed links to %s", got)
 	}
 }
+
+// The card's figures line keeps its figures: a long (ordinary) model name
+// pushed "470 ms → 2,581 ms" off a line clipped at 50 characters.
+func TestOGFiguresKeepsTheFigures(t *testing.T) {
+	got := OGFigures("meta-llama-3.1-70b-instruct-awq-int4-eu-west P99", "470 ms → 2,581 ms")
+	if !strings.HasSuffix(got, " 470 ms → 2,581 ms") || len([]rune(got)) > ogLineChars || !strings.HasPrefix(got, "meta-llama") {
+		t.Errorf("figures line %q (%d characters)", got, len([]rune(got)))
+	}
+	if got := OGFigures("chat P99", "200 ms → 900 ms"); got != "chat P99 200 ms → 900 ms" {
+		t.Errorf("short line %q", got)
+	}
+}
