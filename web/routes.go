@@ -64,7 +64,7 @@ func (s *Server) routes(e *echo.Echo) {
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", staticHandler())), gz)
 	e.GET("/login", p.ShowLogin)
 	e.POST("/login", p.Login, s.limitLogins, small)
-	e.POST("/logout", p.Logout, small, uiRead)
+	e.POST("/logout", p.Logout, small) // checks its own session and CSRF token: a dead session is only cleared
 	e.GET("/", p.ShowHome, gz, uiRead)
 	e.GET("/explore", p.ShowExplore, gz, uiRead)
 	e.GET("/incidents/:id", byID(p.ShowIncident), uiRead) // cached pre-compressed per session (web/ui/pagecache.go)

@@ -45,9 +45,10 @@ const (
 
 // user is the signed-in browser user of a request.
 type user struct {
-	Name  string
-	Scope store.TokenScope
-	CSRF  string
+	Name    string
+	Scope   store.TokenScope
+	CSRF    string
+	Proxied bool // vouched for by the auth proxy's header
 }
 
 func userOf(c echo.Context) (user, bool) {
@@ -209,7 +210,7 @@ func (p *Pages) identify(c echo.Context) (user, bool, error) {
 			if err != nil {
 				return user{}, false, err
 			}
-			return user{Name: name, Scope: se.Scope, CSRF: se.CSRF}, true, nil
+			return user{Name: name, Scope: se.Scope, CSRF: se.CSRF, Proxied: true}, true, nil
 		}
 	}
 	se, _, ok, err := p.session(c)
@@ -296,7 +297,7 @@ func (p *Pages) loginPage(c echo.Context, status int, next, msg string) error {
 	tok := base64.RawURLEncoding.EncodeToString(b)
 	c.SetCookie(&http.Cookie{Name: loginCSRFCookie, Value: tok, Path: "/login", HttpOnly: true, SameSite: http.SameSiteStrictMode,
 		Secure: strings.HasPrefix(p.cfg.PublicURL, "https://"), MaxAge: 3600})
-	return render(c, status, views.Layout(views.Page{Title: "Sign in"}, views.LoginBody(tok, next, msg)))
+	return render(c, status, views.Layout(views.Page{Title: "Sign in", Nav: "login"}, views.LoginBody(tok, next, msg)))
 }
 
 // Login is POST /login: an API token with read scope or more starts
@@ -325,9 +326,20 @@ func (p *Pages) Login(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, next)
 }
 
-// Logout is POST /logout (behind RequireSession, so CSRF-checked).
+// Logout is POST /logout. A live session must echo its CSRF token (no
+// other site may sign the user out); a dead or missing one is only
+// cleared: behind RequireSession, Sign out on a page left open past the
+// session's end answered "401 sign in first" and kept the dead cookie.
 func (p *Pages) Logout(c echo.Context) error {
-	if ck, err := c.Cookie(sessionCookie); err == nil && ck.Value != "" {
+	se, _, live, err := p.session(c)
+	if err != nil {
+		return err
+	}
+	if live {
+		if !validCSRF(c, se.CSRF) {
+			return echo.NewHTTPError(http.StatusForbidden, "missing or wrong CSRF token: reload the page and try again")
+		}
+		ck, _ := c.Cookie(sessionCookie)
 		p.sessions.drop(store.SessionSecretHash(ck.Value))
 		if err := p.store.DeleteSession(c.Request().Context(), ck.Value, p.now()); err != nil {
 			return err

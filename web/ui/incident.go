@@ -124,7 +124,7 @@ func (p *Pages) incidentPage(c echo.Context, id int64, base string, readOnly boo
 	meta := views.Page{Title: "#" + strconv.FormatInt(id, 10) + " " + d.inc.Title}
 	if readOnly {
 		meta.OG = p.openGraph(ctx, d, base)
-		meta.Title = meta.OG.Title
+		meta.Title, meta.Shared = meta.OG.Title, true
 	}
 	return p.page(c, http.StatusOK, meta, views.IncidentBody(v))
 }
@@ -383,5 +383,5 @@ func (p *Pages) sampleDetail(c echo.Context, id int64, live, shared bool) error 
 	if fragmentTarget(c.Request()) != "" {
 		return render(c, http.StatusOK, views.SampleDetailView(v))
 	}
-	return p.page(c, http.StatusOK, views.Page{Title: "Request " + x.RequestID}, views.SampleDetailView(v))
+	return p.page(c, http.StatusOK, views.Page{Title: "Request " + x.RequestID, Shared: shared}, views.SampleDetailView(v))
 }

@@ -131,7 +131,7 @@ func fragmentTarget(r *http.Request) string {
 // page renders body inside the layout.
 func (p *Pages) page(c echo.Context, status int, meta views.Page, body templ.Component) error {
 	if u, ok := userOf(c); ok {
-		meta.User, meta.CSRF = u.Name, u.CSRF
+		meta.User, meta.CSRF, meta.Proxied = u.Name, u.CSRF, u.Proxied
 	}
 	return render(c, status, views.Layout(meta, body))
 }

@@ -21,8 +21,14 @@ import (
 type Page struct {
 	Title string
 	User  string // signed-in user; "" on public (share) pages
-	CSRF  string // the session's CSRF token; forms and htmx requests echo it
-	Nav   string // "home", "explore" or "" — which nav entry is current
+	// Proxied: the user is signed in by the auth proxy, which only it
+	// can sign out (a Sign out button would bring them straight back).
+	Proxied bool
+	// Shared: a read-only share page (no user, and nothing to sign in
+	// for); a page without a user that is not one offers to sign in.
+	Shared bool
+	CSRF   string // the session's CSRF token; forms and htmx requests echo it
+	Nav    string // "home", "explore" or "" — which nav entry is current
 	// OG is set on share pages: Open Graph / Twitter tags for chat unfurls.
 	OG *OpenGraph
 }
