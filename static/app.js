@@ -107,15 +107,31 @@
     return s + " " + unit;
   }
 
+  // stepValue is a series' value at time t from its data-v (values on
+  // the step grid): null where it has none, undefined without data-v.
+  function stepValue(tl, p, t) {
+    var raw = p.getAttribute("data-v"), step = Number(tl.dataset.step);
+    if (!raw || !step) return undefined;
+    if (!p._v) p._v = raw.split(",");
+    var i = Math.round(t / step) - Number(p.getAttribute("data-v0") || 0);
+    if (i < 0 || i >= p._v.length || p._v[i] === "") return null;
+    return Number(p._v[i]);
+  }
+
   // values lists, for every drawn lane, each series' value at fraction f
-  // of the window, read back from the lane's own path and scale.
+  // of the window: the series' own value on its step grid, else read
+  // back from the lane's path and scale (to a pixel's precision).
   function values(tl, f) {
-    var lines = [];
+    var lines = [], t = timeAt(tl, f);
     tl.querySelectorAll("svg[data-ymax]").forEach(function (svg) {
       var ymax = Number(svg.dataset.ymax), h = Number(svg.getAttribute("height"));
-      var parts = [];
+      var parts = [], more = 0;
       svg.querySelectorAll("path[data-n]").forEach(function (p) {
-        if (p.classList.contains("area") || parts.length >= 4) return;
+        if (p.classList.contains("area")) return;
+        var sv = stepValue(tl, p, t);
+        if (sv === null) return;
+        if (parts.length >= 4) { more++; return; }
+        if (sv !== undefined) { parts.push(p.dataset.n + " " + fmtVal(sv, svg.dataset.unit)); return; }
         var pts = points(p), x = f * 1000, best = null;
         for (var i = 0; i < pts.length; i++) {
           if (best === null || Math.abs(pts[i][0] - x) < Math.abs(best[0] - x)) best = pts[i];
@@ -126,7 +142,8 @@
         var val = p.hasAttribute("data-clipped") && v >= ymax * 0.999 ? "above " + fmtVal(ymax, svg.dataset.unit) : fmtVal(v, svg.dataset.unit);
         parts.push(p.dataset.n + " " + val);
       });
-      if (parts.length) lines.push(svg.dataset.lane.split(" ")[0] + ": " + parts.join(" · "));
+      if (more) parts.push("+" + more + " more");
+      if (parts.length) lines.push(svg.dataset.lane + ": " + parts.join(" · "));
     });
     return lines;
   }

@@ -534,8 +534,46 @@ func checkStory(t *testing.T, ctx context.Context, a correlate.Analysis) {
 	}
 	must(t, chromedp.Do(ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, box.X, box.Y)), "hover the latency lane")
 	tip := evalString(t, ctx, `document.querySelector('[data-testid=crosshair-values]')?.innerText || ''`)
-	if !strings.Contains(tip, " ms") || !strings.Contains(tip, "Latency:") || strings.Count(tip, "\n") < 1 {
+	if !strings.Contains(tip, " ms") || !strings.Contains(tip, "Latency P99 / P95 / P50:") || strings.Count(tip, "\n") < 1 {
 		t.Errorf("crosshair values %q: want every lane's values with units", tip)
+	}
+	// The value shown is the series' own at that time, not read back
+	// from the drawn pixels (one pixel of a 10 s scale is 94 ms).
+	var probe struct {
+		Name     string
+		Expected string
+		Tip      string
+	}
+	if err := json.Unmarshal([]byte(evalString(t, ctx, `(() => {
+		const tl = document.querySelector('[data-testid=timeline]'), ov = tl.querySelector('.tl-overlay').getBoundingClientRect();
+		const f = (`+strconv.FormatFloat(box.X, 'f', 3, 64)+` - ov.left) / ov.width;
+		const tms = Number(tl.dataset.from) + f * (Number(tl.dataset.to) - Number(tl.dataset.from));
+		const p = tl.querySelector('[data-testid=lane-latency] path[data-n]');
+		const i = Math.round(tms / Number(tl.dataset.step)) - Number(p.dataset.v0);
+		return JSON.stringify({name: p.dataset.n, expected: (p.dataset.v || '').split(',')[i] || '', tip: document.querySelector('[data-testid=crosshair-values]').innerText});
+	})()`)), &probe); err != nil {
+		t.Fatal(err)
+	}
+	if probe.Expected != "" {
+		want, _ := strconv.ParseFloat(probe.Expected, 64)
+		m := regexp.MustCompile(regexp.QuoteMeta(probe.Name) + ` ([\d,.]+) ms`).FindStringSubmatch(probe.Tip)
+		got := math.NaN()
+		if m != nil {
+			got, _ = strconv.ParseFloat(strings.ReplaceAll(m[1], ",", ""), 64)
+		}
+		if math.IsNaN(got) || math.Abs(got-want) > math.Max(0.06, want*0.006) {
+			t.Errorf("crosshair says %s is %v ms; its value there is %v ms (tip %q)", probe.Name, got, want, probe.Tip)
+		}
+	}
+	// Each line names its lane in full, so no two lines share a name:
+	// "Node:" was CPU, memory and network alike.
+	seen := map[string]bool{}
+	for _, line := range strings.Split(tip, "\n") {
+		name, _, _ := strings.Cut(line, ":")
+		if seen[name] {
+			t.Errorf("two crosshair lines are named %q: %q", name, tip)
+		}
+		seen[name] = true
 	}
 	t.Logf("title %q; samples step %q; slow requests %s (per model %v, in text %v)",
 		evalString(t, ctx, `document.querySelector('[data-testid=title]').textContent`),

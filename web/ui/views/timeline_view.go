@@ -15,6 +15,7 @@ import (
 // with the onset and the spike windows marked across all lanes.
 type Timeline struct {
 	FromMs, ToMs int64  // the axis, for the crosshair and drag-to-zoom script
+	StepMs       int64  // the curves' step: the crosshair reads values on it
 	URL          string // the current view's URL; zooming sets from/to on it
 	Target       string // CSS selector of the region a zoom reloads
 	Window       string // "07:10–08:40 UTC · 1 h 30 min · step 30 s"
@@ -98,6 +99,12 @@ type SVGPath struct {
 	// Clipped: the series runs above the lane's scale, which was fitted
 	// to the incident's model; the crosshair says "above".
 	Clipped bool
+	// Values are the series' values (in the lane's unit, three
+	// significant digits) on the step grid, from step number V0 (time /
+	// step) on, "" where there is none: the crosshair reads them, not
+	// the drawn pixels (a pixel of a 10 s scale is 94 ms).
+	Values string
+	V0     int64
 }
 
 // TimelineInput is what BuildTimeline draws.
@@ -159,7 +166,7 @@ func BuildTimeline(in TimelineInput) Timeline {
 		span = time.Minute
 		in.To = in.From.Add(span)
 	}
-	tl := Timeline{FromMs: in.From.UnixMilli(), ToMs: in.To.UnixMilli(), URL: in.State.URL(), Target: in.Target}
+	tl := Timeline{FromMs: in.From.UnixMilli(), ToMs: in.To.UnixMilli(), StepMs: in.Step.Milliseconds(), URL: in.State.URL(), Target: in.Target}
 	x := func(t time.Time) float64 { return 100 * float64(t.Sub(in.From)) / float64(span) }
 	tl.Window = FmtTime(in.From, time.Time{}) + " – " + FmtTime(in.To, in.From) + " · " + FmtDuration(span)
 	if in.Step > 0 {
@@ -595,8 +602,9 @@ func buildLane(spec laneSpec, in TimelineInput) Lane {
 			if s := roleShort[r]; s != "" {
 				title += " " + s
 			}
+			vals, v0 := stepValues(c.Points, in.Step, spec.scale)
 			lane.Paths = append(lane.Paths, SVGPath{Class: cls + dashOf[r], Title: title,
-				D: linePath(c.Points, in, spec.scale, ymax, spec.height), Clipped: peak(c.Points)*spec.scale > ymax})
+				D: linePath(c.Points, in, spec.scale, ymax, spec.height), Clipped: peak(c.Points)*spec.scale > ymax, Values: vals, V0: v0})
 		}
 	}
 	if len(spec.roles) > 1 {
@@ -766,6 +774,55 @@ func appendInt(b []byte, v int64) []byte {
 		}
 	}
 	return strconv.AppendInt(b, v, 10)
+}
+
+// maxStepValues bounds a series' values on the page (the chart step keeps
+// a window to about 240).
+const maxStepValues = 2000
+
+// stepValues lists a curve's values on the step grid (time / step), from
+// the first point's step on, for the crosshair: comma-separated, "" for
+// a step without a point; the last point of a step wins.
+func stepValues(pts []correlate.Point, step time.Duration, scale float64) (string, int64) {
+	ms := step.Milliseconds()
+	if ms <= 0 || len(pts) == 0 {
+		return "", 0
+	}
+	k := func(t int64) int64 { return (t + ms/2) / ms }
+	k0 := k(pts[0].T)
+	n := k(pts[len(pts)-1].T) - k0 + 1
+	if n <= 0 || n > maxStepValues {
+		return "", 0
+	}
+	vals := make([]string, n)
+	for _, p := range pts {
+		if i := k(p.T) - k0; i >= 0 && i < n && !math.IsNaN(p.V) && !math.IsInf(p.V, 0) {
+			vals[i] = sig3(p.V * scale)
+		}
+	}
+	return strings.Join(vals, ","), k0
+}
+
+// sig3 writes v with about three significant digits, never in exponent
+// form and without trailing zeros (12,345 → "12345", 94.34 → "94.3",
+// 50.0 → "50", 0.01234 → "0.0123").
+func sig3(v float64) string {
+	a := math.Abs(v)
+	dec := 0
+	switch {
+	case a == 0 || a >= 100:
+	case a >= 10:
+		dec = 1
+	case a >= 1:
+		dec = 2
+	default:
+		dec = min(2-int(math.Floor(math.Log10(a))), 6)
+	}
+	s := strconv.FormatFloat(v, 'f', dec, 64)
+	if dec > 0 {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
 }
 
 // linePath draws points as one path in whole units of the lane's box (a

@@ -832,3 +832,41 @@ func TestOGFiguresKeepsTheFigures(t *testing.T) {
 		t.Errorf("short line %q", got)
 	}
 }
+
+// The crosshair reads each series' own values on the step grid: read back
+// from pixels, a 10 s scale's 80 ms read "94.3 ms" (one pixel), and two
+// nodes at 31.0 % and 32.5 % both "31.4 %".
+func TestTimelineSeriesCarryTheirValues(t *testing.T) {
+	step := 15 * time.Second
+	from := time.Date(2026, 10, 6, 7, 0, 0, 0, time.UTC)
+	c := correlate.Curve{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel, Scope: correlate.Scope{Model: "chat"}}
+	for i := 0; i < 40; i++ {
+		if i == 5 {
+			continue // a missed scrape
+		}
+		c.Points = append(c.Points, correlate.Point{T: from.Add(time.Duration(i) * step).UnixMilli(), V: 80 + float64(i)/3})
+	}
+	big := correlate.Curve{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel, Scope: correlate.Scope{Model: "big"}}
+	for i := 0; i < 40; i++ {
+		big.Points = append(big.Points, correlate.Point{T: from.Add(time.Duration(i) * step).UnixMilli(), V: 10000})
+	}
+	tl := BuildTimeline(TimelineInput{From: from, To: from.Add(10 * time.Minute), Step: step, Curves: []correlate.Curve{c, big}})
+	var got *SVGPath
+	for _, l := range tl.Lanes {
+		for i := range l.Paths {
+			if l.Paths[i].Title == "chat P99" {
+				got = &l.Paths[i]
+			}
+		}
+	}
+	if got == nil {
+		t.Fatal("no chat P99 path")
+	}
+	vals := strings.Split(got.Values, ",")
+	if got.V0 != from.UnixMilli()/step.Milliseconds() || len(vals) != 40 || vals[0] != "80" || vals[5] != "" || vals[6] != "82" || vals[39] != "93" {
+		t.Errorf("values from step %d: %q", got.V0, got.Values)
+	}
+	if tl.StepMs != step.Milliseconds() {
+		t.Errorf("step %d", tl.StepMs)
+	}
+}
