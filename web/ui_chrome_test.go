@@ -75,3 +75,13 @@ func headerHTML(p page) string {
 	h, _ := p.doc.Find("header").Html()
 	return h
 }
+
+// The home page has a level-one heading (it had four h2s and none).
+func TestUIHomeHasAHeading(t *testing.T) {
+	e := newUIEnv(t)
+	b := e.browser()
+	b.login(e.read)
+	if n := b.get("/").doc.Find("main h1").Length(); n != 1 {
+		t.Errorf("home page: %d h1", n)
+	}
+}

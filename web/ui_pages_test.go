@@ -440,6 +440,13 @@ func TestUIShareLink(t *testing.T) {
 	if r := anon.fragment(detail, "sample-detail"); r.status != 200 || r.testid("sample-detail-body").Length() == 0 {
 		t.Errorf("share sample detail: %d", r.status)
 	}
+	// Opened as a page of its own (a new tab): a level-one heading and
+	// the way back to the shared incident (it had an h3 and no link).
+	if r := anon.get(detail); r.status != 200 || r.doc.Find("main h1").Length() != 1 {
+		t.Errorf("share sample page: %d, %d h1", r.status, r.doc.Find("main h1").Length())
+	} else if back, _ := r.testid("back-to-incident").Attr("href"); back != u.Path {
+		t.Errorf("share sample page links back to %q, want %q", back, u.Path)
+	}
 	// Guessing fails; revoking kills the link.
 	if r := anon.get("/s/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"); r.status != http.StatusNotFound {
 		t.Errorf("guessed token: %d", r.status)

@@ -348,12 +348,13 @@ func (p *Pages) ShowIncidentStatus(c echo.Context, id int64) error {
 
 // ShowSample is GET /incidents/{id}/samples/{rid}?t=<unix ms>.
 func (p *Pages) ShowSample(c echo.Context, id int64) error {
-	return p.sampleDetail(c, id, c.QueryParam("live") == "1", false)
+	return p.sampleDetail(c, id, c.QueryParam("live") == "1", false, incidentPath(id))
 }
 
 // sampleDetail shows one sample; shared (a share link) opens only samples
-// inside the incident's window, from its snapshot once it has one.
-func (p *Pages) sampleDetail(c echo.Context, id int64, live, shared bool) error {
+// inside the incident's window, from its snapshot once it has one. back
+// is the incident's page, which the full page links to.
+func (p *Pages) sampleDetail(c echo.Context, id int64, live, shared bool, back string) error {
 	ms, err := strconv.ParseInt(c.QueryParam("t"), 10, 64)
 	if err != nil {
 		return request.BadInput("t", "want the sample's time in Unix milliseconds, got %q", c.QueryParam("t"))
@@ -383,5 +384,5 @@ func (p *Pages) sampleDetail(c echo.Context, id int64, live, shared bool) error 
 	if fragmentTarget(c.Request()) != "" {
 		return render(c, http.StatusOK, views.SampleDetailView(v))
 	}
-	return p.page(c, http.StatusOK, views.Page{Title: "Request " + x.RequestID, Shared: shared}, views.SampleDetailView(v))
+	return p.page(c, http.StatusOK, views.Page{Title: "Request " + x.RequestID, Shared: shared}, views.SampleDetailPage(v, back))
 }

@@ -130,11 +130,11 @@ func (p *Pages) ShowSharedIncident(c echo.Context) error {
 
 // ShowSharedSample is GET /s/{token}/samples/{rid}.
 func (p *Pages) ShowSharedSample(c echo.Context) error {
-	id, _, err := p.sharedIncident(c)
+	id, base, err := p.sharedIncident(c)
 	if err != nil {
 		return err
 	}
-	return p.sampleDetail(c, id, false, true)
+	return p.sampleDetail(c, id, false, true, base)
 }
 
 // A share link reaches its incident and nothing else: its window (the

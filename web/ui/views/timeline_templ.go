@@ -1008,7 +1008,7 @@ func TimelineView(t Timeline) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 92, "<div class=\"tl-cross\"><span></span></div><div class=\"tl-tip\" role=\"status\" data-testid=\"crosshair-values\"></div><div class=\"tl-sel\"></div></div></div>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 92, "<div class=\"tl-cross\"><span></span></div><div class=\"tl-tip\" data-testid=\"crosshair-values\"></div><div class=\"tl-sel\"></div></div></div>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
