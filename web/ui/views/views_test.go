@@ -870,3 +870,16 @@ func TestTimelineSeriesCarryTheirValues(t *testing.T) {
 		t.Errorf("step %d", tl.StepMs)
 	}
 }
+
+// A pull source that is behind says so in words: only the row's
+// background marked it.
+func TestPullHealthBehindInWords(t *testing.T) {
+	var b bytes.Buffer
+	h := HomePage{Pull: PullHealth{Sources: []PullRow{{Source: "latency", Lag: "4 min", Behind: true}, {Source: "qps", Lag: "5 s"}}}}
+	if err := HomeBody(h).Render(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(b.String(), `data-testid="behind"`); n != 1 {
+		t.Errorf("%d rows say behind, want the one that is", n)
+	}
+}
