@@ -30,7 +30,7 @@ const (
 	// defaultBodyGrace and defaultBodyMinRate: a body may wait for the
 	// client up to grace + bytes received / rate in total; past that it is
 	// too slow (408). Time the server spends elsewhere (the database
-	// taking rows) does not count.
+	// taking rows) does not count, nor anything after the body's end.
 	defaultBodyGrace   = 5 * time.Second
 	defaultBodyMinRate = 16 << 10 // bytes per second
 	// formMaxBody bounds the bodies of forms and small JSON requests.
@@ -71,7 +71,7 @@ func (s *Server) gated(g *gate) echo.MiddlewareFunc {
 			req := c.Request()
 			ctx := req.Context()
 			if req.Body != nil && req.Body != http.NoBody {
-				var body io.ReadCloser = &pacedBody{r: req.Body, rc: http.NewResponseController(c.Response()), ctx: ctx,
+				var body io.ReadCloser = &pacedBody{r: req.Body, rc: http.NewResponseController(c.Response()), ctx: ctx, size: req.ContentLength,
 					grace: cmp.Or(s.cfg.BodyGrace, defaultBodyGrace), rate: float64(cmp.Or(s.cfg.BodyMinRate, defaultBodyMinRate))}
 				if g.maxBody > 0 {
 					body = http.MaxBytesReader(c.Response(), body, g.maxBody)
@@ -117,6 +117,7 @@ type pacedBody struct {
 	ctx    context.Context
 	grace  time.Duration
 	rate   float64
+	size   int64         // the declared length; -1 when unknown (chunked)
 	n      int64         // bytes received
 	waited time.Duration // time spent waiting in Read
 }
@@ -137,6 +138,17 @@ func (p *pacedBody) Read(b []byte) (int, error) {
 	n, err := p.r.Read(b)
 	p.waited += time.Since(start)
 	p.n += int64(n)
+	if errors.Is(err, io.EOF) || (err == nil && p.size >= 0 && p.n >= p.size) {
+		// The body is in: the pace no longer applies. Left set, the
+		// deadline fails net/http's background read on the connection
+		// once the body is consumed, which cancels the request: a
+		// database wait longer than the grace answered a small ingest
+		// 499 and stored nothing. The request's own deadline still
+		// bounds it. (A body cut short keeps its passed deadline, so
+		// net/http's discard of the rest fails at once.)
+		d, _ := p.ctx.Deadline()
+		_ = p.rc.SetReadDeadline(d)
+	}
 	return n, err
 }
 
