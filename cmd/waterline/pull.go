@@ -123,9 +123,14 @@ func parseTimeArg(flagName, v string) (time.Time, error) {
 // so a broken file fails serve at start, and because its SLOs are used
 // anyway) and, with PROMETHEUS_URL set, builds the Puller (also used for
 // ad-hoc PromQL). With a non-zero WATERLINE_PULL_INTERVAL it starts the pull
-// loop in the background until ctx ends; the puller's health joins
-// /metrics via reg.
-func setupPull(ctx context.Context, c config, st *store.Store, reg prometheus.Registerer, log *slog.Logger, onStored func()) (*pull.Config, *pull.Puller, error) {
+// loop in the background until bg ends; the puller's health joins
+// /metrics via reg. The start-up questions to Prometheus (presets,
+// queries) end with ctx (a signal) and within startupChecks: a
+// Prometheus that accepts connections and never answers held serve from
+// listening, and from its signals, for two and a half minutes (the
+// liveness probe killed it, and ingest, which needs no Prometheus,
+// stopped with it). Unanswered, they are asked again in the background.
+func setupPull(ctx, bg context.Context, c config, st *store.Store, reg prometheus.Registerer, log *slog.Logger, onStored func()) (*pull.Config, *pull.Puller, error) {
 	cfg, err := pull.LoadConfig(c.ConfigFile)
 	if err != nil {
 		return nil, nil, err
@@ -135,13 +140,18 @@ func setupPull(ctx context.Context, c config, st *store.Store, reg prometheus.Re
 		return cfg, nil, nil
 	}
 	auto := cfg
-	cfg, detected := detectPresets(ctx, cfg, c.PrometheusURL, time.Now(), log)
-	if err := cfg.Validate(ctx, c.PrometheusURL, time.Now()); err != nil {
+	sctx, cancel := context.WithTimeout(ctx, startupChecks)
+	defer cancel()
+	cfg, detected := detectPresets(sctx, cfg, c.PrometheusURL, time.Now(), log)
+	if err := cfg.Validate(sctx, c.PrometheusURL, time.Now()); err != nil {
 		var qe *pull.QueryError
 		if errors.As(err, &qe) && qe.Rejected {
 			return nil, nil, err
 		}
 		log.Warn("pull: queries not validated; the loop will retry", "err", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err // a signal during the checks: stop, do not start
 	}
 	p, err := pull.New(cfg, c.PrometheusURL, st, pull.Options{Log: log, Compression: c.PromGzip, OnStored: onStored})
 	if err != nil {
@@ -154,13 +164,13 @@ func setupPull(ctx context.Context, c config, st *store.Store, reg prometheus.Re
 		// Prometheus could not be asked: keep asking, and put what it
 		// names in effect once it answers — a serve started during an
 		// outage read inference_* metrics until it was restarted.
-		go redetectPresets(ctx, auto, c.PrometheusURL, presetRedetectEvery, p, log)
+		go redetectPresets(bg, auto, c.PrometheusURL, presetRedetectEvery, p, log)
 	}
 	if c.PullInterval == 0 {
 		log.Info("pull loop off", "interval", c.PullInterval)
 		return cfg, p, nil
 	}
-	go func() { _ = p.Run(ctx, c.PullInterval) }()
+	go func() { _ = p.Run(bg, c.PullInterval) }()
 	return cfg, p, nil
 }
 
@@ -179,6 +189,9 @@ func detectPresets(ctx context.Context, cfg *pull.Config, url string, at time.Ti
 	}
 	return out, true
 }
+
+// startupChecks bounds serve's start-up questions to Prometheus.
+var startupChecks = 20 * time.Second
 
 // presetRedetectEvery is how often presets are asked for again while
 // Prometheus cannot be asked.

@@ -39,7 +39,7 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 	// The pull loop wakes the detector after a round that stored points
 	// (both leases held here: one replica, or the one that won both).
 	detectWake := make(chan struct{}, 1)
-	pullCfg, puller, err := setupPull(bg, c, st, reg, log, func() {
+	pullCfg, puller, err := setupPull(ctx, bg, c, st, reg, log, func() {
 		select {
 		case detectWake <- struct{}{}:
 		default: // a wake is pending already
