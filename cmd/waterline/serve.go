@@ -127,12 +127,18 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 	case <-ctx.Done():
 	}
 	// Graceful: stop accepting, let in-flight requests (an ingest
-	// transaction, say) finish, then stop the loops.
-	log.Info("shutting down; draining in-flight requests")
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// transaction, say) finish, then stop the loops. A request may run
+	// for the request timeout: the drain waits that long. Past it, the
+	// connections left are closed, and the traces and the webhook being
+	// sent are still finished (a drain that ran over used to return at
+	// once, skipping them, and exit 1 after a clean drain).
+	drain := drainTimeout(c.RequestTimeout)
+	log.Info("shutting down; draining in-flight requests", "within", drain)
+	sctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
 	if err := httpSrv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("shutdown: %w", err)
+		log.Warn("requests still running after the drain; closing their connections", "within", drain, "err", err)
+		_ = httpSrv.Close()
 	}
 	stopBG()
 	<-tracesDone // traces whose entry span arrived are stored, not lost
@@ -198,4 +204,13 @@ func newLogger(c config, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// drainTimeout is how long shutdown waits for in-flight requests: as long
+// as one may run (the request timeout, plus a margin), at least 30 s.
+func drainTimeout(requestTimeout time.Duration) time.Duration {
+	if requestTimeout > 0 {
+		return max(30*time.Second, requestTimeout+5*time.Second)
+	}
+	return 30 * time.Second
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net"
@@ -62,4 +63,36 @@ func TestServeStopsOnASignalDuringStartUp(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatalf("serve did not stop within 5 s of the signal:\n%s", stderr.String())
 	}
+}
+
+// A request still running when the drain ends (an upload without a
+// request time limit) has its connection closed, and serve exits cleanly
+// after storing what it holds: it returned "shutdown: context deadline
+// exceeded" (exit 1 after a clean drain) and skipped the trace flush.
+func TestServeDrainThatRunsOverExitsCleanly(t *testing.T) {
+	t.Parallel()
+	s := startServe(t, storetest.NewDatabase(t), "WATERLINE_REQUEST_TIMEOUT", "0")
+	pr, pw := io.Pipe()
+	go func() {
+		// 32 KiB/s, above the minimum pace, for a minute: longer than the drain.
+		line := []byte(`{"time":"2026-01-01T00:00:00Z","model":"m","total_ms":1}` + "\n")
+		chunk := bytes.Repeat(line, 32<<10/len(line))
+		for i := 0; i < 60; i++ {
+			if _, err := pw.Write(chunk); err != nil {
+				return
+			}
+			time.Sleep(time.Second)
+		}
+		pw.Close()
+	}()
+	go func() { _, _, _ = s.post("/api/v1/samples", pr) }()
+	time.Sleep(2 * time.Second)
+	start := time.Now()
+	if err := s.stop(); err != nil {
+		t.Errorf("serve after a drain that ran over: %v", err)
+	}
+	if d := time.Since(start); d > drainTimeout(0)+10*time.Second {
+		t.Errorf("serve stopped %s after the signal", d.Round(time.Second))
+	}
+	pr.Close()
 }
