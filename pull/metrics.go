@@ -8,7 +8,10 @@ import (
 )
 
 // metrics is the puller's health as this replica sees it, served on
-// /metrics. Every replica exports it; only the leader's moves.
+// /metrics. Every replica exports it; only the leader's moves, and only
+// the leader exports lag and open gaps: a replica that lost the lease
+// forgets its cursors (its lag grew forever, and a lag alert fired after
+// every failover), and a new config forgets the sources it drops.
 type metrics struct {
 	mu      sync.Mutex
 	leader  bool
@@ -39,7 +42,31 @@ func (m *metrics) src(name string) *sourceHealth {
 	return s
 }
 
-func (m *metrics) setLeader(b bool) { m.mu.Lock(); m.leader = b; m.mu.Unlock() }
+func (m *metrics) setLeader(b bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.leader = b
+	if !b {
+		for _, s := range m.sources {
+			s.cursor, s.failing = time.Time{}, false
+		}
+	}
+}
+
+// keep forgets the sources not named (a config that dropped them).
+func (m *metrics) keep(names []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	live := map[string]bool{}
+	for _, n := range names {
+		live[n] = true
+	}
+	for n := range m.sources {
+		if !live[n] {
+			delete(m.sources, n)
+		}
+	}
+}
 
 func (m *metrics) cursorAt(name string, t time.Time) {
 	m.mu.Lock()

@@ -86,6 +86,7 @@ func (p *Puller) SetConfig(cfg *Config) { p.next.Store(cfg) }
 func (p *Puller) adoptNext() {
 	if c := p.next.Swap(nil); c != nil {
 		p.cfg.Store(c)
+		p.met.keep(sourcesOf(c))
 	}
 }
 

@@ -1,0 +1,51 @@
+package pull
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Lag is exported only for the sources this replica pulls: after losing
+// the lease, its lag grew forever (a lag alert fired after every
+// failover), and so did that of a source a new config dropped.
+func TestPullLagOnlyForWhatThisReplicaPulls(t *testing.T) {
+	now := time.Date(2026, 10, 6, 8, 0, 0, 0, time.UTC)
+	m := newMetrics()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(collector{m: m, rates: &rateWindows{}, now: func() time.Time { return now }})
+	lagged := func() map[string]bool {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, mf := range mfs {
+			if mf.GetName() == "waterline_pull_lag_seconds" {
+				for _, x := range mf.GetMetric() {
+					out[x.GetLabel()[0].GetValue()] = true
+				}
+			}
+		}
+		return out
+	}
+	m.setLeader(true)
+	m.pulled("inference/latency_p99@model", now.Add(-time.Minute), now, 10)
+	m.pulled("vllm/latency_p99@model", now.Add(-time.Minute), now, 10)
+	if got := lagged(); len(got) != 2 {
+		t.Fatalf("lag of %v", got)
+	}
+	m.keep([]string{"vllm/latency_p99@model"})
+	if got := lagged(); len(got) != 1 || !got["vllm/latency_p99@model"] {
+		t.Errorf("after the config dropped inference: lag of %v", got)
+	}
+	m.failed("vllm/latency_p99@model", now)
+	m.setLeader(false)
+	if got := lagged(); len(got) != 0 {
+		t.Errorf("after losing the lease: lag of %v", got)
+	}
+	if v := gaugeValue(t, reg, "waterline_pull_open_gaps"); v != 0 {
+		t.Errorf("open gaps %v after losing the lease", v)
+	}
+}
