@@ -16,10 +16,11 @@ func (l *Lease) Setting(ctx context.Context, name string) (string, error) {
 	return v, err
 }
 
-// SetDropLockTimeout shortens the wait for the lock a partition drop
-// needs; it returns the previous value.
-func SetDropLockTimeout(d time.Duration) time.Duration {
-	old := dropLockTimeout
-	dropLockTimeout = d
-	return old
+// SetDropLock sets how a partition drop waits for its lock (each try's
+// wait, the tries, the pause between them); it returns a function that
+// puts the previous values back.
+func SetDropLock(wait time.Duration, tries int, pause time.Duration) (restore func()) {
+	w, n, p := dropLockTimeout, dropTries, dropPause
+	dropLockTimeout, dropTries, dropPause = wait, tries, pause
+	return func() { dropLockTimeout, dropTries, dropPause = w, n, p }
 }

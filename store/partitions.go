@@ -2,11 +2,14 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Day-partitioned tables. Partitions are named <table>_YYYYMMDD and cover one
@@ -140,9 +143,19 @@ func (s *Store) Partitions(ctx context.Context, table string) ([]time.Time, erro
 	return out, wrap("list partitions", rows.Err())
 }
 
-// dropLockTimeout bounds the wait for the parent's lock to drop a
-// partition (a variable for the tests).
-var dropLockTimeout = 10 * time.Second
+// Dropping a partition needs its parent's exclusive lock, and while a
+// drop waits for it behind a long reader (a dump, a big analysis) every
+// later query on the table — ingest, pages — queues behind the drop. So
+// each attempt waits only dropLockTimeout, and a drop that did not get
+// the lock tries again after dropPause, dropTries times in all: nothing
+// queues for more than a quarter second (a 10 s wait held every samples
+// read and write for 10 s, and small ingests failed). Variables for the
+// tests.
+var (
+	dropLockTimeout = 250 * time.Millisecond
+	dropTries       = 24
+	dropPause       = 5 * time.Second
+)
 
 // DropPartitionsBefore drops every day partition of table that ends at or
 // before cutoff and returns how many it dropped. Dropping a partition is
@@ -158,17 +171,24 @@ func (s *Store) DropPartitionsBefore(ctx context.Context, table string, cutoff t
 			continue
 		}
 		name := partitionName(table, d)
-		// Dropping a partition locks its parent exclusively, and while it
-		// waits behind a long reader (a dump, a big analysis) every query
-		// on the table queues behind it: give up after a while, as
-		// EnsurePartitions does; the next maintenance round tries again.
-		err := pgxBeginOwn(ctx, s.db, func(tx DB) error {
-			if _, err := tx.Exec(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = '%dms'`, dropLockTimeout.Milliseconds())); err != nil {
+		var err error
+		for try := 1; ; try++ {
+			err = pgxBeginOwn(ctx, s.db, func(tx DB) error {
+				if _, err := tx.Exec(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = '%dms'`, dropLockTimeout.Milliseconds())); err != nil {
+					return err
+				}
+				_, err := tx.Exec(ctx, `DROP TABLE IF EXISTS `+name)
 				return err
+			})
+			if !isLockTimeout(err) || try >= dropTries {
+				break
 			}
-			_, err := tx.Exec(ctx, `DROP TABLE IF EXISTS `+name)
-			return err
-		})
+			select {
+			case <-ctx.Done():
+				return n, wrap("drop "+name, ctx.Err())
+			case <-time.After(dropPause):
+			}
+		}
 		if err != nil {
 			return n, wrap("drop "+name, err)
 		}
@@ -219,4 +239,11 @@ func pgxBeginOwn(ctx context.Context, db DB, fn func(tx DB) error) error {
 		return err
 	}
 	return tx.Commit(ctx)
+}
+
+// isLockTimeout says whether err is Postgres giving up on a lock
+// (lock_timeout: SQLSTATE 55P03).
+func isLockTimeout(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "55P03"
 }

@@ -163,17 +163,19 @@ func TestRetentionPrunesSettledDeliveries(t *testing.T) {
 }
 
 // TestDropWaitsBoundedForItsLock: a partition drop behind a long reader
-// gives up after its lock timeout instead of queueing every later query
-// on the table behind it until the reader ends.
+// waits for the parent's lock a quarter second at a time, so the queries
+// arriving meanwhile are not queued behind it for long (a 10 s wait held
+// every read and write of the table), and tries again until the reader
+// is gone, or gives up after its tries.
 func TestDropWaitsBoundedForItsLock(t *testing.T) {
-	// Not parallel: it changes a package-wide timeout.
+	// Not parallel: it changes package-wide waits.
 	ctx := context.Background()
 	st, pool := storetest.NewWithPool(t)
 	old := testclock.Now().Truncate(24 * time.Hour).Add(-30 * 24 * time.Hour)
 	if err := st.EnsurePartitions(ctx, store.TablePoints, old, old.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	defer store.SetDropLockTimeout(store.SetDropLockTimeout(300 * time.Millisecond))
+	defer store.SetDropLock(300*time.Millisecond, 2, 100*time.Millisecond)()
 	reader, err := pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -182,17 +184,40 @@ func TestDropWaitsBoundedForItsLock(t *testing.T) {
 	if _, err := reader.Exec(ctx, `SELECT count(*) FROM points`); err != nil { // a long read: holds its lock
 		t.Fatal(err)
 	}
-	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
 	start := time.Now()
-	n, err := st.DropPartitionsBefore(dctx, store.TablePoints, old.Add(24*time.Hour))
+	n, err := st.DropPartitionsBefore(ctx, store.TablePoints, old.Add(24*time.Hour))
 	if took := time.Since(start); took > 5*time.Second || err == nil || n != 0 {
-		t.Fatalf("drop behind a reader: %d dropped, %v, after %s; want a lock timeout within a second or so", n, err, took.Round(time.Millisecond))
+		t.Fatalf("drop behind a reader, 2 tries: %d dropped, %v, after %s; want a lock timeout within a second or so", n, err, took.Round(time.Millisecond))
 	}
-	if err := reader.Rollback(ctx); err != nil {
-		t.Fatal(err)
+
+	// Many tries: the reader ends after 2 s, the drop gets its lock on a
+	// later try; a query arriving meanwhile waits at most one try.
+	store.SetDropLock(250*time.Millisecond, 50, 200*time.Millisecond)
+	go func() {
+		time.Sleep(2 * time.Second)
+		_ = reader.Rollback(ctx)
+	}()
+	done := make(chan error, 1)
+	var dropped int
+	go func() {
+		var err error
+		dropped, err = st.DropPartitionsBefore(ctx, store.TablePoints, old.Add(24*time.Hour))
+		done <- err
+	}()
+	time.Sleep(500 * time.Millisecond)
+	var worst time.Duration
+	for i := 0; i < 10; i++ {
+		q := time.Now()
+		if _, err := pool.Exec(ctx, `SELECT count(*) FROM points`); err != nil {
+			t.Fatal(err)
+		}
+		worst = max(worst, time.Since(q))
+		time.Sleep(100 * time.Millisecond)
 	}
-	if n, err := st.DropPartitionsBefore(ctx, store.TablePoints, old.Add(24*time.Hour)); err != nil || n != 1 {
-		t.Fatalf("drop once the reader is gone: %d, %v", n, err)
+	if worst > time.Second {
+		t.Errorf("a read of the table waited %s behind the drop", worst.Round(time.Millisecond))
+	}
+	if err := <-done; err != nil || dropped != 1 {
+		t.Fatalf("drop once the reader is gone: %d, %v", dropped, err)
 	}
 }
