@@ -29,6 +29,14 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 		return err
 	}
 	defer closeFn()
+	// A schema newer than this binary's (a newer replica migrated it
+	// during a rolling upgrade, or this is a rollback) is left as it is:
+	// migrations only add, so the older binary runs on it. golang-migrate
+	// fails on a version it does not know, and every older replica that
+	// restarted could no longer start.
+	if ahead, err := schemaAhead(m); err != nil || ahead {
+		return err
+	}
 	if err := m.Up(); err != nil && !errors.Is(err, migrate.ErrNoChange) {
 		return fmt.Errorf("store: migrate up: %w", err)
 	}
@@ -96,4 +104,21 @@ func newMigrate(pool *pgxpool.Pool) (*migrate.Migrate, func(), error) {
 		return nil, nil, fmt.Errorf("store: migrate init: %w", err)
 	}
 	return m, func() { m.Close(); sqlDB.Close() }, nil
+}
+
+// schemaAhead says whether the database is at a clean version newer than
+// every embedded migration.
+func schemaAhead(m *migrate.Migrate) (bool, error) {
+	latest, err := LatestMigration()
+	if err != nil {
+		return false, err
+	}
+	applied, dirty, err := m.Version()
+	if errors.Is(err, migrate.ErrNilVersion) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("store: migrate version: %w", err)
+	}
+	return !dirty && applied > latest, nil
 }

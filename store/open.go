@@ -101,7 +101,10 @@ func (s *Store) Ready(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("schema version: %w", err)
 	}
-	if dirty || applied != latest {
+	// Newer than this binary's (a newer replica migrated it mid-upgrade):
+	// ready, as migrations only add. Unready, every older replica left the
+	// load balancer at once when the first new one started.
+	if dirty || applied < latest {
 		return fmt.Errorf("schema at version %d (dirty=%v), binary expects %d", applied, dirty, latest)
 	}
 	return nil

@@ -57,3 +57,47 @@ func TestReadyDoesNotWaitForTheMigrationLock(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A schema a newer release migrated (a rolling upgrade, a rollback):
+// this binary opens it, leaves it as it is and is ready. Every older
+// replica went unready when the first new one migrated, and one that
+// restarted could not start ("no migration found for version N+1").
+func TestSchemaNewerThanTheBinary(t *testing.T) {
+	t.Parallel()
+	dbURL := storetest.NewDatabase(t)
+	ctx := context.Background()
+	latest, err := store.LatestMigration()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `UPDATE schema_migrations SET version = $1`, latest+1); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatalf("open a newer schema: %v", err)
+	}
+	defer st.Close()
+	if err := st.Ready(ctx); err != nil {
+		t.Errorf("ready on a newer schema: %v", err)
+	}
+	var v uint
+	if err := conn.QueryRow(ctx, `SELECT version FROM schema_migrations`).Scan(&v); err != nil || v != latest+1 {
+		t.Errorf("schema version %d after open (%v), want it left at %d", v, err, latest+1)
+	}
+	// Older than the binary (not migrated yet): not ready.
+	if _, err := conn.Exec(ctx, `UPDATE schema_migrations SET version = $1`, latest-1); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Ready(ctx); err == nil {
+		t.Error("ready on an older schema")
+	}
+	if _, err := conn.Exec(ctx, `UPDATE schema_migrations SET version = $1`, latest); err != nil {
+		t.Fatal(err)
+	}
+}

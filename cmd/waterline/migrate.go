@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+
+	"github.com/waterline-dev/waterline/store"
 )
 
 // runMigrate applies the embedded migrations and exits.
@@ -20,6 +22,14 @@ func runMigrate(ctx context.Context, args []string, env func(string) string, std
 	applied, err := st.SchemaVersion()
 	if err != nil {
 		return err
+	}
+	latest, err := store.LatestMigration()
+	if err != nil {
+		return err
+	}
+	if applied > latest {
+		fmt.Fprintf(stderr, "schema version %d is newer than this binary's (%d): left as it is (a newer release migrated it)\n", applied, latest)
+		return nil
 	}
 	fmt.Fprintf(stderr, "migrations applied; schema version %d\n", applied)
 	return nil
