@@ -17,6 +17,7 @@ var presetSignatures = []struct{ preset, metric string }{
 	{"triton", "nv_inference_request_success"},
 	{"http", "http_server_request_duration_seconds_bucket"},
 	{"dcgm", "DCGM_FI_DEV_GPU_UTIL"},
+	{"dcgm", "DCGM_FI_DEV_FB_USED"}, // MIG GPUs publish no GPU_UTIL
 	{"node", "node_cpu_seconds_total"},
 	{"kube-state-metrics", "kube_pod_info"},
 }
@@ -64,7 +65,7 @@ func (c *Config) DetectPresets(ctx context.Context, prometheusURL string, at tim
 		// "http" reads a plain HTTP fleet, each job a model: beside model
 		// servers it would take their gateway and auth services for
 		// models (and count them in every breadth).
-		if s.preset == "http" && servers {
+		if s.preset == "http" && servers || slices.Contains(found, s.preset) {
 			continue
 		}
 		servers = servers || s.preset == "inference" || s.preset == "vllm" || s.preset == "triton"

@@ -37,10 +37,12 @@ func (p *Puller) fetchKube(ctx context.Context, w window) (*batch, error) {
 	}{
 		{&in.generation, `max by (namespace, deployment) (kube_deployment_metadata_generation)`},
 		{&in.spec, `max by (namespace, deployment) (kube_deployment_spec_replicas)`},
-		{&in.hpa, `max by (namespace, horizontalpodautoscaler) (kube_horizontalpodautoscaler_status_desired_replicas)`},
-		{&in.hpaInfo, `max by (namespace, horizontalpodautoscaler, scaletargetref_name) (kube_horizontalpodautoscaler_info)`},
-		{&in.hpaMin, `max by (namespace, horizontalpodautoscaler) (kube_horizontalpodautoscaler_spec_min_replicas)`},
-		{&in.hpaMax, `max by (namespace, horizontalpodautoscaler) (kube_horizontalpodautoscaler_spec_max_replicas)`},
+		// kube-state-metrics 1.x named the autoscaler's series kube_hpa_*
+		// with the label hpa (2.0 renamed both): read either.
+		{&in.hpa, hpaQuery("status_desired_replicas", "")},
+		{&in.hpaInfo, hpaQuery("info", "scaletargetref_name")},
+		{&in.hpaMin, hpaQuery("spec_min_replicas", "")},
+		{&in.hpaMax, hpaQuery("spec_max_replicas", "")},
 		{&in.podStart, `max by (namespace, pod) (kube_pod_start_time)`},
 		{&in.restarts, `max by (namespace, pod, container) (kube_pod_container_status_restarts_total)`},
 		{&in.ready, `max by (node, status) (kube_node_status_condition{condition="Ready"})`},
@@ -94,4 +96,17 @@ func (p *Puller) modelOf(deployment string) string {
 		return m[1]
 	}
 	return m[0]
+}
+
+// hpaQuery reads an autoscaler series of kube-state-metrics 2 (named
+// kube_horizontalpodautoscaler_<name>, label horizontalpodautoscaler) or,
+// where there is none, of 1.x (kube_hpa_<name>, label hpa), grouped by
+// namespace, autoscaler and extra (if any).
+func hpaQuery(name, extra string) string {
+	by := "namespace, horizontalpodautoscaler"
+	if extra != "" {
+		by += ", " + extra
+	}
+	return fmt.Sprintf(`max by (%s) (kube_horizontalpodautoscaler_%s) or max by (%s) (label_replace(kube_hpa_%s, "horizontalpodautoscaler", "$1", "hpa", "(.+)"))`,
+		by, name, by, name)
 }

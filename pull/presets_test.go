@@ -3,6 +3,7 @@ package pull
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -195,6 +196,36 @@ func TestDCGMPresetExportedPod(t *testing.T) {
 			t.Errorf("curve %s: the exporter's own pod taken for a replica", k)
 		}
 	}
+}
+
+// MIG GPUs publish no DCGM_FI_DEV_GPU_UTIL (NVIDIA/dcgm-exporter#50):
+// the preset is detected from the memory series, and utilisation is the
+// graphics engine's activity; a GPU with both keeps GPU_UTIL.
+func TestDCGMPresetOnMIG(t *testing.T) {
+	o := &omBuilder{steps: 40}
+	o.family("DCGM_FI_DEV_FB_USED", "gauge")
+	o.gauge(`DCGM_FI_DEV_FB_USED{gpu="0",GPU_I_ID="1",Hostname="n1",pod="llama-0"}`, 20000)
+	o.family("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge")
+	o.gauge(`DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="0",GPU_I_ID="1",Hostname="n1",pod="llama-0"}`, 0.45)
+	o.gauge(`DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="0",Hostname="n2",pod="llama-1"}`, 0.9)
+	o.family("DCGM_FI_DEV_GPU_UTIL", "gauge")
+	o.gauge(`DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="n2",pod="llama-1"}`, 70)
+	prom := o.run(t)
+	cfg, err := ParseConfig("test.yaml", []byte("presets: [auto]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, found, err := cfg.DetectPresets(context.Background(), prom.URL, t0.Add(39*15e9))
+	if err != nil || !slices.Equal(found, []string{"dcgm"}) {
+		t.Errorf("detected %v (%v), want dcgm once", found, err)
+	}
+	got := pullPreset(t, prom, "presets: [dcgm]\n", o.steps)
+	checkCurves(t, got, map[string]float64{
+		"gpu_util|replica|replica=llama-0 node=n1": 45,
+		"gpu_util|replica|replica=llama-1 node=n2": 70,
+		"gpu_util|node|node=n1":                    45,
+		"gpu_util|node|node=n2":                    70,
+	})
 }
 
 // node_exporter as kube-prometheus-stack scrapes it: no "node" label,

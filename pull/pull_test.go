@@ -381,3 +381,37 @@ func TestChunksRespectPointLimitAndGrid(t *testing.T) {
 		t.Fatalf("3 h in 1 h chunks from an unaligned start: %d chunks", len(got))
 	}
 }
+
+// kube-state-metrics 1.x named the autoscaler's series kube_hpa_* with
+// the label hpa (2.0 renamed both): its limits are read as 2.x's, so "could
+// the pool still grow" is answered on older clusters too.
+func TestKubeStateMetrics1AutoscalerNames(t *testing.T) {
+	f := eventsFleet()
+	var buf bytes.Buffer
+	if err := f.WriteOpenMetrics(&buf); err != nil {
+		t.Fatal(err)
+	}
+	old := strings.NewReplacer("kube_horizontalpodautoscaler_", "kube_hpa_", "horizontalpodautoscaler=", "hpa=").Replace(buf.String())
+	prom := promtest.Run(t, strings.NewReader(old))
+	st := storetest.New(t)
+	ctx := context.Background()
+	p := newPuller(t, st, prom.URL, "", f.End())
+	if _, err := p.History(ctx, f.Start, f.End(), nil); err != nil {
+		t.Fatal(err)
+	}
+	pools, err := st.Curves(ctx, store.CurveFilter{From: f.Start, To: f.End().Add(time.Minute),
+		Roles: []correlate.Role{correlate.RoleReplicasMin, correlate.RoleReplicasMax}, Scope: correlate.Scope{Model: "chat"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var roles []string
+	for _, c := range pools {
+		if len(c.Points) > 0 {
+			roles = append(roles, fmt.Sprintf("%s %g", c.Role, c.Points[len(c.Points)-1].V))
+		}
+	}
+	sort.Strings(roles)
+	if want := "replicas_max 4|replicas_min 2"; strings.Join(roles, "|") != want {
+		t.Errorf("autoscaler limits from kube_hpa_*: %q, want %q", strings.Join(roles, "|"), want)
+	}
+}
