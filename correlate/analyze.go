@@ -228,16 +228,19 @@ const looseMinRatio = 1.15
 // (see looseMinRatio), for a window where nothing lasting rose.
 func latencySpikes(cs *curveSet, in Input, loose bool) []Spike {
 	var out []Spike
-	for _, role := range []Role{RoleLatencyP99, RoleLatencyP95, RoleLatencyP50} {
+	for _, role := range []Role{RoleLatencyP99, RoleLatencyP95, RoleLatencyP50, RoleLatencyMean} {
 		for _, c := range cs.get(role, LevelModel, Scope{}, "") {
 			if in.Scope.Model != "" && c.Scope.Model != in.Scope.Model {
 				continue
+			}
+			if role == RoleLatencyMean && hasQuantile(cs, c.Scope.Model) {
+				continue // the mean stands in only where no quantile is measured
 			}
 			opt := SpikeOptions{Step: in.Step, Locate: true}
 			if loose {
 				opt.MinDuration, opt.MinRatio, opt.StrongRatio = time.Nanosecond, looseMinRatio, looseMinRatio
 			}
-			if v, ok := in.SLO(c.Scope.Model); ok && role != RoleLatencyP50 {
+			if v, ok := in.SLO(c.Scope.Model); ok && role != RoleLatencyP50 && role != RoleLatencyMean {
 				opt.SLO = v
 			}
 			for _, s := range DetectSpikes(c.Points, opt) {
@@ -253,13 +256,18 @@ func latencySpikes(cs *curveSet, in Input, loose bool) []Spike {
 	return out
 }
 
+// hasQuantile says whether a model has a model-level P99 or P95 curve.
+func hasQuantile(cs *curveSet, model string) bool {
+	return cs.model(RoleLatencyP99, model, "") != nil || cs.model(RoleLatencyP95, model, "") != nil
+}
+
 // pickOnset chooses the incident's onset: the strongest P99 spike (P95 if
 // there is no P99 spike) sets the time, and the earliest P99/P95 onset of
 // another model within five minutes of it wins when that spike is part of
 // the same incident, because a cause must come before every symptom.
 func pickOnset(spikes []Spike, in Input) (onset, end time.Time, ok bool) {
 	var primary *Spike
-	for _, role := range []Role{RoleLatencyP99, RoleLatencyP95} {
+	for _, role := range []Role{RoleLatencyP99, RoleLatencyP95, RoleLatencyMean} {
 		for i := range spikes {
 			s := &spikes[i]
 			if s.Role != role {
@@ -361,7 +369,7 @@ func releasedAlone(s, primary Spike, events []Event) bool {
 func samplesOnset(samples []Sample, spikes []Spike, onset time.Time, slo func(string) (float64, bool)) time.Time {
 	model := ""
 	for _, s := range spikes {
-		if s.Onset.Equal(onset) && (s.Role == RoleLatencyP99 || s.Role == RoleLatencyP95) {
+		if s.Onset.Equal(onset) && (s.Role == RoleLatencyP99 || s.Role == RoleLatencyP95 || s.Role == RoleLatencyMean) {
 			model = s.Scope.Model
 			break
 		}

@@ -92,7 +92,7 @@ func (f *facts) movedMostInScope(a Analysis) (CurveDeviation, bool) {
 	}
 	for _, d := range a.Deviations {
 		switch d.Role {
-		case RoleLatencyP50, RoleLatencyP95, RoleLatencyP99:
+		case RoleLatencyP50, RoleLatencyP95, RoleLatencyP99, RoleLatencyMean:
 			continue
 		}
 		in := f.affectedSet[d.Scope.Model] || (d.Scope.Model == "" && nodes[d.Scope.Node])

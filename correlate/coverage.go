@@ -245,7 +245,7 @@ func (d *dataIndex) indexCurves(cs *curveSet) {
 // curveSignal is the signal a curve feeds.
 func curveSignal(c *Curve) string {
 	switch c.Role {
-	case RoleLatencyP50, RoleLatencyP95, RoleLatencyP99:
+	case RoleLatencyP50, RoleLatencyP95, RoleLatencyP99, RoleLatencyMean:
 		return sigLatency
 	case RoleQPS:
 		return sigTraffic

@@ -204,9 +204,13 @@ type Role string
 
 // The roles the analysis understands. Units are in the comments.
 const (
-	RoleLatencyP50  Role = "latency_p50"  // ms
-	RoleLatencyP95  Role = "latency_p95"  // ms
-	RoleLatencyP99  Role = "latency_p99"  // ms
+	RoleLatencyP50 Role = "latency_p50" // ms
+	RoleLatencyP95 Role = "latency_p95" // ms
+	RoleLatencyP99 Role = "latency_p99" // ms
+	// RoleLatencyMean is the mean latency, for servers that publish no
+	// quantile by default (Triton's cumulative request duration over its
+	// request count): read only where a model has no P99 or P95.
+	RoleLatencyMean Role = "latency_mean" // ms
 	RoleQPS         Role = "qps"          // requests/s
 	RoleErrorRate   Role = "error_rate"   // fraction 0..1
 	RoleQueue       Role = "queue"        // requests waiting
@@ -228,9 +232,15 @@ const (
 
 // Roles lists every role, in the order the timeline draws them.
 var Roles = []Role{
-	RoleLatencyP50, RoleLatencyP95, RoleLatencyP99, RoleQPS, RoleErrorRate, RoleQueue, RoleBatchSize,
+	RoleLatencyP50, RoleLatencyP95, RoleLatencyP99, RoleLatencyMean, RoleQPS, RoleErrorRate, RoleQueue, RoleBatchSize,
 	RoleStageTime, RoleGPUUtil, RoleGPUMemUsed, RoleGPUMemFree, RoleNodeCPU, RoleNodeMemory, RoleNodeNetwork, RoleKVCache,
 	RoleReplicas, RoleReplicasMin, RoleReplicasMax,
+}
+
+// Latency says whether a role is a request latency (a quantile or the
+// mean).
+func (r Role) Latency() bool {
+	return r == RoleLatencyP50 || r == RoleLatencyP95 || r == RoleLatencyP99 || r == RoleLatencyMean
 }
 
 // PoolState says whether a role is the pool's state (replica counts and

@@ -1513,3 +1513,31 @@ func TestOverclaimTailClauseCallsP95P99(t *testing.T) {
 		t.Errorf("%q: those are the P95 curve's figures", ans)
 	}
 }
+
+// A model measured by its mean latency alone (Triton without its
+// summary): the rise is found and judged on the mean, and every quote
+// names it "mean", never P99.
+func TestMeanLatencyStandsInWhereNoQuantile(t *testing.T) {
+	x := newFixture()
+	x.curve(RoleLatencyMean, LevelModel, Scope{Model: "resnet"}, 20, 80)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "resnet"}, 10, 10)
+	a := x.analyze()
+	if len(a.Impact) == 0 || a.Impact[0].Model != "resnet" || a.Impact[0].Quantile != "mean" {
+		t.Fatalf("impact %+v", a.Impact)
+	}
+	if a.Onset == nil {
+		t.Error("no onset found on the mean")
+	}
+	for _, s := range []string{a.Headline.Title, a.Headline.Summary, a.Scope.Summary} {
+		if strings.Contains(s, "P99") {
+			t.Errorf("%q: the mean quoted as a P99", s)
+		}
+	}
+	// With a P99 curve too, the P99 is what is judged.
+	y := newFixture()
+	y.curve(RoleLatencyMean, LevelModel, Scope{Model: "resnet"}, 20, 20)
+	y.p99("resnet", 100, 400)
+	if b := y.analyze(); len(b.Impact) == 0 || b.Impact[0].Quantile != "P99" {
+		t.Errorf("with a P99 curve: impact %+v", b.Impact)
+	}
+}

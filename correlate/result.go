@@ -168,8 +168,8 @@ type ScopeEntry struct {
 	P99BeforeMs float64 `json:"p99_before_ms,omitempty"` // absent when unknown
 	P99DuringMs float64 `json:"p99_during_ms,omitempty"`
 	P99Ratio    float64 `json:"p99_ratio,omitempty"` // during / before; a new replica's P99 over its peers'; absent when unknown
-	// Quantile is set ("P95") when a model's P99 fields hold another
-	// quantile: it had a P95 curve and no P99.
+	// Quantile is set ("P95", "mean") when a model's P99 fields hold
+	// another measure: it had a P95 curve and no P99, or only a mean.
 	Quantile  string   `json:"quantile,omitempty"`
 	SlowShare *float64 `json:"slow_share,omitempty"` // share of the incident's slow requests (affected models, during), 0..1; absent without samples
 	// TrafficShare is a tenant's or entry's share of all its model's
@@ -312,8 +312,9 @@ type Impact struct {
 	NowP99Ms      float64    `json:"now_p99_ms"` // the last P99 of the window
 	NowAt         *time.Time `json:"now_at"`
 	Rise          float64    `json:"rise"` // DuringP99Ms / BaselineP99Ms (the scope's P99 ratio)
-	// Quantile is the latency quantile the *P99Ms fields hold: "P99", or
-	// "P95" for a model measured by a P95 curve alone.
+	// Quantile is the latency measure the *P99Ms fields hold: "P99",
+	// "P95" for a model measured by a P95 curve alone, or "mean" for one
+	// measured by its mean alone (Triton without its summary).
 	Quantile     string       `json:"quantile"`
 	Status       string       `json:"status"`                 // "ongoing" or "recovered"
 	RecoveredAt  *time.Time   `json:"recovered_at,omitempty"` // when its P99 came back near the baseline, to stay

@@ -18,7 +18,7 @@ type modelImpact struct {
 	slowBase  float64 // the same before
 	affected  bool
 	fromCurve bool
-	quantile  string // "P99", or "P95" when only a P95 curve measured it
+	quantile  string // "P99", "P95" when only a P95 curve measured it, "mean" when only a mean curve did
 }
 
 // Thresholds for "this model carries the spike". They are deliberately
@@ -69,6 +69,20 @@ func modelImpacts(cs *curveSet, ss *sampleSet, ph phases) []modelImpact {
 			mi.before, mi.during = st.p99Before, st.p99During
 			mi.ratio = safeRatio(mi.during, mi.before)
 		}
+	}
+	// The mean, where neither a quantile curve nor samples measured the
+	// model (Triton without its summary): named "mean" wherever quoted.
+	for _, c := range cs.get(RoleLatencyMean, LevelModel, Scope{}, "") {
+		mi := get(c.Scope.Model)
+		if mi.fromCurve || !math.IsNaN(mi.before) {
+			continue
+		}
+		d := deviation(c, ph)
+		if math.IsNaN(d.Before) {
+			continue
+		}
+		mi.before, mi.during, mi.dev, mi.fromCurve, mi.quantile = d.Before, d.During, d.Deviation, true, "mean"
+		mi.ratio = safeRatio(mi.during, mi.before)
 	}
 	out := make([]modelImpact, 0, len(order))
 	for _, m := range order {
@@ -151,7 +165,7 @@ func (f *facts) noRise() string {
 // (P99, P95, P50), or of its samples when it has no curve.
 func (f *facts) latencyFrom(model string) (time.Time, bool) {
 	var from time.Time
-	for _, r := range []Role{RoleLatencyP99, RoleLatencyP95, RoleLatencyP50} {
+	for _, r := range []Role{RoleLatencyP99, RoleLatencyP95, RoleLatencyP50, RoleLatencyMean} {
 		if c := f.cs.model(r, model, ""); c != nil && len(c.Points) > 0 {
 			if t := c.Points[0].Time(); from.IsZero() || t.Before(from) {
 				from = t

@@ -42,6 +42,8 @@ func (f *facts) latencyCurve(m string) *Curve {
 		// The impact was measured on the P95 (the P99 had no baseline):
 		// its peak and recovery are read on the same curve.
 		roles = []Role{RoleLatencyP95}
+	} else if ok && mi.quantile == "mean" {
+		roles = []Role{RoleLatencyMean}
 	}
 	for _, role := range roles {
 		if c := f.cs.model(role, m, ""); c != nil && len(c.Points) > 0 {

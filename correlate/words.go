@@ -54,7 +54,7 @@ func fmtValue(role Role, v float64) string {
 		return "?"
 	}
 	switch role {
-	case RoleLatencyP50, RoleLatencyP95, RoleLatencyP99, RoleStageTime:
+	case RoleLatencyP50, RoleLatencyP95, RoleLatencyP99, RoleLatencyMean, RoleStageTime:
 		return fmtMs(v)
 	case RoleQPS:
 		return trimZero(fmt.Sprintf("%.1f", v)) + " req/s"
@@ -87,7 +87,7 @@ func fmtPct(p float64) string {
 
 // roleNames are how a sentence names what a curve measures.
 var roleNames = map[Role]string{
-	RoleLatencyP50: "P50 latency", RoleLatencyP95: "P95 latency", RoleLatencyP99: "P99 latency",
+	RoleLatencyP50: "P50 latency", RoleLatencyP95: "P95 latency", RoleLatencyP99: "P99 latency", RoleLatencyMean: "mean latency",
 	RoleQPS: "request rate", RoleErrorRate: "error rate", RoleQueue: "queue length", RoleBatchSize: "batch size",
 	RoleStageTime: "stage time", RoleGPUUtil: "GPU utilisation", RoleGPUMemUsed: "GPU memory used", RoleGPUMemFree: "GPU memory free",
 	RoleNodeCPU: "CPU use", RoleNodeMemory: "memory use", RoleNodeNetwork: "network receive rate", RoleKVCache: "KV-cache use",

@@ -431,6 +431,8 @@ func quantileName(r correlate.Role) string {
 		return "P50"
 	case correlate.RoleLatencyP95:
 		return "P95"
+	case correlate.RoleLatencyMean:
+		return "mean"
 	}
 	return "P99"
 }

@@ -10,8 +10,9 @@ import (
 	"github.com/waterline-dev/waterline/store"
 )
 
-// latencyRoles are the quantiles spikes are detected on by default.
-var latencyRoles = []correlate.Role{correlate.RoleLatencyP99, correlate.RoleLatencyP95, correlate.RoleLatencyP50}
+// latencyRoles are the quantiles spikes are detected on by default, and
+// the mean where a series has no P99 or P95 (Triton without its summary).
+var latencyRoles = []correlate.Role{correlate.RoleLatencyP99, correlate.RoleLatencyP95, correlate.RoleLatencyP50, correlate.RoleLatencyMean}
 
 // SpikeQuery selects latency spikes from stored curves.
 type SpikeQuery struct {
@@ -87,11 +88,20 @@ func findSpikes(ctx context.Context, st *store.Store, q SpikeQuery, slo SLOFunc)
 	for _, l := range loads {
 		loadOf[levelScope(l)] = l.Points
 	}
+	quantiled := map[string]bool{} // series with a P99 or P95: their mean is not read
+	for _, c := range curves {
+		if c.Role == correlate.RoleLatencyP99 || c.Role == correlate.RoleLatencyP95 {
+			quantiled[levelScope(c)] = true
+		}
+	}
 	var out []foundSpike
 	for _, c := range curves {
+		if c.Role == correlate.RoleLatencyMean && quantiled[levelScope(c)] {
+			continue
+		}
 		opt := correlate.SpikeOptions{Step: step, Direction: q.Direction, Sensitivity: q.Sensitivity, Quantile: true,
 			Load: loadOf[levelScope(c)]}
-		if slo != nil && c.Role != correlate.RoleLatencyP50 {
+		if slo != nil && c.Role != correlate.RoleLatencyP50 && c.Role != correlate.RoleLatencyMean {
 			if v, ok := slo(c.Scope.Model); ok {
 				opt.SLO = v
 			}

@@ -51,3 +51,44 @@ func TestSpikesCoarseCurvesReadDaysOfHistory(t *testing.T) {
 		t.Errorf("Monday's ordinary morning raised a spike: %s at %s ×%.1f (%s baseline)", s.Role, s.Onset.Format(time.DateTime), s.PeakValue/s.Baseline, s.BaselineKind)
 	}
 }
+
+// A model measured by its mean latency alone (Triton without its
+// summary) has its spikes found on the mean; where a P99 exists, the
+// mean adds none.
+func TestSpikesOnTheMeanWhereNoQuantile(t *testing.T) {
+	t.Parallel()
+	st := storetest.New(t)
+	rng := rand.New(rand.NewPCG(7, 7))
+	step := 15 * time.Second
+	start := t0.Add(-4 * time.Hour)
+	onset := t0.Add(-30 * time.Minute)
+	curve := func(role correlate.Role, model string, base float64) correlate.Curve {
+		c := correlate.Curve{Role: role, Level: correlate.LevelModel, Scope: correlate.Scope{Model: model}}
+		for ts := start; ts.Before(t0); ts = ts.Add(step) {
+			v := base
+			if !ts.Before(onset) && ts.Before(onset.Add(15*time.Minute)) {
+				v *= 4
+			}
+			c.Points = append(c.Points, correlate.Point{T: ts.UnixMilli(), V: v * math.Exp(0.03*rng.NormFloat64())})
+		}
+		return c
+	}
+	if err := st.EnsurePartitions(context.Background(), store.TablePoints, start, t0); err != nil {
+		t.Fatal(err)
+	}
+	storetest.WriteCurves(t, st, []correlate.Curve{
+		curve(correlate.RoleLatencyMean, "resnet", 20),
+		curve(correlate.RoleLatencyMean, "chat", 50), curve(correlate.RoleLatencyP99, "chat", 200),
+	})
+	spikes, err := diagnose.Spikes(context.Background(), st, diagnose.SpikeQuery{From: onset.Add(-time.Hour), To: t0}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, s := range spikes {
+		got[string(s.Role)+" "+s.Scope.Model] = true
+	}
+	if !got["latency_mean resnet"] || !got["latency_p99 chat"] || got["latency_mean chat"] {
+		t.Errorf("spikes on %v; want resnet's mean and chat's P99 (not chat's mean)", got)
+	}
+}

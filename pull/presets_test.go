@@ -133,6 +133,28 @@ func TestTritonPreset(t *testing.T) {
 	})
 }
 
+// Triton's defaults publish no request summary: the latency is the mean
+// from the cumulative request duration (it had no latency curve at all,
+// and so no spike and no judged rise, on a stock Triton).
+func TestTritonPresetWithoutSummary(t *testing.T) {
+	o := &omBuilder{steps: 40}
+	lb := `model="resnet50",version="1",pod="triton-0",node="n1"`
+	for _, c := range []struct {
+		name   string
+		perSec float64
+	}{
+		{"nv_inference_request_success", 10}, {"nv_inference_request_duration_us", 10 * 25000},
+	} {
+		o.family(c.name, "counter")
+		o.counter(c.name+"{"+lb+"}", c.perSec)
+	}
+	got := pullPreset(t, o.run(t), "presets: [triton]\n", o.steps)
+	checkCurves(t, got, map[string]float64{
+		"latency_mean|model|model=resnet50":                                      25,
+		"latency_mean|replica|model=resnet50 version=1 replica=triton-0 node=n1": 25,
+	})
+}
+
 // vLLM's names (vllm:*, model_name); the replica's version comes from
 // kube_pod_labels through the pod join.
 func TestVLLMPreset(t *testing.T) {

@@ -155,7 +155,7 @@ type CurveFilter struct {
 // (CurveFilter.MaxRoles): a latency spike shorter than a bucket still
 // shows at its height.
 var PeakRoles = []correlate.Role{
-	correlate.RoleLatencyP50, correlate.RoleLatencyP95, correlate.RoleLatencyP99,
+	correlate.RoleLatencyP50, correlate.RoleLatencyP95, correlate.RoleLatencyP99, correlate.RoleLatencyMean,
 	correlate.RoleErrorRate, correlate.RoleQueue,
 }
 

@@ -121,7 +121,7 @@ func (a *API) boundSpikeRead(ctx context.Context, from, to time.Time, levels []c
 		levels = []correlate.Level{correlate.LevelModel}
 	}
 	series, err := a.store.CurveSeries(ctx, store.CurveFilter{From: from, To: to, Levels: levels, Scope: scope,
-		Roles: []correlate.Role{correlate.RoleLatencyP99, correlate.RoleLatencyP95, correlate.RoleLatencyP50}})
+		Roles: []correlate.Role{correlate.RoleLatencyP99, correlate.RoleLatencyP95, correlate.RoleLatencyP50, correlate.RoleLatencyMean}})
 	if err != nil {
 		return err
 	}

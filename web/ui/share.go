@@ -285,7 +285,7 @@ func (p *Pages) openGraph(ctx context.Context, d *incidentData, base string) *vi
 
 // quantileRoles are the latency curves by the quantile an impact names.
 var quantileRoles = map[string]correlate.Role{
-	"P50": correlate.RoleLatencyP50, "P95": correlate.RoleLatencyP95, "P99": correlate.RoleLatencyP99,
+	"P50": correlate.RoleLatencyP50, "P95": correlate.RoleLatencyP95, "P99": correlate.RoleLatencyP99, "mean": correlate.RoleLatencyMean,
 }
 
 // DrawSharedCard is GET /s/{token}/og.png.

@@ -138,7 +138,7 @@ type laneSpec struct {
 }
 
 var laneSpecs = []laneSpec{
-	{id: "latency", name: "Latency P99 / P95 / P50", unit: "ms", roles: []correlate.Role{correlate.RoleLatencyP99, correlate.RoleLatencyP95, correlate.RoleLatencyP50}, scale: 1, height: 110},
+	{id: "latency", name: "Latency P99 / P95 / P50", unit: "ms", roles: []correlate.Role{correlate.RoleLatencyP99, correlate.RoleLatencyP95, correlate.RoleLatencyP50, correlate.RoleLatencyMean}, scale: 1, height: 110},
 	{id: "qps", name: "Requests", unit: "req/s", roles: []correlate.Role{correlate.RoleQPS}, scale: 1, height: 60},
 	{id: "errors", name: "Errors", unit: "%", roles: []correlate.Role{correlate.RoleErrorRate}, scale: 100, height: 45},
 	{id: "queue", name: "Queue", unit: "req", roles: []correlate.Role{correlate.RoleQueue}, scale: 1, height: 55},
@@ -455,9 +455,9 @@ func modelColours(curves []correlate.Curve, first string) map[string]string {
 var perWords = map[correlate.Level]string{correlate.LevelModel: "per model", correlate.LevelVersion: "per model version",
 	correlate.LevelReplica: "per replica", correlate.LevelNode: "per node", correlate.LevelFleet: "whole fleet"}
 
-var dashOf = map[correlate.Role]string{correlate.RoleLatencyP95: " d1", correlate.RoleLatencyP50: " d2"}
+var dashOf = map[correlate.Role]string{correlate.RoleLatencyP95: " d1", correlate.RoleLatencyP50: " d2", correlate.RoleLatencyMean: " d2"}
 
-var roleShort = map[correlate.Role]string{correlate.RoleLatencyP99: "P99", correlate.RoleLatencyP95: "P95", correlate.RoleLatencyP50: "P50"}
+var roleShort = map[correlate.Role]string{correlate.RoleLatencyP99: "P99", correlate.RoleLatencyP95: "P95", correlate.RoleLatencyP50: "P50", correlate.RoleLatencyMean: "mean"}
 
 func buildLane(spec laneSpec, in TimelineInput) Lane {
 	lane := Lane{ID: spec.id, Name: spec.name, Height: spec.height}
