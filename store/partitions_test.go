@@ -193,10 +193,13 @@ func TestDropWaitsBoundedForItsLock(t *testing.T) {
 	// Many tries: the reader ends after 2 s, the drop gets its lock on a
 	// later try; a query arriving meanwhile waits at most one try.
 	store.SetDropLock(250*time.Millisecond, 50, 200*time.Millisecond)
+	readerDone := make(chan struct{})
 	go func() {
+		defer close(readerDone)
 		time.Sleep(2 * time.Second)
 		_ = reader.Rollback(ctx)
 	}()
+	defer func() { <-readerDone }() // before the deferred Rollback: one goroutine at a time on the Tx
 	done := make(chan error, 1)
 	var dropped int
 	go func() {

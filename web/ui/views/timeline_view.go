@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/a-h/templ"
+
 	"github.com/waterline-dev/waterline/correlate"
 )
 
@@ -602,7 +604,13 @@ func buildLane(spec laneSpec, in TimelineInput) Lane {
 			if s := roleShort[r]; s != "" {
 				title += " " + s
 			}
-			vals, v0 := stepValues(c.Points, in.Step, spec.scale)
+			// The crosshair lists a lane's first tipSeries series (the rest
+			// as "+N more"): only they carry their values.
+			var vals string
+			var v0 int64
+			if len(lane.Paths) < tipSeries {
+				vals, v0 = stepValues(c.Points, in.Step, spec.scale)
+			}
 			lane.Paths = append(lane.Paths, SVGPath{Class: cls + dashOf[r], Title: title,
 				D: linePath(c.Points, in, spec.scale, ymax, spec.height), Clipped: peak(c.Points)*spec.scale > ymax, Values: vals, V0: v0})
 		}
@@ -776,6 +784,18 @@ func appendInt(b []byte, v int64) []byte {
 	return strconv.AppendInt(b, v, 10)
 }
 
+// valueAttrs are the path's data-v and data-v0, when it carries values.
+func (p SVGPath) valueAttrs() templ.Attributes {
+	if p.Values == "" {
+		return nil
+	}
+	return templ.Attributes{"data-v": p.Values, "data-v0": strconv.FormatInt(p.V0, 10)}
+}
+
+// tipSeries is how many series of a lane the crosshair lists by value
+// (app.js: the rest are "+N more").
+const tipSeries = 4
+
 // maxStepValues bounds a series' values on the page (the chart step keeps
 // a window to about 240).
 const maxStepValues = 2000
@@ -803,20 +823,19 @@ func stepValues(pts []correlate.Point, step time.Duration, scale float64) (strin
 	return strings.Join(vals, ","), k0
 }
 
-// sig3 writes v with about three significant digits, never in exponent
-// form and without trailing zeros (12,345 → "12345", 94.34 → "94.3",
-// 50.0 → "50", 0.01234 → "0.0123").
+// sig3 writes v to the precision the crosshair shows it (app.js fmtVal:
+// whole from 100 up, one decimal below; two significant digits under 1),
+// never in exponent form and without trailing zeros (12,345 → "12345",
+// 94.34 → "94.3", 50.0 → "50", 0.01234 → "0.012").
 func sig3(v float64) string {
 	a := math.Abs(v)
 	dec := 0
 	switch {
 	case a == 0 || a >= 100:
-	case a >= 10:
-		dec = 1
 	case a >= 1:
-		dec = 2
+		dec = 1
 	default:
-		dec = min(2-int(math.Floor(math.Log10(a))), 6)
+		dec = min(1-int(math.Floor(math.Log10(a))), 6)
 	}
 	s := strconv.FormatFloat(v, 'f', dec, 64)
 	if dec > 0 {
