@@ -176,7 +176,7 @@ func SampleSpan(in Input) (from, to time.Time, ok bool) {
 // two thirds into the window.
 func locate(cs *curveSet, in Input) (spikes []Spike, onset, end time.Time, found bool) {
 	detect := func(loose bool) []Spike {
-		if len(cs.get(RoleLatencyP99, LevelModel, Scope{}, "")) == 0 && len(in.Samples) > 0 {
+		if !hasLatencyCurve(cs) && len(in.Samples) > 0 {
 			return latencySpikes(newCurveSet(sampleLatencyCurves(in.Samples, time.Minute)), Input{Window: in.Window, Scope: in.Scope, Step: time.Minute, SLO: in.SLO}, loose)
 		}
 		return latencySpikes(cs, in, loose)
@@ -254,6 +254,18 @@ func latencySpikes(cs *curveSet, in Input, loose bool) []Spike {
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Onset.Before(out[j].Onset) })
 	return out
+}
+
+// hasLatencyCurve says whether any model has a model-level latency curve
+// that detection reads (P99, P95, or the mean standing in): only without
+// one are the samples' own quantiles looked at for the spike.
+func hasLatencyCurve(cs *curveSet) bool {
+	for _, r := range []Role{RoleLatencyP99, RoleLatencyP95, RoleLatencyMean} {
+		if len(cs.get(r, LevelModel, Scope{}, "")) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // hasQuantile says whether a model has a model-level P99 or P95 curve.

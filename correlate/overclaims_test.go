@@ -564,6 +564,17 @@ func TestOverclaimNoBaselineIsNotNoRise(t *testing.T) {
 		x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 10)
 		check(t, x, "m has too little latency data before the onset")
 	})
+	t.Run("a mean from the start lends the P99 no baseline", func(t *testing.T) {
+		x := newFixture()
+		x.p99("m", 100, 400)
+		c := &x.curves[0]
+		for len(c.Points) > 0 && c.Points[0].Time().Before(x.onset.Add(-2*time.Minute)) {
+			c.Points = c.Points[1:]
+		}
+		x.curve(RoleLatencyMean, LevelModel, Scope{Model: "m"}, 20, 20)
+		x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 10)
+		check(t, x, "m has too little latency data before the onset")
+	})
 	t.Run("no latency at all", func(t *testing.T) {
 		x := newFixture()
 		x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 30)
@@ -1532,6 +1543,15 @@ func TestMeanLatencyStandsInWhereNoQuantile(t *testing.T) {
 		if strings.Contains(s, "P99") {
 			t.Errorf("%q: the mean quoted as a P99", s)
 		}
+	}
+	// A few request samples (too few for a sample curve) do not hide the
+	// mean from the detection.
+	z := newFixture()
+	z.curve(RoleLatencyMean, LevelModel, Scope{Model: "resnet"}, 20, 80)
+	z.curve(RoleQPS, LevelModel, Scope{Model: "resnet"}, 10, 10)
+	z.sampleRun(2, Scope{Model: "resnet", Version: "v1", Replica: "r1"}, 20, 80, nil)
+	if c := z.analyze(); c.Onset == nil || !c.Onset.Equal(z.onset) {
+		t.Errorf("with a few samples: onset %v, want %v; headline %q", c.Onset, z.onset, c.Headline.Title)
 	}
 	// With a P99 curve too, the P99 is what is judged.
 	y := newFixture()

@@ -70,11 +70,12 @@ func modelImpacts(cs *curveSet, ss *sampleSet, ph phases) []modelImpact {
 			mi.ratio = safeRatio(mi.during, mi.before)
 		}
 	}
-	// The mean, where neither a quantile curve nor samples measured the
-	// model (Triton without its summary): named "mean" wherever quoted.
+	// The mean, where no quantile curve measured the model (Triton without
+	// its summary): named "mean" wherever quoted. A curve is the fuller
+	// picture, so it wins over the samples' P99 as a quantile curve does.
 	for _, c := range cs.get(RoleLatencyMean, LevelModel, Scope{}, "") {
 		mi := get(c.Scope.Model)
-		if mi.fromCurve || !math.IsNaN(mi.before) {
+		if mi.fromCurve {
 			continue
 		}
 		d := deviation(c, ph)
@@ -140,7 +141,7 @@ func (f *facts) noRise() string {
 	var unjudged []string
 	first := time.Time{}
 	for _, m := range models {
-		from, ok := f.latencyFrom(m.model)
+		from, ok := f.latencyFrom(m)
 		if math.IsNaN(m.before) && math.IsNaN(m.slowBase) || ok && from.After(enough) {
 			unjudged = append(unjudged, m.model)
 			if ok && (first.IsZero() || from.Before(first)) {
@@ -161,11 +162,18 @@ func (f *facts) noRise() string {
 	return fmt.Sprintf("No judged model's latency clearly rose; %s %s too little latency data before the onset%s, so %s cannot be judged.", list(unjudged), verbFor(len(unjudged), "has", "have"), since, pronoun(len(unjudged)))
 }
 
-// latencyFrom is the first point of a model's model-level latency curves
-// (P99, P95, P50), or of its samples when it has no curve.
-func (f *facts) latencyFrom(model string) (time.Time, bool) {
+// latencyFrom is the first point of the model-level latency curves that
+// judged a model (P99, P95, P50; the mean where it stood in), or of its
+// samples when it has no curve. A mean that reaches further back lends a
+// quantile no baseline: the quantile was what was compared.
+func (f *facts) latencyFrom(m modelImpact) (time.Time, bool) {
+	model := m.model
+	roles := []Role{RoleLatencyP99, RoleLatencyP95, RoleLatencyP50}
+	if m.quantile == "mean" || !hasQuantile(f.cs, model) {
+		roles = []Role{RoleLatencyMean}
+	}
 	var from time.Time
-	for _, r := range []Role{RoleLatencyP99, RoleLatencyP95, RoleLatencyP50, RoleLatencyMean} {
+	for _, r := range roles {
 		if c := f.cs.model(r, model, ""); c != nil && len(c.Points) > 0 {
 			if t := c.Points[0].Time(); from.IsZero() || t.Before(from) {
 				from = t
