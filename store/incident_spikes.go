@@ -16,13 +16,13 @@ type IncidentSpike struct {
 	Model       string
 	Onset       *time.Time
 	PeakMs      float64 // 0 when unknown
-	Quantile    string  // the peak's: "P50", "P95" or "P99"
+	Quantile    string  // the peak's: "P50", "P95", "P99" or "mean"
 	PeakAt      *time.Time
 	BaselineMs  float64
 	Ongoing     bool
 	RecoveredAt *time.Time // when the P99 came back (analysis), or the last spike's end
-	// LastData is the newest point of the model's P99 curve, whatever the
-	// analysis saw: nil when the model has no stored P99 curve.
+	// LastData is the newest point of the model's latency curves (P99,
+	// P95, mean), whatever the analysis saw: nil when it has none stored.
 	LastData *time.Time
 }
 
@@ -34,7 +34,7 @@ func (s *Store) IncidentSpikes(ctx context.Context, ids []int64) (map[int64]Inci
 	}
 	rows, err := s.db.Query(ctx, `
 		SELECT i.id, i.model,
-		       r.onset, im.model, GREATEST(im.peak_p99_ms, im.during_p99_ms), im.peak_at, im.baseline_p99_ms, im.status, im.recovered_at,
+		       r.onset, im.model, GREATEST(im.peak_p99_ms, im.during_p99_ms), im.peak_at, im.baseline_p99_ms, im.quantile, im.status, im.recovered_at,
 		       sp.onset, sp.end_at, sp.ongoing, sp.role, sp.model, sp.peak_value, sp.peak_time, sp.baseline
 		FROM incidents i
 		LEFT JOIN LATERAL (SELECT (result->>'onset')::timestamptz AS onset,
@@ -43,14 +43,14 @@ func (s *Store) IncidentSpikes(ctx context.Context, ids []int64) (map[int64]Inci
 		                   `+newestReadyAnalysis+`) r ON true
 		-- The hardest-hit model's impact, its fields read once.
 		LEFT JOIN LATERAL jsonb_to_record(r.impact) AS im(model text, peak_p99_ms float8, during_p99_ms float8, peak_at timestamptz,
-		                   baseline_p99_ms float8, status text, recovered_at timestamptz) ON true
+		                   baseline_p99_ms float8, quantile text, status text, recovered_at timestamptz) ON true
 		-- One pass over the incident's spikes: the window aggregates span
 		-- all of them; the row kept is the latency spike (of any quantile:
 		-- the detector opens incidents from each) that rose most over its baseline.
 		LEFT JOIN LATERAL (SELECT min(onset) OVER () AS onset, max(end_at) OVER () AS end_at,
 		                          bool_or(ongoing) OVER () AS ongoing, role, model, peak_value, peak_time, baseline
 		                   FROM spikes WHERE incident_id = i.id
-		                   ORDER BY (role IN ('latency_p50', 'latency_p95', 'latency_p99')) DESC,
+		                   ORDER BY (role IN ('latency_p50', 'latency_p95', 'latency_p99', 'latency_mean')) DESC,
 		                            peak_value / NULLIF(baseline, 0) DESC NULLS LAST, peak_value DESC LIMIT 1) sp ON true
 		WHERE i.id = ANY($1)`, ids)
 	if err != nil {
@@ -63,7 +63,7 @@ func (s *Store) IncidentSpikes(ctx context.Context, ids []int64) (map[int64]Inci
 			id                          int64
 			scopeModel                  string
 			aOnset, aPeakAt, aRecovered *time.Time
-			aModel, aStatus             *string
+			aModel, aQuant, aStatus     *string
 			aPeak, aBase                *float64
 			sOnset, sEnd                *time.Time
 			sOngoing                    *bool
@@ -71,7 +71,7 @@ func (s *Store) IncidentSpikes(ctx context.Context, ids []int64) (map[int64]Inci
 			pPeak, pBase                *float64
 			pAt                         *time.Time
 		)
-		if err := rows.Scan(&id, &scopeModel, &aOnset, &aModel, &aPeak, &aPeakAt, &aBase, &aStatus, &aRecovered,
+		if err := rows.Scan(&id, &scopeModel, &aOnset, &aModel, &aPeak, &aPeakAt, &aBase, &aQuant, &aStatus, &aRecovered,
 			&sOnset, &sEnd, &sOngoing, &pRole, &pModel, &pPeak, &pAt, &pBase); err != nil {
 			return nil, wrap("incident spikes", err)
 		}
@@ -83,7 +83,10 @@ func (s *Store) IncidentSpikes(ctx context.Context, ids []int64) (map[int64]Inci
 			sp.Source, sp.Onset, sp.PeakAt = "analysis", utcPtr(aOnset), utcPtr(aPeakAt)
 			sp.Model = deref(aModel)
 			sp.PeakMs = derefF(aPeak) // peak_at is this value's time
-			sp.Quantile = "P99"
+			sp.Quantile = deref(aQuant)
+			if sp.Quantile == "" {
+				sp.Quantile = "P99" // analyses stored before the field
+			}
 			sp.BaselineMs = derefF(aBase)
 			switch {
 			case aStatus != nil:
@@ -106,9 +109,9 @@ func (s *Store) IncidentSpikes(ctx context.Context, ids []int64) (map[int64]Inci
 			if !sp.Ongoing {
 				sp.RecoveredAt = utcPtr(sEnd)
 			}
-			if q, ok := strings.CutPrefix(deref(pRole), "latency_p"); ok {
+			if q, ok := latencyMeasure(deref(pRole)); ok {
 				sp.Model, sp.PeakMs, sp.PeakAt, sp.BaselineMs = *pModel, derefF(pPeak), utcPtr(pAt), derefF(pBase)
-				sp.Quantile = "P" + q
+				sp.Quantile = q
 			}
 		}
 		if sp.Model == "" {
@@ -125,8 +128,8 @@ func (s *Store) IncidentSpikes(ctx context.Context, ids []int64) (map[int64]Inci
 	if len(models) == 0 {
 		return out, nil
 	}
-	// The newest point of each model's P99 curve: one index probe per
-	// series (points are keyed by series and time).
+	// The newest point of each model's latency curves: one index probe
+	// per series (points are keyed by series and time).
 	names := make([]string, 0, len(models))
 	for m := range models {
 		names = append(names, m)
@@ -135,7 +138,7 @@ func (s *Store) IncidentSpikes(ctx context.Context, ids []int64) (map[int64]Inci
 		SELECT s.model, max(l.time)
 		FROM series s
 		CROSS JOIN LATERAL (SELECT p.time FROM points p WHERE p.series_id = s.id ORDER BY p.time DESC LIMIT 1) l
-		WHERE s.role = 'latency_p99' AND s.level = 'model' AND s.model = ANY($1)
+		WHERE s.role IN ('latency_p99', 'latency_p95', 'latency_mean') AND s.level = 'model' AND s.model = ANY($1)
 		GROUP BY s.model`, names)
 	if err != nil {
 		return nil, wrap("incident spikes: last data", err)
@@ -162,6 +165,18 @@ func (s *Store) IncidentSpikes(ctx context.Context, ids []int64) (map[int64]Inci
 		}
 	}
 	return out, nil
+}
+
+// latencyMeasure names a latency role's measure as lists quote it: "P99"
+// for latency_p99, "mean" for latency_mean; ok is false for other roles.
+func latencyMeasure(role string) (string, bool) {
+	if q, ok := strings.CutPrefix(role, "latency_p"); ok {
+		return "P" + q, true
+	}
+	if role == "latency_mean" {
+		return "mean", true
+	}
+	return "", false
 }
 
 func deref(s *string) string {

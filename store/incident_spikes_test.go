@@ -164,3 +164,49 @@ func TestOpenDetectorIncidentWithoutSpikesIsJoined(t *testing.T) {
 		t.Fatalf("open detector incident: %+v, %v; want #%d", got, err, in.ID)
 	}
 }
+
+// TestIncidentSpikesMeanAndP95: a model measured by its mean alone (Triton
+// without its summary) or by a P95 alone is listed with that measure, not
+// as a "P99"; a detector incident from a mean spike has its peak; and the
+// newest data is read from whichever latency curve the model has.
+func TestIncidentSpikesMeanAndP95(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	base := time.Date(2026, 10, 6, 10, 0, 0, 0, time.UTC)
+	meanSpike := incidentWithSpikes(t, st, base, latencySpike(correlate.RoleLatencyMean, "m", base.Add(2*time.Minute), 80, 20, true))
+	meanAnalysis := incidentWithSpikes(t, st, base)
+	readyAnalysis(t, st, meanAnalysis, `{"onset":"`+base.Add(3*time.Minute).Format(time.RFC3339)+`","impact":[{"model":"m",
+		"peak_p99_ms":80,"baseline_p99_ms":20,"quantile":"mean","status":"ongoing"}]}`)
+	p95Analysis := incidentWithSpikes(t, st, base)
+	readyAnalysis(t, st, p95Analysis, `{"onset":"`+base.Add(3*time.Minute).Format(time.RFC3339)+`","impact":[{"model":"m",
+		"peak_p99_ms":400,"baseline_p99_ms":100,"quantile":"P95","status":"ongoing"}]}`)
+	oldAnalysis := incidentWithSpikes(t, st, base) // stored before the quantile field
+	readyAnalysis(t, st, oldAnalysis, `{"onset":"`+base.Add(3*time.Minute).Format(time.RFC3339)+`","impact":[{"model":"m",
+		"peak_p99_ms":400,"baseline_p99_ms":100,"status":"ongoing"}]}`)
+	writeCurves(t, st, []correlate.Curve{{Role: correlate.RoleLatencyMean, Level: correlate.LevelModel, Scope: correlate.Scope{Model: "m"},
+		Points: ramp(base, 10, time.Minute, func(int) float64 { return 20 })}})
+
+	got, err := st.IncidentSpikes(ctx, []int64{meanSpike, meanAnalysis, p95Analysis, oldAnalysis})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp := got[meanSpike]; sp.Source != "spikes" || sp.Quantile != "mean" || sp.PeakMs != 80 || sp.BaselineMs != 20 {
+		t.Errorf("mean spike: want its peak quoted as the mean, got %+v", sp)
+	}
+	if sp := got[meanAnalysis]; sp.Quantile != "mean" {
+		t.Errorf("mean analysis: quantile %q", sp.Quantile)
+	}
+	if sp := got[p95Analysis]; sp.Quantile != "P95" {
+		t.Errorf("P95 analysis: quantile %q", sp.Quantile)
+	}
+	if sp := got[oldAnalysis]; sp.Quantile != "P99" {
+		t.Errorf("analysis without quantile: %q, want P99", sp.Quantile)
+	}
+	last := base.Add(9 * time.Minute)
+	for _, id := range []int64{meanSpike, meanAnalysis} {
+		if sp := got[id]; sp.LastData == nil || !sp.LastData.Equal(last) {
+			t.Errorf("incident %d: last data %v, want %v (the mean curve's newest point)", id, sp.LastData, last)
+		}
+	}
+}
