@@ -140,7 +140,9 @@ type laneSpec struct {
 }
 
 var laneSpecs = []laneSpec{
-	{id: "latency", name: "Latency P99 / P95 / P50", unit: "ms", roles: []correlate.Role{correlate.RoleLatencyP99, correlate.RoleLatencyP95, correlate.RoleLatencyP50, correlate.RoleLatencyMean}, scale: 1, height: 110},
+	// The mean before the P50: where it stands in for a quantile it is a
+	// model's only line (see primary in buildLane).
+	{id: "latency", name: "Latency P99 / P95 / P50", unit: "ms", roles: []correlate.Role{correlate.RoleLatencyP99, correlate.RoleLatencyP95, correlate.RoleLatencyMean, correlate.RoleLatencyP50}, scale: 1, height: 110},
 	{id: "qps", name: "Requests", unit: "req/s", roles: []correlate.Role{correlate.RoleQPS}, scale: 1, height: 60},
 	{id: "errors", name: "Errors", unit: "%", roles: []correlate.Role{correlate.RoleErrorRate}, scale: 100, height: 45},
 	{id: "queue", name: "Queue", unit: "req", roles: []correlate.Role{correlate.RoleQueue}, scale: 1, height: 55},
@@ -457,7 +459,7 @@ func modelColours(curves []correlate.Curve, first string) map[string]string {
 var perWords = map[correlate.Level]string{correlate.LevelModel: "per model", correlate.LevelVersion: "per model version",
 	correlate.LevelReplica: "per replica", correlate.LevelNode: "per node", correlate.LevelFleet: "whole fleet"}
 
-var dashOf = map[correlate.Role]string{correlate.RoleLatencyP95: " d1", correlate.RoleLatencyP50: " d2", correlate.RoleLatencyMean: " d2"}
+var dashOf = map[correlate.Role]string{correlate.RoleLatencyP95: " d1", correlate.RoleLatencyP50: " d2", correlate.RoleLatencyMean: " d3"}
 
 var roleShort = map[correlate.Role]string{correlate.RoleLatencyP99: "P99", correlate.RoleLatencyP95: "P95", correlate.RoleLatencyP50: "P50", correlate.RoleLatencyMean: "mean"}
 
@@ -574,6 +576,7 @@ func buildLane(spec laneSpec, in TimelineInput) Lane {
 	lane.YMaxV = strconv.FormatFloat(ymax, 'g', 6, 64)
 	lane.Grid = gridLines(ymax, spec.unit, spec.height)
 	nodeIdx := 0
+	drawn := map[correlate.Role]bool{}
 	for i, n := range order {
 		// One colour per model on every lane; what has no model (a node,
 		// the fleet) is drawn in shades of grey.
@@ -590,16 +593,26 @@ func buildLane(spec laneSpec, in TimelineInput) Lane {
 			}
 		}
 		lane.Legend = append(lane.Legend, LegendItem{Class: cls, Label: label})
-		for k, r := range spec.roles {
+		// An entity's primary line is its first measure in the lane's
+		// order: a P99, else a P95, else the mean standing in.
+		primary := correlate.Role("")
+		for _, r := range spec.roles {
+			if _, ok := ents[n].curves[r]; ok {
+				primary = r
+				break
+			}
+		}
+		for _, r := range spec.roles {
 			c, ok := ents[n].curves[r]
 			if !ok {
 				continue
 			}
-			// With many entities only the top one gets its P95 and P50:
-			// eighteen lines are unreadable and heavy.
-			if k > 0 && i > 0 && len(order) > 2 {
+			// With many entities only the top one gets its other
+			// measures: eighteen lines are unreadable and heavy.
+			if r != primary && i > 0 && len(order) > 2 {
 				continue
 			}
+			drawn[r] = true
 			title := n
 			if s := roleShort[r]; s != "" {
 				title += " " + s
@@ -616,7 +629,17 @@ func buildLane(spec laneSpec, in TimelineInput) Lane {
 		}
 	}
 	if len(spec.roles) > 1 {
-		lane.Legend = append(lane.Legend, LegendItem{Class: "k", Label: "P99"}, LegendItem{Class: "k d1", Label: "P95"}, LegendItem{Class: "k d2", Label: "P50"})
+		// The measures drawn, in the legend and the lane's name.
+		var names []string
+		for _, r := range spec.roles {
+			if drawn[r] {
+				lane.Legend = append(lane.Legend, LegendItem{Class: "k" + dashOf[r], Label: roleShort[r]})
+				names = append(names, roleShort[r])
+			}
+		}
+		if len(names) > 0 {
+			lane.Name = "Latency " + strings.Join(names, " / ")
+		}
 	}
 	return lane
 }

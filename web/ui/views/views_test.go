@@ -69,7 +69,7 @@ func TestTimelineLanesPickLevelsAndCap(t *testing.T) {
 	in := TimelineInput{From: t0, To: t0.Add(time.Hour), Step: 30 * time.Second, Curves: curves, StageModel: "a", State: State{Base: "/i"}}
 	tl := BuildTimeline(in)
 	lat := tl.Lanes[0]
-	if lat.ID != "latency" || lat.More != 2 || len(lat.Legend) != 6+3 {
+	if lat.ID != "latency" || lat.More != 2 || len(lat.Legend) != 6+2 { // six models, P99 and P50 (no P95 drawn)
 		t.Fatalf("latency lane: more %d, legend %v", lat.More, lat.Legend)
 	}
 	// Model level without a filter (the replica curve is not drawn), the
@@ -881,5 +881,48 @@ func TestPullHealthBehindInWords(t *testing.T) {
 	}
 	if n := strings.Count(b.String(), `data-testid="behind"`); n != 1 {
 		t.Errorf("%d rows say behind, want the one that is", n)
+	}
+}
+
+// A model measured by a P95 or a mean alone (Triton without its summary)
+// is drawn on the latency lane however many models there are, the mean
+// in its own dash, and the legend and the lane's name say which measures
+// are drawn.
+func TestLatencyLaneDrawsEachModelsOwnMeasure(t *testing.T) {
+	flat := func(v float64) func(int) float64 { return func(int) float64 { return v } }
+	curves := []correlate.Curve{
+		curve(correlate.RoleLatencyP99, correlate.LevelModel, correlate.Scope{Model: "a"}, "", flat(900)),
+		curve(correlate.RoleLatencyP95, correlate.LevelModel, correlate.Scope{Model: "b"}, "", flat(300)),
+		curve(correlate.RoleLatencyMean, correlate.LevelModel, correlate.Scope{Model: "c"}, "", flat(200)),
+		curve(correlate.RoleLatencyP99, correlate.LevelModel, correlate.Scope{Model: "d"}, "", flat(100)),
+	}
+	lat := BuildTimeline(TimelineInput{From: t0, To: t0.Add(time.Hour), Step: time.Minute, Curves: curves, State: State{Base: "/i"}}).Lanes[0]
+	titles := map[string]string{}
+	for _, p := range lat.Paths {
+		titles[p.Title] = p.Class
+	}
+	for _, want := range []string{"a P99", "b P95", "c mean", "d P99"} {
+		if _, ok := titles[want]; !ok {
+			t.Errorf("no %q line; drawn %v", want, titles)
+		}
+	}
+	if c := titles["c mean"]; !strings.Contains(c, "d3") {
+		t.Errorf("the mean is drawn as %q, not in its own dash", c)
+	}
+	var items []string
+	for _, g := range lat.Legend {
+		if g.Class[0] == 'k' {
+			items = append(items, g.Label+"="+g.Class)
+		}
+	}
+	if got := strings.Join(items, ","); got != "P99=k,P95=k d1,mean=k d3" {
+		t.Errorf("measure legend %q, want P99, P95 and mean (no P50 is drawn)", got)
+	}
+	if lat.Name != "Latency P99 / P95 / mean" {
+		t.Errorf("lane name %q", lat.Name)
+	}
+	only := BuildTimeline(TimelineInput{From: t0, To: t0.Add(time.Hour), Step: time.Minute, Curves: curves[2:3], State: State{Base: "/i"}}).Lanes[0]
+	if only.Name != "Latency mean" || len(only.Paths) != 1 {
+		t.Errorf("mean only: lane %q with %d lines", only.Name, len(only.Paths))
 	}
 }
