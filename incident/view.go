@@ -60,11 +60,14 @@ func (v View) During(now time.Time) (time.Time, time.Time) {
 }
 
 // SlowThresholds returns the analysis' per-model slowness thresholds and a
-// default for other models (the lowest threshold: conservative).
+// default for other models (the lowest threshold: conservative). Without
+// the samples' own, the baseline P99 is the line; a baseline that is a
+// mean or a P95 is none (most normal requests lie above a mean).
 func (v View) SlowThresholds() (map[string]float64, float64) {
 	an := v.Analysis
 	if an == nil || len(an.Samples.SlowMs) == 0 {
-		if an != nil && an.P99BeforeMs > 0 {
+		p99 := an != nil && (len(an.Impact) == 0 || an.Impact[0].Quantile == "" || an.Impact[0].Quantile == "P99")
+		if p99 && an.P99BeforeMs > 0 {
 			return nil, an.P99BeforeMs
 		}
 		return nil, 0
