@@ -49,3 +49,16 @@ func TestPullLagOnlyForWhatThisReplicaPulls(t *testing.T) {
 		t.Errorf("open gaps %v after losing the lease", v)
 	}
 }
+
+// A config that drops a source also drops its automatic rate window from
+// /metrics: the window of a query no longer pulled was exported for ever.
+func TestRateWindowForgottenWithItsSource(t *testing.T) {
+	p := &Puller{met: newMetrics(), rates: newRateWindows()}
+	p.cfg.Store(&Config{Queries: []Query{{Name: "a"}, {Name: "b"}}})
+	p.rates.chosen["a"], p.rates.chosen["b"] = time.Minute, 2*time.Minute
+	p.SetConfig(&Config{Queries: []Query{{Name: "b"}}})
+	p.adoptNext()
+	if got := p.RateWindows(); len(got) != 1 || got["b"] != 2*time.Minute {
+		t.Errorf("rate windows after dropping a: %v", got)
+	}
+}

@@ -87,6 +87,7 @@ func (p *Puller) adoptNext() {
 	if c := p.next.Swap(nil); c != nil {
 		p.cfg.Store(c)
 		p.met.keep(sourcesOf(c))
+		p.rates.keep(sourcesOf(c))
 	}
 }
 

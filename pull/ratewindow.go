@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -149,6 +150,18 @@ func intervalFromCount(span time.Duration, count float64) time.Duration {
 		}
 	}
 	return iv.Truncate(time.Second) + time.Second
+}
+
+// keep forgets the windows of queries not named (a config that dropped
+// them), so /metrics stops exporting them.
+func (r *rateWindows) keep(names []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for n := range r.chosen {
+		if !slices.Contains(names, n) {
+			delete(r.chosen, n)
+		}
+	}
 }
 
 // RateWindows is the window each automatic preset query used last, for
