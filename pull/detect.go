@@ -16,6 +16,7 @@ var presetSignatures = []struct{ preset, metric string }{
 	{"vllm", "vllm:e2e_request_latency_seconds_bucket"},
 	{"triton", "nv_inference_request_success"},
 	{"http", "http_server_request_duration_seconds_bucket"},
+	{"http-legacy", "http_server_duration_milliseconds_bucket"}, // OTel HTTP conventions before v1.20
 	{"dcgm", "DCGM_FI_DEV_GPU_UTIL"},
 	{"dcgm", "DCGM_FI_DEV_FB_USED"}, // MIG GPUs publish no GPU_UTIL
 	{"node", "node_cpu_seconds_total"},
@@ -24,7 +25,12 @@ var presetSignatures = []struct{ preset, metric string }{
 
 // isLatencyPreset reports whether a preset reads request latency.
 func isLatencyPreset(p string) bool {
-	return p == "inference" || p == "vllm" || p == "triton" || p == "http"
+	return p == "inference" || p == "vllm" || p == "triton" || isHTTPPreset(p)
+}
+
+// isHTTPPreset reports whether a preset reads a plain HTTP service fleet.
+func isHTTPPreset(p string) bool {
+	return p == "http" || p == "http-legacy"
 }
 
 // DetectPresets resolves "auto" among the presets: it asks Prometheus
@@ -64,8 +70,10 @@ func (c *Config) DetectPresets(ctx context.Context, prometheusURL string, at tim
 		}
 		// "http" reads a plain HTTP fleet, each job a model: beside model
 		// servers it would take their gateway and auth services for
-		// models (and count them in every breadth).
-		if s.preset == "http" && servers || slices.Contains(found, s.preset) {
+		// models (and count them in every breadth). A fleet midway
+		// between the two OTel conventions is read by the current one
+		// (both would write the same curves).
+		if isHTTPPreset(s.preset) && (servers || slices.ContainsFunc(found, isHTTPPreset)) || slices.Contains(found, s.preset) {
 			continue
 		}
 		servers = servers || s.preset == "inference" || s.preset == "vllm" || s.preset == "triton"
@@ -80,7 +88,7 @@ func (c *Config) DetectPresets(ctx context.Context, prometheusURL string, at tim
 	// dropping it would leave the process without a latency curve, and
 	// so without spikes, until a restart.
 	inEffect := found
-	if !servers && !slices.Contains(found, "http") && !slices.ContainsFunc(c.autoRest, isLatencyPreset) {
+	if !servers && !slices.ContainsFunc(found, isHTTPPreset) && !slices.ContainsFunc(c.autoRest, isLatencyPreset) {
 		inEffect = append([]string{"inference"}, found...)
 	}
 	out, err := parseConfig(c.source, c.data, inEffect)

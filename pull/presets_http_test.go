@@ -1,7 +1,9 @@
 package pull
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"testing"
 )
 
@@ -51,6 +53,63 @@ func TestHTTPPreset(t *testing.T) {
 		"error_rate|model|model=shop/catalog":                                     0,
 		"error_rate|replica|" + rep:                                               0.1,
 		"latency_p50|model|model=shop/catalog":                                    25,
+		"latency_p99|model|model=shop/checkout":                                   230,
+		"latency_p99|replica|" + rep:                                              230,
+		"stage_time|model|model=shop/checkout|stage=downstream/payments.internal": 30,
+	})
+}
+
+// Services on OpenTelemetry's HTTP conventions before v1.20:
+// http.server.duration in ms, http_status_code, net_peer_name. Detected
+// on their own, and read in ms (no ×1000).
+func TestHTTPLegacyPreset(t *testing.T) {
+	o := &omBuilder{steps: 40}
+	o.family("http_server_duration_milliseconds", "histogram")
+	for _, s := range []struct {
+		instance, code string
+		perSec         float64
+	}{{"10.0.0.1:8080", "200", 9}, {"10.0.0.1:8080", "500", 1}, {"10.0.0.2:8080", "200", 10}} {
+		lb := fmt.Sprintf(`job="shop/checkout",instance=%q,service_version="1.4.0",http_method="GET",http_route="/x",http_status_code=%q`, s.instance, s.code)
+		for _, le := range []struct {
+			le    string
+			share float64
+		}{{"50", 0.9}, {"250", 1}, {"+Inf", 1}} {
+			o.counter(`http_server_duration_milliseconds_bucket{`+lb+`,le="`+le.le+`"}`, s.perSec*le.share)
+		}
+		o.counter("http_server_duration_milliseconds_count{"+lb+"}", s.perSec)
+		o.counter("http_server_duration_milliseconds_sum{"+lb+"}", s.perSec*40)
+	}
+	o.family("http_client_duration_milliseconds", "histogram")
+	client := `job="shop/checkout",instance="10.0.0.1:8080",net_peer_name="payments.internal",http_method="POST"`
+	o.counter(`http_client_duration_milliseconds_bucket{`+client+`,le="+Inf"}`, 5)
+	o.counter("http_client_duration_milliseconds_count{"+client+"}", 5)
+	o.counter("http_client_duration_milliseconds_sum{"+client+"}", 5*30)
+	prom := o.run(t)
+	cfg, err := ParseConfig("test.yaml", []byte("presets: [auto]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	det, found, err := cfg.DetectPresets(context.Background(), prom.URL, t0.Add(39*15e9))
+	if err != nil || !slices.Equal(found, []string{"http-legacy"}) || slices.Contains(det.Presets, "inference") {
+		t.Errorf("detected %v (%v), presets in effect %v: want http-legacy alone", found, err, det.Presets)
+	}
+	// Midway between the conventions both histograms are scraped: the
+	// current one is read (both presets would write the same curves).
+	both := &omBuilder{steps: 4}
+	both.family("http_server_duration_milliseconds", "histogram")
+	both.counter(`http_server_duration_milliseconds_bucket{job="a",le="+Inf"}`, 4)
+	both.family("http_server_request_duration_seconds", "histogram")
+	both.counter(`http_server_request_duration_seconds_bucket{job="a",le="+Inf"}`, 4)
+	if _, found, err := cfg.DetectPresets(context.Background(), both.run(t).URL, t0.Add(45e9)); err != nil || !slices.Equal(found, []string{"http"}) {
+		t.Errorf("both conventions: detected %v (%v), want http", found, err)
+	}
+	got := pullPreset(t, prom, "presets: [http-legacy]\n", o.steps)
+	rep := "model=shop/checkout version=1.4.0 replica=10.0.0.1:8080"
+	checkCurves(t, got, map[string]float64{
+		"qps|model|model=shop/checkout":                                           20,
+		"qps|replica|" + rep:                                                      10,
+		"error_rate|model|model=shop/checkout":                                    0.05,
+		"error_rate|replica|" + rep:                                               0.1,
 		"latency_p99|model|model=shop/checkout":                                   230,
 		"latency_p99|replica|" + rep:                                              230,
 		"stage_time|model|model=shop/checkout|stage=downstream/payments.internal": 30,
