@@ -36,6 +36,10 @@ type Config struct {
 	// ModelAliases renames models as pulled (model_aliases): exporter's
 	// name → the fleet's.
 	ModelAliases map[string]string
+	// Match holds the labels every query is restricted to (match:), and
+	// matchers their PromQL form ("" for none): see match.go.
+	Match    map[string]string
+	matchers string
 	// auto: the presets include "auto", resolved by DetectPresets from
 	// the metric names Prometheus holds; until then the others (or
 	// "inference" alone) apply. source and data rebuild the config then.
@@ -153,6 +157,11 @@ func parseConfig(name string, data []byte, detected []string) (*Config, error) {
 		if strings.HasPrefix(q.Origin, "preset ") && c.RateWindow != 0 && c.RateWindow != time.Minute {
 			q.Expr = strings.ReplaceAll(q.Expr, "[1m]", fmt.Sprintf("[%ds]", int64(c.RateWindow/time.Second)))
 		}
+		expr, err := withMatchers(q.Expr, c.matchers)
+		if err != nil {
+			return nil, fmt.Errorf("%s: query %s: match: %v", q.Origin, q.Name, err)
+		}
+		q.Expr = expr
 		c.Queries = append(c.Queries, q)
 	}
 	sort.Slice(c.Queries, func(i, j int) bool { return c.Queries[i].Name < c.Queries[j].Name })
@@ -204,4 +213,14 @@ func yamlError(err error) string {
 		return inTypeRE.ReplaceAllString(strings.Join(te.Errors, "; "), "")
 	}
 	return strings.TrimPrefix(err.Error(), "yaml: ")
+}
+
+// scoped restricts a query the puller writes itself (kube-state-metrics
+// events, the pod join) to the match: labels. Those are well-formed, so
+// an error cannot happen; the query is then sent as it is.
+func (c *Config) scoped(expr string) string {
+	if out, err := withMatchers(expr, c.matchers); err == nil {
+		return out
+	}
+	return expr
 }

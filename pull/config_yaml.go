@@ -20,6 +20,7 @@ import (
 //	rate_window: auto                # rate() window of the presets: auto (two scrape intervals, ≥ 1m) or 2m
 //	parallelism: 4
 //	kube_events: {model_label: label_app, model_from_deployment: '^(.+)-server$'}
+//	match: {cluster: prod-eu}        # only the series with these labels
 //	queries:
 //	  - {role: latency_p99, level: model, labels: {model: service},
 //	     expr: 'histogram_quantile(0.99, sum by (le, service) (rate(x_bucket[1m]))) * 1000'}
@@ -41,9 +42,12 @@ type fileYAML struct {
 	// ModelAliases maps model names as exporters give them (vLLM's served
 	// name, a path by default) onto the fleet's (pod labels, deployments).
 	ModelAliases map[string]string `yaml:"model_aliases"`
-	Kube         *kubeYAML         `yaml:"kube_events"`
-	Queries      []queryYAML       `yaml:"queries"`
-	SLOs         *slosYAML         `yaml:"slos"`
+	// Match restricts every query to the series with these labels
+	// (match.go): one cluster or environment of a shared Prometheus.
+	Match   map[string]string `yaml:"match"`
+	Kube    *kubeYAML         `yaml:"kube_events"`
+	Queries []queryYAML       `yaml:"queries"`
+	SLOs    *slosYAML         `yaml:"slos"`
 	// OTLP is the span mapping of the trace receiver, read by package
 	// otlp from the same file; pull only lets it through.
 	OTLP yaml.Node `yaml:"otlp"`
@@ -181,6 +185,16 @@ func (f *fileYAML) apply(c *Config, origin, preset string, byName map[string]Que
 			c.ModelAliases = map[string]string{}
 		}
 		c.ModelAliases[from] = to
+	}
+	if len(f.Match) > 0 {
+		if preset != "" {
+			return fmt.Errorf("preset %s: match is the user's", preset)
+		}
+		ms, err := matcherList(f.Match)
+		if err != nil {
+			return fmt.Errorf("%s: %w", origin, err)
+		}
+		c.Match, c.matchers = f.Match, ms
 	}
 	if f.Parallelism != nil {
 		if *f.Parallelism < 1 || *f.Parallelism > 64 {

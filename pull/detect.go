@@ -54,7 +54,9 @@ func (c *Config) DetectPresets(ctx context.Context, prometheusURL string, at tim
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	vals, _, _, err := p.api.LabelValues(ctx, "__name__", []string{`{__name__=~"` + strings.Join(names, "|") + `"}`}, at.Add(-24*time.Hour), at)
+	// Only the exporters of the environment match: names.
+	sel := c.scoped(`{__name__=~"` + strings.Join(names, "|") + `"}`)
+	vals, _, _, err := p.api.LabelValues(ctx, "__name__", []string{sel}, at.Add(-24*time.Hour), at)
 	if err != nil {
 		return c, nil, fmt.Errorf("detecting presets at %s: %w", redactURL(prometheusURL), err)
 	}

@@ -49,11 +49,12 @@ func (p *Puller) fetchKube(ctx context.Context, w window) (*batch, error) {
 		{&in.podLabels, fmt.Sprintf(`max by (namespace, pod, %s, %s) (kube_pod_labels)`, k.ModelLabel, k.VersionLabel)},
 		{&in.podInfo, `max by (namespace, pod, node) (kube_pod_info)`},
 	}
+	cfg := p.config()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(3)
 	for _, q := range queries {
 		g.Go(func() error {
-			m, err := p.prom.rangeQuery(gctx, EventsSource, q.expr, qFrom, qTo, step)
+			m, err := p.prom.rangeQuery(gctx, EventsSource, cfg.scoped(q.expr), qFrom, qTo, step)
 			*q.dst = m
 			return err
 		})

@@ -56,14 +56,15 @@ func (p *Puller) podsFor(ctx context.Context, w window) (podIndex, error) {
 }
 
 func (p *Puller) loadPods(ctx context.Context, w window) (podIndex, error) {
-	k := p.config().Kube
+	cfg := p.config()
+	k := cfg.Kube
 	rng := fmt.Sprintf("%ds", int64((w.to.Sub(w.from)+5*time.Minute)/time.Second))
-	labels, err := p.prom.instant(ctx, EventsSource, fmt.Sprintf(
-		`max by (pod, %s, %s) (max_over_time(kube_pod_labels[%s]))`, k.ModelLabel, k.VersionLabel, rng), w.to)
+	labels, err := p.prom.instant(ctx, EventsSource, cfg.scoped(fmt.Sprintf(
+		`max by (pod, %s, %s) (max_over_time(kube_pod_labels[%s]))`, k.ModelLabel, k.VersionLabel, rng)), w.to)
 	if err != nil {
 		return nil, err
 	}
-	info, err := p.prom.instant(ctx, EventsSource, fmt.Sprintf(`max by (pod, node, created_by_kind, created_by_name) (max_over_time(kube_pod_info[%s]))`, rng), w.to)
+	info, err := p.prom.instant(ctx, EventsSource, cfg.scoped(fmt.Sprintf(`max by (pod, node, created_by_kind, created_by_name) (max_over_time(kube_pod_info[%s]))`, rng)), w.to)
 	if err != nil {
 		return nil, err
 	}
