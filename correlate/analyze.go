@@ -175,11 +175,27 @@ func SampleSpan(in Input) (from, to time.Time, ok bool) {
 // curves, or from the samples when no curve was pulled; without a spike,
 // two thirds into the window.
 func locate(cs *curveSet, in Input) (spikes []Spike, onset, end time.Time, found bool) {
-	detect := func(loose bool) []Spike {
-		if !hasLatencyCurve(cs) && len(in.Samples) > 0 {
-			return latencySpikes(newCurveSet(sampleLatencyCurves(in.Samples, time.Minute)), Input{Window: in.Window, Scope: in.Scope, Step: time.Minute, SLO: in.SLO}, loose)
+	// Models no latency curve measures (traced over OTLP, or a fleet
+	// without latency metrics) are looked at in their samples' quantiles.
+	var traced []Sample
+	measured := map[string]bool{}
+	for _, s := range in.Samples {
+		m, ok := measured[s.Model]
+		if !ok {
+			m = hasModelLatency(cs, s.Model)
+			measured[s.Model] = m
 		}
-		return latencySpikes(cs, in, loose)
+		if !m {
+			traced = append(traced, s)
+		}
+	}
+	detect := func(loose bool) []Spike {
+		spikes := latencySpikes(cs, in, loose)
+		if len(traced) > 0 {
+			spikes = append(spikes, latencySpikes(newCurveSet(sampleLatencyCurves(traced, time.Minute)), Input{Window: in.Window, Scope: in.Scope, Step: time.Minute, SLO: in.SLO}, loose)...)
+			sort.SliceStable(spikes, func(i, j int) bool { return spikes[i].Onset.Before(spikes[j].Onset) })
+		}
+		return spikes
 	}
 	spikes = detect(false)
 	onset, end, found = pickOnset(spikes, in)
@@ -256,16 +272,11 @@ func latencySpikes(cs *curveSet, in Input, loose bool) []Spike {
 	return out
 }
 
-// hasLatencyCurve says whether any model has a model-level latency curve
+// hasModelLatency says whether a model has a model-level latency curve
 // that detection reads (P99, P95, or the mean standing in): only without
-// one are the samples' own quantiles looked at for the spike.
-func hasLatencyCurve(cs *curveSet) bool {
-	for _, r := range []Role{RoleLatencyP99, RoleLatencyP95, RoleLatencyMean} {
-		if len(cs.get(r, LevelModel, Scope{}, "")) > 0 {
-			return true
-		}
-	}
-	return false
+// one are its samples' own quantiles looked at for the spike.
+func hasModelLatency(cs *curveSet, model string) bool {
+	return hasQuantile(cs, model) || cs.model(RoleLatencyMean, model, "") != nil
 }
 
 // hasQuantile says whether a model has a model-level P99 or P95 curve.

@@ -1561,3 +1561,25 @@ func TestMeanLatencyStandsInWhereNoQuantile(t *testing.T) {
 		t.Errorf("with a P99 curve: impact %+v", b.Impact)
 	}
 }
+
+// A model whose latency only its request samples measure (traced over
+// OTLP, no latency metric), in a fleet whose other models have curves: its
+// spike is found in its samples, as it is when no model has a curve.
+func TestSamplesOnlyModelBesideCurves(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 100)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 10)
+	x.sampleRun(30, Scope{Model: "traced", Version: "v1", Replica: "t1"}, 100, 400, nil)
+	for _, scope := range []Scope{{}, {Model: "traced"}} {
+		a := Analyze(Input{
+			Window: Window{From: fxStart, To: fxStart.Add(fxMinutes * time.Minute)},
+			Curves: x.curves, Samples: x.samples, Step: time.Minute, Scope: scope,
+		})
+		if a.Onset == nil || a.Onset.Sub(x.onset).Abs() > time.Minute {
+			t.Errorf("scope %+v: onset %v, want %v; headline %q", scope, a.Onset, x.onset, a.Headline.Title)
+		}
+		if len(a.Impact) == 0 || a.Impact[0].Model != "traced" {
+			t.Errorf("scope %+v: impact %+v", scope, a.Impact)
+		}
+	}
+}
