@@ -21,6 +21,10 @@ func (s *Store) InsertEvents(ctx context.Context, events []correlate.Event) (acc
 	if len(events) == 0 {
 		return 0, 0, nil
 	}
+	// In id order: two batches of the same new events in different orders
+	// would take their rows' locks in opposite orders and deadlock.
+	events = slices.Clone(events)
+	slices.SortStableFunc(events, func(a, b correlate.Event) int { return strings.Compare(a.ID, b.ID) })
 	err = s.InTx(ctx, func(tx *Store) error {
 		b := &pgx.Batch{}
 		for _, e := range events {

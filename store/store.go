@@ -100,8 +100,10 @@ func IsUnavailable(err error) bool {
 	switch {
 	case errors.As(err, &pgErr):
 		// 08: connection exception; 57P: operator intervention (shutdown,
-		// crash, cannot connect now).
-		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P")
+		// crash, cannot connect now); 40001/40P01: a serialization
+		// failure or deadlock rolled the transaction back.
+		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P") ||
+			pgErr.Code == "40001" || pgErr.Code == "40P01"
 	case errors.As(err, &connErr), errors.As(err, &netErr):
 		return true
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
