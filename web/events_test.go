@@ -77,7 +77,10 @@ func TestEventsBadInputStoresNothing(t *testing.T) {
 		{"far future", withLine2(`{"kind":"deploy","time":"2099-01-01T00:00:00Z"}`), 422, "time"},
 		{"end before start", withLine2(fmt.Sprintf(`{"kind":"deploy","time":%q,"end_time":%q}`, tm, testNow.Add(-2*time.Hour).Format(time.RFC3339))), 422, "end_time"},
 		{"attrs not an object", withLine2(fmt.Sprintf(`{"kind":"deploy","time":%q,"attrs":[1]}`, tm)), 422, "attrs"},
-		{"NUL in attrs", withLine2(fmt.Sprintf(`{"kind":"deploy","time":%q,"attrs":{"a":"x\u0000"}}`, tm)), 422, "attrs"},
+		{"NUL in attrs", withLine2(fmt.Sprintf(`{"kind":"deploy","time":%q,"attrs":{"a":"x\u0000"}}`, tm)), 422, "attrs.a"},
+		// Valid JSON beyond Postgres' numeric: a 500 for the whole batch.
+		{"huge number in attrs", withLine2(fmt.Sprintf(`{"kind":"deploy","time":%q,"attrs":{"b":1,"x":{"y":[1,1e200000]}}}`, tm)), 422, "attrs.x.y[1]"},
+		{"tiny number in attrs", withLine2(fmt.Sprintf(`{"kind":"deploy","time":%q,"attrs":{"t":-1.5e-20000}}`, tm)), 422, "attrs.t"},
 		{"wrong type", withLine2(fmt.Sprintf(`{"kind":"deploy","time":%q,"model":["m"]}`, tm)), 422, "model"},
 		{"unknown field", withLine2(fmt.Sprintf(`{"kind":"deploy","time":%q,"team":"x"}`, tm)), 422, "team"},
 		{"truncated", withLine2(`{"kind":"deploy","ti`), 400, ""},
@@ -92,6 +95,14 @@ func TestEventsBadInputStoresNothing(t *testing.T) {
 	}
 	if n := e.count(`SELECT count(*) FROM events`); n != 0 {
 		t.Fatalf("%d events stored by rejected requests, want 0", n)
+	}
+	// Large numbers numeric holds are kept as written.
+	big := fmt.Sprintf(`{"kind":"deploy","time":%q,"attrs":{"build":123456789012345678901234567890,"f":1.5e300,"g":0.000001e-300}}`, tm)
+	if r := e.post("/api/v1/events", "application/x-ndjson", []byte(big)); r.status != http.StatusOK {
+		t.Fatalf("numbers numeric holds: %d %s", r.status, r.body)
+	}
+	if n := e.count(`SELECT count(*) FROM events WHERE attrs->>'build' = '123456789012345678901234567890'`); n != 1 {
+		t.Fatalf("the build number was not kept as written")
 	}
 	if r := e.post("/api/v1/events", "text/plain", []byte(ok)); r.status != http.StatusUnsupportedMediaType {
 		t.Fatalf("text/plain: %d", r.status)

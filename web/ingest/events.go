@@ -8,7 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -105,8 +108,8 @@ func checkEvent(w *wire.EventIn, line int, lim Limits, now time.Time) (correlate
 		if err := dec.Decode(&e.Attrs); err != nil {
 			return correlate.Event{}, bad("attrs", "want an object")
 		}
-		if hasNUL(e.Attrs) {
-			return correlate.Event{}, bad("attrs", "must not contain NUL characters")
+		if field, msg := attrsProblem(e.Attrs, "attrs"); msg != "" {
+			return correlate.Event{}, bad(field, "%s", msg)
 		}
 	}
 	if e.ID == "" {
@@ -127,24 +130,74 @@ func contentID(e correlate.Event) string {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))[:32]
 }
 
-// hasNUL reports whether a decoded JSON value holds a NUL anywhere (jsonb
-// rejects it).
-func hasNUL(v any) bool {
+// attrsProblem finds, depth first, a value of decoded attrs that jsonb
+// cannot store: a NUL character, or a number beyond Postgres' numeric
+// (131,072 digits before the point, 16,383 after: 1e200000 is valid JSON
+// and failed the whole batch with a 500). It returns the value's path
+// ("attrs.build.id", "attrs.list[2]") and what is wrong, or "" and "".
+func attrsProblem(v any, path string) (string, string) {
 	switch x := v.(type) {
 	case string:
-		return strings.IndexByte(x, 0) >= 0
+		if strings.IndexByte(x, 0) >= 0 {
+			return path, "must not contain NUL characters"
+		}
+	case json.Number:
+		if intDigits, fracDigits := numberDigits(string(x)); intDigits > 131072 || fracDigits > 16383 {
+			return path, fmt.Sprintf("number %.20s… is out of range (at most 131072 digits before the point and 16383 after)", string(x))
+		}
 	case map[string]any:
-		for k, v := range x {
-			if strings.IndexByte(k, 0) >= 0 || hasNUL(v) {
-				return true
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys) // the same answer for the same body
+		for _, k := range keys {
+			if strings.IndexByte(k, 0) >= 0 {
+				return path, "must not contain NUL characters"
+			}
+			if f, msg := attrsProblem(x[k], path+"."+k); msg != "" {
+				return f, msg
 			}
 		}
 	case []any:
-		for _, v := range x {
-			if hasNUL(v) {
-				return true
+		for i, v := range x {
+			if f, msg := attrsProblem(v, fmt.Sprintf("%s[%d]", path, i)); msg != "" {
+				return f, msg
 			}
 		}
 	}
-	return false
+	return "", ""
+}
+
+// numberDigits counts the decimal digits a JSON number has before and
+// after the point once its exponent is applied (1.5e3: 4 and 0).
+func numberDigits(n string) (intDigits, fracDigits int) {
+	n = strings.TrimPrefix(n, "-")
+	mant, exp := n, 0
+	if i := strings.IndexAny(n, "eE"); i >= 0 {
+		mant = n[:i]
+		e, err := strconv.Atoi(n[i+1:])
+		if err != nil { // beyond int: certainly out of range
+			if strings.HasPrefix(n[i+1:], "-") {
+				return 0, math.MaxInt32
+			}
+			return math.MaxInt32, 0
+		}
+		exp = e
+	}
+	point := strings.IndexByte(mant, '.')
+	digits := len(mant)
+	if point < 0 {
+		point = digits
+	} else {
+		digits--
+	}
+	// Leading zeros of the integer part do not count (0.001e5 is 100).
+	lead := 0
+	for lead < point && mant[lead] == '0' {
+		lead++
+	}
+	intDigits = point - lead + exp
+	fracDigits = digits - point - exp
+	return max(intDigits, 0), max(fracDigits, 0)
 }
