@@ -51,6 +51,23 @@ func TestEventsIngest(t *testing.T) {
 	if cfg.ID == "" || cfg.EndTime == nil || !cfg.EndTime.Equal(testNow.Add(-50*time.Minute)) {
 		t.Fatalf("config change = %+v", cfg)
 	}
+	// A pretty-printed object (as jq prints one) is one record, not a
+	// "truncated" first line; so are several one after another.
+	pretty := fmt.Sprintf("{\n  \"kind\": \"rollback\",\n  \"time\": %q,\n  \"attrs\": {\n    \"to\": \"v1\"\n  }\n}\n", t0)
+	if a, _ := accepted(t, e.post("/api/v1/events", "application/json", []byte(pretty))); a != 1 {
+		t.Fatalf("pretty-printed object: accepted %d", a)
+	}
+	two := strings.ReplaceAll(pretty, "rollback", "route_change") + strings.ReplaceAll(pretty, "rollback", "scale_down")
+	if a, _ := accepted(t, e.post("/api/v1/events", "application/json", []byte(two))); a != 2 {
+		t.Fatalf("two pretty-printed objects: accepted %d", a)
+	}
+	stray := strings.ReplaceAll(pretty, "rollback", "scale_up") + "}\n"
+	if r := e.post("/api/v1/events", "application/json", []byte(stray)); r.status != http.StatusBadRequest || r.err.Line != 2 {
+		t.Fatalf("a stray brace after the object: %d line %d (%s)", r.status, r.err.Line, r.err.Error)
+	}
+	if r := e.post("/api/v1/events", "application/json", []byte(strings.ReplaceAll(pretty, "rollback", "scale_up")[:40])); r.status != http.StatusBadRequest || r.err.Line != 1 {
+		t.Fatalf("a truncated pretty-printed object: %d line %d (%s)", r.status, r.err.Line, r.err.Error)
+	}
 	// A JSON array works the same.
 	arr := fmt.Sprintf(`[{"kind":"scale_up","time":%q,"model":"m"},{"kind":"custom","time":%q}]`, t0, t1)
 	if a, _ := accepted(t, e.post("/api/v1/events", "application/json", []byte(arr))); a != 2 {

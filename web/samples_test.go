@@ -327,3 +327,23 @@ func TestSamplesSlowBodyTimesOut(t *testing.T) {
 		t.Fatalf("%d samples stored from a timed-out request", n)
 	}
 }
+
+// A pretty-printed sample (jq's default output) is one record, through
+// the COPY path as through the line-by-line one.
+func TestSamplesPrettyPrinted(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	var body bytes.Buffer
+	for i := 0; i < 3; i++ {
+		if err := json.Indent(&body, []byte(sampleLine(i)), "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		body.WriteByte('\n')
+	}
+	if a, _ := accepted(t, e.post("/api/v1/samples", "application/json", body.Bytes())); a != 3 {
+		t.Fatalf("accepted %d pretty-printed samples, want 3", a)
+	}
+	if n := e.count(`SELECT count(*) FROM samples`); n != 3 {
+		t.Fatalf("%d samples stored", n)
+	}
+}

@@ -24,11 +24,15 @@ type recordReader struct {
 	started  bool
 	ended    bool // io.EOF was returned: later calls return it again
 	array    bool
-	dec      *json.Decoder // array mode
-	line     int           // NDJSON: physical line; array: element number
-	records  int
-	long     []byte // NDJSON line longer than the bufio buffer
-	raw      json.RawMessage
+	// stream: JSON values one after another, not one per line (a
+	// pretty-printed object, as jq prints it): read as an array's
+	// elements without the brackets.
+	stream  bool
+	dec     *json.Decoder // array and stream modes
+	line    int           // NDJSON: physical line; array: element number
+	records int
+	long    []byte // NDJSON line longer than the bufio buffer
+	raw     json.RawMessage
 	// maxRecord bounds one record. NDJSON stops collecting a line past
 	// it; in an array, the decoder reads through cap, which refuses to
 	// read more than maxRecord past the element's start.
@@ -98,7 +102,8 @@ func (r *recordReader) read() ([]byte, int, error) {
 		if err != nil {
 			return nil, 0, r.readErr(err, r.line)
 		}
-		if b == '[' {
+		switch {
+		case b == '[':
 			r.array = true
 			r.cap = &capReader{r: r.br}
 			r.dec = json.NewDecoder(r.cap)
@@ -106,13 +111,20 @@ func (r *recordReader) read() ([]byte, int, error) {
 			if _, err := r.dec.Token(); err != nil {
 				return nil, 0, r.readErr(err, r.line)
 			}
+		case b == '{' && !r.firstLineWhole():
+			// Not NDJSON: a multi-line object read line by line was
+			// "truncated" at its first line. Records are numbered.
+			r.array, r.stream, r.line = true, true, 0
+			r.cap = &capReader{r: r.br}
+			r.dec = json.NewDecoder(r.cap)
+			r.bound()
 		}
 	}
 	if r.records >= r.maxLines {
 		// Is there one more? Only then is the request over the limit.
 		if r.array {
 			if !r.dec.More() {
-				return r.endArray()
+				return r.end()
 			}
 		} else if _, err := r.peekNonSpace(); errors.Is(err, io.EOF) {
 			return nil, 0, io.EOF
@@ -128,7 +140,7 @@ func (r *recordReader) read() ([]byte, int, error) {
 
 func (r *recordReader) nextElement() ([]byte, int, error) {
 	if !r.dec.More() {
-		return r.endArray()
+		return r.end()
 	}
 	r.line++
 	r.raw = r.raw[:0]
@@ -138,6 +150,37 @@ func (r *recordReader) nextElement() ([]byte, int, error) {
 	}
 	r.records++
 	return r.raw, r.line, nil
+}
+
+// firstLineWhole reports whether the body's first line holds a whole
+// JSON value (maybe with more after it, which NDJSON refuses), rather than
+// the start of one that goes on over the next lines. A first line longer
+// than the read buffer is taken for whole.
+func (r *recordReader) firstLineWhole() bool {
+	peek, err := r.br.Peek(r.br.Size())
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
+		return true // the line-by-line reader reports the read error
+	}
+	i := bytes.IndexByte(peek, '\n')
+	if i < 0 {
+		return len(peek) == r.br.Size() || errors.Is(err, io.EOF) // the whole body is one line
+	}
+	var v json.RawMessage
+	return !errors.Is(json.NewDecoder(bytes.NewReader(peek[:i])).Decode(&v), io.ErrUnexpectedEOF)
+}
+
+// end ends an array (its "]") or a stream of values.
+func (r *recordReader) end() ([]byte, int, error) {
+	if !r.stream {
+		return r.endArray()
+	}
+	if _, err := r.dec.Token(); !errors.Is(err, io.EOF) {
+		if err == nil || isSyntax(err) {
+			return nil, 0, &request.Error{Status: http.StatusBadRequest, Line: r.line + 1, Msg: "unexpected data after the last JSON object"}
+		}
+		return nil, 0, r.readErr(err, r.line)
+	}
+	return nil, 0, io.EOF
 }
 
 // endArray consumes "]" and checks nothing but space follows.
