@@ -127,6 +127,25 @@ func TestGrafanaAnnotationLeniencyAndIdempotencyKey(t *testing.T) {
 	if n := e.count(`SELECT count(*) FROM events`) - before; n != 2 {
 		t.Errorf("%d events after a reused key, want 2", n)
 	}
+	// With explicit times, the times are part of what a key names: the
+	// same text an hour earlier under the same key was answered 200 and
+	// dropped. The exact retry is still one event.
+	timed := func(ms int64) response {
+		return e.do(request{method: "POST", path: "/api/annotations", token: e.write, ctype: "application/json",
+			body: []byte(fmt.Sprintf(`{"time":%d,"text":"k","tags":["model:d"]}`, ms)), header: http.Header{"Idempotency-Key": {"run-t"}}})
+	}
+	t1 := testNow.Add(-time.Hour).UnixMilli()
+	for _, ms := range []int64{t1, t1} {
+		if r := timed(ms); r.status != http.StatusOK {
+			t.Fatalf("timed annotation: %d %s", r.status, r.body)
+		}
+	}
+	if r := timed(t1 - 3600_000); r.status != http.StatusUnprocessableEntity || r.err.Field != "Idempotency-Key" {
+		t.Errorf("key reused for another time: %d %s", r.status, r.body)
+	}
+	if n := e.count(`SELECT count(*) FROM events`) - before; n != 3 {
+		t.Errorf("%d events after the timed ones, want 3", n)
+	}
 }
 
 // A region and its reversed retry are one event with one id.

@@ -16,7 +16,8 @@ import (
 // so a CD step that checks it passes; a retry stores nothing new and gets
 // the same id.
 func (a *API) CreateAnnotation(c echo.Context) error {
-	e, id, err := ingest.Annotation(c.Request(), a.cfg.Ingest, a.now())
+	in, err := ingest.ReadAnnotation(c.Request(), a.cfg.Ingest, a.now())
+	e, id := in.Event, in.ID
 	if err != nil {
 		return a.ingestFailed(c, "annotations", err)
 	}
@@ -29,7 +30,7 @@ func (a *API) CreateAnnotation(c echo.Context) error {
 		if err != nil {
 			return err
 		}
-		if !ingest.AnnotationMatches(stored, e) {
+		if !ingest.AnnotationMatches(stored, in) {
 			return a.ingestFailed(c, "annotations", &request.Error{Status: http.StatusUnprocessableEntity, Field: "Idempotency-Key",
 				Msg: "this key was used for another annotation; send a new key for a new one"})
 		}

@@ -38,15 +38,36 @@ const maxAnnotationBytes = 64 << 10
 // the Idempotency-Key header when one is sent. The numeric id Grafana
 // answers with is derived from it.
 func Annotation(req *http.Request, lim Limits, now time.Time) (correlate.Event, int64, error) {
+	in, err := ReadAnnotation(req, lim, now)
+	return in.Event, in.ID, err
+}
+
+// AnnotationIn is an annotation read as a change event.
+type AnnotationIn struct {
+	Event correlate.Event
+	ID    int64 // the number Grafana answers with
+	// Timed: the body gave every time it has (time, and timeEnd if any),
+	// so a retry under the same Idempotency-Key must give the same ones.
+	Timed bool
+}
+
+// ReadAnnotation is Annotation, saying also whether the body gave its
+// times (AnnotationMatches needs it).
+func ReadAnnotation(req *http.Request, lim Limits, now time.Time) (AnnotationIn, error) {
+	e, id, timed, err := readAnnotation(req, lim, now)
+	return AnnotationIn{Event: e, ID: id, Timed: timed}, err
+}
+
+func readAnnotation(req *http.Request, lim Limits, now time.Time) (correlate.Event, int64, bool, error) {
 	// The body is read as JSON whatever its Content-Type, as Grafana's
 	// binding does: `curl -d` sends form encoding.
 	raw, err := io.ReadAll(&limitReader{r: req.Body, max: min(lim.MaxBytes, maxAnnotationBytes)})
 	if err != nil {
 		if err == errTooLarge {
-			return correlate.Event{}, 0, &request.Error{Status: http.StatusRequestEntityTooLarge,
+			return correlate.Event{}, 0, false, &request.Error{Status: http.StatusRequestEntityTooLarge,
 				Msg: fmt.Sprintf("annotation larger than %d bytes", min(lim.MaxBytes, maxAnnotationBytes))}
 		}
-		return correlate.Event{}, 0, ReadFailed(err, "reading the body")
+		return correlate.Event{}, 0, false, ReadFailed(err, "reading the body")
 	}
 	var w wire.Annotation
 	if err := json.Unmarshal(raw, &w); err != nil {
@@ -54,26 +75,26 @@ func Annotation(req *http.Request, lim Limits, now time.Time) (correlate.Event, 
 		// for a newer Grafana still lands.
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return correlate.Event{}, 0, &request.Error{Status: http.StatusUnprocessableEntity, Field: te.Field,
+			return correlate.Event{}, 0, false, &request.Error{Status: http.StatusUnprocessableEntity, Field: te.Field,
 				Msg: fmt.Sprintf("want %s, got %s", jsonKind(te.Type.Kind().String()), te.Value)}
 		}
-		return correlate.Event{}, 0, &request.Error{Status: http.StatusBadRequest, Msg: "invalid JSON: " + strings.TrimPrefix(err.Error(), "json: ")}
+		return correlate.Event{}, 0, false, &request.Error{Status: http.StatusBadRequest, Msg: "invalid JSON: " + strings.TrimPrefix(err.Error(), "json: ")}
 	}
 	bad := func(field, format string, args ...any) error {
 		return &request.Error{Status: http.StatusUnprocessableEntity, Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
 	e := correlate.Event{Kind: correlate.KindAnnotation, Summary: w.Text}
 	if msg := request.CheckText(w.Text, 4096); msg != "" {
-		return correlate.Event{}, 0, bad("text", "%s", msg)
+		return correlate.Event{}, 0, false, bad("text", "%s", msg)
 	}
 	if len(w.Tags) > 64 {
-		return correlate.Event{}, 0, bad("tags", "at most 64 tags, got %d", len(w.Tags))
+		return correlate.Event{}, 0, false, bad("tags", "at most 64 tags, got %d", len(w.Tags))
 	}
 	kindSet := false
 	for i, tag := range w.Tags {
 		field := fmt.Sprintf("tags[%d]", i)
 		if msg := request.CheckText(tag, request.MaxLabelLen); msg != "" {
-			return correlate.Event{}, 0, bad(field, "%s", msg)
+			return correlate.Event{}, 0, false, bad(field, "%s", msg)
 		}
 		key, val, hasVal := strings.Cut(tag, ":")
 		key = strings.ToLower(strings.TrimSpace(key))
@@ -89,7 +110,7 @@ func Annotation(req *http.Request, lim Limits, now time.Time) (correlate.Event, 
 		case "kind":
 			k := correlate.EventKind(strings.ToLower(val))
 			if !k.Valid() {
-				return correlate.Event{}, 0, bad(field, "unknown kind %q", val)
+				return correlate.Event{}, 0, false, bad(field, "unknown kind %q", val)
 			}
 			e.Kind, kindSet = k, true
 			continue
@@ -109,7 +130,7 @@ func Annotation(req *http.Request, lim Limits, now time.Time) (correlate.Event, 
 			continue // another key:value tag: kept in attrs only
 		}
 		if *dst != "" && *dst != val {
-			return correlate.Event{}, 0, bad(field, "a second %s (%q, already %q): an event has one scope", key, val, *dst)
+			return correlate.Event{}, 0, false, bad(field, "a second %s (%q, already %q): an event has one scope", key, val, *dst)
 		}
 		*dst = val
 	}
@@ -132,14 +153,14 @@ func Annotation(req *http.Request, lim Limits, now time.Time) (correlate.Event, 
 	}
 	t, idStart := at(w.Time)
 	if msg := inWindow(t, lim, now); msg != "" {
-		return correlate.Event{}, 0, bad("time", "%s", msg)
+		return correlate.Event{}, 0, false, bad("time", "%s", msg)
 	}
 	e.Time = t
 	idEnd := ""
 	if w.TimeEnd != nil && *w.TimeEnd != 0 && !time.UnixMilli(*w.TimeEnd).Equal(t) {
 		end, id := at(w.TimeEnd)
 		if msg := inWindow(end, lim, now); msg != "" {
-			return correlate.Event{}, 0, bad("timeEnd", "%s", msg)
+			return correlate.Event{}, 0, false, bad("timeEnd", "%s", msg)
 		}
 		idEnd = id
 		if end.Before(t) {
@@ -152,7 +173,7 @@ func Annotation(req *http.Request, lim Limits, now time.Time) (correlate.Event, 
 	keyed := false
 	if key := req.Header.Get("Idempotency-Key"); key != "" {
 		if msg := request.CheckText(key, request.MaxLabelLen); msg != "" {
-			return correlate.Event{}, 0, bad("Idempotency-Key", "%s", msg)
+			return correlate.Event{}, 0, false, bad("Idempotency-Key", "%s", msg)
 		}
 		idStart, idEnd = "key\x00"+key, ""
 		keyed = true
@@ -180,7 +201,8 @@ func Annotation(req *http.Request, lim Limits, now time.Time) (correlate.Event, 
 	// Grafana answers a number; 52 bits of the same hash stay exact in
 	// JavaScript and are the same for a retry.
 	id := int64(binary.BigEndian.Uint64(sum[:8]) >> 12)
-	return e, id, nil
+	// timeEnd is never implicit: absent or 0, there is no end.
+	return e, id, w.Time != nil && *w.Time != 0, nil
 }
 
 // jsonKind words a Go kind as a JSON type.
@@ -216,10 +238,17 @@ func inWindow(t time.Time, lim Limits, now time.Time) string {
 }
 
 // AnnotationMatches says whether a stored annotation says what a retry
-// with its Idempotency-Key says (its time aside: a retry without one is
-// placed at its own now).
-func AnnotationMatches(stored, retry correlate.Event) bool {
+// with its Idempotency-Key says: its times too when the retry gives them
+// (one without a time is placed at its own now, so its time says
+// nothing; one that gives another time is another annotation, which a
+// 200 would have dropped silently).
+func AnnotationMatches(stored correlate.Event, retry AnnotationIn) bool {
+	r := retry.Event
 	tags := func(e correlate.Event) string { b, _ := json.Marshal(e.Attrs["tags"]); return string(b) }
-	return stored.Kind == retry.Kind && stored.Summary == retry.Summary && stored.Scope == retry.Scope &&
-		stored.Source == retry.Source && (stored.EndTime == nil) == (retry.EndTime == nil) && tags(stored) == tags(retry)
+	same := stored.Kind == r.Kind && stored.Summary == r.Summary && stored.Scope == r.Scope &&
+		stored.Source == r.Source && (stored.EndTime == nil) == (r.EndTime == nil) && tags(stored) == tags(r)
+	if !same || !retry.Timed {
+		return same
+	}
+	return stored.Time.Equal(r.Time) && (stored.EndTime == nil || stored.EndTime.Equal(*r.EndTime))
 }
