@@ -35,6 +35,8 @@ const (
 	defaultBodyMinRate = 16 << 10 // bytes per second
 	// formMaxBody bounds the bodies of forms and small JSON requests.
 	formMaxBody = 64 << 10
+	// signInMaxBody bounds a sign-in form: a token, a CSRF token, a path.
+	signInMaxBody = 8 << 10
 )
 
 // gate is one kind of body-reading route's slots.
@@ -51,6 +53,10 @@ func newGate(name string, n int, maxBody int64) *gate {
 // gates are the server's gates by kind.
 type gates struct {
 	samples, traces, ingest, small *gate
+	// signIn is for the anonymous sign-in and sign-out forms: their own
+	// slots, so stalled anonymous bodies never queue ahead of
+	// authenticated writes.
+	signIn *gate
 }
 
 func newGates(cfg Config) gates {
@@ -59,7 +65,8 @@ func newGates(cfg Config) gates {
 		samples: newGate("samples", n, 0),
 		traces:  newGate("traces", n, 0),
 		ingest:  newGate("ingest", n, 0),            // events, Alertmanager, annotations
-		small:   newGate("small", 4*n, formMaxBody), // incidents, webhooks, sign-in and page forms
+		small:   newGate("small", 4*n, formMaxBody), // incidents, webhooks and page forms
+		signIn:  newGate("sign-in", 4*n, signInMaxBody),
 	}
 }
 

@@ -30,6 +30,7 @@ func (s *Server) routes(e *echo.Echo) {
 	// minimum transfer rate.
 	g := s.gates
 	samples, traces, ingest, small := s.gated(g.samples), s.gated(g.traces), s.gated(g.ingest), s.gated(g.small)
+	signIn := s.gated(g.signIn)
 	v1 := e.Group("/api/v1", onceEach)
 	v1.POST("/events", a.CreateEvents, write, ingest)
 	v1.POST("/samples", a.CreateSamples, write, samples)
@@ -63,8 +64,8 @@ func (s *Server) routes(e *echo.Echo) {
 	uiRead, uiWrite := p.RequireSession(store.ScopeRead), p.RequireSession(store.ScopeWrite)
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", staticHandler())), gz)
 	e.GET("/login", p.ShowLogin)
-	e.POST("/login", p.Login, s.limitLogins, small)
-	e.POST("/logout", p.Logout, small) // checks its own session and CSRF token: a dead session is only cleared
+	e.POST("/login", p.Login, s.limitLogins, signIn)
+	e.POST("/logout", p.Logout, signIn) // checks its own session and CSRF token: a dead session is only cleared
 	e.GET("/", p.ShowHome, gz, uiRead)
 	e.GET("/explore", p.ShowExplore, gz, uiRead)
 	e.GET("/incidents/:id", byID(p.ShowIncident), uiRead) // cached pre-compressed per session (web/ui/pagecache.go)

@@ -224,6 +224,33 @@ func TestStalledBodyTimesOutAndEventsAreBounded(t *testing.T) {
 	}
 }
 
+// Anonymous sign-in bodies have their own slots: stalled /login bodies
+// held the slots authenticated API writes (incidents, webhooks) wait for,
+// and an incident opened by a ticketing system waited for them to time out.
+func TestStalledSignInsDoNotHoldAPISlots(t *testing.T) {
+	e := newAPIEnv(t, func(c *web.Config) { c.IngestConcurrency = 1; c.BodyGrace = 30 * time.Second })
+	// Past the first chunk (32 KiB) a body takes its slot; the rest never
+	// comes.
+	prefix := []byte("token=" + strings.Repeat("a", 33<<10))
+	for range 6 {
+		slowClient(t, e, "/login", "application/x-www-form-urlencoded", 60000, prefix)
+	}
+	time.Sleep(300 * time.Millisecond) // they hold their slots now
+	done := make(chan response, 1)
+	go func() {
+		done <- e.post("/api/v1/incidents", "application/json",
+			[]byte(fmt.Sprintf(`{"title":"t","start":%q}`, testNow.Add(-time.Hour).Format(time.RFC3339))))
+	}()
+	select {
+	case r := <-done:
+		if r.status != http.StatusCreated {
+			t.Errorf("incident: %d %s", r.status, r.body)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("opening an incident waited for stalled sign-ins")
+	}
+}
+
 // Webhooks: internal targets are refused at registration unless allowed,
 // and query-string values (secrets such as ?api_key=) never come back in
 // answers.
