@@ -155,22 +155,32 @@ func (s *Store) FinishAnalysis(ctx context.Context, incidentID int64, version in
 }
 
 // WindowDigest fingerprints the data an analysis of [from, to) reads —
-// sample and event counts and newest times, and pull progress — so the
-// analyser can tell cheaply whether anything new arrived since the last
-// analysis. It uses only indexed ranges and the small pull_cursors table.
+// sample and event counts and newest times, and pull progress into the
+// window — so the analyser can tell cheaply whether anything new arrived
+// since the last analysis. It uses only indexed ranges and the small
+// pull_cursors and pull_gaps tables.
+//
+// Pull progress counts only where it can write into the window: live
+// sources whose cursor is not yet past it (plus digestPullMargin for the
+// re-read overlap), and history or outage fills overlapping it. A live
+// pull hours past a postmortem's window changed the digest every round,
+// and the incident was re-analysed every 30 s.
 func (s *Store) WindowDigest(ctx context.Context, from, to time.Time) (string, error) {
 	var (
-		nSamples, nEvents, points int64
-		maxSample, maxEvent, pull *time.Time
+		nSamples, nEvents, points, nGaps int64
+		maxSample, maxEvent, pull, gaps  *time.Time
 	)
 	err := s.db.QueryRow(ctx, `
 		SELECT (SELECT count(*) FROM samples WHERE time >= $1 AND time < $2),
 		       (SELECT max(time) FROM samples WHERE time >= $1 AND time < $2),
 		       (SELECT count(*) FROM events WHERE time >= $1 - interval '1 hour' AND time < $2),
 		       (SELECT max(ingested_at) FROM events WHERE time >= $1 - interval '1 hour' AND time < $2),
-		       (SELECT max(cursor_at) FROM pull_cursors),
-		       (SELECT COALESCE(sum(points_total), 0) FROM pull_cursors)`, from, to).
-		Scan(&nSamples, &maxSample, &nEvents, &maxEvent, &pull, &points)
+		       (SELECT LEAST(max(cursor_at), $3) FROM pull_cursors),
+		       (SELECT COALESCE(sum(points_total) FILTER (WHERE cursor_at < $3), 0) FROM pull_cursors),
+		       (SELECT count(*) FROM pull_gaps WHERE from_at < $2 AND to_at > $1 - interval '1 hour'),
+		       (SELECT max(GREATEST(done_to, filled_at)) FROM pull_gaps WHERE from_at < $2 AND to_at > $1 - interval '1 hour')`,
+		from, to, to.Add(digestPullMargin)).
+		Scan(&nSamples, &maxSample, &nEvents, &maxEvent, &pull, &points, &nGaps, &gaps)
 	if err != nil {
 		return "", wrap("window digest", err)
 	}
@@ -180,8 +190,13 @@ func (s *Store) WindowDigest(ctx context.Context, from, to time.Time) (string, e
 		}
 		return t.UTC().Format(time.RFC3339Nano)
 	}
-	return fmt.Sprintf("s%d@%s e%d@%s p%d@%s", nSamples, f(maxSample), nEvents, f(maxEvent), points, f(pull)), nil
+	return fmt.Sprintf("s%d@%s e%d@%s p%d@%s g%d@%s", nSamples, f(maxSample), nEvents, f(maxEvent), points, f(pull), nGaps, f(gaps)), nil
 }
+
+// digestPullMargin is how far past a window a live pull's cursor may be
+// and still write into it: the pull re-reads an overlap (2 min by
+// default) before its cursor.
+const digestPullMargin = 15 * time.Minute
 
 // AnalysisVersion returns one version of an incident's analysis, or ErrNotFound.
 func (s *Store) AnalysisVersion(ctx context.Context, incidentID int64, version int) (AnalysisRecord, error) {
