@@ -84,6 +84,9 @@ func (a *Analyzer) Run(ctx context.Context) {
 // leads to a new version, and resolved ones whose analysis failed or never
 // finished (a few minutes after their last attempt).
 func (a *Analyzer) enqueueStale(ctx context.Context) {
+	if n, err := a.st.DropAbandonedAnalyses(ctx); err == nil && n > 0 {
+		a.opt.Log.Info("dropped analyses abandoned by a stopped analyzer on resolved incidents", "versions", n)
+	}
 	if ids, err := a.st.ResolvedWithoutReadyAnalysis(ctx, retryFailedAfter, 50); err == nil {
 		for _, id := range ids {
 			a.Enqueue(id)

@@ -100,6 +100,24 @@ func (s *Store) ResolvedWithoutReadyAnalysis(ctx context.Context, pause time.Dur
 	return ids, wrap("resolved without ready analysis", err)
 }
 
+// DropAbandonedAnalyses deletes the pending versions of resolved
+// incidents whose analyzer died (older than analysisStale) while an
+// earlier version is ready: nothing will finish them (a resolved incident
+// is not recomputed), and the page and the API said "recomputing" for
+// ever. It returns how many it dropped.
+func (s *Store) DropAbandonedAnalyses(ctx context.Context) (int64, error) {
+	tag, err := s.db.Exec(ctx, `
+		DELETE FROM analyses a USING incidents i
+		WHERE a.incident_id = i.id AND i.status = 'resolved' AND a.status = 'pending'
+		  AND a.created_at < now() - $1 * interval '1 second'
+		  AND EXISTS (SELECT 1 FROM analyses r WHERE r.incident_id = a.incident_id AND r.status = 'ready' AND r.version < a.version)`,
+		analysisStale.Seconds())
+	if err != nil {
+		return 0, wrap("drop abandoned analyses", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
 // ErrAnalysisBusy means StartAnalysisOnce started nothing: another
 // analyzer (a replica) is computing the incident now, or its newest
 // version already read the same inputs.

@@ -62,3 +62,49 @@ func TestWindowDigestOfAPastWindow(t *testing.T) {
 		t.Error("a history pull's progress in the window did not change its digest")
 	}
 }
+
+// A version left pending by an analyzer that died, on an incident resolved
+// meanwhile, is dropped once stale: nothing finishes it (a resolved
+// incident is not recomputed) and the page said "recomputing" for ever.
+// A fresh one, one of an open incident, or one with nothing ready before
+// it (retried instead) stays.
+func TestDropAbandonedAnalyses(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	base := time.Date(2026, 10, 6, 10, 0, 0, 0, time.UTC)
+	mk := func(resolve bool, ready int, age string) int64 {
+		t.Helper()
+		id := incidentWithSpikes(t, st, base)
+		for v := 0; v < ready; v++ {
+			readyAnalysis(t, st, id, `{}`)
+		}
+		v, err := st.StartAnalysis(ctx, id, "d2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.DB().Exec(ctx, `UPDATE analyses SET created_at = now() - $3::interval WHERE incident_id = $1 AND version = $2`, id, v, age); err != nil {
+			t.Fatal(err)
+		}
+		if resolve {
+			if _, err := st.DB().Exec(ctx, `UPDATE incidents SET status = 'resolved', end_at = $2 WHERE id = $1`, id, base.Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return id
+	}
+	abandoned := mk(true, 1, "3 hours")
+	fresh := mk(true, 1, "10 seconds")
+	open := mk(false, 1, "3 hours")
+	nothingReady := mk(true, 0, "3 hours")
+	n, err := st.DropAbandonedAnalyses(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("dropped %d (%v), want 1", n, err)
+	}
+	for id, want := range map[int64]string{abandoned: "ready", fresh: "pending", open: "pending", nothingReady: "pending"} {
+		latest, err := st.LatestAnalysis(ctx, id)
+		if err != nil || string(latest.Status) != want {
+			t.Errorf("incident %d: latest %s (%v), want %s", id, latest.Status, err, want)
+		}
+	}
+}
