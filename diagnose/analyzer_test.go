@@ -624,3 +624,35 @@ func TestDetectorClosesItsIncidentsBehindManyOthers(t *testing.T) {
 		t.Fatalf("detector incident behind 501 newer manual ones: %s, want resolved", got.Status)
 	}
 }
+
+// A regression that begins while Waterline reads no data (the pull or
+// Postgres down) for longer than the detector's lookback: when the data
+// catches up, the first pass saw only a flat ×4 over its two hours and the
+// followed pass only re-reads spikes already stored, so no incident ever
+// opened while P99 stood ×4. A spike still ongoing is judged whatever its
+// onset (up to a day back).
+func TestDetectorCatchesUpOnARegressionBegunDuringAnOutage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	onset := t0.Add(100 * time.Minute)
+	recovered := onset.Add(6 * time.Hour)
+	storetest.WriteCurves(t, st, []correlate.Curve{modelP99("chat", rand.New(rand.NewPCG(4, 4)), onset, recovered, recovered.Add(time.Hour))})
+	now := onset.Add(3 * time.Hour) // the detector's first pass since the outage
+	clock := func() time.Time { return now }
+	incidents := incident.New(st, incident.Options{Now: clock})
+	det := diagnose.NewDetector(st, diagnose.DetectorOptions{OpenIncidents: true, Merge: 30 * time.Minute, Now: clock, Incidents: incidents})
+	for range 3 {
+		if err := det.Once(ctx); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Minute)
+	}
+	list, _, err := st.ListIncidents(ctx, store.IncidentFilter{})
+	if err != nil || len(list) != 1 || list[0].Status != store.IncidentOpen {
+		t.Fatalf("three hours into a ×4 regression: incidents %+v (%v), want one open", list, err)
+	}
+	if list[0].Start.After(onset) {
+		t.Errorf("the incident starts at %v, after the onset %v", list[0].Start, onset)
+	}
+}

@@ -116,9 +116,17 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 func (d *Detector) Once(ctx context.Context) error {
 	now := d.opt.Now()
 	from := now.Add(-d.opt.Lookback)
-	spikes, err := findSpikes(ctx, d.st, SpikeQuery{From: from, To: now, Sensitivity: d.opt.Sensitivity, HoldElevated: true}, d.opt.SLO)
+	// Spikes still ongoing are judged whatever their onset (up to
+	// followFor back): one that began during an outage of the data longer
+	// than the lookback is found once the data catches up.
+	spikes, err := findSpikes(ctx, d.st, SpikeQuery{From: from, To: now, Sensitivity: d.opt.Sensitivity, HoldElevated: true,
+		OngoingSince: now.Add(-followFor)}, d.opt.SLO)
 	if err != nil {
 		return err
+	}
+	have := make(map[string]bool, len(spikes))
+	for _, f := range spikes {
+		have[spikeID(f.Spike)] = true
 	}
 	// A spike still ongoing (a regression that holds, see holdElevated), or
 	// of an incident still open, that began before the lookback is judged
@@ -138,7 +146,7 @@ func (d *Detector) Once(ctx context.Context) error {
 			return err
 		}
 		for _, f := range more {
-			if f.Onset.Before(from) { // the others the first pass has
+			if f.Onset.Before(from) && !have[spikeID(f.Spike)] { // the others the first pass has
 				spikes = append(spikes, f)
 			}
 		}
@@ -249,6 +257,11 @@ func (d *Detector) stillFailing(ctx context.Context, in store.Incident, now time
 
 // errorLookback is the span of recent error rate stillFailing reads.
 const errorLookback = 5 * time.Minute
+
+// spikeID tells one detected spike from another within a pass.
+func spikeID(s correlate.Spike) string {
+	return correlate.Curve{Role: s.Role, Level: s.Level, Scope: s.Scope}.Key() + "@" + s.Onset.UTC().Format(time.RFC3339Nano)
+}
 
 // followFor is how far back the detector follows a spike still ongoing:
 // a regression that held a day is a known state of the fleet, not news,

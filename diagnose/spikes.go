@@ -26,6 +26,11 @@ type SpikeQuery struct {
 	// above the baseline it rose from (see holdElevated), and ends one
 	// whose data stopped: the live detector's view, for incidents.
 	HoldElevated bool
+	// OngoingSince also returns spikes that began before From (not before
+	// OngoingSince) and are still ongoing: a regression that began while
+	// no data came in for longer than the detector's lookback is news
+	// once the data catches up. Needs HoldElevated.
+	OngoingSince time.Time
 }
 
 // Spikes detects spikes on the stored latency curves and returns those
@@ -107,7 +112,8 @@ func findSpikes(ctx context.Context, st *store.Store, q SpikeQuery, slo SLOFunc)
 			}
 		}
 		for _, s := range correlate.DetectSpikes(c.Points, opt) {
-			if s.Onset.Before(q.From) || !s.Onset.Before(q.To) {
+			early := s.Onset.Before(q.From)
+			if early && (q.OngoingSince.IsZero() || s.Onset.Before(q.OngoingSince)) || !s.Onset.Before(q.To) {
 				continue
 			}
 			s.Role, s.Level, s.Scope = c.Role, c.Level, c.Scope
@@ -119,6 +125,9 @@ func findSpikes(ctx context.Context, st *store.Store, q SpikeQuery, slo SLOFunc)
 				if n := len(c.Points); s.Ongoing && n > 0 && q.To.Sub(c.Points[n-1].Time()) > staleData {
 					s.Ongoing = false
 				}
+			}
+			if early && !s.Ongoing {
+				continue
 			}
 			out = append(out, foundSpike{Spike: s, excess: excess(c.Points, s, step)})
 		}
