@@ -398,7 +398,7 @@ func (d *Detector) closeQuiet(ctx context.Context, now time.Time) error {
 			// (OpenDetectorIncident: its end + Merge), not yet worth an
 			// incident, may still join: resolving now would open a second
 			// incident for one episode when it does.
-			if pending, err := d.st.PendingSpike(ctx, in.Scope.Model, end.Add(d.opt.Merge)); err != nil {
+			if pending, err := d.st.PendingSpike(ctx, in.Scope.Model, in.Start, end.Add(d.opt.Merge), d.openingSeverities()); err != nil {
 				return err
 			} else if pending {
 				continue
@@ -428,6 +428,14 @@ func (d *Detector) closeQuiet(ctx context.Context, now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// openingSeverities are the severities severeEnough lets open incidents.
+func (d *Detector) openingSeverities() []string {
+	if d.opt.MinSeverity == "ticket" {
+		return []string{"page", "ticket"}
+	}
+	return []string{"page"}
 }
 
 func (d *Detector) severeEnough(sp correlate.Spike) bool {

@@ -210,3 +210,39 @@ func TestIncidentSpikesMeanAndP95(t *testing.T) {
 		}
 	}
 }
+
+// A recorded spike keeps an open incident waiting only if it could join
+// it: ongoing, unattached, begun within the incident's span, and severe
+// enough to open incidents. Another model's mild drift from before a fleet
+// incident kept it open for a day.
+func TestPendingSpikeOnlyWhatCouldJoin(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	base := time.Date(2026, 10, 6, 10, 0, 0, 0, time.UTC)
+	record := func(model string, onset time.Time, severity string) {
+		t.Helper()
+		sp := latencySpike(correlate.RoleLatencyP99, model, onset, 320, 200, true)
+		sp.Severity = severity
+		if _, _, _, err := st.RecordSpike(ctx, "latency_p99|model|model="+model, sp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start, until := base.Add(time.Hour), base.Add(2*time.Hour)
+	page := []string{"page"}
+	record("drift", base, "ticket")                    // before the incident, and mild
+	record("early", base.Add(30*time.Minute), "page")  // before the incident
+	record("mild", base.Add(90*time.Minute), "ticket") // mild
+	check := func(model string, sev []string, want bool) {
+		t.Helper()
+		if got, err := st.PendingSpike(ctx, model, start, until, sev); err != nil || got != want {
+			t.Errorf("pending %q %v: %v (%v), want %v", model, sev, got, err, want)
+		}
+	}
+	check("", page, false)
+	check("", []string{"page", "ticket"}, true) // mild counts when tickets open incidents
+	record("late", base.Add(100*time.Minute), "page")
+	check("", page, true)
+	check("late", page, true)
+	check("drift", []string{"page", "ticket"}, false)
+}

@@ -197,13 +197,17 @@ func (s *Store) IncidentSpikeSpan(ctx context.Context, incidentID int64) (ongoin
 }
 
 // PendingSpike reports whether a spike of model (any model for "") that no
-// incident holds yet is ongoing with its onset at or before until: one the
-// detector has recorded but not yet found worth an incident, which an
-// open incident ending before it may still take in.
-func (s *Store) PendingSpike(ctx context.Context, model string, until time.Time) (bool, error) {
+// incident holds yet is ongoing with its onset in [from, until] and one of
+// the severities the detector opens incidents for: one it has recorded
+// but not yet found worth an incident, which an open incident ending
+// before it may still take in. A spike that began before the incident, or
+// that is too mild ever to open one, never joins it: counting those kept
+// a fleet incident open for a day behind another model's ×1.6 drift.
+func (s *Store) PendingSpike(ctx context.Context, model string, from, until time.Time, severities []string) (bool, error) {
 	var ok bool
 	err := s.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM spikes
-		WHERE incident_id IS NULL AND ongoing AND onset <= $2 AND ($1 = '' OR model = $1))`, model, until).Scan(&ok)
+		WHERE incident_id IS NULL AND ongoing AND onset >= $2 AND onset <= $3 AND ($1 = '' OR model = $1)
+		  AND severity = ANY($4))`, model, from, until, severities).Scan(&ok)
 	return ok, wrap("pending spike", err)
 }
 
