@@ -188,14 +188,29 @@ func (s *Store) LoadSnapshot(ctx context.Context, incidentID int64) (*Snapshot, 
 // window is never resolved, and its share link read live data that
 // retention then dropped. (Alertmanager's and the detector's open
 // incidents still move; they are frozen when they resolve.)
+//
+// Resolved incidents whose snapshot is incomplete are listed again: one
+// frozen at the resolution lacks the ten minutes after the end that the
+// frozen page draws (listed once the end is settled), and one frozen
+// before the first analysis lacks it, and so every sample counted as slow
+// (listed once an analysis is ready).
 func (s *Store) UnfrozenIncidents(ctx context.Context, since, settled time.Time, limit int) ([]int64, error) {
+	noAnalysis, err := gzipJSON(json.RawMessage("null")) // as SaveSnapshot stores "no analysis"
+	if err != nil {
+		return nil, wrap("unfrozen incidents", err)
+	}
 	rows, err := s.db.Query(ctx, `
 		SELECT i.id FROM incidents i
-		WHERE NOT EXISTS (SELECT 1 FROM snapshots sn WHERE sn.incident_id = i.id)
-		  AND ((i.status = 'resolved' AND i.resolved_at >= $1)
-		    OR (i.status = 'open' AND i.source = 'manual' AND i.end_at < $2
-		        AND EXISTS (SELECT 1 FROM share_links l WHERE l.incident_id = i.id AND l.revoked_at IS NULL)))
-		ORDER BY COALESCE(i.resolved_at, i.end_at) LIMIT $3`, since, settled, limit)
+		LEFT JOIN snapshots sn ON sn.incident_id = i.id
+		WHERE (sn.incident_id IS NULL
+		       AND ((i.status = 'resolved' AND i.resolved_at >= $1)
+		         OR (i.status = 'open' AND i.source = 'manual' AND i.end_at < $2
+		             AND EXISTS (SELECT 1 FROM share_links l WHERE l.incident_id = i.id AND l.revoked_at IS NULL))))
+		   OR (sn.incident_id IS NOT NULL AND i.status = 'resolved' AND i.resolved_at >= $1
+		       AND ((i.end_at < $2 AND sn.created_at < i.end_at + interval '10 minutes')
+		         OR (sn.analysis = $4
+		             AND EXISTS (SELECT 1 FROM analyses a WHERE a.incident_id = i.id AND a.status = 'ready'))))
+		ORDER BY COALESCE(i.resolved_at, i.end_at) LIMIT $3`, since, settled, limit, noAnalysis)
 	if err != nil {
 		return nil, wrap("unfrozen incidents", err)
 	}
