@@ -31,6 +31,7 @@ func (s *Server) routes(e *echo.Echo) {
 	g := s.gates
 	samples, traces, ingest, small := s.gated(g.samples), s.gated(g.traces), s.gated(g.ingest), s.gated(g.small)
 	signIn := s.gated(g.signIn)
+	heavy := limitReads(s.heavy, heavyReadWait)
 	v1 := e.Group("/api/v1", onceEach)
 	v1.POST("/events", a.CreateEvents, write, ingest)
 	v1.POST("/samples", a.CreateSamples, write, samples)
@@ -42,8 +43,8 @@ func (s *Server) routes(e *echo.Echo) {
 	v1.POST("/incidents/:id/share", byID(a.CreateShareLink), write, small)
 	v1.DELETE("/incidents/:id/share", byID(a.RevokeShareLink), write)
 	v1.GET("/incidents/:id/analysis", byID(a.GetAnalysis), read)
-	v1.GET("/timeline", a.GetTimeline, read)
-	v1.GET("/spikes", a.ListSpikes, read)
+	v1.GET("/timeline", a.GetTimeline, read, heavy)
+	v1.GET("/spikes", a.ListSpikes, read, heavy)
 	v1.GET("/pull/status", a.GetPullStatus, read)
 	v1.POST("/webhooks", a.CreateWebhook, admin, small)
 	v1.GET("/webhooks", a.ListWebhooks, admin)
@@ -67,26 +68,26 @@ func (s *Server) routes(e *echo.Echo) {
 	e.POST("/login", p.Login, s.limitLogins, signIn)
 	e.POST("/logout", p.Logout, signIn) // checks its own session and CSRF token: a dead session is only cleared
 	e.GET("/", p.ShowHome, gz, uiRead)
-	e.GET("/explore", p.ShowExplore, gz, uiRead)
-	e.GET("/incidents/:id", byID(p.ShowIncident), uiRead) // cached pre-compressed per session (web/ui/pagecache.go)
+	e.GET("/explore", p.ShowExplore, gz, uiRead, heavy)
+	e.GET("/incidents/:id", byID(p.ShowIncident), uiRead, heavy) // cached pre-compressed per session (web/ui/pagecache.go)
 	e.GET("/incidents/:id/status", byID(p.ShowIncidentStatus), uiRead)
 	e.GET("/incidents/:id/samples/:rid", byID(p.ShowSample), gz, uiRead)
 	// A signed-in user's answers are for that browser only: no shared
 	// cache keeps them (and so serves them after a sign-out or revocation).
-	e.GET("/incidents/:id/export.md", byID(p.ExportIncident), gz, uiRead, cacheControl("private, no-cache"))
-	e.GET("/incidents/:id/og.png", byID(p.DrawIncidentCard), uiRead, cacheControl("private, max-age=300"))
+	e.GET("/incidents/:id/export.md", byID(p.ExportIncident), gz, uiRead, heavy, cacheControl("private, no-cache"))
+	e.GET("/incidents/:id/og.png", byID(p.DrawIncidentCard), uiRead, heavy, cacheControl("private, max-age=300"))
 	e.POST("/incidents/:id/share", byID(p.CreateShareLink), small, uiWrite)
 	e.POST("/incidents/:id/share/revoke", byID(p.RevokeShareLink), small, uiWrite)
 	e.POST("/incidents/:id/freeze", byID(p.FreezeIncident), small, uiWrite)
 	e.POST("/incidents/:id/resolve", byID(p.ResolveIncident), small, uiWrite)
-	e.GET("/s/:token", p.ShowSharedIncident) // cached pre-compressed (web/ui/pagecache.go)
+	e.GET("/s/:token", p.ShowSharedIncident, heavy) // cached pre-compressed (web/ui/pagecache.go)
 	e.GET("/s/:token/samples/:rid", p.ShowSharedSample, gz)
 	// A share link's card may be cached, but revalidated on every use, so
 	// a revoked link's card stops being served.
-	e.GET("/s/:token/og.png", p.DrawSharedCard, cacheControl("no-cache"))
+	e.GET("/s/:token/og.png", p.DrawSharedCard, heavy, cacheControl("no-cache"))
 	// The export from a share link: for the link's holder, never kept by a
 	// shared cache, revalidated on every use (a revoked link stops it).
-	e.GET("/s/:token/export.md", p.ExportSharedIncident, gz, cacheControl("private, no-cache"))
+	e.GET("/s/:token/export.md", p.ExportSharedIncident, gz, heavy, cacheControl("private, no-cache"))
 }
 
 // byID adapts a handler of a route with an {id} to the router: the id is

@@ -8,6 +8,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http"
@@ -46,6 +47,10 @@ type Config struct {
 	// small bodies (incidents, webhooks, forms) get four times as many.
 	// More wait their turn, without a slot until their body arrives. 0 = 4.
 	IngestConcurrency int
+	// HeavyReads bounds the reads that load curves over a window at once
+	// (spikes, timeline, explore, incident pages and their exports and
+	// cards); more wait up to 15 s, then 503. 0 = two per CPU, at least 4.
+	HeavyReads int
 	// BodyGrace and BodyMinRate pace request bodies: the reads of a body
 	// may wait for the client BodyGrace + bytes received / BodyMinRate in
 	// all, else 408. 0 = 5 s and 16 KiB/s.
@@ -97,6 +102,7 @@ type Server struct {
 	failures failLimiter // failed sign-ins and API authentications (ratelimit.go)
 	verdicts tokenVerdicts
 	gates    gates
+	heavy    chan struct{} // heavy-read slots (heavyreads.go)
 	echo     *echo.Echo
 	api      *api.API
 	pages    *ui.Pages
@@ -129,6 +135,7 @@ func NewServer(cfg Config, deps Deps) *Server {
 	}
 	s.metrics = newMetrics(deps.Registry)
 	s.gates = newGates(cfg)
+	s.heavy = make(chan struct{}, cmp.Or(cfg.HeavyReads, heavySlots()))
 	if deps.Traces == nil {
 		deps.Traces = otlp.NewAssembler(otlp.DefaultConfig(), otlp.Options{Sink: StoreSink(deps.Store), Now: s.now,
 			MaxAge: cfg.IngestMaxAge, MaxFuture: cfg.IngestMaxFuture})
