@@ -66,6 +66,21 @@ var dimIndex = func() map[Dim]int {
 	return m
 }()
 
+// The places in span.dims that build reads, and serverDims by place:
+// looked up once here, not hashed per sample and span.
+var (
+	dimModel, dimVersion, dimTenant = dimIndex[DimModel], dimIndex[DimVersion], dimIndex[DimTenant]
+	dimReplica, dimNode, dimEntry   = dimIndex[DimReplica], dimIndex[DimNode], dimIndex[DimEntry]
+	dimBatchSize, dimSampleRate     = dimIndex[DimBatchSize], dimIndex[DimSampleRate]
+	dimDependency, dimStatusCode    = dimIndex[DimDependency], dimIndex[DimStatusCode]
+	serverDim                       = func() (out [numDims]bool) {
+		for d := range serverDims {
+			out[dimIndex[d]] = true
+		}
+		return out
+	}()
+)
+
 // maxDimLen bounds a dimension value (they are labels; the sample API
 // rejects longer ones, spans have them cut).
 const maxDimLen = 256
@@ -84,10 +99,18 @@ type mapper struct {
 	ruleAttrs []string
 	ruleCache map[string][2]int8
 	key       []byte
-	// dimKeys says, per attribute key, which dimensions read it and at
-	// which place in their list (0 = first choice), so a span's attributes
-	// are read in one pass.
-	dimKeys map[string][]dimKey
+	// keys says, per attribute key, which dimensions read it and at which
+	// place in their list (0 = first choice), and its slot if it is one of
+	// slotKeys: the keys read by name (the rules', the attribute stages',
+	// error.type). A span's attributes are read in one pass, instead of one
+	// scan of the span's and its resource's attributes per key read.
+	keys     map[string]keyUse
+	slotKeys []string
+	// ruleSlot, stageSlot and errSlot are the slots of ruleAttrs,
+	// cfg.AttrStages and error.type.
+	ruleSlot, stageSlot []int
+	errSlot             int
+	spanVals            slotVals // the span being resolved's (scratch)
 	// dimSets shares spans' dimension values (bounded like ruleCache).
 	// recentSets sits in front of it, indexed by where the values' bytes
 	// are (they are interned, so equal sets mostly share them): hashing
@@ -100,11 +123,28 @@ const maxDimSets = 4096
 
 type dimKey struct{ dim, prio int }
 
+type keyUse struct {
+	dims []dimKey
+	slot int // -1: none
+}
+
+// slotVals are the values of the slot keys in one attribute map (the
+// first of equal keys, as pcommon.Map.Get finds).
+type slotVals struct {
+	v  []pcommon.Value
+	ok []bool
+}
+
+func (m *mapper) newSlotVals() slotVals {
+	return slotVals{v: make([]pcommon.Value, len(m.slotKeys)), ok: make([]bool, len(m.slotKeys))}
+}
+
 // resDims are the dimension values a resource gives, with the place in
 // its dimension's list of the key that gave each (noPrio = none). A
 // request's spans share their resource: it is read once.
 type resDims struct {
 	attrs pcommon.Map
+	slots slotVals
 	val   [numDims]string
 	prio  [numDims]int
 	// shared is val's shared set, found at the first span without
@@ -138,31 +178,62 @@ func newMapper(cfg Config) *mapper {
 		}
 	}
 	sort.Strings(m.ruleAttrs)
-	m.dimKeys = map[string][]dimKey{}
+	m.keys = map[string]keyUse{}
+	slot := func(key string) int {
+		u, ok := m.keys[key]
+		if !ok || u.slot < 0 {
+			u.slot = len(m.slotKeys)
+			m.slotKeys = append(m.slotKeys, key)
+			m.keys[key] = u
+		}
+		return u.slot
+	}
+	for _, k := range m.ruleAttrs {
+		m.ruleSlot = append(m.ruleSlot, slot(k))
+	}
+	for _, as := range cfg.AttrStages {
+		m.stageSlot = append(m.stageSlot, slot(as.Attr))
+	}
+	m.errSlot = slot("error.type")
 	for i, d := range dims {
 		for p, key := range cfg.Dims[d] {
-			m.dimKeys[key] = append(m.dimKeys[key], dimKey{i, p})
+			u, ok := m.keys[key]
+			if !ok {
+				u.slot = -1
+			}
+			u.dims = append(u.dims, dimKey{i, p})
+			m.keys[key] = u
 		}
 	}
+	m.spanVals = m.newSlotVals()
 	return m
 }
 
-// resource reads the dimensions of a resource.
+// resource reads the dimensions and slot keys of a resource.
 func (m *mapper) resource(res pcommon.Resource) *resDims {
-	r := &resDims{attrs: res.Attributes()}
-	m.readDims(r.attrs, &r.val, &r.prio)
+	r := &resDims{attrs: res.Attributes(), slots: m.newSlotVals()}
+	m.readAttrs(r.attrs, &r.val, &r.prio, &r.slots)
 	return r
 }
 
-// readDims sets val and prio from attrs where a key ranks before prio's
-// (the first of equal keys wins), and reports whether any did.
-func (m *mapper) readDims(attrs pcommon.Map, val *[numDims]string, prio *[numDims]int) bool {
+// readAttrs sets val and prio from attrs where a key ranks before prio's
+// (the first of equal keys wins), and sv to the slot keys' values; it
+// reports whether any dimension was set.
+func (m *mapper) readAttrs(attrs pcommon.Map, val *[numDims]string, prio *[numDims]int, sv *slotVals) bool {
 	for i := range prio {
 		prio[i] = noPrio
 	}
+	clear(sv.ok)
 	found := false
 	for k, v := range attrs.All() {
-		for _, dk := range m.dimKeys[k] {
+		u, ok := m.keys[k]
+		if !ok {
+			continue
+		}
+		if u.slot >= 0 && !sv.ok[u.slot] {
+			sv.v[u.slot], sv.ok[u.slot] = v, true
+		}
+		for _, dk := range u.dims {
 			if dk.prio >= prio[dk.dim] {
 				continue
 			}
@@ -185,8 +256,8 @@ func (m *mapper) stages(name, kind string, a attrs) (leaf, inner int8) {
 	// render it (or its absence), each length-prefixed.
 	key := appendField(m.key[:0], func(b []byte) []byte { return append(b, name...) })
 	key = appendField(key, func(b []byte) []byte { return append(b, kind...) })
-	for _, k := range m.ruleAttrs {
-		v, ok := a.get(k)
+	for i, k := range m.ruleAttrs {
+		v, ok := a.slot(m.ruleSlot[i], k)
 		if !ok {
 			key = append(key, 0)
 			continue
@@ -226,6 +297,9 @@ func (m *mapper) stages(name, kind string, a attrs) (leaf, inner int8) {
 // attrs finds attributes on a span, then its resource.
 type attrs struct {
 	span, res pcommon.Map
+	// sv and rv are the slot keys' values in span and res, when already
+	// read (nil: slot looks them up).
+	sv, rv *slotVals
 }
 
 func (a attrs) get(key string) (pcommon.Value, bool) {
@@ -233,6 +307,19 @@ func (a attrs) get(key string) (pcommon.Value, bool) {
 		return v, true
 	}
 	return a.res.Get(key)
+}
+
+// slot is get(key) for a slot key, i its slot.
+func (a attrs) slot(i int, key string) (pcommon.Value, bool) {
+	switch {
+	case a.sv == nil:
+		return a.get(key)
+	case a.sv.ok[i]:
+		return a.sv.v[i], true
+	case a.rv.ok[i]:
+		return a.rv.v[i], true
+	}
+	return pcommon.Value{}, false
 }
 
 // text renders an attribute value as a dimension value would read it
@@ -298,18 +385,24 @@ var kindNames = map[ptrace.SpanKind]string{
 
 // resolve fills dst from an OTLP span (already checked) and its resource.
 func (m *mapper) resolve(dst *span, sp ptrace.Span, res *resDims) {
-	a := attrs{span: sp.Attributes(), res: res.attrs}
+	a := attrs{span: sp.Attributes(), res: res.attrs, sv: &m.spanVals, rv: &res.slots}
 	dst.id, dst.parent = sp.SpanID(), sp.ParentSpanID()
 	dst.start, dst.end = int64(sp.StartTimestamp()), int64(sp.EndTimestamp())
 	name := sp.Name()
 	dst.name = m.text(name)
+	// The span's attributes, read once: its dimensions (each dimension's
+	// first listed key present with a value; for the same key, the span's
+	// attribute before the resource's) and the slot keys.
+	var prio [numDims]int
+	var d [numDims]string
+	own := m.readAttrs(a.span, &d, &prio, a.sv)
 	dst.stageLeaf, dst.stageInner = m.stages(name, kindNames[sp.Kind()], a)
 	var have [correlate.NumStages]bool
-	for _, as := range m.cfg.AttrStages {
+	for i, as := range m.cfg.AttrStages {
 		if have[as.Stage] {
 			continue
 		}
-		v, ok := a.get(as.Attr)
+		v, ok := a.slot(m.stageSlot[i], as.Attr)
 		if !ok {
 			continue
 		}
@@ -328,11 +421,7 @@ func (m *mapper) resolve(dst *span, sp ptrace.Span, res *resDims) {
 			}
 		}
 	}
-	// Each dimension's first listed key present with a value; for the
-	// same key, the span's attribute before the resource's.
-	var prio [numDims]int
-	var d [numDims]string
-	if !m.readDims(a.span, &d, &prio) {
+	if !own {
 		if res.shared == nil {
 			res.shared = m.dimSet(&res.val)
 		}
@@ -350,11 +439,13 @@ func (m *mapper) resolve(dst *span, sp ptrace.Span, res *resDims) {
 	fl := sp.Flags()
 	dst.parentLocal = fl&0x100 != 0 && fl&0x200 == 0 && dst.parent != [8]byte{}
 	dst.failed = sp.Status().Code() == ptrace.StatusCodeError
-	if v, ok := a.get("error.type"); ok {
+	if v, ok := a.slot(m.errSlot, "error.type"); ok {
 		dst.timedOut = strings.Contains(strings.ToLower(text(v)), "timeout")
 	}
-	if msg := strings.ToLower(sp.Status().Message()); dst.failed && (strings.Contains(msg, "timeout") || strings.Contains(msg, "deadline")) {
-		dst.timedOut = true
+	if dst.failed {
+		if msg := strings.ToLower(sp.Status().Message()); strings.Contains(msg, "timeout") || strings.Contains(msg, "deadline") {
+			dst.timedOut = true
+		}
 	}
 }
 
