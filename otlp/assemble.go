@@ -289,12 +289,14 @@ func (a *Assembler) file(f filing) {
 			}
 			continue
 		}
-		if _, ok := a.done[m.tid]; ok {
-			late++
-			continue
-		}
+		// A held trace is never in done (forgetLocked moves it there),
+		// so done is asked only about ids not held.
 		t := a.byID[m.tid]
 		if t == nil {
+			if _, ok := a.done[m.tid]; ok {
+				late++
+				continue
+			}
 			t = &trace{id: m.tid, first: now}
 			a.byID[m.tid] = t
 			a.age = append(a.age, t)
@@ -656,7 +658,8 @@ func (a *Assembler) emit(final bool) int {
 	// not spans.
 	for _, d := range due {
 		if c := cap(d.spans); c > 0 && c <= maxFreeCap && len(a.free) < maxFreeSpans {
-			clear(d.spans[:c])
+			// Past len a slice holds no span: only append writes there.
+			clear(d.spans)
 			a.free = append(a.free, d.spans[:0])
 		}
 	}

@@ -185,8 +185,8 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 		if isServerStage(st) {
 			serverish[i], srv[i] = 1, srv[i]+math.Max(self, 0)
 		}
-		if st == correlate.StageDownstream && s.dims[dimIndex[DimDependency]] != "" {
-			name, k := s.dims[dimIndex[DimDependency]], 0
+		if st == correlate.StageDownstream && s.dims[dimDependency] != "" {
+			name, k := s.dims[dimDependency], 0
 			for k < len(deps) && deps[k].name != name {
 				k++
 			}
@@ -202,9 +202,8 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 	// server stages most time, lest a gateway's own queue span (rate
 	// limiting) name the gateway's pod —, the entry span first for where
 	// the request came in (entry, tenant); the status is the entry span's.
-	dim := func(d Dim) string {
-		k := dimIndex[d]
-		if serverDims[d] {
+	dim := func(k int) string {
+		if serverDim[k] {
 			best := -1
 			for _, i := range order {
 				if serverish[i] != 0 && sp[i].dims[k] != "" && (best < 0 || srv[i] > srv[best]) {
@@ -226,9 +225,9 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 		return ""
 	}
 	out := correlate.Sample{
-		RequestID: hex.EncodeToString(id[:]), Time: start,
-		Model: dim(DimModel), Version: dim(DimVersion), Tenant: dim(DimTenant), Replica: dim(DimReplica),
-		Node: dim(DimNode), Entry: dim(DimEntry), Status: status(e, e.dims[dimIndex[DimStatusCode]]),
+		RequestID: hexID(id), Time: start,
+		Model: dim(dimModel), Version: dim(dimVersion), Tenant: dim(dimTenant), Replica: dim(dimReplica),
+		Node: dim(dimNode), Entry: dim(dimEntry), Status: status(e, e.dims[dimStatusCode]),
 		TotalMs: float64(e.end-e.start) / 1e6, SampleRate: 1,
 	}
 	if out.Model == "" {
@@ -241,12 +240,12 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 		out.Model = alias
 	}
 	// (An empty value is skipped: ParseFloat's error for it allocates.)
-	if v := dim(DimBatchSize); v != "" {
+	if v := dim(dimBatchSize); v != "" {
 		if n, err := strconv.ParseFloat(v, 64); err == nil && n >= 1 && n <= 1<<20 {
 			out.BatchSize = int(n)
 		}
 	}
-	if v := dim(DimSampleRate); v != "" {
+	if v := dim(dimSampleRate); v != "" {
 		if r, err := strconv.ParseFloat(v, 64); err == nil && r >= 1 && r <= correlate.MaxSampleRate {
 			out.SampleRate = r
 		}
@@ -269,6 +268,13 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 	return out, 0, true
 }
 
+// hexID is hex.EncodeToString(id[:]) with one allocation, not two.
+func hexID(id [16]byte) string {
+	var b [32]byte
+	hex.Encode(b[:], id[:])
+	return string(b[:])
+}
+
 func isServerStage(s correlate.Stage) bool {
 	return s == correlate.StageQueue || s == correlate.StageBatchWait || s == correlate.StageExec || s == correlate.StagePostprocess
 }
@@ -279,7 +285,8 @@ func covered(from, to int64, kids []int, sp []span) float64 {
 	if len(kids) == 0 {
 		return 0
 	}
-	iv := make([][2]int64, 0, len(kids))
+	var buf [16][2]int64 // nearly every span has fewer children: no allocation
+	iv := buf[:0]
 	for _, k := range kids {
 		a, b := max(sp[k].start, from), min(sp[k].end, to)
 		if b > a {
