@@ -155,3 +155,48 @@ func TestDimensionsPreferTheFirstListedKeyThenTheSpan(t *testing.T) {
 		}
 	}
 }
+
+// A span's attributes are read once (readAttrs): the keys read by name
+// then give what a lookup on the span, then its resource, gives.
+func TestSlotKeysReadAsLookedUp(t *testing.T) {
+	m := newMapper(DefaultConfig())
+	r := pcommon.NewResource()
+	r.Attributes().PutStr("peer.service", "from-resource")
+	r.Attributes().PutStr("error.type", "Timeout")
+	r.Attributes().PutDouble("gen_ai.latency.time_in_queue", 0.5)
+	res := m.resource(r)
+	for _, set := range []func(pcommon.Map){
+		func(pcommon.Map) {},
+		func(a pcommon.Map) { a.PutStr("peer.service", "from-span"); a.PutInt("db.system", 3) },
+		func(a pcommon.Map) {
+			a.PutStr("error.type", "cancelled")
+			a.PutDouble("gen_ai.latency.time_in_model_inference", 0.1)
+		},
+	} {
+		sp := ptrace.NewSpan()
+		sp.SetName("call")
+		sp.SetKind(ptrace.SpanKindClient)
+		set(sp.Attributes())
+		var d [numDims]string
+		var prio [numDims]int
+		m.readAttrs(sp.Attributes(), &d, &prio, &m.spanVals)
+		read := attrs{span: sp.Attributes(), res: res.attrs, sv: &m.spanVals, rv: &res.slots}
+		looked := attrs{span: sp.Attributes(), res: res.attrs}
+		for i, k := range m.slotKeys {
+			v1, ok1 := read.slot(i, k)
+			v2, ok2 := looked.slot(i, k)
+			if ok1 != ok2 || (ok1 && text(v1) != text(v2)) {
+				t.Errorf("%v: %s read %v %q, looked up %v %q", sp.Attributes().AsRaw(), k, ok1, text(v1), ok2, text(v2))
+			}
+		}
+	}
+	sp := ptrace.NewSpan()
+	sp.SetName("call")
+	sp.SetKind(ptrace.SpanKindClient)
+	sp.SetSpanID([8]byte{1})
+	var dst span
+	m.resolve(&dst, sp, res)
+	if dst.stageLeaf != int8(correlate.StageDownstream) || !dst.timedOut || len(dst.extra) != 1 || dst.extra[0].ms != 500 {
+		t.Errorf("from the resource: leaf stage %d, timed out %v, stage times %v", dst.stageLeaf, dst.timedOut, dst.extra)
+	}
+}
