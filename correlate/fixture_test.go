@@ -85,8 +85,11 @@ func (x *fixture) facts() *facts {
 }
 
 // p99 adds model-level P99 curves.
-func (x *fixture) p99(model string, before, during float64) {
-	x.curve(RoleLatencyP99, LevelModel, Scope{Model: model}, before, during)
+func (x *fixture) p99(model string, before, during float64) { x.p99c(model, before, during) }
+
+// p99c is p99, returning the curve added.
+func (x *fixture) p99c(model string, before, during float64) *Curve {
+	return x.curve(RoleLatencyP99, LevelModel, Scope{Model: model}, before, during)
 }
 
 // replica adds a replica's P99 and QPS curves.

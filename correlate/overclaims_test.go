@@ -556,21 +556,13 @@ func TestOverclaimNoBaselineIsNotNoRise(t *testing.T) {
 	})
 	t.Run("curve starts two minutes before the rise", func(t *testing.T) {
 		x := newFixture()
-		x.p99("m", 100, 400)
-		c := &x.curves[0]
-		for len(c.Points) > 0 && c.Points[0].Time().Before(x.onset.Add(-2*time.Minute)) {
-			c.Points = c.Points[1:]
-		}
+		startFrom(x.p99c("m", 100, 400), x.onset.Add(-2*time.Minute))
 		x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 10)
 		check(t, x, "m has too little latency data before the onset")
 	})
 	t.Run("a mean from the start lends the P99 no baseline", func(t *testing.T) {
 		x := newFixture()
-		x.p99("m", 100, 400)
-		c := &x.curves[0]
-		for len(c.Points) > 0 && c.Points[0].Time().Before(x.onset.Add(-2*time.Minute)) {
-			c.Points = c.Points[1:]
-		}
+		startFrom(x.p99c("m", 100, 400), x.onset.Add(-2*time.Minute))
 		x.curve(RoleLatencyMean, LevelModel, Scope{Model: "m"}, 20, 20)
 		x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 10)
 		check(t, x, "m has too little latency data before the onset")
@@ -1581,5 +1573,13 @@ func TestSamplesOnlyModelBesideCurves(t *testing.T) {
 		if len(a.Impact) == 0 || a.Impact[0].Model != "traced" {
 			t.Errorf("scope %+v: impact %+v", scope, a.Impact)
 		}
+	}
+}
+
+// startFrom drops a curve's points before t: latency data that begins
+// late.
+func startFrom(c *Curve, t time.Time) {
+	for len(c.Points) > 0 && c.Points[0].Time().Before(t) {
+		c.Points = c.Points[1:]
 	}
 }

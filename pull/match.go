@@ -35,16 +35,19 @@ func matcherList(match map[string]string) (string, error) {
 	return strings.Join(parts, ", "), nil
 }
 
-// promqlKeywords are identifiers that are never a metric name.
-var promqlKeywords = map[string]bool{
-	"by": true, "without": true, "on": true, "ignoring": true, "group_left": true, "group_right": true,
-	"or": true, "and": true, "unless": true, "bool": true, "offset": true, "atan2": true,
-	"inf": true, "nan": true,
-}
-
 // groupingKeywords are followed by a parenthesised list of label names.
 var groupingKeywords = map[string]bool{
 	"by": true, "without": true, "on": true, "ignoring": true, "group_left": true, "group_right": true,
+}
+
+// isKeyword reports whether an identifier (lower-cased) is never a metric
+// name: a grouping keyword, a binary operator or modifier, or a number.
+func isKeyword(w string) bool {
+	switch w {
+	case "or", "and", "unless", "bool", "offset", "atan2", "inf", "nan":
+		return true
+	}
+	return groupingKeywords[w]
 }
 
 // withMatchers adds the matchers (matcherList's form) to every vector
@@ -157,12 +160,11 @@ func withMatchers(expr, matchers string) (string, error) {
 			lower := strings.ToLower(word)
 			pendingGroup = groupingKeywords[lower]
 			switch {
-			case promqlKeywords[lower], nc == '(':
+			case isKeyword(lower), nc == '(':
 				// a keyword, a function or an aggregation's call
 			case nc == 'b' || nc == 'w':
 				// "sum by (…)", "max without (…)": an aggregation.
-				_, rest := nextWord(expr, k)
-				if rest != "by" && rest != "without" {
+				if rest := nextWord(expr, k); rest != "by" && rest != "without" {
 					b.WriteString("{" + matchers + "}")
 				}
 			case nc == '{':
@@ -201,13 +203,13 @@ func stringEnd(s string, i int) (int, error) {
 	return 0, fmt.Errorf("unclosed string at offset %d", i)
 }
 
-// nextWord returns the identifier starting at i (and its end).
-func nextWord(s string, i int) (int, string) {
+// nextWord returns the identifier starting at i.
+func nextWord(s string, i int) string {
 	j := i
 	for j < len(s) && isIdentByte(s[j]) {
 		j++
 	}
-	return j, s[i:j]
+	return s[i:j]
 }
 
 func isIdentStart(c byte) bool {
