@@ -40,7 +40,7 @@ func curvesFrom(q Query, m model.Matrix, pods podIndex, aliases map[string]strin
 		if c.Level == correlate.LevelReplica {
 			// Replica curves must say which model, version and node they
 			// belong to; exporters such as DCGM only know the pod.
-			if meta, ok := pods[c.Scope.Replica]; ok {
+			if meta, ok := pods.lookup(seriesNamespace(s.Metric), c.Scope.Replica); ok {
 				if c.Scope.Model == "" {
 					c.Scope.Model = meta.Model
 				}
@@ -87,6 +87,16 @@ func curvesFrom(q Query, m model.Matrix, pods podIndex, aliases map[string]strin
 		out = append(out, pulledCurve{curve: c, labels: labels})
 	}
 	return out, dups, unscoped
+}
+
+// seriesNamespace is the namespace of the workload a series describes:
+// exported_namespace where the scrape's own namespace took its place (a
+// ServiceMonitor without honorLabels), else namespace.
+func seriesNamespace(m model.Metric) string {
+	if ns := m["exported_namespace"]; ns != "" {
+		return string(ns)
+	}
+	return string(m["namespace"])
 }
 
 // hasScope reports whether c carries the scope fields its level needs.

@@ -22,7 +22,8 @@ type metrics struct {
 type sourceHealth struct {
 	cursor, lastSuccess time.Time
 	errors, points      float64
-	failing             bool // the last attempt failed: an outage gap is open
+	merged              float64 // series that mapped onto a curve another series of the query had
+	failing             bool    // the last attempt failed: an outage gap is open
 }
 
 func newMetrics() *metrics {
@@ -95,6 +96,18 @@ func (m *metrics) failed(name string, now time.Time) {
 	s.failing = true
 }
 
+// mergedSeries counts n series of a source's answer that mapped onto a
+// curve another of its series had, and says whether they are the source's
+// first (to log once).
+func (m *metrics) mergedSeries(name string, n int) (first bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.src(name)
+	first = s.merged == 0
+	s.merged += float64(n)
+	return first
+}
+
 func (m *metrics) round(d time.Duration) { m.rounds.Observe(d.Seconds()) }
 
 var (
@@ -104,6 +117,7 @@ var (
 	descErrors  = prometheus.NewDesc("waterline_pull_errors_total", "Failed pulls of the source.", []string{"source"}, nil)
 	descPoints  = prometheus.NewDesc("waterline_pull_points_total", "Curve points written for the source.", []string{"source"}, nil)
 	descGaps    = prometheus.NewDesc("waterline_pull_open_gaps", "Sources whose last pull failed, leaving a gap to fill.", nil, nil)
+	descMerged  = prometheus.NewDesc("waterline_pull_merged_series_total", "Series of the source's answers that mapped onto the same curve as another series (the labels that tell them apart are not in the query's scope mapping); the later one's points were kept.", []string{"source"}, nil)
 	descRate    = prometheus.NewDesc("waterline_pull_rate_window_seconds", "The rate() window a preset source was last pulled with (rate_window: auto: two measured scrape intervals, at least 60).", []string{"source"}, nil)
 )
 
@@ -116,7 +130,7 @@ type collector struct {
 }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLeader, descSuccess, descLag, descErrors, descPoints, descGaps, descRate} {
+	for _, d := range []*prometheus.Desc{descLeader, descSuccess, descLag, descErrors, descPoints, descMerged, descGaps, descRate} {
 		ch <- d
 	}
 	c.m.rounds.Describe(ch)
@@ -141,6 +155,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(descErrors, prometheus.CounterValue, s.errors, name)
 		ch <- prometheus.MustNewConstMetric(descPoints, prometheus.CounterValue, s.points, name)
+		ch <- prometheus.MustNewConstMetric(descMerged, prometheus.CounterValue, s.merged, name)
 		if s.failing {
 			gaps++
 		}
@@ -155,7 +170,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // RegisterMetrics registers the puller's health metrics (leader, last
-// success, lag, errors and points per source, open gaps, round duration,
+// success, lag, errors, points and merged series per source, open gaps, round duration,
 // automatic rate windows)
 // on reg — serve passes the registry that /metrics serves.
 func (p *Puller) RegisterMetrics(reg prometheus.Registerer) error {

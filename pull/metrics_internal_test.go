@@ -62,3 +62,32 @@ func TestRateWindowForgottenWithItsSource(t *testing.T) {
 		t.Errorf("rate windows after dropping a: %v", got)
 	}
 }
+
+// Series that merge into one curve (two namespaces' pods of one name, a
+// label the scope mapping drops) are counted per source on /metrics, and
+// logged the first time only: they were counted and dropped unseen.
+func TestMergedSeriesCounted(t *testing.T) {
+	m := newMetrics()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(collector{m: m, rates: &rateWindows{}, now: time.Now})
+	if !m.mergedSeries("dcgm/gpu_util@replica", 2) || m.mergedSeries("dcgm/gpu_util@replica", 1) {
+		t.Error("only a source's first merge is to be logged")
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := -1.0
+	for _, mf := range mfs {
+		if mf.GetName() == "waterline_pull_merged_series_total" {
+			for _, x := range mf.GetMetric() {
+				if x.GetLabel()[0].GetValue() == "dcgm/gpu_util@replica" {
+					got = x.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	if got != 3 {
+		t.Errorf("waterline_pull_merged_series_total = %v, want 3", got)
+	}
+}

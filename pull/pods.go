@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,8 +14,41 @@ import (
 // podMeta is what kube-state-metrics says about a pod.
 type podMeta struct{ Model, Version, Node string }
 
-// podIndex maps a pod name onto its model, version and node.
-type podIndex map[string]podMeta
+// podIndex maps a pod onto its model, version and node, by namespace and
+// name ("prod/triton-0") and by name alone. A StatefulSet's pod names
+// repeat in every namespace it runs in (prod and staging in one cluster):
+// a name whose namespaces disagree is ambiguous, and a series that does
+// not say its namespace joins none of them rather than the wrong one.
+type podIndex struct {
+	byNS      map[string]podMeta // "namespace/pod"
+	byName    map[string]podMeta
+	ambiguous map[string]bool // names several namespaces use for different pods
+}
+
+// newPodIndex indexes pods keyed "namespace/pod".
+func newPodIndex(byNS map[string]podMeta) podIndex {
+	idx := podIndex{byNS: byNS, byName: make(map[string]podMeta, len(byNS)), ambiguous: map[string]bool{}}
+	for k, m := range byNS {
+		_, name, _ := strings.Cut(k, "/")
+		if old, seen := idx.byName[name]; seen && old != m {
+			idx.ambiguous[name] = true
+		}
+		idx.byName[name] = m
+	}
+	return idx
+}
+
+// lookup finds the pod a series names: by its namespace when it has one,
+// else by the name when that is not ambiguous.
+func (idx podIndex) lookup(namespace, pod string) (podMeta, bool) {
+	if namespace != "" {
+		if m, ok := idx.byNS[namespace+"/"+pod]; ok {
+			return m, true
+		}
+	}
+	m, ok := idx.byName[pod]
+	return m, ok && !idx.ambiguous[pod]
+}
 
 // podCache shares one pod join per window among the sources pulling it.
 type podCache struct {
@@ -30,11 +64,11 @@ type podEntry struct {
 
 // podsFor returns the pods that existed during w (any sample of
 // kube_pod_labels or kube_pod_info in it, plus the 5-minute lookback),
-// from two instant queries with max_over_time over the window. Nil when
+// from two instant queries with max_over_time over the window. Empty when
 // kube-state-metrics events are off.
 func (p *Puller) podsFor(ctx context.Context, w window) (podIndex, error) {
 	if !p.config().Kube.Enabled {
-		return nil, nil
+		return podIndex{}, nil
 	}
 	p.pods.mu.Lock()
 	if p.pods.entries == nil || len(p.pods.entries) > 256 {
@@ -60,25 +94,26 @@ func (p *Puller) loadPods(ctx context.Context, w window) (podIndex, error) {
 	k := cfg.Kube
 	rng := fmt.Sprintf("%ds", int64((w.to.Sub(w.from)+5*time.Minute)/time.Second))
 	labels, err := p.prom.instant(ctx, EventsSource, cfg.scoped(fmt.Sprintf(
-		`max by (pod, %s, %s) (max_over_time(kube_pod_labels[%s]))`, k.ModelLabel, k.VersionLabel, rng)), w.to)
+		`max by (namespace, exported_namespace, pod, %s, %s) (max_over_time(kube_pod_labels[%s]))`, k.ModelLabel, k.VersionLabel, rng)), w.to)
 	if err != nil {
-		return nil, err
+		return podIndex{}, err
 	}
-	info, err := p.prom.instant(ctx, EventsSource, cfg.scoped(fmt.Sprintf(`max by (pod, node, created_by_kind, created_by_name) (max_over_time(kube_pod_info[%s]))`, rng)), w.to)
+	info, err := p.prom.instant(ctx, EventsSource, cfg.scoped(fmt.Sprintf(`max by (namespace, exported_namespace, pod, node, created_by_kind, created_by_name) (max_over_time(kube_pod_info[%s]))`, rng)), w.to)
 	if err != nil {
-		return nil, err
+		return podIndex{}, err
 	}
-	idx := podIndex{}
+	byNS := map[string]podMeta{}
+	key := func(s *model.Sample) string { return seriesNamespace(s.Metric) + "/" + string(s.Metric["pod"]) }
 	for _, s := range labels {
-		pod := string(s.Metric["pod"])
-		m := idx[pod]
+		pod := key(s)
+		m := byNS[pod]
 		m.Model = string(s.Metric[model.LabelName(k.ModelLabel)])
 		m.Version = string(s.Metric[model.LabelName(k.VersionLabel)])
-		idx[pod] = m
+		byNS[pod] = m
 	}
 	for _, s := range info {
-		pod := string(s.Metric["pod"])
-		m := idx[pod]
+		pod := key(s)
+		m := byNS[pod]
 		if n := string(s.Metric["node"]); n != "" {
 			m.Node = n
 		}
@@ -90,9 +125,9 @@ func (p *Puller) loadPods(ctx context.Context, w window) (podIndex, error) {
 				m.Model = p.modelOf(owner)
 			}
 		}
-		idx[pod] = m
+		byNS[pod] = m
 	}
-	return idx, nil
+	return newPodIndex(byNS), nil
 }
 
 // replicaSetHash is the pod-template hash a Deployment appends to its

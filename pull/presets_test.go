@@ -297,6 +297,37 @@ func TestPodModelFromOwnerWithoutPodLabels(t *testing.T) {
 	})
 }
 
+// A StatefulSet in two namespaces of one cluster (prod and staging) has
+// two pods named embed-0: each replica curve joins its own namespace's pod
+// (node and model), and they stay two curves. They were one: the join,
+// keyed by pod name alone, gave both the same node, and the later series
+// overwrote the other. A series that does not say its namespace joins
+// neither pod of an ambiguous name rather than the wrong one.
+func TestPodJoinByNamespace(t *testing.T) {
+	o := &omBuilder{steps: 40}
+	o.family("DCGM_FI_DEV_GPU_UTIL", "gauge")
+	o.gauge(`DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="dcgm-exporter-a",pod="embed-0",namespace="prod"}`, 90)
+	o.gauge(`DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="dcgm-exporter-b",pod="embed-0",namespace="staging"}`, 10)
+	o.gauge(`DCGM_FI_DEV_GPU_UTIL{gpu="1",Hostname="dcgm-exporter-a",pod="nvidia-dcgm-exporter-a",exported_pod="rerank-0",exported_namespace="prod"}`, 70)
+	o.gauge(`DCGM_FI_DEV_GPU_UTIL{gpu="1",Hostname="dcgm-exporter-c",pod="rerank-0"}`, 20)
+	o.family("kube_pod_info", "gauge")
+	for _, p := range []string{
+		`namespace="prod",pod="embed-0",node="n1",created_by_kind="StatefulSet",created_by_name="embed"`,
+		`namespace="staging",pod="embed-0",node="n2",created_by_kind="StatefulSet",created_by_name="embed"`,
+		`namespace="prod",pod="rerank-0",node="n1",created_by_kind="StatefulSet",created_by_name="rerank"`,
+		`namespace="staging",pod="rerank-0",node="n3",created_by_kind="StatefulSet",created_by_name="rerank"`,
+	} {
+		o.gauge(`kube_pod_info{`+p+`}`, 1)
+	}
+	got := pullPreset(t, o.run(t), "presets: [dcgm, kube-state-metrics]\n", o.steps)
+	checkCurves(t, got, map[string]float64{
+		"gpu_util|replica|model=embed replica=embed-0 node=n1":   90,
+		"gpu_util|replica|model=embed replica=embed-0 node=n2":   10,
+		"gpu_util|replica|model=rerank replica=rerank-0 node=n1": 70,
+		"gpu_util|replica|replica=rerank-0 node=dcgm-exporter-c": 20,
+	})
+}
+
 // vLLM names a model by its served name (by default the --model path);
 // model_aliases maps it onto the name the pods' labels and deployments
 // use, so the latency and GPU curves of one model share its name.

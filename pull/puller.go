@@ -163,6 +163,10 @@ func (p *Puller) fetch(ctx context.Context, source string, w window) (*batch, er
 		p.log.Warn("series without the scope labels their level needs were skipped; check the query's labels mapping",
 			"source", q.Name, "series", unscoped)
 	}
+	if dups > 0 && p.met.mergedSeries(q.Name, dups) {
+		p.log.Warn("series of one query mapped onto the same curve and were merged (the later one's points kept): a label tells them apart that the query's scope mapping drops (namespace, cluster, GPU); aggregate by the scope's labels, or read one environment with match:",
+			"source", q.Name, "series", dups)
+	}
 	return &batch{curves: curves, dups: dups}, nil
 }
 
