@@ -398,56 +398,86 @@ func (in *kubeInput) starts(pods map[string]*pod, deploys, scales []correlate.Ev
 	var out []correlate.Event
 	for _, s := range in.podStart {
 		ns, name := string(s.Metric["namespace"]), string(s.Metric["pod"])
-		tr := in.track(s)
-		first := -1
-		for i, v := range tr {
-			if present(v) {
-				first = i
-				break
+		// Each start time the series reports is a life of the pod: a
+		// StatefulSet's rollout recreates its pods under their names.
+		for _, v := range lives(in.track(s)) {
+			// The start time itself says whether the pod started inside the
+			// data: appearance would also count pods that were merely not
+			// scraped for a while, or that ran before the data begins.
+			startMs := int64(v * 1000)
+			if startMs < dataStart || startMs > in.grid[len(in.grid)-1] {
+				continue
 			}
+			out = append(out, in.start(pods, deploys, scales, ns, name, startMs))
 		}
-		if first < 0 {
-			continue
-		}
-		// The start time itself says whether the pod started inside the
-		// data: appearance would also count pods that were merely not
-		// scraped for a while, or that ran before the data begins.
-		startMs := int64(tr[first] * 1000)
-		if startMs < dataStart || startMs > in.grid[len(in.grid)-1] {
-			continue
-		}
-		at := time.UnixMilli(startMs).UTC()
-		p := pods[ns+"/"+name]
-		if p == nil {
-			p = &pod{ns: ns, name: name}
-		}
-		e := correlate.Event{ID: eventID("replica_start", ns, name, fmt.Sprint(startMs)), Kind: correlate.KindReplicaStart,
-			Time: at, Scope: correlate.Scope{Model: p.model, Version: p.version, Replica: name, Node: p.node},
-			Source: EventSource, Summary: fmt.Sprintf("replica %s started on %s", name, orUnknown(p.node)),
-			Attrs: map[string]any{"namespace": ns, "start_time": time.UnixMilli(startMs).UTC().Format(time.RFC3339)}}
-		// Why it started, when the data says: a rollout or a scale-up of its
-		// model shortly before.
-		for _, group := range []struct {
-			evs   []correlate.Event
-			cause string
-		}{{deploys, "rollout"}, {scales, "scale_up"}} {
-			for _, d := range group.evs {
-				if d.Model == p.model && p.model != "" && d.Kind != correlate.KindScaleDown &&
-					!d.Time.After(at) && at.Sub(d.Time) <= in.merge {
-					e.Attrs["cause"] = group.cause
-				}
-			}
-			if e.Attrs["cause"] != nil {
-				break
-			}
-		}
-		out = append(out, e)
 	}
 	return out
 }
 
+// lives are the distinct start times a pod's kube_pod_start_time reports,
+// in order.
+func lives(tr track) []float64 {
+	var out []float64
+	for _, v := range tr {
+		if present(v) && (len(out) == 0 || v != out[len(out)-1]) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// start is the replica_start event of one life of a pod.
+func (in *kubeInput) start(pods map[string]*pod, deploys, scales []correlate.Event, ns, name string, startMs int64) correlate.Event {
+	at := time.UnixMilli(startMs).UTC()
+	p := pods[ns+"/"+name]
+	if p == nil {
+		p = &pod{ns: ns, name: name}
+	}
+	e := correlate.Event{ID: eventID("replica_start", ns, name, fmt.Sprint(startMs)), Kind: correlate.KindReplicaStart,
+		Time: at, Scope: correlate.Scope{Model: p.model, Version: p.version, Replica: name, Node: p.node},
+		Source: EventSource, Summary: fmt.Sprintf("replica %s started on %s", name, orUnknown(p.node)),
+		Attrs: map[string]any{"namespace": ns, "start_time": time.UnixMilli(startMs).UTC().Format(time.RFC3339)}}
+	// Why it started, when the data says: a rollout or a scale-up of its
+	// model shortly before.
+	for _, group := range []struct {
+		evs   []correlate.Event
+		cause string
+	}{{deploys, "rollout"}, {scales, "scale_up"}} {
+		for _, d := range group.evs {
+			if d.Model == p.model && p.model != "" && d.Kind != correlate.KindScaleDown &&
+				!d.Time.After(at) && at.Sub(d.Time) <= in.merge {
+				e.Attrs["cause"] = group.cause
+			}
+		}
+		if e.Attrs["cause"] != nil {
+			break
+		}
+	}
+	return e
+}
+
+// lifeAt is the start time of the pod's life at grid index i: the
+// last one reported at or before i, else the next (NaN: none).
+func lifeAt(started track, i int) float64 {
+	for j := min(i, len(started)-1); j >= 0; j-- {
+		if present(started[j]) {
+			return started[j]
+		}
+	}
+	for j := i + 1; j < len(started); j++ {
+		if present(started[j]) {
+			return started[j]
+		}
+	}
+	return math.NaN()
+}
+
 // restartEvents: every increment of a container's restart counter.
 func (in *kubeInput) restartEvents(pods map[string]*pod) []correlate.Event {
+	started := map[string]track{}
+	for _, s := range in.podStart {
+		started[string(s.Metric["namespace"])+"/"+string(s.Metric["pod"])] = in.track(s)
+	}
 	var out []correlate.Event
 	for _, s := range in.restarts {
 		ns, name, ctr := string(s.Metric["namespace"]), string(s.Metric["pod"]), string(s.Metric["container"])
@@ -456,12 +486,19 @@ func (in *kubeInput) restartEvents(pods map[string]*pod) []correlate.Event {
 		if p == nil {
 			p = &pod{ns: ns, name: name}
 		}
+		life := started[ns+"/"+name]
 		for i := 1; i < len(tr); i++ {
 			if !present(tr[i]) || !present(tr[i-1]) || tr[i] <= tr[i-1] {
 				continue
 			}
+			// The count restarts at 0 in each life of the pod: its start
+			// time, where known, tells the lives' restarts apart.
+			id := eventID("replica_restart", ns, name, ctr, fmt.Sprint(tr[i]))
+			if at := lifeAt(life, i); present(at) {
+				id = eventID("replica_restart", ns, name, ctr, fmt.Sprint(tr[i]), fmt.Sprint(at))
+			}
 			out = append(out, correlate.Event{
-				ID:   eventID("replica_restart", ns, name, ctr, fmt.Sprint(tr[i])),
+				ID:   id,
 				Kind: correlate.KindReplicaRestart, Time: in.time(i),
 				Scope:   correlate.Scope{Model: p.model, Version: p.version, Replica: name, Node: p.node},
 				Source:  EventSource,

@@ -134,3 +134,57 @@ func TestRolloutAcrossAWindowBorderIsStored(t *testing.T) {
 		t.Errorf("the rollout to v2 is not stored: %+v", stored)
 	}
 }
+
+// A StatefulSet's rollout deletes and recreates each pod under its name:
+// the pod's start time changes and its restart counter begins again at 0.
+// The second life's start was not derived (only a series' first start
+// time was read), and its first restart had the id of the first life's
+// (namespace, pod, container, count), so storing it moved that restart to
+// the new time: one of the two was lost from the timeline.
+func TestStatefulSetPodRecreated(t *testing.T) {
+	const n = 60
+	base := time.Now().UTC().Truncate(time.Hour).Add(-2 * time.Hour)
+	in := &kubeInput{merge: 10 * time.Minute, modelOf: func(s string) string { return s }}
+	for i := range n {
+		in.grid = append(in.grid, base.Add(time.Duration(i)*15*time.Second).UnixMilli())
+	}
+	nan := math.NaN()
+	firstLife := float64(base.Add(-time.Hour).Unix())
+	secondLife := float64(base.Add(30*15*time.Second - 10*time.Second).Unix())
+	start, restarts, other := make([]float64, n), make([]float64, n), make([]float64, n)
+	for i := range n {
+		other[i] = firstLife // another pod's start: the data's start is known
+		switch {
+		case i < 25: // first life, restarts once at step 5
+			start[i], restarts[i] = firstLife, 0
+			if i >= 5 {
+				restarts[i] = 1
+			}
+		case i < 30: // deleted by the rollout
+			start[i], restarts[i] = nan, nan
+		default: // second life, restarts once at step 45
+			start[i], restarts[i] = secondLife, 0
+			if i >= 45 {
+				restarts[i] = 1
+			}
+		}
+	}
+	pod := map[string]string{"namespace": "prod", "pod": "llm-0"}
+	in.podStart = model.Matrix{series(pod, in.grid, start), series(map[string]string{"namespace": "prod", "pod": "llm-1"}, in.grid, other)}
+	in.restarts = model.Matrix{series(map[string]string{"namespace": "prod", "pod": "llm-0", "container": "server"}, in.grid, restarts)}
+	var starts, restartIDs []string
+	for _, e := range deriveKubeEvents(in) {
+		switch e.Kind {
+		case correlate.KindReplicaStart:
+			starts = append(starts, e.Time.Format(time.RFC3339))
+		case correlate.KindReplicaRestart:
+			restartIDs = append(restartIDs, e.ID)
+		}
+	}
+	if want := time.Unix(int64(secondLife), 0).UTC().Format(time.RFC3339); len(starts) != 1 || starts[0] != want {
+		t.Errorf("replica starts %v, want the second life's at %s", starts, want)
+	}
+	if len(restartIDs) != 2 || restartIDs[0] == restartIDs[1] {
+		t.Errorf("restart ids %v: want two distinct", restartIDs)
+	}
+}
