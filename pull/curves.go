@@ -2,6 +2,8 @@ package pull
 
 import (
 	"math"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/prometheus/common/model"
 
@@ -19,8 +21,9 @@ type pulledCurve struct {
 // dropped (histogram_quantile over no requests gives NaN, JSON cannot
 // carry it). Series mapping to the same curve are merged, the later
 // winning, and counted in dups; series lacking a scope field their level
-// needs are skipped and counted in unscoped.
-func curvesFrom(q Query, m model.Matrix, pods podIndex, aliases map[string]string, w window) (out []pulledCurve, dups, unscoped int) {
+// needs are skipped and counted in unscoped, those Postgres cannot store
+// (storable) in invalid.
+func curvesFrom(q Query, m model.Matrix, pods podIndex, aliases map[string]string, w window) (out []pulledCurve, dups, unscoped, invalid int) {
 	fromMs, toMs := w.from.UnixMilli(), w.to.UnixMilli()
 	byKey := map[string]int{}
 	for _, s := range m {
@@ -62,6 +65,10 @@ func curvesFrom(q Query, m model.Matrix, pods podIndex, aliases map[string]strin
 			unscoped++
 			continue
 		}
+		if !storable(c, s.Metric) {
+			invalid++
+			continue
+		}
 		pts := make([]correlate.Point, 0, len(s.Values))
 		for _, v := range s.Values {
 			t, f := int64(v.Timestamp), float64(v.Value)
@@ -86,7 +93,27 @@ func curvesFrom(q Query, m model.Matrix, pods podIndex, aliases map[string]strin
 		byKey[c.Key()] = len(out)
 		out = append(out, pulledCurve{curve: c, labels: labels})
 	}
-	return out, dups, unscoped
+	return out, dups, unscoped, invalid
+}
+
+// maxCurveKey bounds a curve's key: Postgres' unique index on it takes
+// entries of up to ~2.7 kB, and one longer key failed the whole chunk —
+// every round, for every series of the query.
+const maxCurveKey = 2048
+
+// storable reports whether Postgres can store the curve and its labels:
+// a key within maxCurveKey, and labels without NUL bytes or invalid UTF-8
+// (which text and jsonb refuse).
+func storable(c correlate.Curve, m model.Metric) bool {
+	if len(c.Key()) > maxCurveKey {
+		return false
+	}
+	for k, v := range m {
+		if strings.ContainsRune(string(k)+string(v), 0) || !utf8.ValidString(string(v)) {
+			return false
+		}
+	}
+	return true
 }
 
 // seriesNamespace is the namespace of the workload a series describes:

@@ -85,7 +85,7 @@ func TestReplicaCurveNodeFromThePodJoin(t *testing.T) {
 	m := model.Matrix{series(map[string]string{"pod": "chat-7b-1", "Hostname": "nvidia-dcgm-exporter-x7k2p"},
 		[]int64{from.Add(time.Minute).UnixMilli()}, []float64{80})}
 	q := Query{Role: correlate.RoleGPUUtil, Level: correlate.LevelReplica, Labels: LabelMap{Replica: "pod", Node: "Hostname"}}
-	out, _, _ := curvesFrom(q, m, newPodIndex(map[string]podMeta{"prod/chat-7b-1": {Model: "chat-7b", Version: "v1", Node: "gpu-node-3"}}), nil, w)
+	out, _, _, _ := curvesFrom(q, m, newPodIndex(map[string]podMeta{"prod/chat-7b-1": {Model: "chat-7b", Version: "v1", Node: "gpu-node-3"}}), nil, w)
 	if len(out) != 1 || out[0].curve.Scope.Node != "gpu-node-3" || out[0].curve.Scope.Model != "chat-7b" {
 		t.Fatalf("curves %+v, want chat-7b-1 on gpu-node-3", out)
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/model"
+
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/internal/testing/promtest"
 	"github.com/waterline-dev/waterline/internal/testing/testclock"
@@ -413,5 +415,57 @@ func TestKubeStateMetrics1AutoscalerNames(t *testing.T) {
 	sort.Strings(roles)
 	if want := "replicas_max 4|replicas_min 2"; strings.Join(roles, "|") != want {
 		t.Errorf("autoscaler limits from kube_hpa_*: %q, want %q", strings.Join(roles, "|"), want)
+	}
+}
+
+// One series whose curve key Postgres cannot index (a 3,000-character
+// model label that does not compress: the unique index takes ~2.7 kB)
+// failed EnsureSeries for the whole chunk, every round: the query's
+// healthy series were never stored again. It is now skipped alone.
+func TestLongLabelSkippedAlone(t *testing.T) {
+	start := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
+	long := make([]byte, 3000)
+	x := uint32(12345)
+	for i := range long {
+		x = x*1664525 + 1013904223
+		long[i] = "abcdefghijklmnopqrstuvwxyz0123456789"[x>>24%36]
+	}
+	var om strings.Builder
+	om.WriteString("# TYPE p99_ms gauge\n")
+	for i := range 480 {
+		ts := start.Add(time.Duration(i) * 15 * time.Second).Unix()
+		fmt.Fprintf(&om, "p99_ms{model=\"healthy\"} 100 %d\np99_ms{model=\"%s\"} 100 %d\n", ts, long, ts)
+	}
+	om.WriteString("# EOF\n")
+	prom := promtest.Run(t, strings.NewReader(om.String()))
+	st := storetest.New(t)
+	p := newPuller(t, st, prom.URL, "lookback: 1h\npresets: []\nqueries:\n  - {role: latency_p99, level: model, labels: {model: model}, expr: p99_ms}\n", start.Add(90*time.Minute))
+	if err := p.Tick(context.Background()); err != nil {
+		t.Fatalf("round: %v", err)
+	}
+	cs, err := st.Curves(context.Background(), store.CurveFilter{From: start, To: start.Add(3 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 || cs[0].Scope.Model != "healthy" || len(cs[0].Points) == 0 {
+		t.Errorf("stored %d curves, want the healthy model's alone", len(cs))
+	}
+}
+
+// A label with a NUL byte (which Postgres' text and jsonb refuse) or
+// invalid UTF-8 makes its series unstorable, not the chunk.
+func TestUnstorableLabelsSkipped(t *testing.T) {
+	from := time.Now().Truncate(time.Minute).Add(-time.Hour)
+	w := window{from, from.Add(time.Hour)}
+	at := []int64{from.Add(time.Minute).UnixMilli()}
+	m := model.Matrix{
+		series(map[string]string{"model": "ok"}, at, []float64{1}),
+		series(map[string]string{"model": "nul", "path": "a\x00b"}, at, []float64{1}),
+		series(map[string]string{"model": "bad\xffutf8"}, at, []float64{1}),
+	}
+	q := Query{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel, Labels: LabelMap{Model: "model"}}
+	out, _, _, invalid := curvesFrom(q, m, podIndex{}, nil, w)
+	if len(out) != 1 || out[0].curve.Scope.Model != "ok" || invalid != 2 {
+		t.Errorf("%d curves, %d invalid; want the ok model's alone, 2 invalid", len(out), invalid)
 	}
 }

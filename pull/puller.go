@@ -158,7 +158,11 @@ func (p *Puller) fetch(ctx context.Context, source string, w window) (*batch, er
 	if err != nil {
 		return nil, err
 	}
-	curves, dups, unscoped := curvesFrom(q, m, pods, p.config().ModelAliases, w)
+	curves, dups, unscoped, invalid := curvesFrom(q, m, pods, p.config().ModelAliases, w)
+	if invalid > 0 {
+		p.log.Warn("series Postgres cannot store were skipped: a scope label value too long for a curve key (over 2 kB in all), or a label with a NUL byte or invalid UTF-8",
+			"source", q.Name, "series", invalid)
+	}
 	if unscoped > 0 {
 		p.log.Warn("series without the scope labels their level needs were skipped; check the query's labels mapping",
 			"source", q.Name, "series", unscoped)
