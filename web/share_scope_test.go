@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/waterline-dev/waterline/store"
 	"io"
 	"log/slog"
 	"net/http"
@@ -21,7 +20,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/diagnose"
 	"github.com/waterline-dev/waterline/internal/testing/syncbuf"
+	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
 	"github.com/waterline-dev/waterline/web"
 	"github.com/waterline-dev/waterline/web/api"
@@ -995,5 +996,67 @@ func TestSignedInPageStartsAtTheIncidentsScope(t *testing.T) {
 	// A filter of the user's own replaces the incident's.
 	if n := replicas(w.fragment(path+"?replica=chat-a", "sample-table")); n["chat-b"] != 0 || n["chat-a"] == 0 {
 		t.Errorf("replica=chat-a on the scoped incident: %v", n)
+	}
+}
+
+// A share link of an incident scoped to one model and tenant showed, in
+// its aligned-changes card and its Markdown export, another tenant's and
+// another model's changes: the analysis reads every change of its window
+// (from the real analysis here, as the analyzer stores it), and nothing on
+// the share path narrowed it. Changes that name no tenant stay.
+func TestShareLinkShowsOnlyItsScopesChanges(t *testing.T) {
+	e := newUIEnv(t)
+	ctx := context.Background()
+	at := e.spikeAt.Add(-5 * time.Minute).Format(time.RFC3339)
+	accepted(t, e.post("/api/v1/events", "application/x-ndjson", []byte(fmt.Sprintf(
+		`{"id":"ev-other-tenant","kind":"config_change","time":%q,"model":"chat","tenant":"t-globex-secret","summary":"globex-secret-quota"}
+{"id":"ev-other-model","kind":"deploy","time":%q,"model":"embed-secret","version":"v7","summary":"embed-secret-rollout"}
+{"id":"ev-own-tenant","kind":"config_change","time":%q,"model":"chat","tenant":"t-acme","summary":"acme-own-quota"}
+{"id":"ev-model-wide","kind":"deploy","time":%q,"model":"chat","version":"v9","summary":"chat-own-rollout"}
+`, at, at, at, at))))
+	r := e.post("/api/v1/incidents", "application/json", []byte(fmt.Sprintf(`{"title":"acme p99","scope":{"model":"chat","tenant":"t-acme"},"start":%q,"end":%q}`,
+		e.from.Format(time.RFC3339), e.to.Format(time.RFC3339))))
+	var in struct{ ID int64 }
+	if r.status != http.StatusCreated || json.Unmarshal(r.body, &in) != nil {
+		t.Fatalf("incident: %d %s", r.status, r.body)
+	}
+	input, err := diagnose.LoadInput(ctx, e.st, correlate.Window{From: e.from, To: e.to}, correlate.Scope{Model: "chat", Tenant: "t-acme"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := e.st.StartAnalysis(ctx, in.ID, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(correlate.Analyze(input))
+	if err := e.st.FinishAnalysis(ctx, in.ID, v, body, ""); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := e.st.CreateShareLink(ctx, in.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	anon := e.browser()
+	for _, path := range []string{"/s/" + tok, "/s/" + tok + "/export.md"} {
+		p := anon.get(path)
+		if p.status != http.StatusOK {
+			t.Fatalf("%s: %d", path, p.status)
+		}
+		for _, s := range []string{"globex-secret-quota", "t-globex-secret", "embed-secret-rollout"} {
+			if strings.Contains(p.body, s) {
+				t.Errorf("%s (share of a chat/t-acme incident) shows %q", path, s)
+			}
+		}
+		for _, s := range []string{"acme-own-quota", "chat-own-rollout"} {
+			if !strings.Contains(p.body, s) {
+				t.Errorf("%s lacks its own scope's change %q", path, s)
+			}
+		}
+	}
+	// Signed in, the page shows the analysis whole.
+	user := e.browser()
+	user.login(e.read)
+	if p := user.get(fmt.Sprintf("/incidents/%d", in.ID)); !strings.Contains(p.body, "embed-secret-rollout") {
+		t.Errorf("the signed-in page lost another model's change")
 	}
 }

@@ -50,6 +50,7 @@ func (p *Pages) ExportSharedIncident(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	p.sharedAnalysis(d)
 	share := p.cfg.PublicURL + base
 	return markdown(c, id, views.Markdown(views.MarkdownInput{Incident: d.inc, Analysis: d.an, Version: d.version,
 		ShareURL: share, ImageURL: share + "/og.png", Now: p.now()}))

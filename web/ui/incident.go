@@ -55,6 +55,7 @@ func (p *Pages) incidentPage(c echo.Context, id int64, base string, readOnly boo
 		if st, err = p.scopeShared(d, st); err != nil {
 			return err
 		}
+		p.sharedAnalysis(d)
 	} else {
 		// Signed in, the page opens on the incident's scope as its share
 		// link does, as a filter the user may remove.

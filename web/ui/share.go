@@ -222,6 +222,32 @@ func (p *Pages) inSharedScope(d *incidentData, x correlate.Sample) bool {
 		ok(want.Replica, x.Replica, nil) && ok(want.Node, x.Node, nil)
 }
 
+// sharedAnalysis narrows d's analysis to what a share link shows: its
+// aligned changes kept to the incident's scope (a change naming no model,
+// tenant… applies to all) and to the link's window. The analysis reads
+// every change of its window — another model's rollout, another tenant's
+// quota change — but a link reaches its incident and nothing else. The
+// analysis is the pages' cached one: it is copied, not changed.
+func (p *Pages) sharedAnalysis(d *incidentData) {
+	if d.an == nil {
+		return
+	}
+	want := d.inc.Scope
+	ok := func(incident, got string, also []string) bool {
+		return incident == "" || got == "" || got == incident || slices.Contains(also, got)
+	}
+	lo, hi := d.view().Window(p.now())
+	an := *d.an
+	an.Events = nil
+	for _, e := range d.an.Events {
+		if ok(want.Model, e.Model, sharedModels(d)) && ok(want.Version, e.Version, nil) && ok(want.Tenant, e.Tenant, nil) &&
+			ok(want.Replica, e.Replica, nil) && ok(want.Node, e.Node, nil) && !e.Time.Before(lo) && e.Time.Before(hi) {
+			an.Events = append(an.Events, e)
+		}
+	}
+	d.an = &an
+}
+
 // inSharedWindow reports whether a sample time lies in the window a share
 // link shows.
 func (p *Pages) inSharedWindow(d *incidentData, at time.Time) bool {
@@ -309,6 +335,9 @@ func (p *Pages) ogImage(c echo.Context, id int64, base string) error {
 	d, err := p.loadIncident(ctx, id, false)
 	if err != nil {
 		return err
+	}
+	if base != incidentPath(id) {
+		p.sharedAnalysis(d)
 	}
 	og := p.openGraph(ctx, d, base)
 	from, to := d.view().Window(p.now())
