@@ -3,6 +3,7 @@ package web_test
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -709,5 +710,36 @@ func TestStaleTokenDoesNotLockOutItsAddress(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // the revocation is heard
 	if r := e.do(request{method: "GET", path: "/api/v1/incidents", token: e.read}); r.status != http.StatusOK {
 		t.Errorf("a token seen valid, while guesses have its address limited: %d, want 200", r.status)
+	}
+}
+
+// Incoming webhooks that carry their credential in the path (Slack,
+// Discord, Teams, a token segment of any receiver) were returned whole by
+// the webhook API; ticket paths stay readable.
+func TestWebhookPathCredentialsMasked(t *testing.T) {
+	e := newAPIEnv(t)
+	for raw, want := range map[string]string{
+		"https://hooks.slack.com/services/T0A1B2C3D/B0E4F5G6H/XXXXsecretXXXX":             "https://hooks.slack.com/services/xxxxx/xxxxx/xxxxx",
+		"https://discord.com/api/webhooks/123456789012345678/AbCdEf-token_1234":           "https://discord.com/api/xxxxx/xxxxx/xxxxx",
+		"https://acme.webhook.office.com/webhookb2/0f1e2d3c-aaaa/IncomingWebhook/ab12/cd": "https://acme.webhook.office.com/webhookb2/xxxxx/xxxxx/xxxxx/xxxxx",
+		"https://chat.example.com/hooks/k3j4h5g6f7d8s9a0q1w2e3r4t5":                       "https://chat.example.com/hooks/xxxxx",
+		"https://bot%40acme.com:tok@acme.atlassian.net/rest/api/3/issue/OPS-7/remotelink": "https://bot%40acme.com:xxxxx@acme.atlassian.net/rest/api/3/issue/OPS-7/remotelink",
+		"https://sn:pw@acme.service-now.com/api/global/em/jsonv2":                         "https://sn:xxxxx@acme.service-now.com/api/global/em/jsonv2",
+	} {
+		b := fmt.Sprintf(`{"url":%q,"secret":"0123456789abcdef0123"}`, raw)
+		r := e.do(request{method: "POST", path: "/api/v1/webhooks", token: e.admin, ctype: "application/json", body: []byte(b)})
+		var got struct{ URL string }
+		if r.status != http.StatusCreated || json.Unmarshal(r.body, &got) != nil {
+			t.Fatalf("%s: %d %s", raw, r.status, r.body)
+		}
+		if got.URL != want {
+			t.Errorf("%s shown as %s, want %s", raw, got.URL, want)
+		}
+	}
+	list := e.do(request{method: "GET", path: "/api/v1/webhooks", token: e.admin})
+	for _, secret := range []string{"XXXXsecretXXXX", "AbCdEf-token", "k3j4h5g6f7d8s9a0q1w2e3r4t5", "0f1e2d3c"} {
+		if bytes.Contains(list.body, []byte(secret)) {
+			t.Errorf("the webhook list shows %q", secret)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,12 +28,15 @@ func webhookView(w store.Webhook) wire.Webhook {
 
 // maskURL hides a URL's password and its query values, keeping the names.
 // A user name without a password (https://token@host/) and a bare query
-// key (?token) are credentials themselves, and are hidden whole.
+// key (?token) are credentials themselves, and are hidden whole, and so
+// are the path segments that may be (maskPath).
 func maskURL(raw string) string {
 	p, err := url.Parse(raw)
 	if err != nil {
 		return "(unreadable URL)"
 	}
+	p.RawPath = maskPath(p.Hostname(), p.EscapedPath())
+	p.Path, _ = url.PathUnescape(p.RawPath)
 	if p.User != nil {
 		if _, hasPassword := p.User.Password(); !hasPassword {
 			p.User = url.User("xxxxx")
@@ -50,6 +54,41 @@ func maskURL(raw string) string {
 		p.RawQuery = strings.Join(parts, "&")
 	}
 	return p.Redacted()
+}
+
+// pathIsCredential are the hosts of incoming webhooks whose path past its
+// first segment is the credential itself (Slack's /services/T…/B…/token,
+// Discord's /api/webhooks/id/token, Teams' /webhookb2/…, Mattermost's
+// /hooks/id).
+var pathIsCredential = []string{"hooks.slack.com", "discord.com", "discordapp.com", "webhook.office.com", "outlook.office.com"}
+
+// plainSegment is a path segment no receiver makes a secret of: a word,
+// perhaps with a version digit (remotelink, jsonv2, v1), a short number
+// (an API version) or a ticket key (OPS-7).
+var plainSegment = regexp.MustCompile(`^([A-Za-z][A-Za-z._-]{0,19}[0-9]?|[0-9]{1,4}|[A-Z][A-Z0-9]{0,9}-[0-9]{1,7})$`)
+
+// maskPath hides the path segments of an escaped path that may carry a
+// credential: every one past the first on hosts whose incoming webhooks
+// put it there, elsewhere every one that is neither a word, a short
+// number nor a ticket key (a token, an id, a hash).
+func maskPath(host, path string) string {
+	host = strings.ToLower(host)
+	whole := false
+	for _, h := range pathIsCredential {
+		whole = whole || host == h || strings.HasSuffix(host, "."+h)
+	}
+	segs := strings.Split(path, "/")
+	first := true
+	for i, seg := range segs {
+		if seg == "" {
+			continue
+		}
+		if (whole && !first) || (!whole && !plainSegment.MatchString(seg)) {
+			segs[i] = "xxxxx"
+		}
+		first = false
+	}
+	return strings.Join(segs, "/")
 }
 
 // Limits of a webhook registration.
