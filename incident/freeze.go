@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"time"
 
@@ -17,6 +18,9 @@ const (
 	snapshotMaxSlow     = 20000
 	snapshotMaxBaseline = 2000
 	snapshotMaxEvents   = 10000
+	// snapshotMaxTenants bounds the window's tenant list; past it the list
+	// is not kept, and a share preview leaves its title out.
+	snapshotMaxTenants = 50000
 )
 
 // freeze stores a frozen copy of what the incident page shows over its
@@ -63,8 +67,18 @@ func (s *Service) freeze(ctx context.Context, id int64) error {
 	if sn.FrozenEvents, err = s.st.Events(ctx, store.EventFilter{From: from, To: end, Limit: snapshotMaxEvents}); err != nil {
 		return err
 	}
-	if sn.FrozenSamples, err = s.frozenSamples(ctx, v, from, end); err != nil {
+	tenants := map[string]bool{}
+	if sn.FrozenSamples, err = s.frozenSamples(ctx, v, from, end, tenants); err != nil {
 		return err
+	}
+	for _, e := range sn.FrozenEvents {
+		tenants[e.Tenant] = true
+	}
+	delete(tenants, "")
+	// The window's tenants, whole: the frozen samples are thinned, and a
+	// share link's preview scrubs every tenant name from the title.
+	if len(tenants) <= snapshotMaxTenants {
+		sn.Tenants, sn.TenantsKnown = slices.Sorted(maps.Keys(tenants)), true
 	}
 	return s.st.SaveSnapshot(ctx, sn)
 }
@@ -75,7 +89,9 @@ func (s *Service) freeze(ctx context.Context, id int64) error {
 // shows it) fills the cap first, the margin around it what is left: frozen before any analysis (every sample is
 // "slow" then), the half hour before the start filled the cap in time
 // order and none of the incident's own samples was kept.
-func (s *Service) frozenSamples(ctx context.Context, v View, from, end time.Time) ([]correlate.Sample, error) {
+//
+// tenants collects every tenant the window's samples name.
+func (s *Service) frozenSamples(ctx context.Context, v View, from, end time.Time, tenants map[string]bool) ([]correlate.Sample, error) {
 	slowMs, def := v.SlowThresholds()
 	// The span is what the page's sample table shows by default: from the
 	// analysis' onset when there is one (a spike found before the
@@ -88,6 +104,9 @@ func (s *Service) frozenSamples(ctx context.Context, v View, from, end time.Time
 	own, margin := evenSample{max: snapshotMaxSlow}, evenSample{max: snapshotMaxSlow}
 	others := evenSample{max: snapshotMaxBaseline}
 	err := s.st.ScanSamples(ctx, store.SampleFilter{From: from, To: end}, func(x *correlate.Sample) error {
+		if len(tenants) <= snapshotMaxTenants {
+			tenants[x.Tenant] = true
+		}
 		thr, ok := slowMs[x.Model]
 		if !ok {
 			thr = def

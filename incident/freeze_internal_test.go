@@ -70,7 +70,7 @@ func TestFrozenSamplesSpanStartsAtTheOnset(t *testing.T) {
 	v := View{Incident: store.Incident{Start: start, End: &end},
 		Analysis: &correlate.Analysis{Onset: &onset, Samples: correlate.SampleSummary{SlowMs: map[string]float64{"chat": 500}}}}
 	from, to := v.Window(now)
-	got, err := s.frozenSamples(ctx, v, from, to.Add(time.Nanosecond))
+	got, err := s.frozenSamples(ctx, v, from, to.Add(time.Nanosecond), map[string]bool{})
 	if err != nil {
 		t.Fatal(err)
 	}

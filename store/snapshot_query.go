@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"math"
 	"slices"
 	"sort"
@@ -162,8 +163,17 @@ func sortCurves(cs []correlate.Curve) {
 	})
 }
 
-// SampleTenants is Store.SampleTenants over the frozen samples.
+// ErrTenantsUnknown: a snapshot taken before the list of its window's
+// tenants was kept cannot say them all (its samples are thinned).
+var ErrTenantsUnknown = errors.New("snapshot: the window's tenants were not recorded")
+
+// SampleTenants is Store.SampleTenants for the frozen window: every tenant
+// its samples and events named (a superset of any part of it), or, for a
+// snapshot without that list, the frozen samples' and ErrTenantsUnknown.
 func (sn *Snapshot) SampleTenants(_ context.Context, from, to time.Time) ([]string, error) {
+	if sn.TenantsKnown {
+		return slices.Clone(sn.Tenants), nil
+	}
 	seen := map[string]bool{}
 	var out []string
 	for _, x := range sn.FrozenSamples {
@@ -173,5 +183,5 @@ func (sn *Snapshot) SampleTenants(_ context.Context, from, to time.Time) ([]stri
 		}
 	}
 	sort.Strings(out)
-	return out, nil
+	return out, ErrTenantsUnknown
 }

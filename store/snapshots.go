@@ -26,6 +26,11 @@ type Snapshot struct {
 	FrozenEvents  []correlate.Event
 	FrozenSamples []correlate.Sample
 	Analysis      json.RawMessage // a correlate.Analysis, as stored in analyses.result
+	// Tenants are all the tenants the window's samples and events named,
+	// sorted (the frozen samples are thinned); TenantsKnown is false for
+	// snapshots taken before the list was kept.
+	Tenants      []string
+	TenantsKnown bool
 }
 
 // snapSample is a Sample on the wire: JSON has no NaN, so unreported
@@ -126,12 +131,16 @@ func (s *Store) SaveSnapshot(ctx context.Context, sn Snapshot) error {
 	if err != nil {
 		return wrap("save snapshot", err)
 	}
+	var tenants []string // NULL: unknown
+	if sn.TenantsKnown {
+		tenants = append(make([]string, 0, len(sn.Tenants)), sn.Tenants...)
+	}
 	tag, err := s.db.Exec(ctx, `
-		INSERT INTO snapshots (incident_id, created_at, curves, events, samples, analysis)
-		SELECT id, $2, $3, $4, $5, $6 FROM incidents WHERE id = $1
+		INSERT INTO snapshots (incident_id, created_at, curves, events, samples, analysis, tenants)
+		SELECT id, $2, $3, $4, $5, $6, $7 FROM incidents WHERE id = $1
 		ON CONFLICT (incident_id) DO UPDATE SET created_at = EXCLUDED.created_at, curves = EXCLUDED.curves,
-		  events = EXCLUDED.events, samples = EXCLUDED.samples, analysis = EXCLUDED.analysis`,
-		sn.IncidentID, sn.CreatedAt, curves, events, samples, an)
+		  events = EXCLUDED.events, samples = EXCLUDED.samples, analysis = EXCLUDED.analysis, tenants = EXCLUDED.tenants`,
+		sn.IncidentID, sn.CreatedAt, curves, events, samples, an, tenants)
 	if err != nil {
 		return wrap("save snapshot", err)
 	}
@@ -158,11 +167,13 @@ func (s *Store) SnapshotTime(ctx context.Context, incidentID int64) (at time.Tim
 func (s *Store) LoadSnapshot(ctx context.Context, incidentID int64) (*Snapshot, error) {
 	var curves, events, samples, analysis []byte
 	sn := &Snapshot{IncidentID: incidentID}
-	err := s.db.QueryRow(ctx, `SELECT created_at, curves, events, samples, analysis FROM snapshots WHERE incident_id = $1`,
-		incidentID).Scan(&sn.CreatedAt, &curves, &events, &samples, &analysis)
+	var tenants []string
+	err := s.db.QueryRow(ctx, `SELECT created_at, curves, events, samples, analysis, tenants FROM snapshots WHERE incident_id = $1`,
+		incidentID).Scan(&sn.CreatedAt, &curves, &events, &samples, &analysis, &tenants)
 	if err != nil {
 		return nil, wrap("load snapshot", err)
 	}
+	sn.Tenants, sn.TenantsKnown = tenants, tenants != nil
 	sn.CreatedAt = sn.CreatedAt.UTC()
 	var ss []snapSample
 	for _, p := range []struct {

@@ -1060,3 +1060,69 @@ func TestShareLinkShowsOnlyItsScopesChanges(t *testing.T) {
 		t.Errorf("the signed-in page lost another model's change")
 	}
 }
+
+// The unfurl title is scrubbed of every tenant the incident's window
+// names. Once frozen it read them from the snapshot's samples, which are
+// thinned: a small tenant's only request left out, its name showed in
+// the cached card chat crawlers fetch. The snapshot now keeps the
+// window's whole list; one taken before that (no list) leaves the title
+// out rather than guess.
+func TestFrozenShareTitleScrubsEveryTenant(t *testing.T) {
+	e := newUIEnv(t)
+	ctx := context.Background()
+	var b strings.Builder
+	start := e.from.Add(-20 * time.Minute)
+	for i := range 8000 {
+		fmt.Fprintf(&b, `{"request_id":"bulk-%05d","time":%q,"model":"chat","tenant":"t-bulk","total_ms":10,"sample_rate":1}`+"\n",
+			i, start.Add(time.Duration(i)*500*time.Millisecond).Format(time.RFC3339Nano))
+	}
+	fmt.Fprintf(&b, `{"request_id":"rare-1","time":%q,"model":"chat","tenant":"t-initech","total_ms":11,"sample_rate":1}`+"\n",
+		e.spikeAt.Add(1734*time.Millisecond).Format(time.RFC3339Nano))
+	accepted(t, e.post("/api/v1/samples", "application/x-ndjson", []byte(b.String())))
+	r := e.post("/api/v1/incidents", "application/json", []byte(fmt.Sprintf(`{"title":"checkout slow for t-initech","start":%q,"end":%q}`,
+		e.from.Format(time.RFC3339), e.to.Format(time.RFC3339))))
+	var inc struct{ ID int64 }
+	if r.status != http.StatusCreated || json.Unmarshal(r.body, &inc) != nil {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	v, _ := e.st.StartAnalysis(ctx, inc.ID, "test")
+	body, _ := json.Marshal(e.analysis())
+	if err := e.st.FinishAnalysis(ctx, inc.ID, v, body, ""); err != nil {
+		t.Fatal(err)
+	}
+	tok, _ := e.st.CreateShareLink(ctx, inc.ID)
+	anon := e.browser()
+	ogTitle := func() string {
+		p := anon.get("/s/" + tok)
+		s, _ := p.doc.Find(`meta[property="og:title"]`).Attr("content")
+		return s
+	}
+	if s := ogTitle(); strings.Contains(s, "initech") || !strings.Contains(s, "checkout slow") {
+		t.Fatalf("before freeze: og:title %q", s)
+	}
+	if err := e.incidents.Freeze(ctx, inc.ID); err != nil {
+		t.Fatal(err)
+	}
+	sn, err := e.st.LoadSnapshot(ctx, inc.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range sn.FrozenSamples {
+		if x.Tenant == "t-initech" {
+			t.Fatal("the rare tenant's request was frozen: the test no longer shows the thinning")
+		}
+	}
+	if s := ogTitle(); strings.Contains(s, "initech") || !strings.Contains(s, "checkout slow") {
+		t.Errorf("after freeze: og:title %q", s)
+	}
+	// A snapshot taken before the list was kept: no title rather than one
+	// that may name a tenant.
+	sn.Tenants, sn.TenantsKnown = nil, false
+	sn.CreatedAt = sn.CreatedAt.Add(time.Second) // a new snapshot: the page cache follows it
+	if err := e.st.SaveSnapshot(ctx, *sn); err != nil {
+		t.Fatal(err)
+	}
+	if s := ogTitle(); strings.Contains(s, "checkout slow") {
+		t.Errorf("snapshot without its tenants: og:title %q", s)
+	}
+}
