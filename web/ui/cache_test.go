@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/waterline-dev/waterline/correlate"
 )
@@ -40,5 +41,30 @@ func TestViewDataCacheIsBoundedInBytes(t *testing.T) {
 	c.get(ctx, "small", viewDataLiveTTL, small)
 	if calls != 1 {
 		t.Errorf("a small value loaded %d times", calls)
+	}
+}
+
+// Live page data is shared by every incident: its cache keys must hold
+// what differs between two incidents over one window and scope — the
+// story model, whose GPU lanes the timeline adds, and the slow threshold
+// the heatmap's thinning keeps samples above. Two such incidents swapped
+// their GPU lanes.
+func TestViewDataKeysTellIncidentsApart(t *testing.T) {
+	from := time.Now().Add(-time.Hour)
+	to := from.Add(time.Hour)
+	incident := func(model string, p99 float64) *incidentData {
+		return &incidentData{an: &correlate.Analysis{Headline: correlate.Headline{Model: model}, P99BeforeMs: p99}}
+	}
+	a, b, a2 := incident("chat", 100), incident("embed", 400), incident("chat", 100)
+	tl := func(d *incidentData) string {
+		k, _ := timelineKey(d, from, to, time.Minute, correlate.Scope{})
+		return k
+	}
+	heat := func(d *incidentData) string { k, _ := heatKey(d, from, to, correlate.Scope{}); return k }
+	if tl(a) == tl(b) || heat(a) == heat(b) {
+		t.Errorf("two incidents share keys: %q / %q, %q / %q", tl(a), tl(b), heat(a), heat(b))
+	}
+	if tl(a) != tl(a2) || heat(a) != heat(a2) {
+		t.Error("alike incidents do not share their data")
 	}
 }

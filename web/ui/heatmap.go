@@ -14,12 +14,24 @@ import (
 // all kept.
 const heatSampleMax = 200_000
 
+// heatKey is heatSamples' cache key: live samples are thinned below the
+// incident's slow threshold, which differs between incidents sharing a
+// window and scope.
+func heatKey(d *incidentData, from, to time.Time, scope correlate.Scope) (string, time.Duration) {
+	src, ttl := d.sourceKey()
+	key := fmt.Sprintf("heat|%s|%d|%d|%s", src, from.UnixMilli(), to.UnixMilli(), scope)
+	if d.snap == nil {
+		_, def := d.view().SlowThresholds()
+		key += fmt.Sprintf("|%g", def)
+	}
+	return key, ttl
+}
+
 // heatSamples are the samples of a window for the heatmap and its brush,
 // from the snapshot once frozen, else from the store (thinned), through
 // the short-lived cache.
 func (p *Pages) heatSamples(ctx context.Context, d *incidentData, from, to time.Time, scope correlate.Scope) ([]correlate.Sample, error) {
-	src, ttl := d.sourceKey()
-	key := fmt.Sprintf("heat|%s|%d|%d|%s", src, from.UnixMilli(), to.UnixMilli(), scope)
+	key, ttl := heatKey(d, from, to, scope)
 	v, err := p.viewData.get(ctx, key, ttl, func(ctx context.Context) (any, error) {
 		if d.snap != nil {
 			var out []correlate.Sample

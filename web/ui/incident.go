@@ -203,13 +203,21 @@ func storyModel(d *incidentData) string {
 	return d.inc.Scope.Model
 }
 
+// timelineKey is timelineData's cache key: everything the data depends
+// on, the incident's story model included (its GPU lanes): live data is
+// shared by every incident, and two with one window and scope swapped
+// their GPU lanes.
+func timelineKey(d *incidentData, from, to time.Time, step time.Duration, scope correlate.Scope) (string, time.Duration) {
+	src, ttl := d.sourceKey()
+	return fmt.Sprintf("tl|%s|%d|%d|%d|%s|%s", src, from.UnixMilli(), to.UnixMilli(), step, scope, storyModel(d)), ttl
+}
+
 // timelineData loads (through the short-lived cache) the timeline of a
 // window: curves and events as the API's timeline selects them, plus GPU
 // memory totalled per node (it is exported per pod only).
 func (p *Pages) timelineData(ctx context.Context, d *incidentData, from, to time.Time, step time.Duration,
 	scope correlate.Scope) (wire.Timeline, []correlate.Curve, error) {
-	src, ttl := d.sourceKey()
-	key := fmt.Sprintf("tl|%s|%d|%d|%d|%s", src, from.UnixMilli(), to.UnixMilli(), step, scope)
+	key, ttl := timelineKey(d, from, to, step, scope)
 	v, err := p.viewData.get(ctx, key, ttl, func(ctx context.Context) (any, error) {
 		tv, err := api.Timeline(ctx, d.src, api.TimelineQuery{From: from, To: to, Step: step, Scope: scope, CurvesAnyTenant: true})
 		if err != nil {
