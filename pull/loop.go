@@ -9,8 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
-
 	"github.com/waterline-dev/waterline/store"
 )
 
@@ -239,19 +237,17 @@ func (p *Puller) tickSource(ctx context.Context, src string, now, end time.Time)
 const minChunkSteps = 8
 
 // tooBig says whether a failed query may succeed over a shorter range:
-// big when Prometheus said it ran out of samples or time; once when the
+// big when the backend said it ran out of samples or time (Prometheus by
+// its error type, others by their message: see classify); once when the
 // query timed out on our side or got a 5xx, which a smaller range may
 // cure as well as not. A refused expression or an unreachable server is
 // neither.
 func tooBig(err error) (big, once bool) {
-	var ae *v1.Error
-	if errors.As(err, &ae) {
-		switch ae.Type {
-		case v1.ErrExec, v1.ErrTimeout:
-			return true, false
-		case v1.ErrServer:
-			return false, true
-		}
+	switch classify(err) {
+	case failBig:
+		return true, false
+	case failServer:
+		return false, true
 	}
 	return false, errors.Is(err, context.DeadlineExceeded)
 }

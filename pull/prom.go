@@ -58,6 +58,7 @@ func (n noPartial) RoundTrip(r *http.Request) (*http.Response, error) {
 // QueryError is a failed query: which source, which expression, and why.
 // Rejected is true when Prometheus refused the query itself (bad PromQL,
 // too many points), false when it could not be asked or failed to answer.
+// Another backend's refusal counts when its message says so (see classify).
 type QueryError struct {
 	Source   string
 	Expr     string
@@ -76,11 +77,105 @@ func (e *QueryError) Unwrap() error { return e.Err }
 
 func queryErr(source, expr string, err error) error {
 	var ae *v1.Error
-	rejected := errors.As(err, &ae) && ae.Type == v1.ErrBadData
-	if ae != nil && ae.Detail != "" {
+	rejected := classify(err) == failRejected
+	if errors.As(err, &ae) && ae.Detail != "" {
 		err = fmt.Errorf("%w (%s)", err, ae.Detail)
 	}
 	return &QueryError{Source: source, Expr: expr, Rejected: rejected, Err: err}
+}
+
+// failure is what a failed query's answer says about asking again.
+type failure int
+
+const (
+	failOther    failure = iota // not asked, or failed: the same again later
+	failRejected                // the expression itself: asking again cannot help
+	failBig                     // too much at once (samples, series, time): a shorter range may pass
+	failServer                  // a 5xx: a shorter range may cure it as well as not
+)
+
+// promErrorTypes are the error types Prometheus answers with (those
+// client_golang names, and the server's not_found, unavailable and
+// internal). Other backends pass their own through: VictoriaMetrics
+// answers every error with HTTP 422 and errorType "422", whatever the
+// cause.
+var promErrorTypes = map[v1.ErrorType]bool{
+	v1.ErrBadData: true, v1.ErrTimeout: true, v1.ErrCanceled: true, v1.ErrExec: true,
+	v1.ErrBadResponse: true, v1.ErrServer: true, v1.ErrClient: true,
+	"not_found": true, "unavailable": true, "internal": true,
+}
+
+// classify reads a failed query's error: by its type when Prometheus
+// named one of its own, else by its message.
+func classify(err error) failure {
+	var ae *v1.Error
+	if !errors.As(err, &ae) {
+		return failOther
+	}
+	switch ae.Type {
+	case v1.ErrBadData:
+		return failRejected
+	case v1.ErrExec, v1.ErrTimeout:
+		return failBig
+	case v1.ErrServer:
+		return failServer
+	}
+	if promErrorTypes[ae.Type] {
+		return failOther
+	}
+	if f := byMessage(ae.Msg); f != failOther {
+		return f
+	}
+	if ae.Type == "400" { // VictoriaMetrics' bad request: our arguments
+		return failRejected
+	}
+	return failOther
+}
+
+// byMessage reads the cause of an error from its words (VictoriaMetrics'
+// own, e.g. "argList: unexpected token", "unknown func", "cannot select
+// more than -search.maxSamplesPerQuery", "the number of matching
+// timeseries exceeds", "too many points ... -search.maxPointsPerTimeseries",
+// "timeout exceeded"). Words in quotes are left out: the query, its
+// selectors and label values are quoted in the message and are not the
+// cause.
+func byMessage(msg string) failure {
+	m := strings.ToLower(outsideQuotes(msg))
+	has := func(words ...string) bool {
+		for _, w := range words {
+			if strings.Contains(m, w) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has("parse error", "cannot parse", "syntax error", "unexpected token", "unparsed data", "unknown func"):
+		return failRejected
+	case has("too many samples", "maxsamplesperquery", "too many series", "timeseries exceeds",
+		"too many points", "maxpointspertimeseries", "not enough memory", "timeout", "timed out"):
+		return failBig
+	}
+	return failOther
+}
+
+// outsideQuotes is s without its double-quoted parts (Go quoting).
+func outsideQuotes(s string) string {
+	var b strings.Builder
+	in, esc := false, false
+	for _, r := range s {
+		switch {
+		case esc:
+			esc = false
+		case in && r == '\\':
+			esc = true
+		case r == '"':
+			in = !in
+		case !in:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // rangeQuery evaluates expr at every step in [start, end] (both inclusive).

@@ -37,6 +37,13 @@ type VictoriaMetrics struct {
 // installs it, so a skip would hide a gap.
 func Start(t testing.TB) *VictoriaMetrics {
 	t.Helper()
+	return StartWith(t)
+}
+
+// StartWith is Start with more command-line flags for the server (limits
+// such as -search.maxSamplesPerQuery).
+func StartWith(t testing.TB, flags ...string) *VictoriaMetrics {
+	t.Helper()
 	if _, err := exec.LookPath(Binary); err != nil {
 		t.Fatalf("vmtest: %s not installed: apt-get install -y victoria-metrics (scripts/test-deps.sh)", Binary)
 	}
@@ -51,15 +58,15 @@ func Start(t testing.TB) *VictoriaMetrics {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(Binary,
-		"-storageDataPath="+filepath.Join(dir, "data"),
-		"-httpListenAddr="+addr,
+	cmd := exec.Command(Binary, append([]string{
+		"-storageDataPath=" + filepath.Join(dir, "data"),
+		"-httpListenAddr=" + addr,
 		// Test data lies in the past, at any date: keep it all.
 		"-retentionPeriod=100y",
 		// Answers must follow imports at once, not a cache.
 		"-search.disableCache",
 		"-search.latencyOffset=0s",
-		"-loggerLevel=WARN")
+		"-loggerLevel=WARN"}, flags...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
