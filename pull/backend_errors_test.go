@@ -1,14 +1,22 @@
 package pull
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
+	"github.com/waterline-dev/waterline/internal/testing/promtest"
 	"github.com/waterline-dev/waterline/internal/testing/vmtest"
 	"github.com/waterline-dev/waterline/store/storetest"
 )
@@ -111,4 +119,109 @@ queries:
 	if qe := (*QueryError)(nil); !errors.As(err, &qe) || qe.Rejected || big || once {
 		t.Errorf("%v: read as rejected=%v, tooBig=(%v, %v); want none", err, qe != nil && qe.Rejected, big, once)
 	}
+}
+
+// Prometheus answers its own query timeout with HTTP 503 and errorType
+// "timeout"; client_golang reads every 5xx as server_error, which tooBig
+// took for a stuck server (halve once a round), not a range too big: a
+// chunk whose half still timed out was never pulled. The live catch-up
+// failed every round, its cursor stuck; a history pull gave up, and so
+// did every rerun, at the same chunk.
+func TestPrometheusTimeoutIsTooBig(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	start := time.Now().UTC().Truncate(time.Hour).Add(-7 * time.Hour)
+	end := start.Add(time.Duration(refusedPoints) * 15 * time.Second)
+	// A real Prometheus timeout: with --query.timeout=0s every query times
+	// out, as a heavy one does in a Prometheus that has little time.
+	slow := promtest.New(t)
+	slow.SetFlags("--query.timeout=0s")
+	slow.Start(t)
+	pr, err := newProm(slow.URL, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = pr.rangeQuery(ctx, "probe", "p99_ms", start, end, 15*time.Second)
+	var ae *v1.Error
+	if !errors.As(err, &ae) || ae.Type != v1.ErrServer || !strings.Contains(ae.Detail, `"errorType":"timeout"`) {
+		t.Fatalf("a query with --query.timeout=0s: %v; want Prometheus' 503 timeout", err)
+	}
+	if big, once := tooBig(err); !big {
+		t.Errorf("Prometheus' timeout read as tooBig=(%v, %v), want big: %v", big, once, err)
+	}
+	// Any other 5xx (a proxy, a server starting) may not be about size.
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "upstream connect error or disconnect/reset before headers", http.StatusServiceUnavailable)
+	}))
+	defer down.Close()
+	pd, _ := newProm(down.URL, nil, false)
+	_, err = pd.rangeQuery(ctx, "probe", "p99_ms", start, end, 15*time.Second)
+	if big, once := tooBig(err); big || !once {
+		t.Errorf("a plain 503 read as tooBig=(%v, %v), want (false, true): %v", big, once, err)
+	}
+
+	// End to end: ranges over 30 minutes go to the Prometheus that times
+	// out, shorter ones to one that holds the data.
+	ok := promtest.Run(t, strings.NewReader(p99OpenMetrics(refusedModels, refusedPoints, start)))
+	front := rangeRouter(t, ok.URL, slow.URL, 30*time.Minute)
+	st := storetest.New(t)
+	p := newPuller(t, st, front, refusedP99, end)
+	if err := p.Tick(ctx); err != nil {
+		t.Errorf("the catch-up round failed: %v", err)
+	} else if n := storedPoints(t, st, start.Add(-time.Hour), end.Add(time.Hour)); n < refusedModels*(refusedPoints-8) {
+		t.Errorf("catch-up: %d points stored, want about %d", n, refusedModels*refusedPoints)
+	}
+	st2 := storetest.New(t)
+	p2 := newPuller(t, st2, front, refusedP99, end)
+	prg, err := p2.History(ctx, start, end.Add(-15*time.Second), nil)
+	if err != nil {
+		t.Errorf("history: %v", err)
+	} else if n := storedPoints(t, st2, start.Add(-time.Hour), end.Add(time.Hour)); n < refusedModels*(refusedPoints-8) || prg.ChunksDone != prg.Chunks {
+		t.Errorf("history: %d points stored (want about %d), %d of %d chunks", n, refusedModels*refusedPoints, prg.ChunksDone, prg.Chunks)
+	}
+}
+
+// refusedP99 pulls the P99 of every model of the refusal fixtures
+// (p99OpenMetrics) with six hours of lookback.
+const refusedP99 = `lookback: 6h
+presets: []
+queries:
+  - role: latency_p99
+    level: model
+    labels: {model: model}
+    expr: p99_ms
+`
+
+// rangeRouter is a proxy that sends range queries longer than limit to
+// long, everything else to short, and returns its URL.
+func rangeRouter(t *testing.T, short, long string, limit time.Duration) string {
+	t.Helper()
+	su, err := url.Parse(short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lu, err := url.Parse(long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		target := su
+		if strings.HasSuffix(r.In.URL.Path, "/query_range") {
+			body, _ := io.ReadAll(r.Out.Body)
+			r.Out.Body = io.NopCloser(bytes.NewReader(body)) // forwarded as it came
+			form, _ := url.ParseQuery(string(body))
+			for k, v := range r.In.URL.Query() {
+				form[k] = v
+			}
+			from, _ := strconv.ParseFloat(form.Get("start"), 64)
+			to, _ := strconv.ParseFloat(form.Get("end"), 64)
+			if time.Duration((to-from)*float64(time.Second)) > limit {
+				target = lu
+			}
+		}
+		r.SetURL(target)
+	}}
+	srv := httptest.NewServer(rp)
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

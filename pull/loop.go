@@ -208,10 +208,11 @@ func (p *Puller) tickSource(ctx context.Context, src string, now, end time.Time)
 			// Too much for Prometheus at once (a catch-up after a long
 			// outage): the rest in halves, rather than the same range
 			// every round with the cursor stuck and live data unpulled.
-			// Prometheus' own "too many samples" or query timeout may halve
-			// down to a few steps; a timeout on our side or a 5xx (a stuck
-			// server or proxy as likely as a big range) halves once a
-			// round, so a dead backend costs one more query, not eight.
+			// Prometheus' own "too many samples" or query timeout (its 503
+			// with errorType "timeout" included) may halve down to a few
+			// steps; a timeout on our side or another 5xx (a stuck server
+			// or proxy as likely as a big range) halves once a round, so a
+			// dead backend costs one more query, not eight.
 			half := c.to.Sub(c.from) / 2
 			if big, once := tooBig(err); (big || once && !halvedOnce) && half >= minChunkSteps*p.config().Step {
 				halvedOnce = halvedOnce || once
@@ -238,9 +239,9 @@ const minChunkSteps = 8
 
 // tooBig says whether a failed query may succeed over a shorter range:
 // big when the backend said it ran out of samples or time (Prometheus by
-// its error type, others by their message: see classify); once when the
-// query timed out on our side or got a 5xx, which a smaller range may
-// cure as well as not. A refused expression or an unreachable server is
+// its error type or its timeout's 503, others by their message: see
+// classify); once when the query timed out on our side or got another
+// 5xx, which a smaller range may cure as well as not. A refused expression or an unreachable server is
 // neither.
 func tooBig(err error) (big, once bool) {
 	switch classify(err) {

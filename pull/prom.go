@@ -2,6 +2,7 @@ package pull
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -118,6 +119,11 @@ func classify(err error) failure {
 	case v1.ErrExec, v1.ErrTimeout:
 		return failBig
 	case v1.ErrServer:
+		// Prometheus answers its own query timeout with 503 and
+		// errorType "timeout", which client_golang reads as any 5xx.
+		if timedOut(ae.Detail) {
+			return failBig
+		}
 		return failServer
 	}
 	if promErrorTypes[ae.Type] {
@@ -130,6 +136,21 @@ func classify(err error) failure {
 		return failRejected
 	}
 	return failOther
+}
+
+// timedOut says whether a 5xx answer's body is Prometheus' query
+// timeout ("query timed out in query execution", "… in expression
+// evaluation"). Another 5xx — a proxy, a server starting, VictoriaMetrics
+// too busy to start the query — may have nothing to do with the range.
+func timedOut(body string) bool {
+	var b struct {
+		Type v1.ErrorType `json:"errorType"`
+		Err  string       `json:"error"`
+	}
+	if json.Unmarshal([]byte(body), &b) != nil {
+		return strings.Contains(body, "query timed out")
+	}
+	return b.Type == v1.ErrTimeout || strings.Contains(b.Err, "query timed out")
 }
 
 // byMessage reads the cause of an error from its words (VictoriaMetrics'
