@@ -3,12 +3,17 @@ package pull
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,7 +21,9 @@ import (
 
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 
+	"github.com/waterline-dev/waterline/internal/demo/promrun"
 	"github.com/waterline-dev/waterline/internal/testing/promtest"
+	"github.com/waterline-dev/waterline/internal/testing/syncbuf"
 	"github.com/waterline-dev/waterline/internal/testing/vmtest"
 	"github.com/waterline-dev/waterline/store/storetest"
 )
@@ -224,4 +231,153 @@ func rangeRouter(t *testing.T, short, long string, limit time.Duration) string {
 	srv := httptest.NewServer(rp)
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// A Prometheus whose data lies in a remote_read storage (long-term
+// storage) answers a failed remote read with 200, the data it has (here
+// none) and a warning. The pull stored that as complete: the round
+// succeeded, the cursor moved past the range, no outage gap was recorded,
+// and once the storage was back only the overlap was read again. A
+// warning of missing data fails the chunk as an error does; a PromQL
+// annotation leaves the answer whole and is logged once per source.
+func TestWarningOfMissingDataFailsTheChunk(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	start := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
+	const models = 3
+	remote := promtest.Run(t, strings.NewReader(p99OpenMetrics(models, 3*240, start)))
+	front := remoteReadPrometheus(t, remote.URL)
+	cfg := strings.Replace(refusedP99, "lookback: 6h", "lookback: 1h", 1)
+	st := storetest.New(t)
+	now := start.Add(2 * time.Hour)
+	p := newPuller(t, st, front, cfg, now)
+	const src = "latency_p99@model"
+	if err := p.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cursor, _, _ := st.PullCursor(ctx, src)
+
+	// The long-term storage is away for ten minutes.
+	remote.Stop(t)
+	outage := now.Add(10 * time.Minute)
+	p.now = func() time.Time { return outage }
+	_, warnings, _, err := p.prom.api.QueryRange(ctx, "p99_ms", v1.Range{Start: now, End: outage, Step: 15 * time.Second})
+	if err != nil || len(warnings) == 0 || !strings.Contains(warnings[0], "remote_read") {
+		t.Fatalf("with its remote storage away Prometheus answers %v, warnings %q; want a remote_read warning", err, warnings)
+	}
+	err = p.Tick(ctx)
+	if err == nil || !strings.Contains(err.Error(), "remote_read") {
+		t.Errorf("a round over answers that lack data: %v; want it failed, naming the warning", err)
+	}
+	if c, _, _ := st.PullCursor(ctx, src); !c.Equal(cursor) {
+		t.Errorf("the cursor moved from %v to %v over data never stored", cursor, c)
+	}
+	gaps, err := st.PullGaps(ctx, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(gaps) != 1 || gaps[0].Source != src || !strings.Contains(gaps[0].Error, "remote_read") {
+		t.Errorf("open gaps %+v; want one outage gap of %s naming the warning", gaps, src)
+	}
+
+	// Back: the next round pulls the outage whole and closes its gap.
+	remote.Start(t)
+	p.now = func() time.Time { return outage.Add(time.Minute) }
+	if err := p.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := storedPoints(t, st, now, outage); n != models*40 {
+		t.Errorf("%d points over the ten minutes of the outage, want %d", n, models*40)
+	}
+	if gaps, _ := st.PullGaps(ctx, time.Time{}); len(gaps) != 0 {
+		t.Errorf("gaps still open: %+v", gaps)
+	}
+
+	// A PromQL annotation (Prometheus 2.50 and later: a rate over a
+	// gauge, a quantile out of range) is about the query, not the data:
+	// stored, and said once in the log.
+	annotation := `PromQL info: metric might not be a counter, name does not end in _total/_sum/_count/_bucket: "p99_ms"`
+	annotated := withWarnings(t, remote.URL, annotation)
+	var log syncbuf.Buffer
+	st2 := storetest.New(t)
+	p2, err := New(mustConfig(t, cfg), annotated, st2, Options{Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := 0; round < 2; round++ {
+		if err := p2.Tick(ctx); err != nil {
+			t.Fatalf("round %d over annotated answers: %v", round+1, err)
+		}
+	}
+	if n := storedPoints(t, st2, now.Add(-time.Hour), now); n < models*(240-4) {
+		t.Errorf("%d points stored from annotated answers, want about %d", n, models*240)
+	}
+	if n := strings.Count(log.String(), "might not be a counter"); n != 1 {
+		t.Errorf("the annotation is logged %d times over two rounds, want once:\n%s", n, log.String())
+	}
+}
+
+// remoteReadPrometheus runs a Prometheus with an empty TSDB that reads
+// remote's data through remote_read, and returns its URL.
+func remoteReadPrometheus(t *testing.T, remote string) string {
+	t.Helper()
+	dir := t.TempDir()
+	srv, err := promrun.New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	cfg := fmt.Sprintf("global:\n  scrape_interval: 15s\nscrape_configs: []\nremote_read:\n  - url: %s/api/v1/read\n    read_recent: true\n", remote)
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return srv.URL
+}
+
+// withWarnings is a proxy to a Prometheus that adds warnings to every
+// query answer, and returns its URL.
+func withWarnings(t *testing.T, target string, warnings ...string) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(u) },
+		ModifyResponse: func(res *http.Response) error {
+			if !strings.HasPrefix(res.Request.URL.Path, "/api/v1/query") || res.StatusCode != http.StatusOK {
+				return nil
+			}
+			var answer map[string]any
+			if err := json.NewDecoder(res.Body).Decode(&answer); err != nil {
+				return err
+			}
+			res.Body.Close()
+			answer["warnings"] = warnings
+			b, err := json.Marshal(answer)
+			if err != nil {
+				return err
+			}
+			res.Body = io.NopCloser(bytes.NewReader(b))
+			res.ContentLength = int64(len(b))
+			res.Header.Set("Content-Length", strconv.Itoa(len(b)))
+			res.Header.Del("Content-Encoding")
+			return nil
+		},
+	}
+	srv := httptest.NewServer(rp)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func mustConfig(t *testing.T, yaml string) *Config {
+	t.Helper()
+	cfg, err := ParseConfig("test.yaml", []byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }

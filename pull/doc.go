@@ -44,6 +44,9 @@
 // among replicas; each round pulls every source from its cursor (less an
 // overlap) to now − delay; a failed round is retried with exponential
 // backoff and jitter, and the missed range is recorded as an outage gap,
-// closed when the cursor passes it. RegisterMetrics exposes the health on
-// /metrics; GET /api/v1/pull/status reads the same from Postgres.
+// closed when the cursor passes it. An answer with a warning of missing
+// data (a failed remote read, a partial response) is such a failure, not
+// data to store; other warnings are logged once per source.
+// RegisterMetrics exposes the health on /metrics; GET
+// /api/v1/pull/status reads the same from Postgres.
 package pull

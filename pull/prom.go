@@ -23,6 +23,9 @@ const maxPointsPerSeries = 10000
 type prom struct {
 	api     v1.API
 	timeout time.Duration
+	// warned is told the warnings of an answer that is whole all the same
+	// (see missingData); nil: dropped.
+	warned func(source string, warnings []string)
 }
 
 func newProm(url string, rt http.RoundTripper, compress bool) (*prom, error) {
@@ -42,7 +45,9 @@ func newProm(url string, rt http.RoundTripper, compress bool) (*prom, error) {
 // are up hold, a warning beside, which a pull would store as complete —
 // the cursor moved on, the hole never refilled, and a quantile over half
 // the fleet can fake a spike or a recovery. A failed chunk is recorded as
-// a gap and asked again. Prometheus ignores both.
+// a gap and asked again. Prometheus ignores both; an answer with a warning
+// of missing data (its failed remote read, or a backend that answers in
+// part regardless) fails as an error does (see checkWarnings).
 type noPartial struct{ next http.RoundTripper }
 
 func (n noPartial) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -199,13 +204,64 @@ func outsideQuotes(s string) string {
 	return b.String()
 }
 
+// incompleteError is an answer whose warnings say data is missing from
+// it: a failed chunk, asked again later, never stored as complete.
+type incompleteError struct{ Warnings []string }
+
+func (e *incompleteError) Error() string {
+	return "incomplete answer: " + strings.Join(e.Warnings, "; ")
+}
+
+// checkWarnings fails an answer with a warning of missing data (a
+// *QueryError wrapping an *incompleteError, not Rejected: asking again
+// may succeed) and tells p.warned the other warnings.
+func (p *prom) checkWarnings(source, expr string, warnings v1.Warnings) error {
+	var missing, other []string
+	for _, w := range warnings {
+		if missingData(w) {
+			missing = append(missing, w)
+		} else {
+			other = append(other, w)
+		}
+	}
+	if len(missing) > 0 {
+		return &QueryError{Source: source, Expr: expr, Err: &incompleteError{Warnings: missing}}
+	}
+	if len(other) > 0 && p.warned != nil {
+		p.warned(source, other)
+	}
+	return nil
+}
+
+// missingData says whether a warning says the answer lacks data: a remote
+// read that failed (Prometheus over a long-term storage answers 200 with
+// the data it has), a partial response, a store that did not answer or
+// is unavailable (Thanos, Mimir). PromQL's annotations ("PromQL info:
+// …", "PromQL warning: …") are about the query over data that is there,
+// whatever metric names they quote.
+func missingData(warning string) bool {
+	if strings.HasPrefix(warning, "PromQL info:") || strings.HasPrefix(warning, "PromQL warning:") {
+		return false
+	}
+	w := strings.ToLower(warning)
+	for _, s := range []string{"remote_read", "remote read", "remote storage", "partial", "store", "unavailable", "incomplete"} {
+		if strings.Contains(w, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // rangeQuery evaluates expr at every step in [start, end] (both inclusive).
 func (p *prom) rangeQuery(ctx context.Context, source, expr string, start, end time.Time, step time.Duration) (model.Matrix, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	v, _, _, err := p.api.QueryRange(ctx, expr, v1.Range{Start: start, End: end, Step: step})
+	v, warnings, _, err := p.api.QueryRange(ctx, expr, v1.Range{Start: start, End: end, Step: step})
 	if err != nil {
 		return nil, queryErr(source, expr, err)
+	}
+	if err := p.checkWarnings(source, expr, warnings); err != nil {
+		return nil, err
 	}
 	m, ok := v.(model.Matrix)
 	if !ok {
@@ -218,9 +274,12 @@ func (p *prom) rangeQuery(ctx context.Context, source, expr string, start, end t
 func (p *prom) instant(ctx context.Context, source, expr string, t time.Time) (model.Vector, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
-	v, _, _, err := p.api.Query(ctx, expr, t)
+	v, warnings, _, err := p.api.Query(ctx, expr, t)
 	if err != nil {
 		return nil, queryErr(source, expr, err)
+	}
+	if err := p.checkWarnings(source, expr, warnings); err != nil {
+		return nil, err
 	}
 	switch v := v.(type) {
 	case model.Vector:

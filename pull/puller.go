@@ -36,6 +36,8 @@ type Puller struct {
 	// rates holds the measured scrape intervals behind automatic rate
 	// windows (ratewindow.go).
 	rates *rateWindows
+	// warned holds the sources whose answers' warnings were logged.
+	warned sync.Map
 }
 
 // Options are a Puller's optional collaborators.
@@ -71,7 +73,18 @@ func New(cfg *Config, prometheusURL string, st *store.Store, opts Options) (*Pul
 	if p.now == nil {
 		p.now = time.Now
 	}
+	pr.warned = p.noteWarnings
 	return p, nil
+}
+
+// noteWarnings logs, once per source, the warnings of an answer stored all
+// the same (PromQL's annotations: a rate over a gauge, a quantile out of
+// range): the query may want a look; every round would say it again.
+func (p *Puller) noteWarnings(source string, warnings []string) {
+	if _, seen := p.warned.LoadOrStore(source, true); !seen {
+		p.log.Warn("pull: Prometheus answered with warnings; the data is stored (logged once per source)",
+			"source", source, "warnings", warnings)
+	}
 }
 
 // config is the configuration in effect.
