@@ -69,7 +69,12 @@ type QueryError struct {
 	Source   string
 	Expr     string
 	Rejected bool
-	Err      error
+	// TooBig: refused as it ran for asking too much at once (samples,
+	// series, points, time) — Prometheus' execution error, another
+	// backend's limits, a query timeout. A shorter range or a narrower
+	// selector may pass.
+	TooBig bool
+	Err    error
 }
 
 func (e *QueryError) Error() string {
@@ -83,11 +88,11 @@ func (e *QueryError) Unwrap() error { return e.Err }
 
 func queryErr(source, expr string, err error) error {
 	var ae *v1.Error
-	rejected := classify(err) == failRejected
+	f := classify(err)
 	if errors.As(err, &ae) && ae.Detail != "" {
 		err = fmt.Errorf("%w (%s)", err, ae.Detail)
 	}
-	return &QueryError{Source: source, Expr: expr, Rejected: rejected, Err: err}
+	return &QueryError{Source: source, Expr: expr, Rejected: f == failRejected, TooBig: f == failBig, Err: err}
 }
 
 // failure is what a failed query's answer says about asking again.

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
-
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/diagnose"
 	"github.com/waterline-dev/waterline/incident"
@@ -53,10 +51,10 @@ func adhocQuery(p *pull.Puller) api.QueryRangeFunc {
 		series, err := p.QueryRange(ctx, expr, start, end, step)
 		// Refused (bad PromQL) or failed as it ran (Prometheus' 422
 		// execution error: a match that is not one-to-one, too many
-		// samples): the expression is the client's to fix, not a 502.
+		// samples; VictoriaMetrics' limits; a query timeout): the
+		// expression is the client's to fix or narrow, not a 502.
 		var qe *pull.QueryError
-		var ae *v1.Error
-		if errors.As(err, &qe) && (qe.Rejected || errors.As(err, &ae) && ae.Type == v1.ErrExec) {
+		if errors.As(err, &qe) && (qe.Rejected || qe.TooBig) {
 			return nil, fmt.Errorf("%w: %v", api.ErrBadQuery, qe.Err)
 		}
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -97,5 +98,39 @@ func TestVictoriaMetrics(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("ad-hoc query: no spike of %s near %s: %+v", truth.Target.Model, onset.Format(time.TimeOnly), adhoc.Spikes)
+	}
+}
+
+// An ad-hoc query VictoriaMetrics refuses for its limits (its 422,
+// errorType "422", naming -search.maxSamplesPerQuery) is the client's to
+// narrow: a 400 naming the query, as Prometheus' execution errors are, not
+// a 502 to retry.
+func TestVictoriaMetricsAdHocLimitIsBadQuery(t *testing.T) {
+	t.Parallel()
+	start := time.Now().UTC().Truncate(time.Minute).Add(-2 * time.Hour)
+	var om strings.Builder
+	om.WriteString("# TYPE p99_ms gauge\n")
+	for m := range 10 {
+		for i := range 480 {
+			fmt.Fprintf(&om, "p99_ms{model=\"m-%d\"} %d %d\n", m, 100+i%7, start.Add(time.Duration(i)*15*time.Second).Unix())
+		}
+	}
+	om.WriteString("# EOF\n")
+	vm := vmtest.StartWith(t, "-search.maxSamplesPerQuery=2000")
+	vm.Import(t, strings.NewReader(om.String()))
+	srv := startServe(t, storetest.NewDatabase(t), "PROMETHEUS_URL", vm.URL)
+	q := url.Values{"from": {start.Add(time.Hour).Format(time.RFC3339)}, "to": {start.Add(2 * time.Hour).Format(time.RFC3339)}, "query": {"p99_ms"}}
+	req, _ := http.NewRequest(http.MethodGet, srv.base+"/api/v1/spikes?"+q.Encode(), nil)
+	req.Header.Set("Authorization", "Bearer "+srv.token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	var body map[string]any
+	_ = json.Unmarshal(raw, &body)
+	if res.StatusCode != http.StatusBadRequest || body["field"] != "query" || !strings.Contains(string(raw), "maxSamplesPerQuery") {
+		t.Errorf("a query over VictoriaMetrics' limits: %d %s, want 400 naming the query and the limit", res.StatusCode, raw)
 	}
 }
