@@ -1128,3 +1128,51 @@ func TestGRPCDeadlineIsATimeout(t *testing.T) {
 		t.Fatalf("samples %+v, want one timeout", sk.got)
 	}
 }
+
+// A model server whose resource names no version, pod or node of its own
+// (vLLM's default resource is just service.name) has none: the
+// gateway's version, pod and node were stored as the model's version,
+// replica and node, a gateway deploy looking like a model rollout.
+func TestServerDimensionsNeverComeFromTheGateway(t *testing.T) {
+	a, ck, sk := newTest(t, DefaultConfig())
+	start := ck.now().Add(-time.Minute)
+	tid := traceID(1)
+	gw := map[string]any{"service.name": "gateway", "service.version": "gw-1.4", "k8s.pod.name": "gw-0", "k8s.node.name": "node-gw"}
+	mustAdd(t, a, request(tid, start, gw,
+		tspan{id: 1, name: "POST /v1/chat", kind: server, from: 0, to: 100, attrs: map[string]any{"http.route": "/v1/chat", "batch_size": 4}},
+		tspan{id: 2, parent: 1, name: "ratelimit queue", kind: internal, from: 1, to: 4},
+		tspan{id: 3, parent: 1, name: "POST", kind: client, from: 5, to: 95, attrs: map[string]any{"server.address": "vllm"}},
+	))
+	mustAdd(t, a, request(tid, start, map[string]any{"service.name": "vllm"},
+		tspan{id: 4, parent: 3, name: "llm_request", kind: server, from: 6, to: 94,
+			attrs: map[string]any{"gen_ai.response.model": "llama-8b", "gen_ai.latency.time_in_queue": 0.01}}))
+	ck.add(10 * time.Second)
+	flush(t, a)
+	if len(sk.got) != 1 {
+		t.Fatalf("%d samples", len(sk.got))
+	}
+	s := sk.got[0]
+	if s.Model != "llama-8b" || s.Version != "" || s.Replica != "" || s.Node != "" || s.BatchSize != 0 || s.Entry != "/v1/chat" {
+		t.Errorf("model %q version %q replica %q node %q batch %d entry %q; want llama-8b with no version, replica, node or batch size, /v1/chat",
+			s.Model, s.Version, s.Replica, s.Node, s.BatchSize, s.Entry)
+	}
+	// The model server's own spans, in another export, still name its pod.
+	tid = traceID(2)
+	mustAdd(t, a, request(tid, start, gw,
+		tspan{id: 1, name: "POST /v1/chat", kind: server, from: 0, to: 100, attrs: map[string]any{"http.route": "/v1/chat"}},
+		tspan{id: 3, parent: 1, name: "POST", kind: client, from: 5, to: 95, attrs: map[string]any{"server.address": "vllm"}},
+	))
+	vllm := map[string]any{"service.name": "vllm", "k8s.pod.name": "vllm-0"}
+	mustAdd(t, a, request(tid, start, vllm,
+		tspan{id: 4, parent: 3, name: "llm_request", kind: server, from: 6, to: 94, attrs: map[string]any{"gen_ai.response.model": "llama-8b"}}))
+	mustAdd(t, a, request(tid, start, vllm,
+		tspan{id: 5, parent: 4, name: "sampler", kind: internal, from: 80, to: 90, attrs: map[string]any{"batch_size": 8}}))
+	ck.add(10 * time.Second)
+	flush(t, a)
+	if len(sk.got) != 2 {
+		t.Fatalf("%d samples", len(sk.got))
+	}
+	if s := sk.got[1]; s.Replica != "vllm-0" || s.Version != "" || s.Node != "" || s.BatchSize != 8 {
+		t.Errorf("replica %q version %q node %q batch %d; want vllm-0, none, none, 8", s.Replica, s.Version, s.Node, s.BatchSize)
+	}
+}

@@ -197,21 +197,45 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 		}
 	}
 
-	// Dimensions: the model server's spans first for the server's own
-	// (model, version, replica, node, batch size) — the one that gave the
-	// server stages most time, lest a gateway's own queue span (rate
-	// limiting) name the gateway's pod —, the entry span first for where
-	// the request came in (entry, tenant); the status is the entry span's.
+	// Dimensions. The model server is the span that gave the server stages
+	// most time among those naming the model (else among all): a gateway's
+	// own queue span (rate limiting) is not it. It names the model, and its
+	// own dimensions (version, replica, node, batch size) come from it,
+	// else from the spans of its resource (its process) — the server
+	// stages' first —, never from another's: a model server whose resource
+	// names no version or pod has none, not the gateway's. Without server
+	// stages, and for where the request came in (entry, tenant), the entry
+	// span first, then any span; the status is the entry span's.
+	srvAt := -1
+	for _, i := range order {
+		if serverish[i] == 0 {
+			continue
+		}
+		if srvAt < 0 {
+			srvAt = i
+			continue
+		}
+		named, best := sp[i].dims[dimModel] != "", sp[srvAt].dims[dimModel] != ""
+		if (named && !best) || (named == best && srv[i] > srv[srvAt]) {
+			srvAt = i
+		}
+	}
 	dim := func(k int) string {
-		if serverDim[k] {
-			best := -1
-			for _, i := range order {
-				if serverish[i] != 0 && sp[i].dims[k] != "" && (best < 0 || srv[i] > srv[best]) {
-					best = i
-				}
+		if serverDim[k] && srvAt >= 0 {
+			if v := sp[srvAt].dims[k]; v != "" {
+				return v
 			}
-			if best >= 0 {
-				return sp[best].dims[k]
+			if k != dimModel {
+				res, best := sp[srvAt].res, -1
+				for _, i := range order {
+					if sp[i].res == res && sp[i].dims[k] != "" && (best < 0 || srv[i] > srv[best]) {
+						best = i
+					}
+				}
+				if best >= 0 {
+					return sp[best].dims[k]
+				}
+				return ""
 			}
 		}
 		if v := e.dims[k]; v != "" {

@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"encoding/binary"
+	"hash/maphash"
 	"math"
 	"sort"
 	"strconv"
@@ -22,6 +23,9 @@ import (
 type span struct {
 	id, parent [8]byte
 	start, end int64 // Unix ns
+	// res identifies the span's resource (a hash of its attributes): the
+	// spans of one process share it across exports.
+	res uint64
 	// stageLeaf and stageInner are the stage the first matching rule
 	// gives the span if it turns out to be a leaf or not (rules may ask
 	// for leaves, and children may arrive later); -1 = no rule.
@@ -117,6 +121,9 @@ type mapper struct {
 	// ten strings' contents for the map was a tenth of the mapping.
 	dimSets    map[[numDims]string]*[numDims]string
 	recentSets [64]*[numDims]string
+	// seed and resBuf hash resources (resDims.id).
+	seed   maphash.Seed
+	resBuf []byte
 }
 
 const maxDimSets = 4096
@@ -143,6 +150,7 @@ func (m *mapper) newSlotVals() slotVals {
 // its dimension's list of the key that gave each (noPrio = none). A
 // request's spans share their resource: it is read once.
 type resDims struct {
+	id    uint64 // the resource's identity: a hash of its attributes, in any order
 	attrs pcommon.Map
 	slots slotVals
 	val   [numDims]string
@@ -164,7 +172,7 @@ const maxRuleKey = 1024
 
 func newMapper(cfg Config) *mapper {
 	m := &mapper{cfg: cfg, eventNames: map[string]bool{}, intern: map[string]string{}, ruleCache: map[string][2]int8{},
-		dimSets: map[[numDims]string]*[numDims]string{}}
+		dimSets: map[[numDims]string]*[numDims]string{}, seed: maphash.MakeSeed()}
 	for _, e := range cfg.EventStages {
 		m.eventNames[e.From], m.eventNames[e.To] = true, true
 	}
@@ -213,6 +221,12 @@ func newMapper(cfg Config) *mapper {
 func (m *mapper) resource(res pcommon.Resource) *resDims {
 	r := &resDims{attrs: res.Attributes(), slots: m.newSlotVals()}
 	m.readAttrs(r.attrs, &r.val, &r.prio, &r.slots)
+	// The same process's resource in another export may list its
+	// attributes in another order: the pairs' hashes are summed.
+	for k, v := range r.attrs.All() {
+		m.resBuf = appendText(append(append(m.resBuf[:0], k...), 0), v)
+		r.id += maphash.Bytes(m.seed, m.resBuf)
+	}
 	return r
 }
 
@@ -386,7 +400,7 @@ var kindNames = map[ptrace.SpanKind]string{
 // resolve fills dst from an OTLP span (already checked) and its resource.
 func (m *mapper) resolve(dst *span, sp ptrace.Span, res *resDims) {
 	a := attrs{span: sp.Attributes(), res: res.attrs, sv: &m.spanVals, rv: &res.slots}
-	dst.id, dst.parent = sp.SpanID(), sp.ParentSpanID()
+	dst.id, dst.parent, dst.res = sp.SpanID(), sp.ParentSpanID(), res.id
 	dst.start, dst.end = int64(sp.StartTimestamp()), int64(sp.EndTimestamp())
 	name := sp.Name()
 	dst.name = m.text(name)
