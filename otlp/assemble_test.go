@@ -1176,3 +1176,28 @@ func TestServerDimensionsNeverComeFromTheGateway(t *testing.T) {
 		t.Errorf("replica %q version %q node %q batch %d; want vllm-0, none, none, 8", s.Replica, s.Version, s.Node, s.BatchSize)
 	}
 }
+
+// Triton names the model's version on its model span
+// (triton.model_version); the resource's service.version (Triton's docs
+// set resource=service.version=1, the OTel operator injects the image
+// tag) is the server's, and won: a model rollout was invisible.
+func TestModelVersionBeatsServiceVersion(t *testing.T) {
+	a, ck, sk := newTest(t, DefaultConfig())
+	start := ck.now().Add(-time.Minute)
+	res := map[string]any{"service.name": "triton-inference-server", "service.version": "24.05-py3", "k8s.pod.name": "triton-0"}
+	mustAdd(t, a, request(traceID(2), start, res,
+		tspan{id: 9, name: "InferRequest", kind: server, from: 0, to: 100},
+		tspan{id: 1, parent: 9, name: "resnet50", kind: server, from: 1, to: 99, events: map[string]float64{"REQUEST_START": 1, "QUEUE_START": 5, "REQUEST_END": 99},
+			attrs: map[string]any{"triton.model_name": "resnet50", "triton.model_version": 3}},
+		tspan{id: 2, parent: 1, name: "compute", kind: server, from: 35, to: 95, events: map[string]float64{
+			"COMPUTE_START": 35, "COMPUTE_INPUT_END": 40, "COMPUTE_OUTPUT_START": 85, "COMPUTE_END": 95}},
+	))
+	ck.add(10 * time.Second)
+	flush(t, a)
+	if len(sk.got) != 1 {
+		t.Fatalf("%d samples", len(sk.got))
+	}
+	if s := sk.got[0]; s.Version != "3" || s.Replica != "triton-0" {
+		t.Errorf("version %q replica %q, want the model's version 3 (triton.model_version), triton-0", s.Version, s.Replica)
+	}
+}

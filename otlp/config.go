@@ -53,7 +53,8 @@ type Config struct {
 	EventStages []EventStage
 
 	// Dims lists, per dimension, the attributes to read, first present
-	// wins (span attributes before resource attributes).
+	// wins (for the same attribute, the span's before the resource's; for
+	// the version, any of the span's before the resource's).
 	Dims map[Dim][]string
 }
 
@@ -148,9 +149,11 @@ func DefaultConfig() Config {
 			{Stage: correlate.StageQueue, From: "QUEUE_START", To: "COMPUTE_START"},
 			{Stage: correlate.StagePostprocess, From: "COMPUTE_OUTPUT_START", To: "COMPUTE_END"},
 		},
+		// The version: the model's own before the process's (service.version
+		// is often the server's image tag).
 		Dims: map[Dim][]string{
 			DimModel:      {"gen_ai.request.model", "model", "triton.model_name", "gen_ai.response.model"},
-			DimVersion:    {"service.version", "model.version", "triton.model_version"},
+			DimVersion:    {"model.version", "triton.model_version", "service.version"},
 			DimTenant:     {"tenant", "tenant.id"},
 			DimReplica:    {"k8s.pod.name", "service.instance.id"},
 			DimNode:       {"k8s.node.name", "host.name"},

@@ -154,6 +154,19 @@ func TestDimensionsPreferTheFirstListedKeyThenTheSpan(t *testing.T) {
 			t.Errorf("%s: got %q, want %q", d, got, want)
 		}
 	}
+	// The version is the span's, whichever key names it: the resource's
+	// names the process (an image tag), the span's the model.
+	put(r.Attributes(), "model.version", "7", "service.version", "24.05-py3")
+	sp.Attributes().PutInt("triton.model_version", 3)
+	m.resolve(&dst, sp, m.resource(r))
+	if got := dst.dims[dimVersion]; got != "3" {
+		t.Errorf("version: got %q, want the span's 3", got)
+	}
+	sp.Attributes().Remove("triton.model_version")
+	m.resolve(&dst, sp, m.resource(r))
+	if got := dst.dims[dimVersion]; got != "7" {
+		t.Errorf("version from the resource: got %q, want model.version 7 before service.version", got)
+	}
 }
 
 // A span's attributes are read once (readAttrs): the keys read by name

@@ -83,6 +83,13 @@ var (
 		}
 		return out
 	}()
+	// spanDim: a dimension any of a span's listed attributes gives before
+	// its resource's. A resource's version is the process's (an image
+	// tag), a span's the model's (Triton's triton.model_version).
+	spanDim = func() (out [numDims]bool) {
+		out[dimIndex[DimVersion]] = true
+		return out
+	}()
 )
 
 // maxDimLen bounds a dimension value (they are labels; the sample API
@@ -406,7 +413,8 @@ func (m *mapper) resolve(dst *span, sp ptrace.Span, res *resDims) {
 	dst.name = m.text(name)
 	// The span's attributes, read once: its dimensions (each dimension's
 	// first listed key present with a value; for the same key, the span's
-	// attribute before the resource's) and the slot keys.
+	// attribute before the resource's, and for spanDim's any of the
+	// span's) and the slot keys.
 	var prio [numDims]int
 	var d [numDims]string
 	own := m.readAttrs(a.span, &d, &prio, a.sv)
@@ -442,7 +450,7 @@ func (m *mapper) resolve(dst *span, sp ptrace.Span, res *resDims) {
 		dst.dims = res.shared
 	} else {
 		for i := range d {
-			if res.prio[i] < prio[i] {
+			if res.prio[i] < prio[i] && (prio[i] == noPrio || !spanDim[i]) {
 				d[i] = res.val[i]
 			}
 		}
