@@ -1201,3 +1201,32 @@ func TestModelVersionBeatsServiceVersion(t *testing.T) {
 		t.Errorf("version %q replica %q, want the model's version 3 (triton.model_version), triton-0", s.Version, s.Replica)
 	}
 }
+
+// An old-conventions server span (Python instrumentations' http.target,
+// Go otelhttp before http.route) names the target with its query: the
+// entry kept it whole, secrets (api_key=…) and unbounded values in a
+// dimension. The query and fragment are cut off.
+func TestEntryDropsTheQueryString(t *testing.T) {
+	a, ck, sk := newTest(t, DefaultConfig())
+	start := ck.now().Add(-time.Minute)
+	for i, attrs := range []map[string]any{
+		{"http.target": "/v1/embed?user=u1&api_key=sk-secret"},
+		{"http.target": "/v1/embed?user=u2&api_key=sk-secret"},
+		{"url.path": "/v1/embed#frag"},
+		{"http.target": "/v1/embed"},
+	} {
+		attrs["model"] = "e5"
+		mustAdd(t, a, request(traceID(byte(i+1)), start, map[string]any{"service.name": "api"},
+			tspan{id: 1, name: "HTTP POST", kind: server, from: 0, to: 50, attrs: attrs}))
+	}
+	ck.add(10 * time.Second)
+	flush(t, a)
+	if len(sk.got) != 4 {
+		t.Fatalf("%d samples", len(sk.got))
+	}
+	for _, s := range sk.got {
+		if s.Entry != "/v1/embed" {
+			t.Errorf("entry %q, want /v1/embed", s.Entry)
+		}
+	}
+}

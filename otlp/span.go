@@ -135,7 +135,27 @@ type mapper struct {
 
 const maxDimSets = 4096
 
-type dimKey struct{ dim, prio int }
+type dimKey struct {
+	dim, prio int
+	// bare: the value is a URL or request target read as the entry: its
+	// query and fragment are cut off (secrets, unbounded values).
+	bare bool
+}
+
+// bareEntry reports whether an entry attribute holds a URL or request
+// target, query and all: http.target and http.url (the old conventions),
+// url.* (url.path should not, some instrumentations' does).
+func bareEntry(key string) bool {
+	return key == "http.target" || key == "http.url" || strings.HasPrefix(key, "url.")
+}
+
+// bare cuts a URL's or request target's query and fragment off.
+func bare(v string) string {
+	if i := strings.IndexAny(v, "?#"); i >= 0 {
+		return v[:i]
+	}
+	return v
+}
 
 type keyUse struct {
 	dims []dimKey
@@ -216,7 +236,7 @@ func newMapper(cfg Config) *mapper {
 			if !ok {
 				u.slot = -1
 			}
-			u.dims = append(u.dims, dimKey{i, p})
+			u.dims = append(u.dims, dimKey{i, p, d == DimEntry && bareEntry(key)})
 			m.keys[key] = u
 		}
 	}
@@ -258,7 +278,11 @@ func (m *mapper) readAttrs(attrs pcommon.Map, val *[numDims]string, prio *[numDi
 			if dk.prio >= prio[dk.dim] {
 				continue
 			}
-			if t := text(v); t != "" {
+			t := text(v)
+			if dk.bare {
+				t = bare(t)
+			}
+			if t != "" {
 				val[dk.dim], prio[dk.dim] = m.text(t), dk.prio
 				found = true
 			}
