@@ -1230,3 +1230,50 @@ func TestEntryDropsTheQueryString(t *testing.T) {
 		}
 	}
 }
+
+// Go otelhttp names the server span after the handler's operation
+// (otelhttp.NewHandler(mux, "inference-gateway")): the exec rule took the
+// gateway's own time for model execution.
+func TestGatewayNamedInferenceIsNotExec(t *testing.T) {
+	a, ck, sk := newTest(t, DefaultConfig())
+	start := ck.now().Add(-time.Minute)
+	tid := traceID(4)
+	mustAdd(t, a, request(tid, start, map[string]any{"service.name": "inference-gateway", "k8s.pod.name": "gw-0"},
+		tspan{id: 1, name: "inference-gateway", kind: server, from: 0, to: 100, attrs: map[string]any{"http.route": "/v1/chat"}},
+		tspan{id: 2, parent: 1, name: "POST", kind: client, from: 60, to: 95, attrs: map[string]any{"server.address": "vllm"}},
+	))
+	mustAdd(t, a, request(tid, start, map[string]any{"service.name": "vllm", "k8s.pod.name": "vllm-0"},
+		tspan{id: 3, parent: 2, name: "llm_request", kind: server, from: 61, to: 94, attrs: map[string]any{"gen_ai.response.model": "m"}}))
+	ck.add(10 * time.Second)
+	flush(t, a)
+	if len(sk.got) != 1 {
+		t.Fatalf("%d samples", len(sk.got))
+	}
+	s := sk.got[0]
+	if !near(s.StagesMs[correlate.StageExec], 33) || !near(s.StagesMs[correlate.StageGateway], 67) || s.Replica != "vllm-0" {
+		t.Errorf("exec %v gateway %v replica %q; want 33 (llm_request), 67, vllm-0",
+			s.StagesMs[correlate.StageExec], s.StagesMs[correlate.StageGateway], s.Replica)
+	}
+}
+
+// Knative's queue-proxy (KServe serverless) wraps every request it
+// proxies in a span named queue_proxy, its wait in queue_wait: the queue
+// rule took the wrapper, and the whole request was queue time.
+func TestKnativeQueueProxyIsNotAQueue(t *testing.T) {
+	a, ck, sk := newTest(t, DefaultConfig())
+	start := ck.now().Add(-time.Minute)
+	mustAdd(t, a, request(traceID(7), start, map[string]any{"service.name": "sklearn-iris-predictor", "k8s.pod.name": "p-0"},
+		tspan{id: 1, name: "queue_proxy", kind: server, from: 0, to: 100},
+		tspan{id: 2, parent: 1, name: "queue_wait", kind: internal, from: 1, to: 2},
+		tspan{id: 3, parent: 1, name: "POST /v1/models/sklearn-iris:predict", kind: server, from: 3, to: 99,
+			attrs: map[string]any{"model": "sklearn-iris", "http.route": "/v1/models/{name}:predict"}},
+	))
+	ck.add(10 * time.Second)
+	flush(t, a)
+	if len(sk.got) != 1 {
+		t.Fatalf("%d samples", len(sk.got))
+	}
+	if q := sk.got[0].StagesMs[correlate.StageQueue]; !near(q, 1) {
+		t.Errorf("queue %v ms of a request that queued 1 ms", q)
+	}
+}

@@ -88,9 +88,12 @@ var serverDims = map[Dim]bool{DimModel: true, DimVersion: true, DimReplica: true
 // Rule maps matching spans onto a stage. Every set condition must hold.
 type Rule struct {
 	Stage correlate.Stage
-	Name  *regexp.Regexp            // span name (unanchored; use ^…$ for exact)
-	Kind  string                    // server, client, internal, producer, consumer; "" = any
-	Attrs map[string]*regexp.Regexp // attribute (span, then resource) present and matching
+	Name  *regexp.Regexp // span name (unanchored; use ^…$ for exact)
+	Kind  string         // server, client, internal, producer, consumer; "" = any
+	// Except: span names the rule does not take, though Name matches them
+	// (Go's regular expressions have no negative lookahead).
+	Except *regexp.Regexp
+	Attrs  map[string]*regexp.Regexp // attribute (span, then resource) present and matching
 	// Leaf: the span has no children in the trace — a call whose callee is
 	// not traced (a dependency), as opposed to a hop to a traced service.
 	Leaf bool
@@ -114,8 +117,12 @@ func DefaultConfig() Config {
 	// Span-name rules match at the start of the name, after at most one
 	// word and a separator ("vllm.execute_model", "triton compute"), so an
 	// HTTP server span named "POST /v1/generate" is not taken for model
-	// execution.
-	name := func(alt string) *regexp.Regexp { return regexp.MustCompile(`(?i)^([\w-]+[ ./:])?(` + alt + `)`) }
+	// execution; and they end where a word ends ("infer…" takes
+	// "inference." and "InferRequest"), a hyphen continuing it, so a
+	// handler or a topic named "inference-gateway" is not either.
+	name := func(alt string) *regexp.Regexp {
+		return regexp.MustCompile(`(?i)^([\w-]+[ ./:])?(` + alt + `)[a-z]*($|[^a-z0-9-])`)
+	}
 	present := regexp.MustCompile(``)
 	return Config{
 		Grace:            5 * time.Second,
@@ -132,8 +139,10 @@ func DefaultConfig() Config {
 			{Stage: correlate.StageAuth, Name: name(`auth[nz]?\b|authenticat|authoriz|ext_authz|api.?key|jwt`)},
 			{Stage: correlate.StageRoute, Name: name(`rout(e|er|ing)\b|load.?balanc|pick.?endpoint|endpoint.?picker|select.?(backend|upstream)`)},
 			{Stage: correlate.StageBatchWait, Name: name(`batch.?(wait|form|queue)|dynamic.?batch`)},
-			{Stage: correlate.StageQueue, Name: name(`queue|schedul|enqueue|wait.?(for|in).?queue`)},
-			{Stage: correlate.StagePostprocess, Name: name(`post.?process|detokeni[sz]|compute_output|serializ|respon[sd].?(format|encod)`)},
+			// Knative's queue-proxy wraps the whole request in "queue_proxy"
+			// (its wait is "queue_wait").
+			{Stage: correlate.StageQueue, Name: name(`queue|schedul|enqueue|wait.?(for|in).?queue`), Except: regexp.MustCompile(`(?i)^queue.?proxy`)},
+			{Stage: correlate.StagePostprocess, Name: name(`post.?process|detokeni[sz]|compute_output|serializ|respon(se|d).?(format|encod)`)},
 			// Triton's "compute" span, vLLM's request span and model
 			// execution spans in general.
 			{Stage: correlate.StageExec, Name: name(`compute$|infer|llm_request|execute.?model|model.?(exec|forward)|forward|generat|prefill|decode`)},

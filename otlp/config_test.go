@@ -213,3 +213,42 @@ func TestSlotKeysReadAsLookedUp(t *testing.T) {
 		t.Errorf("from the resource: leaf stage %d, timed out %v, stage times %v", dst.stageLeaf, dst.timedOut, dst.extra)
 	}
 }
+
+// The built-in span-name rules take the operation names of model servers
+// and gateways (README's table) and end where a word ends: a hyphen
+// continues it, so a handler or topic named inference-… is not model
+// execution, and Knative's queue_proxy wrapper (around the whole
+// request) is not a queue.
+func TestDefaultNameRulesMatchWholeWords(t *testing.T) {
+	m := newMapper(DefaultConfig())
+	none := correlate.Stage(-1)
+	for name, want := range map[string]correlate.Stage{
+		"authenticate": correlate.StageAuth, "auth": correlate.StageAuth, "authz": correlate.StageAuth,
+		"gateway.authorize": correlate.StageAuth, "ext_authz": correlate.StageAuth, "jwt": correlate.StageAuth,
+		"check api_key": correlate.StageAuth, "validate apikey": correlate.StageAuth, "author": none,
+		"route": correlate.StageRoute, "route request": correlate.StageRoute, "router": correlate.StageRoute,
+		"routing": correlate.StageRoute, "load balance": correlate.StageRoute, "pick endpoint": correlate.StageRoute,
+		"select backend": correlate.StageRoute, "endpoint_picker": correlate.StageRoute, "routes-api": none,
+		"batch wait": correlate.StageBatchWait, "batch_form": correlate.StageBatchWait, "dynamic batching": correlate.StageBatchWait,
+		"queue": correlate.StageQueue, "queue wait": correlate.StageQueue, "ratelimit queue": correlate.StageQueue,
+		"queue_wait": correlate.StageQueue, "schedule": correlate.StageQueue, "vllm.scheduler": correlate.StageQueue,
+		"enqueue": correlate.StageQueue, "wait_for_queue": correlate.StageQueue, "queued": correlate.StageQueue,
+		"queue_proxy": none, "queue-proxy": none, "queue-consumer process": none,
+		"postprocess": correlate.StagePostprocess, "post_process": correlate.StagePostprocess,
+		"detokenize": correlate.StagePostprocess, "compute_output": correlate.StagePostprocess,
+		"serialize": correlate.StagePostprocess, "response format": correlate.StagePostprocess,
+		"compute": correlate.StageExec, "triton compute": correlate.StageExec, "computer": none,
+		"infer": correlate.StageExec, "infer chat-7b": correlate.StageExec, "InferRequest": correlate.StageExec,
+		"inference": correlate.StageExec, "inference.GRPCInferenceService/ModelInfer": correlate.StageExec,
+		"llm_request": correlate.StageExec, "vllm.execute_model": correlate.StageExec, "model forward": correlate.StageExec,
+		"forward": correlate.StageExec, "generate": correlate.StageExec, "generate_stream": correlate.StageExec,
+		"generation": correlate.StageExec, "prefill": correlate.StageExec, "decode": correlate.StageExec,
+		"inference-gateway": none, "inference-requests publish": none, "send inference-requests": none,
+		"handle decode-7b": none, "POST /v1/generate": none, "GET /infer": none,
+	} {
+		leaf, _ := m.stages(name, "internal", attrs{span: pcommon.NewMap(), res: pcommon.NewMap()})
+		if correlate.Stage(leaf) != want {
+			t.Errorf("%q: stage %d, want %d", name, leaf, want)
+		}
+	}
+}

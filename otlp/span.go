@@ -527,6 +527,9 @@ func (r *Rule) matches(name, kind string, a attrs) bool {
 	if r.Name != nil && !r.Name.MatchString(name) {
 		return false
 	}
+	if r.Except != nil && r.Except.MatchString(name) {
+		return false
+	}
 	for k, re := range r.Attrs {
 		v, ok := a.get(k)
 		if !ok || !re.MatchString(text(v)) {
