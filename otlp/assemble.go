@@ -73,7 +73,7 @@ type Assembler struct {
 	byID    map[[16]byte]*trace
 	held    int      // spans in byID
 	age     []*trace // by first arrival: expiry and eviction
-	rdy     []*trace // by entry arrival: emission after Grace
+	rdy     []ready  // by entry arrival: emission after Grace
 	done    map[[16]byte]int64
 	doneQ   []doneID
 	pending []correlate.Sample
@@ -104,6 +104,14 @@ type trace struct {
 	// to be filed here (Add sizes spans with it).
 	incoming int32
 	gone     bool // emitted or dropped; queues drop it lazily
+}
+
+// ready is a trace in rdy, with the entry arrival it was queued at: a
+// later entry restarts the grace and queues it again (the earlier place
+// is then stale).
+type ready struct {
+	t  *trace
+	at int64
 }
 
 type doneID struct {
@@ -336,9 +344,11 @@ func (a *Assembler) file(f filing) {
 		t.spans = append(t.spans, m.s)
 		a.held++
 		accepted++
-		if t.entryAt == 0 && a.isEntry(&m.s) {
+		// An entry starts the grace; one above it (the caller's span
+		// after the model server's, both under a remote parent) restarts it.
+		if a.isEntry(&m.s) && (t.entryAt == 0 || (a.cfg.EntrySpan == "" && !t.has(m.s.parent))) {
 			t.entryAt = now
-			a.rdy = append(a.rdy, t)
+			a.rdy = append(a.rdy, ready{t, now})
 		}
 	}
 	a.stats.Spans[SpanAccepted].Add(accepted)
@@ -445,18 +455,22 @@ func (t *trace) has(id [8]byte) bool {
 	return false
 }
 
-// isEntry reports whether s gives the total: the configured span name, or
-// else a root span.
+// isEntry reports whether s may give the total: the configured span name,
+// or else a root span or one whose flags say its parent is remote (the
+// caller propagated its context and exports elsewhere, or nowhere) — the
+// entry if that parent is not in the trace.
 func (a *Assembler) isEntry(s *span) bool {
 	if a.cfg.EntrySpan != "" {
 		return s.name == a.cfg.EntrySpan
 	}
-	return s.parent == [8]byte{}
+	return s.parent == [8]byte{} || s.parentRemote
 }
 
 // evictLocked finishes the oldest trace to make room: emitted if its entry
 // span is there (counted as cut short: spans of it still on their way
-// will be late), else dropped.
+// will be late); else, as at MaxWait, its topmost span stands in for its
+// root — unless an entry_span is configured or the root is local, still
+// running: then the trace is dropped.
 func (a *Assembler) evictLocked(now int64) (correlate.Sample, bool) {
 	for len(a.age) > 0 {
 		t := a.age[0]
@@ -464,15 +478,18 @@ func (a *Assembler) evictLocked(now int64) (correlate.Sample, bool) {
 		if t.gone {
 			continue
 		}
-		if t.entryAt == 0 {
+		if t.entryAt == 0 && (a.cfg.EntrySpan != "" || t.awaitsLocalRoot()) {
 			a.dropLocked(t, DropEvicted, now)
 			return correlate.Sample{}, false
 		}
-		a.stats.CutShort.Add(1)
-		return a.finishLocked(t, false, now)
+		s, ok := a.finishLocked(t, t.entryAt == 0, now)
+		if ok {
+			a.stats.CutShort.Add(1)
+		}
+		return s, ok
 	}
 	for len(a.rdy) > 0 { // traces past MaxWait still waiting out Grace
-		t := a.rdy[0]
+		t := a.rdy[0].t
 		a.rdy = a.rdy[1:]
 		if !t.gone {
 			a.stats.CutShort.Add(1)
@@ -610,12 +627,15 @@ func (a *Assembler) emit(final bool) int {
 	// Due traces leave the buffer under the lock; their samples are built
 	// after it, so Add is not held up meanwhile.
 	due := a.due[:0]
-	for len(a.rdy) > 0 && (final || a.rdy[0].entryAt+grace <= ns) {
-		t := a.rdy[0]
-		a.rdy = a.rdy[1:]
-		if !t.gone {
-			due = append(due, a.detachLocked(t, false, ns))
+	for len(a.rdy) > 0 {
+		r := a.rdy[0]
+		if !r.t.gone && r.at == r.t.entryAt { // else emitted, or its grace restarted
+			if !final && r.at+grace > ns {
+				break
+			}
+			due = append(due, a.detachLocked(r.t, false, ns))
 		}
+		a.rdy = a.rdy[1:]
 	}
 	var rearmed []*trace
 	for len(a.age) > 0 && (a.age[0].gone || a.age[0].first+wait <= ns) {
@@ -746,7 +766,7 @@ type Drop int
 const (
 	DropNoEntry     Drop = iota // its entry span never came within MaxWait
 	DropNoModel                 // no attribute named the model
-	DropEvicted                 // buffer full before its entry span came
+	DropEvicted                 // buffer full before its entry span came, and none could stand in
 	DropOutWindow               // its time is outside the accepted window
 	DropImplausible             // its entry or a stage lasted over correlate.MaxLatencyMs
 	numDrops

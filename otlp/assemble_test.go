@@ -366,19 +366,27 @@ func TestRetriesAndUnmappedTraces(t *testing.T) {
 }
 
 // The buffer holds at most MaxSpans: past it the oldest traces finish
-// early (emitted if complete, else dropped as evicted), and memory per
-// span stays small.
+// early — emitted if complete; else, as at MaxWait, their topmost span
+// stands in for a root that was never exported, unless their flags say
+// that root is local (still running: then dropped as evicted) — and
+// memory per span stays small.
 func TestBufferIsBounded(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.MaxSpans = 1000
 	a, ck, sk := newTest(t, cfg)
 	start := ck.now().Add(-time.Minute)
+	complete, local := 0, 0
 	for i := range 900 {
 		tid := traceID(0)
 		tid[1], tid[2] = byte(i>>8), byte(i)
 		spans := []tspan{{id: 2, parent: 1, name: "infer", from: 1, to: 9, attrs: map[string]any{"model": "m"}}}
-		if i%2 == 0 { // half the traces are complete
+		switch i % 4 {
+		case 0, 2: // half the traces are complete
 			spans = append(spans, tspan{id: 1, name: "root", kind: server, from: 0, to: 10})
+			complete++
+		case 1: // a root in the same process, still running
+			spans[0].flags = 0x100
+			local++
 		}
 		mustAdd(t, a, request(tid, start, nil, spans...))
 		if _, held, _ := a.Held(); held > cfg.MaxSpans {
@@ -386,8 +394,16 @@ func TestBufferIsBounded(t *testing.T) {
 		}
 	}
 	flush(t, a)
-	if len(sk.got) == 0 || a.Stats().Dropped[DropEvicted].Load() == 0 {
-		t.Errorf("eviction: %d emitted early, %d dropped", len(sk.got), a.Stats().Dropped[DropEvicted].Load())
+	evicted := a.Stats().Dropped[DropEvicted].Load()
+	standIns := 0
+	for _, s := range sk.got {
+		if near(s.TotalMs, 8) {
+			standIns++
+		}
+	}
+	if len(sk.got) == 0 || standIns == 0 || evicted == 0 || evicted > int64(local) {
+		t.Errorf("eviction: %d emitted early (%d stood in for their root), %d dropped (%d awaited a local root)",
+			len(sk.got), standIns, evicted, local)
 	}
 	// Every sample so far left before its grace ended: /metrics says so.
 	if got := a.Stats().CutShort.Load(); got != int64(len(sk.got)) {
@@ -1275,5 +1291,94 @@ func TestKnativeQueueProxyIsNotAQueue(t *testing.T) {
 	}
 	if q := sk.got[0].StagesMs[correlate.StageQueue]; !near(q, 1) {
 		t.Errorf("queue %v ms of a request that queued 1 ms", q)
+	}
+}
+
+// A caller that propagates its context (another service, an ingress
+// exporting elsewhere) leaves no span of the trace a root: the span whose
+// flags say its parent is remote, and whose parent is not in the trace,
+// is the entry. The trace waited MaxWait (a minute) instead of grace.
+// The model server's span also has a remote parent, the gateway's call:
+// it stands in only until the gateway's spans come, and each entry that
+// comes restarts the grace.
+func TestEntryWithARemoteParentWaitsOnlyGrace(t *testing.T) {
+	const remote, local = 0x300, 0x100
+	a, ck, sk := newTest(t, DefaultConfig())
+	start := ck.now().Add(-time.Second)
+	tid := traceID(9)
+	mustAdd(t, a, request(tid, start, map[string]any{"service.name": "vllm", "k8s.pod.name": "vllm-0"},
+		tspan{id: 4, parent: 3, name: "llm_request", kind: server, from: 6, to: 90, flags: remote,
+			attrs: map[string]any{"gen_ai.request.model": "m"}}))
+	ck.add(4 * time.Second)
+	flush(t, a)
+	mustAdd(t, a, request(tid, start, map[string]any{"service.name": "gateway", "k8s.pod.name": "gw-0"},
+		tspan{id: 2, parent: 1, name: "POST /v1/chat", kind: server, from: 0, to: 100, flags: remote,
+			attrs: map[string]any{"http.route": "/v1/chat"}},
+		tspan{id: 3, parent: 2, name: "POST", kind: client, from: 5, to: 95, flags: local, attrs: map[string]any{"server.address": "vllm"}}))
+	ck.add(3 * time.Second)
+	flush(t, a)
+	if len(sk.got) != 0 {
+		t.Fatalf("emitted %v 7 s after the model server's span, 3 s after the gateway's", sk.got)
+	}
+	ck.add(3 * time.Second)
+	flush(t, a)
+	if len(sk.got) != 1 {
+		t.Fatalf("%d samples after the gateway's grace, want 1", len(sk.got))
+	}
+	if s := sk.got[0]; !near(s.TotalMs, 100) || s.Entry != "/v1/chat" || s.Replica != "vllm-0" || !near(s.StagesMs[correlate.StageExec], 84) {
+		t.Errorf("total %v entry %q replica %q exec %v; want the gateway's 100 ms through /v1/chat, vllm-0, 84",
+			s.TotalMs, s.Entry, s.Replica, s.StagesMs[correlate.StageExec])
+	}
+	// The model server's clock behind the gateway's: its span starts
+	// first, and is still not the entry (its parent is here).
+	tid = traceID(10)
+	mustAdd(t, a, request(tid, start, map[string]any{"service.name": "vllm", "k8s.pod.name": "vllm-0"},
+		tspan{id: 4, parent: 3, name: "llm_request", kind: server, from: -2, to: 82, flags: remote,
+			attrs: map[string]any{"gen_ai.request.model": "m"}}))
+	mustAdd(t, a, request(tid, start, map[string]any{"service.name": "gateway", "k8s.pod.name": "gw-0"},
+		tspan{id: 2, parent: 1, name: "POST /v1/chat", kind: server, from: 0, to: 100, flags: remote,
+			attrs: map[string]any{"http.route": "/v1/chat"}},
+		tspan{id: 3, parent: 2, name: "POST", kind: client, from: 5, to: 95, flags: local, attrs: map[string]any{"server.address": "vllm"}}))
+	ck.add(6 * time.Second)
+	flush(t, a)
+	if len(sk.got) != 2 || !near(sk.got[1].TotalMs, 100) || sk.got[1].Entry != "/v1/chat" {
+		t.Errorf("skewed: %+v, want a second sample of 100 ms through /v1/chat", sk.got[1:])
+	}
+}
+
+// Under load such traces took the buffer until eviction dropped them;
+// now they leave after grace, and what eviction takes becomes a sample.
+func TestRemoteParentTracesAreNotEvictedUnderLoad(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxSpans = 1000
+	a, ck, sk := newTest(t, cfg)
+	const remote, local = 0x300, 0x100
+	// 100 requests/s of 4 spans for 5 s: 2,000 spans in 5 s.
+	n := 0
+	for range 5 {
+		for range 100 {
+			n++
+			tid := traceID(0)
+			tid[1], tid[2] = byte(n>>8), byte(n)
+			mustAdd(t, a, request(tid, ck.now().Add(-time.Second), map[string]any{"service.name": "gw"},
+				tspan{id: 2, parent: 1, name: "POST /v1/chat", kind: server, from: 0, to: 100, flags: remote,
+					attrs: map[string]any{"http.route": "/v1/chat", "gen_ai.request.model": "m"}},
+				tspan{id: 3, parent: 2, name: "authenticate", kind: internal, from: 1, to: 5, flags: local},
+				tspan{id: 4, parent: 2, name: "llm_request", kind: internal, from: 6, to: 95, flags: local},
+				tspan{id: 5, parent: 4, name: "decode", kind: internal, from: 10, to: 90, flags: local},
+			))
+		}
+		ck.add(time.Second)
+		flush(t, a)
+	}
+	ck.add(2 * time.Minute)
+	flush(t, a)
+	if ev := a.Stats().Dropped[DropEvicted].Load(); ev > 0 || len(sk.got) != n {
+		t.Errorf("%d of %d complete traces dropped as evicted; %d stored", ev, n, len(sk.got))
+	}
+	for _, s := range sk.got {
+		if !near(s.TotalMs, 100) || s.Entry != "/v1/chat" {
+			t.Fatalf("total %v entry %q, want 100 ms through /v1/chat", s.TotalMs, s.Entry)
+		}
 	}
 }

@@ -25,7 +25,8 @@ type Config struct {
 	// name (WATERLINE_CONFIG's top-level model_aliases, as for pull).
 	ModelAliases map[string]string
 	// EntrySpan names the span whose duration is the request's total;
-	// empty = the trace's root span.
+	// empty = the trace's root span (or topmost span under a remote
+	// parent).
 	EntrySpan string
 	// Grace is how long a trace whose entry span has arrived waits for
 	// late children (spans of other services are exported on their own
@@ -36,7 +37,7 @@ type Config struct {
 	MaxWait time.Duration
 	// MaxSpans bounds the spans held in memory across all traces; past it
 	// the oldest traces are finished early (emitted if their entry span
-	// is there, else dropped and counted).
+	// is there, else as at MaxWait).
 	MaxSpans int
 	// MaxSpansPerTrace bounds one trace; spans past it are rejected.
 	MaxSpansPerTrace int

@@ -76,9 +76,12 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 		}
 	}
 	children := func(i int) []int { return kids[kidAt[i]:kidAt[i+1]] }
+	// The entry: the configured span, else the earliest root or span
+	// under a remote parent that is not here (a model server's span under
+	// the gateway's call has a remote parent too).
 	entry := -1
 	for i := range sp {
-		if a.isEntry(&sp[i]) && (entry < 0 || sp[i].start < sp[entry].start) {
+		if a.isEntry(&sp[i]) && (a.cfg.EntrySpan != "" || parent[i] < 0) && (entry < 0 || sp[i].start < sp[entry].start) {
 			entry = i
 		}
 	}

@@ -32,10 +32,12 @@ type span struct {
 	stageLeaf, stageInner int8
 	failed, timedOut      bool // span status ERROR; error.type or status says timeout
 	// parentLocal: the span's flags say its parent is in the same process
-	// (a local root still running, not a caller that exports elsewhere).
-	parentLocal bool
-	extra       []timed // stage times from attributes
-	events      []event // only those the event stages name
+	// (a local root still running, not a caller that exports elsewhere);
+	// parentRemote: in another (a caller, or another service's call).
+	parentLocal, parentRemote bool
+
+	extra  []timed // stage times from attributes
+	events []event // only those the event stages name
 	// dims are the span's dimension values, shared with every span that
 	// has the same (spans of one resource mostly do); never nil.
 	dims *[numDims]string
@@ -484,6 +486,7 @@ func (m *mapper) resolve(dst *span, sp ptrace.Span, res *resDims) {
 	// is known; SDKs set both (otel-go since 1.28).
 	fl := sp.Flags()
 	dst.parentLocal = fl&0x100 != 0 && fl&0x200 == 0 && dst.parent != [8]byte{}
+	dst.parentRemote = fl&0x300 == 0x300 && dst.parent != [8]byte{}
 	dst.failed = sp.Status().Code() == ptrace.StatusCodeError
 	if v, ok := a.slot(m.errSlot, "error.type"); ok {
 		dst.timedOut = strings.Contains(strings.ToLower(text(v)), "timeout")
