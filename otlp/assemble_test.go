@@ -1382,3 +1382,57 @@ func TestRemoteParentTracesAreNotEvictedUnderLoad(t *testing.T) {
 		}
 	}
 }
+
+// The model server's clock runs 15 ms ahead of the gateway's (NTP across
+// hosts): its 40 ms span under the gateway's 42 ms call starts 16 ms into
+// it. Clipped to the call, 15 ms of model time (queue its attributes
+// report among it) went to the gateway. A span of another process that
+// does not fit its parent is moved into it first, centred, as Jaeger's
+// clock skew adjuster does, and its own process's spans with it; one
+// longer than its parent cannot be placed and is only clipped.
+func TestClockSkewBetweenProcessesIsAdjusted(t *testing.T) {
+	a, ck, sk := newTest(t, DefaultConfig())
+	start := ck.now().Add(-time.Minute)
+	gw := map[string]any{"service.name": "gateway"}
+	vllm := map[string]any{"service.name": "vllm"}
+	gateway := func(tid []byte) {
+		mustAdd(t, a, request(tid, start, gw,
+			tspan{id: 1, name: "POST /v1/chat", kind: server, from: 0, to: 50, attrs: map[string]any{"http.route": "/v1/chat"}},
+			tspan{id: 2, parent: 1, name: "POST", kind: client, from: 4, to: 46, attrs: map[string]any{"server.address": "vllm"}},
+		))
+	}
+	// Really 5..45 on the gateway's clock, with a call to a vector
+	// database 25..30 (40..45 on the model server's clock).
+	gateway(traceID(6))
+	mustAdd(t, a, request(traceID(6), start, vllm,
+		tspan{id: 3, parent: 2, name: "llm_request", kind: server, from: 20, to: 60,
+			attrs: map[string]any{"gen_ai.request.model": "m", "gen_ai.latency.time_in_queue": 0.020}},
+		tspan{id: 4, parent: 3, name: "GET", kind: client, from: 40, to: 45, attrs: map[string]any{"peer.service": "vector-db"}}))
+	// Longer than the call: no place fits it.
+	gateway(traceID(7))
+	mustAdd(t, a, request(traceID(7), start, vllm,
+		tspan{id: 3, parent: 2, name: "llm_request", kind: server, from: 20, to: 70, attrs: map[string]any{"gen_ai.request.model": "m"}}))
+	ck.add(10 * time.Second)
+	flush(t, a)
+	if len(sk.got) != 2 {
+		t.Fatalf("%d samples", len(sk.got))
+	}
+	byID := map[string]correlate.Sample{}
+	for _, s := range sk.got {
+		byID[s.RequestID] = s
+		if !near(stageSum(s), s.TotalMs) {
+			t.Errorf("%s: stages add to %v of %v", s.RequestID, stageSum(s), s.TotalMs)
+		}
+	}
+	s := byID[hex.EncodeToString(traceID(6))]
+	if !near(s.StagesMs[correlate.StageQueue], 20) || !near(s.StagesMs[correlate.StageExec], 15) ||
+		!near(s.StagesMs[correlate.StageDownstream], 5) || !near(s.StagesMs[correlate.StageGateway], 10) {
+		t.Errorf("skewed: queue %v exec %v downstream %v gateway %v; want 20, 15, 5, 10", s.StagesMs[correlate.StageQueue],
+			s.StagesMs[correlate.StageExec], s.StagesMs[correlate.StageDownstream], s.StagesMs[correlate.StageGateway])
+	}
+	s = byID[hex.EncodeToString(traceID(7))]
+	if !near(s.StagesMs[correlate.StageExec], 26) || !near(s.StagesMs[correlate.StageGateway], 24) {
+		t.Errorf("longer than its parent: exec %v gateway %v; want 26 (clipped, 20..46), 24",
+			s.StagesMs[correlate.StageExec], s.StagesMs[correlate.StageGateway])
+	}
+}

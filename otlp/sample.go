@@ -146,27 +146,35 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 	var depBuf [4]depTime
 	deps := depBuf[:0]
 	// Every nanosecond of the entry span goes to one stage once: each span
-	// counts only within its parent's (clipped) window — clock skew or a
-	// child outliving its parent adds nothing — and children that overlap
-	// (parallel calls) share the time they cover, each weighted by
-	// covered / the sum of their clipped durations, their own children in
-	// turn. Summed, the stages are the entry span's duration.
-	var loBuf, hiBuf [16]int64
+	// counts only within its parent's (clipped) window — a child outliving
+	// its parent adds nothing — and children that overlap (parallel calls)
+	// share the time they cover, each weighted by covered / the sum of
+	// their clipped durations, their own children in turn. Summed, the
+	// stages are the entry span's duration. Clocks differ between hosts:
+	// a span of another process (resource) than its parent's that does
+	// not fit in it is first moved into it, centred, and its process's
+	// spans under it with it (Jaeger's clock skew adjustment; a span
+	// longer than its parent stays, clipped).
+	var loBuf, hiBuf, skewBuf [16]int64
 	var wBuf, srvBuf [16]float64
-	lo, hi, w, srv := loBuf[:], hiBuf[:], wBuf[:], srvBuf[:] // srv: ns each span gives server stages
+	lo, hi, skew, w, srv := loBuf[:], hiBuf[:], skewBuf[:], wBuf[:], srvBuf[:] // srv: ns each span gives server stages
 	if n > 16 {
-		lo, hi, w, srv = make([]int64, n), make([]int64, n), make([]float64, n), make([]float64, n)
+		lo, hi, skew, w, srv = make([]int64, n), make([]int64, n), make([]int64, n), make([]float64, n), make([]float64, n)
 	}
 	lo[entry], hi[entry], w[entry] = e.start, max(e.end, e.start), 1
 	for _, i := range order {
 		s := &sp[i]
 		var sum float64
 		for _, k := range children(i) {
-			lo[k], hi[k] = max(sp[k].start, lo[i]), min(sp[k].end, hi[i])
+			skew[k] = skew[i]
+			if sp[k].res != s.res {
+				skew[k] = skewInto(s.start+skew[i], s.end+skew[i], sp[k].start, sp[k].end)
+			}
+			lo[k], hi[k] = max(sp[k].start+skew[k], lo[i]), min(sp[k].end+skew[k], hi[i])
 			hi[k] = max(hi[k], lo[k])
 			sum += float64(hi[k] - lo[k])
 		}
-		cov := covered(lo[i], hi[i], children(i), sp)
+		cov := covered(children(i), lo, hi)
 		for _, k := range children(i) {
 			if w[k] = 0; sum > 0 {
 				w[k] = w[i] * cov / sum
@@ -306,17 +314,26 @@ func isServerStage(s correlate.Stage) bool {
 	return s == correlate.StageQueue || s == correlate.StageBatchWait || s == correlate.StageExec || s == correlate.StagePostprocess
 }
 
-// covered is how many ns of [from, to] a span's children cover (overlaps
-// once).
-func covered(from, to int64, kids []int, sp []span) float64 {
+// skewInto is how far a child span [from, to] of another host must move
+// to fit its parent [pFrom, pTo], centred in it: 0 if it fits, or if it is
+// longer than its parent (then no place is right).
+func skewInto(pFrom, pTo, from, to int64) int64 {
+	if (from >= pFrom && to <= pTo) || to-from > pTo-pFrom {
+		return 0
+	}
+	return pFrom + ((pTo-pFrom)-(to-from))/2 - from
+}
+
+// covered is how many ns a span's children cover within it (overlaps
+// once), given their windows clipped to it.
+func covered(kids []int, lo, hi []int64) float64 {
 	if len(kids) == 0 {
 		return 0
 	}
 	var buf [16][2]int64 // nearly every span has fewer children: no allocation
 	iv := buf[:0]
 	for _, k := range kids {
-		a, b := max(sp[k].start, from), min(sp[k].end, to)
-		if b > a {
+		if a, b := lo[k], hi[k]; b > a {
 			iv = append(iv, [2]int64{a, b})
 		}
 	}
