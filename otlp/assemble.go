@@ -66,23 +66,26 @@ var ErrBusy = errors.New("otlp: samples are waiting for the store; retry later")
 // running);
 // under memory pressure the oldest traces finish early.
 type Assembler struct {
-	cfg     Config
-	opt     Options
-	m       *mapper
-	mu      sync.Mutex
-	byID    map[[16]byte]*trace
-	held    int      // spans in byID
-	age     []*trace // by first arrival: expiry and eviction
-	rdy     []ready  // by entry arrival: emission after Grace
-	done    map[[16]byte]int64
-	doneQ   []doneID
-	pending []correlate.Sample
-	free    [][]span   // span slices of built traces, for new ones
-	emitMu  sync.Mutex // one emit at a time; guards due and built
-	due     []detached
-	built   []correlate.Sample
-	storing int        // samples the store has taken and not yet stored (mu)
-	storeMu sync.Mutex // one store at a time
+	cfg  Config
+	opt  Options
+	m    *mapper
+	mu   sync.Mutex
+	byID map[[16]byte]*trace
+	held int      // spans in byID
+	age  []*trace // by first arrival: expiry and eviction
+	rdy  []ready  // by entry arrival: emission after Grace
+	// rdyRemote: traces whose entry so far is a span under a remote parent,
+	// by its arrival: emission after remoteGrace (see there).
+	rdyRemote []ready
+	done      map[[16]byte]int64
+	doneQ     []doneID
+	pending   []correlate.Sample
+	free      [][]span   // span slices of built traces, for new ones
+	emitMu    sync.Mutex // one emit at a time; guards due and built
+	due       []detached
+	built     []correlate.Sample
+	storing   int        // samples the store has taken and not yet stored (mu)
+	storeMu   sync.Mutex // one store at a time
 	// Checked requests wait in queue (qmu) for the filer (fileMu: one at
 	// a time, in order); running says Run's filer is there to wake.
 	qmu         sync.Mutex
@@ -348,7 +351,11 @@ func (a *Assembler) file(f filing) {
 		// after the model server's, both under a remote parent) restarts it.
 		if a.isEntry(&m.s) && (t.entryAt == 0 || (a.cfg.EntrySpan == "" && !t.has(m.s.parent))) {
 			t.entryAt = now
-			a.rdy = append(a.rdy, ready{t, now})
+			if a.cfg.EntrySpan == "" && m.s.parent != [8]byte{} {
+				a.rdyRemote = append(a.rdyRemote, ready{t, now})
+			} else {
+				a.rdy = append(a.rdy, ready{t, now})
+			}
 		}
 	}
 	a.stats.Spans[SpanAccepted].Add(accepted)
@@ -455,6 +462,16 @@ func (t *trace) has(id [8]byte) bool {
 	return false
 }
 
+// remoteGrace is how long a trace whose entry so far is a span under a
+// remote parent waits: that span may be the model server's, whose caller
+// (the gateway) exports its spans in its own batches — seconds apart
+// without a Collector in between. Three graces, at least 15 s (the SDK's
+// batch delay is 5 s), at most MaxWait; a caller's span arriving within
+// it becomes the entry and restarts the (shorter) grace.
+func (a *Assembler) remoteGrace() time.Duration {
+	return min(a.cfg.MaxWait, max(3*a.cfg.Grace, 15*time.Second))
+}
+
 // isEntry reports whether s may give the total: the configured span name,
 // or else a root span or one whose flags say its parent is remote (the
 // caller propagated its context and exports elsewhere, or nowhere) — the
@@ -488,9 +505,13 @@ func (a *Assembler) evictLocked(now int64) (correlate.Sample, bool) {
 		}
 		return s, ok
 	}
-	for len(a.rdy) > 0 { // traces past MaxWait still waiting out Grace
-		t := a.rdy[0].t
-		a.rdy = a.rdy[1:]
+	for len(a.rdy)+len(a.rdyRemote) > 0 { // traces past MaxWait still waiting out Grace
+		q := &a.rdy
+		if len(a.rdy) == 0 {
+			q = &a.rdyRemote
+		}
+		t := (*q)[0].t
+		*q = (*q)[1:]
 		if !t.gone {
 			a.stats.CutShort.Add(1)
 			return a.finishLocked(t, false, now)
@@ -627,15 +648,20 @@ func (a *Assembler) emit(final bool) int {
 	// Due traces leave the buffer under the lock; their samples are built
 	// after it, so Add is not held up meanwhile.
 	due := a.due[:0]
-	for len(a.rdy) > 0 {
-		r := a.rdy[0]
-		if !r.t.gone && r.at == r.t.entryAt { // else emitted, or its grace restarted
-			if !final && r.at+grace > ns {
-				break
+	for _, q := range []struct {
+		rdy  *[]ready
+		wait int64
+	}{{&a.rdy, grace}, {&a.rdyRemote, a.remoteGrace().Nanoseconds()}} {
+		for len(*q.rdy) > 0 {
+			r := (*q.rdy)[0]
+			if !r.t.gone && r.at == r.t.entryAt { // else emitted, or its grace restarted
+				if !final && r.at+q.wait > ns {
+					break
+				}
+				due = append(due, a.detachLocked(r.t, false, ns))
 			}
-			due = append(due, a.detachLocked(r.t, false, ns))
+			*q.rdy = (*q.rdy)[1:]
 		}
-		a.rdy = a.rdy[1:]
 	}
 	var rearmed []*trace
 	for len(a.age) > 0 && (a.age[0].gone || a.age[0].first+wait <= ns) {

@@ -1297,11 +1297,12 @@ func TestKnativeQueueProxyIsNotAQueue(t *testing.T) {
 // A caller that propagates its context (another service, an ingress
 // exporting elsewhere) leaves no span of the trace a root: the span whose
 // flags say its parent is remote, and whose parent is not in the trace,
-// is the entry. The trace waited MaxWait (a minute) instead of grace.
-// The model server's span also has a remote parent, the gateway's call:
-// it stands in only until the gateway's spans come, and each entry that
-// comes restarts the grace.
-func TestEntryWithARemoteParentWaitsOnlyGrace(t *testing.T) {
+// is the entry. The trace waited MaxWait (a minute); it now waits the
+// remote grace (15 s). The model server's span also has a remote parent,
+// the gateway's call: it stands in only until the gateway's spans come —
+// in the gateway's own export, 8 s later here, past the 5 s grace a root
+// waits — and each entry that comes restarts the wait.
+func TestEntryWithARemoteParentWaitsRemoteGrace(t *testing.T) {
 	const remote, local = 0x300, 0x100
 	a, ck, sk := newTest(t, DefaultConfig())
 	start := ck.now().Add(-time.Second)
@@ -1309,21 +1310,24 @@ func TestEntryWithARemoteParentWaitsOnlyGrace(t *testing.T) {
 	mustAdd(t, a, request(tid, start, map[string]any{"service.name": "vllm", "k8s.pod.name": "vllm-0"},
 		tspan{id: 4, parent: 3, name: "llm_request", kind: server, from: 6, to: 90, flags: remote,
 			attrs: map[string]any{"gen_ai.request.model": "m"}}))
-	ck.add(4 * time.Second)
+	ck.add(8 * time.Second)
 	flush(t, a)
+	if len(sk.got) != 0 {
+		t.Fatalf("emitted %v 8 s after the model server's span, before its caller's", sk.got)
+	}
 	mustAdd(t, a, request(tid, start, map[string]any{"service.name": "gateway", "k8s.pod.name": "gw-0"},
 		tspan{id: 2, parent: 1, name: "POST /v1/chat", kind: server, from: 0, to: 100, flags: remote,
 			attrs: map[string]any{"http.route": "/v1/chat"}},
 		tspan{id: 3, parent: 2, name: "POST", kind: client, from: 5, to: 95, flags: local, attrs: map[string]any{"server.address": "vllm"}}))
-	ck.add(3 * time.Second)
+	ck.add(10 * time.Second)
 	flush(t, a)
 	if len(sk.got) != 0 {
-		t.Fatalf("emitted %v 7 s after the model server's span, 3 s after the gateway's", sk.got)
+		t.Fatalf("emitted %v 18 s after the model server's span, 10 s after the gateway's", sk.got)
 	}
-	ck.add(3 * time.Second)
+	ck.add(6 * time.Second)
 	flush(t, a)
 	if len(sk.got) != 1 {
-		t.Fatalf("%d samples after the gateway's grace, want 1", len(sk.got))
+		t.Fatalf("%d samples after the gateway's remote grace, want 1", len(sk.got))
 	}
 	if s := sk.got[0]; !near(s.TotalMs, 100) || s.Entry != "/v1/chat" || s.Replica != "vllm-0" || !near(s.StagesMs[correlate.StageExec], 84) {
 		t.Errorf("total %v entry %q replica %q exec %v; want the gateway's 100 ms through /v1/chat, vllm-0, 84",
@@ -1339,7 +1343,7 @@ func TestEntryWithARemoteParentWaitsOnlyGrace(t *testing.T) {
 		tspan{id: 2, parent: 1, name: "POST /v1/chat", kind: server, from: 0, to: 100, flags: remote,
 			attrs: map[string]any{"http.route": "/v1/chat"}},
 		tspan{id: 3, parent: 2, name: "POST", kind: client, from: 5, to: 95, flags: local, attrs: map[string]any{"server.address": "vllm"}}))
-	ck.add(6 * time.Second)
+	ck.add(16 * time.Second)
 	flush(t, a)
 	if len(sk.got) != 2 || !near(sk.got[1].TotalMs, 100) || sk.got[1].Entry != "/v1/chat" {
 		t.Errorf("skewed: %+v, want a second sample of 100 ms through /v1/chat", sk.got[1:])
@@ -1347,7 +1351,8 @@ func TestEntryWithARemoteParentWaitsOnlyGrace(t *testing.T) {
 }
 
 // Under load such traces took the buffer until eviction dropped them;
-// now they leave after grace, and what eviction takes becomes a sample.
+// now they leave after the remote grace, and what eviction takes becomes
+// a sample.
 func TestRemoteParentTracesAreNotEvictedUnderLoad(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.MaxSpans = 1000

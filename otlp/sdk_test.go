@@ -63,8 +63,8 @@ func sdkExport(t *testing.T, spans []sdktrace.ReadOnlySpan) []Request {
 
 // The official Go SDK's exporter marks a span whose parent came in a
 // propagated context (a caller's traceparent) as having a remote parent:
-// that span is the trace's entry, and the trace is stored after grace,
-// not max_wait.
+// that span is the trace's entry, and the trace is stored after the
+// remote grace (15 s), not max_wait.
 func TestOTelSDKSpanWithARemoteParentIsTheEntry(t *testing.T) {
 	a, ck, sk := newTest(t, DefaultConfig())
 	rec := tracetest.NewSpanRecorder()
@@ -84,10 +84,10 @@ func TestOTelSDKSpanWithARemoteParentIsTheEntry(t *testing.T) {
 	for _, req := range sdkExport(t, rec.Ended()) {
 		mustAdd(t, a, req)
 	}
-	ck.add(10 * time.Second)
+	ck.add(16 * time.Second)
 	flush(t, a)
 	if len(sk.got) != 1 {
-		t.Fatalf("%d samples 10 s after a trace under a remote parent came, want 1", len(sk.got))
+		t.Fatalf("%d samples 16 s after a trace under a remote parent came, want 1", len(sk.got))
 	}
 	if s := sk.got[0]; !near(s.TotalMs, 100) || s.Entry != "/v1/chat" || s.RequestID != "0af7651916cd43dd8448eb211c80319c" {
 		t.Errorf("total %v entry %q id %s", s.TotalMs, s.Entry, s.RequestID)
