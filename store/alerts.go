@@ -39,11 +39,11 @@ type Alert struct {
 
 // AlertOutcome says what a notification did.
 type AlertOutcome struct {
-	IncidentID int64
-	Opened     bool // a new incident was created
-	Extended   bool // an open incident's window or scope grew
-	Resolved   bool // the incident was resolved by this notification
-	NewAlerts  int  // alerts not seen before
+	IncidentID int64 // 0: the alerts name no model and were stored as events only
+	Opened     bool  // a new incident was created
+	Extended   bool  // an open incident's window or scope grew
+	Resolved   bool  // the incident was resolved by this notification
+	NewAlerts  int   // alerts not seen before
 }
 
 // Changed reports whether the incident changed in a way worth re-analysing.
@@ -58,6 +58,12 @@ func (o AlertOutcome) Changed() bool { return o.Opened || o.Extended || o.Resolv
 // incident, not the group's open one. Concurrent deliveries of one group
 // (an Alertmanager HA pair) are serialised by an advisory lock. Each alert
 // is also upserted as an event.
+//
+// A group none of whose alerts names a model (Watchdog, a node's disk:
+// see namesModel) is stored as alert events only, context on the
+// timeline: it opens, extends and resolves nothing, and its outcome has no
+// incident. A resolution of alerts filed under an incident before still
+// reaches it.
 func (s *Store) ApplyAlertGroup(ctx context.Context, g AlertGroup, lookback time.Duration, now time.Time) (AlertOutcome, error) {
 	var out AlertOutcome
 	if len(g.Alerts) == 0 {
@@ -90,6 +96,12 @@ func (s *Store) ApplyAlertGroup(ctx context.Context, g AlertGroup, lookback time
 		known, err := tx.alertReceipts(ctx, g.GroupKey, fps, starts)
 		if err != nil {
 			return err
+		}
+		if !namesModel(g.Alerts) && (g.Status != AlertResolved || len(known) == 0) {
+			if out.NewAlerts, err = tx.newAlertEvents(ctx, g.Alerts); err != nil {
+				return err
+			}
+			return tx.upsertAlertEvents(ctx, g.Alerts)
 		}
 		var target Incident
 		open, err := scanIncident(tx.db.QueryRow(ctx, incidentSelect+` WHERE i.group_key = $1 AND i.status = 'open'`, g.GroupKey))
@@ -169,6 +181,30 @@ func (s *Store) ApplyAlertGroup(ctx context.Context, g AlertGroup, lookback time
 		return AlertOutcome{}, wrap("apply alert group", err)
 	}
 	return out, nil
+}
+
+// namesModel reports whether any of the alerts is about a model (its
+// labels map onto a scope with a model): only such groups are incidents
+// of an inference fleet.
+func namesModel(alerts []Alert) bool {
+	for _, a := range alerts {
+		if a.Event.Model != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// newAlertEvents counts the alerts whose events are not stored yet.
+func (s *Store) newAlertEvents(ctx context.Context, alerts []Alert) (int, error) {
+	ids := make([]string, len(alerts))
+	for i, a := range alerts {
+		ids[i] = a.Event.ID
+	}
+	var n int
+	err := s.db.QueryRow(ctx, `SELECT count(DISTINCT k.id) FROM unnest($1::text[]) AS k(id)
+		WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.id = k.id)`, ids).Scan(&n)
+	return n, err
 }
 
 // commonScope keeps the fields on which a and b agree: an incident whose

@@ -312,3 +312,71 @@ func TestAlertmanagerLongGroupKey(t *testing.T) {
 		t.Fatalf("resolved: %+v", r)
 	}
 }
+
+// amGroup builds a one-group notification from explicit alerts, with the
+// common labels Alertmanager would compute.
+func amGroup(groupKey, status string, alerts ...wire.AlertmanagerAlert) []byte {
+	common := map[string]string{}
+	for k, v := range alerts[0].Labels {
+		common[k] = v
+	}
+	for _, a := range alerts[1:] {
+		for k, v := range common {
+			if a.Labels[k] != v {
+				delete(common, k)
+			}
+		}
+	}
+	b, _ := json.Marshal(wire.AlertmanagerPayload{Version: "4", GroupKey: groupKey, Status: status, Receiver: "waterline",
+		GroupLabels: map[string]string{"alertname": alerts[0].Labels["alertname"]}, CommonLabels: common,
+		CommonAnnotations: map[string]string{}, ExternalURL: "http://am:9093", Alerts: alerts})
+	return b
+}
+
+// amAlert is one alert; end nil means firing, with endsAt in the future
+// as Alertmanager sends it.
+func amAlert(fp, status string, labels map[string]string, start time.Time, end *time.Time) wire.AlertmanagerAlert {
+	a := wire.AlertmanagerAlert{Status: status, Labels: labels, Annotations: map[string]string{"summary": "x"}, StartsAt: start, Fingerprint: fp}
+	if end != nil {
+		a.EndsAt = *end
+	} else {
+		a.EndsAt = start.Add(24 * time.Hour)
+	}
+	return a
+}
+
+// Alerts that name no model (kube-prometheus' always-firing Watchdog, a
+// node's disk) open no incident: a fleet-wide incident with no scope
+// that never closes. They are kept as alert events, the timeline's
+// context, and answered 200 so Alertmanager does not retry.
+func TestAlertmanagerAlertsWithoutModelOpenNoIncident(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	start := testNow.Add(-10 * time.Minute)
+	for _, c := range []struct {
+		key    string
+		labels map[string]string
+	}{
+		{`{}:{alertname="Watchdog"}`, map[string]string{"alertname": "Watchdog", "severity": "none", "prometheus": "monitoring/k8s"}},
+		{`{}:{alertname="NodeFilesystemAlmostOutOfSpace"}`, map[string]string{"alertname": "NodeFilesystemAlmostOutOfSpace",
+			"instance": "10.0.0.7:9100", "mountpoint": "/var", "node": "gpu-3", "severity": "warning"}},
+	} {
+		body := amGroup(c.key, "firing", amAlert("fp-"+c.labels["alertname"], "firing", c.labels, start, nil))
+		if r := e.alert(body); r.Opened || r.IncidentID != 0 || r.URL != "" || r.Alerts != 1 || r.NewAlerts != 1 {
+			t.Errorf("%s: %+v, want no incident, one new alert", c.labels["alertname"], r)
+		}
+		if r := e.alert(body); r.IncidentID != 0 || r.NewAlerts != 0 {
+			t.Errorf("%s again: %+v, want nothing new", c.labels["alertname"], r)
+		}
+		end := testNow.Add(-time.Minute)
+		if r := e.alert(amGroup(c.key, "resolved", amAlert("fp-"+c.labels["alertname"], "resolved", c.labels, start, &end))); r.IncidentID != 0 || r.Resolved {
+			t.Errorf("%s resolved: %+v, want no incident", c.labels["alertname"], r)
+		}
+	}
+	if n := e.count(`SELECT count(*) FROM incidents`); n != 0 {
+		t.Errorf("%d incidents from alerts naming no model", n)
+	}
+	if n := e.count(`SELECT count(*) FROM events WHERE kind = 'alert' AND end_time IS NOT NULL`); n != 2 {
+		t.Errorf("%d ended alert events, want 2", n)
+	}
+}

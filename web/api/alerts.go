@@ -24,8 +24,12 @@ func (a *API) ReceiveAlertmanager(c echo.Context) error {
 		return err
 	}
 	a.countIngest("alerts", out.NewAlerts, len(g.Alerts)-out.NewAlerts)
+	url := "" // alerts that name no model are events only: no incident
+	if out.IncidentID != 0 {
+		url = incident.Permalink(a.cfg.PublicURL, out.IncidentID)
+	}
 	return c.JSON(http.StatusOK, wire.AlertResult{
-		IncidentID: out.IncidentID, URL: incident.Permalink(a.cfg.PublicURL, out.IncidentID), Opened: out.Opened,
+		IncidentID: out.IncidentID, URL: url, Opened: out.Opened,
 		Extended: out.Extended, Resolved: out.Resolved, Alerts: len(g.Alerts), NewAlerts: out.NewAlerts,
 	})
 }
