@@ -380,3 +380,46 @@ func TestAlertmanagerAlertsWithoutModelOpenNoIncident(t *testing.T) {
 		t.Errorf("%d ended alert events, want 2", n)
 	}
 }
+
+// A long annotation (a 21 KB description), a NUL or an over-long label
+// does not refuse the notification: a 4xx is never retried by
+// Alertmanager, so the group's incident never opened, or never resolved.
+// Texts are cut (the event says truncated) and NULs replaced.
+func TestAlertmanagerOversizedTextsAreCut(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	key := `{}:{alertname="InferenceP99High"}`
+	start := testNow.Add(-10 * time.Minute)
+	labels := map[string]string{"alertname": "InferenceP99High", "model": "chat", "tenant": strings.Repeat("t", 300),
+		"job": "infer\x00ence", "bad\x00name": "x", strings.Repeat("k", 300): "long name"}
+	a := amAlert("bb01", "firing", labels, start, nil)
+	a.Annotations["description"] = strings.Repeat("pod chat-x p99 1.2s; ", 1000) // ~21 KB
+	a.Annotations["summary"] = "p99 \x00 high"
+	a.GeneratorURL = "http://prometheus/graph?g0.expr=" + strings.Repeat("x", 10000)
+	r := e.post("/api/v1/alerts/alertmanager", "application/json", amGroup(key, "firing", a))
+	if r.status != http.StatusOK {
+		t.Fatalf("a 21 KB annotation, NULs, long labels: %d %s, want 200", r.status, r.body)
+	}
+	var res wire.AlertResult
+	if err := json.Unmarshal(r.body, &res); err != nil || !res.Opened {
+		t.Fatalf("%s: want an incident opened", r.body)
+	}
+	if inc := e.incident(res.IncidentID); inc.Scope.Model != "chat" || inc.Scope.Tenant != "" {
+		t.Errorf("scope %+v: want model chat, the 300-byte tenant left out (no dimension value is that long)", inc.Scope)
+	}
+	var attrs, summary string
+	var truncated bool
+	if err := e.pool.QueryRow(t.Context(), `SELECT attrs::text, summary, coalesce((attrs->>'truncated')::bool, false) FROM events WHERE kind = 'alert'`).
+		Scan(&attrs, &summary, &truncated); err != nil {
+		t.Fatal(err)
+	}
+	if !truncated || len(attrs) > 20<<10 || strings.Contains(attrs, `\u0000`) || strings.Contains(summary, "\x00") || !strings.Contains(summary, "p99 \ufffd high") {
+		t.Errorf("event: truncated %v, %d bytes of attrs, summary %q; want cut, marked truncated, NULs replaced", truncated, len(attrs), summary)
+	}
+	// Its resolution, as big, resolves it.
+	end := testNow.Add(-time.Minute)
+	a.Status, a.EndsAt = "resolved", end
+	if r := e.alert(amGroup(key, "resolved", a)); !r.Resolved || r.IncidentID != res.IncidentID {
+		t.Errorf("resolution: %+v, want #%d resolved", r, res.IncidentID)
+	}
+}

@@ -28,10 +28,12 @@ const maxAlertBody = 8 << 20
 // version 4) and maps it onto the store's terms. Unknown fields are
 // ignored: Grafana sends the same shape with more.
 //
-// Every text that reaches the store is checked (no NUL, which Postgres
-// text and jsonb refuse; bounded sizes) and every time must fall within
-// the ingest limits' age and future bounds: a 422 names the field, and
-// nothing is stored.
+// Every text that reaches the store is made storable (NULs, which
+// Postgres text and jsonb refuse, replaced; long texts cut, the event
+// marked truncated) rather than refused: Alertmanager never retries a
+// 4xx. What cannot be mapped at all (no groupKey, an unknown status, a
+// time missing or outside the ingest limits' age and future bounds) is a
+// 422 that names the field, and nothing is stored.
 func Alertmanager(w http.ResponseWriter, req *http.Request, lim Limits, now time.Time) (store.AlertGroup, error) {
 	if ct := req.Header.Get("Content-Type"); ct != "" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
@@ -102,11 +104,13 @@ func badAlertTime(raw []byte) string {
 	return "alerts"
 }
 
-// Sizes of what a notification may carry. Scope labels become dimension
-// values (request.MaxLabelLen); other labels and annotations are kept
-// with the alert's event.
+// Sizes of what a notification keeps. Texts past them are cut, not
+// refused: Alertmanager never retries a 4xx, so one 20 KB description
+// refused would lose the group's incident, or its resolution. Scope
+// labels become dimension values (request.MaxLabelLen): one longer is
+// left out of the scope (kept, cut, with the alert's event). Other labels
+// and annotations are kept with the alert's event (see boundedStrings).
 const (
-	maxGroupKey        = 4096
 	maxAlertLabelName  = 256
 	maxAlertLabelValue = 4096
 	maxAnnotation      = 16 << 10
@@ -114,61 +118,70 @@ const (
 	maxEventSummary    = 4096
 )
 
-// checkAlertTexts checks every text of a notification.
-func checkAlertTexts(p *wire.AlertmanagerPayload) error {
-	if msg := request.CheckText(p.GroupKey, maxGroupKey); msg != "" {
-		return request.Invalid("groupKey", "%s", msg)
+// cleanText replaces NULs, which Postgres text and jsonb refuse, with
+// U+FFFD and cuts s to max bytes; cut says it was cut.
+func cleanText(s string, max int) (_ string, cut bool) {
+	if strings.IndexByte(s, 0) >= 0 {
+		s = strings.ReplaceAll(s, "\x00", "\uFFFD")
 	}
-	for _, f := range []struct{ name, v string }{{"receiver", p.Receiver}, {"externalURL", p.ExternalURL}, {"version", p.Version}} {
-		if msg := request.CheckText(f.v, maxAlertLabelValue); msg != "" {
-			return request.Invalid(f.name, "%s", msg)
-		}
+	if len(s) > max {
+		return truncate(s, max), true
 	}
-	type textMap struct {
-		name   string
-		m      map[string]string
-		values int // most bytes of a value
-	}
-	maps := []textMap{{"groupLabels", p.GroupLabels, maxAlertLabelValue}, {"commonLabels", p.CommonLabels, maxAlertLabelValue},
-		{"commonAnnotations", p.CommonAnnotations, maxAnnotation}}
-	for i, a := range p.Alerts {
-		field := fmt.Sprintf("alerts[%d]", i)
-		maps = append(maps, textMap{field + ".labels", a.Labels, maxAlertLabelValue},
-			textMap{field + ".annotations", a.Annotations, maxAnnotation})
-		for _, f := range []struct {
-			name string
-			v    string
-			max  int
-		}{{"fingerprint", a.Fingerprint, request.MaxLabelLen}, {"generatorURL", a.GeneratorURL, maxAlertLabelValue}} {
-			if msg := request.CheckText(f.v, f.max); msg != "" {
-				return request.Invalid(field+"."+f.name, "%s", msg)
-			}
-		}
-	}
-	for _, m := range maps {
-		keys := make([]string, 0, len(m.m))
-		for k := range m.m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys) // the same error every time
-		for _, k := range keys {
-			if msg := request.CheckText(k, maxAlertLabelName); msg != "" {
-				return request.Invalid(m.name, "label name %.64q: %s", k, msg)
-			}
-			max := m.values
-			if _, scope := scopeLabels[k]; scope && !strings.HasSuffix(m.name, "annotations") {
-				max = request.MaxLabelLen
-			}
-			if msg := request.CheckText(m.m[k], max); msg != "" {
-				return request.Invalid(m.name+"."+k, "%s", msg)
-			}
-		}
-	}
-	return nil
+	return s, false
 }
 
-// scopeLabels are the labels labelScope maps onto a scope.
-var scopeLabels = map[string]struct{}{"model": {}, "version": {}, "tenant": {}, "pod": {}, "node": {}}
+// cleanMap is m with every name and value cleaned (see cleanText); of
+// two names that clean alike, the first in order is kept.
+func cleanMap(m map[string]string, values int) (_ map[string]string, cut bool) {
+	if m == nil {
+		return nil, false
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make(map[string]string, len(m))
+	for _, k := range keys {
+		ck, c1 := cleanText(k, maxAlertLabelName)
+		v, c2 := cleanText(m[k], values)
+		cut = cut || c1 || c2
+		if _, dup := out[ck]; !dup {
+			out[ck] = v
+		}
+	}
+	return out, cut
+}
+
+// cleanAlertTexts makes every text of a notification storable, in place:
+// NULs replaced, long texts cut. It returns, per alert, whether any of its
+// texts was cut. A fingerprint (an identity: cut, two alerts could
+// collide) that is too long or holds a NUL is replaced by its hash, the
+// same on every retry.
+func cleanAlertTexts(p *wire.AlertmanagerPayload) []bool {
+	// Any length: storedGroupKey hashes a long one.
+	p.GroupKey = strings.ReplaceAll(p.GroupKey, "\x00", "\uFFFD")
+	p.Receiver, _ = cleanText(p.Receiver, maxAlertLabelValue)
+	p.ExternalURL, _ = cleanText(p.ExternalURL, maxAlertLabelValue)
+	p.Version, _ = cleanText(p.Version, maxAlertLabelValue)
+	p.GroupLabels, _ = cleanMap(p.GroupLabels, maxAlertLabelValue)
+	p.CommonLabels, _ = cleanMap(p.CommonLabels, maxAlertLabelValue)
+	p.CommonAnnotations, _ = cleanMap(p.CommonAnnotations, maxAnnotation)
+	cut := make([]bool, len(p.Alerts))
+	for i := range p.Alerts {
+		a := &p.Alerts[i]
+		var c1, c2, c3 bool
+		a.Labels, c1 = cleanMap(a.Labels, maxAlertLabelValue)
+		a.Annotations, c2 = cleanMap(a.Annotations, maxAnnotation)
+		a.GeneratorURL, c3 = cleanText(a.GeneratorURL, maxAlertLabelValue)
+		if len(a.Fingerprint) > request.MaxLabelLen || strings.IndexByte(a.Fingerprint, 0) >= 0 {
+			h := sha256.Sum256([]byte(a.Fingerprint))
+			a.Fingerprint = "sha256:" + hex.EncodeToString(h[:])
+		}
+		cut[i] = c1 || c2 || c3
+	}
+	return cut
+}
 
 // checkAlertTime bounds an alert's time as ingest bounds record times.
 func checkAlertTime(t time.Time, lim Limits, now time.Time) string {
@@ -211,9 +224,7 @@ func alertGroup(p *wire.AlertmanagerPayload, lim Limits, now time.Time) (store.A
 	if p.GroupKey == "" {
 		return store.AlertGroup{}, request.Invalid("groupKey", "required")
 	}
-	if err := checkAlertTexts(p); err != nil {
-		return store.AlertGroup{}, err
-	}
+	cut := cleanAlertTexts(p)
 	if p.Status != store.AlertFiring && p.Status != store.AlertResolved {
 		return store.AlertGroup{}, request.Invalid("status", "want firing or resolved, got %q", p.Status)
 	}
@@ -248,7 +259,7 @@ func alertGroup(p *wire.AlertmanagerPayload, lim Limits, now time.Time) (store.A
 			end := a.EndsAt.UTC()
 			al.EndsAt = &end
 		}
-		al.Event = alertEvent(p.GroupKey, fp, a, al.EndsAt)
+		al.Event = alertEvent(p.GroupKey, fp, a, al.EndsAt, cut[i])
 		g.Alerts = append(g.Alerts, al)
 	}
 	return g, nil
@@ -256,7 +267,8 @@ func alertGroup(p *wire.AlertmanagerPayload, lim Limits, now time.Time) (store.A
 
 // alertEvent is an alert on the timeline, with an id that is the same on
 // every re-send of the alert.
-func alertEvent(groupKey, fp string, a wire.AlertmanagerAlert, end *time.Time) correlate.Event {
+// cut says the alert's texts were cut on the way in.
+func alertEvent(groupKey, fp string, a wire.AlertmanagerAlert, end *time.Time, cut bool) correlate.Event {
 	h := sha256.Sum256([]byte(groupKey + "\x00" + fp + "\x00" + a.StartsAt.UTC().Format(time.RFC3339Nano)))
 	summary := a.Labels["alertname"]
 	if d := a.Annotations["summary"]; d != "" {
@@ -267,12 +279,12 @@ func alertEvent(groupKey, fp string, a wire.AlertmanagerAlert, end *time.Time) c
 	// page that reads the window's events would carry it).
 	budget := maxAlertAttrs
 	labels, cutL := boundedStrings(a.Labels, &budget)
-	attrs := map[string]any{"labels": labels, "fingerprint": fp, "group_key": groupKey}
+	attrs := map[string]any{"labels": labels, "fingerprint": fp, "group_key": truncate(groupKey, maxAlertLabelValue)}
 	ann, cutA := boundedStrings(a.Annotations, &budget)
 	if len(ann) > 0 {
 		attrs["annotations"] = ann
 	}
-	if cutL || cutA {
+	if cut || cutL || cutA {
 		attrs["truncated"] = true
 	}
 	if a.GeneratorURL != "" {
@@ -316,9 +328,16 @@ func boundedStrings(m map[string]string, budget *int) (map[string]string, bool) 
 	return out, cut
 }
 
-// labelScope maps alert labels onto a scope.
+// labelScope maps alert labels onto a scope. A value longer than a
+// dimension value may be (request.MaxLabelLen) is left out.
 func labelScope(l map[string]string) correlate.Scope {
-	return correlate.Scope{Model: l["model"], Version: l["version"], Tenant: l["tenant"], Replica: l["pod"], Node: l["node"]}
+	v := func(name string) string {
+		if s := l[name]; len(s) <= request.MaxLabelLen {
+			return s
+		}
+		return ""
+	}
+	return correlate.Scope{Model: v("model"), Version: v("version"), Tenant: v("tenant"), Replica: v("pod"), Node: v("node")}
 }
 
 // commonLabels is what Alertmanager's commonLabels holds: the labels every
