@@ -182,6 +182,15 @@ func (d *Detector) Once(ctx context.Context) error {
 		switch {
 		case err != nil:
 			return err
+		case inc.Source != store.SourceDetector || inc.GroupKey != "":
+			// An alert's incident, or one an alert group adopted: the
+			// alert owns its window, scope and resolution; the spike only
+			// joins it (one page and one analysis for one spike).
+			d.opt.Log.Info("detector spike joined an alert's incident", "incident", inc.ID, "model", sp.Scope.Model, "onset", sp.Onset)
+			if err := d.opt.Incidents.AttachSpike(ctx, inc.ID, id); err != nil {
+				return err
+			}
+			continue
 		case created:
 			if change != nil {
 				d.opt.Log.Info("detector opened incident on a spike that follows a change", "incident", inc.ID,
@@ -350,7 +359,8 @@ func (d *Detector) Record(ctx context.Context, from, to time.Time) (int, error) 
 	return len(spikes), nil
 }
 
-// closeQuiet closes detector incidents whose spikes have all ended: the
+// closeQuiet closes detector incidents whose spikes have all ended (not
+// those an alert group adopted, which its resolution closes): the
 // window ends 15 minutes after the last spike, and once Merge has passed
 // without a new spike the incident is resolved.
 func (d *Detector) closeQuiet(ctx context.Context, now time.Time) error {
@@ -368,6 +378,9 @@ func (d *Detector) closeQuiet(ctx context.Context, now time.Time) error {
 		}
 	}
 	for _, in := range open {
+		if in.GroupKey != "" {
+			continue // an alert group adopted it: its resolution closes it
+		}
 		ongoing, lastEnd, ok, err := d.st.IncidentSpikeSpan(ctx, in.ID)
 		if err != nil {
 			return err

@@ -44,10 +44,11 @@ type AlertOutcome struct {
 	Extended   bool  // an open incident's window or scope grew
 	Resolved   bool  // the incident was resolved by this notification
 	NewAlerts  int   // alerts not seen before
+	Adopted    bool  // the group took over an open detector incident of its model
 }
 
 // Changed reports whether the incident changed in a way worth re-analysing.
-func (o AlertOutcome) Changed() bool { return o.Opened || o.Extended || o.Resolved }
+func (o AlertOutcome) Changed() bool { return o.Opened || o.Extended || o.Resolved || o.Adopted }
 
 // ApplyAlertGroup records a notification: a firing group opens an incident
 // over [earliest startsAt − lookback, open) or extends the group's open
@@ -55,7 +56,12 @@ func (o AlertOutcome) Changed() bool { return o.Opened || o.Extended || o.Resolv
 // endsAt. It is idempotent on (groupKey, fingerprint, startsAt): the same
 // notification again, or a stale firing one after the resolution, changes
 // nothing, and a late copy of an older incident's notification goes to that
-// incident, not the group's open one. Concurrent deliveries of one group
+// incident, not the group's open one. A group with no open incident
+// adopts the detector's open incident of its model (common to its
+// alerts) whose window reaches into the lookback before its first
+// startsAt, rather than open a second one for the same spike: it then
+// owns that incident's resolution, as it owns its own (the detector only
+// attaches spikes to either). Concurrent deliveries of one group
 // (an Alertmanager HA pair) are serialised by an advisory lock. Each alert
 // is also upserted as an event.
 //
@@ -133,8 +139,36 @@ func (s *Store) ApplyAlertGroup(ctx context.Context, g AlertGroup, lookback time
 				return err
 			}
 		default:
-			// New alerts and no open incident: open one (already resolved
-			// when the firing notification never reached us).
+			// New alerts and no open incident of the group. The detector
+			// may have seen the spike first: its open incident of the
+			// group's model is adopted (the group owns it from now on).
+			// Under the detector's lock, lest both open one at once.
+			if _, err := tx.db.Exec(ctx, detectorOpenLock); err != nil {
+				return err
+			}
+			if g.Status == AlertFiring && g.Scope.Model != "" {
+				adopted, err := scanIncident(tx.db.QueryRow(ctx, incidentSelect+`
+					WHERE i.source = 'detector' AND i.status = 'open' AND i.group_key IS NULL
+					  AND (i.model = $1 OR (i.model = '' AND EXISTS (SELECT 1 FROM spikes s WHERE s.incident_id = i.id AND s.model = $1)))
+					  AND i.start_at <= $2 AND (i.end_at IS NULL OR i.end_at >= $3)
+					ORDER BY i.start_at DESC LIMIT 1`, g.Scope.Model, minStart, wantStart))
+				switch {
+				case err == nil:
+					if _, err := tx.db.Exec(ctx, `UPDATE incidents SET group_key = $2, end_at = NULL, updated_at = now() WHERE id = $1`,
+						adopted.ID, g.GroupKey); err != nil {
+						return err
+					}
+					target, out.Adopted = adopted, true
+					target.End = nil
+				case translate(err) != ErrNotFound:
+					return err
+				}
+			}
+			if out.Adopted {
+				break
+			}
+			// Open one (already resolved when the firing notification
+			// never reached us).
 			err := tx.db.QueryRow(ctx, `
 				INSERT INTO incidents (title, source, start_at, model, version, tenant, replica, node, group_key)
 				VALUES ($1, 'alertmanager', $2, $3, $4, $5, $6, $7, $8) RETURNING id`,

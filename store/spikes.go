@@ -113,11 +113,13 @@ func (s *Store) SpikesOverlapping(ctx context.Context, from, to time.Time, scope
 // into another's held regression gets its own, and its own page). One
 // with no spike yet (opened, then the attach failed) counts from its
 // start, which the detector sets 30 minutes before the first onset.
-// ErrNotFound if none.
+// One an alert group adopted (see ApplyAlertGroup) takes only spikes of
+// its own model: its alert owns its scope. ErrNotFound if none.
 func (s *Store) OpenDetectorIncident(ctx context.Context, model string, onset time.Time, merge time.Duration) (Incident, error) {
 	in, err := scanIncident(s.db.QueryRow(ctx, incidentSelect+`
 		WHERE i.source = 'detector' AND i.status = 'open' AND i.start_at <= $1
 		  AND (i.end_at IS NULL OR i.end_at + $2 * interval '1 second' >= $1)
+		  AND (i.group_key IS NULL OR i.model = $3)
 		  AND (EXISTS (SELECT 1 FROM spikes s WHERE s.incident_id = i.id AND s.model = $3)
 		       OR COALESCE((SELECT min(s.onset) FROM spikes s WHERE s.incident_id = i.id),
 		                   i.start_at + interval '30 minutes') + $2 * interval '1 second' >= $1)
@@ -128,17 +130,47 @@ func (s *Store) OpenDetectorIncident(ctx context.Context, model string, onset ti
 	return in, nil
 }
 
-// FindOrOpenDetectorIncident is OpenDetectorIncident and, when that finds
-// none, CreateIncidentOnce(n), as one step under a transaction's advisory
-// lock: two detectors passing at once (the detect lease changing hands)
-// otherwise both found nothing and opened two incidents for one spike.
-// created says whether n was opened.
+// OpenAlertIncidentFor returns the open Alertmanager incident a spike of
+// model at onset belongs to: one scoped to that model whose window covers
+// the onset (an alert fires a "for" after the spike's onset; its incident
+// starts WATERLINE_ALERT_LOOKBACK before). A multi-model alert incident
+// (no model) is not joined: which models its alerts name is not kept with
+// it. ErrNotFound if none.
+func (s *Store) OpenAlertIncidentFor(ctx context.Context, model string, onset time.Time) (Incident, error) {
+	in, err := scanIncident(s.db.QueryRow(ctx, incidentSelect+`
+		WHERE i.source = 'alertmanager' AND i.status = 'open' AND i.model = $1 AND $1 <> ''
+		  AND i.start_at <= $2 AND (i.end_at IS NULL OR i.end_at >= $2)
+		ORDER BY i.start_at DESC LIMIT 1`, model, onset))
+	if err != nil {
+		return Incident{}, wrap("open alert incident", err)
+	}
+	return in, nil
+}
+
+// detectorOpenLock serialises finding and opening incidents for a spike
+// of a model: the detectors' (FindOrOpenDetectorIncident) and an alert
+// group's (ApplyAlertGroup), which would otherwise both find nothing and
+// open two incidents for one spike.
+const detectorOpenLock = `SELECT pg_advisory_xact_lock(hashtext('waterline.detector.open'))`
+
+// FindOrOpenDetectorIncident is OpenDetectorIncident, else
+// OpenAlertIncidentFor (the spike joins the alert's incident, which its
+// alert owns: the caller attaches the spike and changes nothing else),
+// and, when neither finds one, CreateIncidentOnce(n), as one step under a
+// transaction's advisory lock: two detectors passing at once (the detect
+// lease changing hands), or a detector and an alert, otherwise both found
+// nothing and opened two incidents for one spike. created says whether n
+// was opened.
 func (s *Store) FindOrOpenDetectorIncident(ctx context.Context, model string, onset time.Time, merge time.Duration, n NewIncident) (in Incident, created bool, err error) {
 	err = s.InTx(ctx, func(tx *Store) error {
-		if _, err := tx.db.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('waterline.detector.open'))`); err != nil {
+		if _, err := tx.db.Exec(ctx, detectorOpenLock); err != nil {
 			return wrap("lock detector incidents", err)
 		}
 		in, err = tx.OpenDetectorIncident(ctx, model, onset, merge)
+		if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		in, err = tx.OpenAlertIncidentFor(ctx, model, onset)
 		if !errors.Is(err, ErrNotFound) {
 			return err
 		}

@@ -4,11 +4,16 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/diagnose"
+	"github.com/waterline-dev/waterline/store/storetest"
 	"github.com/waterline-dev/waterline/wire"
 )
 
@@ -421,5 +426,84 @@ func TestAlertmanagerOversizedTextsAreCut(t *testing.T) {
 	a.Status, a.EndsAt = "resolved", end
 	if r := e.alert(amGroup(key, "resolved", a)); !r.Resolved || r.IncidentID != res.IncidentID {
 		t.Errorf("resolution: %+v, want #%d resolved", r, res.IncidentID)
+	}
+}
+
+// An alert and the detector that see the same spike make one incident
+// (one page, one analysis), whichever comes first: the detector's spike
+// joins the alert's incident, or the alert group adopts the detector's.
+// The alert owns the incident's resolution either way.
+func TestAlertmanagerAndDetectorShareOneIncident(t *testing.T) {
+	t.Parallel()
+	t0 := testNow.Add(-6 * time.Hour).Truncate(time.Minute)
+	onset, spikeEnd, end := t0.Add(100*time.Minute), t0.Add(115*time.Minute), t0.Add(170*time.Minute)
+	key := `{}:{alertname="InferenceP99High"}`
+	labels := map[string]string{"alertname": "InferenceP99High", "model": "chat", "severity": "page"}
+	fired := onset.Add(2 * time.Minute) // for: 2m
+	for _, alertFirst := range []bool{true, false} {
+		t.Run(fmt.Sprintf("alert first %v", alertFirst), func(t *testing.T) {
+			t.Parallel()
+			e := newAPIEnv(t)
+			ctx := t.Context()
+			rng := rand.New(rand.NewPCG(7, 7))
+			p99 := correlate.Curve{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel, Scope: correlate.Scope{Model: "chat"}}
+			qps := correlate.Curve{Role: correlate.RoleQPS, Level: correlate.LevelModel, Scope: correlate.Scope{Model: "chat"}}
+			for at := t0; at.Before(end); at = at.Add(15 * time.Second) {
+				v := 200 * math.Exp(0.05*rng.NormFloat64())
+				if !at.Before(onset) && at.Before(spikeEnd) {
+					v *= 4
+				}
+				p99.Points = append(p99.Points, correlate.Point{T: at.UnixMilli(), V: v})
+				qps.Points = append(qps.Points, correlate.Point{T: at.UnixMilli(), V: 20})
+			}
+			storetest.WriteCurves(t, e.st, []correlate.Curve{p99, qps})
+			now := spikeEnd.Add(-5 * time.Minute)
+			det := diagnose.NewDetector(e.st, diagnose.DetectorOptions{OpenIncidents: true, Merge: 30 * time.Minute,
+				Now: func() time.Time { return now }, Incidents: e.incidents})
+			firing := amGroup(key, "firing", amAlert("aa01", "firing", labels, fired, nil))
+			var id int64
+			if alertFirst {
+				r := e.alert(firing)
+				if !r.Opened {
+					t.Fatalf("alert: %+v", r)
+				}
+				id = r.IncidentID
+				if err := det.Once(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if n := e.count(`SELECT count(*) FROM spikes WHERE incident_id = $1`, id); n == 0 {
+					t.Errorf("the detector's spike did not join the alert's incident #%d", id)
+				}
+			} else {
+				if err := det.Once(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if err := e.pool.QueryRow(ctx, `SELECT id FROM incidents WHERE source = 'detector'`).Scan(&id); err != nil {
+					t.Fatalf("the detector opened no incident: %v", err)
+				}
+				if r := e.alert(firing); r.Opened || r.IncidentID != id {
+					t.Errorf("alert after the detector: %+v, want it filed under the detector's #%d", r, id)
+				}
+			}
+			if n := e.count(`SELECT count(*) FROM incidents`); n != 1 {
+				t.Errorf("%d incidents for one spike of chat, want 1", n)
+			}
+			// The detector, long after the spike ended, leaves the alert's
+			// incident open: the alert still fires.
+			now = end.Add(time.Hour)
+			if err := det.Once(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if inc := e.incident(id); inc.Status != "open" {
+				t.Errorf("incident #%d %s while its alert fires", id, inc.Status)
+			}
+			resolvedAt := end
+			if r := e.alert(amGroup(key, "resolved", amAlert("aa01", "resolved", labels, fired, &resolvedAt))); !r.Resolved || r.IncidentID != id {
+				t.Errorf("resolution: %+v, want #%d resolved", r, id)
+			}
+			if n := e.count(`SELECT count(*) FROM incidents`); n != 1 {
+				t.Errorf("%d incidents in the end, want 1", n)
+			}
+		})
 	}
 }
