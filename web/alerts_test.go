@@ -14,6 +14,7 @@ import (
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/diagnose"
 	"github.com/waterline-dev/waterline/store/storetest"
+	"github.com/waterline-dev/waterline/web"
 	"github.com/waterline-dev/waterline/wire"
 )
 
@@ -505,5 +506,43 @@ func TestAlertmanagerAndDetectorShareOneIncident(t *testing.T) {
 				t.Errorf("%d incidents in the end, want 1", n)
 			}
 		})
+	}
+}
+
+// Alert labels map onto a scope as the pull's presets do: vLLM's
+// model_name is the model, exported_pod the replica (pod being the
+// exporter's when Prometheus renamed the target's), DCGM's Hostname the
+// node; then WATERLINE_CONFIG's model_aliases rename the model, as for
+// pulled curves and OTLP spans. A vLLM alert opened a fleet incident.
+func TestAlertmanagerLabelMappingAndModelAliases(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t, func(c *web.Config) {
+		c.ModelAliases = map[string]string{"meta-llama/Llama-3.1-8B-Instruct": "llama-3-8b"}
+	})
+	start := testNow.Add(-10 * time.Minute)
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   correlate.Scope
+	}{
+		{"vLLM", map[string]string{"alertname": "VLLMP99High", "model_name": "vision-xl", "pod": "", "severity": "page"},
+			correlate.Scope{Model: "vision-xl"}},
+		{"aliased, exported_pod, Hostname", map[string]string{"alertname": "GPUStall", "model_name": "meta-llama/Llama-3.1-8B-Instruct",
+			"exported_pod": "llama-1", "pod": "dcgm-exporter-x2", "Hostname": "gpu-7"},
+			correlate.Scope{Model: "llama-3-8b", Replica: "llama-1", Node: "gpu-7"}},
+		{"model wins over model_name", map[string]string{"alertname": "P99", "model": "chat", "model_name": "other", "pod": "chat-1", "node": "n1"},
+			correlate.Scope{Model: "chat", Replica: "chat-1", Node: "n1"}},
+	} {
+		r := e.alert(amGroup(`{}:{alertname="`+c.labels["alertname"]+`"}`, "firing", amAlert("fp-"+c.name, "firing", c.labels, start, nil)))
+		if !r.Opened {
+			t.Errorf("%s: %+v, want an incident", c.name, r)
+			continue
+		}
+		if inc := e.incident(r.IncidentID); inc.Scope != c.want {
+			t.Errorf("%s: incident scope %+v, want %+v", c.name, inc.Scope, c.want)
+		}
+	}
+	if n := e.count(`SELECT count(*) FROM events WHERE kind = 'alert' AND model = 'llama-3-8b' AND replica = 'llama-1' AND node = 'gpu-7'`); n != 1 {
+		t.Errorf("%d alert events scoped llama-3-8b/llama-1/gpu-7, want 1", n)
 	}
 }

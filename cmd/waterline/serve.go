@@ -75,6 +75,7 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 		SamplesFloor:    floor.At,
 		DetectorOn:      detector != nil,
 		DetectorOpens:   detector != nil && c.DetectOpen,
+		ModelAliases:    pullCfg.ModelAliases,
 
 		WebhookAllowPrivate: c.WebhookAllowPrivate,
 	}, web.Deps{

@@ -15,7 +15,7 @@ import (
 // is frozen afterwards, on the incident worker): Alertmanager retries on
 // 5xx, so the work is idempotent on (groupKey, fingerprint, startsAt).
 func (a *API) ReceiveAlertmanager(c echo.Context) error {
-	g, err := ingest.Alertmanager(c.Response(), c.Request(), a.cfg.Ingest, a.now())
+	g, err := ingest.Alertmanager(c.Response(), c.Request(), a.cfg.Ingest, a.now(), a.cfg.ModelAliases)
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,8 @@ type Config struct {
 	// SamplesFloor is the earliest sample time the samples retention
 	// keeps (zero: none); older samples are refused. nil = no floor.
 	SamplesFloor func() time.Time
+	// ModelAliases renames models in alert labels (see ingest.Alertmanager).
+	ModelAliases map[string]string
 }
 
 // samplesRetentionWhy says why a sample under SamplesFloor is refused.

@@ -34,7 +34,10 @@ const maxAlertBody = 8 << 20
 // 4xx. What cannot be mapped at all (no groupKey, an unknown status, a
 // time missing or outside the ingest limits' age and future bounds) is a
 // 422 that names the field, and nothing is stored.
-func Alertmanager(w http.ResponseWriter, req *http.Request, lim Limits, now time.Time) (store.AlertGroup, error) {
+//
+// Labels map onto a scope as labelScope says; aliases (WATERLINE_CONFIG's
+// model_aliases, parsed by the caller) then rename the model.
+func Alertmanager(w http.ResponseWriter, req *http.Request, lim Limits, now time.Time, aliases map[string]string) (store.AlertGroup, error) {
 	if ct := req.Header.Get("Content-Type"); ct != "" {
 		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 			return store.AlertGroup{}, &request.Error{Status: http.StatusUnsupportedMediaType, Field: "Content-Type",
@@ -73,7 +76,7 @@ func Alertmanager(w http.ResponseWriter, req *http.Request, lim Limits, now time
 	if len(bytes.TrimSpace(raw[dec.InputOffset():])) > 0 {
 		return store.AlertGroup{}, request.BadInput("", "text after the notification's JSON object")
 	}
-	return alertGroup(&p, lim, now)
+	return alertGroup(&p, lim, now, aliases)
 }
 
 // badAlertTime names the first alert time in raw that does not parse
@@ -218,9 +221,9 @@ func storedGroupKey(k string) string {
 	return "sha256:" + hex.EncodeToString(h[:])
 }
 
-// alertGroup validates a payload and maps it onto the store's terms:
-// labels model/version/tenant/pod/node become the scope (pod is the replica).
-func alertGroup(p *wire.AlertmanagerPayload, lim Limits, now time.Time) (store.AlertGroup, error) {
+// alertGroup validates a payload and maps it onto the store's terms: the
+// labels become a scope (see labelScope).
+func alertGroup(p *wire.AlertmanagerPayload, lim Limits, now time.Time, aliases map[string]string) (store.AlertGroup, error) {
 	if p.GroupKey == "" {
 		return store.AlertGroup{}, request.Invalid("groupKey", "required")
 	}
@@ -235,7 +238,7 @@ func alertGroup(p *wire.AlertmanagerPayload, lim Limits, now time.Time) (store.A
 	if common == nil {
 		common = commonLabels(p.Alerts)
 	}
-	g := store.AlertGroup{GroupKey: storedGroupKey(p.GroupKey), Status: p.Status, Scope: labelScope(common), Title: alertTitle(p)}
+	g := store.AlertGroup{GroupKey: storedGroupKey(p.GroupKey), Status: p.Status, Scope: labelScope(common, aliases), Title: alertTitle(p, aliases)}
 	for i, a := range p.Alerts {
 		field := fmt.Sprintf("alerts[%d]", i)
 		if a.Status != store.AlertFiring && a.Status != store.AlertResolved {
@@ -260,6 +263,7 @@ func alertGroup(p *wire.AlertmanagerPayload, lim Limits, now time.Time) (store.A
 			al.EndsAt = &end
 		}
 		al.Event = alertEvent(p.GroupKey, fp, a, al.EndsAt, cut[i])
+		al.Event.Scope = labelScope(a.Labels, aliases)
 		g.Alerts = append(g.Alerts, al)
 	}
 	return g, nil
@@ -292,7 +296,7 @@ func alertEvent(groupKey, fp string, a wire.AlertmanagerAlert, end *time.Time, c
 	}
 	return correlate.Event{
 		ID: "alertmanager:" + hex.EncodeToString(h[:16]), Kind: correlate.KindAlert, Time: a.StartsAt.UTC(), EndTime: end,
-		Scope: labelScope(a.Labels), Source: "alertmanager", Summary: truncate(summary, maxEventSummary), Attrs: attrs,
+		Source: "alertmanager", Summary: truncate(summary, maxEventSummary), Attrs: attrs,
 	}
 }
 
@@ -328,16 +332,28 @@ func boundedStrings(m map[string]string, budget *int) (map[string]string, bool) 
 	return out, cut
 }
 
-// labelScope maps alert labels onto a scope. A value longer than a
-// dimension value may be (request.MaxLabelLen) is left out.
-func labelScope(l map[string]string) correlate.Scope {
-	v := func(name string) string {
-		if s := l[name]; len(s) <= request.MaxLabelLen {
-			return s
+// labelScope maps alert labels onto a scope, each dimension from the
+// first of its labels that is set, as the pull's presets read them:
+// model from model, then vLLM's model_name; replica from exported_pod
+// (the pod a metric is about, when Prometheus renamed it because the
+// exporter's own pod took the pod label: DCGM, kube-state-metrics), then
+// pod; node from node, then DCGM's Hostname. aliases then rename the
+// model. A value longer than a dimension value may be
+// (request.MaxLabelLen) is left out.
+func labelScope(l map[string]string, aliases map[string]string) correlate.Scope {
+	v := func(names ...string) string {
+		for _, n := range names {
+			if s := l[n]; s != "" && len(s) <= request.MaxLabelLen {
+				return s
+			}
 		}
 		return ""
 	}
-	return correlate.Scope{Model: v("model"), Version: v("version"), Tenant: v("tenant"), Replica: v("pod"), Node: v("node")}
+	model := v("model", "model_name")
+	if to, ok := aliases[model]; ok && model != "" {
+		model = to
+	}
+	return correlate.Scope{Model: model, Version: v("version"), Tenant: v("tenant"), Replica: v("exported_pod", "pod"), Node: v("node", "Hostname")}
 }
 
 // commonLabels is what Alertmanager's commonLabels holds: the labels every
@@ -359,7 +375,7 @@ func commonLabels(alerts []wire.AlertmanagerAlert) map[string]string {
 
 // alertTitle names an incident after its alert: "HighLatency: p99 above
 // 500ms (model=chat-7b)".
-func alertTitle(p *wire.AlertmanagerPayload) string {
+func alertTitle(p *wire.AlertmanagerPayload, aliases map[string]string) string {
 	name := p.CommonLabels["alertname"]
 	if name == "" {
 		name = p.GroupLabels["alertname"]
@@ -374,7 +390,7 @@ func alertTitle(p *wire.AlertmanagerPayload) string {
 		name += ": " + d
 	}
 	scope := ""
-	if sc := labelScope(p.CommonLabels).String(); sc != "" {
+	if sc := labelScope(p.CommonLabels, aliases).String(); sc != "" {
 		scope = " (" + sc + ")"
 	}
 	if len(name)+len(scope) > maxAlertTitle {

@@ -218,7 +218,7 @@ func TestAlertmanagerMapsLabels(t *testing.T) {
 	body := `{"version":"4","groupKey":"g","status":"resolved","commonLabels":{"alertname":"P99High","model":"chat","pod":"chat-1"},
 		"alerts":[{"status":"resolved","labels":{"alertname":"P99High","model":"chat","pod":"chat-1"},"startsAt":"2026-06-01T11:00:00Z","endsAt":"2026-06-01T11:20:00Z"}],
 		"extra":"Grafana's"}`
-	g, err := ingest.Alertmanager(httptest.NewRecorder(), post("application/json", "", []byte(body)), alertLimits, alertNow)
+	g, err := ingest.Alertmanager(httptest.NewRecorder(), post("application/json", "", []byte(body)), alertLimits, alertNow, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestAlertmanagerMapsLabels(t *testing.T) {
 		a.EndsAt == nil || a.Event.Kind != correlate.KindAlert || !strings.HasPrefix(g.Title, "P99High") {
 		t.Fatalf("group %+v", g)
 	}
-	_, err = ingest.Alertmanager(httptest.NewRecorder(), post("application/json", "", []byte(`{"groupKey":"g","status":"firing","alerts":[]}`)), alertLimits, alertNow)
+	_, err = ingest.Alertmanager(httptest.NewRecorder(), post("application/json", "", []byte(`{"groupKey":"g","status":"firing","alerts":[]}`)), alertLimits, alertNow, nil)
 	if st, _, field := status(t, err); st != 422 || field != "alerts" {
 		t.Fatalf("no alerts: %d %s", st, field)
 	}
