@@ -53,7 +53,8 @@ func (o AlertOutcome) Changed() bool { return o.Opened || o.Extended || o.Resolv
 // ApplyAlertGroup records a notification: a firing group opens an incident
 // over [earliest startsAt − lookback, open) or extends the group's open
 // one; a resolved group resolves it, ending its window at the latest
-// endsAt. It is idempotent on (groupKey, fingerprint, startsAt): the same
+// endsAt. Only alerts new or filed under the incident count there: the
+// notification re-sends alerts an older incident holds. It is idempotent on (groupKey, fingerprint, startsAt): the same
 // notification again, or a stale firing one after the resolution, changes
 // nothing, and a late copy of an older incident's notification goes to that
 // incident, not the group's open one. A group with no open incident
@@ -81,19 +82,11 @@ func (s *Store) ApplyAlertGroup(ctx context.Context, g AlertGroup, lookback time
 	for i := range g.Alerts {
 		g.Alerts[i].StartsAt = g.Alerts[i].StartsAt.UTC().Truncate(time.Microsecond)
 	}
-	minStart, maxEnd := g.Alerts[0].StartsAt, time.Time{}
 	fps := make([]string, len(g.Alerts))
 	starts := make([]time.Time, len(g.Alerts))
 	for i, a := range g.Alerts {
 		fps[i], starts[i] = a.Fingerprint, a.StartsAt
-		if a.StartsAt.Before(minStart) {
-			minStart = a.StartsAt
-		}
-		if a.EndsAt != nil && a.EndsAt.After(maxEnd) {
-			maxEnd = *a.EndsAt
-		}
 	}
-	wantStart := minStart.Add(-lookback)
 	err := s.InTx(ctx, func(tx *Store) error {
 		out = AlertOutcome{}
 		if _, err := tx.db.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('waterline.alerts.' || $1))`, g.GroupKey); err != nil {
@@ -139,10 +132,14 @@ func (s *Store) ApplyAlertGroup(ctx context.Context, g AlertGroup, lookback time
 				return err
 			}
 		default:
-			// New alerts and no open incident of the group. The detector
-			// may have seen the spike first: its open incident of the
-			// group's model is adopted (the group owns it from now on).
-			// Under the detector's lock, lest both open one at once.
+			// New alerts and no open incident of the group: the window is
+			// theirs, not that of alerts filed under an older incident.
+			minStart, _ := alertSpan(g.Alerts, known, 0)
+			wantStart := minStart.Add(-lookback)
+			// The detector may have seen the spike first: its open
+			// incident of the group's model is adopted (the group owns it
+			// from now on). Under the detector's lock, lest both open one
+			// at once.
 			if _, err := tx.db.Exec(ctx, detectorOpenLock); err != nil {
 				return err
 			}
@@ -182,6 +179,13 @@ func (s *Store) ApplyAlertGroup(ctx context.Context, g AlertGroup, lookback time
 		}
 		out.IncidentID = target.ID
 		if target.Status == IncidentOpen {
+			// Only the alerts that are new or filed under it move its
+			// window: a notification re-sends the group's every alert.
+			minStart, maxEnd := alertSpan(g.Alerts, known, target.ID)
+			wantStart := target.Start
+			if !minStart.IsZero() {
+				wantStart = minStart.Add(-lookback)
+			}
 			scope := commonScope(target.Scope, g.Scope)
 			if wantStart.Before(target.Start) || scope != target.Scope {
 				if _, err := tx.db.Exec(ctx, `
@@ -215,6 +219,24 @@ func (s *Store) ApplyAlertGroup(ctx context.Context, g AlertGroup, lookback time
 		return AlertOutcome{}, wrap("apply alert group", err)
 	}
 	return out, nil
+}
+
+// alertSpan returns the earliest startsAt and the latest endsAt (zero:
+// none) of the alerts that are new (not in known) or filed under incident
+// id; there is at least one when the caller applies them to id.
+func alertSpan(alerts []Alert, known map[string]int64, id int64) (minStart, maxEnd time.Time) {
+	for _, a := range alerts {
+		if k, ok := known[alertKey(a.Fingerprint, a.StartsAt)]; ok && k != id {
+			continue
+		}
+		if minStart.IsZero() || a.StartsAt.Before(minStart) {
+			minStart = a.StartsAt
+		}
+		if a.EndsAt != nil && a.EndsAt.After(maxEnd) {
+			maxEnd = *a.EndsAt
+		}
+	}
+	return minStart, maxEnd
 }
 
 // namesModel reports whether any of the alerts is about a model (its

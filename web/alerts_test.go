@@ -546,3 +546,35 @@ func TestAlertmanagerLabelMappingAndModelAliases(t *testing.T) {
 		t.Errorf("%d alert events scoped llama-3-8b/llama-1/gpu-7, want 1", n)
 	}
 }
+
+// A new incident's window starts at its own alerts: a notification also
+// carries alerts filed under an older incident (resolved by hand while
+// they still fire), which stretched the new one back to them, days.
+func TestAlertmanagerNewIncidentWindowFromItsOwnAlerts(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	key := `{}:{alertname="InferenceP99High"}`
+	old := amAlert("cc01", "firing", map[string]string{"alertname": "InferenceP99High", "model": "chat", "pod": "chat-1"}, testNow.Add(-3*24*time.Hour), nil)
+	r1 := e.alert(amGroup(key, "firing", old))
+	if res := e.do(request{method: "POST", path: fmt.Sprintf("/api/v1/incidents/%d/resolve", r1.IncidentID), token: e.write}); res.status != http.StatusOK {
+		t.Fatalf("resolve: %d %s", res.status, res.body)
+	}
+	newA := amAlert("cc02", "firing", map[string]string{"alertname": "InferenceP99High", "model": "chat", "pod": "chat-2"}, testNow.Add(-2*time.Minute), nil)
+	r2 := e.alert(amGroup(key, "firing", old, newA))
+	if !r2.Opened || r2.IncidentID == r1.IncidentID {
+		t.Fatalf("%+v, want a new incident", r2)
+	}
+	if inc := e.incident(r2.IncidentID); !inc.StartedAt.Equal(newA.StartsAt.Add(-30 * time.Minute)) {
+		t.Errorf("new incident starts %s, %s before its alert; want its startsAt − 30m", inc.StartedAt, newA.StartsAt.Sub(inc.StartedAt))
+	}
+	// Its resolution ends it at its own alert's end, not the old one's.
+	oldEnd, newEnd := testNow.Add(-time.Minute), testNow.Add(-2*time.Minute)
+	oldR, newR := old, newA
+	oldR.Status, oldR.EndsAt, newR.Status, newR.EndsAt = "resolved", oldEnd, "resolved", newEnd
+	if r := e.alert(amGroup(key, "resolved", oldR, newR)); !r.Resolved || r.IncidentID != r2.IncidentID {
+		t.Fatalf("resolution: %+v", r)
+	}
+	if inc := e.incident(r2.IncidentID); inc.EndedAt == nil || !inc.EndedAt.Equal(newEnd) {
+		t.Errorf("ended %v, want %s (its own alert's end)", inc.EndedAt, newEnd)
+	}
+}
