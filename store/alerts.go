@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -190,8 +191,9 @@ func (s *Store) ApplyAlertGroup(ctx context.Context, g AlertGroup, lookback time
 			if wantStart.Before(target.Start) || scope != target.Scope {
 				if _, err := tx.db.Exec(ctx, `
 					UPDATE incidents SET start_at = LEAST(start_at, $2), model = $3, version = $4, tenant = $5,
-					       replica = $6, node = $7, updated_at = now()
-					WHERE id = $1`, target.ID, wantStart, scope.Model, scope.Version, scope.Tenant, scope.Replica, scope.Node); err != nil {
+					       replica = $6, node = $7, title = $8, updated_at = now()
+					WHERE id = $1`, target.ID, wantStart, scope.Model, scope.Version, scope.Tenant, scope.Replica, scope.Node,
+					retitle(target.Title, target.Scope, scope)); err != nil {
 					return err
 				}
 				out.Extended = !out.Opened
@@ -219,6 +221,32 @@ func (s *Store) ApplyAlertGroup(ctx context.Context, g AlertGroup, lookback time
 		return AlertOutcome{}, wrap("apply alert group", err)
 	}
 	return out, nil
+}
+
+// retitle rebuilds the scope suffix an alert incident's title ends with
+// ("InferenceP99High (model=chat replica=chat-1)") for its new scope, as
+// the detector's WidenToFleet retitles: "(several models)" once the
+// model is dropped. A title without that suffix (a detector incident a
+// group adopted) is kept.
+func retitle(title string, old, now correlate.Scope) string {
+	suffix := ""
+	if sc := old.String(); sc != "" {
+		suffix = " (" + sc + ")"
+	}
+	name, ok := strings.CutSuffix(title, suffix)
+	if !ok || suffix == "" && old.Model == now.Model {
+		return title
+	}
+	switch {
+	case old.Model != "" && now.Model == "":
+		name += " (several models)"
+	case now.String() != "":
+		name += " (" + now.String() + ")"
+	}
+	if len(name) > 500 { // the incidents API's bound on titles
+		return title
+	}
+	return name
 }
 
 // alertSpan returns the earliest startsAt and the latest endsAt (zero:

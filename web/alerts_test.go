@@ -578,3 +578,30 @@ func TestAlertmanagerNewIncidentWindowFromItsOwnAlerts(t *testing.T) {
 		t.Errorf("ended %v, want %s (its own alert's end)", inc.EndedAt, newEnd)
 	}
 }
+
+// An alert incident's title follows its scope as it widens: it kept the
+// first alert's "(model=chat replica=chat-1)" once a second model's alert
+// made it fleet-wide.
+func TestAlertmanagerTitleFollowsScope(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	key := `{}:{alertname="InferenceP99High"}`
+	start := testNow.Add(-10 * time.Minute)
+	a := amAlert("gg01", "firing", map[string]string{"alertname": "InferenceP99High", "model": "chat", "pod": "chat-1"}, start, nil)
+	b := amAlert("gg02", "firing", map[string]string{"alertname": "InferenceP99High", "model": "chat", "pod": "chat-2"}, start, nil)
+	c := amAlert("gg03", "firing", map[string]string{"alertname": "InferenceP99High", "model": "vision", "pod": "vision-1"}, start, nil)
+	r := e.alert(amGroup(key, "firing", a))
+	for _, step := range []struct {
+		alerts []wire.AlertmanagerAlert
+		title  string
+	}{
+		{[]wire.AlertmanagerAlert{a}, "InferenceP99High (model=chat replica=chat-1)"},
+		{[]wire.AlertmanagerAlert{a, b}, "InferenceP99High (model=chat)"},
+		{[]wire.AlertmanagerAlert{a, b, c}, "InferenceP99High (several models)"},
+	} {
+		e.alert(amGroup(key, "firing", step.alerts...))
+		if inc := e.incident(r.IncidentID); inc.Title != step.title {
+			t.Errorf("%d alerts: title %q (scope %+v), want %q", len(step.alerts), inc.Title, inc.Scope, step.title)
+		}
+	}
+}
