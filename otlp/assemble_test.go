@@ -1441,3 +1441,114 @@ func TestClockSkewBetweenProcessesIsAdjusted(t *testing.T) {
 			s.StagesMs[correlate.StageExec], s.StagesMs[correlate.StageGateway])
 	}
 }
+
+// The model server's spans hang under a span Waterline never gets (an
+// Istio/Envoy sidecar exporting elsewhere, a span lost on the way): their
+// subtree is attached under the deepest span whose window holds it, a
+// client span first (the call it came through) — one whose server side is
+// not in the trace before one whose is —, so the call is not downstream
+// and the model, its queue, exec and replica count. The gateway's root is
+// the entry even if the orphan's flags say its parent is remote and its
+// clock puts it first (it is then moved into the call, as any span of
+// another process); without a root, the longest such span is. A subtree
+// outside the entry's window is no part of the request: left out.
+func TestOrphanSubtreeIsAttachedUnderTheCall(t *testing.T) {
+	const remote = 0x300
+	gw := map[string]any{"service.name": "gateway", "k8s.pod.name": "gw-0"}
+	vllm := map[string]any{"service.name": "vllm", "k8s.pod.name": "vllm-0"}
+	tok := map[string]any{"service.name": "tokenizer", "k8s.pod.name": "tok-0"}
+	root := tspan{id: 1, name: "POST /v1/chat", kind: server, from: 0, to: 100, attrs: map[string]any{"http.route": "/v1/chat"}}
+	call := tspan{id: 2, parent: 1, name: "POST", kind: client, from: 5, to: 95, attrs: map[string]any{"server.address": "vllm"}}
+	// The model server's spans: 86 ms, 40 of them queued, a 20 ms decode.
+	modelServer := func(parent uint64, at float64, flags uint32) []tspan {
+		return []tspan{
+			{id: 3, parent: parent, name: "llm_request", kind: server, from: at, to: at + 86, flags: flags,
+				attrs: map[string]any{"gen_ai.response.model": "llama-8b", "gen_ai.latency.time_in_queue": 0.04}},
+			{id: 4, parent: 3, name: "decode", kind: internal, from: at + 50, to: at + 70}}
+	}
+	type part struct {
+		res   map[string]any
+		spans []tspan
+	}
+	for _, tc := range []struct {
+		name                              string
+		parts                             []part
+		queue, exec, gateway, downstream  float64 // NaN: not reported
+		model, replica, dependency, entry string
+		total                             float64
+	}{
+		{"under a sidecar's span", []part{{gw, []tspan{root, call}}, {vllm, modelServer(77, 7, 0)}},
+			40, 46, 14, math.NaN(), "llama-8b", "vllm-0", "", "/v1/chat", 100},
+		{"remote parent, clock 10 ms behind", []part{{vllm, modelServer(77, -3, remote)}, {gw, []tspan{root, call}}},
+			40, 46, 14, math.NaN(), "llama-8b", "vllm-0", "", "/v1/chat", 100},
+		{"no root: the longest span under a remote parent", []part{{vllm, modelServer(77, -3, remote)},
+			{gw, []tspan{{id: 1, parent: 99, name: "POST /v1/chat", kind: server, from: 0, to: 100, flags: remote,
+				attrs: map[string]any{"http.route": "/v1/chat"}}, call}}},
+			40, 46, 14, math.NaN(), "llama-8b", "vllm-0", "", "/v1/chat", 100},
+		{"the call whose server side is missing", []part{
+			{gw, []tspan{root, call, {id: 5, parent: 1, name: "POST", kind: client, from: 5, to: 95, attrs: map[string]any{"server.address": "tokenizer"}}}},
+			{tok, []tspan{{id: 6, parent: 5, name: "POST /tokenize", kind: server, from: 6, to: 94}}},
+			{vllm, modelServer(77, 7, 0)}},
+			20, 23, 57, math.NaN(), "llama-8b", "vllm-0", "", "/v1/chat", 100}, // parallel calls: half each
+		{"outside the entry's window", []part{
+			{gw, []tspan{{id: 1, name: "POST /v1/chat", kind: server, from: 0, to: 100,
+				attrs: map[string]any{"http.route": "/v1/chat", "gen_ai.request.model": "gw-model"}}, call}},
+			{vllm, modelServer(77, 300, 0)}},
+			math.NaN(), math.NaN(), 10, 90, "gw-model", "gw-0", "vllm", "/v1/chat", 100},
+	} {
+		a, ck, sk := newTest(t, DefaultConfig())
+		start := ck.now().Add(-time.Minute)
+		for _, p := range tc.parts {
+			mustAdd(t, a, request(traceID(3), start, p.res, p.spans...))
+		}
+		ck.add(20 * time.Second)
+		flush(t, a)
+		if len(sk.got) != 1 {
+			t.Errorf("%s: %d samples, dropped no_model %d", tc.name, len(sk.got), a.Stats().Dropped[DropNoModel].Load())
+			continue
+		}
+		s := sk.got[0]
+		same := func(got, want float64) bool { return near(got, want) || (math.IsNaN(got) && math.IsNaN(want)) }
+		if !same(s.StagesMs[correlate.StageQueue], tc.queue) || !same(s.StagesMs[correlate.StageExec], tc.exec) ||
+			!same(s.StagesMs[correlate.StageGateway], tc.gateway) || !same(s.StagesMs[correlate.StageDownstream], tc.downstream) {
+			t.Errorf("%s: queue %v exec %v gateway %v downstream %v; want %v %v %v %v", tc.name,
+				s.StagesMs[correlate.StageQueue], s.StagesMs[correlate.StageExec], s.StagesMs[correlate.StageGateway],
+				s.StagesMs[correlate.StageDownstream], tc.queue, tc.exec, tc.gateway, tc.downstream)
+		}
+		if !near(stageSum(s), s.TotalMs) || !near(s.TotalMs, tc.total) {
+			t.Errorf("%s: stages add to %v of %v; want a total of %v", tc.name, stageSum(s), s.TotalMs, tc.total)
+		}
+		if s.Model != tc.model || s.Replica != tc.replica || s.Dependency != tc.dependency || s.Entry != tc.entry {
+			t.Errorf("%s: model %q replica %q dependency %q entry %q; want %q %q %q %q", tc.name,
+				s.Model, s.Replica, s.Dependency, s.Entry, tc.model, tc.replica, tc.dependency, tc.entry)
+		}
+	}
+}
+
+// With an entry_span under an ingress's root, the orphan subtree goes in
+// the entry's subtree, not the root's.
+func TestOrphanSubtreeUnderAConfiguredEntry(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.EntrySpan = "gateway.request"
+	a, ck, sk := newTest(t, cfg)
+	start := ck.now().Add(-time.Minute)
+	tid := traceID(3)
+	mustAdd(t, a, request(tid, start, map[string]any{"service.name": "gateway", "k8s.pod.name": "gw-0"},
+		tspan{id: 10, name: "ingress", kind: server, from: -10, to: 110},
+		tspan{id: 1, parent: 10, name: "gateway.request", kind: server, from: 0, to: 100, attrs: map[string]any{"http.route": "/v1/chat"}},
+		tspan{id: 2, parent: 1, name: "POST", kind: client, from: 5, to: 95, attrs: map[string]any{"server.address": "vllm"}}))
+	mustAdd(t, a, request(tid, start, map[string]any{"service.name": "vllm", "k8s.pod.name": "vllm-0"},
+		tspan{id: 3, parent: 77, name: "llm_request", kind: server, from: 7, to: 93,
+			attrs: map[string]any{"gen_ai.response.model": "llama-8b", "gen_ai.latency.time_in_queue": 0.04}}))
+	ck.add(10 * time.Second)
+	flush(t, a)
+	if len(sk.got) != 1 {
+		t.Fatalf("%d samples", len(sk.got))
+	}
+	s := sk.got[0]
+	if !near(s.TotalMs, 100) || !near(s.StagesMs[correlate.StageQueue], 40) || !near(s.StagesMs[correlate.StageExec], 46) ||
+		!near(s.StagesMs[correlate.StageGateway], 14) || s.Replica != "vllm-0" {
+		t.Errorf("total %v queue %v exec %v gateway %v replica %q; want 100, 40, 46, 14, vllm-0", s.TotalMs,
+			s.StagesMs[correlate.StageQueue], s.StagesMs[correlate.StageExec], s.StagesMs[correlate.StageGateway], s.Replica)
+	}
+}

@@ -56,11 +56,14 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 	ints, flags = ints[:6*n+1], flags[:3*n]
 	parent, kidAt := ints[:n:n], ints[n:2*n+1:2*n+1]
 	stage, seen, serverish := flags[:n:n], flags[n:2*n:2*n], flags[2*n:]
+	tops := 0 // spans whose parent is not here: one, nearly always
 	for i := range sp {
 		parent[i] = -1
 		if p, ok := parentOf(i); ok && sp[i].parent != [8]byte{} && p != i {
 			parent[i] = p
 			kidAt[p+1]++
+		} else {
+			tops++
 		}
 	}
 	for i := range sp {
@@ -76,12 +79,13 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 		}
 	}
 	children := func(i int) []int { return kids[kidAt[i]:kidAt[i+1]] }
-	// The entry: the configured span, else the earliest root or span
-	// under a remote parent that is not here (a model server's span under
-	// the gateway's call has a remote parent too).
+	// The entry: the earliest configured span, else the topmost root or
+	// span under a remote parent that is not here (a model server's span
+	// under the gateway's call, or under a sidecar's span, has a remote
+	// parent too).
 	entry := -1
 	for i := range sp {
-		if a.isEntry(&sp[i]) && (a.cfg.EntrySpan != "" || parent[i] < 0) && (entry < 0 || sp[i].start < sp[entry].start) {
+		if a.isEntry(&sp[i]) && (a.cfg.EntrySpan != "" || parent[i] < 0) && (entry < 0 || a.above(&sp[i], &sp[entry])) {
 			entry = i
 		}
 	}
@@ -103,6 +107,30 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 	if (a.opt.MaxAge > 0 && start.Before(now.Add(-a.opt.MaxAge))) || start.After(now.Add(a.opt.MaxFuture)) ||
 		(a.opt.Oldest != nil && a.opt.Oldest().After(start)) {
 		return correlate.Sample{}, DropOutWindow, false
+	}
+
+	if tops > 1 {
+		// Subtrees whose parent is not here (a sidecar's span exported
+		// elsewhere, a span lost) are put in the entry's, and the children
+		// counted again.
+		a.attachOrphans(sp, entry, parent, kidAt, kids, fill, ints[5*n+1:5*n+1:6*n+1], seen)
+		clear(kidAt)
+		for i := range sp {
+			if p := parent[i]; p >= 0 {
+				kidAt[p+1]++
+			}
+		}
+		for i := range sp {
+			kidAt[i+1] += kidAt[i]
+		}
+		kids = ints[2*n+1 : 2*n+1+kidAt[n]]
+		copy(fill, kidAt[:n])
+		for i := range sp {
+			if p := parent[i]; p >= 0 {
+				kids[fill[p]] = i
+				fill[p]++
+			}
+		}
 	}
 
 	// Walk the entry's subtree parents first, giving each span its stage.
@@ -301,6 +329,124 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 		}
 	}
 	return out, 0, true
+}
+
+// above reports whether s is a better entry than e, both entry
+// candidates: with an entry_span, the earlier; else a root before a span
+// under a remote parent (the model server's, under a sidecar's span, may
+// start first by its clock), then the longer — a caller's span lasts at
+// least as long as what it calls, whatever the clocks say —, then the
+// earlier.
+func (a *Assembler) above(s, e *span) bool {
+	if a.cfg.EntrySpan == "" {
+		if r := s.parent == [8]byte{}; r != (e.parent == [8]byte{}) {
+			return r
+		}
+		if d, de := s.end-s.start, e.end-e.start; d != de {
+			return d > de
+		}
+	}
+	return s.start < e.start
+}
+
+// attachOrphans gives each subtree whose top's parent is not here — other
+// than the one holding the entry — a parent in the entry's subtree (in
+// parent; kidAt and kids are the children before): the span the call most
+// likely came through. Longest first (a subtree may go under an earlier
+// one), each under, by preference: a client span that holds it and has
+// no child of another process in the trace (the call whose receiving side
+// is missing); else the deepest span holding it; else one of another
+// process that overlaps it and is as long (a clock off: the build moves it
+// in, as any such child); else the entry span if it overlaps (clipped to
+// it). Depth breaks ties within a rank, then the tighter window. A subtree
+// outside the entry's window is no part of the request and stays out of
+// the walk. depth, stack and mark are scratch of len(sp) (mark: 1 = in
+// the entry's subtree, 2 = and given an orphan); mark is cleared after.
+func (a *Assembler) attachOrphans(sp []span, entry int, parent, kidAt, kids, depth, stack []int, mark []int8) {
+	children := func(i int) []int { return kids[kidAt[i]:kidAt[i+1]] }
+	// walk marks the subtree under i, at depth d.
+	walk := func(i, d int) {
+		depth[i] = d
+		stack = append(stack[:0], i)
+		for len(stack) > 0 {
+			i := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if mark[i] != 0 { // a cycle in bad data
+				continue
+			}
+			mark[i] = 1
+			for _, k := range children(i) {
+				depth[k] = depth[i] + 1
+				stack = append(stack, k)
+			}
+		}
+	}
+	top := entry // the top of the entry's subtree (an entry_span may have a parent)
+	for range sp {
+		if parent[top] < 0 {
+			break
+		}
+		top = parent[top]
+	}
+	walk(entry, 0)
+	var orphans []int
+	for i := range sp {
+		if parent[i] < 0 && i != top && mark[i] == 0 {
+			orphans = append(orphans, i)
+		}
+	}
+	slices.SortFunc(orphans, func(x, y int) int {
+		return cmp.Or(cmp.Compare(sp[y].end-sp[y].start, sp[x].end-sp[x].start), cmp.Compare(sp[x].start, sp[y].start))
+	})
+	for _, o := range orphans {
+		os := &sp[o]
+		best, bestRank := -1, -1
+		for c := range sp {
+			if mark[c] == 0 {
+				continue
+			}
+			cs := &sp[c]
+			over := min(cs.end, os.end) - max(cs.start, os.start)
+			holds := os.start >= cs.start && os.end <= cs.end
+			skewed := !holds && over > 0 && cs.res != os.res && cs.end-cs.start >= os.end-os.start
+			rank := -1
+			switch {
+			case cs.client && mark[c] == 1 && (holds || skewed) && !calledInTrace(sp, c, children(c)):
+				rank = 3
+			case holds:
+				rank = 2
+			case skewed:
+				rank = 1
+			case c == entry && over > 0:
+				rank = 0
+			}
+			if rank < 0 {
+				continue
+			}
+			if best < 0 || rank > bestRank || (rank == bestRank && (depth[c] > depth[best] ||
+				(depth[c] == depth[best] && cs.end-cs.start < sp[best].end-sp[best].start))) {
+				best, bestRank = c, rank
+			}
+		}
+		if best < 0 {
+			continue
+		}
+		parent[o] = best
+		walk(o, depth[best]+1)
+		mark[best] = 2
+	}
+	clear(mark)
+}
+
+// calledInTrace reports whether client span c has a child of another
+// process in the trace: the call's receiving side is there.
+func calledInTrace(sp []span, c int, kids []int) bool {
+	for _, k := range kids {
+		if sp[k].res != sp[c].res {
+			return true
+		}
+	}
+	return false
 }
 
 // hexID is hex.EncodeToString(id[:]) with one allocation, not two.

@@ -35,6 +35,7 @@ type span struct {
 	// (a local root still running, not a caller that exports elsewhere);
 	// parentRemote: in another (a caller, or another service's call).
 	parentLocal, parentRemote bool
+	client                    bool // a client span (a call out)
 
 	extra  []timed // stage times from attributes
 	events []event // only those the event stages name
@@ -445,6 +446,7 @@ func (m *mapper) resolve(dst *span, sp ptrace.Span, res *resDims) {
 	var d [numDims]string
 	own := m.readAttrs(a.span, &d, &prio, a.sv)
 	dst.stageLeaf, dst.stageInner = m.stages(name, kindNames[sp.Kind()], a)
+	dst.client = sp.Kind() == ptrace.SpanKindClient
 	var have [correlate.NumStages]bool
 	for i, as := range m.cfg.AttrStages {
 		if have[as.Stage] {
