@@ -103,6 +103,7 @@ type trace struct {
 	first   int64 // arrival of the first span (Unix ns, server clock); re-armed by a wait for a local root
 	rearms  int8  // MaxWaits added waiting for a local root (awaitsLocalRoot)
 	entryAt int64 // arrival of the entry span; 0 = not yet
+	rooted  bool  // the entry span is a root (no entry_span): none comes above it
 	// incoming counts the spans of the request being added that are yet
 	// to be filed here (Add sizes spans with it).
 	incoming int32
@@ -349,11 +350,14 @@ func (a *Assembler) file(f filing) {
 		accepted++
 		// An entry starts the grace; one above it (the caller's span
 		// after the model server's, both under a remote parent) restarts it.
-		if a.isEntry(&m.s) && (t.entryAt == 0 || (a.cfg.EntrySpan == "" && !t.has(m.s.parent))) {
+		// Nothing is above a root: a span under a remote parent after it
+		// (the model server's, under a sidecar's span) restarts nothing.
+		if a.isEntry(&m.s) && (t.entryAt == 0 || (a.cfg.EntrySpan == "" && !t.rooted && !t.has(m.s.parent))) {
 			t.entryAt = now
 			if a.cfg.EntrySpan == "" && m.s.parent != [8]byte{} {
 				a.rdyRemote = append(a.rdyRemote, ready{t, now})
 			} else {
+				t.rooted = a.cfg.EntrySpan == ""
 				a.rdy = append(a.rdy, ready{t, now})
 			}
 		}

@@ -1525,6 +1525,27 @@ func TestOrphanSubtreeIsAttachedUnderTheCall(t *testing.T) {
 	}
 }
 
+// A span under a remote parent that comes after the trace's root (the
+// model server's, under a sidecar's span) is no entry above it: the trace
+// still waits the root's grace, not the remote grace.
+func TestOrphanAfterTheRootKeepsTheRootsGrace(t *testing.T) {
+	a, ck, sk := newTest(t, DefaultConfig())
+	start := ck.now().Add(-time.Second)
+	tid := traceID(3)
+	mustAdd(t, a, request(tid, start, map[string]any{"service.name": "gateway"},
+		tspan{id: 1, name: "POST /v1/chat", kind: server, from: 0, to: 100, attrs: map[string]any{"http.route": "/v1/chat"}},
+		tspan{id: 2, parent: 1, name: "POST", kind: client, from: 5, to: 95, attrs: map[string]any{"server.address": "vllm"}}))
+	ck.add(time.Second)
+	mustAdd(t, a, request(tid, start, map[string]any{"service.name": "vllm"},
+		tspan{id: 3, parent: 77, name: "llm_request", kind: server, from: 7, to: 93, flags: 0x300,
+			attrs: map[string]any{"gen_ai.response.model": "llama-8b"}}))
+	ck.add(6 * time.Second)
+	flush(t, a)
+	if len(sk.got) != 1 || sk.got[0].Model != "llama-8b" {
+		t.Errorf("%d samples %v 7 s after the root; want one, of llama-8b", len(sk.got), sk.got)
+	}
+}
+
 // With an entry_span under an ingress's root, the orphan subtree goes in
 // the entry's subtree, not the root's.
 func TestOrphanSubtreeUnderAConfiguredEntry(t *testing.T) {
