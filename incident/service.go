@@ -152,8 +152,9 @@ func (s *Service) Resolve(ctx context.Context, id int64, freeze Freeze) (store.I
 }
 
 // ApplyAlerts records an Alertmanager notification (store.ApplyAlertGroup:
-// it opens, extends or resolves the group's incident). The notification
-// is answered without waiting for the freeze of a resolved incident.
+// it opens, extends or resolves the group's incident, and resolves an
+// open one it shows over). The notification is answered without waiting
+// for the freeze of a resolved incident.
 func (s *Service) ApplyAlerts(ctx context.Context, g store.AlertGroup, lookback time.Duration) (store.AlertOutcome, error) {
 	out, err := s.st.ApplyAlertGroup(ctx, g, lookback, s.opt.Now())
 	if err != nil {
@@ -164,6 +165,10 @@ func (s *Service) ApplyAlerts(ctx context.Context, g store.AlertGroup, lookback 
 	}
 	if out.Resolved {
 		s.resolved(ctx, out.IncidentID, FreezeLater)
+	}
+	if out.Superseded != 0 {
+		s.Notify(out.Superseded)
+		s.resolved(ctx, out.Superseded, FreezeLater)
 	}
 	return out, nil
 }

@@ -25,6 +25,10 @@ type AlertGroup struct {
 	Title    string          // title of an incident this group opens
 	Scope    correlate.Scope // labels common to the group's alerts
 	Alerts   []Alert
+	// Truncated: Alertmanager left alerts of the group out
+	// (truncatedAlerts > 0, max_alerts), so Alerts need not hold every
+	// active one.
+	Truncated bool
 }
 
 // Alert is one alert of a group. (GroupKey, Fingerprint, StartsAt) is its
@@ -46,6 +50,10 @@ type AlertOutcome struct {
 	Resolved   bool  // the incident was resolved by this notification
 	NewAlerts  int   // alerts not seen before
 	Adopted    bool  // the group took over an open detector incident of its model
+	// Superseded is the group's open incident that this firing
+	// notification showed to be over (see ApplyAlertGroup), resolved as a
+	// resolved notification resolves one; 0: none.
+	Superseded int64
 }
 
 // Changed reports whether the incident changed in a way worth re-analysing.
@@ -72,6 +80,16 @@ func (o AlertOutcome) Changed() bool { return o.Opened || o.Extended || o.Resolv
 // timeline: it opens, extends and resolves nothing, and its outcome has no
 // incident. A resolution of alerts filed under an incident before still
 // reaches it.
+//
+// A firing notification carries every active alert of its group. So one
+// that is not truncated, holds none of the alerts filed under the
+// group's open incident and has new alerts that all started after that
+// incident's last alert shows its alerts over, their resolution never
+// received (send_resolved: false, or lost): that incident is resolved
+// (outcome Superseded), ending when its alerts were last heard firing,
+// and the new alerts open an incident of their own, as after a
+// resolution. (A new alert that started before the open incident's
+// last one fired alongside it: it joins.)
 func (s *Store) ApplyAlertGroup(ctx context.Context, g AlertGroup, lookback time.Duration, now time.Time) (AlertOutcome, error) {
 	var out AlertOutcome
 	if len(g.Alerts) == 0 {
@@ -97,6 +115,23 @@ func (s *Store) ApplyAlertGroup(ctx context.Context, g AlertGroup, lookback time
 		if err != nil {
 			return err
 		}
+		open, err := scanIncident(tx.db.QueryRow(ctx, incidentSelect+` WHERE i.group_key = $1 AND i.status = 'open'`, g.GroupKey))
+		hasOpen := err == nil
+		if err != nil && translate(err) != ErrNotFound {
+			return err
+		}
+		if hasOpen {
+			over, end, err := tx.episodeOver(ctx, g, known, open.ID, now)
+			if err != nil {
+				return err
+			}
+			if over {
+				if err := tx.resolveAlertIncident(ctx, open.ID, now, end); err != nil {
+					return err
+				}
+				out.Superseded, hasOpen = open.ID, false
+			}
+		}
 		if !namesModel(g.Alerts) && (g.Status != AlertResolved || len(known) == 0) {
 			if out.NewAlerts, err = tx.newAlertEvents(ctx, g.Alerts); err != nil {
 				return err
@@ -104,11 +139,6 @@ func (s *Store) ApplyAlertGroup(ctx context.Context, g AlertGroup, lookback time
 			return tx.upsertAlertEvents(ctx, g.Alerts)
 		}
 		var target Incident
-		open, err := scanIncident(tx.db.QueryRow(ctx, incidentSelect+` WHERE i.group_key = $1 AND i.status = 'open'`, g.GroupKey))
-		hasOpen := err == nil
-		if err != nil && translate(err) != ErrNotFound {
-			return err
-		}
 		allKnown, filedUnderOpen := true, false
 		var knownID int64
 		for _, a := range g.Alerts {
@@ -203,10 +233,7 @@ func (s *Store) ApplyAlertGroup(ctx context.Context, g AlertGroup, lookback time
 				if !maxEnd.IsZero() {
 					end = &maxEnd
 				}
-				if _, err := tx.db.Exec(ctx, `
-					UPDATE incidents SET status = 'resolved', resolved_at = $2,
-					       end_at = GREATEST(COALESCE($3::timestamptz, $2::timestamptz), start_at + interval '1 second'), updated_at = now()
-					WHERE id = $1`, target.ID, now, end); err != nil {
+				if err := tx.resolveAlertIncident(ctx, target.ID, now, end); err != nil {
 					return err
 				}
 				out.Resolved = true
@@ -221,6 +248,59 @@ func (s *Store) ApplyAlertGroup(ctx context.Context, g AlertGroup, lookback time
 		return AlertOutcome{}, wrap("apply alert group", err)
 	}
 	return out, nil
+}
+
+// resolveAlertIncident resolves an alert group's incident at now, its
+// window ending at end (nil: now), and at least a second after its start.
+func (s *Store) resolveAlertIncident(ctx context.Context, id int64, now time.Time, end *time.Time) error {
+	_, err := s.db.Exec(ctx, `
+		UPDATE incidents SET status = 'resolved', resolved_at = $2,
+		       end_at = GREATEST(COALESCE($3::timestamptz, $2::timestamptz), start_at + interval '1 second'), updated_at = now()
+		WHERE id = $1`, id, now, end)
+	return err
+}
+
+// episodeOver reports whether firing notification g shows the alerts of
+// the group's open incident (openID) over: g is not truncated (it holds
+// every active alert of the group), holds none of the alerts filed under
+// openID, and has new alerts (not in known; all known is a late copy of
+// an older incident's notification), all of which started after the
+// last alert filed under openID started (one that started before fired
+// alongside it: the same episode). end is when the incident's alerts
+// were last heard firing: the latest received_at of its receipts
+// (refreshed on every re-send, so at most repeat_interval before they
+// ended), at most now. The receipts keep no better bound: a firing
+// alert's endsAt is Alertmanager's guess (resolve_timeout), not kept.
+func (s *Store) episodeOver(ctx context.Context, g AlertGroup, known map[string]int64, openID int64, now time.Time) (bool, *time.Time, error) {
+	if g.Status != AlertFiring || g.Truncated {
+		return false, nil, nil
+	}
+	var firstNew time.Time
+	for _, a := range g.Alerts {
+		id, ok := known[alertKey(a.Fingerprint, a.StartsAt)]
+		if ok && id == openID {
+			return false, nil, nil
+		}
+		if !ok && (firstNew.IsZero() || a.StartsAt.Before(firstNew)) {
+			firstNew = a.StartsAt
+		}
+	}
+	if firstNew.IsZero() {
+		return false, nil, nil
+	}
+	var lastStart, lastHeard *time.Time
+	if err := s.db.QueryRow(ctx, `SELECT max(starts_at), max(received_at) FROM alert_receipts WHERE incident_id = $1`,
+		openID).Scan(&lastStart, &lastHeard); err != nil {
+		return false, nil, err
+	}
+	if lastStart == nil || !firstNew.After(*lastStart) {
+		return false, nil, nil
+	}
+	end := now
+	if lastHeard.Before(now) {
+		end = *lastHeard
+	}
+	return true, &end, nil
 }
 
 // retitle rebuilds the scope suffix an alert incident's title ends with

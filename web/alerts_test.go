@@ -1,12 +1,14 @@
 package web_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/waterline-dev/waterline/diagnose"
 	"github.com/waterline-dev/waterline/store/storetest"
 	"github.com/waterline-dev/waterline/web"
+	"github.com/waterline-dev/waterline/web/webhook"
 	"github.com/waterline-dev/waterline/wire"
 )
 
@@ -603,5 +606,100 @@ func TestAlertmanagerTitleFollowsScope(t *testing.T) {
 		if inc := e.incident(r.IncidentID); inc.Title != step.title {
 			t.Errorf("%d alerts: title %q (scope %+v), want %q", len(step.alerts), inc.Title, inc.Scope, step.title)
 		}
+	}
+}
+
+// Without a resolution (send_resolved: false, or one lost), an alert of
+// the group that fires again days later is a new episode, not part of
+// the incident still open: a firing notification carries every active
+// alert of its group, and none of that incident's, so its alerts have
+// ended. It is resolved as a resolved notification resolves one (the
+// watchers told, incident.resolved queued, frozen), ending when its
+// alerts were last heard firing, and the re-fire opens a new incident.
+// It had joined the old one, its window running from days before.
+func TestAlertmanagerRefireWithoutResolutionOpensNewIncident(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	ctx := context.Background()
+	rc := newHookReceiver(t)
+	rc.register(e, "/hook", "waterline")
+	notifier := webhook.NewNotifier(e.st, webhook.NotifierOptions{PublicURL: "http://waterline.test"})
+	key := `{}:{alertname="InferenceP99High"}`
+	l := map[string]string{"alertname": "InferenceP99High", "model": "chat"}
+	day1 := testNow.Add(-3 * 24 * time.Hour)
+	first := amAlert("dd01", "firing", l, day1, nil)
+	r1 := e.alert(amGroup(key, "firing", first))
+	// Its last re-send (repeat_interval) came two hours after it started.
+	lastHeard := day1.Add(2 * time.Hour)
+	if _, err := e.pool.Exec(ctx, `UPDATE alert_receipts SET received_at = $1 WHERE incident_id = $2`, lastHeard, r1.IncidentID); err != nil {
+		t.Fatal(err)
+	}
+
+	// Same fingerprint, a new startsAt: the alert's next episode.
+	refire := amAlert("dd01", "firing", l, testNow.Add(-5*time.Minute), nil)
+	r2 := e.alert(amGroup(key, "firing", refire))
+	if !r2.Opened || r2.IncidentID == r1.IncidentID {
+		t.Fatalf("re-fire: %+v, want a new incident (not #%d)", r2, r1.IncidentID)
+	}
+	if inc := e.incident(r2.IncidentID); inc.Status != "open" || !inc.StartedAt.Equal(refire.StartsAt.Add(-30*time.Minute)) {
+		t.Errorf("new incident %+v, want open from the re-fire's startsAt − 30m", inc)
+	}
+	old := e.incident(r1.IncidentID)
+	if old.Status != "resolved" || old.EndedAt == nil || !old.EndedAt.Equal(lastHeard) || old.ResolvedAt == nil {
+		t.Fatalf("old incident %+v, want resolved, ended %s (its alert last heard firing)", old, lastHeard)
+	}
+	if !slices.Contains(e.incidentChanges(), r1.IncidentID) {
+		t.Errorf("watchers told %v, not of #%d's resolution", e.incidentChanges(), r1.IncidentID)
+	}
+	for _, id := range e.incidentChanges() {
+		if err := notifier.NotifyIncident(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := e.count(`SELECT count(*) FROM webhook_deliveries WHERE incident_id = $1 AND event = 'incident.resolved'`, r1.IncidentID); n != 1 {
+		t.Errorf("%d incident.resolved deliveries for #%d, want 1", n, r1.IncidentID)
+	}
+	for deadline := time.Now().Add(10 * time.Second); e.count(`SELECT count(*) FROM snapshots WHERE incident_id = $1`, r1.IncidentID) == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("#%d not frozen", r1.IncidentID)
+		}
+	}
+
+	// A retry of the re-fire, and a late copy of the first notification,
+	// change nothing.
+	if r := e.alert(amGroup(key, "firing", refire)); r.IncidentID != r2.IncidentID || r.Opened || r.Extended {
+		t.Errorf("retry of the re-fire: %+v, want #%d unchanged", r, r2.IncidentID)
+	}
+	if r := e.alert(amGroup(key, "firing", first)); r.IncidentID != r1.IncidentID || r.Opened || r.Resolved {
+		t.Errorf("late copy of the first notification: %+v, want filed under #%d", r, r1.IncidentID)
+	}
+	if inc := e.incident(r2.IncidentID); inc.Status != "open" {
+		t.Errorf("#%d %s after a late copy of #%d's notification", r2.IncidentID, inc.Status, r1.IncidentID)
+	}
+	if n := e.count(`SELECT count(*) FROM incidents`); n != 2 {
+		t.Errorf("%d incidents, want 2", n)
+	}
+}
+
+// A truncated notification (truncatedAlerts > 0: max_alerts cut the
+// group) may have left the open incident's alerts out, so a re-fire in it
+// joins that incident as before.
+func TestAlertmanagerTruncatedRefireJoinsOpenIncident(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	key := `{}:{alertname="InferenceP99High"}`
+	l := map[string]string{"alertname": "InferenceP99High", "model": "chat"}
+	r1 := e.alert(amGroup(key, "firing", amAlert("dd02", "firing", l, testNow.Add(-3*24*time.Hour), nil)))
+	var p wire.AlertmanagerPayload
+	if err := json.Unmarshal(amGroup(key, "firing", amAlert("dd02", "firing", l, testNow.Add(-5*time.Minute), nil)), &p); err != nil {
+		t.Fatal(err)
+	}
+	p.TruncatedAlerts = 3
+	b, _ := json.Marshal(p)
+	if r := e.alert(b); r.Opened || r.IncidentID != r1.IncidentID {
+		t.Errorf("truncated re-fire: %+v, want it filed under the open #%d", r, r1.IncidentID)
+	}
+	if inc := e.incident(r1.IncidentID); inc.Status != "open" {
+		t.Errorf("#%d %s after a truncated notification", r1.IncidentID, inc.Status)
 	}
 }

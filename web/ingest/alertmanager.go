@@ -238,7 +238,8 @@ func alertGroup(p *wire.AlertmanagerPayload, lim Limits, now time.Time, aliases 
 	if common == nil {
 		common = commonLabels(p.Alerts)
 	}
-	g := store.AlertGroup{GroupKey: storedGroupKey(p.GroupKey), Status: p.Status, Scope: labelScope(common, aliases), Title: alertTitle(p, aliases)}
+	g := store.AlertGroup{GroupKey: storedGroupKey(p.GroupKey), Status: p.Status, Scope: labelScope(common, aliases), Title: alertTitle(p, aliases),
+		Truncated: p.TruncatedAlerts > 0}
 	for i, a := range p.Alerts {
 		field := fmt.Sprintf("alerts[%d]", i)
 		if a.Status != store.AlertFiring && a.Status != store.AlertResolved {
