@@ -81,6 +81,12 @@ func (o AlertOutcome) Changed() bool { return o.Opened || o.Extended || o.Resolv
 // incident. A resolution of alerts filed under an incident before still
 // reaches it.
 //
+// A group's key changes when its route or group_by is edited while its
+// alerts fire: a key with no open incident and no receipts whose alerts
+// are filed under another key's open incident takes that incident over
+// (see rekeyOpenIncident) and applies the notification to it, so its
+// resolution still reaches it.
+//
 // A firing notification carries every active alert of its group. So one
 // that is not truncated, holds none of the alerts filed under the
 // group's open incident and has new alerts that all started after that
@@ -119,6 +125,17 @@ func (s *Store) ApplyAlertGroup(ctx context.Context, g AlertGroup, lookback time
 		hasOpen := err == nil
 		if err != nil && translate(err) != ErrNotFound {
 			return err
+		}
+		rekeyed := 0
+		if !hasOpen && len(known) == 0 {
+			// Maybe the group's key changed (its route or group_by edited)
+			// while its alerts fire: they are filed under another key's
+			// open incident, which this key takes over.
+			var moved map[string]int64
+			if open, moved, err = tx.rekeyOpenIncident(ctx, g.GroupKey, fps, starts); err != nil {
+				return err
+			}
+			hasOpen, known, rekeyed = len(moved) > 0, moved, len(moved)
 		}
 		if hasOpen {
 			over, end, err := tx.episodeOver(ctx, g, known, open.ID, now)
@@ -242,6 +259,8 @@ func (s *Store) ApplyAlertGroup(ctx context.Context, g AlertGroup, lookback time
 		if out.NewAlerts, err = tx.upsertAlertReceipts(ctx, g, target.ID); err != nil {
 			return err
 		}
+		// Alerts filed under the old key are not new.
+		out.NewAlerts -= rekeyed
 		return tx.upsertAlertEvents(ctx, g.Alerts)
 	})
 	if err != nil {
@@ -409,6 +428,73 @@ func (s *Store) alertReceipts(ctx context.Context, groupKey string, fps []string
 		known[alertKey(fp, st)] = id
 	}
 	return known, rows.Err()
+}
+
+// rekeyOpenIncident looks for alerts of a group with no receipts under
+// groupKey (fingerprints and startsAt fps and starts) among the receipts
+// of alert incidents open under another key, and files the group's
+// notifications under the one holding most of them (of a tie, the
+// oldest): its group_key becomes groupKey, the caller holding groupKey's
+// lock and having found no open incident under it (the unique index on
+// an open incident's group_key). moved maps the alerts found onto that
+// incident; empty: none found, nothing changed. The old key's lock is
+// taken, lest a notification under it change the incident meanwhile.
+func (s *Store) rekeyOpenIncident(ctx context.Context, groupKey string, fps []string, starts []time.Time) (Incident, map[string]int64, error) {
+	// From the open incidents (few) to their receipts under their key,
+	// by the receipts' primary key.
+	rows, err := s.db.Query(ctx, `
+		SELECT r.fingerprint, r.starts_at, i.id, i.group_key FROM incidents i
+		JOIN alert_receipts r ON r.group_key = i.group_key AND r.incident_id = i.id
+		JOIN unnest($2::text[], $3::timestamptz[]) AS k(fingerprint, starts_at)
+		  ON r.fingerprint = k.fingerprint AND r.starts_at = k.starts_at
+		WHERE i.status = 'open' AND i.group_key IS NOT NULL AND i.group_key <> $1`, groupKey, fps, starts)
+	if err != nil {
+		return Incident{}, nil, err
+	}
+	found := map[int64]map[string]bool{}
+	keys := map[int64]string{}
+	for rows.Next() {
+		var (
+			fp, key string
+			st      time.Time
+			id      int64
+		)
+		if err := rows.Scan(&fp, &st, &id, &key); err != nil {
+			rows.Close()
+			return Incident{}, nil, err
+		}
+		if found[id] == nil {
+			found[id] = map[string]bool{}
+		}
+		found[id][alertKey(fp, st)], keys[id] = true, key
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(found) == 0 {
+		return Incident{}, nil, err
+	}
+	var best int64
+	for id, m := range found {
+		if best == 0 || len(m) > len(found[best]) || len(m) == len(found[best]) && id < best {
+			best = id
+		}
+	}
+	if _, err := s.db.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('waterline.alerts.' || $1))`, keys[best]); err != nil {
+		return Incident{}, nil, err
+	}
+	tag, err := s.db.Exec(ctx, `UPDATE incidents SET group_key = $3, updated_at = now() WHERE id = $1 AND group_key = $2 AND status = 'open'`,
+		best, keys[best], groupKey)
+	if err != nil || tag.RowsAffected() == 0 {
+		return Incident{}, nil, err // resolved or re-keyed meanwhile
+	}
+	in, err := scanIncident(s.db.QueryRow(ctx, incidentSelect+` WHERE i.id = $1`, best))
+	if err != nil {
+		return Incident{}, nil, err
+	}
+	moved := make(map[string]int64, len(found[best]))
+	for k := range found[best] {
+		moved[k] = best
+	}
+	return in, moved, nil
 }
 
 func alertKey(fingerprint string, startsAt time.Time) string {

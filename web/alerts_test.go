@@ -703,3 +703,56 @@ func TestAlertmanagerTruncatedRefireJoinsOpenIncident(t *testing.T) {
 		t.Errorf("#%d %s after a truncated notification", r1.IncidentID, inc.Status)
 	}
 }
+
+// A group's key changes while its alerts fire (the route or group_by
+// edited): the notifications under the new key find the alerts filed
+// under the old key's open incident, go to it, and re-key it, so its
+// resolution resolves it. The resolution under the new key had opened and
+// resolved a second incident, the first one left open for ever.
+func TestAlertmanagerGroupKeyChangeKeepsIncident(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	l := map[string]string{"alertname": "InferenceP99High", "model": "chat"}
+	start := testNow.Add(-30 * time.Minute)
+	oldKey, newKey := `{}:{alertname="InferenceP99High"}`, `{}/{severity="page"}:{alertname="InferenceP99High", model="chat"}`
+	a := amAlert("ee01", "firing", l, start, nil)
+	r1 := e.alert(amGroup(oldKey, "firing", a))
+
+	// The same alert under the new key: the same incident, now the new
+	// key's; nothing new.
+	if r := e.alert(amGroup(newKey, "firing", a)); r.IncidentID != r1.IncidentID || r.Opened || r.NewAlerts != 0 {
+		t.Fatalf("under the new key: %+v, want #%d, no new alert", r, r1.IncidentID)
+	}
+	if n := e.count(`SELECT count(*) FROM incidents WHERE id = $1 AND group_key = $2 AND status = 'open'`, r1.IncidentID, newKey); n != 1 {
+		t.Fatalf("#%d not re-keyed to the new group key", r1.IncidentID)
+	}
+	// A second alert under the new key joins it; their resolution resolves it.
+	b := amAlert("ee02", "firing", map[string]string{"alertname": "InferenceP99High", "model": "chat", "pod": "chat-2"}, start.Add(time.Minute), nil)
+	if r := e.alert(amGroup(newKey, "firing", a, b)); r.IncidentID != r1.IncidentID || r.Opened || r.NewAlerts != 1 {
+		t.Fatalf("second alert: %+v, want #%d, one new alert", r, r1.IncidentID)
+	}
+	end := testNow.Add(-time.Minute)
+	ar, br := amAlert("ee01", "resolved", l, start, &end), b
+	br.Status, br.EndsAt = "resolved", end
+	if r := e.alert(amGroup(newKey, "resolved", ar, br)); !r.Resolved || r.IncidentID != r1.IncidentID || r.Opened {
+		t.Fatalf("resolution under the new key: %+v, want #%d resolved", r, r1.IncidentID)
+	}
+	if inc := e.incident(r1.IncidentID); inc.Status != "resolved" || inc.EndedAt == nil || !inc.EndedAt.Equal(end) {
+		t.Errorf("#%d %+v, want resolved, ended %s", r1.IncidentID, inc, end)
+	}
+
+	// The key changes between the firing and the resolution.
+	l3 := map[string]string{"alertname": "InferenceTTFTHigh", "model": "vision"}
+	c := amAlert("ee03", "firing", l3, start, nil)
+	r3 := e.alert(amGroup(`{}:{alertname="InferenceTTFTHigh"}`, "firing", c))
+	cr := amAlert("ee03", "resolved", l3, start, &end)
+	if r := e.alert(amGroup(`{}/{severity="page"}:{alertname="InferenceTTFTHigh", model="vision"}`, "resolved", cr)); !r.Resolved || r.IncidentID != r3.IncidentID || r.Opened {
+		t.Fatalf("resolution under a new key: %+v, want #%d resolved", r, r3.IncidentID)
+	}
+	if n := e.count(`SELECT count(*) FROM incidents`); n != 2 {
+		t.Errorf("%d incidents, want 2", n)
+	}
+	if n := e.count(`SELECT count(*) FROM incidents WHERE status = 'open'`); n != 0 {
+		t.Errorf("%d incidents still open", n)
+	}
+}
