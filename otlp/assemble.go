@@ -108,6 +108,7 @@ type trace struct {
 	// to be filed here (Add sizes spans with it).
 	incoming int32
 	gone     bool // emitted or dropped; queues drop it lazily
+	named    bool // a span held names the model
 }
 
 // ready is a trace in rdy, with the entry arrival it was queued at: a
@@ -340,11 +341,16 @@ func (a *Assembler) file(f filing) {
 		}
 		// The entry span is let in past the limit (one more at most): a
 		// root ends, and so is exported, last, and a trace cut before it
-		// would be stored with a child's time as its total.
-		if len(t.spans) >= a.cfg.MaxSpansPerTrace && (t.entryAt != 0 || !a.isEntry(&m.s)) {
+		// would be stored with a child's time as its total. So is the
+		// first span naming the model (one more): a streamed response's
+		// per-chunk spans filled the limit before the model server's span
+		// came, and the trace was dropped for naming no model.
+		names := m.s.dims[dimModel] != ""
+		if len(t.spans) >= a.cfg.MaxSpansPerTrace && (t.entryAt != 0 || !a.isEntry(&m.s)) && (t.named || !names) {
 			over++
 			continue
 		}
+		t.named = t.named || names
 		t.spans = append(t.spans, m.s)
 		a.held++
 		accepted++

@@ -1573,3 +1573,38 @@ func TestOrphanSubtreeUnderAConfiguredEntry(t *testing.T) {
 			s.StagesMs[correlate.StageQueue], s.StagesMs[correlate.StageExec], s.StagesMs[correlate.StageGateway], s.Replica)
 	}
 }
+
+// A streamed response: the gateway's ASGI instrumentation emits a span per
+// chunk sent, exported while the stream runs. 1,200 of them filled the
+// trace's limit (1,000) before the model server's span came, which was
+// rejected, and the trace dropped for naming no model. The first span
+// naming the model is let in past the limit (as the entry is).
+func TestStreamedChunksDoNotCrowdOutTheModelSpan(t *testing.T) {
+	a, ck, sk := newTest(t, DefaultConfig())
+	start := ck.now().Add(-time.Minute)
+	tid := traceID(5)
+	var sends []tspan
+	for i := range 1200 {
+		sends = append(sends, tspan{id: uint64(100 + i), parent: 1, name: "POST /v1/chat/completions http send", kind: internal,
+			from: 100 + float64(i)*5, to: 100 + float64(i)*5 + 0.1})
+	}
+	gw := map[string]any{"service.name": "gateway"}
+	mustAdd(t, a, request(tid, start, gw, sends...))
+	mustAdd(t, a, request(tid, start, map[string]any{"service.name": "vllm"},
+		tspan{id: 3, parent: 2, name: "llm_request", kind: server, from: 20, to: 6100,
+			attrs: map[string]any{"gen_ai.response.model": "llama-8b", "gen_ai.latency.time_in_queue": 0.05}}))
+	mustAdd(t, a, request(tid, start, gw,
+		tspan{id: 2, parent: 1, name: "POST", kind: client, from: 10, to: 6110, attrs: map[string]any{"server.address": "vllm"}},
+		tspan{id: 1, name: "POST /v1/chat/completions", kind: server, from: 0, to: 6200, attrs: map[string]any{"http.route": "/v1/chat/completions"}}))
+	ck.add(10 * time.Second)
+	flush(t, a)
+	if len(sk.got) != 1 {
+		t.Fatalf("%d samples; dropped for no model %d, spans rejected %d", len(sk.got), a.Stats().Dropped[DropNoModel].Load(), a.Stats().Spans[SpanRejected].Load())
+	}
+	if s := sk.got[0]; s.Model != "llama-8b" || !(s.StagesMs[correlate.StageQueue] > 40) || math.IsNaN(s.StagesMs[correlate.StageExec]) {
+		t.Errorf("model %q queue %v exec %v; want llama-8b, its queue time (~50 ms), exec", s.Model, s.StagesMs[correlate.StageQueue], s.StagesMs[correlate.StageExec])
+	}
+	if r := a.Stats().Spans[SpanRejected].Load(); r != 201 {
+		t.Errorf("%d spans rejected, want the 200 chunks past the limit and the gateway's call", r)
+	}
+}
