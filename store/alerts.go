@@ -40,11 +40,14 @@ type Alert struct {
 	StartsAt    time.Time
 	EndsAt      *time.Time      // only for resolved alerts
 	Event       correlate.Event // the alert on the timeline (kind alert)
+	// Meta: one of Alertmanager's own alerts about its pipeline
+	// (Watchdog, InfoInhibitor: severity "none"), never an incident.
+	Meta bool
 }
 
 // AlertOutcome says what a notification did.
 type AlertOutcome struct {
-	IncidentID int64 // 0: the alerts name no model and were stored as events only
+	IncidentID int64 // 0: no alert makes an incident (makesIncident); stored as events only
 	Opened     bool  // a new incident was created
 	Extended   bool  // an open incident's window or scope grew
 	Resolved   bool  // the incident was resolved by this notification
@@ -76,7 +79,7 @@ func (o AlertOutcome) Changed() bool { return o.Opened || o.Extended || o.Resolv
 // is also upserted as an event.
 //
 // A group none of whose alerts names a model (Watchdog, a node's disk:
-// see namesModel) is stored as alert events only, context on the
+// see makesIncident) is stored as alert events only, context on the
 // timeline: it opens, extends and resolves nothing, and its outcome has no
 // incident. A resolution of alerts filed under an incident before still
 // reaches it.
@@ -149,7 +152,7 @@ func (s *Store) ApplyAlertGroup(ctx context.Context, g AlertGroup, lookback time
 				out.Superseded, hasOpen = open.ID, false
 			}
 		}
-		if !namesModel(g.Alerts) && (g.Status != AlertResolved || len(known) == 0) {
+		if !makesIncident(g.Alerts) && (g.Status != AlertResolved || len(known) == 0) {
 			if out.NewAlerts, err = tx.newAlertEvents(ctx, g.Alerts); err != nil {
 				return err
 			}
@@ -366,12 +369,17 @@ func alertSpan(alerts []Alert, known map[string]int64, id int64) (minStart, maxE
 	return minStart, maxEnd
 }
 
-// namesModel reports whether any of the alerts is about a model (its
-// labels map onto a scope with a model): only such groups are incidents
-// of an inference fleet.
-func namesModel(alerts []Alert) bool {
+// makesIncident reports whether a group is an incident of an inference
+// fleet: one of its alerts names a model, or one names no part of the
+// fleet at all (a fleet-wide latency or SLO alert) and is not one of
+// Alertmanager's own meta alerts (Watchdog: always firing, never
+// resolved). An alert that names only a node or pod (a disk filling, a
+// pod crash-looping) is a cause, context on the timeline, not a symptom
+// to page on.
+func makesIncident(alerts []Alert) bool {
 	for _, a := range alerts {
-		if a.Event.Model != "" {
+		sc := a.Event.Scope
+		if sc.Model != "" || (!a.Meta && sc.Node == "" && sc.Replica == "") {
 			return true
 		}
 	}

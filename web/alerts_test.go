@@ -388,6 +388,12 @@ func TestAlertmanagerAlertsWithoutModelOpenNoIncident(t *testing.T) {
 	if n := e.count(`SELECT count(*) FROM events WHERE kind = 'alert' AND end_time IS NOT NULL`); n != 2 {
 		t.Errorf("%d ended alert events, want 2", n)
 	}
+	// A fleet-wide symptom (an SLO burn over every model) names no part of
+	// the fleet: it is an incident, fleet-wide, as it always was.
+	fleet := map[string]string{"alertname": "InferenceSLOBurn", "severity": "page"}
+	if r := e.alert(amGroup(`{}:{alertname="InferenceSLOBurn"}`, "firing", amAlert("fp-slo", "firing", fleet, start, nil))); !r.Opened || r.IncidentID == 0 {
+		t.Errorf("a fleet-wide latency alert: %+v, want an incident", r)
+	}
 }
 
 // A long annotation (a 21 KB description), a NUL or an over-long label

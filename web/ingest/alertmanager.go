@@ -265,9 +265,22 @@ func alertGroup(p *wire.AlertmanagerPayload, lim Limits, now time.Time, aliases 
 		}
 		al.Event = alertEvent(p.GroupKey, fp, a, al.EndsAt, cut[i])
 		al.Event.Scope = labelScope(a.Labels, aliases)
+		al.Meta = metaAlert(a.Labels)
 		g.Alerts = append(g.Alerts, al)
 	}
 	return g, nil
+}
+
+// metaAlert reports whether an alert is about the alerting pipeline
+// itself: kube-prometheus' Watchdog (always firing, to prove the pipeline
+// works) and InfoInhibitor, both of severity "none", and the
+// DeadMansSwitch of older setups.
+func metaAlert(labels map[string]string) bool {
+	switch labels["alertname"] {
+	case "Watchdog", "InfoInhibitor", "DeadMansSwitch":
+		return true
+	}
+	return labels["severity"] == "none"
 }
 
 // alertEvent is an alert on the timeline, with an id that is the same on
