@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -43,17 +42,10 @@ func TestSpikesOnAdHocPromQL(t *testing.T) {
 	srv := startServe(t, storetest.NewDatabase(t), "PROMETHEUS_URL", prom.URL)
 
 	get := func(q url.Values) (int, map[string]any) {
-		req, _ := http.NewRequest("GET", srv.base+"/api/v1/spikes?"+q.Encode(), nil)
-		req.Header.Set("Authorization", "Bearer "+srv.token)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		raw, _ := io.ReadAll(res.Body)
+		code, raw := srv.spikes(t, q)
 		var v map[string]any
 		_ = json.Unmarshal(raw, &v)
-		return res.StatusCode, v
+		return code, v
 	}
 	q := url.Values{"from": {start.Add(time.Hour).Format(time.RFC3339)}, "to": {start.Add(2 * time.Hour).Format(time.RFC3339)},
 		"query": {`gateway_p99_ms`}}

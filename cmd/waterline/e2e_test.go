@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"sync"
@@ -28,6 +29,21 @@ type server struct {
 	token  string
 	stderr *syncbuf.Buffer
 	stop   func() error // cancels serve and waits for run to return
+}
+
+// spikes is GET /api/v1/spikes?q with the server's token: the status
+// and the raw body.
+func (s *server) spikes(t *testing.T, q url.Values) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, s.base+"/api/v1/spikes?"+q.Encode(), nil)
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	return res.StatusCode, raw
 }
 
 var listening = regexp.MustCompile(`listening on (http://\S+)`)

@@ -55,16 +55,9 @@ func TestVictoriaMetrics(t *testing.T) {
 	srv := startServe(t, dbURL, "PROMETHEUS_URL", vm.URL)
 	get := func(q url.Values) wire.SpikeList {
 		t.Helper()
-		req, _ := http.NewRequest(http.MethodGet, srv.base+"/api/v1/spikes?"+q.Encode(), nil)
-		req.Header.Set("Authorization", "Bearer "+srv.token)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		raw, _ := io.ReadAll(res.Body)
-		if res.StatusCode != http.StatusOK {
-			t.Fatalf("GET /api/v1/spikes?%s: %d %s", q.Encode(), res.StatusCode, raw)
+		code, raw := srv.spikes(t, q)
+		if code != http.StatusOK {
+			t.Fatalf("GET /api/v1/spikes?%s: %d %s", q.Encode(), code, raw)
 		}
 		var l wire.SpikeList
 		if err := json.Unmarshal(raw, &l); err != nil {
@@ -120,17 +113,10 @@ func TestVictoriaMetricsAdHocLimitIsBadQuery(t *testing.T) {
 	vm.Import(t, strings.NewReader(om.String()))
 	srv := startServe(t, storetest.NewDatabase(t), "PROMETHEUS_URL", vm.URL)
 	q := url.Values{"from": {start.Add(time.Hour).Format(time.RFC3339)}, "to": {start.Add(2 * time.Hour).Format(time.RFC3339)}, "query": {"p99_ms"}}
-	req, _ := http.NewRequest(http.MethodGet, srv.base+"/api/v1/spikes?"+q.Encode(), nil)
-	req.Header.Set("Authorization", "Bearer "+srv.token)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
+	code, raw := srv.spikes(t, q)
 	var body map[string]any
 	_ = json.Unmarshal(raw, &body)
-	if res.StatusCode != http.StatusBadRequest || body["field"] != "query" || !strings.Contains(string(raw), "maxSamplesPerQuery") {
-		t.Errorf("a query over VictoriaMetrics' limits: %d %s, want 400 naming the query and the limit", res.StatusCode, raw)
+	if code != http.StatusBadRequest || body["field"] != "query" || !strings.Contains(string(raw), "maxSamplesPerQuery") {
+		t.Errorf("a query over VictoriaMetrics' limits: %d %s, want 400 naming the query and the limit", code, raw)
 	}
 }
