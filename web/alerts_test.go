@@ -5,8 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strings"
@@ -15,7 +13,6 @@ import (
 
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/diagnose"
-	"github.com/waterline-dev/waterline/store/storetest"
 	"github.com/waterline-dev/waterline/web"
 	"github.com/waterline-dev/waterline/web/webhook"
 	"github.com/waterline-dev/waterline/wire"
@@ -455,18 +452,7 @@ func TestAlertmanagerAndDetectorShareOneIncident(t *testing.T) {
 			t.Parallel()
 			e := newAPIEnv(t)
 			ctx := t.Context()
-			rng := rand.New(rand.NewPCG(7, 7))
-			p99 := correlate.Curve{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel, Scope: correlate.Scope{Model: "chat"}}
-			qps := correlate.Curve{Role: correlate.RoleQPS, Level: correlate.LevelModel, Scope: correlate.Scope{Model: "chat"}}
-			for at := t0; at.Before(end); at = at.Add(15 * time.Second) {
-				v := 200 * math.Exp(0.05*rng.NormFloat64())
-				if !at.Before(onset) && at.Before(spikeEnd) {
-					v *= 4
-				}
-				p99.Points = append(p99.Points, correlate.Point{T: at.UnixMilli(), V: v})
-				qps.Points = append(qps.Points, correlate.Point{T: at.UnixMilli(), V: 20})
-			}
-			storetest.WriteCurves(t, e.st, []correlate.Curve{p99, qps})
+			writeChatSpike(t, e, t0, onset, spikeEnd, end)
 			now := spikeEnd.Add(-5 * time.Minute)
 			det := diagnose.NewDetector(e.st, diagnose.DetectorOptions{OpenIncidents: true, Merge: 30 * time.Minute,
 				Now: func() time.Time { return now }, Incidents: e.incidents})

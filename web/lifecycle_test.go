@@ -35,17 +35,10 @@ func (e *apiEnv) waitFrozen(id int64) {
 	}
 }
 
-// TestDetectorIncidentOutlivesRetention: an incident the detector opens
-// and later resolves by itself (nobody presses a button) is frozen on the
-// incident worker, so once retention has dropped the day's raw data its
-// permalink still shows the curves, the slow requests and the analysis.
-func TestDetectorIncidentOutlivesRetention(t *testing.T) {
-	e := newAPIEnv(t)
-	ctx := context.Background()
-	// chat's P99 (noisy around 200 ms) rises ×4 for 15 minutes; requests
-	// get slow in the queue at the same time.
-	t0 := testNow.Add(-6 * time.Hour).Truncate(time.Minute)
-	onset, spikeEnd, end := t0.Add(100*time.Minute), t0.Add(115*time.Minute), t0.Add(170*time.Minute)
+// writeChatSpike stores chat's P99, noisy around 200 ms over [t0, end),
+// ×4 over [onset, spikeEnd), and its steady traffic (20 req/s).
+func writeChatSpike(t *testing.T, e *apiEnv, t0, onset, spikeEnd, end time.Time) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(7, 7))
 	p99 := correlate.Curve{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel, Scope: correlate.Scope{Model: "chat"}}
 	qps := correlate.Curve{Role: correlate.RoleQPS, Level: correlate.LevelModel, Scope: correlate.Scope{Model: "chat"}}
@@ -58,6 +51,20 @@ func TestDetectorIncidentOutlivesRetention(t *testing.T) {
 		qps.Points = append(qps.Points, correlate.Point{T: at.UnixMilli(), V: 20})
 	}
 	storetest.WriteCurves(t, e.st, []correlate.Curve{p99, qps})
+}
+
+// TestDetectorIncidentOutlivesRetention: an incident the detector opens
+// and later resolves by itself (nobody presses a button) is frozen on the
+// incident worker, so once retention has dropped the day's raw data its
+// permalink still shows the curves, the slow requests and the analysis.
+func TestDetectorIncidentOutlivesRetention(t *testing.T) {
+	e := newAPIEnv(t)
+	ctx := context.Background()
+	// chat's P99 (noisy around 200 ms) rises ×4 for 15 minutes; requests
+	// get slow in the queue at the same time.
+	t0 := testNow.Add(-6 * time.Hour).Truncate(time.Minute)
+	onset, spikeEnd, end := t0.Add(100*time.Minute), t0.Add(115*time.Minute), t0.Add(170*time.Minute)
+	writeChatSpike(t, e, t0, onset, spikeEnd, end)
 	var b strings.Builder
 	for i, at := 0, t0.Add(60*time.Minute); at.Before(end); i, at = i+1, at.Add(2*time.Second) {
 		queue := 5.0
