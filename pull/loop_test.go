@@ -15,6 +15,7 @@ import (
 
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/internal/testing/promtest"
+	"github.com/waterline-dev/waterline/internal/testing/testclock"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
 )
@@ -286,6 +287,40 @@ func TestSeriesIDCacheIsBounded(t *testing.T) {
 				t.Fatalf("cache holds %d ids, bound %d", n, p.idsCap)
 			}
 		}
+	}
+}
+
+// A pod's name back after maintenance deleted its expired series (a
+// StatefulSet's chat-0 scaled to zero for longer than the points'
+// retention) while its id sat in the puller's cache: the points are
+// stored under the series anew, not refused for ever or written under an
+// id no series owns.
+func TestCachedIDOfAPrunedSeries(t *testing.T) {
+	st := storetest.New(t)
+	now := testclock.Now().UTC().Truncate(time.Minute)
+	p := newPuller(t, st, "http://127.0.0.1:1", "", now)
+	ctx := context.Background()
+	curve := func(at time.Time) *batch {
+		return &batch{curves: []pulledCurve{{curve: correlate.Curve{Role: correlate.RoleLatencyP99, Level: correlate.LevelReplica,
+			Scope: correlate.Scope{Model: "m", Replica: "m-0"}, Points: []correlate.Point{{T: at.UnixMilli(), V: 42}}}}}}
+	}
+	noProgress := func(*store.Store, int64) error { return nil }
+	first := curve(now.Add(-40 * 24 * time.Hour))
+	// Another series' point today: retention counts back from the newest.
+	first.curves = append(first.curves, pulledCurve{curve: correlate.Curve{Role: correlate.RoleQPS, Level: correlate.LevelModel,
+		Scope: correlate.Scope{Model: "m"}, Points: []correlate.Point{{T: now.Add(-2 * time.Minute).UnixMilli(), V: 1}}}})
+	if err := p.commit(ctx, first, noProgress); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Maintain(ctx, now, 0, store.Retention{Points: 30 * 24 * time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.commit(ctx, curve(now.Add(-time.Minute)), noProgress); err != nil {
+		t.Fatalf("points of the pod back: %v", err)
+	}
+	cs, err := st.Curves(ctx, store.CurveFilter{From: now.Add(-time.Hour), To: now, Scope: correlate.Scope{Model: "m", Replica: "m-0"}})
+	if err != nil || len(cs) != 1 || len(cs[0].Points) != 1 {
+		t.Fatalf("curves of the pod back: %v, %v", cs, err)
 	}
 }
 

@@ -2,6 +2,7 @@ package pull
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -199,6 +200,20 @@ func (p *Puller) query(name string) (Query, bool) {
 // commit writes a batch and, in the same transaction, the progress that
 // says it is there: the cursor (or gap) never runs ahead of the data.
 func (p *Puller) commit(ctx context.Context, b *batch, progress func(tx *store.Store, points int64) error) error {
+	err := p.commitOnce(ctx, b, progress)
+	if errors.Is(err, store.ErrSeriesGone) {
+		// Maintenance deleted a series whose points had all expired while
+		// its id sat in the cache (a pod name back after weeks): look the
+		// ids up again, which creates the series anew.
+		p.mu.Lock()
+		clear(p.ids)
+		p.mu.Unlock()
+		err = p.commitOnce(ctx, b, progress)
+	}
+	return err
+}
+
+func (p *Puller) commitOnce(ctx context.Context, b *batch, progress func(tx *store.Store, points int64) error) error {
 	ids, err := p.seriesIDs(ctx, b.curves)
 	if err != nil {
 		return err

@@ -46,6 +46,9 @@ func (s *Store) Maintain(ctx context.Context, now time.Time, aheadDays int, r Re
 			if err := s.deleteBefore(ctx, cutoff); err != nil {
 				return dropped, err
 			}
+			if _, err := s.PruneSeries(ctx, cutoff); err != nil {
+				return dropped, err
+			}
 		}
 	}
 	return dropped, nil
@@ -74,4 +77,28 @@ func (s *Store) deleteBefore(ctx context.Context, cutoff time.Time) error {
 		}
 	}
 	return nil
+}
+
+// PruneSeries deletes the series whose newest point is before cutoff and
+// that hold no point any more (retention dropped them): every rollout
+// names new pods, and their series would otherwise pile up for ever,
+// slowing every series lookup. Series a writer holds (UpsertPoints) are
+// skipped, not waited for; a writer with a deleted series' cached id gets
+// ErrSeriesGone. It returns how many it deleted, 1,000 a statement.
+func (s *Store) PruneSeries(ctx context.Context, cutoff time.Time) (int64, error) {
+	var total int64
+	for {
+		tag, err := s.db.Exec(ctx, `
+			DELETE FROM series WHERE id IN (
+				SELECT id FROM series s WHERE last_point < $1
+				  AND NOT EXISTS (SELECT 1 FROM points p WHERE p.series_id = s.id)
+				ORDER BY id LIMIT 1000 FOR UPDATE SKIP LOCKED)`, cutoff)
+		if err != nil {
+			return total, wrap("prune series", err)
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < 1000 {
+			return total, nil
+		}
+	}
 }

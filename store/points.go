@@ -2,6 +2,10 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -25,7 +29,71 @@ type SeriesPoints struct {
 // outside the caller's transaction); a batch must not repeat a
 // (series, time). Run it inside InTx to commit the points together with
 // the caller's progress.
-func (s *Store) UpsertPoints(ctx context.Context, batch []SeriesPoints) (int64, error) {
+//
+// The series must exist: maintenance deletes series whose points
+// retention has dropped, so an id a writer has cached may be gone. The
+// series are locked against that deletion until the points are committed,
+// and ErrSeriesGone says one was deleted before (ask EnsureSeries again).
+func (s *Store) UpsertPoints(ctx context.Context, batch []SeriesPoints) (n int64, err error) {
+	err = s.InTx(ctx, func(tx *Store) error {
+		if err := tx.claimSeries(ctx, batch); err != nil {
+			return err
+		}
+		n, err = tx.upsertPoints(ctx, batch)
+		return err
+	})
+	return n, err
+}
+
+// ErrSeriesGone means points were written for a series id that no longer
+// exists (maintenance deleted the series after its last point expired).
+var ErrSeriesGone = errors.New("store: series deleted by retention; look its id up again")
+
+// claimSeries locks the batch's series for this transaction (PruneSeries
+// skips them) and moves each one's last_point forward to the day of its
+// newest point, once a day: a live pull does not rewrite every series row
+// every round, and parallel writers of one series wait on each other only
+// then. The update also makes a prune that read the row before it
+// re-check the row's new version: a series written now is never pruned.
+func (s *Store) claimSeries(ctx context.Context, batch []SeriesPoints) error {
+	days := map[int64]time.Time{}
+	for _, b := range batch {
+		if len(b.Points) == 0 {
+			continue
+		}
+		day := time.UnixMilli(b.Points[len(b.Points)-1].T).UTC().Truncate(24 * time.Hour)
+		if d, ok := days[b.SeriesID]; !ok || day.After(d) {
+			days[b.SeriesID] = day
+		}
+	}
+	if len(days) == 0 {
+		return nil
+	}
+	ids := slices.Sorted(maps.Keys(days))
+	last := make([]time.Time, len(ids))
+	for i, id := range ids {
+		last[i] = days[id]
+	}
+	// Rows locked in id order: no deadlock between writers.
+	if _, err := s.db.Exec(ctx, `
+		UPDATE series s SET last_point = u.day FROM (
+			SELECT s.id, u.day FROM series s JOIN unnest($1::bigint[], $2::timestamptz[]) AS u(id, day) ON s.id = u.id
+			WHERE s.last_point < u.day ORDER BY s.id FOR NO KEY UPDATE OF s) u
+		WHERE s.id = u.id`, ids, last); err != nil {
+		return wrap("upsert points", err)
+	}
+	var found int
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM series WHERE id = ANY($1) ORDER BY id FOR KEY SHARE) l`,
+		ids).Scan(&found); err != nil {
+		return wrap("upsert points", err)
+	}
+	if found < len(ids) {
+		return fmt.Errorf("%w (%d of %d)", ErrSeriesGone, len(ids)-found, len(ids))
+	}
+	return nil
+}
+
+func (s *Store) upsertPoints(ctx context.Context, batch []SeriesPoints) (int64, error) {
 	total := 0
 	for _, b := range batch {
 		total += len(b.Points)
