@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"time"
 
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/wire"
@@ -52,16 +53,20 @@ func (f *Fleet) eventTime(t float64) float64 { return math.Round(t) }
 // deployEvent announces a rollout (or a rollback) of m from one version to
 // another at t.
 func (f *Fleet) deployEvent(m *model, kind correlate.EventKind, from, to string, t float64) correlate.Event {
+	at := f.at(f.eventTime(t))
 	id := "argocd-" + m.spec.name + "-" + to
 	verb := "rollout"
 	if kind == correlate.KindRollback {
 		id += "-rollback"
 		verb = "rollback"
 	}
+	// An event id names one change: a demo run again on the same
+	// database deploys the same version again, at another time.
+	id += "-" + at.UTC().Format("20060102T150405")
 	return correlate.Event{
 		ID:      id,
 		Kind:    kind,
-		Time:    f.at(f.eventTime(t)),
+		Time:    at,
 		Scope:   correlate.Scope{Model: m.spec.name, Version: to},
 		Source:  "argocd",
 		Summary: fmt.Sprintf("%s %s %s -> %s", verb, m.spec.name, from, to),
@@ -79,7 +84,7 @@ func (f *Fleet) changeEvent(kind correlate.EventKind, source, modelName, summary
 		prefix = "flags-"
 	}
 	return correlate.Event{
-		ID:      prefix + shortID(hashStr(f.seed, string(kind), source, modelName, summary, fmt.Sprint(f.eventTime(t)))),
+		ID:      prefix + shortID(hashStr(f.seed, string(kind), source, modelName, summary, f.at(f.eventTime(t)).UTC().Format(time.RFC3339))),
 		Kind:    kind,
 		Time:    f.at(f.eventTime(t)),
 		Scope:   correlate.Scope{Model: modelName},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -50,6 +51,102 @@ func (s *Store) InsertEvents(ctx context.Context, events []correlate.Event) (acc
 		return 0, 0, wrap("insert events", err)
 	}
 	return accepted, len(events) - accepted, nil
+}
+
+// EventConflict is an event id already stored for another change: its
+// Field says what differs. Nothing of the batch was stored.
+type EventConflict struct {
+	Index int    // the event's position in the batch given
+	ID    string // its id
+	Field string // the first field that differs: kind, time, model, …
+}
+
+func (e *EventConflict) Error() string {
+	return fmt.Sprintf("event %q is already stored with another %s", e.ID, e.Field)
+}
+
+// ReportEvents stores pushed change events all-or-nothing, as
+// InsertEvents does, but an id is one change: an event whose id is stored
+// with another kind, time, scope, summary, source or attributes is an
+// *EventConflict, not a duplicate (a pipeline naming its events
+// "deploy-<model>" would have had every later deploy dropped). The same
+// event sent again with the end time the stored one lacks (the rollout's
+// end, reported once it is over) completes it, and counts as accepted; a
+// retry that leaves out a stored end time is a duplicate.
+func (s *Store) ReportEvents(ctx context.Context, events []correlate.Event) (accepted, duplicates int, err error) {
+	if len(events) == 0 {
+		return 0, 0, nil
+	}
+	order := make([]int, len(events))
+	for i := range order {
+		order[i] = i
+	}
+	// In id order, as InsertEvents (lock order).
+	slices.SortStableFunc(order, func(a, b int) int { return strings.Compare(events[a].ID, events[b].ID) })
+	err = s.InTx(ctx, func(tx *Store) error {
+		b := &pgx.Batch{}
+		for _, i := range order {
+			args, err := eventArgs(events[i])
+			if err != nil {
+				return err
+			}
+			// The outer SELECT reads the row as it was before this
+			// statement: the stored event, if any, and how it compares.
+			b.Queue(`WITH ins AS (
+				INSERT INTO events (id, kind, time, end_time, model, version, tenant, replica, node, source, summary, attrs)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+				ON CONFLICT (id) DO UPDATE SET end_time = EXCLUDED.end_time
+				WHERE events.end_time IS NULL AND EXCLUDED.end_time IS NOT NULL AND events.kind = EXCLUDED.kind
+				  AND events.time = EXCLUDED.time AND events.model = EXCLUDED.model AND events.version = EXCLUDED.version
+				  AND events.tenant = EXCLUDED.tenant AND events.replica = EXCLUDED.replica AND events.node = EXCLUDED.node
+				  AND events.source = EXCLUDED.source AND events.summary = EXCLUDED.summary
+				  AND events.attrs IS NOT DISTINCT FROM EXCLUDED.attrs
+				RETURNING 1)
+			SELECT (SELECT count(*) FROM ins), e.id IS NOT NULL,
+				coalesce(e.kind = $2, true), coalesce(e.time = $3, true),
+				coalesce($4::timestamptz IS NULL OR e.end_time IS NULL OR e.end_time = $4, true),
+				coalesce(e.model = $5, true), coalesce(e.version = $6, true), coalesce(e.tenant = $7, true),
+				coalesce(e.replica = $8, true), coalesce(e.node = $9, true), coalesce(e.source = $10, true),
+				coalesce(e.summary = $11, true), coalesce(e.attrs IS NOT DISTINCT FROM $12::jsonb, true)
+			FROM (SELECT 1) one LEFT JOIN events e ON e.id = $1`, args...)
+		}
+		br := tx.db.SendBatch(ctx, b)
+		defer br.Close()
+		fields := []string{"kind", "time", "end_time", "model", "version", "tenant", "replica", "node", "source", "summary", "attrs"}
+		for _, i := range order {
+			var (
+				written int
+				stored  bool
+				same    = make([]bool, len(fields))
+				dest    = []any{&written, &stored}
+			)
+			for j := range same {
+				dest = append(dest, &same[j])
+			}
+			if err := br.QueryRow().Scan(dest...); err != nil {
+				return err
+			}
+			if written > 0 {
+				accepted++
+				continue
+			}
+			for j, ok := range same {
+				if !ok {
+					return &EventConflict{Index: i, ID: events[i].ID, Field: fields[j]}
+				}
+			}
+			duplicates++
+		}
+		return br.Close()
+	})
+	var conflict *EventConflict
+	if errors.As(err, &conflict) {
+		return 0, 0, conflict
+	}
+	if err != nil {
+		return 0, 0, wrap("report events", err)
+	}
+	return accepted, duplicates, nil
 }
 
 // eventArgs are an event's columns in the order of the events table's

@@ -2,11 +2,13 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/web/ingest"
 	"github.com/waterline-dev/waterline/web/request"
 	"github.com/waterline-dev/waterline/wire"
@@ -38,12 +40,18 @@ func (a *API) CreateEvents(c echo.Context) error {
 		return a.ingestFailed(c, "events", err)
 	}
 	defer body.Close()
-	events, err := ingest.Events(body, a.cfg.Ingest, a.now())
+	events, lines, err := ingest.Events(body, a.cfg.Ingest, a.now())
 	a.metrics.ingestBytes.WithLabelValues("events").Add(float64(body.Read()))
 	if err != nil {
 		return a.ingestFailed(c, "events", err)
 	}
-	accepted, dups, err := a.store.InsertEvents(c.Request().Context(), events)
+	accepted, dups, err := a.store.ReportEvents(c.Request().Context(), events)
+	var conflict *store.EventConflict
+	if errors.As(err, &conflict) {
+		err = &request.Error{Status: http.StatusUnprocessableEntity, Line: lines[conflict.Index], Field: "id",
+			Msg: fmt.Sprintf("%q is already stored with another %s: an id names one change, so a retry repeats it and a new change needs a new id (nothing of this request was stored)",
+				conflict.ID, conflict.Field)}
+	}
 	if err != nil {
 		return a.ingestFailed(c, "events", err)
 	}

@@ -21,33 +21,34 @@ import (
 )
 
 // Events decodes and checks every event of b, all or nothing: events
-// are few, so they are read whole before anything is stored.
-func Events(b *Body, lim Limits, now time.Time) ([]correlate.Event, error) {
-	var events []correlate.Event
+// are few, so they are read whole before anything is stored. lines are
+// the events' line numbers in the body, for errors found later.
+func Events(b *Body, lim Limits, now time.Time) (events []correlate.Event, lines []int, err error) {
 	attrBytes := 0
 	for {
 		raw, line, err := b.Next()
 		if errors.Is(err, io.EOF) {
-			return events, nil
+			return events, lines, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		var w wire.EventIn
 		if err := DecodeRecord(raw, line, &w); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		// Decoded, attrs take ten times their bytes: a batch's are bounded
 		// in total, not only per event.
 		if attrBytes += len(w.Attrs); attrBytes > maxBatchAttrs {
-			return nil, &request.Error{Status: http.StatusRequestEntityTooLarge, Line: line, Field: "attrs",
+			return nil, nil, &request.Error{Status: http.StatusRequestEntityTooLarge, Line: line, Field: "attrs",
 				Msg: fmt.Sprintf("the attrs of this request's events pass %d MiB in total here; send fewer events per request", maxBatchAttrs>>20)}
 		}
 		e, err := checkEvent(&w, line, lim, now)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		events = append(events, e)
+		lines = append(lines, line)
 	}
 }
 

@@ -164,7 +164,8 @@ func TestEventsWithoutIDAreIdempotent(t *testing.T) {
 		if err != nil {
 			return nil, err
 		}
-		return ingest.Events(b, lim, now)
+		evs, _, err := ingest.Events(b, lim, now)
+		return evs, err
 	}
 	a, err1 := read(body)
 	b, err2 := read(body)
