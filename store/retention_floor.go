@@ -25,6 +25,12 @@ func (s *Store) NewSamplesFloor(keep time.Duration) *RetentionFloor {
 	return &RetentionFloor{st: s, table: TableSamples, keep: keep}
 }
 
+// NewEventsFloor is the retention floor of change events: they follow
+// the points' retention (Maintain); keep 0 has none.
+func (s *Store) NewEventsFloor(pointsKeep time.Duration) *RetentionFloor {
+	return &RetentionFloor{st: s, table: TablePoints, keep: pointsKeep}
+}
+
 // Refresh reads the floor again. On an error the last reading stays.
 func (f *RetentionFloor) Refresh(ctx context.Context, now time.Time) error {
 	if f.keep <= 0 {

@@ -1,11 +1,16 @@
 package web_test
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/store/storetest"
 	"github.com/waterline-dev/waterline/web"
 )
 
@@ -35,5 +40,45 @@ func TestSamplesUnderRetentionFloorRefused(t *testing.T) {
 	}
 	if n := e.count(`SELECT count(*) FROM samples`); n != 3 {
 		t.Fatalf("%d samples stored, want 3", n)
+	}
+}
+
+// TestEventsUnderRetentionFloorRefused: change events and annotations
+// follow the points' retention; one older than it keeps was answered 200
+// and deleted by the next maintenance (a CD system replaying its deploy
+// log). It is refused with a 422 naming the line and field, as samples
+// under their floor are; what retention keeps is stored and stays.
+func TestEventsUnderRetentionFloorRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	keep := 90 * 24 * time.Hour
+	var floor *store.RetentionFloor
+	e := newAPIEnv(t, func(c *web.Config) { c.EventsFloor = func() time.Time { return floor.At() } })
+	floor = e.st.NewEventsFloor(keep)
+	// Points pulled up to now, as under any running serve.
+	storetest.WriteCurves(t, e.st, []correlate.Curve{{Role: correlate.RoleQPS, Level: correlate.LevelModel,
+		Scope: correlate.Scope{Model: "chat-7b"}, Points: []correlate.Point{{T: testNow.Add(-time.Minute).UnixMilli(), V: 1}}}})
+	if err := floor.Refresh(ctx, testNow); err != nil {
+		t.Fatal(err)
+	}
+	event := func(id string, age time.Duration) string {
+		return fmt.Sprintf(`{"id":%q,"kind":"deploy","time":%q,"model":"chat-7b","version":"v1"}`+"\n", id, testNow.Add(-age).Format(time.RFC3339))
+	}
+	r := e.post("/api/v1/events", "application/x-ndjson", []byte(event("kept", 80*24*time.Hour)+event("too-old", 100*24*time.Hour)))
+	if r.status != http.StatusUnprocessableEntity || r.err.Line != 2 || r.err.Field != "time" || !strings.Contains(r.err.Error, "points retention") {
+		t.Fatalf("an event under the floor: %d %s; want 422 on line 2, field time, naming the retention", r.status, r.body)
+	}
+	old := fmt.Sprintf(`{"time":%d,"tags":["deploy","model:chat-7b"],"text":"old deploy"}`, testNow.Add(-100*24*time.Hour).UnixMilli())
+	if r := e.post("/api/annotations", "application/json", []byte(old)); r.status != http.StatusUnprocessableEntity {
+		t.Fatalf("an annotation under the floor: %d %s, want 422", r.status, r.body)
+	}
+	if a, _ := accepted(t, e.post("/api/v1/events", "application/x-ndjson", []byte(event("kept", 80*24*time.Hour)))); a != 1 {
+		t.Fatalf("an event retention keeps: accepted %d", a)
+	}
+	if _, err := e.st.Maintain(ctx, testNow, 0, store.Retention{Points: keep}); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.count(`SELECT count(*) FROM events`); n != 1 {
+		t.Fatalf("%d events after maintenance, want the one retention keeps", n)
 	}
 }

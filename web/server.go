@@ -62,6 +62,9 @@ type Config struct {
 	// SamplesFloor is the earliest sample time retention keeps (zero:
 	// none): older samples are refused, not stored and dropped. nil = none.
 	SamplesFloor func() time.Time
+	// EventsFloor is the same for change events, which follow the points'
+	// retention (zero: none). nil = none.
+	EventsFloor func() time.Time
 	// ModelAliases renames models in alert labels onto the fleet's names
 	// (WATERLINE_CONFIG's model_aliases, as for pulled curves and spans).
 	ModelAliases map[string]string
@@ -150,6 +153,7 @@ func NewServer(cfg Config, deps Deps) *Server {
 		AlertLookback:       cfg.AlertLookback,
 		WebhookAllowPrivate: cfg.WebhookAllowPrivate,
 		SamplesFloor:        cfg.SamplesFloor,
+		EventsFloor:         cfg.EventsFloor,
 		ModelAliases:        cfg.ModelAliases,
 	}, api.Deps{Store: deps.Store, Incidents: deps.Incidents, Registry: deps.Registry, Now: s.now,
 		SLO: deps.SLO, QueryRange: deps.QueryRange, Traces: deps.Traces})

@@ -55,8 +55,12 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 	// Samples older than retention keeps are refused, not stored and
 	// dropped at the next maintenance.
 	floor := st.NewSamplesFloor(c.SamplesRetention)
-	if err := floor.Refresh(ctx, time.Now()); err != nil {
-		log.Warn("reading the samples retention floor failed; none until it is read", "err", err)
+	// Events likewise, under the points' retention they follow.
+	eventsFloor := st.NewEventsFloor(c.PointsRetention)
+	for _, f := range []*store.RetentionFloor{floor, eventsFloor} {
+		if err := f.Refresh(ctx, time.Now()); err != nil {
+			log.Warn("reading a retention floor failed; none until it is read", "err", err)
+		}
 	}
 	traces := otlp.NewAssembler(traceCfg, otlp.Options{Sink: web.StoreSink(st),
 		MaxAge: c.IngestMaxAge, MaxFuture: c.IngestMaxFuture, Oldest: floor.At, Log: log})
@@ -73,6 +77,7 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 		AuthProxyHeader: c.AuthProxyHeader,
 		AuthProxyScope:  c.AuthProxyScope,
 		SamplesFloor:    floor.At,
+		EventsFloor:     eventsFloor.At,
 		DetectorOn:      detector != nil,
 		DetectorOpens:   detector != nil && c.DetectOpen,
 		ModelAliases:    pullCfg.ModelAliases,
@@ -103,7 +108,7 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 	go maintainLoop(bg, st, c, log)
 	// Token and session caches serve only while revocations are heard.
 	go func() { _ = srv.WatchAuth(bg) }()
-	go floorLoop(bg, floor, log)
+	go floorLoop(bg, log, floor, eventsFloor)
 	tracesDone := make(chan struct{})
 	go func() { traces.Run(bg, 250*time.Millisecond); close(tracesDone) }()
 	go analyzer.Run(bg)
@@ -147,9 +152,9 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 	return nil
 }
 
-// floorLoop reads the samples retention floor every minute: it moves as
-// newer samples arrive.
-func floorLoop(ctx context.Context, f *store.RetentionFloor, log *slog.Logger) {
+// floorLoop reads the retention floors every minute: they move as newer
+// data arrives.
+func floorLoop(ctx context.Context, log *slog.Logger, floors ...*store.RetentionFloor) {
 	tick := time.NewTicker(time.Minute)
 	defer tick.Stop()
 	for {
@@ -158,8 +163,10 @@ func floorLoop(ctx context.Context, f *store.RetentionFloor, log *slog.Logger) {
 			return
 		case <-tick.C:
 		}
-		if err := f.Refresh(ctx, time.Now()); err != nil && ctx.Err() == nil {
-			log.Warn("reading the samples retention floor failed", "err", err)
+		for _, f := range floors {
+			if err := f.Refresh(ctx, time.Now()); err != nil && ctx.Err() == nil {
+				log.Warn("reading a retention floor failed", "err", err)
+			}
 		}
 	}
 }

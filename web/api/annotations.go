@@ -16,7 +16,7 @@ import (
 // so a CD step that checks it passes; a retry stores nothing new and gets
 // the same id.
 func (a *API) CreateAnnotation(c echo.Context) error {
-	in, err := ingest.ReadAnnotation(c.Request(), a.cfg.Ingest, a.now())
+	in, err := ingest.ReadAnnotation(c.Request(), a.eventLimits(), a.now())
 	e, id := in.Event, in.ID
 	if err != nil {
 		return a.ingestFailed(c, "annotations", err)

@@ -27,6 +27,9 @@ type Config struct {
 	// SamplesFloor is the earliest sample time the samples retention
 	// keeps (zero: none); older samples are refused. nil = no floor.
 	SamplesFloor func() time.Time
+	// EventsFloor is the earliest event time the points retention keeps
+	// (events follow it; zero: none); older events are refused. nil = none.
+	EventsFloor func() time.Time
 	// ModelAliases renames models in alert labels (see ingest.Alertmanager).
 	ModelAliases map[string]string
 }
@@ -40,6 +43,18 @@ func (a *API) sampleLimits() ingest.Limits {
 	lim := a.cfg.Ingest
 	if a.cfg.SamplesFloor != nil {
 		lim.Oldest, lim.OldestWhy = a.cfg.SamplesFloor(), samplesRetentionWhy
+	}
+	return lim
+}
+
+// eventsRetentionWhy says why an event under EventsFloor is refused.
+const eventsRetentionWhy = "change events follow the points retention (WATERLINE_POINTS_RETENTION, counted from the newest stored points), which would drop it"
+
+// eventLimits are the ingest limits of change events and annotations.
+func (a *API) eventLimits() ingest.Limits {
+	lim := a.cfg.Ingest
+	if a.cfg.EventsFloor != nil {
+		lim.Oldest, lim.OldestWhy = a.cfg.EventsFloor(), eventsRetentionWhy
 	}
 	return lim
 }

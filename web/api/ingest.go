@@ -40,7 +40,7 @@ func (a *API) CreateEvents(c echo.Context) error {
 		return a.ingestFailed(c, "events", err)
 	}
 	defer body.Close()
-	events, lines, err := ingest.Events(body, a.cfg.Ingest, a.now())
+	events, lines, err := ingest.Events(body, a.eventLimits(), a.now())
 	a.metrics.ingestBytes.WithLabelValues("events").Add(float64(body.Read()))
 	if err != nil {
 		return a.ingestFailed(c, "events", err)
