@@ -80,7 +80,83 @@ func (s *Service) freeze(ctx context.Context, id int64) error {
 	if len(tenants) <= snapshotMaxTenants {
 		sn.Tenants, sn.TenantsKnown = slices.Sorted(maps.Keys(tenants)), true
 	}
+	// Retention may have dropped the window's beginning since a copy was
+	// frozen (an incident open for weeks, frozen as its data was about to
+	// expire, then resolved): that copy's part before the floor stays.
+	if floor := s.retentionFloor(); !floor.IsZero() && from.Before(floor) {
+		switch old, err := s.st.LoadSnapshot(ctx, id); {
+		case err == nil:
+			keepExpired(&sn, old, floor)
+		case !errors.Is(err, store.ErrNotFound):
+			return err
+		}
+	}
 	return s.st.SaveSnapshot(ctx, sn)
+}
+
+// retentionFloor is the earliest time retention still keeps (zero: all).
+func (s *Service) retentionFloor() time.Time {
+	if s.opt.RetentionFloor == nil {
+		return time.Time{}
+	}
+	return s.opt.RetentionFloor()
+}
+
+// keepExpired puts into sn what old holds from before floor — data
+// retention has dropped since old was frozen — in place of sn's own.
+func keepExpired(sn *store.Snapshot, old *store.Snapshot, floor time.Time) {
+	cut := floor.UnixMilli()
+	curves := map[string]int{}
+	for i, c := range sn.FrozenCurves {
+		curves[c.Key()] = i
+		c.Points = slices.DeleteFunc(c.Points, func(p correlate.Point) bool { return p.T < cut })
+		sn.FrozenCurves[i] = c
+	}
+	for _, c := range old.FrozenCurves {
+		i := slices.IndexFunc(c.Points, func(p correlate.Point) bool { return p.T >= cut })
+		if i < 0 {
+			i = len(c.Points)
+		}
+		if i == 0 {
+			continue
+		}
+		expired := slices.Clone(c.Points[:i])
+		if j, ok := curves[c.Key()]; ok {
+			sn.FrozenCurves[j].Points = append(expired, sn.FrozenCurves[j].Points...)
+		} else {
+			c.Points = expired
+			sn.FrozenCurves = append(sn.FrozenCurves, c)
+		}
+	}
+	var events []correlate.Event
+	for _, e := range old.FrozenEvents {
+		if e.Time.Before(floor) {
+			events = append(events, e)
+		}
+	}
+	for _, e := range sn.FrozenEvents {
+		if !e.Time.Before(floor) {
+			events = append(events, e)
+		}
+	}
+	sn.FrozenEvents = events
+	var samples []correlate.Sample
+	for _, x := range old.FrozenSamples {
+		if x.Time.Before(floor) {
+			samples = append(samples, x)
+		}
+	}
+	for _, x := range sn.FrozenSamples {
+		if !x.Time.Before(floor) {
+			samples = append(samples, x)
+		}
+	}
+	sn.FrozenSamples = samples
+	if sn.TenantsKnown && old.TenantsKnown {
+		sn.Tenants = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(sn.Tenants), old.Tenants...))))
+	} else {
+		sn.Tenants, sn.TenantsKnown = nil, false
+	}
 }
 
 // frozenSamples keeps the window's slow samples (up to a cap) and a

@@ -27,6 +27,10 @@ type Options struct {
 	// FreezeQueue bounds the resolved incidents waiting for their freeze;
 	// default 1024.
 	FreezeQueue int
+	// RetentionFloor is the earliest time retention keeps data of (zero
+	// or nil: keeps all): an open incident whose start comes within
+	// expiryMargin of it is frozen before its data is dropped.
+	RetentionFloor func() time.Time
 }
 
 // Service changes incidents. Run works its freeze queue.
@@ -231,11 +235,21 @@ const (
 	// settleAfter: a shared manual incident's window that ended this long
 	// ago is done; its page is frozen (UnfrozenIncidents).
 	settleAfter = 30 * time.Minute
+	// expiryMargin: an open incident whose start is this close to the
+	// retention floor is frozen (the floor moves a day a day; the sweep
+	// runs every ten minutes).
+	expiryMargin = 2 * 24 * time.Hour
 )
 
 func (s *Service) sweep(ctx context.Context) {
 	now := s.opt.Now()
-	ids, err := s.st.UnfrozenIncidents(ctx, now.Add(-sweepBack), now.Add(-settleAfter), 100)
+	var expiring time.Time
+	if s.opt.RetentionFloor != nil {
+		if floor := s.opt.RetentionFloor(); !floor.IsZero() {
+			expiring = floor.Add(expiryMargin)
+		}
+	}
+	ids, err := s.st.UnfrozenIncidents(ctx, now.Add(-sweepBack), now.Add(-settleAfter), expiring, 100)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.opt.Log.Warn("looking for unfrozen incidents failed", "err", err)

@@ -3,6 +3,7 @@ package incident_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -197,5 +198,83 @@ func TestSweepFreezesSharedIncidentsWhoseWindowEnded(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	if _, ok, _ := st.SnapshotTime(ctx, unshared.ID); ok {
 		t.Error("an unshared open incident was frozen")
+	}
+}
+
+// TestOpenIncidentFrozenBeforeRetentionDropsItsData: an alert incident
+// whose resolution was lost stays open for weeks, and only a resolution
+// froze one: retention dropped its onset's samples first, and the copy
+// frozen at the eventual resolution held nothing of it. Open incidents
+// about to lose their data are frozen, and a later freeze keeps what that
+// copy holds from before the floor.
+func TestOpenIncidentFrozenBeforeRetentionDropsItsData(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	now := time.Now().UTC().Truncate(time.Second)
+	keep := 30 * 24 * time.Hour
+	start := now.Add(-29 * 24 * time.Hour).Truncate(time.Hour)
+	if err := st.EnsurePartitions(ctx, store.TableSamples, start, now); err != nil {
+		t.Fatal(err)
+	}
+	onset := correlate.Sample{RequestID: "onset", Time: start.Add(10 * time.Minute), Model: "chat", Status: "ok", TotalMs: 900, SampleRate: 1}
+	recent := correlate.Sample{RequestID: "recent", Time: now.Add(-time.Minute), Model: "chat", Status: "ok", TotalMs: 100, SampleRate: 1}
+	if _, _, err := st.InsertSamples(ctx, []correlate.Sample{onset, recent}); err != nil {
+		t.Fatal(err)
+	}
+	floor := st.NewSamplesFloor(keep)
+	refresh := func(at time.Time) {
+		if err := floor.Refresh(ctx, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refresh(now)
+	svc := incident.New(st, incident.Options{RetentionFloor: floor.At})
+	in, err := svc.Open(ctx, store.NewIncident{Title: "InferenceP99High (model=chat)", Source: store.SourceAlertmanager,
+		Start: start, Scope: correlate.Scope{Model: "chat"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	go svc.Run(wctx)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, ok, err := st.SnapshotTime(ctx, in.ID); err != nil || ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("an open incident two days from retention's floor was not frozen")
+		}
+	}
+	stop()
+	// Two days on: retention drops the onset's day.
+	later := now.Add(2 * 24 * time.Hour)
+	if err := st.EnsurePartitions(ctx, store.TableSamples, later); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.InsertSamples(ctx, []correlate.Sample{{RequestID: "later", Time: later.Add(-time.Hour), Model: "chat", Status: "ok",
+		TotalMs: 100, SampleRate: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Maintain(ctx, later, 0, store.Retention{Samples: keep}); err != nil {
+		t.Fatal(err)
+	}
+	refresh(later)
+	if !floor.At().After(onset.Time) {
+		t.Fatalf("retention floor %v does not pass the onset %v: the test shows nothing", floor.At(), onset.Time)
+	}
+	// The resolution, at last, freezes it again.
+	if _, err := svc.Resolve(ctx, in.ID, incident.FreezeNow); err != nil {
+		t.Fatal(err)
+	}
+	sn, err := st.LoadSnapshot(ctx, in.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, x := range sn.FrozenSamples {
+		ids = append(ids, x.RequestID)
+	}
+	if !slices.Contains(ids, "onset") || !slices.Contains(ids, "recent") {
+		t.Fatalf("the copy frozen at the resolution holds %v; want the onset's sample (dropped by retention since) and the recent one", ids)
 	}
 }

@@ -205,7 +205,12 @@ func (s *Store) LoadSnapshot(ctx context.Context, incidentID int64) (*Snapshot, 
 // frozen page draws (listed once the end is settled), and one frozen
 // before the first analysis lacks it, and so every sample counted as slow
 // (listed once an analysis is ready).
-func (s *Store) UnfrozenIncidents(ctx context.Context, since, settled time.Time, limit int) ([]int64, error) {
+//
+// Open incidents of any source that started before expiring are listed
+// too: retention is about to drop their data (an alert incident whose
+// resolution was lost stays open for weeks), and a copy now beats none at
+// the resolution. Zero expiring lists none such.
+func (s *Store) UnfrozenIncidents(ctx context.Context, since, settled, expiring time.Time, limit int) ([]int64, error) {
 	noAnalysis, err := gzipJSON(json.RawMessage("null")) // as SaveSnapshot stores "no analysis"
 	if err != nil {
 		return nil, wrap("unfrozen incidents", err)
@@ -216,12 +221,13 @@ func (s *Store) UnfrozenIncidents(ctx context.Context, since, settled time.Time,
 		WHERE (sn.incident_id IS NULL
 		       AND ((i.status = 'resolved' AND i.resolved_at >= $1)
 		         OR (i.status = 'open' AND i.source = 'manual' AND i.end_at < $2
-		             AND EXISTS (SELECT 1 FROM share_links l WHERE l.incident_id = i.id AND l.revoked_at IS NULL))))
+		             AND EXISTS (SELECT 1 FROM share_links l WHERE l.incident_id = i.id AND l.revoked_at IS NULL))
+		         OR (i.status = 'open' AND i.start_at < $5)))
 		   OR (sn.incident_id IS NOT NULL AND i.status = 'resolved' AND i.resolved_at >= $1
 		       AND ((i.end_at < $2 AND sn.created_at < i.end_at + interval '10 minutes')
 		         OR (sn.analysis = $4
 		             AND EXISTS (SELECT 1 FROM analyses a WHERE a.incident_id = i.id AND a.status = 'ready'))))
-		ORDER BY COALESCE(i.resolved_at, i.end_at) LIMIT $3`, since, settled, limit, noAnalysis)
+		ORDER BY COALESCE(i.resolved_at, i.end_at, i.start_at) LIMIT $3`, since, settled, limit, noAnalysis, expiring)
 	if err != nil {
 		return nil, wrap("unfrozen incidents", err)
 	}

@@ -48,7 +48,7 @@ func TestUnfrozenIncidentsListsIncompleteSnapshots(t *testing.T) {
 	noAnalysisYet := resolved(end.Add(20*time.Minute), "", false)
 	complete := resolved(end.Add(20*time.Minute), `{"causes":[]}`, true)
 	now := time.Now()
-	ids, err := st.UnfrozenIncidents(ctx, now.Add(-24*time.Hour), now.Add(-30*time.Minute), 100)
+	ids, err := st.UnfrozenIncidents(ctx, now.Add(-24*time.Hour), now.Add(-30*time.Minute), time.Time{}, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,10 +20,13 @@ import (
 // analysis and tells the webhooks), and, unless WATERLINE_DETECT_INTERVAL
 // is 0, the background spike detector, which opens and resolves
 // incidents through that service. New analyses are announced to the
-// webhooks.
-func newDiagnosis(c config, st *store.Store, slo diagnose.SLOFunc, log *slog.Logger, hooks *webhooks, wake <-chan struct{}) (*diagnose.Analyzer, *incident.Service, *diagnose.Detector) {
+// webhooks. retentionFloor is the earliest time retention keeps data of:
+// open incidents about to lose theirs are frozen.
+func newDiagnosis(c config, st *store.Store, slo diagnose.SLOFunc, log *slog.Logger, hooks *webhooks, wake <-chan struct{},
+	retentionFloor func() time.Time) (*diagnose.Analyzer, *incident.Service, *diagnose.Detector) {
 	analyzer := diagnose.NewAnalyzer(st, diagnose.AnalyzerOptions{SLO: slo, Log: log, OnReady: hooks.notifier.AnalysisReady})
-	incidents := incident.New(st, incident.Options{Log: log, Watchers: []func(int64){analyzer.Enqueue, hooks.incidentChanged}})
+	incidents := incident.New(st, incident.Options{Log: log, Watchers: []func(int64){analyzer.Enqueue, hooks.incidentChanged},
+		RetentionFloor: retentionFloor})
 	if c.DetectInterval == 0 {
 		return analyzer, incidents, nil
 	}

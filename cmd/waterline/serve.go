@@ -65,7 +65,15 @@ func runServe(ctx context.Context, args []string, env func(string) string, stdou
 	traces := otlp.NewAssembler(traceCfg, otlp.Options{Sink: web.StoreSink(st),
 		MaxAge: c.IngestMaxAge, MaxFuture: c.IngestMaxFuture, Oldest: floor.At, Log: log})
 	hooks := newWebhooks(c, st, log)
-	analyzer, incidents, detector := newDiagnosis(c, st, pullCfg.SLOFor, log, hooks, detectWake)
+	// The first data retention drops: the later of the two floors.
+	retentionFloor := func() time.Time {
+		s, e := floor.At(), eventsFloor.At()
+		if s.After(e) {
+			return s
+		}
+		return e
+	}
+	analyzer, incidents, detector := newDiagnosis(c, st, pullCfg.SLOFor, log, hooks, detectWake, retentionFloor)
 	srv := web.NewServer(web.Config{
 		PublicURL:       c.PublicURL,
 		IngestMaxBytes:  c.IngestMaxBytes,
