@@ -201,25 +201,24 @@ type IncidentFilter struct {
 // ErrBadCursor means a pagination cursor was not made by ListIncidents.
 var ErrBadCursor = errors.New("bad cursor")
 
-// ListIncidents returns one page of incidents, newest start first (ties by
-// id), and the cursor of the next page ("" on the last page). The order is
-// stable under inserts: a cursor is the last row's (start, id).
+// ListIncidents returns one page of incidents, newest first (by id: the
+// order they were opened in), and the cursor of the next page ("" on the
+// last page). The order is stable under inserts and updates: a cursor is
+// the last row's id. (By start, an Alertmanager notification moving an
+// open incident's start earlier listed it again on a later page.)
 func (s *Store) ListIncidents(ctx context.Context, f IncidentFilter) ([]Incident, string, error) {
 	limit := f.Limit
 	if limit <= 0 {
 		limit = 50
 	}
 	limit = min(limit, 500)
-	var (
-		afterStart *time.Time
-		afterID    int64
-	)
+	var afterID *int64
 	if f.Cursor != "" {
-		t, id, err := decodeCursor(f.Cursor)
+		id, err := decodeCursor(f.Cursor)
 		if err != nil {
 			return nil, "", err
 		}
-		afterStart, afterID = &t, id
+		afterID = &id
 	}
 	var from, to *time.Time
 	if !f.From.IsZero() {
@@ -232,10 +231,10 @@ func (s *Store) ListIncidents(ctx context.Context, f IncidentFilter) ([]Incident
 		WHERE ($1 = '' OR i.status = $1)
 		  AND ($2::timestamptz IS NULL OR i.end_at IS NULL OR i.end_at > $2)
 		  AND ($3::timestamptz IS NULL OR i.start_at < $3)
-		  AND ($4::timestamptz IS NULL OR (i.start_at, i.id) < ($4, $5))
-		  AND ($7 = '' OR i.source = $7)
-		ORDER BY i.start_at DESC, i.id DESC
-		LIMIT $6`, f.Status, from, to, afterStart, afterID, limit+1, f.Source)
+		  AND ($4::bigint IS NULL OR i.id < $4)
+		  AND ($6 = '' OR i.source = $6)
+		ORDER BY i.id DESC
+		LIMIT $5`, f.Status, from, to, afterID, limit+1, f.Source)
 	if err != nil {
 		return nil, "", wrap("list incidents", err)
 	}
@@ -255,7 +254,7 @@ func (s *Store) ListIncidents(ctx context.Context, f IncidentFilter) ([]Incident
 	if len(out) > limit {
 		out = out[:limit]
 		last := out[limit-1]
-		next = encodeCursor(last.Start, last.ID)
+		next = encodeCursor(last.ID)
 	}
 	return out, next, nil
 }
@@ -282,31 +281,34 @@ func (s *Store) ResolveIncidentOnce(ctx context.Context, id int64, at time.Time)
 	return in, tag.RowsAffected() == 1, err
 }
 
-// encodeCursor makes an opaque page cursor from a row's sort key.
-func encodeCursor(t time.Time, id int64) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(t.UnixMicro(), 10) + "." + strconv.FormatInt(id, 10)))
+// encodeCursor makes an opaque page cursor from a row's id.
+func encodeCursor(id int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(id, 10)))
 }
 
-// The range of a cursor's time: 1970 to the end of 9999.
-var (
-	minCursorMicros = int64(0)
-	maxCursorMicros = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
-)
+// maxCursorMicros bounds an earlier cursor's start: the end of 9999.
+var maxCursorMicros = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
 
-func decodeCursor(c string) (time.Time, int64, error) {
+// decodeCursor reads a cursor; one of the earlier form ("start.id", when
+// pages went by start) goes on from its id.
+func decodeCursor(c string) (int64, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil {
-		return time.Time{}, 0, fmt.Errorf("%w: %q", ErrBadCursor, c)
+		return 0, fmt.Errorf("%w: %q", ErrBadCursor, c)
 	}
-	us, ids, ok := strings.Cut(string(raw), ".")
-	t, err1 := strconv.ParseInt(us, 10, 64)
-	id, err2 := strconv.ParseInt(ids, 10, 64)
-	// Only times Postgres holds: a forged one out of its range failed the
-	// query (a 500, not the 400 of a bad cursor).
-	if !ok || err1 != nil || err2 != nil || t < minCursorMicros || t > maxCursorMicros {
-		return time.Time{}, 0, fmt.Errorf("%w: %q", ErrBadCursor, c)
+	s := string(raw)
+	if before, after, ok := strings.Cut(s, "."); ok {
+		us, err := strconv.ParseInt(before, 10, 64)
+		if err != nil || us < 0 || us > maxCursorMicros {
+			return 0, fmt.Errorf("%w: %q", ErrBadCursor, c)
+		}
+		s = after
 	}
-	return time.UnixMicro(t).UTC(), id, nil
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id < 1 {
+		return 0, fmt.Errorf("%w: %q", ErrBadCursor, c)
+	}
+	return id, nil
 }
 
 // RecentlyResolved returns the incidents resolved last, newest

@@ -169,7 +169,7 @@ func TestIncidentsListPagination(t *testing.T) {
 		}
 		cursor = p.NextCursor
 	}
-	// Newest start first, ties by id descending, each exactly once.
+	// Newest first (by id), each exactly once.
 	want := []int64{ids[6], ids[5], ids[4], ids[3], ids[2], ids[1], ids[0]}
 	if fmt.Sprint(seen) != fmt.Sprint(want) {
 		t.Fatalf("pages gave %v, want %v", seen, want)

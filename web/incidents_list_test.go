@@ -1,0 +1,100 @@
+package web_test
+
+import (
+	"encoding/json"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/waterline-dev/waterline/wire"
+)
+
+// firingGroup is one Alertmanager notification of group key with the given
+// (fingerprint, startsAt) alerts, all firing, about chat-7b.
+func firingGroup(key string, alerts map[string]time.Time) []byte {
+	var as []wire.AlertmanagerAlert
+	for fp, at := range alerts {
+		as = append(as, wire.AlertmanagerAlert{Status: "firing",
+			Labels:      map[string]string{"alertname": "P99High", "model": "chat-7b", "pod": "p-" + fp, "severity": "page"},
+			Annotations: map[string]string{"summary": "p99 above SLO"}, StartsAt: at, Fingerprint: fp})
+	}
+	b, _ := json.Marshal(wire.AlertmanagerPayload{Version: "4", GroupKey: key, Status: "firing", Receiver: "waterline",
+		GroupLabels: map[string]string{"alertname": "P99High"}, CommonLabels: map[string]string{"alertname": "P99High", "model": "chat-7b"},
+		Alerts: as})
+	return b
+}
+
+// listAll pages GET /api/v1/incidents with limit, calling between(page)
+// after each page, and returns the ids in the order seen.
+func (e *apiEnv) listAll(t *testing.T, query url.Values, between func(page int)) []int64 {
+	t.Helper()
+	var seen []int64
+	cursor := ""
+	for page := 0; page < 20; page++ {
+		q := url.Values{}
+		for k, v := range query {
+			q[k] = v
+		}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		var p wire.IncidentPage
+		if r := e.get("/api/v1/incidents?"+q.Encode(), &p); r.status != 200 {
+			t.Fatalf("list: %d %s", r.status, r.body)
+		}
+		for _, in := range p.Incidents {
+			seen = append(seen, in.ID)
+		}
+		if p.NextCursor == "" {
+			return seen
+		}
+		cursor = p.NextCursor
+		if between != nil {
+			between(page)
+		}
+	}
+	t.Fatal("pagination does not end")
+	return nil
+}
+
+// An integration syncing incidents into tickets pages through
+// GET /api/v1/incidents. Between two pages, Alertmanager re-notifies an
+// open group with one more alert that started earlier: the incident's
+// start moves back, and when pages went by start, the incident already
+// returned on page 1 came again on a later one (a second ticket). Pages go
+// by id: each incident is listed once.
+func TestIncidentPagesListAnIncidentAnAlertExtendsOnce(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	// Two manual incidents, started 60 and 70 minutes ago.
+	b := e.createIncident("b", testNow.Add(-60*time.Minute), testNow.Add(-50*time.Minute))
+	c := e.createIncident("c", testNow.Add(-70*time.Minute), testNow.Add(-65*time.Minute))
+	// An alert group that fired 10 minutes ago: its incident starts at
+	// startsAt − 30 min lookback = 40 minutes ago, the newest.
+	key := `{}:{alertname="P99High"}`
+	a := e.alert(firingGroup(key, map[string]time.Time{"aa01": testNow.Add(-10 * time.Minute)}))
+	if !a.Opened {
+		t.Fatalf("alert: %+v", a)
+	}
+	seen := e.listAll(t, url.Values{"limit": {"1"}}, func(page int) {
+		if page != 0 {
+			return
+		}
+		// After page 1 (which held the alert incident): the group is
+		// re-sent with a second alert of the same episode that started
+		// 50 minutes ago.
+		r := e.alert(firingGroup(key, map[string]time.Time{"aa01": testNow.Add(-10 * time.Minute), "aa02": testNow.Add(-50 * time.Minute)}))
+		if r.IncidentID != a.IncidentID || !r.Extended {
+			t.Fatalf("re-notification: %+v, want incident %d extended", r, a.IncidentID)
+		}
+	})
+	count := map[int64]int{}
+	for _, id := range seen {
+		count[id]++
+	}
+	for _, id := range []int64{a.IncidentID, b.ID, c.ID} {
+		if count[id] != 1 {
+			t.Errorf("incident %d listed %d times over the pages (ids seen in order: %v); want once", id, count[id], seen)
+		}
+	}
+}
