@@ -43,7 +43,11 @@ type Incident struct {
 	// Headline is that analysis' headline (the model hit hardest, the
 	// incident in one line), if it has one.
 	Headline *correlate.Headline
-	// AnalysisStatus is the newest analysis' status, "" when there is none.
+	// AnalysisStatus is the newest analysis' status, "" when there is
+	// none, but "ready" when a newer version is pending or failed after a
+	// ready one: TopCause is that one's, and GET …/analysis serves it as
+	// ready (a resolved incident is not computed again, and its summary
+	// read "failed" for good next to a top cause).
 	AnalysisStatus string
 }
 
@@ -81,7 +85,7 @@ func (e *KeyReusedError) Error() string {
 const incidentSelect = `
 	SELECT i.id, i.title, i.status, i.source, i.start_at, i.end_at, i.resolved_at,
 	       i.model, i.version, i.tenant, i.replica, i.node, COALESCE(i.group_key, ''), i.created_at, i.updated_at,
-	       COALESCE(a.status, ''), r.result->'causes'->0->>'category', (r.result->'causes'->0->>'score')::float8,
+	       CASE WHEN r.result IS NOT NULL THEN 'ready' ELSE COALESCE(a.status, '') END, r.result->'causes'->0->>'category', (r.result->'causes'->0->>'score')::float8,
 	       r.result->'causes'->0->>'summary',
 	       r.result->'headline'->>'model', r.result->'headline'->>'title', r.result->'headline'->>'summary'
 	FROM incidents i

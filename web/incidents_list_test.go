@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"testing"
 	"time"
@@ -96,5 +97,53 @@ func TestIncidentPagesListAnIncidentAnAlertExtendsOnce(t *testing.T) {
 		if count[id] != 1 {
 			t.Errorf("incident %d listed %d times over the pages (ids seen in order: %v); want once", id, count[id], seen)
 		}
+	}
+}
+
+// GET /api/v1/incidents/{id}/analysis serves the last good analysis when
+// a newer version failed ("status":"ready", with "error" saying so: a
+// resolved incident is not computed again and must not read "failed" for
+// good). The incident summary — what GET /api/v1/incidents/{id}, the list
+// and ticket integrations read — took analysis_status from the newest
+// row: it said "failed" next to a top_cause, for good, so an integration
+// waiting for "ready" before filling the ticket's cause never filled it.
+func TestIncidentSummaryAnalysisStatusAgreesWithAnalysis(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	ctx := t.Context()
+	in := e.createIncident("p99 up", testNow.Add(-2*time.Hour), testNow.Add(-time.Hour))
+	v, err := e.st.StartAnalysis(ctx, in.ID, "d1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	result, _ := json.Marshal(map[string]any{"causes": []map[string]any{{"category": "release", "score": 0.8, "summary": "v3 rollout"}}})
+	if err := e.st.FinishAnalysis(ctx, in.ID, v, result, ""); err != nil {
+		t.Fatal(err)
+	}
+	v2, err := e.st.StartAnalysis(ctx, in.ID, "d2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.FinishAnalysis(ctx, in.ID, v2, nil, "conn reset"); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.post(fmt.Sprintf("/api/v1/incidents/%d/resolve", in.ID), "", nil); r.status != 200 {
+		t.Fatalf("resolve: %d %s", r.status, r.body)
+	}
+	var an struct {
+		Status string `json:"status"`
+	}
+	e.get(fmt.Sprintf("/api/v1/incidents/%d/analysis", in.ID), &an)
+	got := e.incident(in.ID)
+	var page wire.IncidentPage
+	e.get("/api/v1/incidents", &page)
+	if an.Status != "ready" {
+		t.Fatalf("analysis endpoint: %q, want ready (the last good one)", an.Status)
+	}
+	if got.AnalysisStatus != an.Status {
+		t.Errorf("GET incident: analysis_status %q with top_cause %+v, but the analysis endpoint says %q", got.AnalysisStatus, got.TopCause, an.Status)
+	}
+	if len(page.Incidents) == 1 && page.Incidents[0].AnalysisStatus != an.Status {
+		t.Errorf("list: analysis_status %q, but the analysis endpoint says %q", page.Incidents[0].AnalysisStatus, an.Status)
 	}
 }
