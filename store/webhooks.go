@@ -164,6 +164,14 @@ type NewDelivery struct {
 	IdempotencyKey  string
 	Body            []byte
 	DueAt           time.Time
+	// Render, if set, makes Body from the incident as it is when the
+	// delivery is queued: read under the lock that orders the webhook's
+	// deliveries of the incident, so the body is never older than an
+	// event queued before it (an analysis.ready rendered while the
+	// incident was open must not follow its incident.resolved). It is
+	// called only when the delivery is not queued yet; it must not use the
+	// database.
+	Render func(Incident) ([]byte, error)
 }
 
 // EnqueueDelivery queues a delivery unless the webhook already has one
@@ -172,7 +180,8 @@ type NewDelivery struct {
 // or under a key made with another public URL), or analysis.ready of the
 // incident for any version (a slow analyzer's older version finishing
 // after a newer one was announced): queued reports whether a row was
-// added.
+// added. With n.Render the body is made from the incident as it is at
+// that moment (see NewDelivery.Render).
 func (s *Store) EnqueueDelivery(ctx context.Context, n NewDelivery) (queued bool, err error) {
 	// Serialised per webhook and incident, so two replicas with different
 	// keys (public URLs) cannot both pass the NOT EXISTS.
@@ -180,6 +189,33 @@ func (s *Store) EnqueueDelivery(ctx context.Context, n NewDelivery) (queued bool
 		if _, err := tx.db.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('waterline.delivery'), hashtext($1::bigint::text || '/' || $2::bigint::text))`,
 			n.WebhookID, n.IncidentID); err != nil {
 			return err
+		}
+		if n.Render != nil {
+			// Rendered now, after the lock: whatever was queued before this
+			// for the webhook and incident was queued from an incident state
+			// that committed before it, and this statement sees that state
+			// (read committed). Nothing is read or rendered for a delivery
+			// that is queued already, which is what a sweep mostly finds.
+			var queuedAlready bool
+			if err := tx.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_deliveries
+				WHERE webhook_id = $1 AND (idempotency_key = $5
+				   OR (incident_id = $2 AND event = $3 AND (analysis_version = $4 OR event = 'analysis.ready'))))`,
+				n.WebhookID, n.IncidentID, n.Event, n.AnalysisVersion, n.IdempotencyKey).Scan(&queuedAlready); err != nil {
+				return err
+			}
+			if queuedAlready {
+				return nil
+			}
+			in, err := tx.Incident(ctx, n.IncidentID)
+			if errors.Is(err, ErrNotFound) {
+				return nil // deleted meanwhile: nothing to tell
+			}
+			if err != nil {
+				return err
+			}
+			if n.Body, err = n.Render(in); err != nil {
+				return err
+			}
 		}
 		tag, err := tx.db.Exec(ctx, `
 			INSERT INTO webhook_deliveries (webhook_id, incident_id, event, analysis_version, idempotency_key, body, next_attempt_at, created_at)

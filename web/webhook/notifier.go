@@ -147,7 +147,7 @@ func (n *Notifier) NotifyIncident(ctx context.Context, id int64) error {
 	if in.Status == store.IncidentResolved {
 		msgs = append(msgs, message{Event: store.EventIncidentResolved, At: in.UpdatedAt})
 	}
-	return n.enqueue(ctx, hooks, in, msgs)
+	return n.enqueue(ctx, hooks, in.ID, msgs)
 }
 
 // AnalysisReady is the analyzer's OnReady: it queues analysis.ready for an
@@ -220,7 +220,7 @@ func (n *Notifier) NotifyAnalysis(ctx context.Context, id int64, version int, pr
 	// so opened goes in first (a no-op when it is queued already): a
 	// receiver that files a ticket on opened never gets a comment first.
 	opened := message{Event: store.EventIncidentOpened, At: in.CreatedAt}
-	return n.enqueue(ctx, hooks, in, []message{opened, m})
+	return n.enqueue(ctx, hooks, in.ID, []message{opened, m})
 }
 
 // causeChangeLead is how far a new top cause must score over the one
@@ -260,13 +260,17 @@ func clearLead(result []byte, newTop, old string) bool {
 	return score(newTop)-score(old) >= causeChangeLead
 }
 
-// enqueue renders each message for each webhook that subscribed to its
-// event before it happened, and queues it.
-func (n *Notifier) enqueue(ctx context.Context, hooks []store.Webhook, in store.Incident, msgs []message) error {
-	view := incident.Summary(in, n.opt.PublicURL)
+// enqueue queues each message for each webhook that subscribed to its
+// event before it happened, rendered in the webhook's format from the
+// incident as it is when that delivery is queued (under the lock that
+// orders the webhook's deliveries of the incident): a body never says
+// less than an event queued before it. An analysis.ready held up while
+// the incident resolved and its incident.resolved went out says
+// resolved too, rather than re-raising a ServiceNow alert or un-striking
+// a Jira link.
+func (n *Notifier) enqueue(ctx context.Context, hooks []store.Webhook, id int64, msgs []message) error {
 	queued := 0
 	for _, m := range msgs {
-		m.View = view
 		for _, h := range hooks {
 			if !slices.Contains(h.Events, m.Event) || h.CreatedAt.After(m.At) {
 				continue
@@ -275,7 +279,7 @@ func (n *Notifier) enqueue(ctx context.Context, hooks []store.Webhook, in store.
 			if h.IncludeShareLink {
 				// The same link in every delivery of this webhook about
 				// this incident; none once its sharing was revoked.
-				tok, ok, err := n.st.WebhookShareToken(ctx, in.ID, h)
+				tok, ok, err := n.st.WebhookShareToken(ctx, id, h)
 				if err != nil {
 					return err
 				}
@@ -283,14 +287,14 @@ func (n *Notifier) enqueue(ctx context.Context, hooks []store.Webhook, in store.
 					m.Share = incident.ShareURL(n.opt.PublicURL, tok)
 				}
 			}
-			body, err := render(h.Format, m, n.opt.PublicURL)
-			if err != nil {
-				return err
-			}
 			ok, err := n.st.EnqueueDelivery(ctx, store.NewDelivery{
-				WebhookID: h.ID, IncidentID: in.ID, Event: m.Event, AnalysisVersion: m.Version,
-				IdempotencyKey: idempotencyKey(n.opt.PublicURL, in.ID, m.Event, m.Version),
-				Body:           body, DueAt: n.opt.Now(),
+				WebhookID: h.ID, IncidentID: id, Event: m.Event, AnalysisVersion: m.Version,
+				IdempotencyKey: idempotencyKey(n.opt.PublicURL, id, m.Event, m.Version),
+				DueAt:          n.opt.Now(),
+				Render: func(in store.Incident) ([]byte, error) {
+					m.View = incident.Summary(in, n.opt.PublicURL)
+					return render(h.Format, m, n.opt.PublicURL)
+				},
 			})
 			if err != nil {
 				return err

@@ -2,12 +2,15 @@ package webhook_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/waterline-dev/waterline/internal/testing/testclock"
 	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/store/storetest"
 	"github.com/waterline-dev/waterline/web/webhook"
 )
 
@@ -323,6 +326,117 @@ func TestSweepDoesNotEndOnALeftCause(t *testing.T) {
 	for _, d := range f.log(t) {
 		if d.IncidentID == in.ID && d.Event == store.EventCauseChanged {
 			t.Fatalf("cause.changed of v%d sent: receivers would end on capacity while the analysis says release", d.AnalysisVersion)
+		}
+	}
+}
+
+// An analysis that finishes as its incident resolves: NotifyAnalysis read
+// the open incident, was held up (several webhooks, share links, a slow
+// database) while the resolution was queued and sent, and then queued
+// analysis.ready rendered as open. ServiceNow got severity 0/Closing, then
+// severity 2/New for the same message_key and reopened the alert; a Jira
+// link lost its strike-through. A body is rendered from the incident as it
+// is when it is queued, under the lock that orders the webhook's
+// deliveries of the incident, so it never says less than one queued
+// before it. The pause is forced here by holding that lock for the webhook
+// queued first.
+func TestAnalysisQueuedAfterTheResolutionSaysResolved(t *testing.T) {
+	ctx := context.Background()
+	st, pool := storetest.NewWithPool(t)
+	// Hook 1 (a Slack channel for analyses) is queued before hook 2 (ServiceNow).
+	h1, err := st.CreateWebhook(ctx, store.NewWebhook{URL: "http://chat.test/hook", Secret: secret, Format: store.WebhookFormatSlack,
+		Events: []string{store.EventAnalysisReady}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, err := st.CreateWebhook(ctx, store.NewWebhook{URL: "http://acme.service-now.test/api/global/em/jsonv2", Secret: secret,
+		Format: store.WebhookFormatServiceNow, Events: store.WebhookEvents})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	in, err := st.CreateIncident(ctx, store.NewIncident{Title: "p99 up", Start: testclock.Now().Add(-time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := webhook.NewNotifier(st, webhook.NotifierOptions{PublicURL: "http://waterline.test"})
+	if err := n.NotifyIncident(ctx, in.ID); err != nil { // opened, as it happens
+		t.Fatal(err)
+	}
+	v, err := st.StartAnalysis(ctx, in.ID, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.FinishAnalysis(ctx, in.ID, v, scored("release"), ""); err != nil {
+		t.Fatal(err)
+	}
+
+	// Stall NotifyAnalysis after it has read the (open) incident.
+	blocker, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The lock EnqueueDelivery takes for (webhook 1, incident).
+	if _, err := blocker.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('waterline.delivery'), hashtext($1::bigint::text || '/' || $2::bigint::text))`, h1.ID, in.ID); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := n.NotifyAnalysis(ctx, in.ID, v, "", "release"); err != nil {
+			t.Error(err)
+		}
+	})
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		var waiting int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("NotifyAnalysis never waited")
+		}
+	}
+	// Meanwhile the incident resolves and its notification goes through.
+	if _, err := st.ResolveIncident(ctx, in.ID, testclock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.NotifyIncident(ctx, in.ID); err != nil {
+		t.Fatal(err)
+	}
+	_ = blocker.Rollback(ctx)
+	wg.Wait()
+
+	log, _, err := st.Deliveries(ctx, h2.ID, "", 50) // newest first
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seq []string
+	for i := len(log) - 1; i >= 0; i-- {
+		var b struct {
+			Records []struct {
+				Severity        string `json:"severity"`
+				ResolutionState string `json:"resolution_state"`
+			} `json:"records"`
+		}
+		if err := json.Unmarshal(log[i].Body, &b); err != nil {
+			t.Fatal(err)
+		}
+		seq = append(seq, fmt.Sprintf("%s(sev %s %s)", log[i].Event, b.Records[0].Severity, b.Records[0].ResolutionState))
+	}
+	closed := false
+	for i := len(log) - 1; i >= 0; i-- {
+		var b struct {
+			Records []struct {
+				Severity string `json:"severity"`
+			} `json:"records"`
+		}
+		_ = json.Unmarshal(log[i].Body, &b)
+		if b.Records[0].Severity == "0" {
+			closed = true
+		} else if closed {
+			t.Fatalf("ServiceNow is sent, in order: %v — the alert the resolution cleared is raised again (severity 2, New) by a body rendered before the resolution", seq)
 		}
 	}
 }
