@@ -31,6 +31,7 @@ type ReadyVersion struct {
 	Version    int
 	Top        string
 	PrevTop    string
+	FinishedAt time.Time // when it became ready (database clock)
 }
 
 // ReadyAnalysesWithin returns, for the incidents with an analysis that
@@ -54,7 +55,7 @@ func (s *Store) ReadyAnalysesWithin(ctx context.Context, window time.Duration, l
 		         row_number() OVER (PARTITION BY a.incident_id ORDER BY a.version) AS n
 		  FROM analyses a JOIN recent r ON r.incident_id = a.incident_id
 		  WHERE a.status = 'ready')
-		SELECT incident_id, version, top, prev_top FROM versions v
+		SELECT incident_id, version, top, prev_top, finished_at FROM versions v
 		WHERE (n = 1 OR (finished_at >= now() - $1 * interval '1 second' AND top <> prev_top))
 		  -- Not yet queued for some webhook that wants its event and was
 		  -- there when it was ready (a newer one hears only what follows).
@@ -73,7 +74,8 @@ func (s *Store) ReadyAnalysesWithin(ctx context.Context, window time.Duration, l
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (ReadyVersion, error) {
 		var r ReadyVersion
-		err := row.Scan(&r.IncidentID, &r.Version, &r.Top, &r.PrevTop)
+		err := row.Scan(&r.IncidentID, &r.Version, &r.Top, &r.PrevTop, &r.FinishedAt)
+		r.FinishedAt = r.FinishedAt.UTC()
 		return r, err
 	})
 	return out, wrap("ready analyses within", err)

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -100,6 +101,9 @@ func (n *Notifier) Run(ctx context.Context) {
 // Sweep queues what the incidents and analyses that changed in the last
 // SweepWindow call for and is not queued yet: the safety net under
 // IncidentChanged and AnalysisReady, which only note changes in memory.
+// Each incident's events are queued in the order they happened, as they
+// would have been live: an analysis that was ready before the incident
+// resolved goes out before incident.resolved, one ready after it, after.
 func (n *Notifier) Sweep(ctx context.Context) error {
 	hooks, err := n.st.Webhooks(ctx)
 	if err != nil || len(hooks) == 0 {
@@ -109,19 +113,64 @@ func (n *Notifier) Sweep(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, id := range ids {
-		if err := n.NotifyIncident(ctx, id); err != nil {
-			return err
-		}
-	}
 	ready, err := n.st.ReadyAnalysesWithin(ctx, n.opt.SweepWindow, sweepLimit)
 	if err != nil {
 		return err
 	}
+	changed := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		changed[id] = true
+	}
+	versions := map[int64][]store.ReadyVersion{}
 	for _, r := range ready {
+		if _, ok := versions[r.IncidentID]; !ok && !changed[r.IncidentID] {
+			ids = append(ids, r.IncidentID)
+		}
+		versions[r.IncidentID] = append(versions[r.IncidentID], r)
+	}
+	for _, id := range ids {
+		if err := n.sweepIncident(ctx, id, changed[id], versions[id]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sweepIncident queues one incident's events in the order they happened:
+// its ready versions by the time they became ready, with opened and
+// resolved (when changed, i.e. the incident itself changed within the
+// window) at their places among them.
+func (n *Notifier) sweepIncident(ctx context.Context, id int64, changed bool, versions []store.ReadyVersion) error {
+	resolvedAt := time.Time{} // zero: not resolved, or not this sweep's to tell
+	if changed && len(versions) > 0 {
+		in, err := n.st.Incident(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil // deleted meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		if in.Status == store.IncidentResolved {
+			resolvedAt = in.UpdatedAt // NotifyIncident's time of incident.resolved
+		}
+	}
+	slices.SortFunc(versions, func(a, b store.ReadyVersion) int {
+		return cmp.Or(a.FinishedAt.Compare(b.FinishedAt), cmp.Compare(a.Version, b.Version))
+	})
+	for _, r := range versions {
+		if changed && !resolvedAt.IsZero() && r.FinishedAt.After(resolvedAt) {
+			// Ready after the resolution: opened and resolved go first.
+			if err := n.NotifyIncident(ctx, id); err != nil {
+				return err
+			}
+			changed = false
+		}
 		if err := n.NotifyAnalysis(ctx, r.IncidentID, r.Version, r.PrevTop, r.Top); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
+	}
+	if changed {
+		return n.NotifyIncident(ctx, id)
 	}
 	return nil
 }

@@ -294,8 +294,8 @@ func TestCauseChangedWithoutAnEarlierDelivery(t *testing.T) {
 	}
 }
 
-// A sweep walks the versions whose top cause changed, newest first, and
-// the live notice of one may have been lost. A version whose cause the
+// A sweep walks the versions whose top cause changed, in the order they
+// became ready, and the live notice of one may have been lost. A version whose cause the
 // analysis has left since is not sent: receivers would end on it.
 func TestSweepDoesNotEndOnALeftCause(t *testing.T) {
 	ctx := context.Background()
@@ -438,5 +438,84 @@ func TestAnalysisQueuedAfterTheResolutionSaysResolved(t *testing.T) {
 		} else if closed {
 			t.Fatalf("ServiceNow is sent, in order: %v — the alert the resolution cleared is raised again (severity 2, New) by a body rendered before the resolution", seq)
 		}
+	}
+}
+
+// After a restart (nothing noted in memory) the sweep queued every
+// incident's opened and resolved first and its analyses after: an analysis
+// ready before the incident resolved reached Slack as "analysed" after
+// "resolved", and a relay that moves a ticket on analysis.ready moved a
+// closed one. The sweep queues each incident's events in the order they
+// happened — an analysis ready after the resolution still follows it.
+func TestSweepQueuesEventsInTheOrderTheyHappened(t *testing.T) {
+	ctx := context.Background()
+	rc := newReceiver(t, ok)
+	f := newFixture(t, rc.srv.URL)
+	time.Sleep(10 * time.Millisecond) // events strictly after the webhook, on Postgres' clock
+	in, err := f.st.CreateIncident(ctx, store.NewIncident{Title: "p99 up", Start: testclock.Now().Add(-time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := f.st.StartAnalysis(ctx, in.ID, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.st.FinishAnalysis(ctx, in.ID, v, scored("release"), ""); err != nil { // ready first …
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	if _, err := f.st.ResolveIncident(ctx, in.ID, testclock.Now()); err != nil { // … resolved after
+		t.Fatal(err)
+	}
+	// Another incident, resolved and then analysed (a last analysis of the
+	// finished incident).
+	late, err := f.st.CreateIncident(ctx, store.NewIncident{Title: "p50 up", Start: testclock.Now().Add(-time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.st.ResolveIncident(ctx, late.ID, testclock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	lv, err := f.st.StartAnalysis(ctx, late.ID, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.st.FinishAnalysis(ctx, late.ID, lv, scored("release"), ""); err != nil {
+		t.Fatal(err)
+	}
+	// The process restarted: nothing was noted in memory; the sweep is the
+	// safety net.
+	n := webhook.NewNotifier(f.st, webhook.NotifierOptions{PublicURL: "http://waterline.test"})
+	if err := n.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d := webhook.NewDispatcher(f.st, fast(webhook.Options{}))
+	for {
+		sent, err := d.DeliverOne(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !sent {
+			break
+		}
+	}
+	order := map[string][]string{}
+	for _, r := range rc.requests() {
+		var b struct {
+			Title string `json:"title"`
+		}
+		if err := json.Unmarshal(r.body, &b); err != nil {
+			t.Fatal(err)
+		}
+		order[b.Title] = append(order[b.Title], r.event)
+	}
+	want := []string{store.EventIncidentOpened, store.EventAnalysisReady, store.EventIncidentResolved}
+	if fmt.Sprint(order["p99 up"]) != fmt.Sprint(want) {
+		t.Fatalf("receiver got %v, want the order they happened in %v", order["p99 up"], want)
+	}
+	want = []string{store.EventIncidentOpened, store.EventIncidentResolved, store.EventAnalysisReady}
+	if fmt.Sprint(order["p50 up"]) != fmt.Sprint(want) {
+		t.Fatalf("receiver got %v for the incident analysed after it resolved, want %v", order["p50 up"], want)
 	}
 }
