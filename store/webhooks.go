@@ -311,11 +311,12 @@ type DueDelivery struct {
 }
 
 // ClaimDueDelivery locks the delivery that has waited longest among those
-// due at now, skipping rows another sender holds and deliveries whose
-// incident has an earlier one still pending for the same webhook (a
-// receiver sees an incident's events in the order they happened: resolved
-// never before an opened that waits for its retry), and returns it with its
-// webhook's URL and secret; ErrNotFound when none is due. Call it on a
+// due at now, skipping rows another sender holds, deliveries of a paused
+// webhook (PauseWebhook) and deliveries whose incident has an earlier one
+// still pending for the same webhook (a receiver sees an incident's events
+// in the order they happened: resolved never before an opened that waits
+// for its retry), and returns it with its webhook's URL and secret;
+// ErrNotFound when none is due. Call it on a
 // Store inside a transaction (InTx): the lock lasts until that
 // transaction ends, which is what keeps other senders off the row while
 // it is being sent.
@@ -324,6 +325,7 @@ func (s *Store) ClaimDueDelivery(ctx context.Context, now time.Time) (DueDeliver
 		SELECT `+deliveryColumns+`, w.url, w.secret
 		FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
 		WHERE d.status = 'pending' AND d.next_attempt_at <= $1
+		  AND (w.paused_until IS NULL OR w.paused_until <= $1)
 		  AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e
 		                  WHERE e.incident_id = d.incident_id AND e.webhook_id = d.webhook_id
 		                    AND e.status = 'pending' AND e.id < d.id)
@@ -406,17 +408,16 @@ func (s *Store) NewestReadyTopCause(ctx context.Context, incidentID int64) (stri
 	return top, wrap("newest ready top cause", err)
 }
 
-// HoldWebhook moves a webhook's other pending deliveries (not except) to
-// until at the earliest: its receiver just gave no answer, and each of
-// them would hold a sender for the whole timeout, one after another,
-// while other receivers wait. Rows another sender holds are skipped.
-func (s *Store) HoldWebhook(ctx context.Context, webhookID, except int64, until time.Time) error {
-	_, err := s.db.Exec(ctx, `
-		UPDATE webhook_deliveries SET next_attempt_at = $3
-		WHERE id IN (SELECT id FROM webhook_deliveries
-		             WHERE webhook_id = $1 AND status = 'pending' AND id <> $2 AND next_attempt_at < $3
-		             FOR UPDATE SKIP LOCKED)`, webhookID, except, until)
-	return wrap("hold webhook", err)
+// PauseWebhook keeps every delivery of a webhook from being claimed
+// before until (ClaimDueDelivery), by any replica: its receiver is
+// struggling — it gave no answer, or an error answer after a long wait —
+// and each of its deliveries would hold a sender for about the timeout,
+// one after another, while other receivers wait. A pause only ever
+// lengthens; deliveries queued during it wait too, and no attempt is
+// spent on them.
+func (s *Store) PauseWebhook(ctx context.Context, webhookID int64, until time.Time) error {
+	_, err := s.db.Exec(ctx, `UPDATE webhooks SET paused_until = GREATEST(paused_until, $2) WHERE id = $1`, webhookID, until)
+	return wrap("pause webhook", err)
 }
 
 // FirstReadyAnalysis returns the lowest version of an incident's analysis

@@ -141,6 +141,10 @@ func (d *Dispatcher) DeliverOne(ctx context.Context) (bool, error) {
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.opt.Timeout+30*time.Second)
 	defer cancel()
+	var (
+		hook  int64
+		pause time.Time // zero: the receiver is not paused
+	)
 	err := d.st.InTx(actx, func(tx *store.Store) error {
 		due, err := tx.ClaimDueDelivery(actx, d.opt.Now())
 		if errors.Is(err, store.ErrNotFound) {
@@ -149,7 +153,7 @@ func (d *Dispatcher) DeliverOne(ctx context.Context) (bool, error) {
 		if err != nil {
 			return err
 		}
-		a, detail := d.attempt(actx, due)
+		a, detail, until := d.attempt(actx, due)
 		if a.Status == store.DeliveryDelivered {
 			d.opt.Log.Info("webhook delivered", "delivery", due.ID, "webhook", due.WebhookID, "event", due.Event,
 				"incident", due.IncidentID, "status", a.HTTPStatus, "attempt", due.Attempts+1)
@@ -157,36 +161,55 @@ func (d *Dispatcher) DeliverOne(ctx context.Context) (bool, error) {
 			d.opt.Log.Warn("webhook attempt failed", "delivery", due.ID, "webhook", due.WebhookID, "event", due.Event,
 				"attempt", due.Attempts+1, "err", a.Err, "detail", detail, "next", a.Status)
 		}
-		if err := tx.RecordAttempt(actx, due.ID, a); err != nil {
-			return err
-		}
-		// A receiver that did not answer (timed out, refused) is down for
-		// all its deliveries: they wait for this one's retry rather than
-		// each hold a sender for the timeout while other receivers wait.
-		// An answer, even a 5xx, is quick, and judged per delivery.
-		if a.Status == store.DeliveryPending && a.HTTPStatus == 0 {
-			return tx.HoldWebhook(actx, due.WebhookID, due.ID, a.NextAt)
-		}
-		return nil
+		hook, pause = due.WebhookID, until
+		return tx.RecordAttempt(actx, due.ID, a)
 	})
 	if errors.Is(err, errNothingDue) {
 		return false, nil
 	}
-	return err == nil, err
+	if err != nil {
+		return false, err
+	}
+	if !pause.IsZero() {
+		// Once the claim's transaction is over, not in it: DeleteWebhook
+		// locks the webhook's row, then waits for its deliveries' rows
+		// (this one's included), so writing the webhook's row while
+		// holding this one could deadlock with it.
+		d.opt.Log.Warn("webhook receiver paused", "webhook", hook, "until", pause)
+		if err := d.st.PauseWebhook(actx, hook, pause); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
 }
+
+// slowAnswerShare: an error answer that took at least this share of the
+// attempt timeout (1/4: 2.5 s by default) pauses the whole receiver.
+const slowAnswerShare = 4
 
 // attempt POSTs one delivery and decides what happens next. The attempt
 // records only a short, sanitised reason (failure); detail is the
 // transport's own error, for the server log only (never the receiver's
 // body, nor the URL with its query string).
-func (d *Dispatcher) attempt(ctx context.Context, due store.DueDelivery) (a store.Attempt, detail string) {
+//
+// pause, unless zero, is when the receiver's other deliveries may go
+// again. A receiver that gave no answer (timed out, refused) or answered
+// an error only after a long wait (a gateway's 502/504 just under the
+// timeout) is in trouble for all its deliveries: they wait for this one's
+// retry rather than each hold a sender for about the timeout while other
+// receivers wait, so it costs about one attempt per sender and round. A
+// quick error answer is judged per delivery (a body the receiver chokes
+// on must not stop the others).
+func (d *Dispatcher) attempt(ctx context.Context, due store.DueDelivery) (a store.Attempt, detail string, pause time.Time) {
 	now := d.opt.Now()
 	a = store.Attempt{At: now}
+	sent := time.Now()
 	status, retryIn, err := d.post(ctx, due, now)
+	slow := time.Since(sent) >= d.opt.Timeout/slowAnswerShare
 	a.HTTPStatus = status
 	if err == nil {
 		a.Status, a.NextAt = store.DeliveryDelivered, now
-		return a, ""
+		return a, "", time.Time{}
 	}
 	a.Err = failure(status, err, d.opt.Timeout)
 	if status == 0 {
@@ -198,19 +221,22 @@ func (d *Dispatcher) attempt(ctx context.Context, due store.DueDelivery) (a stor
 	}
 	if (status != 0 && !retryable(status)) || errors.Is(err, errBadURL) {
 		a.Status, a.NextAt = store.DeliveryFailed, now
-		return a, detail
+		return a, detail, time.Time{}
 	}
 	if due.Attempts+1 >= d.opt.MaxAttempts {
 		a.Status, a.NextAt = store.DeliveryFailed, now
 		a.Err += fmt.Sprintf(" (gave up after %d attempts)", due.Attempts+1)
-		return a, detail
+		return a, detail, time.Time{}
 	}
 	wait := backoff(due.Attempts+1, d.opt.BaseBackoff, d.opt.MaxBackoff)
 	if retryIn > wait {
 		wait = min(retryIn, d.opt.MaxBackoff)
 	}
 	a.Status, a.NextAt = store.DeliveryPending, now.Add(wait)
-	return a, detail
+	if status == 0 || slow {
+		pause = a.NextAt
+	}
+	return a, detail, pause
 }
 
 // post sends the delivery once. It returns the HTTP status (0 when no

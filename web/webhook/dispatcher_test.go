@@ -500,6 +500,52 @@ func TestHungReceiverDoesNotHoldUpOthers(t *testing.T) {
 	}
 }
 
+// A gateway in front of an overloaded Jira or ServiceNow answered 504 just
+// under the timeout: the guard for hung receivers saw an answer and let
+// each of its deliveries hold a sender for almost the whole timeout in
+// turn, while a healthy receiver's page waited behind them. An error
+// answered after a long wait pauses the receiver like no answer does.
+func TestSlowErrorReceiverDoesNotHoldUpOthers(t *testing.T) {
+	slow := newReceiver(t, func(n int, w http.ResponseWriter) {
+		time.Sleep(150 * time.Millisecond) // just under the 200 ms timeout below
+		w.WriteHeader(http.StatusGatewayTimeout)
+	})
+	healthy := newReceiver(t, ok)
+	f := newFixture(t, slow.srv.URL)
+	ctx := context.Background()
+	for i := range 8 {
+		in, err := f.st.CreateIncident(ctx, store.NewIncident{Title: fmt.Sprintf("i%d", i), Start: testclock.Now().Add(-time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.st.EnqueueDelivery(ctx, store.NewDelivery{WebhookID: f.hook, IncidentID: in.ID, Event: store.EventIncidentOpened,
+			IdempotencyKey: fmt.Sprintf("slow-%d", i), Body: []byte(`{}`), DueAt: testclock.Now().Add(-time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := f.st.CreateWebhook(ctx, store.NewWebhook{URL: healthy.srv.URL, Secret: secret, Format: store.WebhookFormatWaterline, Events: store.WebhookEvents})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.st.EnqueueDelivery(ctx, store.NewDelivery{WebhookID: w.ID, IncidentID: f.incident, Event: store.EventIncidentOpened,
+		IdempotencyKey: "healthy", Body: []byte(`{}`), DueAt: testclock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	d := webhook.NewDispatcher(f.st, fast(webhook.Options{Timeout: 200 * time.Millisecond, BaseBackoff: time.Minute, Workers: 2}))
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { d.Run(rctx); close(done) }()
+	defer func() { stop(); <-done }()
+	for deadline := time.Now().Add(20 * time.Second); len(healthy.requests()) == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the healthy receiver got nothing")
+		}
+	}
+	if n := len(slow.requests()); n > 2 {
+		t.Errorf("%d slow attempts (%d ms each) to the failing receiver before the healthy one's delivery, want at most one per worker", n, 150)
+	}
+}
+
 // With the database gone the workers back off and say so once, not every
 // poll: they logged two warnings a second for as long as an outage lasted.
 func TestDispatcherBacksOffWhileTheDatabaseIsDown(t *testing.T) {
