@@ -410,9 +410,10 @@ func (s *Store) NewestReadyTopCause(ctx context.Context, incidentID int64) (stri
 
 // PauseWebhook keeps every delivery of a webhook from being claimed
 // before until (ClaimDueDelivery), by any replica: its receiver is
-// struggling — it gave no answer, or an error answer after a long wait —
+// struggling — it gave no answer, or an error answer after a long wait,
 // and each of its deliveries would hold a sender for about the timeout,
-// one after another, while other receivers wait. A pause only ever
+// one after another, while other receivers wait — or it asked for quiet
+// (429, Retry-After), which each of them would draw again. A pause only ever
 // lengthens; deliveries queued during it wait too, and no attempt is
 // spent on them.
 func (s *Store) PauseWebhook(ctx context.Context, webhookID int64, until time.Time) error {

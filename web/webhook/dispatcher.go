@@ -198,8 +198,11 @@ const slowAnswerShare = 4
 // timeout) is in trouble for all its deliveries: they wait for this one's
 // retry rather than each hold a sender for about the timeout while other
 // receivers wait, so it costs about one attempt per sender and round. A
-// quick error answer is judged per delivery (a body the receiver chokes
-// on must not stop the others).
+// 429 is about the receiver, not the delivery: it pauses it until this
+// delivery's retry, and a Retry-After (on any retryable answer, at most
+// an hour) pauses it for that long at least. Otherwise a quick error
+// answer is judged per delivery (a body the receiver chokes on must not
+// stop the others).
 func (d *Dispatcher) attempt(ctx context.Context, due store.DueDelivery) (a store.Attempt, detail string, pause time.Time) {
 	now := d.opt.Now()
 	a = store.Attempt{At: now}
@@ -223,21 +226,31 @@ func (d *Dispatcher) attempt(ctx context.Context, due store.DueDelivery) (a stor
 		a.Status, a.NextAt = store.DeliveryFailed, now
 		return a, detail, time.Time{}
 	}
+	if retryIn > 0 {
+		// The receiver asked for quiet, for all it is sent: its other
+		// deliveries wait too, rather than each draw another 429 and
+		// spend an attempt on it.
+		retryIn = min(retryIn, maxRetryAfter)
+		pause = now.Add(retryIn)
+	}
 	if due.Attempts+1 >= d.opt.MaxAttempts {
 		a.Status, a.NextAt = store.DeliveryFailed, now
 		a.Err += fmt.Sprintf(" (gave up after %d attempts)", due.Attempts+1)
-		return a, detail, time.Time{}
+		return a, detail, pause
 	}
 	wait := backoff(due.Attempts+1, d.opt.BaseBackoff, d.opt.MaxBackoff)
 	if retryIn > wait {
 		wait = min(retryIn, d.opt.MaxBackoff)
 	}
 	a.Status, a.NextAt = store.DeliveryPending, now.Add(wait)
-	if status == 0 || slow {
+	if (status == 0 || slow || status == http.StatusTooManyRequests) && a.NextAt.After(pause) {
 		pause = a.NextAt
 	}
 	return a, detail, pause
 }
+
+// maxRetryAfter bounds the quiet a receiver may ask for with Retry-After.
+const maxRetryAfter = time.Hour
 
 // post sends the delivery once. It returns the HTTP status (0 when no
 // answer came), the wait the receiver asked for (Retry-After), and an

@@ -546,6 +546,59 @@ func TestSlowErrorReceiverDoesNotHoldUpOthers(t *testing.T) {
 	}
 }
 
+// A 429 with Retry-After (Slack's one message a second per incoming
+// webhook, Jira Cloud's and ServiceNow's rate limits) held back only the
+// delivery that got it: the receiver's other deliveries — a fleet-wide
+// spike opens several incidents at once — went out at once, each drew
+// another 429 and spent one of its attempts. The whole receiver waits for
+// the Retry-After now, deliveries queued meanwhile included, and no attempt
+// of theirs is spent.
+func TestRetryAfterHoldsTheWholeReceiver(t *testing.T) {
+	rc := newReceiver(t, func(n int, w http.ResponseWriter) {
+		w.Header().Set("Retry-After", "60")
+		w.WriteHeader(http.StatusTooManyRequests)
+	})
+	f := newFixture(t, rc.srv.URL)
+	ctx := context.Background()
+	for i := range 5 {
+		in, err := f.st.CreateIncident(ctx, store.NewIncident{Title: fmt.Sprintf("i%d", i), Start: testclock.Now().Add(-time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.st.EnqueueDelivery(ctx, store.NewDelivery{WebhookID: f.hook, IncidentID: in.ID, Event: store.EventIncidentOpened,
+			IdempotencyKey: fmt.Sprintf("rl-%d", i), Body: []byte(`{}`), DueAt: testclock.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := webhook.NewDispatcher(f.st, fast(webhook.Options{}))
+	for range 5 {
+		if _, err := d.DeliverOne(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(rc.requests()); n > 1 {
+		t.Fatalf("the receiver answered 429 Retry-After: 60 and got %d more requests within the same second", n-1)
+	}
+	// Queued during the quiet: it waits too.
+	if _, err := f.st.EnqueueDelivery(ctx, store.NewDelivery{WebhookID: f.hook, IncidentID: f.incident, Event: store.EventIncidentOpened,
+		IdempotencyKey: "rl-later", Body: []byte(`{}`), DueAt: testclock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if sent, err := d.DeliverOne(ctx); sent || err != nil {
+		t.Fatalf("a delivery queued during the Retry-After was sent: %v %v", sent, err)
+	}
+	attempts := 0
+	for _, d := range f.log(t) {
+		attempts += d.Attempts
+		if d.Status != store.DeliveryPending {
+			t.Errorf("delivery %d is %s, want pending", d.ID, d.Status)
+		}
+	}
+	if attempts != 1 {
+		t.Errorf("%d attempts spent, want the one that got the 429", attempts)
+	}
+}
+
 // With the database gone the workers back off and say so once, not every
 // poll: they logged two warnings a second for as long as an outage lasted.
 func TestDispatcherBacksOffWhileTheDatabaseIsDown(t *testing.T) {
