@@ -197,6 +197,7 @@ func (s *Store) Incident(ctx context.Context, id int64) (Incident, error) {
 type IncidentFilter struct {
 	Status   string    // "" = any
 	Source   string    // "" = any
+	Model    string    // "" = any; else incidents scoped to this model
 	From, To time.Time // zero = unbounded; an incident matches if its window overlaps [From, To)
 	Cursor   string    // from a previous page's next cursor; "" = first page
 	Limit    int       // 1..500; 0 = 50
@@ -237,8 +238,9 @@ func (s *Store) ListIncidents(ctx context.Context, f IncidentFilter) ([]Incident
 		  AND ($3::timestamptz IS NULL OR i.start_at < $3)
 		  AND ($4::bigint IS NULL OR i.id < $4)
 		  AND ($6 = '' OR i.source = $6)
+		  AND ($7 = '' OR i.model = $7)
 		ORDER BY i.id DESC
-		LIMIT $5`, f.Status, from, to, afterID, limit+1, f.Source)
+		LIMIT $5`, f.Status, from, to, afterID, limit+1, f.Source, f.Model)
 	if err != nil {
 		return nil, "", wrap("list incidents", err)
 	}

@@ -147,3 +147,46 @@ func TestIncidentSummaryAnalysisStatusAgreesWithAnalysis(t *testing.T) {
 		t.Errorf("list: analysis_status %q, but the analysis endpoint says %q", page.Incidents[0].AnalysisStatus, an.Status)
 	}
 }
+
+// GET /api/v1/incidents dropped the parameters it did not know without a
+// word: an integration filtering by model= (as /timeline and /spikes take)
+// or source=, or with a typo (staus=open), got every incident with a 200
+// and linked the wrong ones to its ticket. model and source now filter;
+// anything else is a 400 naming it.
+func TestIncidentListRefusesFiltersItDoesNotApply(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	in := e.createIncident("chat p99", testNow.Add(-2*time.Hour), testNow.Add(-time.Hour)) // scope model chat-7b, source manual
+	e.post(fmt.Sprintf("/api/v1/incidents/%d/resolve", in.ID), "", nil)
+	for q, want := range map[string]int{"model=vision-xl": 0, "source=alertmanager": 0, "model=chat-7b": 1, "source=manual&status=resolved": 1} {
+		var p wire.IncidentPage
+		if r := e.get("/api/v1/incidents?"+q, &p); r.status != 200 || len(p.Incidents) != want {
+			t.Errorf("GET /api/v1/incidents?%s: %d with %d incidents, want 200 with %d", q, r.status, len(p.Incidents), want)
+		}
+	}
+	for q, field := range map[string]string{"staus=open": "staus", "sort=asc": "sort", "source=pagerduty": "source"} {
+		if r := e.get("/api/v1/incidents?"+q, nil); r.status != 400 || r.err.Field != field {
+			t.Errorf("GET /api/v1/incidents?%s: %d %s, want a 400 naming %s", q, r.status, r.body, field)
+		}
+	}
+}
+
+// from and to are parsed with time.Parse and then tested with IsZero, so
+// a `to` of 0001-01-01T00:00:00Z (what a client's zero time serialises
+// to: Go's time.Time{}, .NET's DateTime.MinValue) is taken for "no
+// bound": the window check ("to must be after from") is skipped and every
+// incident is listed, where the window selects none. Other endpoints bound
+// times to 1970–9999 with a 400 (request.Time).
+func TestIncidentListZeroTimeIsNotNoBound(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	e.createIncident("chat p99", testNow.Add(-2*time.Hour), testNow.Add(-time.Hour))
+	from := testNow.Add(-3 * time.Hour).Format(time.RFC3339)
+	for _, q := range []string{"to=0001-01-01T00:00:00Z", "from=" + from + "&to=0001-01-01T00:00:00Z"} {
+		var p wire.IncidentPage
+		r := e.get("/api/v1/incidents?"+q, &p)
+		if r.status == 200 && len(p.Incidents) > 0 {
+			t.Errorf("GET /api/v1/incidents?%s: 200 with %d incidents, none of which starts before year 1; want a 400 (or none)", q, len(p.Incidents))
+		}
+	}
+}

@@ -131,30 +131,41 @@ func checkIncident(w *wire.IncidentCreate, lim ingest.Limits, now time.Time) (st
 	return n, nil
 }
 
-// ListIncidents is GET /api/v1/incidents?status=&from=&to=&cursor=&limit=:
-// newest first, paginated by an opaque cursor.
+// ListIncidents is GET /api/v1/incidents?status=&source=&model=&from=&to=&cursor=&limit=:
+// newest first, paginated by an opaque cursor. A parameter it does not
+// know is a 400: a filter an integration believes applied (a typo, a
+// filter of another endpoint) would list every incident.
 func (a *API) ListIncidents(c echo.Context) error {
 	q := c.QueryParams()
-	f := store.IncidentFilter{Status: q.Get("status"), Cursor: q.Get("cursor")}
+	if err := request.Known(q, "status", "source", "model", "from", "to", "cursor", "limit"); err != nil {
+		return err
+	}
+	f := store.IncidentFilter{Status: q.Get("status"), Source: q.Get("source"), Model: q.Get("model"), Cursor: q.Get("cursor")}
 	if f.Status != "" && f.Status != store.IncidentOpen && f.Status != store.IncidentResolved {
 		return request.BadInput("status", "want open or resolved, got %q", f.Status)
 	}
+	switch f.Source {
+	case "", store.SourceManual, store.SourceAlertmanager, store.SourceDetector:
+	default:
+		return request.BadInput("source", "want manual, alertmanager or detector, got %q", f.Source)
+	}
+	if msg := request.CheckText(f.Model, request.MaxLabelLen); msg != "" {
+		return request.BadInput("model", "%s", msg)
+	}
+	var err error
 	for _, p := range []struct {
 		name string
 		dst  *time.Time
 	}{{"from", &f.From}, {"to", &f.To}} {
-		if v := q.Get(p.name); v != "" {
-			t, err := time.Parse(time.RFC3339Nano, v)
-			if err != nil {
-				return request.BadInput(p.name, "want an RFC 3339 time such as 2026-01-02T15:04:05Z, got %q", v)
-			}
-			*p.dst = t
+		// 1970–9999, as every time parameter: a client's zero time
+		// (0001-01-01) was read as no bound.
+		if *p.dst, err = request.Time(q, p.name, time.Time{}); err != nil {
+			return err
 		}
 	}
 	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
 		return request.BadInput("to", "must be after from (%s), got %s", f.From.Format(time.RFC3339Nano), f.To.Format(time.RFC3339Nano))
 	}
-	var err error
 	if f.Limit, err = request.Limit(q, 0, 500); err != nil {
 		return err
 	}

@@ -1,9 +1,11 @@
 package request
 
 import (
+	"maps"
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +34,17 @@ func Time(q url.Values, name string, def time.Time) (time.Time, error) {
 		return time.Time{}, BadInput(name, "%s lies outside 1970–9999", v)
 	}
 	return t.UTC(), nil
+}
+
+// Known refuses a query parameter that is not one of names, with a 400
+// naming it and the ones there are.
+func Known(q url.Values, names ...string) error {
+	for _, k := range slices.Sorted(maps.Keys(q)) {
+		if !slices.Contains(names, k) {
+			return BadInput(k, "unknown parameter; this endpoint takes %s", strings.Join(names, ", "))
+		}
+	}
+	return nil
 }
 
 // minTime and maxTime bound every time parameter: Postgres holds later
