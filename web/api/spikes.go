@@ -71,6 +71,13 @@ func (a *API) ListSpikes(c echo.Context) error {
 	}
 	var spikes []wire.ListedSpike
 	if q := strings.TrimSpace(c.QueryParam("query")); q != "" {
+		// The stored curves' filters mean nothing to the client's PromQL:
+		// ignored, model=vision-xl answered chat-7b's spike.
+		for _, p := range []string{"model", "version", "replica", "node", "level"} {
+			if c.QueryParam(p) != "" {
+				return request.BadInput(p, "applies to stored curves, not to query=: select the series in the PromQL ({%s=\"…\"})", p)
+			}
+		}
 		spikes, err = a.adhocSpikes(ctx, q, from, to, step, dir, sens)
 	} else {
 		spikes, err = a.storedSpikes(ctx, c, from, to, dir, sens)
@@ -88,9 +95,31 @@ func (a *API) storedSpikes(ctx context.Context, c echo.Context, from, to time.Ti
 	q := diagnose.SpikeQuery{From: from, To: to, Direction: dir, Sensitivity: sens, Scope: correlate.Scope{
 		Model: c.QueryParam("model"), Version: c.QueryParam("version"), Replica: c.QueryParam("replica"), Node: c.QueryParam("node"),
 	}}
-	switch lv := correlate.Level(c.QueryParam("level")); lv {
+	lv := correlate.Level(c.QueryParam("level"))
+	if lv == "" {
+		// The level whose curves carry the filter: model-level curves have
+		// no version, replica or node, and version= at the default level
+		// answered "no spikes" for a version that had one.
+		switch {
+		case q.Scope.Replica != "" || q.Scope.Node != "":
+			lv = correlate.LevelReplica
+		case q.Scope.Version != "":
+			lv = correlate.LevelVersion
+		}
+	}
+	switch lv {
 	case "", correlate.LevelModel:
-	case correlate.LevelVersion, correlate.LevelReplica:
+		for _, f := range []struct{ name, v string }{{"version", q.Scope.Version}, {"replica", q.Scope.Replica}, {"node", q.Scope.Node}} {
+			if f.v != "" {
+				return nil, request.BadInput(f.name, "model-level curves carry no %s: leave level out or use level=version or replica", f.name)
+			}
+		}
+	case correlate.LevelVersion:
+		if q.Scope.Replica != "" || q.Scope.Node != "" {
+			return nil, request.BadInput("level", "version-level curves carry no replica or node: use level=replica")
+		}
+		q.Levels = []correlate.Level{lv}
+	case correlate.LevelReplica:
 		q.Levels = []correlate.Level{lv}
 	default:
 		return nil, request.BadInput("level", "want model, version or replica, got %q", lv)
