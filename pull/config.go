@@ -22,6 +22,7 @@ import (
 // timing and the SLOs. Build it with LoadConfig or ParseConfig; the zero
 // value is not usable.
 type Config struct {
+	file        string        // the file it was read from, for errors
 	Presets     []string      // presets in effect, includes resolved, in order
 	Queries     []Query       // sorted by name
 	Step        time.Duration // resolution of pulled curves
@@ -165,9 +166,7 @@ func parseConfig(name string, data []byte, detected []string) (*Config, error) {
 		c.Queries = append(c.Queries, q)
 	}
 	sort.Slice(c.Queries, func(i, j int) bool { return c.Queries[i].Name < c.Queries[j].Name })
-	if len(c.Queries) == 0 && !c.Kube.Enabled {
-		return nil, fmt.Errorf("%s: nothing to pull: no presets and no queries", name)
-	}
+	c.file = name
 	if c.Kube.ModelFromDeployment == nil {
 		c.Kube.ModelFromDeployment = regexp.MustCompile(`^(.+)$`)
 	}

@@ -131,3 +131,16 @@ func queryByName(c *Config, name string) Query {
 	}
 	return Query{}
 }
+
+// A server that pulls nothing (no PROMETHEUS_URL: OTLP and pushed data
+// only) may say presets: [] beside its otlp: section: reading the file
+// refused it, so such a server did not start. Only a puller needs queries.
+func TestNothingToPullOnlyStopsAPuller(t *testing.T) {
+	cfg, err := ParseConfig("p0.yaml", []byte("presets: []\notlp:\n  grace: 5s\n"))
+	if err != nil {
+		t.Fatalf("a file with no presets and no queries: %v", err)
+	}
+	if _, err := New(cfg, "http://127.0.0.1:9090", nil, Options{}); err == nil || !strings.Contains(err.Error(), "p0.yaml: nothing to pull") {
+		t.Fatalf("a puller with nothing to pull: %v", err)
+	}
+}
