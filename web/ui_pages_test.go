@@ -16,6 +16,8 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/store/storetest"
 	"github.com/waterline-dev/waterline/web"
 )
 
@@ -649,5 +651,34 @@ func TestAnalysisPollOffersNewerVersions(t *testing.T) {
 	r = b.fragment(inc+"/status?shown=2", "analysis-banner")
 	if r.header.Get("HX-Refresh") != "" || strings.Contains(r.body, `class="banner`) || !strings.Contains(r.body, "every 15s") {
 		t.Errorf("v2 ready and shown: HX-Refresh %q, %s", r.header.Get("HX-Refresh"), r.body)
+	}
+}
+
+// A fleet pulled every minute: the explorer over 30 minutes (the same
+// lanes as an incident page after one "zoom in") drew the legend and the
+// scale but no line, because the store keeps the points 60 s apart in
+// 15 s chart buckets and the line drawer lifted the pen over every gap
+// longer than 2.5 chart steps.
+func TestExploreLaneDrawsAOneMinuteSeries(t *testing.T) {
+	e := newUIEnv(t)
+	from := e.spikeAt.Add(-2 * time.Hour).Truncate(time.Minute)
+	c := correlate.Curve{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel, Scope: correlate.Scope{Model: "minutely"}}
+	for at := from; at.Before(e.spikeAt.Add(time.Hour)); at = at.Add(time.Minute) {
+		c.Points = append(c.Points, correlate.Point{T: at.UnixMilli(), V: 120})
+	}
+	storetest.WriteCurves(t, e.st, []correlate.Curve{c})
+	w := e.browser()
+	w.login(e.read)
+	lo := e.spikeAt.Add(-15 * time.Minute).Truncate(time.Minute)
+	p := w.get("/explore?model=minutely&from=" + lo.Format(time.RFC3339) + "&to=" + lo.Add(30*time.Minute).Format(time.RFC3339))
+	if p.status != http.StatusOK {
+		t.Fatalf("explore: %d", p.status)
+	}
+	path := p.doc.Find(`[data-testid=lane-latency] svg path`)
+	if path.Length() == 0 {
+		t.Fatalf("no latency path drawn; lane says %q", p.testid("lane-latency").Text())
+	}
+	if d := path.First().AttrOr("d", ""); !strings.ContainsAny(d, "lL") {
+		t.Errorf("a 1-minute P99 series over 30 min: the lane has a legend and a scale but no line (d=%.100s…)", d)
 	}
 }

@@ -2,6 +2,7 @@ package views
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -873,9 +874,12 @@ func sig3(v float64) string {
 // half the bytes of absolute coordinates. Where there are more points
 // than columns, each column keeps its first, lowest, highest and last
 // point, so no spike is lost. The pen lifts over gaps longer than 2.5
-// steps (a scrape outage must not look like a straight line).
+// times the series' own spacing — the chart step, or the median distance
+// between its points when that is wider (a source pulled every minute
+// keeps its 60 s spacing in 15 s chart buckets) — so a scrape outage
+// does not look like a straight line, and a coarse series still draws one.
 func linePath(pts []correlate.Point, in TimelineInput, scale, ymax float64, h int) string {
-	gap := int64(2.5 * float64(max(in.Step, time.Second).Milliseconds()))
+	gap := int64(2.5 * float64(max(in.Step, time.Second, medianSpacing(pts)).Milliseconds()))
 	b := make([]byte, 0, len(pts)*5)
 	var last int64
 	var px, py int64
@@ -945,6 +949,25 @@ func linePath(pts []correlate.Point, in TimelineInput, scale, ymax float64, h in
 	}
 	flush()
 	return string(b)
+}
+
+// medianSpacing is the median distance between a series' consecutive
+// points (0 with fewer than two): the spacing its source was pulled at.
+func medianSpacing(pts []correlate.Point) time.Duration {
+	if len(pts) < 2 {
+		return 0
+	}
+	d := make([]int64, 0, len(pts)-1)
+	for i := 1; i < len(pts); i++ {
+		if dt := pts[i].T - pts[i-1].T; dt > 0 {
+			d = append(d, dt)
+		}
+	}
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	return time.Duration(d[len(d)/2]) * time.Millisecond
 }
 
 // gridLines marks a lane at round values under its top (1, 2 or 5 times

@@ -112,6 +112,48 @@ func TestLinePathBreaksAtGaps(t *testing.T) {
 	}
 }
 
+// A source pulled every minute (WATERLINE_CONFIG step: 1m) keeps its 60 s
+// spacing in the 15 s buckets of a window of an hour or less: with the
+// gap rule on the chart step alone every point started its own subpath
+// and the lanes showed a legend but no line. The rule follows the
+// series' own spacing, so the line is drawn and a scrape outage (here
+// 5 min without points) still lifts the pen.
+func TestLinePathFollowsTheSeriesSpacing(t *testing.T) {
+	from := time.Date(2026, 10, 6, 7, 0, 0, 0, time.UTC)
+	to := from.Add(30 * time.Minute)
+	step := 15 * time.Second // incident.ChartStep(from, to) for 30 min
+	var pts []correlate.Point
+	for at := from; at.Before(to); at = at.Add(time.Minute) { // a 1 min pull step
+		if at.After(from.Add(10*time.Minute)) && at.Before(from.Add(15*time.Minute)) {
+			continue // scrape outage
+		}
+		v := 100.0
+		if at.After(from.Add(15 * time.Minute)) {
+			v = 900
+		}
+		pts = append(pts, correlate.Point{T: at.UnixMilli(), V: v})
+	}
+	tl := BuildTimeline(TimelineInput{From: from, To: to, Step: step, State: State{Base: "/incidents/1"}, Target: "#filtered",
+		Curves: []correlate.Curve{{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel, Scope: correlate.Scope{Model: "chat"}, Points: pts}}})
+	drawn := false
+	for _, l := range tl.Lanes {
+		if l.ID != "latency" {
+			continue
+		}
+		drawn = true
+		if l.Empty != "" || len(l.Paths) == 0 {
+			t.Fatalf("latency lane empty: %q", l.Empty)
+		}
+		d := l.Paths[0].D
+		if strings.Count(d, "l") != 2 || strings.Count(d, "M") != 2 {
+			t.Errorf("a 1-minute series over 30 min with one 5 min outage: want two drawn runs (M…l… twice), got d=%.160s", d)
+		}
+	}
+	if !drawn {
+		t.Fatal("no latency lane")
+	}
+}
+
 // More points than columns: each column keeps its extremes, so a one-point
 // spike survives, and the path is shorter than one point per sample.
 func TestLinePathKeepsColumnExtremes(t *testing.T) {
