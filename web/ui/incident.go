@@ -343,6 +343,9 @@ func (p *Pages) ShowIncidentStatus(c echo.Context, id int64) error {
 		return err
 	}
 	switch {
+	case shown == 0 && status == store.AnalysisFailed && ready == 0:
+		// Nothing to show yet: the analyzer tries again, keep waiting.
+		return render(c, http.StatusOK, views.AnalysisBanner(views.AnalysisState{Status: string(status), PollURL: poll}))
 	case shown == 0 && status != store.AnalysisPending:
 		c.Response().Header().Set("HX-Refresh", "true")
 		return c.NoContent(http.StatusOK)
@@ -351,6 +354,9 @@ func (p *Pages) ShowIncidentStatus(c echo.Context, id int64) error {
 	case status == store.AnalysisPending:
 		return render(c, http.StatusOK, views.AnalysisBanner(views.AnalysisState{Status: "pending", PollURL: poll,
 			Recomputing: shown > 0, Version: shown}))
+	case status == store.AnalysisFailed:
+		// A re-run of the version shown failed; the next may not.
+		return render(c, http.StatusOK, views.AnalysisBanner(views.AnalysisState{Status: string(status), Version: shown, PollURL: poll}))
 	}
 	return render(c, http.StatusOK, views.AnalysisBanner(views.AnalysisState{Status: string(status), Version: shown, PollURL: poll, Quiet: true}))
 }

@@ -56,3 +56,12 @@ func plural(n int, one, many string) string {
 	}
 	return many
 }
+
+// failedReason is " (why)" after "failed", or nothing when the reason is
+// not known (the status poll does not read it).
+func failedReason(err string) string {
+	if err == "" {
+		return ""
+	}
+	return " (" + err + ")"
+}

@@ -69,7 +69,7 @@ type AnalysisState struct {
 	Age         string
 	Recomputing bool
 	Error       string
-	PollURL     string // fragment polled while pending
+	PollURL     string // fragment polled while pending, or failed but tried again
 	// Held: pending, but not polled, since the poll ends in a reload and
 	// the page shows a share link that is shown only once.
 	Held bool
@@ -204,6 +204,16 @@ func BuildIncident(in IncidentInput) IncidentPage {
 		// An open incident is re-analysed as data comes in: say when a
 		// newer version is ready, without reloading under the reader.
 		st.PollURL, st.Quiet = poll, true
+	case st.Status == "failed" && (inc.Status == store.IncidentOpen || shown == 0):
+		// The analyzer tries again — an open incident at every refresh,
+		// a resolved one without a ready version a few minutes later —
+		// and a later attempt usually succeeds (the failure was a
+		// database blip, a timeout): keep watching for it, more slowly
+		// than while an attempt runs. With nothing shown, a success
+		// reloads the page: not while a new share link is shown once.
+		if shown > 0 || in.ShareURL == "" {
+			st.PollURL = poll
+		}
 	}
 	h.Analysis = st
 	if in.SnapshotAt != nil {

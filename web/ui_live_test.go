@@ -1,0 +1,111 @@
+package web_test
+
+// The incident page while an incident is still open: analyses that fail
+// and are tried again, share links opened mid-analysis, and the
+// concentration rows of a scoped incident.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// openIncident opens an incident with no end (as the detector and
+// Alertmanager do mid-incident) over the env's data, optionally scoped,
+// and makes it the env's incident.
+func (e *uiEnv) openIncident(t *testing.T, scope string) {
+	t.Helper()
+	body := fmt.Sprintf(`{"title":"chat p99 up (open)","start":%q`, e.from.Format(time.RFC3339))
+	if scope != "" {
+		body += `,"scope":` + scope
+	}
+	r := e.post("/api/v1/incidents", "application/json", []byte(body+"}"))
+	var inc struct{ ID int64 }
+	if r.status != http.StatusCreated || json.Unmarshal(r.body, &inc) != nil {
+		t.Fatalf("open incident: %d %s", r.status, r.body)
+	}
+	e.id = inc.ID
+}
+
+// failAnalysis records a new analysis version of the env's incident that
+// failed, as the analyzer does when LoadInput errors (a Postgres blip, a
+// timeout).
+func (e *uiEnv) failAnalysis(t *testing.T, msg string) {
+	t.Helper()
+	ctx := context.Background()
+	v, err := e.st.StartAnalysis(ctx, e.id, "test-failed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.FinishAnalysis(ctx, e.id, v, nil, msg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// pollsStatus reports whether the page keeps an element polling the
+// incident's status (the analysis banner's hx-get … every Ns).
+func pollsStatus(p page, incidentPath string) bool {
+	el := p.doc.Find(`#analysis-banner[hx-get]`)
+	return el.Length() > 0 && strings.HasPrefix(el.AttrOr("hx-get", ""), incidentPath+"/status") &&
+		strings.HasPrefix(el.AttrOr("hx-trigger", ""), "every ")
+}
+
+// An on-call who opened an open incident's page when its newest analysis
+// had failed (a database blip, a timeout) kept reading "The analysis
+// failed" for good: the page polled only while pending or ready, never
+// after a failure, though the analyzer re-runs open incidents and a later
+// version usually succeeds. A failed re-run of a version still shown was
+// a red banner over a good analysis, with no word of a new attempt.
+func TestOpenIncidentPageKeepsPollingAfterAFailedVersion(t *testing.T) {
+	e := newUIEnv(t)
+	e.openIncident(t, "")
+	w := e.browser()
+	w.login(e.read)
+
+	// 1. The first analysis failed; the analyzer will retry it.
+	e.failAnalysis(t, "load input: timeout: context deadline exceeded")
+	p := w.get(e.incidentPath())
+	if p.status != http.StatusOK {
+		t.Fatalf("page: %d", p.status)
+	}
+	if !pollsStatus(p, e.incidentPath()) {
+		t.Fatalf("open incident, first analysis failed (retried by the analyzer): the page does not poll %s/status (analysis-state %q)",
+			e.incidentPath(), strings.TrimSpace(p.testid("analysis-state").Text()))
+	}
+	if !strings.Contains(p.testid("analysis-retrying").Text(), "tried again") {
+		t.Errorf("the failed analysis does not say it is tried again: %q", p.doc.Find(`#analysis-banner`).Text())
+	}
+	// The poll does not reload the page while nothing succeeded.
+	poll := p.doc.Find(`#analysis-banner`).AttrOr("hx-get", "")
+	r := w.fragment(poll, "analysis-banner")
+	if r.header.Get("HX-Refresh") != "" || !strings.Contains(r.body, "every 15s") {
+		t.Errorf("polling a failed analysis: HX-Refresh %q, %s", r.header.Get("HX-Refresh"), r.body)
+	}
+
+	// 2. A version is ready (v2), then a re-analysis fails (v3): the page
+	// shows v2 and keeps watching for v4.
+	e.storeAnalysis(t)
+	e.failAnalysis(t, "load input: connection reset by peer")
+	p = w.get(e.incidentPath())
+	if !pollsStatus(p, e.incidentPath()) {
+		t.Errorf("open incident showing a ready version after a failed re-analysis: the page stops polling for newer versions (analysis-state %q, banner %q)",
+			strings.TrimSpace(p.testid("analysis-state").Text()), strings.TrimSpace(p.doc.Find(`.banner.err`).Text()))
+	}
+	if p.doc.Find(`.banner.err`).Length() > 0 || p.testid("cause").Length() == 0 {
+		t.Errorf("a failed re-run hides the good version behind an error banner %q (%d causes shown)", p.doc.Find(`.banner.err`).Text(), p.testid("cause").Length())
+	}
+	if s := p.testid("analysis-state").Text(); !strings.Contains(s, "v2") {
+		t.Errorf("analysis-state %q does not name the version shown", s)
+	}
+	// 3. v4 succeeds: the poll offers it.
+	e.storeAnalysis(t)
+	poll = p.doc.Find(`#analysis-banner`).AttrOr("hx-get", "")
+	r = w.fragment(poll, "analysis-banner")
+	if !strings.Contains(r.body, "analysis-newer") || !strings.Contains(r.body, "version 4") {
+		t.Errorf("v4 ready after the failed v3: the poll answers %s", r.body)
+	}
+}
