@@ -82,6 +82,8 @@ func (s *Server) routes(e *echo.Echo) {
 	e.POST("/incidents/:id/resolve", byID(p.ResolveIncident), small, uiWrite)
 	e.GET("/s/:token", p.ShowSharedIncident, heavy) // cached pre-compressed (web/ui/pagecache.go)
 	e.GET("/s/:token/samples/:rid", p.ShowSharedSample, gz)
+	// The share page's analysis poll; a revoked link stops answering it.
+	e.GET("/s/:token/status", p.ShowSharedStatus, cacheControl("private, no-cache"))
 	// A share link's card may be cached, but revalidated on every use, so
 	// a revoked link's card stops being served.
 	e.GET("/s/:token/og.png", p.DrawSharedCard, heavy, cacheControl("no-cache"))

@@ -109,3 +109,56 @@ func TestOpenIncidentPageKeepsPollingAfterAFailedVersion(t *testing.T) {
 		t.Errorf("v4 ready after the failed v3: the poll answers %s", r.body)
 	}
 }
+
+// A share link pasted into the incident channel right after the incident
+// opened never filled in: a read-only page had no poll and there was no
+// /s/{token}/status route, so it said "Analysis: pending" for as long as
+// the tab stayed open. It now polls its own status route, which reaches
+// only the token's incident (there is no id to tamper with) and stops
+// answering once the link is revoked.
+func TestSharePageOpenedWhileAnalysingFillsIn(t *testing.T) {
+	e := newUIEnv(t)
+	e.openIncident(t, "")
+	ctx := context.Background()
+	if _, err := e.st.StartAnalysis(ctx, e.id, "running"); err != nil {
+		t.Fatal(err)
+	}
+	share := e.sharePath(t)
+	anon := e.browser()
+	p := anon.get(share)
+	if p.status != http.StatusOK {
+		t.Fatalf("share page: %d", p.status)
+	}
+	poll := p.doc.Find(`#analysis-banner[hx-trigger^="every"]`).AttrOr("hx-get", "")
+	if poll != share+"/status?shown=0" || !strings.Contains(p.testid("analysis-pending").Text(), "fills in") {
+		t.Fatalf("share page during the analysis polls %q (banner %q)", poll, strings.TrimSpace(p.testid("analysis-pending").Text()))
+	}
+	r := anon.fragment(poll, "analysis-banner")
+	if r.status != http.StatusOK || r.header.Get("HX-Refresh") != "" || !strings.Contains(r.body, share+"/status") ||
+		strings.Contains(r.body, "/incidents/") {
+		t.Errorf("share status while pending: %d HX-Refresh %q %s", r.status, r.header.Get("HX-Refresh"), r.body)
+	}
+	if got := r.header.Get("Referrer-Policy"); got != "no-referrer" {
+		t.Errorf("share status Referrer-Policy %q", got)
+	}
+	// Ready: the poll reloads the page, which now shows the analysis.
+	e.storeAnalysis(t)
+	if r := anon.fragment(poll, "analysis-banner"); r.header.Get("HX-Refresh") != "true" {
+		t.Errorf("analysis ready: the share poll answers %d HX-Refresh %q %s", r.status, r.header.Get("HX-Refresh"), r.body)
+	}
+	if p := anon.get(share); p.testid("cause").Length() == 0 {
+		t.Error("the reloaded share page shows no cause")
+	}
+	// A link reaches its incident and nothing else: an unknown token's
+	// status is the unknown link's 404, and so is a revoked link's.
+	unknown := anon.fragment("/s/"+strings.Repeat("A", len(share)-3)+"/status?shown=0", "analysis-banner")
+	if unknown.status != http.StatusNotFound {
+		t.Errorf("unknown token's status: %d", unknown.status)
+	}
+	if err := e.st.RevokeShare(ctx, e.id); err != nil {
+		t.Fatal(err)
+	}
+	if r := anon.fragment(poll, "analysis-banner"); r.status != http.StatusNotFound || r.body != unknown.body {
+		t.Errorf("revoked link's status: %d %s", r.status, r.body)
+	}
+}

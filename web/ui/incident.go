@@ -329,6 +329,24 @@ func (p *Pages) sampleTable(ctx context.Context, d *incidentData, st views.State
 // ready, a banner offering it — a page being read is not reloaded under
 // its reader (an open incident is re-analysed as data comes in).
 func (p *Pages) ShowIncidentStatus(c echo.Context, id int64) error {
+	return p.analysisStatus(c, id)
+}
+
+// ShowSharedStatus is GET /s/{token}/status?shown=N: the same poll for a
+// share page. The token is all that names the incident — there is no id
+// to tamper with — and the answer says only how far its analysis got.
+func (p *Pages) ShowSharedStatus(c echo.Context) error {
+	id, _, err := p.sharedIncident(c)
+	if err != nil {
+		return err
+	}
+	return p.analysisStatus(c, id)
+}
+
+// analysisStatus answers a status poll of incident id; the poll URL it
+// hands back is the request's own path (/incidents/{id}/status or
+// /s/{token}/status).
+func (p *Pages) analysisStatus(c echo.Context, id int64) error {
 	ctx := c.Request().Context()
 	shown, _ := strconv.Atoi(c.QueryParam("shown"))
 	poll := c.Request().URL.Path + "?shown=" + strconv.Itoa(max(shown, 0))

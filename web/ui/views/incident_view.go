@@ -193,8 +193,9 @@ func BuildIncident(in IncidentInput) IncidentPage {
 		shown = in.Version
 	}
 	poll := in.State.Base + "/status?shown=" + strconv.Itoa(shown)
+	// A share page polls too (/s/{token}/status): a link pasted into the
+	// incident channel is often opened before the analysis is ready.
 	switch {
-	case in.ReadOnly:
 	case st.Status == "pending" || st.Status == "none" || st.Recomputing:
 		st.PollURL = poll
 		if in.ShareURL != "" {
