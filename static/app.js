@@ -31,6 +31,19 @@
       var box = document.getElementById("htmx-error");
       if (box && !/every /.test(trig)) { box.replaceChildren(); }
     });
+    // The lazy region's load that never reached the server (offline, the
+    // connection cut) gets no error answer to retry from: ask again in a
+    // few seconds. Answers that are errors come back as the region itself,
+    // with the reason and its own retry (pages.go, lazyRetry).
+    ["htmx:sendError", "htmx:timeout"].forEach(function (name) {
+      document.addEventListener(name, function (ev) {
+        var el = ev.detail.elt;
+        if (!el || !el.hasAttribute || !el.hasAttribute("data-lazy-retry")) { return; }
+        setTimeout(function () {
+          if (document.contains(el)) { htmx.trigger(el, "wl-retry"); }
+        }, 5000);
+      });
+    });
   }
 
   function timeline(el) { return el && el.closest ? el.closest(".tl") : null; }

@@ -9,6 +9,7 @@ package ui
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -140,6 +141,13 @@ func (p *Pages) page(c echo.Context, status int, meta views.Page, body templ.Com
 // otherwise (with the sign-in state, when there is one). web's error
 // handler calls it for requests that want HTML.
 func (p *Pages) RenderError(c echo.Context, status int, msg string) error {
+	if f, ok := lazyRetry(c.Request(), status, msg); ok {
+		// The lazy region's own load failed (a database blip, the heavy
+		// read limiter): the region says so where the reader is looking,
+		// and tries again by itself (views.LazyRetry).
+		c.Response().Header().Set("HX-Push-Url", "false")
+		return render(c, status, views.FilteredRegion(f))
+	}
 	if fragmentTarget(c.Request()) != "" {
 		// Into the layout's error region, whatever the request targeted
 		// and selected (the fragment holds none of its regions), and its
@@ -152,6 +160,22 @@ func (p *Pages) RenderError(c echo.Context, status int, msg string) error {
 		return render(c, status, views.ErrorFragment(status, msg))
 	}
 	return p.page(c, status, views.Page{Title: http.StatusText(status)}, views.ErrorPage(status, http.StatusText(status), msg))
+}
+
+// lazyRetry is the lazy region again, with the reason and a retry, when r
+// is that region's load (it sends views.LazyHeader) and failed for a
+// reason that may pass (5xx, 429); ok is false otherwise.
+func lazyRetry(r *http.Request, status int, msg string) (views.Filtered, bool) {
+	failed, err := strconv.Atoi(r.Header.Get(views.LazyHeader))
+	if err != nil || failed < 0 || fragmentTarget(r) != "filtered" || (status < 500 && status != http.StatusTooManyRequests) ||
+		!strings.HasPrefix(r.URL.Path, "/") || strings.HasPrefix(r.URL.Path, "//") {
+		return views.Filtered{}, false
+	}
+	u := r.URL.Path
+	if r.URL.RawQuery != "" {
+		u += "?" + r.URL.RawQuery
+	}
+	return views.Filtered{Lazy: u, Whole: wholePage(u), Retry: views.NewLazyRetry(status, msg, failed+1)}, true
 }
 
 // incidentPath is an incident's page on this site.

@@ -463,14 +463,56 @@ func alignedRows(evs []correlate.AlignedEvent) []AlignedRow {
 // concentration table and the sample table.
 type Filtered struct {
 	Base     string
-	Lazy     string // when set, the region is loaded from this URL once scrolled into view
-	Whole    string // … and without script, its link leads to the whole page here
-	Chips    []Link // active filters; each link removes its filter
+	Lazy     string     // when set, the region is loaded from this URL once scrolled into view
+	Whole    string     // … and without script, its link leads to the whole page here
+	Retry    *LazyRetry // the lazy region's last load failed; it is tried again
+	Chips    []Link     // active filters; each link removes its filter
 	Clear    string
 	Timeline Timeline
 	Conc     ConcTable
 	Heat     *Heatmap // nil where the page has none (the explorer)
 	Samples  SampleTable
+}
+
+// LazyRetry is why the lazy region's load failed and when it is tried
+// again: after 2 s, then twice as long each time, up to a minute.
+type LazyRetry struct {
+	Status int
+	Msg    string
+	Failed int // loads failed in a row
+	Delay  string
+}
+
+// NewLazyRetry is the retry after failed loads in a row.
+func NewLazyRetry(status int, msg string, failed int) *LazyRetry {
+	failed = max(failed, 1)
+	d := 60
+	if failed <= 5 {
+		d = min(2<<(failed-1), 60)
+	}
+	return &LazyRetry{Status: status, Msg: msg, Failed: failed, Delay: strconv.Itoa(d) + "s"}
+}
+
+// lazyTrigger: the region loads when scrolled into view; after a failure,
+// by itself once its delay is over (and on "wl-retry", which the page's
+// script sends when the request never reached the server).
+func lazyTrigger(f Filtered) string {
+	if f.Retry != nil {
+		return "load delay:" + f.Retry.Delay + ", wl-retry"
+	}
+	return "revealed, wl-retry"
+}
+
+// LazyHeader carries how many loads of the lazy region failed in a row,
+// so that an error answer to it can be the region itself, with a retry.
+const LazyHeader = "X-Waterline-Lazy"
+
+func lazyHeaders(f Filtered) string {
+	n := 0
+	if f.Retry != nil {
+		n = f.Retry.Failed
+	}
+	return `{"` + LazyHeader + `":"` + strconv.Itoa(n) + `"}`
 }
 
 // ConcTable is the BubbleUp-style table.

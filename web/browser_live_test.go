@@ -1,0 +1,133 @@
+package web_test
+
+// The incident page in a browser while an incident goes on: a region that
+// fails to load recovers, and links keep the reader's zoom.
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/waterline-dev/waterline/store/storetest"
+)
+
+// cutDatabase makes the env's database refuse connections and drops the
+// ones open (a Postgres restart or failover, for this test's database
+// only); the returned func lets connections in again.
+func cutDatabase(t *testing.T, e *uiEnv) func() {
+	t.Helper()
+	ctx := context.Background()
+	name := e.pool.Config().ConnConfig.Database
+	admin, err := pgx.Connect(ctx, storetest.AdminURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := func(sql string) {
+		if _, err := admin.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	exec(fmt.Sprintf(`ALTER DATABASE %s ALLOW_CONNECTIONS false`, name))
+	exec(fmt.Sprintf(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '%s' AND pid <> pg_backend_pid()`, name))
+	restored := false
+	restore := func() {
+		if restored {
+			return
+		}
+		restored = true
+		exec(fmt.Sprintf(`ALTER DATABASE %s ALLOW_CONNECTIONS true`, name))
+		admin.Close(ctx)
+	}
+	t.Cleanup(restore)
+	return restore
+}
+
+// The incident page loads its timeline, concentration table and samples
+// lazily (hx-trigger="revealed"). When that one request failed — the
+// database blipped (503 "database unavailable"), or the heavy-read
+// limiter said "retry in a few seconds" when everyone opened the page at
+// once — the region was never asked for again: it said "Loading the
+// timeline…" for good, and the error went to the box at the top of the
+// page, out of view of the reader who had scrolled down. The region now
+// shows the error itself, with a "Retry now" button, and retries by
+// itself with a growing delay, so it fills in once the database is back.
+func TestBrowserLazyRegionRetriesAfterAnError(t *testing.T) {
+	e := newUIEnv(t)
+	ctx := browser(t)
+	page := e.srv.URL + e.incidentPath()
+	must(t, chromedp.Do(ctx,
+		chromedp.Navigate(page),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=login]`)),
+		chromedp.SendKeys(chromedp.ID("token"), e.read),
+		chromedp.Submit(chromedp.ID("token")),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=filtered-lazy]`)),
+	), "sign in; the page comes with its region still to load")
+	restore := cutDatabase(t, e)
+	down, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	must(t, chromedp.Do(down,
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('filtered').scrollIntoView()`),
+		chromedp.WaitVisible(chromedp.CSS(`#filtered [data-testid=filtered-error]`)),
+	), "scroll to the region while the database is down")
+	msg := evalString(t, ctx, `document.querySelector('#filtered [data-testid=filtered-error]').textContent`)
+	if !strings.Contains(msg, "Trying again") {
+		t.Errorf("the region's error says %q", msg)
+	}
+	if in := evalString(t, ctx, `(() => { const r = document.querySelector('[data-testid=filtered-error]').getBoundingClientRect(); return String(r.bottom > 0 && r.top < innerHeight) })()`); in != "true" {
+		t.Error("the region's error is not in view of the reader who scrolled to it")
+	}
+	restore()
+	// The database is back: the region fills in by itself.
+	must(t, chromedp.Do(ctx,
+		chromedp.Poll[chromedp.Void](`!!document.querySelector('#filtered[data-testid=filtered] [data-testid=timeline]')`, chromedp.WithPollingTimeout(30*time.Second)),
+	), "the region loads once the database is back (it said "+jsString(msg)+")")
+}
+
+// The lazy region's load that fails for a passing reason answers the
+// region itself — its error, a retry button, and a retry after 2 s, then
+// twice as long each time — while any other request's error still goes
+// to the page's error box.
+func TestLazyRegionErrorIsTheRegionWithARetry(t *testing.T) {
+	e := newUIEnv(t)
+	w := e.browser()
+	w.login(e.read)
+	lazy := func(failed string) page {
+		return w.do("GET", e.incidentPath(), nil, map[string]string{"HX-Request": "true", "HX-Target": "filtered", "X-Waterline-Lazy": failed})
+	}
+	restore := cutDatabase(t, e)
+	for _, c := range []struct{ failed, delay, next string }{{"0", "load delay:2s", "1"}, {"3", "load delay:16s", "4"}, {"12", "load delay:60s", "13"}} {
+		r := lazy(c.failed)
+		region := r.doc.Find(`#filtered[data-testid=filtered-lazy]`)
+		if r.status < 500 || r.header.Get("HX-Retarget") != "" || region.Length() == 0 {
+			t.Fatalf("lazy load after %s failures, database down: %d retarget %q %s", c.failed, r.status, r.header.Get("HX-Retarget"), r.body)
+		}
+		if got := region.AttrOr("hx-trigger", ""); !strings.HasPrefix(got, c.delay) {
+			t.Errorf("after %s failures the region retries on %q, want %s", c.failed, got, c.delay)
+		}
+		if got := region.AttrOr("hx-headers", ""); !strings.Contains(got, `"`+c.next+`"`) {
+			t.Errorf("after %s failures the region's next load says %s", c.failed, got)
+		}
+		if region.Find(`[data-testid=filtered-error]`).Length() == 0 || region.Find(`button[data-testid=filtered-retry][hx-get]`).Length() == 0 {
+			t.Errorf("the region shows no error or no retry button: %s", r.body)
+		}
+	}
+	// A filter click (no lazy header) still reports into the error box.
+	if r := w.fragment(e.incidentPath(), "filtered"); r.header.Get("HX-Retarget") != "#htmx-error" {
+		t.Errorf("a filter's failed request: %d retarget %q", r.status, r.header.Get("HX-Retarget"))
+	}
+	restore()
+	// A refusal that a retry cannot fix is not retried.
+	if r := lazy("0"); r.status != http.StatusOK || r.testid("timeline").Length() == 0 {
+		t.Errorf("database back: the lazy load answers %d", r.status)
+	}
+	if r := w.do("GET", e.incidentPath()+"?from=yesterday", nil, map[string]string{"HX-Request": "true", "HX-Target": "filtered", "X-Waterline-Lazy": "0"}); r.status != http.StatusBadRequest || r.header.Get("HX-Retarget") != "#htmx-error" {
+		t.Errorf("a bad lazy request: %d retarget %q", r.status, r.header.Get("HX-Retarget"))
+	}
+}
