@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/PuerkitoBio/goquery"
 )
 
 // openIncident opens an incident with no end (as the detector and
@@ -160,5 +162,46 @@ func TestSharePageOpenedWhileAnalysingFillsIn(t *testing.T) {
 	}
 	if r := anon.fragment(poll, "analysis-banner"); r.status != http.StatusNotFound || r.body != unknown.body {
 		t.Errorf("revoked link's status: %d %s", r.status, r.body)
+	}
+}
+
+// Every incident the spike detector opens is scoped to its model. On such
+// a page a concentration row filtered the page but was never marked
+// selected, and clicking it again did not clear it as the card promises:
+// the row's link adds the incident's own scope (model=chat · tenant=…),
+// while the row was compared with all of the page's filters (tenant=…).
+func TestScopedIncidentConcentrationRowToggles(t *testing.T) {
+	e := newUIEnv(t)
+	e.openIncident(t, `{"model":"chat"}`)
+	e.storeAnalysis(t)
+	w := e.browser()
+	w.login(e.read)
+	p := w.get(e.incidentPath())
+	if p.status != http.StatusOK {
+		t.Fatalf("page: %d", p.status)
+	}
+	link := p.doc.Find(`[data-testid=conc-link]`).FilterFunction(func(_ int, s *goquery.Selection) bool {
+		return s.Text() == "tenant="+tenantA
+	})
+	href, ok := link.Attr("href")
+	if !ok {
+		t.Fatalf("no concentration row tenant=%s on the page", tenantA)
+	}
+	f := w.fragment(href, "filtered")
+	if f.status != http.StatusOK {
+		t.Fatalf("filtered: %d", f.status)
+	}
+	if f.testid("sample-row").Length() == 0 {
+		t.Fatal("the row's filter shows no samples")
+	}
+	sel := f.doc.Find(`tr[aria-selected] [data-testid=conc-link]`).Text()
+	if sel != "tenant="+tenantA {
+		t.Errorf("after clicking row tenant=%s (URL %s) the selected row is %q", tenantA, href, sel)
+	}
+	again := f.doc.Find(`[data-testid=conc-link]`).FilterFunction(func(_ int, s *goquery.Selection) bool {
+		return s.Text() == "tenant="+tenantA
+	}).AttrOr("href", "")
+	if again == href {
+		t.Errorf("clicking the selected row again links to the same filtered view %s: it cannot be cleared", again)
 	}
 }

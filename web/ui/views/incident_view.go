@@ -359,7 +359,7 @@ func targetLinks(t correlate.Target, s State) []Link {
 }
 
 func filterLink(dims map[string]string, s State) Link {
-	return Link{Text: DimsKey(dims), Href: s.WithFilters(dims).URL(), Current: DimsKey(dims) == DimsKey(s.Dims())}
+	return Link{Text: DimsKey(dims), Href: s.WithFilters(dims).URL(), Current: DimsKey(s.WithFilters(dims).Dims()) == DimsKey(s.Dims())}
 }
 
 // ruledOut lists the categories the analysis found nothing for, so the
@@ -547,7 +547,6 @@ func BuildConc(rows []correlate.Concentration, s State, a *correlate.Analysis) C
 		}
 		return t
 	}
-	cur := DimsKey(s.Dims())
 	for _, r := range rows {
 		key := DimsKey(r.Dims)
 		row := ConcRow{Key: key, Row: key, Sel: FmtPct(r.SelectionPct), Base: FmtPct(r.BaselinePct),
@@ -567,7 +566,7 @@ func BuildConc(rows []correlate.Concentration, s State, a *correlate.Analysis) C
 		}
 		row.Href = concHref(r, a, s)
 		if d := filterableDims(r.Dims); d != nil {
-			row.Selected = key == cur && cur != ""
+			row.Selected = s.FilteredTo(d)
 		} else if d := concDims(r, a); d != nil {
 			row.Title = "Filters to " + DimsKey(d) + ": the page cannot filter on " + strings.Join(unfilterable(r.Dims), ", ")
 		}

@@ -282,6 +282,16 @@ func (s State) WithFilters(dims map[string]string) State {
 	return s
 }
 
+// FilteredTo reports whether the view's filters are what WithFilters(dims)
+// sets — the user's own choice on top of the view's own scope — and not
+// just that scope: a concentration row or a cause's target is selected
+// only when it is what the user filtered to. Comparing dims with Dims()
+// alone never matched on a scoped view, whose filters add its scope.
+func (s State) FilteredTo(dims map[string]string) bool {
+	cur := DimsKey(s.Dims())
+	return cur == DimsKey(s.WithFilters(dims).Dims()) && cur != DimsKey(s.WithFilters(nil).Dims())
+}
+
 // Without clears one dimension filter, on page 1.
 func (s State) Without(dim string) State { return s.withDim(dim, "") }
 

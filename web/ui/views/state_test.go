@@ -75,3 +75,27 @@ func TestStateFilters(t *testing.T) {
 		}
 	}
 }
+
+// On a scoped view a row's filter is "selected" when the user chose it on
+// top of the view's own scope; the own scope alone selects nothing.
+func TestFilteredToComparesTheUsersOwnFilters(t *testing.T) {
+	st, err := ParseState("/incidents/5", url.Values{"model": {"chat"}, "tenant": {"t1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st = st.DefaultTo(correlate.Scope{Model: "chat"})
+	if !st.FilteredTo(map[string]string{"tenant": "t1"}) {
+		t.Error("model=chat · tenant=t1 on a chat incident: the tenant=t1 row is not selected")
+	}
+	if st.FilteredTo(map[string]string{"tenant": "t2"}) {
+		t.Error("the tenant=t2 row is selected")
+	}
+	own := st.WithFilters(nil)
+	if own.FilteredTo(map[string]string{"model": "chat"}) {
+		t.Error("the incident's own scope counts as the user's filter")
+	}
+	plain, _ := ParseState("/incidents/6", url.Values{"tenant": {"t1"}})
+	if !plain.FilteredTo(map[string]string{"tenant": "t1"}) {
+		t.Error("unscoped incident: tenant=t1 row not selected")
+	}
+}

@@ -286,7 +286,7 @@ func concHref(r correlate.Concentration, a *correlate.Analysis, s State) string 
 	if dims == nil {
 		return ""
 	}
-	if DimsKey(dims) == DimsKey(s.Dims()) {
+	if s.FilteredTo(dims) { // selected: a second click clears it
 		return s.WithFilters(nil).URL()
 	}
 	return s.WithFilters(dims).URL()
