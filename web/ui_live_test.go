@@ -205,3 +205,58 @@ func TestScopedIncidentConcentrationRowToggles(t *testing.T) {
 		t.Errorf("clicking the selected row again links to the same filtered view %s: it cannot be cleared", again)
 	}
 }
+
+// Dead filter controls on a scoped incident. A share link shows its
+// incident's scope as a filter chip, but scopeShared puts the scope back
+// on every request: whoever opened the link clicked "remove this filter"
+// (or "clear filters"), the region reloaded, and the chip was still
+// there. Signed in, "clear filters" with no filter of the reader's led
+// to the page itself. Neither is offered now; the share page shows its
+// scope as a fixed chip.
+func TestScopedIncidentOffersNoDeadFilterControls(t *testing.T) {
+	e := newUIEnv(t)
+	e.openIncident(t, `{"model":"chat"}`)
+	e.storeAnalysis(t)
+	share := e.sharePath(t)
+	anon := e.browser()
+	p := anon.get(share)
+	if p.status != http.StatusOK {
+		t.Fatalf("share page: %d", p.status)
+	}
+	chips := p.testid("filter-chip")
+	for i := 0; i < chips.Length(); i++ {
+		c := chips.Eq(i)
+		href := c.AttrOr("href", "")
+		f := anon.fragment(href, "filtered")
+		if f.status != http.StatusOK {
+			t.Errorf("chip %q (%s): %d", c.Text(), href, f.status)
+			continue
+		}
+		still := f.testid("filter-chip").FilterFunction(func(_ int, s *goquery.Selection) bool { return s.Text() == c.Text() })
+		if still.Length() > 0 {
+			t.Errorf("share page: removing the filter chip %q (link %s) reloads the same view with the chip still there", c.Text(), href)
+		}
+	}
+	if sc := p.testid("scope-chip"); sc.Length() != 1 || sc.Text() != "model=chat" || sc.Is("a") {
+		t.Errorf("share page: the incident's scope is not shown as a fixed chip (%d: %q)", sc.Length(), sc.Text())
+	}
+	if p.doc.Find(`[data-testid=filters] a.small`).Length() > 0 {
+		t.Error("share page with only the incident's scope offers \"clear filters\"")
+	}
+	// Signed in, the same incident's "clear filters" link (next to its one
+	// chip, the incident's scope) leads to the page itself.
+	w := e.browser()
+	w.login(e.read)
+	f := w.fragment(e.incidentPath(), "filtered")
+	clear := f.doc.Find(`[data-testid=filters] a.small`).FilterFunction(func(_ int, s *goquery.Selection) bool { return s.Text() == "clear filters" })
+	if clear.Length() > 0 {
+		t.Errorf("signed in, scoped incident with no filter of the reader's: \"clear filters\" links to the page itself (%s) and does nothing", clear.AttrOr("href", ""))
+	}
+	// The reader's own filter on top of the scope: removable, and clearable
+	// back to the incident's view.
+	f = w.fragment(e.incidentPath()+"?model=chat&tenant="+tenantA, "filtered")
+	clear = f.doc.Find(`[data-testid=filters] a.small`).FilterFunction(func(_ int, s *goquery.Selection) bool { return s.Text() == "clear filters" })
+	if href := clear.AttrOr("href", ""); href != e.incidentPath() {
+		t.Errorf("signed in, tenant filter on the scoped incident: \"clear filters\" links to %q, want %s", href, e.incidentPath())
+	}
+}

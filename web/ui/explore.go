@@ -75,7 +75,7 @@ func (p *Pages) ShowExplore(c echo.Context) error {
 		Timeline: views.BuildTimeline(views.TimelineInput{From: from, To: to, Step: step, Curves: curves, Events: events,
 			Spikes: sp, Filter: st.Scope, State: st, Target: "#filtered"}),
 		Options: dimOptions(tv.Curves)}
-	e.Chips, e.Clear = views.FilterChips(st)
+	e.Chips, e.Clear = views.FilterChips(st, correlate.Scope{})
 	for i := len(events) - 1; i >= 0; i-- {
 		if len(e.Events) == 100 {
 			e.MoreEvents = i + 1

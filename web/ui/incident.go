@@ -87,7 +87,7 @@ func (p *Pages) incidentPage(c echo.Context, id int64, base string, readOnly boo
 		}
 		return render(c, http.StatusOK, views.BubbleUpView(views.BuildBubbleUp(hs, sel, st)))
 	case "filtered":
-		f, err := p.filtered(ctx, d, st)
+		f, err := p.filtered(ctx, d, st, readOnly)
 		if err != nil {
 			return err
 		}
@@ -100,7 +100,7 @@ func (p *Pages) incidentPage(c echo.Context, id int64, base string, readOnly boo
 	var f views.Filtered
 	if lazyNavigation(c.Request()) {
 		f = views.Filtered{Base: st.Base, Lazy: st.URL(), Whole: wholePage(st.URL())}
-	} else if f, err = p.filtered(ctx, d, st); err != nil {
+	} else if f, err = p.filtered(ctx, d, st, readOnly); err != nil {
 		return err
 	}
 	u, _ := userOf(c)
@@ -151,7 +151,7 @@ func (p *Pages) viewWindow(d *incidentData, st views.State) (time.Time, time.Tim
 
 // filtered loads the region filters and zooms reload: timeline, the
 // concentration table and the sample table.
-func (p *Pages) filtered(ctx context.Context, d *incidentData, st views.State) (views.Filtered, error) {
+func (p *Pages) filtered(ctx context.Context, d *incidentData, st views.State, readOnly bool) (views.Filtered, error) {
 	from, to := p.viewWindow(d, st)
 	step := incident.ChartStep(from, to)
 	tv, curves, err := p.timelineData(ctx, d, from, to, step, st.Scope)
@@ -166,7 +166,11 @@ func (p *Pages) filtered(ctx context.Context, d *incidentData, st views.State) (
 	}
 	in.StageModel = storyModel(d)
 	f := views.Filtered{Base: st.Base, Timeline: views.BuildTimeline(in)}
-	f.Chips, f.Clear = views.FilterChips(st)
+	var fixed correlate.Scope
+	if readOnly {
+		fixed = d.inc.Scope // a share link puts it back on every request (scopeShared)
+	}
+	f.Chips, f.Clear = views.FilterChips(st, fixed)
 	if d.an != nil {
 		f.Conc = views.BuildConc(d.an.Concentration, st, d.an)
 	} else {

@@ -575,12 +575,21 @@ func BuildConc(rows []correlate.Concentration, s State, a *correlate.Analysis) C
 	return t
 }
 
-// FilterChips lists the active filters as links that remove them.
-func FilterChips(s State) (chips []Link, clear string) {
+// FilterChips lists the active filters as links that remove them. A
+// filter the view puts back on every request (fixed: a share link's
+// incident scope) is listed without a link, since removing it would do
+// nothing; clear is "" when clearing would leave the view as it is (only
+// the view's own scope is set).
+func FilterChips(s State, fixed correlate.Scope) (chips []Link, clear string) {
+	fx := State{Scope: fixed}.Dims()
 	for _, kv := range s.FilterList() {
+		if fx[kv.K] == kv.V {
+			chips = append(chips, Link{Text: kv.K + "=" + kv.V, Title: "the incident's scope: this link shows no other"})
+			continue
+		}
 		chips = append(chips, Link{Text: kv.K + "=" + kv.V, Href: s.Without(kv.K).URL()})
 	}
-	if len(chips) > 0 {
+	if len(chips) > 0 && DimsKey(s.WithFilters(fx).Dims()) != DimsKey(s.Dims()) {
 		clear = s.WithFilters(nil).URL()
 	}
 	return chips, clear
