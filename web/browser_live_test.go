@@ -131,3 +131,44 @@ func TestLazyRegionErrorIsTheRegionWithARetry(t *testing.T) {
 		t.Errorf("a bad lazy request: %d retarget %q", r.status, r.header.Get("HX-Retarget"))
 	}
 }
+
+// The links above the filtered region — a cause's "Target" chips, the
+// impact table's tenant chips, the checklist's "filter to …" chip — were
+// rendered once, with the page's window at load time, yet swap only
+// #filtered and push their own URL. After the reader zoomed (a drag or
+// "zoom in": #filtered reloads, the URL gains from/to), clicking a
+// cause's target threw the zoom away. They now send the window the
+// region holds (#view-window) with their request.
+func TestBrowserCauseTargetAfterZoomKeepsTheWindow(t *testing.T) {
+	e := newUIEnv(t)
+	ctx := browser(t)
+	page := e.srv.URL + e.incidentPath()
+	must(t, chromedp.Do(ctx,
+		chromedp.Navigate(page),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=login]`)),
+		chromedp.SendKeys(chromedp.ID("token"), e.read),
+		chromedp.Submit(chromedp.ID("token")),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`)),
+		revealRegion(),
+	), "sign in and load the region")
+	before := evalString(t, ctx, `document.querySelector('[data-testid=timeline-window]').textContent`)
+	// Zoom in with the timeline's own link (the keyboard way to zoom).
+	must(t, chromedp.Do(ctx,
+		chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll('#filtered .tl-bar a')].find(a => a.textContent.trim() === 'zoom in').click()`),
+		chromedp.Poll[chromedp.Void](`location.search.includes('from=')`),
+		chromedp.Poll[chromedp.Void](`!document.querySelector('#filtered.htmx-request') && document.querySelector('[data-testid=timeline-window]').textContent !== `+jsString(before)),
+	), "zoom in")
+	zoomedLoc, _ := chromedp.Run(ctx, chromedp.Location())
+	zoomed := evalString(t, ctx, `document.querySelector('[data-testid=timeline-window]').textContent`)
+	// Now narrow to the top cause's target.
+	target := evalString(t, ctx, `document.querySelector('[data-testid=target]').textContent`)
+	must(t, chromedp.Do(ctx,
+		chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-testid=target]').click()`),
+		chromedp.Poll[chromedp.Void](`location.href !== `+jsString(zoomedLoc)+` && !document.querySelector('#filtered.htmx-request')`),
+	), "click the cause's target")
+	loc, _ := chromedp.Run(ctx, chromedp.Location())
+	after := evalString(t, ctx, `document.querySelector('[data-testid=timeline-window]').textContent`)
+	if !strings.Contains(loc, "from=") || after != zoomed {
+		t.Errorf("zoomed to %q (%s), then clicked target %q: the view is now %q at %s — the zoom was dropped", zoomed, zoomedLoc, target, after, loc)
+	}
+}

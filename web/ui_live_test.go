@@ -260,3 +260,35 @@ func TestScopedIncidentOffersNoDeadFilterControls(t *testing.T) {
 		t.Errorf("signed in, tenant filter on the scoped incident: \"clear filters\" links to %q, want %s", href, e.incidentPath())
 	}
 }
+
+// The links above the region (cause targets, impact tenant chips, the
+// checklist's row chip) leave the window to the region's #view-window,
+// which a zoom replaces with the region (the browser test of the same
+// finding: TestBrowserCauseTargetAfterZoomKeepsTheWindow).
+func TestLinksAboveTheRegionTakeTheRegionsWindow(t *testing.T) {
+	e := newUIEnv(t)
+	w := e.browser()
+	w.login(e.read)
+	from, to := e.spikeAt.Add(-10*time.Minute).UTC().Format(time.RFC3339), e.spikeAt.Add(10*time.Minute).UTC().Format(time.RFC3339)
+	p := w.get(e.incidentPath() + "?from=" + from + "&to=" + to)
+	if p.status != http.StatusOK {
+		t.Fatalf("page: %d", p.status)
+	}
+	if got := p.doc.Find(`#filtered #view-window input[name=from]`).AttrOr("value", ""); got != from {
+		t.Errorf("the region's window says from=%q, want %s", got, from)
+	}
+	for _, sel := range []string{"target", "tenant-chip", "step-row"} {
+		links := p.testid(sel)
+		if links.Length() == 0 && sel == "target" {
+			t.Fatalf("no %s link on the page", sel)
+		}
+		links.Each(func(_ int, l *goquery.Selection) {
+			if get := l.AttrOr("hx-get", ""); strings.Contains(get, "from=") || l.AttrOr("hx-include", "") != "#view-window input" {
+				t.Errorf("%s link %q: hx-get %q carries the load-time window (hx-include %q)", sel, l.Text(), get, l.AttrOr("hx-include", ""))
+			}
+			if href := l.AttrOr("href", ""); !strings.Contains(href, "from=") {
+				t.Errorf("%s link %q: the script-less href %q lost the window", sel, l.Text(), href)
+			}
+		})
+	}
+}

@@ -99,7 +99,7 @@ func (p *Pages) incidentPage(c echo.Context, id int64, base string, readOnly boo
 	// the tests' HTTP clients) sends no Sec-Fetch-Mode and gets it whole.
 	var f views.Filtered
 	if lazyNavigation(c.Request()) {
-		f = views.Filtered{Base: st.Base, Lazy: st.URL(), Whole: wholePage(st.URL())}
+		f = views.Filtered{Base: st.Base, Lazy: st.URL(), Whole: wholePage(st.URL()), Window: views.WindowOf(st)}
 	} else if f, err = p.filtered(ctx, d, st, readOnly); err != nil {
 		return err
 	}
@@ -165,7 +165,7 @@ func (p *Pages) filtered(ctx context.Context, d *incidentData, st views.State, r
 		in.Tenant = views.TenantDriver(d.an, st)
 	}
 	in.StageModel = storyModel(d)
-	f := views.Filtered{Base: st.Base, Timeline: views.BuildTimeline(in)}
+	f := views.Filtered{Base: st.Base, Timeline: views.BuildTimeline(in), Window: views.WindowOf(st)}
 	var fixed correlate.Scope
 	if readOnly {
 		fixed = d.inc.Scope // a share link puts it back on every request (scopeShared)

@@ -175,7 +175,11 @@ func lazyRetry(r *http.Request, status int, msg string) (views.Filtered, bool) {
 	if r.URL.RawQuery != "" {
 		u += "?" + r.URL.RawQuery
 	}
-	return views.Filtered{Lazy: u, Whole: wholePage(u), Retry: views.NewLazyRetry(status, msg, failed+1)}, true
+	f := views.Filtered{Lazy: u, Whole: wholePage(u), Retry: views.NewLazyRetry(status, msg, failed+1)}
+	if st, err := views.ParseState(r.URL.Path, r.URL.Query()); err == nil {
+		f.Window = views.WindowOf(st)
+	}
+	return f, true
 }
 
 // incidentPath is an incident's page on this site.

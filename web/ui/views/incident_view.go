@@ -106,6 +106,7 @@ type CheckStep struct {
 	Key                 string // the step in one line: its key fact
 	Answer              string // the analysis' full answer, one click away ("" when Key says it all)
 	Row, RowHref        string // the concentration row the samples step quotes, and its filter link
+	RowGet              string // … its htmx request, with the window of the region as it is (Link.Get)
 }
 
 // StagesView is the stage attribution: typical stage time of slow
@@ -359,7 +360,8 @@ func targetLinks(t correlate.Target, s State) []Link {
 }
 
 func filterLink(dims map[string]string, s State) Link {
-	return Link{Text: DimsKey(dims), Href: s.WithFilters(dims).URL(), Current: DimsKey(s.WithFilters(dims).Dims()) == DimsKey(s.Dims())}
+	return Link{Text: DimsKey(dims), Href: s.WithFilters(dims).URL(), Get: s.WithoutWindow().WithFilters(dims).URL(),
+		Current: DimsKey(s.WithFilters(dims).Dims()) == DimsKey(s.Dims())}
 }
 
 // ruledOut lists the categories the analysis found nothing for, so the
@@ -462,16 +464,33 @@ func alignedRows(evs []correlate.AlignedEvent) []AlignedRow {
 // Filtered is the region a filter or a zoom reloads: the timeline, the
 // concentration table and the sample table.
 type Filtered struct {
-	Base     string
-	Lazy     string     // when set, the region is loaded from this URL once scrolled into view
-	Whole    string     // … and without script, its link leads to the whole page here
-	Retry    *LazyRetry // the lazy region's last load failed; it is tried again
-	Chips    []Link     // active filters; each link removes its filter
+	Base  string
+	Lazy  string     // when set, the region is loaded from this URL once scrolled into view
+	Whole string     // … and without script, its link leads to the whole page here
+	Retry *LazyRetry // the lazy region's last load failed; it is tried again
+	// Window is the view's from/to (those set), kept in the region as
+	// hidden inputs (#view-window) that the links above the region send
+	// with their request (Link.Get): they were rendered with the page's
+	// window at load time, and a zoom since swaps only this region.
+	Window   []KV
+	Chips    []Link // active filters; each link removes its filter
 	Clear    string
 	Timeline Timeline
 	Conc     ConcTable
 	Heat     *Heatmap // nil where the page has none (the explorer)
 	Samples  SampleTable
+}
+
+// WindowOf is s's window as Filtered.Window.
+func WindowOf(s State) []KV {
+	var out []KV
+	q := s.Query()
+	for _, k := range []string{"from", "to"} {
+		if v := q.Get(k); v != "" {
+			out = append(out, KV{k, v})
+		}
+	}
+	return out
 }
 
 // LazyRetry is why the lazy region's load failed and when it is tried

@@ -191,7 +191,7 @@ func storyChecklist(a *correlate.Analysis, s State) []CheckStep {
 				// reads as a version problem in a dependency's incident.
 				c.Key = lead + name + sameAs(row.Also) + " (" + FmtPct(row.SelectionPct) + " of slow requests vs " + FmtPct(row.BaselinePct) + " of the others)."
 				c.Row = name
-				c.RowHref = concHref(row, a, s)
+				c.RowHref, c.RowGet = concHref(row, a, s), concHref(row, a, s.WithoutWindow())
 			} else {
 				// No row to quote: the count, then what the samples say.
 				c.Key = firstSentence(st.Answer)

@@ -48,6 +48,11 @@ type Link struct {
 	Text, Href string
 	Current    bool
 	Title      string // a tooltip, when the text is terse
+	// Get is the htmx request of a link above the filtered region: Href
+	// without the window, which comes from the region as it is now
+	// (#view-window, see Filtered.Window), so a zoom made since the page
+	// loaded is kept.
+	Get string
 }
 
 // FmtMs formats a duration in ms for people: "0.8 ms", "42 ms", "1,250 ms".
