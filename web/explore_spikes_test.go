@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -106,8 +107,18 @@ func TestExploreWindowFieldsInUTC(t *testing.T) {
 	if p.status != 200 {
 		t.Fatalf("%d %s", p.status, p.body)
 	}
+	// The default (live) window leaves the fields empty, its bounds as
+	// their placeholders (TestExploreFilterKeepsTheLiveWindow); a window
+	// the URL names fills them. Both in UTC.
 	to := testNow.Truncate(time.Minute).UTC()
 	for name, want := range map[string]string{"from": to.Add(-3 * time.Hour).Format(time.RFC3339), "to": to.Format(time.RFC3339)} {
+		if got, _ := p.doc.Find(`input[name="` + name + `"]`).Attr("placeholder"); got != want {
+			t.Errorf("%s field's placeholder %q, want %q", name, got, want)
+		}
+	}
+	from := testNow.Add(-time.Hour).In(ist)
+	p = w.get("/explore?from=" + url.QueryEscape(from.Format(time.RFC3339)))
+	for name, want := range map[string]string{"from": from.UTC().Format(time.RFC3339), "to": from.Add(3 * time.Hour).UTC().Format(time.RFC3339)} {
 		if got, _ := p.doc.Find(`input[name="` + name + `"]`).Attr("value"); got != want {
 			t.Errorf("%s field %q, want %q", name, got, want)
 		}

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -681,4 +682,45 @@ func TestExploreLaneDrawsAOneMinuteSeries(t *testing.T) {
 	if d := path.First().AttrOr("d", ""); !strings.ContainsAny(d, "lL") {
 		t.Errorf("a 1-minute P99 series over 30 min: the lane has a legend and a scale but no line (d=%.100s…)", d)
 	}
+}
+
+// The explorer's default view is "the last three hours", but its form was
+// pre-filled with that window's absolute from/to, so the first filter the
+// reader applied — say model=chat mid-incident — pinned the window to the
+// moment the page was loaded, and every later "Show", reload or pasted
+// link kept showing the old window. The default window's fields stay
+// empty now (its bounds are their placeholders).
+func TestExploreFilterKeepsTheLiveWindow(t *testing.T) {
+	var mu sync.Mutex
+	now := testNow
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	e := &uiEnv{apiEnv: newAPIEnvAt(t, clock)}
+	w := e.browser()
+	w.login(e.read)
+	p := w.get("/explore")
+	form := p.testid("explore-form")
+	from, to := form.Find(`input[name=from]`).AttrOr("value", ""), form.Find(`input[name=to]`).AttrOr("value", "")
+	mu.Lock()
+	now = now.Add(20 * time.Minute) // the incident goes on
+	mu.Unlock()
+	// The reader types a model and presses Show: htmx sends the form.
+	q := url.Values{"from": {from}, "to": {to}, "model": {"chat"}, "version": {""}, "tenant": {""}, "replica": {""}, "node": {""}}
+	r := w.fragment("/explore?"+q.Encode(), "filtered")
+	if r.status != http.StatusOK {
+		t.Fatalf("explore: %d", r.status)
+	}
+	end := r.testid("timeline").AttrOr("data-to", "")
+	if want := strconv.FormatInt(clock().Truncate(time.Minute).UnixMilli(), 10); end != want {
+		t.Errorf("live explorer filtered to model=chat 20 min after it was opened: the window still ends at %s (the load time), not now; pushed URL pins from=%s&to=%s",
+			time.UnixMilli(mustInt(t, end)).UTC().Format(time.RFC3339), from, to)
+	}
+}
+
+func mustInt(t *testing.T, s string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -71,10 +71,16 @@ func (p *Pages) ShowExplore(c echo.Context) error {
 		sp = append(sp, r.Spike)
 	}
 	// The form's fields say UTC: a server in another zone wrote its own.
-	e := views.ExplorePage{From: from.UTC().Format(time.RFC3339), To: to.UTC().Format(time.RFC3339), State: st,
+	// Only a window the URL names fills the form: the default one stays
+	// empty (its bounds as placeholders), so a filter applied later keeps
+	// the live window instead of pinning the one the page loaded with.
+	e := views.ExplorePage{FromHint: from.UTC().Format(time.RFC3339), ToHint: to.UTC().Format(time.RFC3339), State: st,
 		Timeline: views.BuildTimeline(views.TimelineInput{From: from, To: to, Step: step, Curves: curves, Events: events,
 			Spikes: sp, Filter: st.Scope, State: st, Target: "#filtered"}),
 		Options: dimOptions(tv.Curves)}
+	if !st.From.IsZero() || !st.To.IsZero() {
+		e.From, e.To = from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339)
+	}
 	e.Chips, e.Clear = views.FilterChips(st, correlate.Scope{})
 	for i := len(events) - 1; i >= 0; i-- {
 		if len(e.Events) == 100 {
