@@ -176,33 +176,41 @@ func TestScopedIncidentConcentrationRowToggles(t *testing.T) {
 	e.storeAnalysis(t)
 	w := e.browser()
 	w.login(e.read)
-	p := w.get(e.incidentPath())
-	if p.status != http.StatusOK {
-		t.Fatalf("page: %d", p.status)
-	}
-	link := p.doc.Find(`[data-testid=conc-link]`).FilterFunction(func(_ int, s *goquery.Selection) bool {
-		return s.Text() == "tenant="+tenantA
-	})
-	href, ok := link.Attr("href")
-	if !ok {
-		t.Fatalf("no concentration row tenant=%s on the page", tenantA)
-	}
-	f := w.fragment(href, "filtered")
-	if f.status != http.StatusOK {
-		t.Fatalf("filtered: %d", f.status)
-	}
-	if f.testid("sample-row").Length() == 0 {
-		t.Fatal("the row's filter shows no samples")
-	}
-	sel := f.doc.Find(`tr[aria-selected] [data-testid=conc-link]`).Text()
-	if sel != "tenant="+tenantA {
-		t.Errorf("after clicking row tenant=%s (URL %s) the selected row is %q", tenantA, href, sel)
-	}
-	again := f.doc.Find(`[data-testid=conc-link]`).FilterFunction(func(_ int, s *goquery.Selection) bool {
-		return s.Text() == "tenant="+tenantA
-	}).AttrOr("href", "")
-	if again == href {
-		t.Errorf("clicking the selected row again links to the same filtered view %s: it cannot be cleared", again)
+	// The share link's page had the same fault: it puts the scope back on
+	// every request.
+	share, anon := e.sharePath(t), e.browser()
+	for _, c := range []struct {
+		name, path string
+		b          *browserClient
+	}{{"signed in", e.incidentPath(), w}, {"share link", share, anon}} {
+		p := c.b.get(c.path)
+		if p.status != http.StatusOK {
+			t.Fatalf("%s: page: %d", c.name, p.status)
+		}
+		link := p.doc.Find(`[data-testid=conc-link]`).FilterFunction(func(_ int, s *goquery.Selection) bool {
+			return s.Text() == "tenant="+tenantA
+		})
+		href, ok := link.Attr("href")
+		if !ok {
+			t.Fatalf("%s: no concentration row tenant=%s on the page", c.name, tenantA)
+		}
+		f := c.b.fragment(href, "filtered")
+		if f.status != http.StatusOK {
+			t.Fatalf("%s: filtered: %d", c.name, f.status)
+		}
+		if f.testid("sample-row").Length() == 0 {
+			t.Fatalf("%s: the row's filter shows no samples", c.name)
+		}
+		sel := f.doc.Find(`tr[aria-selected] [data-testid=conc-link]`).Text()
+		if sel != "tenant="+tenantA {
+			t.Errorf("%s: after clicking row tenant=%s (URL %s) the selected row is %q", c.name, tenantA, href, sel)
+		}
+		again := f.doc.Find(`[data-testid=conc-link]`).FilterFunction(func(_ int, s *goquery.Selection) bool {
+			return s.Text() == "tenant="+tenantA
+		}).AttrOr("href", "")
+		if again != c.path {
+			t.Errorf("%s: clicking the selected row again links to %s, want the incident's own view %s", c.name, again, c.path)
+		}
 	}
 }
 

@@ -55,6 +55,10 @@ func (p *Pages) incidentPage(c echo.Context, id int64, base string, readOnly boo
 		if st, err = p.scopeShared(d, st); err != nil {
 			return err
 		}
+		// The incident's scope is the link's own view, which it cannot
+		// leave: its filters (a concentration row, a cause's target) are
+		// on top of it, as on the signed-in page.
+		st.Default, st.Fleet = d.inc.Scope, false
 		p.sharedAnalysis(d)
 	} else {
 		// Signed in, the page opens on the incident's scope as its share
