@@ -173,6 +173,17 @@ func parseConfig(name string, data []byte, detected []string) (*Config, error) {
 	return c, nil
 }
 
+// CheckPullable says whether there is anything to pull. It is asked when
+// pulling starts, not when the file is read: a server that pulls nothing
+// (PROMETHEUS_URL unset: OTLP and pushed data only) may say presets: []
+// beside its otlp: section.
+func (c *Config) CheckPullable() error {
+	if len(c.Queries) == 0 && !c.Kube.Enabled {
+		return fmt.Errorf("%s: nothing to pull: no presets and no queries", c.file)
+	}
+	return nil
+}
+
 // addPreset adds a preset's queries and settings, its includes first.
 func (c *Config) addPreset(name string, byName map[string]Query, seen map[string]bool, stack []string) error {
 	if seen[name] {

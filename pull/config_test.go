@@ -140,7 +140,7 @@ func TestNothingToPullOnlyStopsAPuller(t *testing.T) {
 	if err != nil {
 		t.Fatalf("a file with no presets and no queries: %v", err)
 	}
-	if _, err := New(cfg, "http://127.0.0.1:9090", nil, Options{}); err == nil || !strings.Contains(err.Error(), "p0.yaml: nothing to pull") {
-		t.Fatalf("a puller with nothing to pull: %v", err)
+	if err := cfg.CheckPullable(); err == nil || !strings.Contains(err.Error(), "p0.yaml: nothing to pull") {
+		t.Fatalf("nothing to pull: %v", err)
 	}
 }

@@ -62,12 +62,6 @@ type Options struct {
 // prometheusURL, writing through st (which must run on a pool, not a
 // transaction, for the leader lease).
 func New(cfg *Config, prometheusURL string, st *store.Store, opts Options) (*Puller, error) {
-	// Checked here, not when the file is read: a server that pulls
-	// nothing (PROMETHEUS_URL unset; OTLP and pushed data only) may say
-	// presets: [] beside its otlp: section.
-	if len(cfg.Queries) == 0 && !cfg.Kube.Enabled {
-		return nil, fmt.Errorf("%s: nothing to pull: no presets and no queries", cfg.file)
-	}
 	pr, err := newProm(prometheusURL, opts.RoundTripper, opts.Compression)
 	if err != nil {
 		return nil, err

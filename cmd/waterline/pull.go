@@ -50,6 +50,9 @@ func runPull(ctx context.Context, args []string, env func(string) string, stdout
 	if err != nil {
 		return err
 	}
+	if err := cfg.CheckPullable(); err != nil {
+		return err
+	}
 	st, err := openStore(ctx, c)
 	if err != nil {
 		return err
@@ -138,6 +141,9 @@ func setupPull(ctx, bg context.Context, c config, st *store.Store, reg prometheu
 	if c.PrometheusURL == "" {
 		log.Info("pull off: PROMETHEUS_URL is not set")
 		return cfg, nil, nil
+	}
+	if err := cfg.CheckPullable(); err != nil {
+		return nil, nil, err
 	}
 	auto := cfg
 	sctx, cancel := context.WithTimeout(ctx, startupChecks)
