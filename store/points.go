@@ -49,12 +49,16 @@ func (s *Store) UpsertPoints(ctx context.Context, batch []SeriesPoints) (n int64
 // exists (maintenance deleted the series after its last point expired).
 var ErrSeriesGone = errors.New("store: series deleted by retention; look its id up again")
 
-// claimSeries locks the batch's series for this transaction (PruneSeries
-// skips them) and moves each one's last_point forward to the day of its
-// newest point, once a day: a live pull does not rewrite every series row
-// every round, and parallel writers of one series wait on each other only
-// then. The update also makes a prune that read the row before it
-// re-check the row's new version: a series written now is never pruned.
+// claimSeries moves each of the batch's series' last_point forward to the
+// day of its newest point (once a day: a live round rewrites no series
+// row) and fails with ErrSeriesGone when one no longer exists. The
+// update locks the row until the points commit, and that is the only
+// lock needed: PruneSeries deletes only series whose last_point is before
+// the retention cutoff and that hold no point, and a write of points
+// newer than that moves last_point forward (PruneSeries then skips the
+// locked row, or re-checks the updated one and keeps it). A series whose
+// last_point is already at or past the batch's day holds points the
+// cutoff keeps, or the batch's points are past retention themselves.
 func (s *Store) claimSeries(ctx context.Context, batch []SeriesPoints) error {
 	days := map[int64]time.Time{}
 	for _, b := range batch {
@@ -82,9 +86,9 @@ func (s *Store) claimSeries(ctx context.Context, batch []SeriesPoints) error {
 		WHERE s.id = u.id`, ids, last); err != nil {
 		return wrap("upsert points", err)
 	}
+	// A statement of its own, so a prune the update waited for is seen.
 	var found int
-	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM series WHERE id = ANY($1) ORDER BY id FOR KEY SHARE) l`,
-		ids).Scan(&found); err != nil {
+	if err := s.db.QueryRow(ctx, `SELECT count(*) FROM series WHERE id = ANY($1)`, ids).Scan(&found); err != nil {
 		return wrap("upsert points", err)
 	}
 	if found < len(ids) {
