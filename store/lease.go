@@ -31,6 +31,10 @@ func (s *Store) TryLease(ctx context.Context, name string) (l *Lease, ok bool, e
 	if !isPool {
 		return nil, false, errors.New("store: lease needs a connection pool, not a transaction")
 	}
+	// Bounded: a campaign on a dead session must fail and be tried again,
+	// not wait on the socket.
+	ctx, cancel := context.WithTimeout(ctx, leaseTimeout)
+	defer cancel()
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
 		return nil, false, wrap("lease "+name, err)
@@ -59,7 +63,13 @@ func (s *Store) TryLease(ctx context.Context, name string) (l *Lease, ok bool, e
 
 // Check reports whether the lease is still held: its connection answers.
 // A holder calls it before each round of work and stops when it fails.
+//
+// A check gets leaseTimeout to answer: a holder cut off from Postgres
+// without a FIN or reset (a failover, a NAT dropping the flow) stops
+// within it, as another replica may take the lease over by then.
 func (l *Lease) Check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, leaseTimeout)
+	defer cancel()
 	var held bool
 	err := l.conn.QueryRow(ctx, `
 		SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()
@@ -73,6 +83,9 @@ func (l *Lease) Check(ctx context.Context) error {
 	}
 	return nil
 }
+
+// leaseTimeout bounds a lease's campaign and each of its checks.
+const leaseTimeout = 10 * time.Second
 
 // Release gives the lease up. The connection is closed rather than
 // returned to the pool, so no pooled session can keep the lock by mistake.

@@ -53,7 +53,17 @@ func Open(ctx context.Context, databaseURL string) (*Store, error) {
 // ConfigurePool sets what every pool the store reads through needs:
 // timestamps come back in UTC (pgx's default is the process's zone, so an
 // API answer on a server with TZ set mixed "+09:00" and "Z" times).
+//
+// An idle pooled connection is pinged before it is handed out; after a
+// failover (or a NAT dropping established flows) its server is silent,
+// without a FIN or reset, and an unbounded ping held whoever asked (the
+// pull loop's and the detector's campaigns) until the kernel gave up on
+// the socket, some 15 minutes. The ping is bounded, and a connection that
+// does not answer is replaced by a new one.
 func ConfigurePool(cfg *pgxpool.Config) {
+	if cfg.PingTimeout == 0 {
+		cfg.PingTimeout = pingTimeout
+	}
 	next := cfg.AfterConnect
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		conn.TypeMap().RegisterType(&pgtype.Type{Name: "timestamptz", OID: pgtype.TimestamptzOID,
@@ -64,6 +74,9 @@ func ConfigurePool(cfg *pgxpool.Config) {
 		return nil
 	}
 }
+
+// pingTimeout bounds the ping of an idle pooled connection.
+const pingTimeout = 5 * time.Second
 
 // Close releases the connections of a Store made by Open; on any other
 // Store it does nothing (whoever made the pool closes it).
