@@ -128,35 +128,29 @@ func keepExpired(sn *store.Snapshot, old *store.Snapshot, floor time.Time) {
 			sn.FrozenCurves = append(sn.FrozenCurves, c)
 		}
 	}
-	var events []correlate.Event
-	for _, e := range old.FrozenEvents {
-		if e.Time.Before(floor) {
-			events = append(events, e)
-		}
-	}
-	for _, e := range sn.FrozenEvents {
-		if !e.Time.Before(floor) {
-			events = append(events, e)
-		}
-	}
-	sn.FrozenEvents = events
-	var samples []correlate.Sample
-	for _, x := range old.FrozenSamples {
-		if x.Time.Before(floor) {
-			samples = append(samples, x)
-		}
-	}
-	for _, x := range sn.FrozenSamples {
-		if !x.Time.Before(floor) {
-			samples = append(samples, x)
-		}
-	}
-	sn.FrozenSamples = samples
+	sn.FrozenEvents = spliceAt(old.FrozenEvents, sn.FrozenEvents, floor, func(e correlate.Event) time.Time { return e.Time })
+	sn.FrozenSamples = spliceAt(old.FrozenSamples, sn.FrozenSamples, floor, func(x correlate.Sample) time.Time { return x.Time })
 	if sn.TenantsKnown && old.TenantsKnown {
 		sn.Tenants = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(sn.Tenants), old.Tenants...))))
 	} else {
 		sn.Tenants, sn.TenantsKnown = nil, false
 	}
+}
+
+// spliceAt is old's items from before floor, then fresh's from floor on.
+func spliceAt[T any](old, fresh []T, floor time.Time, at func(T) time.Time) []T {
+	var out []T
+	for _, x := range old {
+		if at(x).Before(floor) {
+			out = append(out, x)
+		}
+	}
+	for _, x := range fresh {
+		if !at(x).Before(floor) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // frozenSamples keeps the window's slow samples (up to a cap) and a
