@@ -485,8 +485,8 @@ func TestSweepQueuesEventsInTheOrderTheyHappened(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The process restarted: nothing was noted in memory; the sweep is the
-	// safety net.
-	n := webhook.NewNotifier(f.st, webhook.NotifierOptions{PublicURL: "http://waterline.test"})
+	// safety net. Its deliveries fall due on the dispatcher's clock.
+	n := webhook.NewNotifier(f.st, webhook.NotifierOptions{PublicURL: "http://waterline.test", Now: testclock.Now})
 	if err := n.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
