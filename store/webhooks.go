@@ -49,7 +49,13 @@ type Webhook struct {
 	// IncludeShareLink: deliveries carry a read-only link to the incident
 	// (WebhookShareToken).
 	IncludeShareLink bool
+	// PausedUntil is when its receiver's pause ends (PauseWebhook); nil:
+	// never paused.
+	PausedUntil *time.Time
 }
+
+// webhookColumns are what scanWebhook reads.
+const webhookColumns = `id, url, secret, format, events, created_at, include_share_link, paused_until`
 
 // NewWebhook is what CreateWebhook needs.
 type NewWebhook struct {
@@ -92,7 +98,7 @@ func (s *Store) CreateWebhookOnce(ctx context.Context, n NewWebhook) (w Webhook,
 		if _, err := tx.db.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('waterline.webhook.' || $1))`, n.URL); err != nil {
 			return wrap("lock webhook url", err)
 		}
-		rows, err := tx.db.Query(ctx, `SELECT id, url, secret, format, events, created_at, include_share_link FROM webhooks
+		rows, err := tx.db.Query(ctx, `SELECT `+webhookColumns+` FROM webhooks
 			WHERE url = $1 AND format = $2 ORDER BY id LIMIT 1`, n.URL, n.Format)
 		if err != nil {
 			return wrap("webhook", err)
@@ -116,7 +122,7 @@ func (s *Store) CreateWebhookOnce(ctx context.Context, n NewWebhook) (w Webhook,
 
 // Webhooks lists every webhook, oldest first.
 func (s *Store) Webhooks(ctx context.Context) ([]Webhook, error) {
-	rows, err := s.db.Query(ctx, `SELECT id, url, secret, format, events, created_at, include_share_link FROM webhooks ORDER BY id`)
+	rows, err := s.db.Query(ctx, `SELECT `+webhookColumns+` FROM webhooks ORDER BY id`)
 	if err != nil {
 		return nil, wrap("webhooks", err)
 	}
@@ -126,7 +132,7 @@ func (s *Store) Webhooks(ctx context.Context) ([]Webhook, error) {
 
 // WebhookByID returns one webhook, or ErrNotFound.
 func (s *Store) WebhookByID(ctx context.Context, id int64) (Webhook, error) {
-	rows, err := s.db.Query(ctx, `SELECT id, url, secret, format, events, created_at, include_share_link FROM webhooks WHERE id = $1`, id)
+	rows, err := s.db.Query(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE id = $1`, id)
 	if err != nil {
 		return Webhook{}, wrap("webhook", err)
 	}
@@ -136,8 +142,9 @@ func (s *Store) WebhookByID(ctx context.Context, id int64) (Webhook, error) {
 
 func scanWebhook(row pgx.CollectableRow) (Webhook, error) {
 	var w Webhook
-	err := row.Scan(&w.ID, &w.URL, &w.Secret, &w.Format, &w.Events, &w.CreatedAt, &w.IncludeShareLink)
+	err := row.Scan(&w.ID, &w.URL, &w.Secret, &w.Format, &w.Events, &w.CreatedAt, &w.IncludeShareLink, &w.PausedUntil)
 	w.CreatedAt = w.CreatedAt.UTC()
+	w.PausedUntil = utcPtr(w.PausedUntil)
 	return w, err
 }
 

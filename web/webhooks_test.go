@@ -418,3 +418,44 @@ func TestWebhookRegistrationIsIdempotent(t *testing.T) {
 		t.Fatalf("%d webhooks stored, want 2", n)
 	}
 }
+
+// A paused receiver (no answer, slow error answers, 429, Retry-After) has
+// its deliveries held, and the webhook API did not say so: an operator saw
+// pending deliveries and no reason. GET /api/v1/webhooks shows
+// paused_until while the pause lasts.
+func TestWebhookAPIShowsAPause(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	ctx := context.Background()
+	hook, err := e.st.CreateWebhook(ctx, store.NewWebhook{URL: "https://hooks.slack.com/services/T0/B0/x", Secret: "0123456789abcdef", Format: "slack",
+		Events: []string{store.EventIncidentOpened}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func() wire.Webhook {
+		var l wire.WebhookList
+		if r := e.do(request{method: "GET", path: "/api/v1/webhooks", token: e.admin}); r.status != 200 || json.Unmarshal(r.body, &l) != nil || len(l.Webhooks) != 1 {
+			t.Fatalf("GET webhooks: %d %s", r.status, r.body)
+		}
+		return l.Webhooks[0]
+	}
+	if w := list(); w.PausedUntil != nil {
+		t.Fatalf("a webhook never paused shows paused_until %v", w.PausedUntil)
+	}
+	until := testNow.Add(time.Minute).Truncate(time.Second)
+	if err := e.st.PauseWebhook(ctx, hook.ID, until); err != nil {
+		t.Fatal(err)
+	}
+	if w := list(); w.PausedUntil == nil || !w.PausedUntil.Equal(until) {
+		t.Fatalf("paused until %s: paused_until %v", until, w.PausedUntil)
+	}
+	if err := e.st.PauseWebhook(ctx, hook.ID, testNow.Add(-time.Hour)); err != nil { // a pause only lengthens
+		t.Fatal(err)
+	}
+	if _, err := e.pool.Exec(ctx, `UPDATE webhooks SET paused_until = $1`, testNow.Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if w := list(); w.PausedUntil != nil {
+		t.Fatalf("a pause that ended shows paused_until %v", w.PausedUntil)
+	}
+}

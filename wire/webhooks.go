@@ -28,6 +28,9 @@ type Webhook struct {
 	CreatedAt time.Time `json:"created_at"`
 	// IncludeShareLink: deliveries carry a read-only link to the incident.
 	IncludeShareLink bool `json:"include_share_link"`
+	// PausedUntil: its receiver is struggling or asked for quiet (no
+	// answer, slow errors, 429, Retry-After); no delivery goes out before.
+	PausedUntil *time.Time `json:"paused_until,omitempty"`
 }
 
 // WebhookList is the answer of GET /api/v1/webhooks.

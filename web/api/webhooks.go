@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -22,8 +23,15 @@ import (
 // webhookView is a webhook on the wire: a password in the URL (basic auth
 // for Jira or ServiceNow) and every query-string value (?api_key=…) are
 // masked, and the secret is never shown.
-func webhookView(w store.Webhook) wire.Webhook {
-	return wire.Webhook{ID: w.ID, URL: maskURL(w.URL), Format: w.Format, Events: w.Events, CreatedAt: w.CreatedAt, IncludeShareLink: w.IncludeShareLink}
+//
+// paused_until is shown while the receiver's pause lasts (at now): why
+// its deliveries wait.
+func webhookView(w store.Webhook, now time.Time) wire.Webhook {
+	v := wire.Webhook{ID: w.ID, URL: maskURL(w.URL), Format: w.Format, Events: w.Events, CreatedAt: w.CreatedAt, IncludeShareLink: w.IncludeShareLink}
+	if w.PausedUntil != nil && w.PausedUntil.After(now) {
+		v.PausedUntil = w.PausedUntil
+	}
+	return v
 }
 
 // maskURL hides a URL's password and its query values, keeping the names.
@@ -118,9 +126,9 @@ func (a *API) CreateWebhook(c echo.Context) error {
 	case err != nil:
 		return err
 	case !created: // a retry: the webhook it made
-		return c.JSON(http.StatusOK, webhookView(hook))
+		return c.JSON(http.StatusOK, webhookView(hook, a.now()))
 	}
-	return c.JSON(http.StatusCreated, webhookView(hook))
+	return c.JSON(http.StatusCreated, webhookView(hook, a.now()))
 }
 
 // checkWebhook validates a registration and fills defaults: format
@@ -179,7 +187,7 @@ func (a *API) ListWebhooks(c echo.Context) error {
 	}
 	out := wire.WebhookList{Webhooks: make([]wire.Webhook, len(hooks))}
 	for i, h := range hooks {
-		out.Webhooks[i] = webhookView(h)
+		out.Webhooks[i] = webhookView(h, a.now())
 	}
 	return c.JSON(http.StatusOK, out)
 }
