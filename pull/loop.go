@@ -132,7 +132,8 @@ func nextRound(failed, total, failures int, interval time.Duration) (time.Durati
 }
 
 // Tick runs one round of the live loop: each source from its cursor (less
-// the overlap, to settle values at the edge) up to now − delay, in chunks.
+// the overlap, to settle values at the edge) up to now − delay, or its
+// newest sample when that is older (horizon.go), in chunks.
 // A source seen for the first time starts lookback ago. It returns the
 // errors of the sources that failed, joined.
 func (p *Puller) Tick(ctx context.Context) error {
@@ -154,13 +155,14 @@ func (p *Puller) tick(ctx context.Context) (failed, total int, err error) {
 		stored atomic.Int64
 	)
 	sources := p.currentSources()
+	hz := p.horizons(ctx, sources, now)
 	for _, src := range sources {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			n, err := p.tickSource(ctx, src, now, end)
+			n, err := p.tickSource(ctx, src, now, pullEnd(end, hz[src], p.config().Step))
 			stored.Add(n)
 			if err != nil {
 				mu.Lock()

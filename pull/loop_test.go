@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -360,3 +361,92 @@ func TestRoundStopsWhenTheLeaseIsLost(t *testing.T) {
 		t.Fatal("the round went on for 5 s after its lease was lost")
 	}
 }
+
+// splitOpenMetrics cuts an OpenMetrics text at cut: the samples before it
+// and those from it on, each with every comment line (and one # EOF).
+func splitOpenMetrics(t *testing.T, om []byte, cut time.Time) (before, after []byte) {
+	t.Helper()
+	var a, b bytes.Buffer
+	for _, line := range strings.Split(strings.TrimSpace(string(om)), "\n") {
+		if line == "# EOF" {
+			continue
+		}
+		if strings.HasPrefix(line, "#") {
+			a.WriteString(line + "\n")
+			b.WriteString(line + "\n")
+			continue
+		}
+		f := strings.Fields(line)
+		sec, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		if time.UnixMilli(int64(sec * 1000)).Before(cut) {
+			a.WriteString(line + "\n")
+		} else {
+			b.WriteString(line + "\n")
+		}
+	}
+	a.WriteString("# EOF\n")
+	b.WriteString("# EOF\n")
+	return a.Bytes(), b.Bytes()
+}
+
+// A backend whose samples land ten minutes late (remote-write replaying a
+// buffer, a clock behind) answers the newest steps with its 5-minute
+// lookback's stand-ins, and then nothing. The live pull goes no further
+// than the newest sample, so once the late samples land the next round
+// stores them: every curve ends up as a pull of the complete data has it,
+// with no stand-in kept and no step missing.
+func TestLaggingBackendLeavesNoStandIns(t *testing.T) {
+	f := eventsFleet()
+	var buf bytes.Buffer
+	if err := f.WriteOpenMetrics(&buf); err != nil {
+		t.Fatal(err)
+	}
+	now := f.End().Add(30 * time.Second)
+	early, late := splitOpenMetrics(t, buf.Bytes(), now.Add(-10*time.Minute))
+	prom := promtest.New(t)
+	prom.Backfill(t, bytes.NewReader(early))
+	prom.Start(t)
+	ctx := context.Background()
+	st := storetest.New(t)
+	p := newPuller(t, st, prom.URL, "lookback: 70m\n", now)
+	if err := p.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	prom.Stop(t)
+	prom.Backfill(t, bytes.NewReader(late))
+	prom.Start(t)
+	if err := p.Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	whole := storetest.New(t)
+	if err := newPuller(t, whole, prom.URL, "lookback: 70m\n", now).Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	curves := func(st *store.Store) map[string][]correlate.Point {
+		cs, err := st.Curves(ctx, store.CurveFilter{From: f.Start.Add(-2 * time.Hour), To: now.Add(time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string][]correlate.Point{}
+		for _, c := range cs {
+			out[c.Key()] = c.Points
+		}
+		return out
+	}
+	got, want := curves(st), curves(whole)
+	if len(want) == 0 || len(got) != len(want) {
+		t.Fatalf("%d curves after the late samples, %d from the complete data", len(got), len(want))
+	}
+	for k, w := range want {
+		if g := got[k]; fmt.Sprint(g) != fmt.Sprint(w) {
+			t.Errorf("%s: %d points after the late samples, %d from the complete data\n got %v\nwant %v", k, len(g), len(w), tail(g), tail(w))
+		}
+	}
+}
+
+// tail is the last points of a curve, for a failure message.
+func tail(ps []correlate.Point) []correlate.Point { return ps[max(0, len(ps)-45):] }

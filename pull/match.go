@@ -52,14 +52,44 @@ func isKeyword(w string) bool {
 
 // withMatchers adds the matchers (matcherList's form) to every vector
 // selector of expr: `rate(x[1m])` → `rate(x{cluster="a"}[1m])`,
-// `x{mode="idle"}` → `x{cluster="a", mode="idle"}`. It reads PromQL's
-// tokens (strings, numbers and durations, label lists after by/on/…,
-// matcher braces), not its grammar; Prometheus still checks the result
-// (serve evaluates every query once at start).
+// `x{mode="idle"}` → `x{cluster="a", mode="idle"}`. Prometheus still
+// checks the result (serve evaluates every query once at start).
 func withMatchers(expr, matchers string) (string, error) {
 	if matchers == "" {
 		return expr, nil
 	}
+	return rewriteSelectors(expr, func(name, inner string) string {
+		if inner == "" {
+			return name + "{" + matchers + "}"
+		}
+		return name + "{" + matchers + ", " + inner + "}"
+	})
+}
+
+// vectorSelectors lists expr's vector selectors, each once, in order:
+// `rate(x{a="b"}[1m]) / y` → `x{a="b"}`, `y`.
+func vectorSelectors(expr string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	_, err := rewriteSelectors(expr, func(name, inner string) string {
+		sel := name
+		if inner != "" || name == "" {
+			sel += "{" + inner + "}"
+		}
+		if !seen[sel] {
+			seen[sel] = true
+			out = append(out, sel)
+		}
+		return sel
+	})
+	return out, err
+}
+
+// rewriteSelectors replaces every vector selector of expr with what f
+// makes of its metric name ("" for `{__name__=~"…"}`) and the text inside
+// its braces ("" for none). It reads PromQL's tokens (strings, numbers and
+// durations, label lists after by/on/…, matcher braces), not its grammar.
+func rewriteSelectors(expr string, f func(name, inner string) string) (string, error) {
 	var b strings.Builder
 	i, n := 0, len(expr)
 	// next is the first byte after spaces from j, 0 at the end.
@@ -95,18 +125,13 @@ func withMatchers(expr, matchers string) (string, error) {
 		}
 		return 0, fmt.Errorf("unclosed %q at offset %d", open, j)
 	}
-	// braces writes the selector's braces from j with the matchers added.
-	braces := func(j int) (int, error) {
+	// braces writes the selector of name whose braces open at j.
+	braces := func(name string, j int) (int, error) {
 		end, err := closing(j, '{', '}')
 		if err != nil {
 			return 0, err
 		}
-		inner := strings.TrimSpace(expr[j+1 : end-1])
-		if inner == "" {
-			b.WriteString("{" + matchers + "}")
-		} else {
-			b.WriteString("{" + matchers + ", " + inner + "}")
-		}
+		b.WriteString(f(name, strings.TrimSpace(expr[j+1:end-1])))
 		return end, nil
 	}
 	pendingGroup := false // the last identifier was by/on/…: its (…) lists labels
@@ -144,7 +169,7 @@ func withMatchers(expr, matchers string) (string, error) {
 			i, pendingGroup = end, false
 		case c == '{':
 			// A selector without a metric name: {__name__=~"…"}.
-			end, err := braces(i)
+			end, err := braces("", i)
 			if err != nil {
 				return "", err
 			}
@@ -155,27 +180,29 @@ func withMatchers(expr, matchers string) (string, error) {
 				j++
 			}
 			word := expr[i:j]
-			b.WriteString(word)
 			k, nc := next(j)
 			lower := strings.ToLower(word)
 			pendingGroup = groupingKeywords[lower]
 			switch {
 			case isKeyword(lower), nc == '(':
 				// a keyword, a function or an aggregation's call
+				b.WriteString(word)
 			case nc == 'b' || nc == 'w':
 				// "sum by (…)", "max without (…)": an aggregation.
 				if rest := nextWord(expr, k); rest != "by" && rest != "without" {
-					b.WriteString("{" + matchers + "}")
+					b.WriteString(f(word, ""))
+				} else {
+					b.WriteString(word)
 				}
 			case nc == '{':
-				b.WriteString(expr[j:k])
-				end, err := braces(k)
+				// The name, then its braces (spaces between them dropped).
+				end, err := braces(word, k)
 				if err != nil {
 					return "", err
 				}
 				j = end
 			default:
-				b.WriteString("{" + matchers + "}")
+				b.WriteString(f(word, ""))
 			}
 			i = j
 		default:

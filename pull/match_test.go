@@ -52,6 +52,24 @@ func TestWithMatchers(t *testing.T) {
 	}
 }
 
+func TestVectorSelectors(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{`x`, []string{`x`}},
+		{`histogram_quantile(0.99, sum by (le, model) (rate(x_bucket{job="a"}[1m]))) * 1000`, []string{`x_bucket{job="a"}`}},
+		{`sum(rate(x[5m])) by (job) / on (job) group_left (node) max without (pod) (y) or x`, []string{`x`, `y`}},
+		{`x {a="}{"} offset 5m > bool 1e3`, []string{`x{a="}{"}`}},
+		{`{__name__=~"a|b"} + {} * vector(0)`, []string{`{__name__=~"a|b"}`, `{}`}},
+	} {
+		got, err := vectorSelectors(c.in)
+		if err != nil || strings.Join(got, " ; ") != strings.Join(c.want, " ; ") {
+			t.Errorf("vectorSelectors(%s) = %q (%v), want %q", c.in, got, err, c.want)
+		}
+	}
+}
+
 // twinClusters copies every sample of an OpenMetrics text into cluster
 // "a" as it is and into cluster "b" scaled by a factor of its own series
 // (so sums, ratios and quantiles all differ): a Prometheus that holds two

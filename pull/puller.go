@@ -37,6 +37,8 @@ type Puller struct {
 	// rates holds the measured scrape intervals behind automatic rate
 	// windows (ratewindow.go).
 	rates *rateWindows
+	// horizonWarned: a failed horizon probe was logged (horizon.go).
+	horizonWarned atomic.Bool
 	// warned holds the sources whose answers' warnings were logged.
 	warned sync.Map
 }
@@ -82,6 +84,9 @@ func New(cfg *Config, prometheusURL string, st *store.Store, opts Options) (*Pul
 // the same (PromQL's annotations: a rate over a gauge, a quantile out of
 // range): the query may want a look; every round would say it again.
 func (p *Puller) noteWarnings(source string, warnings []string) {
+	if source == horizonProbe {
+		return // about timestamp() over the selectors: the queries' own answers say theirs
+	}
 	if _, seen := p.warned.LoadOrStore(source, true); !seen {
 		p.log.Warn("pull: Prometheus answered with warnings; the data is stored (logged once per source)",
 			"source", source, "warnings", warnings)
