@@ -201,6 +201,27 @@ func stageAttributionFromCurves(cs *curveSet, models []string, ph phases) []Stag
 		mb, md := mean(b), mean(d)
 		out = append(out, StageShare{Stage: name, BeforeMs: mb, DuringMs: md, DeltaMs: md - mb, DeltaLoMs: md - mb, DeltaHiMs: md - mb})
 	}
+	// Without a median to tell whether the timed stages are the whole
+	// request, one stage alone is taken as not: its share of the stages'
+	// growth is 1 by construction ("the downstream call explains 100 %"
+	// of a 300 ms P99 rise on its 10 ms). Its share is then of the growth
+	// of the latency the model is measured by: its mean, else a quantile.
+	if len(timedShare) == 0 && len(out) == 1 {
+		var g []float64
+		for _, m := range models {
+			for _, role := range []Role{RoleLatencyMean, RoleLatencyP95, RoleLatencyP99} {
+				c := cs.model(role, m, "")
+				b, d := periodMedian(c, ph.BeforeFrom, ph.BeforeTo), periodMedian(c, ph.Onset, ph.DuringTo)
+				if !math.IsNaN(b) && !math.IsNaN(d) {
+					g = append(g, d-b)
+					break
+				}
+			}
+		}
+		if len(g) > 0 {
+			growth = mean(g)
+		}
+	}
 	// Stage means that did not move (their rises together under 2 % of
 	// their level, or half a millisecond) explain none of the growth:
 	// shares of a few microseconds' wobble would read "71 % of the growth".
