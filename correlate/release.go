@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 )
 
 // releaseCause: a new version of one model made it slower. Like Datadog's
@@ -20,7 +21,13 @@ func releaseFor(f *facts, m string) Cause {
 	vs := f.versionStats(m)
 	newVer := ""
 	if ev != nil {
-		newVer = ev.Version
+		// A version the data does not measure (the CD system's commit or
+		// image tag where the metrics label a release number) tells no
+		// requests apart: the version that took traffic is looked for
+		// below, as without one.
+		if len(vs) == 0 || slices.ContainsFunc(vs, func(v versionStat) bool { return v.version == ev.Version }) {
+			newVer = ev.Version
+		}
 		b.support("deploy_before_onset", -ev.OffsetS, w, 0.30, "%s of %s%s at %s, %s.", capitalize(string(ev.Kind)), m, verSuffix(ev.Version), ev.Time.Format("15:04:05"), ago(*ev)).restsOn(ev.ID, "", nil)
 	}
 	// The version that gained traffic around the onset is the new one, even
@@ -48,6 +55,9 @@ func releaseFor(f *facts, m string) Cause {
 		// A deploy that names no version, and no version of the samples
 		// took over: it happened, but nothing tells its requests apart.
 		f.releaseScope(b, m, "")
+		if ev.Version != "" {
+			return f.done(b, fmt.Sprintf("%s %s was deployed %s, but no measured version of %s carries that name: its requests cannot be told from the previous version's.", m, ev.Version, ago(*ev), m), Target{Model: m})
+		}
 		return f.done(b, fmt.Sprintf("%s was deployed %s; which version it brought is unknown, so its requests cannot be compared with the previous version's.", m, ago(*ev)), Target{Model: m})
 	}
 	// No change event at all in the window is no sign that nothing was
@@ -99,6 +109,11 @@ func releaseFor(f *facts, m string) Cause {
 		sum = fmt.Sprintf("%s %s ran at its predecessor's latency before the onset (P99 %s); it slowed down with the spike, not with its deploy.", m, newVer, fmtMs(nv.p99Before))
 	case b.shown("new_version_slower") >= claimed:
 		sum = fmt.Sprintf("%s %s is slower than the version it replaces (P99 %s against %s).", m, newVer, fmtMs(nv.p99During), fmtMs(cmp))
+	case math.IsNaN(cmp) && ev != nil:
+		// Nothing was compared: no earlier version's latency is measured.
+		sum = fmt.Sprintf("%s %s was deployed %s; no earlier version's latency is measured to compare it with, so whether it is slower is unknown.", m, newVer, ago(*ev))
+	case math.IsNaN(cmp):
+		sum = fmt.Sprintf("%s %s took traffic around the onset; no earlier version's latency is measured to compare it with, so whether it is slower is unknown.", m, newVer)
 	case ev != nil:
 		sum = fmt.Sprintf("%s %s was deployed %s, but its requests are not measured slower than the previous version's.", m, newVer, ago(*ev))
 	default:
