@@ -35,6 +35,13 @@ func batchingCause(f *facts) Cause {
 		// a batch is, on a calm curve, and changes nothing.
 		if grown := safeRatio(d.During, d.Before); !math.IsNaN(d.Deviation) && d.Deviation > 0 && d.Score > 0 {
 			b.support("bigger_batches", d.Deviation, strength(d.Deviation, 4)*ramp(grown, 1.1, 1.4), 0.15, "%s's average batch grew from %.1f to %.1f requests.", model, d.Before, d.During).restsOn("", d.Key, nil)
+		} else if math.IsNaN(d.Deviation) {
+			// No batch-size curve: the samples' batch sizes, which made
+			// batching assessable, are what says whether batches grew.
+			if before, during := f.sampleBatchMeans(model); !math.IsNaN(before) && !math.IsNaN(during) {
+				grown := during / before
+				b.support("bigger_batches", grown, ramp(grown, 1.1, 1.4), 0.15, "%s's sampled requests ran in batches of %.1f on average, against %.1f before (from samples).", model, during, before)
+			}
 		}
 	}
 	ev, w := bestEvent(f.events, func(e AlignedEvent) bool {
@@ -138,4 +145,30 @@ func onlyShare(share float64) string {
 // before, from samples (NaN without them).
 func (f *facts) sampleStageGrowth(model string, k Stage) float64 {
 	return f.ss.byModel[model].stageGrowth(k)
+}
+
+// sampleBatchMeans is a model's weighted mean batch size before and
+// during the spike, from the samples that report one (at least
+// minQuantileSamples a phase; NaN otherwise).
+func (f *facts) sampleBatchMeans(model string) (before, during float64) {
+	st := f.ss.byModel[model]
+	out := [2]float64{math.NaN(), math.NaN()}
+	if st == nil {
+		return out[0], out[1]
+	}
+	for phase, list := range st.phase {
+		var sw, sx float64
+		n := 0
+		for _, i := range list {
+			if s := &f.ss.all[i]; s.BatchSize > 0 {
+				sw += s.SampleRate
+				sx += s.SampleRate * float64(s.BatchSize)
+				n++
+			}
+		}
+		if n >= minQuantileSamples && sw > 0 {
+			out[phase] = sx / sw
+		}
+	}
+	return out[0], out[1]
 }

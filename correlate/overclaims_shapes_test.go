@@ -80,3 +80,25 @@ func TestReleaseNotComparedIsNotCleared(t *testing.T) {
 		t.Errorf("no version was compared with v2, yet: %q", c.Summary)
 	}
 }
+
+// every sampled batch went from 4 to 32 requests.
+func TestBatchSizesFromSamples(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 50, 50)
+	x.sampleRun(20, Scope{Model: "m", Version: "v1"}, 100, 400, func(s *Sample, during bool) {
+		s.BatchSize = 4
+		if during {
+			s.BatchSize = 32
+		}
+		for k := range s.StagesMs {
+			s.StagesMs[k] = math.NaN()
+		}
+		s.StagesMs[StageExec] = s.TotalMs
+	})
+	c := causeOf(t, x.analyze(), CatBatching)
+	if strings.HasPrefix(c.Summary, "No sign") {
+		dumpCause(t, c)
+		t.Errorf("sampled batches grew ×8, yet: %q", c.Summary)
+	}
+}
