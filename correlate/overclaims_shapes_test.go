@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -10,6 +11,10 @@ import (
 // Shapes of real fleets' data under which the analysis said more than the
 // data shows.
 
+// Only a P99 curve (no P50, no mean) and one timed stage: the lone stage's
+// mean "explains 100% of the tail's growth" by construction, and a 10 ms
+// rise of the downstream call led the ranking at 0.90 under a 300 ms P99
+// rise. TestOverclaimOneTimedStageExplainsAll holds this only where a P50
 // curve exists.
 func TestOverclaimLoneStageWithOnlyP99(t *testing.T) {
 	x := newFixture()
@@ -33,6 +38,11 @@ func TestOverclaimLoneStageWithOnlyP99(t *testing.T) {
 	}
 }
 
+// The deploy event names the version as the CD system knows it (a commit,
+// an image tag) while the metrics label another string: the event's
+// version matches none the data measures. Release then compared a version
+// with no requests, scored 0 and argued "slow requests concentrate on
+// version 1.5.0 … more than on the new version" — 1.5.0 being the very
 // version the rollout brought.
 func TestDeployVersionNotInTheData(t *testing.T) {
 	x := newFixture()
@@ -64,6 +74,9 @@ func TestDeployVersionNotInTheData(t *testing.T) {
 	}
 }
 
+// A new version whose predecessor's latency is not measured (the version
+// label came with the new release, so the old series carry none): no
+// comparison is made, yet the summary said its requests "are not measured
 // slower than the previous version's" — read as a release cleared.
 func TestReleaseNotComparedIsNotCleared(t *testing.T) {
 	x := newFixture()
@@ -81,6 +94,9 @@ func TestReleaseNotComparedIsNotCleared(t *testing.T) {
 	}
 }
 
+// Batch sizes carried by the request samples only (no batch-size curve,
+// batch wait untimed): batching is assessable on them, yet they were never
+// read, and the summary said "No sign that m's batching changed" while
 // every sampled batch went from 4 to 32 requests.
 func TestBatchSizesFromSamples(t *testing.T) {
 	x := newFixture()
@@ -100,5 +116,53 @@ func TestBatchSizesFromSamples(t *testing.T) {
 	if strings.HasPrefix(c.Summary, "No sign") {
 		dumpCause(t, c)
 		t.Errorf("sampled batches grew ×8, yet: %q", c.Summary)
+	}
+}
+
+// Replica latency curves for 3 of the model's 10 replicas (the other 7
+// known by their request rates): the scope said "Narrow: 1 of 3 replicas
+// of m carry the spike" — a pool of three, and a narrowness the 7
+// unmeasured replicas leave open.
+func TestNarrowCountsOnlyMeasuredReplicas(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 300)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 100, 100)
+	for i := 0; i < 10; i++ {
+		sc := Scope{Model: "m", Version: "v1", Replica: fmt.Sprintf("r%d", i), Node: fmt.Sprintf("n%d", i)}
+		if i < 3 {
+			during := 100.0
+			if i == 0 {
+				during = 900
+			}
+			x.curve(RoleLatencyP99, LevelReplica, sc, 100, during)
+		}
+		x.curve(RoleQPS, LevelReplica, sc, 10, 10)
+	}
+	s := x.analyze().Scope.Summary
+	if strings.Contains(s, "1 of 3 replicas") && !strings.Contains(s, "7 more have") {
+		t.Errorf("m has 10 replicas in the data, 3 with latency: %q", s)
+	}
+}
+
+// Hourly data reaching back two days: the baseline hour holds one point,
+// so the rise is not judged — but the reason said the data "starts at
+// 06:00 UTC", 40 hours before the onset, and the action sends the reader
+// to pull from earlier, which cannot help.
+func TestNoBaselineAtCoarseStepNamesNoStart(t *testing.T) {
+	mk := func(role Role, b, d float64) Curve {
+		c := Curve{Role: role, Level: LevelModel, Scope: Scope{Model: "m"}}
+		for i := 0; i < 48; i++ {
+			v := b
+			if i >= 40 {
+				v = d
+			}
+			c.Points = append(c.Points, Point{T: fxStart.Add(time.Duration(i) * time.Hour).UnixMilli(), V: v * wobble(i)})
+		}
+		return c
+	}
+	a := Analyze(Input{Window: Window{From: fxStart.Add(36 * time.Hour), To: fxStart.Add(48 * time.Hour)}, Step: time.Hour,
+		Curves: []Curve{mk(RoleLatencyP99, 100, 400), mk(RoleQPS, 10, 10)}})
+	if strings.Contains(a.Scope.Summary, "it starts at") {
+		t.Errorf("the data starts 40 h before the onset, yet: %q", a.Scope.Summary)
 	}
 }

@@ -144,7 +144,10 @@ func (f *facts) noRise() string {
 		from, ok := f.latencyFrom(m)
 		if math.IsNaN(m.before) && math.IsNaN(m.slowBase) || ok && from.After(enough) {
 			unjudged = append(unjudged, m.model)
-			if ok && (first.IsZero() || from.Before(first)) {
+			// Where the data begins is the reason only when it begins
+			// late; data reaching far back at a coarse step (hourly
+			// points, one in the baseline hour) lacks points, not history.
+			if ok && from.After(enough) && (first.IsZero() || from.Before(first)) {
 				first = from
 			}
 		}

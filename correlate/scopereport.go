@@ -71,12 +71,13 @@ func scopeLists(affected []string, reps map[string][]replicaImpact, conc []Conce
 // summarizeScope sets the breadth and the sentence. withData is how many
 // models could be judged; reps gives the replica counts.
 func summarizeScope(sr *ScopeReport, withData int, reps map[string][]replicaImpact) {
-	totalReps := 0
+	totalReps, knownReps := 0, 0
 	// broad: a model's other replicas slowed by most of its rise, so
 	// its standing-out replicas do not make the spike narrow.
 	broad, peersX := false, math.NaN()
 	for i, m := range sr.Models {
 		totalReps += judgedReplicas(reps[m])
+		knownReps += len(reps[m])
 		modelRatio := math.NaN()
 		if i < len(sr.ModelImpact) && sr.ModelImpact[i].P99Ratio > 0 {
 			modelRatio = sr.ModelImpact[i].P99Ratio
@@ -107,6 +108,12 @@ func summarizeScope(sr *ScopeReport, withData int, reps map[string][]replicaImpa
 			where += " (node " + sr.Nodes[0] + ")"
 		}
 		sr.Summary = fmt.Sprintf("Narrow: %d of %d replicas of %s carry the spike: %s.", len(sr.Replicas), totalReps, strings.Join(sr.Models, ", "), where)
+		if unseen := knownReps - totalReps; unseen > 0 {
+			// Replicas known by other data (request rates) but with no
+			// latency: neither slow nor fast, and not a pool of totalReps.
+			sr.Summary = fmt.Sprintf("Narrow among the replicas with latency: %d of %d replicas of %s carry the spike: %s; %s more %s too little latency data to judge.",
+				len(sr.Replicas), totalReps, strings.Join(sr.Models, ", "), where, fmtCount(float64(unseen)), verbFor(unseen, "has", "have"))
+		}
 	case len(sr.Versions) == 1 && len(sr.Models) == 1 && versionCarries(sr):
 		sr.Breadth = "version"
 		sr.Summary = fmt.Sprintf("Narrow: %s version %s carries the spike.", named[0], sr.Versions[0])
