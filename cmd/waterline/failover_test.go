@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -35,16 +34,19 @@ import (
 	"github.com/waterline-dev/waterline/store/storetest"
 )
 
-// liveFleet starts a simulated fleet's exporters and a Prometheus that
-// holds history of it and scrapes it live every scrape interval.
-func liveFleet(t *testing.T, history time.Duration, onsetIn time.Duration) (*sim.Fleet, *promtest.Prometheus, time.Time) {
+// liveFleet starts fleet so's exporters on loopback and a Prometheus that
+// holds its history and scrapes it live every so.Step. It sets so's
+// Start (history before now), Onset (onsetIn from now) and Duration, and
+// returns the fleet, the Prometheus and where the backfill stops.
+// Real time, not the test clock: Prometheus stamps each scrape with the
+// real time, and the fleet's exporters answer for that instant.
+func liveFleet(t *testing.T, so *sim.Options, history, onsetIn time.Duration) (*sim.Fleet, *promtest.Prometheus, time.Time) {
 	t.Helper()
 	now := time.Now().UTC()
-	so := sim.Options{Seed: 3, Scenario: sim.Release, Models: 1, ReplicasPerModel: 2, Nodes: 2, Tenants: 2, TrafficScale: 0.5, Step: liveScrape}
-	so.Start = now.Truncate(liveScrape).Add(-history)
+	so.Start = now.Truncate(so.Step).Add(-history)
 	so.Onset = now.Add(onsetIn).Sub(so.Start).Round(time.Second)
-	so.Duration = (so.Onset + 30*time.Minute).Truncate(liveScrape)
-	f, err := sim.New(so)
+	so.Duration = (so.Onset + 30*time.Minute).Truncate(so.Step)
+	f, err := sim.New(*so)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +66,7 @@ func liveFleet(t *testing.T, history time.Duration, onsetIn time.Duration) (*sim
 	for _, e := range sim.Exporters {
 		targets = append(targets, promrun.Target{Job: e, Addr: ln.Addr().String(), Path: "/" + e + "/metrics"})
 	}
-	prom.Scrape(t, liveScrape, targets)
+	prom.Scrape(t, so.Step, targets)
 	prom.Start(t)
 	return f, prom, cut
 }
@@ -96,13 +98,13 @@ func metricLine(base, prefix string) string {
 func TestServeStopsWhilePostgresIsCutOff(t *testing.T) {
 	t.Parallel()
 	const history = 70 * time.Minute
-	_, prom, _ := liveFleet(t, history, time.Hour)
+	_, prom, _ := liveFleet(t, &sim.Options{Seed: 3, Scenario: sim.Release, Models: 1, ReplicasPerModel: 2, Nodes: 2, Tenants: 2, TrafficScale: 0.5, Step: liveScrape}, history, time.Hour)
 	dbURL := storetest.NewDatabase(t)
 	u, err := url.Parse(dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hole := newBlackhole(t, u.Host)
+	hole := newCutProxy(t, u.Host)
 	u.Host = hole.ln.Addr().String()
 	cfg := filepath.Join(t.TempDir(), "waterline.yaml")
 	if err := os.WriteFile(cfg, []byte(livePullConfig(history)), 0o644); err != nil {
@@ -147,7 +149,7 @@ func TestServeStopsWhilePostgresIsCutOff(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	time.Sleep(12 * time.Second) // a few live rounds
-	hole.silent.Store(true)
+	hole.silence()
 	t.Logf("Postgres cut off at %s", time.Now().Format(time.TimeOnly))
 	time.Sleep(20 * time.Second)
 	stopAt := time.Now()
@@ -184,82 +186,6 @@ func waterlineStacks(all string) string {
 	return strings.Join(out, "\n\n")
 }
 
-// freezeProxy forwards TCP to target. freeze() stops every connection
-// open at that moment dead — nothing forwarded either way, no FIN, no
-// reset, as a failed-over or NAT-dropped server's old sessions look —
-// while new connections go through (to the server that took over).
-type freezeProxy struct {
-	ln     net.Listener
-	mu     sync.Mutex
-	frozen []*atomic.Bool
-}
-
-func newFreezeProxy(t *testing.T, target string) *freezeProxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &freezeProxy{ln: ln}
-	var all []net.Conn
-	var allMu sync.Mutex
-	t.Cleanup(func() {
-		ln.Close()
-		allMu.Lock()
-		for _, c := range all {
-			c.Close()
-		}
-		allMu.Unlock()
-	})
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			allMu.Lock()
-			all = append(all, c, up)
-			allMu.Unlock()
-			frozen := new(atomic.Bool)
-			p.mu.Lock()
-			p.frozen = append(p.frozen, frozen)
-			p.mu.Unlock()
-			pipe := func(dst, src net.Conn) {
-				buf := make([]byte, 32<<10)
-				for {
-					n, err := src.Read(buf)
-					if frozen.Load() {
-						return // swallowed, and no close passed on
-					}
-					if err != nil {
-						dst.Close()
-						return
-					}
-					if _, err := dst.Write(buf[:n]); err != nil {
-						return
-					}
-				}
-			}
-			go pipe(up, c)
-			go pipe(c, up)
-		}
-	}()
-	return p
-}
-
-func (p *freezeProxy) freeze() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, f := range p.frozen {
-		f.Store(true)
-	}
-	p.frozen = nil
-}
-
 // A Postgres failover (or a NAT or firewall dropping established flows)
 // leaves serve's open sessions dead without a FIN or reset, while new
 // connections reach the server that took over. The pull loop and the
@@ -282,7 +208,7 @@ func TestLoopsResumeAfterPostgresSessionsAreCutOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	px := newFreezeProxy(t, u.Host)
+	px := newCutProxy(t, u.Host)
 	u.Host = px.ln.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

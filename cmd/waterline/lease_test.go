@@ -4,10 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/url"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,59 +13,6 @@ import (
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
 )
-
-// blackhole forwards TCP to target until silenced, then keeps every
-// connection open and forwards nothing, as a host cut off from the
-// network looks from either side: no FIN, no reset.
-type blackhole struct {
-	ln     net.Listener
-	silent atomic.Bool
-}
-
-func newBlackhole(t *testing.T, target string) *blackhole {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := &blackhole{ln: ln}
-	var conns sync.WaitGroup
-	t.Cleanup(func() { ln.Close(); conns.Wait() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			pipe := func(dst, src net.Conn) {
-				defer conns.Done()
-				buf := make([]byte, 32<<10)
-				for {
-					n, err := src.Read(buf)
-					if err != nil {
-						dst.Close()
-						return
-					}
-					if b.silent.Load() {
-						continue // swallowed
-					}
-					if _, err := dst.Write(buf[:n]); err != nil {
-						return
-					}
-				}
-			}
-			conns.Add(2)
-			go pipe(up, c)
-			go pipe(c, up)
-			t.Cleanup(func() { c.Close(); up.Close() })
-		}
-	}()
-	return b
-}
 
 // A lease holder cut off from Postgres must stop its job within about one
 // check interval, not when the kernel gives up on the socket: its lease
@@ -81,7 +25,7 @@ func TestLeaseHolderCutOffStopsItsJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hole := newBlackhole(t, u.Host)
+	hole := newCutProxy(t, u.Host)
 	u.Host = hole.ln.Addr().String()
 	pool, err := pgxpool.New(context.Background(), u.String())
 	if err != nil {
@@ -103,7 +47,7 @@ func TestLeaseHolderCutOffStopsItsJob(t *testing.T) {
 		t.Fatal("never took the lease")
 	}
 	cutAt := time.Now()
-	hole.silent.Store(true)
+	hole.silence()
 	select {
 	case at := <-stopped:
 		if d := at.Sub(cutAt); d > 2*time.Second {

@@ -19,8 +19,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/waterline-dev/waterline/internal/demo/promrun"
-	"github.com/waterline-dev/waterline/internal/testing/promtest"
 	"github.com/waterline-dev/waterline/sim"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
@@ -131,39 +129,10 @@ func TestTwoReplicasLive(t *testing.T) {
 		history  = 70 * time.Minute
 		takeover = pullIvl + 5*time.Second // the retry, and Postgres ending the dead session
 	)
-	// Real time, not the test clock: Prometheus stamps each scrape with
-	// the real time, and the fleet's exporters answer for that instant.
-	now := time.Now().UTC()
 	so := sim.Options{Seed: 2, Scenario: sim.Release, Models: 2, ReplicasPerModel: 2, Nodes: 3, Tenants: 4, TrafficScale: 0.7, Step: scrape}
-	so.Start = now.Truncate(scrape).Add(-history)
-	so.Onset = now.Add(20 * time.Second).Sub(so.Start).Round(time.Second)
-	so.Duration = (so.Onset + 30*time.Minute).Truncate(scrape)
-	f, err := sim.New(so)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, prom, cut := liveFleet(t, &so, history, 20*time.Second)
 	truth := f.Truth()
 	onset := *truth.Onset
-
-	// The exporters, and Prometheus over the history scraping them.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	exp := &http.Server{Handler: exporterHandler(f, func() {}), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = exp.Serve(ln) }()
-	t.Cleanup(func() { _ = exp.Close() })
-	prom := promtest.New(t)
-	cut := time.Now()
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(f.WriteOpenMetricsBefore(pw, cut, nil)) }()
-	prom.Backfill(t, pr)
-	var targets []promrun.Target
-	for _, e := range sim.Exporters {
-		targets = append(targets, promrun.Target{Job: e, Addr: ln.Addr().String(), Path: "/" + e + "/metrics"})
-	}
-	prom.Scrape(t, scrape, targets)
-	prom.Start(t)
 
 	// One database, a webhook to a receiver that counts keys, events and
 	// samples pushed as they happen.
