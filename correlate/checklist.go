@@ -116,8 +116,14 @@ func samplesStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 		return st
 	}
 	var sm []string
-	if a.Samples.SlowRequests > 0 {
-		sm = append(sm, fmt.Sprintf("%s slow requests in the affected models during the spike.", fmtCount(a.Samples.SlowRequests)))
+	if est := a.Samples.SlowRequests; est > 0 {
+		if sampled := float64(a.Samples.Slow); sampled > 0 && est > sampled+0.5 {
+			// Re-weighted by sample_rate: an estimate, said as one (the
+			// page's header writes it "≈" too), not "10,701" as if counted.
+			sm = append(sm, fmt.Sprintf("≈%s slow requests in the affected models during the spike (estimated from %s sampled).", fmtCount(est), fmtCount(sampled)))
+		} else {
+			sm = append(sm, fmt.Sprintf("%s slow requests in the affected models during the spike.", fmtCount(est)))
+		}
 	}
 	if ds := dominantStages(a.Stages); len(ds) > 0 && ds[0].Share > 0 {
 		// Stages within 5 points of the largest share it: naming only the

@@ -166,3 +166,23 @@ func TestNoBaselineAtCoarseStepNamesNoStart(t *testing.T) {
 		t.Errorf("the data starts 40 h before the onset, yet: %q", a.Scope.Summary)
 	}
 }
+
+// Samples kept one in 123 (a tail-sampling Collector's rate): the count
+// of slow requests is an estimate from the few sampled, yet the samples
+// step printed it as a count ("10,701 slow requests"), where the page's
+// header says "≈10,701".
+func TestEstimatedSlowRequestsAreSaidSo(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 500)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 10)
+	x.sampleRun(3, Scope{Model: "m", Replica: "r1"}, 100, 500, func(s *Sample, _ bool) { s.SampleRate = 123 })
+	a := x.analyze()
+	ans := a.Checklist[2].Answer
+	if a.Samples.Slow == 0 || a.Samples.SlowRequests <= float64(a.Samples.Slow) {
+		t.Fatalf("premise: %d slow samples standing for %.0f requests", a.Samples.Slow, a.Samples.SlowRequests)
+	}
+	exact := fmtCount(a.Samples.SlowRequests)
+	if !strings.HasPrefix(ans, "≈"+exact+" slow requests") || !strings.Contains(ans, fmt.Sprintf("estimated from %s sampled", fmtCount(float64(a.Samples.Slow)))) {
+		t.Errorf("%d slow samples at 1 in 123 stand for about %s requests, yet: %q", a.Samples.Slow, exact, ans)
+	}
+}
