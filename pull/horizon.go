@@ -76,15 +76,25 @@ func (p *Puller) horizons(ctx context.Context, sources []string, now time.Time) 
 	for i := range all {
 		all[i] = i
 	}
-	err := p.probeNewest(ctx, sels, all, "%s", now, newest)
+	err := p.probeNewest(ctx, sels, all, 0, now, newest)
 	if err == nil {
+		// Only the sources none of whose selectors answered are looked
+		// for further back (a stalled backend), not a fresh source's
+		// alternative selectors that are absent on this fleet.
 		var stale []int
-		for i, v := range newest {
-			if v == 0 {
-				stale = append(stale, i)
+		asked := map[int]bool{}
+		for _, idx := range of {
+			if newestOf(newest, idx) > 0 {
+				continue
+			}
+			for _, i := range idx {
+				if !asked[i] {
+					asked[i] = true
+					stale = append(stale, i)
+				}
 			}
 		}
-		err = p.probeNewest(ctx, sels, stale, fmt.Sprintf("max_over_time(timestamp(%%s)[%ds:1m])", int64(horizonHold/time.Second)), now, newest)
+		err = p.probeNewest(ctx, sels, stale, horizonHold, now, newest)
 	}
 	if err != nil {
 		if !p.horizonWarned.Swap(true) && ctx.Err() == nil {
@@ -95,28 +105,34 @@ func (p *Puller) horizons(ctx context.Context, sources []string, now time.Time) 
 	p.horizonWarned.Store(false)
 	out := map[string]time.Time{}
 	for src, idx := range of {
-		best := 0.0
-		for _, i := range idx {
-			best = max(best, newest[i])
-		}
-		if best > 0 {
+		if best := newestOf(newest, idx); best > 0 {
 			out[src] = time.UnixMilli(int64(math.Round(best * 1000))).UTC()
 		}
 	}
 	return out
 }
 
-// probeNewest sets newest[i], for each i in which, to the newest timestamp
-// (Unix seconds) of form applied to sels[i] — timestamp(sel) or a
-// subquery of it — maxed over its series, leaving 0 where there is none.
-func (p *Puller) probeNewest(ctx context.Context, sels []string, which []int, form string, now time.Time, newest []float64) error {
+// newestOf is the newest of newest[i] for i in idx (0: none).
+func newestOf(newest []float64, idx []int) float64 {
+	best := 0.0
+	for _, i := range idx {
+		best = max(best, newest[i])
+	}
+	return best
+}
+
+// probeNewest sets newest[i], for each i in which, to the newest sample
+// timestamp (Unix seconds) of sels[i]'s series: within Prometheus'
+// lookback of now, or over the window before it (a subquery of one step
+// a minute) when window > 0; it leaves 0 where there is none.
+func (p *Puller) probeNewest(ctx context.Context, sels []string, which []int, window time.Duration, now time.Time, newest []float64) error {
 	for lo := 0; lo < len(which); lo += maxProbeSelectors {
 		batch := which[lo:min(lo+maxProbeSelectors, len(which))]
 		terms := make([]string, len(batch))
 		for n, i := range batch {
-			ts := fmt.Sprintf(form, sels[i])
-			if form == "%s" {
-				ts = "timestamp(" + sels[i] + ")"
+			ts := "timestamp(" + sels[i] + ")"
+			if window > 0 {
+				ts = fmt.Sprintf("max_over_time(%s[%ds:1m])", ts, int64(window/time.Second))
 			}
 			terms[n] = fmt.Sprintf(`label_replace(max(%s), "waterline_selector", "%d", "", "")`, ts, i)
 		}
