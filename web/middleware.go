@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -108,6 +109,50 @@ func (s *Server) withTimeout(next echo.HandlerFunc) echo.HandlerFunc {
 		return next(c)
 	}
 }
+
+// withPacedWrites bounds how long an answer may wait on a client that
+// does not read it: nothing else does (the request's context does not
+// interrupt a blocked write, and the server sets no write timeout), so a
+// client that asked for a page and never read it held its handler — and
+// a heavy-read slot, which is held while the answer is written — for as
+// long as it kept the connection open. Like a body (pacedBody), each
+// write may wait on the client BodyGrace plus one second per BodyMinRate
+// bytes; past that it fails and the connection is closed.
+func (s *Server) withPacedWrites(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		res := c.Response()
+		w := &pacedWriter{ResponseWriter: res.Writer, rc: http.NewResponseController(res.Writer),
+			grace: cmp.Or(s.cfg.BodyGrace, defaultBodyGrace), rate: float64(cmp.Or(s.cfg.BodyMinRate, defaultBodyMinRate))}
+		res.Writer = w
+		defer func() { res.Writer = w.ResponseWriter }()
+		return next(c)
+	}
+}
+
+// pacedWriter sets the connection's write deadline before each write.
+type pacedWriter struct {
+	http.ResponseWriter
+	rc       *http.ResponseController
+	grace    time.Duration
+	rate     float64   // bytes per second
+	deadline time.Time // the one set last
+}
+
+func (w *pacedWriter) Write(b []byte) (int, error) {
+	now := time.Now()
+	need := time.Duration(float64(len(b)) / w.rate * float64(time.Second))
+	// Small writes (a fragment, a header flush) reuse a deadline that
+	// still leaves half the grace: no timer reset for each.
+	if w.deadline.IsZero() || w.deadline.Before(now.Add(w.grace/2+need)) {
+		w.deadline = now.Add(w.grace + need)
+		_ = w.rc.SetWriteDeadline(w.deadline)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *pacedWriter) Flush() { _ = w.rc.Flush() }
+
+func (w *pacedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // wantsHTML reports whether the client is a browser (or htmx) rather than
 // an API client, so errors can be rendered as a page or fragment.

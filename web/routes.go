@@ -12,7 +12,7 @@ import (
 
 // routes lists Waterline's whole HTTP surface.
 func (s *Server) routes(e *echo.Echo) {
-	e.Use(s.withRequestID, s.withLogAndMetrics, s.withSecurityHeaders, s.withTimeout, s.withUnescapedParams)
+	e.Use(s.withRequestID, s.withLogAndMetrics, s.withSecurityHeaders, s.withTimeout, s.withPacedWrites, s.withUnescapedParams)
 
 	e.GET("/healthz", s.handleHealthz)
 	e.GET("/readyz", s.handleReadyz)
