@@ -65,8 +65,8 @@ func (s *Server) routes(e *echo.Echo) {
 	uiRead, uiWrite := p.RequireSession(store.ScopeRead), p.RequireSession(store.ScopeWrite)
 	e.GET("/static/*", echo.WrapHandler(http.StripPrefix("/static/", staticHandler())), gz)
 	e.GET("/login", p.ShowLogin)
-	e.POST("/login", p.Login, s.limitLogins, signIn)
-	e.POST("/logout", p.Logout, signIn) // checks its own session and CSRF token: a dead session is only cleared
+	e.POST("/login", p.Login, signIn, s.limitLogins) // the gate first: the limit reads the form
+	e.POST("/logout", p.Logout, signIn)              // checks its own session and CSRF token: a dead session is only cleared
 	e.GET("/", p.ShowHome, gz, uiRead)
 	e.GET("/explore", p.ShowExplore, gz, uiRead, heavy)
 	e.GET("/incidents/:id", byID(p.ShowIncident), uiRead, heavy) // cached pre-compressed per session (web/ui/pagecache.go)
