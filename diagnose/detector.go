@@ -218,6 +218,11 @@ func (d *Detector) Once(ctx context.Context) error {
 			return err
 		}
 	}
+	held, err := d.stillHeld(ctx, seen, now)
+	if err != nil {
+		return err
+	}
+	seen = append(seen, held...)
 	// Spikes raised earlier that this pass no longer sees were blips.
 	if err := d.st.SettleSpikes(ctx, from, seen); err != nil {
 		return err
@@ -357,6 +362,43 @@ func (d *Detector) Record(ctx context.Context, from, to time.Time) (int, error) 
 		}
 	}
 	return len(spikes), nil
+}
+
+// stillHeld keeps ongoing the spikes of incidents that this pass no
+// longer finds while their curve still stands over holdRatio × the
+// baseline they rose from (holdElevated), and returns their ids. A rise
+// in steps — a regression rolled out to 10, 25, 50, then 100 % of the
+// traffic — re-read over a longer stretch climbs slower than MaxCreep
+// allows and reads as drift; its spike vanished and its incident resolved
+// while the latency still stood ×1.8.
+func (d *Detector) stillHeld(ctx context.Context, seen []int64, now time.Time) ([]int64, error) {
+	unseen, err := d.st.UnseenIncidentSpikes(ctx, seen)
+	if err != nil {
+		return nil, err
+	}
+	var held []int64
+	for _, r := range unseen {
+		cs, err := d.st.Curves(ctx, store.CurveFilter{From: r.End.Add(-holdSpan), To: now,
+			Roles: []correlate.Role{r.Role}, Levels: []correlate.Level{r.Level}, Scope: r.Scope})
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cs {
+			if c.Key() != r.SeriesKey {
+				continue
+			}
+			sp := r.Spike
+			sp.Ongoing = false
+			if sp = holdElevated(c.Points, sp, stepOf(cs)); !sp.Ongoing {
+				break
+			}
+			if _, _, _, err := d.st.RecordSpike(ctx, r.SeriesKey, sp); err != nil {
+				return nil, err
+			}
+			held = append(held, r.ID)
+		}
+	}
+	return held, nil
 }
 
 // closeQuiet closes detector incidents whose spikes have all ended (not

@@ -274,6 +274,23 @@ func (s *Store) FollowedModels(ctx context.Context, before time.Time) (map[strin
 	return out, wrap("followed models", rows.Err())
 }
 
+// UnseenIncidentSpikes returns the ongoing spikes an incident points at
+// that are not among seen (the ids the current pass recorded), at most
+// 100, oldest first.
+func (s *Store) UnseenIncidentSpikes(ctx context.Context, seen []int64) ([]RecordedSpike, error) {
+	if seen == nil {
+		seen = []int64{}
+	}
+	rows, err := s.db.Query(ctx, `
+		SELECT id, series_key, incident_id, role, level, model, version, replica, node, onset, start_at, end_at, ongoing,
+		       peak_time, peak_value, baseline, direction, detected_at, score, severity
+		FROM spikes WHERE ongoing AND incident_id IS NOT NULL AND NOT (id = ANY($1)) ORDER BY onset LIMIT 100`, seen)
+	if err != nil {
+		return nil, wrap("unseen incident spikes", err)
+	}
+	return scanRecordedSpikes(rows, "unseen incident spikes")
+}
+
 // SettleSpikes handles recorded spikes that were still ongoing and are no
 // longer detected. Those that started at or after from (inside the pass's
 // lookback) were a blip that ended quickly, or drift: unattached ones are
