@@ -172,6 +172,7 @@ func (p *Puller) tick(ctx context.Context) (failed, total int, err error) {
 		}()
 	}
 	wg.Wait()
+	p.pods.forget() // this round's windows are not pulled again
 	p.met.round(time.Since(start))
 	if stored.Load() > 0 && p.onStored != nil {
 		p.onStored()

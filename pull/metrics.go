@@ -24,6 +24,9 @@ type sourceHealth struct {
 	errors, points      float64
 	merged              float64 // series that mapped onto a curve another series of the query had
 	failing             bool    // the last attempt failed: an outage gap is open
+	// skipWarned: the source's skipped series (unscoped, unstorable) were
+	// logged at warn level; later rounds say it at debug level only.
+	skipWarned [2]bool
 }
 
 func newMetrics() *metrics {
@@ -105,6 +108,18 @@ func (m *metrics) mergedSeries(name string, n int) (first bool) {
 	s := m.src(name)
 	first = s.merged == 0
 	s.merged += float64(n)
+	return first
+}
+
+// firstSkip says whether the source's series skipped for reason (0:
+// unscoped, 1: unstorable) are its first such: a round pulls the same
+// series as the last one, and saying it every round said nothing new.
+func (m *metrics) firstSkip(name string, reason int) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.src(name)
+	first := !s.skipWarned[reason]
+	s.skipWarned[reason] = true
 	return first
 }
 

@@ -56,6 +56,17 @@ type podCache struct {
 	entries map[window]*podEntry
 }
 
+// forget drops every join. The live loop calls it after each round: the
+// next round pulls windows of its own (the cursor has moved), and joins of
+// past rounds piled up to 256 windows — two hours of rounds, ~50 MB at
+// 500 pods — before the map was emptied. A history pull, which pulls each
+// window once per source at its own pace, keeps them.
+func (c *podCache) forget() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.entries = nil
+}
+
 type podEntry struct {
 	once sync.Once
 	idx  podIndex

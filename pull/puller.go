@@ -178,12 +178,15 @@ func (p *Puller) fetch(ctx context.Context, source string, w window) (*batch, er
 		return nil, err
 	}
 	curves, dups, unscoped, invalid := curvesFrom(q, m, pods, p.config().ModelAliases, w)
+	// Logged at warn level once per source (the next rounds skip the same
+	// series: 2,880 lines a day at 30 s rounds said nothing new), then at
+	// debug level.
 	if invalid > 0 {
-		p.log.Warn("series Postgres cannot store were skipped: a scope label value too long for a curve key (over 2 kB in all), or a label with a NUL byte or invalid UTF-8",
+		p.log.Log(ctx, p.skipLevel(q.Name, 1), "series Postgres cannot store were skipped: a scope label value too long for a curve key (over 2 kB in all), or a label with a NUL byte or invalid UTF-8",
 			"source", q.Name, "series", invalid)
 	}
 	if unscoped > 0 {
-		p.log.Warn("series without the scope labels their level needs were skipped; check the query's labels mapping",
+		p.log.Log(ctx, p.skipLevel(q.Name, 0), "series without the scope labels their level needs were skipped; check the query's labels mapping",
 			"source", q.Name, "series", unscoped)
 	}
 	if dups > 0 && p.met.mergedSeries(q.Name, dups) {
@@ -191,6 +194,15 @@ func (p *Puller) fetch(ctx context.Context, source string, w window) (*batch, er
 			"source", q.Name, "series", dups)
 	}
 	return &batch{curves: curves, dups: dups}, nil
+}
+
+// skipLevel is the level of a log line about series of source skipped for
+// reason (see metrics.firstSkip): warn the first time, debug after.
+func (p *Puller) skipLevel(source string, reason int) slog.Level {
+	if p.met.firstSkip(source, reason) {
+		return slog.LevelWarn
+	}
+	return slog.LevelDebug
 }
 
 func (p *Puller) query(name string) (Query, bool) {
