@@ -151,6 +151,23 @@ func (in interner) get(b []byte) string {
 	return s
 }
 
+// SampleQuantile estimates the q-quantile of total_ms over [from, to)
+// from the same 2 % block sample as SampleVolume (0 when it holds none).
+func (s *Store) SampleQuantile(ctx context.Context, from, to time.Time, q float64) (float64, error) {
+	var p *float64
+	err := s.db.QueryRow(ctx, `
+		SELECT percentile_disc($3::float8) WITHIN GROUP (ORDER BY total_ms)
+		FROM samples TABLESAMPLE SYSTEM (2) REPEATABLE (7)
+		WHERE time >= $1 AND time < $2`, from, to, q).Scan(&p)
+	if err != nil {
+		return 0, wrap("sample quantile", err)
+	}
+	if p == nil {
+		return 0, nil
+	}
+	return *p, nil
+}
+
 // SampleVolume estimates how many samples [from, to) holds and their 90th
 // percentile of total_ms, from a 2 % block sample (TABLESAMPLE SYSTEM): a
 // few milliseconds however large the window, to decide whether to thin.
