@@ -17,8 +17,9 @@ import (
 // and events attribute to stages of their own) goes to the span's stage —
 // its rule's, else its parent's, the entry span's being gateway. expired
 // says MaxWait passed: without a configured entry span, the topmost span
-// present then stands in for a root that never came.
-func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sample, Drop, bool) {
+// present then stands in for a root that never came. now is the caller's
+// clock, against which the sample's time is checked (MaxAge, MaxFuture).
+func (a *Assembler) build(id [16]byte, sp []span, expired bool, now time.Time) (correlate.Sample, Drop, bool) {
 	// Most traces have a handful of spans: find parents by a linear scan
 	// there, by a map past that.
 	var index map[[8]byte]int
@@ -103,7 +104,6 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool) (correlate.Sampl
 	}
 	e := &sp[entry]
 	start := time.Unix(0, e.start).UTC()
-	now := a.opt.Now()
 	if (a.opt.MaxAge > 0 && start.Before(now.Add(-a.opt.MaxAge))) || start.After(now.Add(a.opt.MaxFuture)) ||
 		(a.opt.Oldest != nil && a.opt.Oldest().After(start)) {
 		return correlate.Sample{}, DropOutWindow, false
@@ -500,6 +500,9 @@ func covered(kids []int, lo, hi []int64) float64 {
 // extras are the stage times s's attributes and events give (ms).
 func (a *Assembler) extras(s *span, kids []int, sp []span) []timed {
 	out := s.extra
+	if len(s.events) == 0 { // no From event on s: no event stage (most spans)
+		return out
+	}
 	for _, es := range a.cfg.EventStages {
 		from, ok := eventAt(s, es.From)
 		if !ok {
