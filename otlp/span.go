@@ -111,7 +111,7 @@ type mapper struct {
 	// so ruleCache keeps the rules' verdict per such key (the regular
 	// expressions were most of the receiver's time). key is its buffer.
 	ruleAttrs []string
-	ruleCache map[string][2]int8
+	ruleCache map[string]verdict
 	key       []byte
 	// keys says, per attribute key, which dimensions read it and at which
 	// place in their list (0 = first choice), and its slot if it is one of
@@ -119,6 +119,7 @@ type mapper struct {
 	// error.type). A span's attributes are read in one pass, instead of one
 	// scan of the span's and its resource's attributes per key read.
 	keys     map[string]keyUse
+	keyTab   keyTable // keys, as read per attribute
 	slotKeys []string
 	// ruleSlot, stageSlot and errSlot are the slots of ruleAttrs,
 	// cfg.AttrStages and error.type.
@@ -201,7 +202,7 @@ const maxRuleCache = 4096
 const maxRuleKey = 1024
 
 func newMapper(cfg Config) *mapper {
-	m := &mapper{cfg: cfg, eventNames: map[string]bool{}, intern: map[string]string{}, ruleCache: map[string][2]int8{},
+	m := &mapper{cfg: cfg, eventNames: map[string]bool{}, intern: map[string]string{}, ruleCache: map[string]verdict{},
 		dimSets: map[[numDims]string]*[numDims]string{}, seed: maphash.MakeSeed()}
 	for _, e := range cfg.EventStages {
 		m.eventNames[e.From], m.eventNames[e.To] = true, true
@@ -243,8 +244,61 @@ func newMapper(cfg Config) *mapper {
 			m.keys[key] = u
 		}
 	}
+	m.keyTab = newKeyTable(m.keys)
 	m.spanVals = m.newSlotVals()
 	return m
+}
+
+// keyTable is a read-only open-addressing table of the keys the mapper
+// reads. Every attribute of every span is looked up in it, and most are
+// not there: hashing a few of the key's bytes and comparing on a length
+// match is about half the cost of a map lookup (those were a fifth of the
+// mapping).
+type keyTable struct {
+	slots []keySlot // a power of two, at most a quarter full
+	mask  uint32
+}
+
+type keySlot struct {
+	key  string
+	used bool
+	use  keyUse
+}
+
+func newKeyTable(keys map[string]keyUse) keyTable {
+	size := 16
+	for size < 4*len(keys) {
+		size *= 2
+	}
+	t := keyTable{slots: make([]keySlot, size), mask: uint32(size - 1)}
+	for k, u := range keys {
+		i := keyHash(k) & t.mask
+		for t.slots[i].used {
+			i = (i + 1) & t.mask
+		}
+		t.slots[i] = keySlot{k, true, u}
+	}
+	return t
+}
+
+// keyHash mixes a key's length and three of its bytes (keys sharing a
+// prefix, "http." or "gen_ai.", differ in length or near the end).
+func keyHash(k string) uint32 {
+	n := len(k)
+	if n == 0 {
+		return 0
+	}
+	h := uint32(n)*0x9e3779b1 ^ uint32(k[n-1])*0x85ebca6b ^ uint32(k[n/2])*0xc2b2ae35 ^ uint32(k[n/3])*0x27d4eb2f
+	return h ^ h>>15
+}
+
+func (t *keyTable) get(k string) (keyUse, bool) {
+	for i := keyHash(k) & t.mask; t.slots[i].used; i = (i + 1) & t.mask {
+		if t.slots[i].key == k {
+			return t.slots[i].use, true
+		}
+	}
+	return keyUse{}, false
 }
 
 // resource reads the dimensions and slot keys of a resource.
@@ -270,7 +324,7 @@ func (m *mapper) readAttrs(attrs pcommon.Map, val *[numDims]string, prio *[numDi
 	clear(sv.ok)
 	found := false
 	for k, v := range attrs.All() {
-		u, ok := m.keys[k]
+		u, ok := m.keyTab.get(k)
 		if !ok {
 			continue
 		}
@@ -281,12 +335,8 @@ func (m *mapper) readAttrs(attrs pcommon.Map, val *[numDims]string, prio *[numDi
 			if dk.prio >= prio[dk.dim] {
 				continue
 			}
-			t := text(v)
-			if dk.bare {
-				t = bare(t)
-			}
-			if t != "" {
-				val[dk.dim], prio[dk.dim] = m.text(t), dk.prio
+			if t := m.valueText(v, dk.bare); t != "" {
+				val[dk.dim], prio[dk.dim] = t, dk.prio
 				found = true
 			}
 		}
@@ -294,11 +344,25 @@ func (m *mapper) readAttrs(attrs pcommon.Map, val *[numDims]string, prio *[numDi
 	return found
 }
 
+// verdict is what ruleCache keeps for a key: the rules' stages, and the
+// span name as m.text gives it, so a cached span's name is not looked up
+// again in intern (one string-keyed lookup less per span).
+type verdict struct {
+	leaf, inner int8
+	name        string
+}
+
 // stages returns the stage the first matching rule gives a span with this
 // name, kind and attributes as a leaf and as an inner span (-1 = none).
 func (m *mapper) stages(name, kind string, a attrs) (leaf, inner int8) {
+	v := m.verdict(name, kind, a)
+	return v.leaf, v.inner
+}
+
+// verdict is stages' answer with m.text(name).
+func (m *mapper) verdict(name, kind string, a attrs) verdict {
 	if len(m.cfg.Rules) == 0 {
-		return -1, -1
+		return verdict{-1, -1, m.text(name)}
 	}
 	// The key: name, kind, then each rule attribute's value as text would
 	// render it (or its absence), each length-prefixed.
@@ -314,10 +378,10 @@ func (m *mapper) stages(name, kind string, a attrs) (leaf, inner int8) {
 		key = appendField(key, func(b []byte) []byte { return appendText(b, v) })
 	}
 	m.key = key
-	if p, ok := m.ruleCache[string(key)]; ok {
-		return p[0], p[1]
+	if v, ok := m.ruleCache[string(key)]; ok {
+		return v
 	}
-	leaf, inner = -1, -1
+	leaf, inner := int8(-1), int8(-1)
 	for _, r := range m.cfg.Rules {
 		if leaf >= 0 && inner >= 0 {
 			break
@@ -332,14 +396,15 @@ func (m *mapper) stages(name, kind string, a attrs) (leaf, inner int8) {
 			inner = int8(r.Stage)
 		}
 	}
+	v := verdict{leaf, inner, m.text(name)}
 	if len(key) > maxRuleKey { // a huge name or value: not worth keeping
-		return leaf, inner
+		return v
 	}
 	if len(m.ruleCache) >= maxRuleCache {
 		clear(m.ruleCache)
 	}
-	m.ruleCache[string(key)] = [2]int8{leaf, inner}
-	return leaf, inner
+	m.ruleCache[string(key)] = v
+	return v
 }
 
 // attrs finds attributes on a span, then its resource.
@@ -424,11 +489,20 @@ func number(v pcommon.Value) (float64, bool) {
 	return 0, false
 }
 
-// kindNames are the span kinds as rules name them ("" for unspecified).
-var kindNames = map[ptrace.SpanKind]string{
+// kindNames are the span kinds as rules name them ("" for unspecified),
+// by the kind's number: an array, not a map, as it is read per span.
+var kindNames = [...]string{
 	ptrace.SpanKindServer: "server", ptrace.SpanKindClient: "client",
 	ptrace.SpanKindInternal: "internal", ptrace.SpanKindProducer: "producer",
 	ptrace.SpanKindConsumer: "consumer",
+}
+
+// kindName is the kind as rules name it; "" for unspecified or unknown.
+func kindName(k ptrace.SpanKind) string {
+	if k < 0 || int(k) >= len(kindNames) {
+		return ""
+	}
+	return kindNames[k]
 }
 
 // resolve fills dst from an OTLP span (already checked) and its resource.
@@ -437,7 +511,6 @@ func (m *mapper) resolve(dst *span, sp ptrace.Span, res *resDims) {
 	dst.id, dst.parent, dst.res = sp.SpanID(), sp.ParentSpanID(), res.id
 	dst.start, dst.end = int64(sp.StartTimestamp()), int64(sp.EndTimestamp())
 	name := sp.Name()
-	dst.name = m.text(name)
 	// The span's attributes, read once: its dimensions (each dimension's
 	// first listed key present with a value; for the same key, the span's
 	// attribute before the resource's, and for spanDim's any of the
@@ -445,9 +518,14 @@ func (m *mapper) resolve(dst *span, sp ptrace.Span, res *resDims) {
 	var prio [numDims]int
 	var d [numDims]string
 	own := m.readAttrs(a.span, &d, &prio, a.sv)
-	dst.stageLeaf, dst.stageInner = m.stages(name, kindNames[sp.Kind()], a)
+	vd := m.verdict(name, kindName(sp.Kind()), a)
+	dst.stageLeaf, dst.stageInner, dst.name = vd.leaf, vd.inner, vd.name
 	dst.client = sp.Kind() == ptrace.SpanKindClient
+	// At most one time per stage: gathered here, then allocated once
+	// (appending grew the slice twice for vLLM's two).
 	var have [correlate.NumStages]bool
+	var extra [correlate.NumStages]timed
+	nextra := 0
 	for i, as := range m.cfg.AttrStages {
 		if have[as.Stage] {
 			continue
@@ -458,8 +536,12 @@ func (m *mapper) resolve(dst *span, sp ptrace.Span, res *resDims) {
 		}
 		if f, ok := number(v); ok && f >= 0 {
 			have[as.Stage] = true
-			dst.extra = append(dst.extra, timed{as.Stage, f * as.Scale})
+			extra[nextra] = timed{as.Stage, f * as.Scale}
+			nextra++
 		}
+	}
+	if nextra > 0 {
+		dst.extra = append([]timed(nil), extra[:nextra]...)
 	}
 	if len(m.eventNames) > 0 {
 		for _, ev := range sp.Events().All() {
@@ -498,6 +580,31 @@ func (m *mapper) resolve(dst *span, sp ptrace.Span, res *resDims) {
 			dst.timedOut = true
 		}
 	}
+}
+
+// valueText is m.text(text(v)), cut by bare if bareURL. A number is
+// formatted on the stack: its text (a status code, a sample rate) is
+// allocated only when new to intern, not per span.
+func (m *mapper) valueText(v pcommon.Value, bareURL bool) string {
+	if v.Type() == pcommon.ValueTypeStr {
+		t := v.Str()
+		if bareURL {
+			t = bare(t)
+		}
+		if t == "" {
+			return ""
+		}
+		return m.text(t)
+	}
+	var buf [32]byte
+	b := appendText(buf[:0], v) // no '?' or '#' for bare to cut
+	if len(b) == 0 {
+		return ""
+	}
+	if s, ok := m.intern[string(b)]; ok {
+		return s
+	}
+	return m.text(string(b))
 }
 
 // dimSet returns the shared set holding d's values.
