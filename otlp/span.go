@@ -126,12 +126,14 @@ type mapper struct {
 	ruleSlot, stageSlot []int
 	errSlot             int
 	spanVals            slotVals // the span being resolved's (scratch)
-	// dimSets shares spans' dimension values (bounded like ruleCache).
-	// recentSets sits in front of it, indexed by where the values' bytes
-	// are (they are interned, so equal sets mostly share them): hashing
-	// ten strings' contents for the map was a tenth of the mapping.
-	dimSets    map[[numDims]string]*[numDims]string
-	recentSets [64]*[numDims]string
+	// dimSets shares spans' dimension values (bounded like ruleCache),
+	// by where the values' bytes are (setKey). recentSets sits in front
+	// of it, indexed by a hash of those addresses.
+	dimSets    map[setKey]*[numDims]string
+	recentSets [64]recentSet
+	// numTexts caches numbers' texts by type and bits (direct-mapped):
+	// formatting a float was most of a sample rate's cost.
+	numTexts [256]numText
 	// seed and resBuf hash resources (resDims.id).
 	seed   maphash.Seed
 	resBuf []byte
@@ -203,7 +205,7 @@ const maxRuleKey = 1024
 
 func newMapper(cfg Config) *mapper {
 	m := &mapper{cfg: cfg, eventNames: map[string]bool{}, intern: map[string]string{}, ruleCache: map[string]verdict{},
-		dimSets: map[[numDims]string]*[numDims]string{}, seed: maphash.MakeSeed()}
+		dimSets: map[setKey]*[numDims]string{}, seed: maphash.MakeSeed()}
 	for _, e := range cfg.EventStages {
 		m.eventNames[e.From], m.eventNames[e.To] = true, true
 	}
@@ -596,15 +598,57 @@ func (m *mapper) valueText(v pcommon.Value, bareURL bool) string {
 		}
 		return m.text(t)
 	}
+	var bits uint64
+	switch v.Type() {
+	case pcommon.ValueTypeInt:
+		bits = uint64(v.Int())
+	case pcommon.ValueTypeDouble:
+		bits = math.Float64bits(v.Double())
+	case pcommon.ValueTypeBool:
+		if v.Bool() {
+			bits = 1
+		}
+	default:
+		return "" // bytes, lists and maps read as nothing
+	}
+	n := &m.numTexts[(bits^bits>>17^bits>>40^uint64(v.Type())<<5)%uint64(len(m.numTexts))]
+	if n.ok && n.typ == v.Type() && n.bits == bits {
+		return n.s
+	}
 	var buf [32]byte
 	b := appendText(buf[:0], v) // no '?' or '#' for bare to cut
-	if len(b) == 0 {
-		return ""
+	s, ok := m.intern[string(b)]
+	if !ok {
+		s = m.text(string(b))
 	}
-	if s, ok := m.intern[string(b)]; ok {
-		return s
-	}
-	return m.text(string(b))
+	*n = numText{true, v.Type(), bits, s}
+	return s
+}
+
+// numText is a number's text as valueText gives it.
+type numText struct {
+	ok   bool
+	typ  pcommon.ValueType
+	bits uint64
+	s    string
+}
+
+// setKey is a set of dimension values by where their bytes are and how
+// many: the values come from intern, so equal sets share them (short of
+// a full intern, when equal sets may just not be shared). The map hashes
+// it as one block of memory; hashing ten strings' contents was a fifth
+// of the mapping of spans with dimensions of their own. A set in dimSets
+// holds its values, so an address there is never another value's.
+type setKey [numDims]struct {
+	p *byte
+	n int
+}
+
+// recentSet is a set in dimSet's cache, with the hash it was found by:
+// another set in its place is told apart without comparing ten strings.
+type recentSet struct {
+	h  uintptr
+	ds *[numDims]string
 }
 
 // dimSet returns the shared set holding d's values.
@@ -614,11 +658,17 @@ func (m *mapper) dimSet(d *[numDims]string) *[numDims]string {
 		h = h*31 + uintptr(unsafe.Pointer(unsafe.StringData(v))) + uintptr(len(v))
 	}
 	slot := &m.recentSets[(h>>4^h>>10)%uintptr(len(m.recentSets))]
-	if *slot != nil && **slot == *d {
-		return *slot
+	if slot.ds != nil && slot.h == h && *slot.ds == *d {
+		return slot.ds
 	}
-	if ds := m.dimSets[*d]; ds != nil {
-		*slot = ds
+	var k setKey
+	for i, v := range d {
+		if v != "" { // an empty value's address is anything
+			k[i].p, k[i].n = unsafe.StringData(v), len(v)
+		}
+	}
+	if ds := m.dimSets[k]; ds != nil {
+		*slot = recentSet{h, ds}
 		return ds
 	}
 	if len(m.dimSets) >= maxDimSets {
@@ -626,8 +676,8 @@ func (m *mapper) dimSet(d *[numDims]string) *[numDims]string {
 	}
 	ds := new([numDims]string)
 	*ds = *d
-	m.dimSets[*d] = ds
-	*slot = ds
+	m.dimSets[k] = ds
+	*slot = recentSet{h, ds}
 	return ds
 }
 
