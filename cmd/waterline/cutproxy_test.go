@@ -2,9 +2,12 @@ package main
 
 import (
 	"net"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/waterline-dev/waterline/store/storetest"
 )
 
 // cutProxy forwards TCP to target and cuts it as a network does, with no
@@ -18,6 +21,20 @@ type cutProxy struct {
 	silent atomic.Bool
 	mu     sync.Mutex
 	open   []*atomic.Bool // one frozen flag per connection not yet frozen
+}
+
+// proxiedDatabase creates a test database and returns its URL, the same
+// through a cutProxy in front of Postgres, and the proxy.
+func proxiedDatabase(t *testing.T) (direct, proxied string, p *cutProxy) {
+	t.Helper()
+	direct = storetest.NewDatabase(t)
+	u, err := url.Parse(direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = newCutProxy(t, u.Host)
+	u.Host = p.ln.Addr().String()
+	return direct, u.String(), p
 }
 
 func newCutProxy(t *testing.T, target string) *cutProxy {

@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,7 +30,6 @@ import (
 	"github.com/waterline-dev/waterline/pull"
 	"github.com/waterline-dev/waterline/sim"
 	"github.com/waterline-dev/waterline/store"
-	"github.com/waterline-dev/waterline/store/storetest"
 )
 
 // liveFleet starts fleet so's exporters on loopback and a Prometheus that
@@ -99,13 +97,7 @@ func TestServeStopsWhilePostgresIsCutOff(t *testing.T) {
 	t.Parallel()
 	const history = 70 * time.Minute
 	_, prom, _ := liveFleet(t, &sim.Options{Seed: 3, Scenario: sim.Release, Models: 1, ReplicasPerModel: 2, Nodes: 2, Tenants: 2, TrafficScale: 0.5, Step: liveScrape}, history, time.Hour)
-	dbURL := storetest.NewDatabase(t)
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hole := newCutProxy(t, u.Host)
-	u.Host = hole.ln.Addr().String()
+	_, viaProxy, hole := proxiedDatabase(t)
 	cfg := filepath.Join(t.TempDir(), "waterline.yaml")
 	if err := os.WriteFile(cfg, []byte(livePullConfig(history)), 0o644); err != nil {
 		t.Fatal(err)
@@ -120,7 +112,7 @@ func TestServeStopsWhilePostgresIsCutOff(t *testing.T) {
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestReplicaChild$", "-test.timeout=20m")
 	cmd.Env = append(os.Environ(), "WATERLINE_REPLICA_CHILD=1", "WATERLINE_ADDR="+addr,
-		"DATABASE_URL="+u.String(), "PROMETHEUS_URL="+prom.URL, "WATERLINE_CONFIG="+cfg,
+		"DATABASE_URL="+viaProxy, "PROMETHEUS_URL="+prom.URL, "WATERLINE_CONFIG="+cfg,
 		"WATERLINE_PULL_INTERVAL="+livePull.String(), "WATERLINE_DETECT_INTERVAL="+liveDetect.String(),
 		"WATERLINE_LOG_LEVEL=info", "WATERLINE_WEBHOOK_ALLOW_PRIVATE=true")
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -203,16 +195,10 @@ func TestLoopsResumeAfterPostgresSessionsAreCutOff(t *testing.T) {
 	fmt.Fprintf(&om, "up{job=\"x\"} 1 %d\n# EOF\n", time.Now().Add(-time.Hour).Unix())
 	prom := promtest.Run(t, strings.NewReader(om.String()))
 
-	dbURL := storetest.NewDatabase(t)
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	px := newCutProxy(t, u.Host)
-	u.Host = px.ln.Addr().String()
+	dbURL, viaProxy, px := proxiedDatabase(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	st, err := store.Open(ctx, u.String())
+	st, err := store.Open(ctx, viaProxy)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,14 +4,12 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net/url"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/waterline-dev/waterline/store"
-	"github.com/waterline-dev/waterline/store/storetest"
 )
 
 // A lease holder cut off from Postgres must stop its job within about one
@@ -20,14 +18,8 @@ import (
 // must not run at once for long.
 func TestLeaseHolderCutOffStopsItsJob(t *testing.T) {
 	t.Parallel()
-	dbURL := storetest.NewDatabase(t)
-	u, err := url.Parse(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hole := newCutProxy(t, u.Host)
-	u.Host = hole.ln.Addr().String()
-	pool, err := pgxpool.New(context.Background(), u.String())
+	_, viaProxy, hole := proxiedDatabase(t)
+	pool, err := pgxpool.New(context.Background(), viaProxy)
 	if err != nil {
 		t.Fatal(err)
 	}
