@@ -52,7 +52,8 @@ type Spike struct {
 	// (the recent median), "seasonal" (the same time on previous days,
 	// moved to the recent level), "weekly" (the same time of the week on
 	// previous weeks, moved likewise) or "window" (an incident window's
-	// own trailing hour, when locating an onset).
+	// own trailing hour, when locating an onset) or "before_change" (the
+	// level before a change, see ChangeRegression).
 	BaselineKind string  `json:"baseline_kind,omitempty"`
 	Severity     string  `json:"severity"`         // "page", "ticket" or "info" against the SLO
 	SLOMs        float64 `json:"slo_ms,omitempty"` // the SLO used for Severity, if any

@@ -151,6 +151,11 @@ func (d *Detector) Once(ctx context.Context) error {
 			}
 		}
 	}
+	regressions, err := d.changeRegressions(ctx, now, spikes)
+	if err != nil {
+		return err
+	}
+	spikes = append(spikes, regressions...)
 	sort.SliceStable(spikes, func(i, j int) bool { return spikes[i].Onset.Before(spikes[j].Onset) })
 	seen := make([]int64, 0, len(spikes))
 	for _, f := range spikes {
@@ -344,6 +349,83 @@ func (d *Detector) changeBefore(ctx context.Context, sp correlate.Spike) (*corre
 	}
 	return &events[len(events)-1], nil
 }
+
+// regressionWatch is how long after a change of a model its latency is
+// compared with the level before the change (correlate.ChangeRegression):
+// a progressive delivery of four 15-minute steps, and a regression that
+// takes its last step's traffic to show.
+const regressionWatch = 2 * time.Hour
+
+// changeRegressions returns the regressions that changes of the last
+// regressionWatch brought to their model's latency so gradually that the
+// spike detector took them for drift (see correlate.ChangeRegression), on
+// the curves where it found no spike since the change. A change with no
+// model (fleet-wide) is not compared: every model would be.
+func (d *Detector) changeRegressions(ctx context.Context, now time.Time, found []foundSpike) ([]foundSpike, error) {
+	events, err := d.st.Events(ctx, store.EventFilter{From: now.Add(-regressionWatch), To: now, Kinds: changeKinds})
+	if err != nil {
+		return nil, err
+	}
+	type curveOf struct {
+		model string
+		role  correlate.Role
+	}
+	regressed := map[curveOf]bool{} // given a regression here: not again for a later change
+	var out []foundSpike
+	for _, ev := range events {
+		if ev.Scope.Model == "" {
+			continue
+		}
+		covered := map[correlate.Role]bool{} // curves with a spike since the change
+		for _, f := range found {
+			if f.Scope.Model == ev.Scope.Model && !f.End.Before(ev.Time) {
+				covered[f.Role] = true
+			}
+		}
+		sc := correlate.Scope{Model: ev.Scope.Model}
+		from := ev.Time.Add(-regressionBefore)
+		curves, err := d.st.Curves(ctx, store.CurveFilter{From: from, To: now, Roles: latencyRoles, Levels: []correlate.Level{correlate.LevelModel}, Scope: sc})
+		if err != nil {
+			return nil, err
+		}
+		loads, err := d.st.Curves(ctx, store.CurveFilter{From: from, To: now, Roles: []correlate.Role{correlate.RoleQPS}, Levels: []correlate.Level{correlate.LevelModel}, Scope: sc})
+		if err != nil {
+			return nil, err
+		}
+		var load []correlate.Point
+		if len(loads) > 0 {
+			load = loads[0].Points
+		}
+		step := stepOf(curves)
+		quantiled := false
+		for _, c := range curves {
+			quantiled = quantiled || c.Role == correlate.RoleLatencyP99 || c.Role == correlate.RoleLatencyP95
+		}
+		for _, c := range curves {
+			if covered[c.Role] || regressed[curveOf{ev.Scope.Model, c.Role}] || c.Role == correlate.RoleLatencyMean && quantiled || c.Scope.Model != ev.Scope.Model {
+				continue
+			}
+			opt := correlate.RegressionOptions{Step: step, Before: regressionBefore, Watch: regressionWatch, Load: load, Sensitivity: d.opt.Sensitivity}
+			if d.opt.SLO != nil && c.Role != correlate.RoleLatencyP50 && c.Role != correlate.RoleLatencyMean {
+				if v, ok := d.opt.SLO(c.Scope.Model); ok {
+					opt.SLO = v
+				}
+			}
+			sp, ok := correlate.ChangeRegression(c.Points, ev.Time, opt)
+			if !ok {
+				continue
+			}
+			regressed[curveOf{ev.Scope.Model, c.Role}] = true
+			sp.Role, sp.Level, sp.Scope = c.Role, c.Level, c.Scope
+			out = append(out, foundSpike{Spike: sp, excess: excess(c.Points, sp, step)})
+		}
+	}
+	return out, nil
+}
+
+// regressionBefore is the stretch before a change whose level its model's
+// latency is compared with.
+const regressionBefore = 30 * time.Minute
 
 // Record detects and records the latency spikes with onset in [from, to)
 // without opening incidents: for history pulled after the fact. It

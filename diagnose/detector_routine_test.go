@@ -290,10 +290,10 @@ func TestRoutineOperationsHandled(t *testing.T) {
 // case). At 8 min a step the detector opened an incident and then
 // resolved it while the P99 still stood ×1.8 over the SLO: re-read over
 // a longer stretch the rise had become "drift", its spike was settled as
-// over, and closeQuiet resolved the incident. (At 12 min a step no step
-// reaches ×1.5 the trailing median of the one before and the climb is
-// drift from the start: the anomaly detector does not see it; an SLO
-// alert through Alertmanager does.)
+// over, and closeQuiet resolved the incident. At 12 and 15 min a step no
+// step reaches ×1.5 the trailing median of the one before, the climb is
+// drift to the spike detector from the start, and no incident opened:
+// the comparison with the level before the deploy finds it.
 func TestProgressiveRolloutRegressionIsNotMissed(t *testing.T) {
 	t.Parallel()
 	at := t0
@@ -302,7 +302,7 @@ func TestProgressiveRolloutRegressionIsNotMissed(t *testing.T) {
 		name  string
 		every time.Duration
 		seed  uint64
-	}{{"step", 0, 1}, {"8 min a step", 8 * time.Minute, 1}} {
+	}{{"step", 0, 1}, {"8 min a step", 8 * time.Minute, 1}, {"12 min a step", 12 * time.Minute, 1}, {"15 min a step", 15 * time.Minute, 2}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := routineFleet{seed: tc.seed, start: at.Add(-10 * time.Hour), end: at.Add(130 * time.Minute), qps: flat(40), medianMs: 200, sigma: 0.35,
@@ -320,5 +320,27 @@ func TestProgressiveRolloutRegressionIsNotMissed(t *testing.T) {
 					tc.name, got[0].Status, got[0].ResolvedAt)
 			}
 		})
+	}
+}
+
+// A deploy at the start of the morning climb: over the next hour traffic
+// grows ×1.7 and, with it, P99 ×1.8 — the load, not the new version (the
+// capacity rules judge such a rise). The comparison with the level before
+// the deploy must not page for it.
+func TestDeployOnTheMorningClimbDoesNotPage(t *testing.T) {
+	t.Parallel()
+	at := t0
+	climb := func(ts time.Time) float64 { return min(1, max(0, ts.Sub(at).Hours())) }
+	pods := fourPods(at)
+	for i := range pods {
+		from := pods[i].from
+		pods[i].slow = func(age time.Duration) float64 { return 1 + 0.8*climb(from.Add(age)) }
+	}
+	f := routineFleet{seed: 3, start: at.Add(-10 * time.Hour), end: at.Add(95 * time.Minute), medianMs: 200, sigma: 0.35, pods: pods,
+		qps: func(ts time.Time) float64 { return 40 * (1 + 0.7*climb(ts)) }}
+	st := routineStore(t, f, deployEvent(at))
+	slo := func(string) (float64, bool) { return 700, true }
+	if got := routineRunWith(t, st, at.Add(-2*time.Minute), at.Add(90*time.Minute), time.Minute, diagnose.DetectorOptions{SLO: slo}); len(got) > 0 {
+		t.Errorf("a deploy on the morning climb opened %d incident(s): %q", len(got), got[0].Title)
 	}
 }
