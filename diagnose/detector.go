@@ -169,8 +169,18 @@ func (d *Detector) Once(ctx context.Context) error {
 		if incident != nil || !d.opt.OpenIncidents || !d.severeEnough(sp) {
 			continue
 		}
+		open := lasting(f)
+		if open && !heldOrTripled(f) {
+			// Opened on its excess alone: not while new replicas of its
+			// model warm up, whose cold bump is over in a minute or two.
+			warm, err := d.warmingUp(ctx, sp)
+			if err != nil {
+				return err
+			}
+			open = !warm
+		}
 		var change *correlate.Event
-		if !lasting(f) {
+		if !open {
 			if change, err = d.changeBefore(ctx, sp); err != nil {
 				return err
 			}
@@ -318,8 +328,46 @@ const openExcess = 90 * time.Second
 // paged, unless a change came just before it (see changeLead). Every quantile counts: a delay added to every request (a batching
 // window, say) moves the median the most in proportion.
 func lasting(f foundSpike) bool {
-	sp := f.Spike
-	return f.excess >= openExcess || sp.End.Sub(sp.Start) >= 3*time.Minute || sp.PeakValue >= 3*sp.Baseline
+	return f.excess >= openExcess || heldOrTripled(f)
+}
+
+// heldOrTripled says whether a spike has held three minutes or tripled
+// its baseline.
+func heldOrTripled(f foundSpike) bool {
+	return f.End.Sub(f.Start) >= 3*time.Minute || f.PeakValue >= 3*f.Baseline
+}
+
+// warmKinds are the events that bring new replicas of a model, cold: their
+// first requests are slower (weights paged in, CUDA graphs captured,
+// caches empty) until they have served for a minute or two.
+var warmKinds = []correlate.EventKind{correlate.KindScaleUp, correlate.KindReplicaStart, correlate.KindReplicaRestart}
+
+// warmLead is how long before a spike's onset a replica's start may lie
+// to be warming up at it: the load of a large model's weights (one to two
+// minutes), then its first minute of traffic.
+const warmLead = 5 * time.Minute
+
+// warmingUp says whether new replicas of sp's model started within
+// warmLead before its onset. Such a spike opens an incident only once it
+// has held three minutes or tripled, not on the 90 s of excess that opens
+// others: an HPA scale-up of pods without warm-up requests lifts the
+// model's P99 ×2–2.5 for under two minutes, daily, and paging for it
+// teaches the on-call to ignore pages. A real cold-start problem (too
+// many cold replicas at once, weights never resident) holds, and opens
+// at three minutes; a rollout's spike follows a deploy, and the change
+// rule opens it at once.
+func (d *Detector) warmingUp(ctx context.Context, sp correlate.Spike) (bool, error) {
+	events, err := d.st.Events(ctx, store.EventFilter{From: sp.Onset.Add(-warmLead), To: sp.Onset.Add(changeLag),
+		Scope: correlate.Scope{Model: sp.Scope.Model}, Kinds: warmKinds, Limit: 1})
+	if err != nil {
+		return false, err
+	}
+	for _, e := range events {
+		if e.Scope.Model == sp.Scope.Model { // not a fleet-wide event
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // A confirmed spike that follows a change of its model (or a fleet-wide

@@ -2,6 +2,7 @@ package diagnose_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -231,6 +232,21 @@ func scaleUp(at time.Time, k int, cold func(time.Duration) float64) []routinePod
 	return pods
 }
 
+// scaleUpEvents are what the pull derives from kube-state-metrics for
+// scaleUp(at, k, …): the HPA's scale-up 70 s before the first new pod
+// takes traffic, and each pod's start a minute before it is ready (its
+// weights loading).
+func scaleUpEvents(at time.Time, k int) []correlate.Event {
+	evs := []correlate.Event{{ID: "hpa-chat", Kind: correlate.KindScaleUp, Time: at.Add(-70 * time.Second),
+		Scope: correlate.Scope{Model: "chat"}, Source: "kube-state-metrics", Summary: "scale up chat 4 -> 6"}}
+	for i := range k {
+		evs = append(evs, correlate.Event{ID: fmt.Sprintf("start-chat-new-%d", i), Kind: correlate.KindReplicaStart,
+			Time: at.Add(time.Duration(i*5)*time.Second - time.Minute), Scope: correlate.Scope{Model: "chat", Replica: fmt.Sprintf("chat-new-%d", i)},
+			Source: "kube-state-metrics", Summary: "replica started"})
+	}
+	return evs
+}
+
 // canarySteps is a progressive delivery (Argo Rollouts / Flagger steps) of
 // a version ×regress as slow as the old one: the new version's weight goes
 // through shares at every interval, from at.
@@ -271,6 +287,7 @@ func TestRoutineOperationsHandled(t *testing.T) {
 		{"1% canary", append(fourPods(at), routinePod{from: at, to: at.Add(1000 * time.Hour), share: 4 * 0.01 / 0.99, slow: coldStart}),
 			[]correlate.Event{deployEvent(at)}, [2]time.Time{}},
 		{"scrape gap", fourPods(at), nil, [2]time.Time{at, at.Add(4 * time.Minute)}},
+		{"hpa scale-up", append(fourPods(at), scaleUp(at, 2, coldStart)...), scaleUpEvents(at, 2), [2]time.Time{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
