@@ -116,8 +116,11 @@ func (s *Store) Ready(ctx context.Context) error {
 	}
 	// Newer than this binary's (a newer replica migrated it mid-upgrade):
 	// ready, as migrations only add. Unready, every older replica left the
-	// load balancer at once when the first new one started.
-	if dirty || applied < latest {
+	// load balancer at once when the first new one started. Dirty there
+	// too: a newer replica is running its migration (golang-migrate marks
+	// it dirty first), or it failed; the schema has this binary's either
+	// way. Dirty at this binary's own version: it may lack that migration.
+	if applied < latest || dirty && applied == latest {
 		return fmt.Errorf("schema at version %d (dirty=%v), binary expects %d", applied, dirty, latest)
 	}
 	return nil
