@@ -166,7 +166,13 @@ func (d *Detector) Once(ctx context.Context) error {
 			return err
 		}
 		seen = append(seen, id)
-		if incident != nil || !d.opt.OpenIncidents || !d.severeEnough(sp) {
+		if !d.opt.OpenIncidents || !d.severeEnough(sp) {
+			continue
+		}
+		if incident != nil {
+			if err := d.pageAgainIfResolvedTooSoon(ctx, *incident, id, sp, now); err != nil {
+				return err
+			}
 			continue
 		}
 		open := lasting(f)
@@ -243,6 +249,48 @@ func (d *Detector) Once(ctx context.Context) error {
 		return err
 	}
 	return d.closeQuiet(ctx, now)
+}
+
+// repageAfter is how long after a person resolved a detector incident its
+// spike may still be up before the detector pages again: a fix that has
+// just landed brings the latency down within minutes.
+const repageAfter = 10 * time.Minute
+
+// pageAgainIfResolvedTooSoon opens a new incident for sp, recorded as
+// spikeID and attached to the incident incID, when that incident is a
+// detector's that was resolved at least repageAfter ago while sp is still
+// up (ongoing: its curve has not come back under holdRatio × its
+// baseline). Resolved while the regression held — the board cleared, a fix
+// thought out — the spike stayed attached to it and nobody was paged again
+// for the rest of the day. Once per spike (the new incident's idempotency
+// key): a team that accepts the new level and resolves again is not paged
+// every ten minutes. Incidents of alerts are the alerts' to resolve.
+func (d *Detector) pageAgainIfResolvedTooSoon(ctx context.Context, incID, spikeID int64, sp correlate.Spike, now time.Time) error {
+	if !sp.Ongoing {
+		return nil
+	}
+	prev, err := d.st.Incident(ctx, incID)
+	if err != nil {
+		return err
+	}
+	if prev.Status != store.IncidentResolved || prev.Source != store.SourceDetector || prev.GroupKey != "" ||
+		prev.ResolvedAt == nil || now.Sub(*prev.ResolvedAt) < repageAfter {
+		return nil
+	}
+	inc, created, err := d.opt.Incidents.OpenOnce(ctx, store.NewIncident{
+		Title: fmt.Sprintf("%s on %s still up (%s → %s) after incident #%d was resolved", quantileName(sp.Role), sp.Scope.Model,
+			fmtMs(sp.Baseline), fmtMs(sp.PeakValue), prev.ID),
+		Source:         store.SourceDetector,
+		Start:          sp.Onset.Add(-30 * time.Minute),
+		Scope:          correlate.Scope{Model: sp.Scope.Model},
+		IdempotencyKey: fmt.Sprintf("detector-repage-%d", spikeID),
+	})
+	if err != nil || !created {
+		return err
+	}
+	d.opt.Log.Info("detector opened an incident again: a resolved incident's spike is still up", "incident", inc.ID,
+		"resolved", prev.ID, "model", sp.Scope.Model, "onset", sp.Onset)
+	return d.opt.Incidents.AttachSpike(ctx, inc.ID, spikeID)
 }
 
 // stillFailing says whether an incident's model (any model, for a fleet

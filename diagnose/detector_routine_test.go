@@ -361,3 +361,67 @@ func TestDeployOnTheMorningClimbDoesNotPage(t *testing.T) {
 		t.Errorf("a deploy on the morning climb opened %d incident(s): %q", len(got), got[0].Title)
 	}
 }
+
+// An on-call engineer resolves the incident of a regression that holds
+// (thinking the fix is out, or clearing the board): the latency stays
+// ×1.8. Its spike was attached to the resolved incident, and the detector
+// never paged again while the P99 stood over the SLO for the rest of the
+// run. Ten minutes after such a resolve, a spike still up opens a new
+// incident; one that came down after the resolve opens nothing; and a
+// team that resolves the second too (it accepts the new level) is not
+// paged a third time.
+func TestResolvedWhileStillUpPagesAgain(t *testing.T) {
+	t.Parallel()
+	at := t0
+	slo := func(string) (float64, bool) { return 700, true }
+	for _, tc := range []struct {
+		name      string
+		recovered bool            // the fix lands at the first resolve
+		resolves  []time.Duration // after the deploy, each resolving what is open
+		open, all int             // incidents open at the end, and in all
+	}{
+		{"still up", false, []time.Duration{20 * time.Minute}, 1, 2},
+		{"came down", true, []time.Duration{20 * time.Minute}, 0, 1},
+		{"resolved twice", false, []time.Duration{20 * time.Minute, 35 * time.Minute}, 0, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			resolveAt := at.Add(tc.resolves[0])
+			pods := canarySteps(at, time.Minute, 1.8, 1)
+			if tc.recovered {
+				pods[len(pods)-1].to = resolveAt
+				pods = append(pods, routinePod{from: resolveAt, to: at.Add(1000 * time.Hour), share: 1})
+			}
+			f := routineFleet{seed: 1, start: at.Add(-10 * time.Hour), end: at.Add(65 * time.Minute), qps: flat(40), medianMs: 200, sigma: 0.35, pods: pods}
+			st := routineStore(t, f, deployEvent(at))
+			ctx := context.Background()
+			now := at.Add(-2 * time.Minute)
+			det := diagnose.NewDetector(st, diagnose.DetectorOptions{OpenIncidents: true, SLO: slo, Now: func() time.Time { return now }})
+			for ; !now.After(at.Add(60 * time.Minute)); now = now.Add(time.Minute) {
+				if err := det.Once(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if slices.Contains(tc.resolves, now.Sub(at)) {
+					list, _, err := st.ListIncidents(ctx, store.IncidentFilter{Status: store.IncidentOpen})
+					if err != nil || len(list) != 1 {
+						t.Fatalf("open incidents at the resolve %v after the deploy: %d (%v), want one", now.Sub(at), len(list), err)
+					}
+					if _, _, err := st.ResolveIncidentOnce(ctx, list[0].ID, now); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			open, _, err := st.ListIncidents(ctx, store.IncidentFilter{Status: store.IncidentOpen})
+			if err != nil {
+				t.Fatal(err)
+			}
+			all, _, err := st.ListIncidents(ctx, store.IncidentFilter{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(open) != tc.open || len(all) != tc.all {
+				t.Errorf("%s: %d incident(s) open at the end of %d in all, want %d of %d", tc.name, len(open), len(all), tc.open, tc.all)
+			}
+		})
+	}
+}
