@@ -410,13 +410,35 @@ func (d *Detector) warmingUp(ctx context.Context, sp correlate.Spike) (bool, err
 	if err != nil {
 		return false, err
 	}
+	warm := false
 	for _, e := range events {
-		if e.Scope.Model == sp.Scope.Model { // not a fleet-wide event
-			return true, nil
+		warm = warm || e.Scope.Model == sp.Scope.Model // not a fleet-wide event
+	}
+	if !warm {
+		return false, nil
+	}
+	// Restarts that repeat are a crash loop (CrashLoopBackOff restarts an
+	// OOM-killed or failing container every few minutes), not a warm-up:
+	// each of its cold bumps is as short as a scale-up's, and excusing
+	// them left a replica crashing every five minutes unpaged for good.
+	restarts, err := d.st.Events(ctx, store.EventFilter{From: sp.Onset.Add(-crashLoopWithin), To: sp.Onset.Add(changeLag),
+		Scope: correlate.Scope{Model: sp.Scope.Model}, Kinds: []correlate.EventKind{correlate.KindReplicaRestart}})
+	if err != nil {
+		return false, err
+	}
+	n := 0
+	for _, e := range restarts {
+		if e.Scope.Model == sp.Scope.Model {
+			n++
 		}
 	}
-	return false, nil
+	return n < 2, nil
 }
+
+// crashLoopWithin is how far back restarts of a model's replicas are
+// counted: two within it are a crash loop, whose spikes are not excused
+// as warm-ups (the back-off of a crash loop tops out at five minutes).
+const crashLoopWithin = 30 * time.Minute
 
 // A confirmed spike that follows a change of its model (or a fleet-wide
 // one) by at most changeLead opens an incident at once, without waiting
