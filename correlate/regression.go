@@ -15,7 +15,13 @@ type RegressionOptions struct {
 	// Load is the curve's traffic (requests/s, same scope and step): a
 	// level that rose with traffic is load, not the change (the capacity
 	// rules judge it).
-	Load        []Point
+	Load []Point
+	// Previous is the same curve a day earlier (its points' own times,
+	// covering the day before's Before stretch and watch): a rise it
+	// made then too, at the same time of day, is the day's pattern
+	// (larger requests in business hours, a nightly batch), not the
+	// change's, and the level the change is held to is moved by it.
+	Previous    []Point
 	SLO         float64 // for Severity, in the series' unit (0 = none)
 	Sensitivity Sensitivity
 }
@@ -98,6 +104,8 @@ func ChangeRegression(points []Point, change time.Time, opt RegressionOptions) (
 	high := math.Max(ratio*base.Median, base.Median+4*base.Scale)
 	low := base.Median * (1 + (ratio-1)/3)
 	loadBefore, loadOK := levelBefore(opt.Load, c, opt.Before)
+	const day = int64(24 * time.Hour / time.Millisecond)
+	prevBefore, prevOK := levelBefore(opt.Previous, c-day, opt.Before)
 
 	hold := max(4, int(opt.Hold/opt.Step))
 	watchEnd := c + opt.Watch.Milliseconds()
@@ -122,6 +130,13 @@ func ChangeRegression(points []Point, change time.Time, opt RegressionOptions) (
 		}
 		if loadOK {
 			if now, ok := levelBetween(opt.Load, w[0].T, w[len(w)-1].T); ok && now >= regressionLoadRise*loadBefore {
+				continue
+			}
+		}
+		if prevOK {
+			// The day before, from the same stretch to the same window:
+			// what the time of day alone did to the curve.
+			if then, ok := levelBetween(opt.Previous, w[0].T-day, w[len(w)-1].T-day); ok && then > prevBefore && lvl < high*then/prevBefore {
 				continue
 			}
 		}

@@ -479,66 +479,137 @@ const regressionWatch = 2 * time.Hour
 // spike detector took them for drift (see correlate.ChangeRegression), on
 // the curves where it found no spike since the change. A change with no
 // model (fleet-wide) is not compared: every model would be.
+//
+// Each model with changes is read once, however many changes it had
+// (a CD tool may post one per canary step or per replica): its latency
+// and traffic since its first change's Before; only a curve that
+// regressed also reads the same span a day earlier (a daily rise is not
+// the change's) and the model's recorded spikes.
+// A model with no traffic curve and no day before is not judged: a rise
+// there may be the load, which nothing can tell from the change.
 func (d *Detector) changeRegressions(ctx context.Context, now time.Time, found []foundSpike) ([]foundSpike, error) {
 	events, err := d.st.Events(ctx, store.EventFilter{From: now.Add(-regressionWatch), To: now, Kinds: changeKinds})
 	if err != nil {
 		return nil, err
 	}
-	type curveOf struct {
-		model string
-		role  correlate.Role
-	}
-	regressed := map[curveOf]bool{} // given a regression here: not again for a later change
-	var out []foundSpike
+	var models []string
+	changes := map[string][]correlate.Event{} // oldest first
 	for _, ev := range events {
 		if ev.Scope.Model == "" {
 			continue
 		}
-		covered := map[correlate.Role]bool{} // curves with a spike since the change
-		for _, f := range found {
-			if f.Scope.Model == ev.Scope.Model && !f.End.Before(ev.Time) {
-				covered[f.Role] = true
+		if _, ok := changes[ev.Scope.Model]; !ok {
+			models = append(models, ev.Scope.Model)
+		}
+		changes[ev.Scope.Model] = append(changes[ev.Scope.Model], ev)
+	}
+	roles := append(append([]correlate.Role(nil), latencyRoles...), correlate.RoleQPS)
+	levels := []correlate.Level{correlate.LevelModel}
+	var out []foundSpike
+	for _, model := range models {
+		evs := changes[model]
+		sc := correlate.Scope{Model: model}
+		from := evs[0].Time.Add(-regressionBefore)
+		read, err := d.st.Curves(ctx, store.CurveFilter{From: from, To: now, Roles: roles, Levels: levels, Scope: sc})
+		if err != nil {
+			return nil, err
+		}
+		// Read only for a curve that regressed (most passes find none): the
+		// same span a day earlier, and the spikes recorded since the change.
+		var previous map[string][]correlate.Point
+		var recorded []store.RecordedSpike
+		lookCloser := func() error {
+			if previous != nil {
+				return nil
 			}
+			prevRead, err := d.st.Curves(ctx, store.CurveFilter{From: from.Add(-24 * time.Hour), To: now.Add(-24 * time.Hour), Roles: latencyRoles, Levels: levels, Scope: sc})
+			if err != nil {
+				return err
+			}
+			previous = make(map[string][]correlate.Point, len(prevRead))
+			for _, c := range prevRead {
+				previous[c.Key()] = c.Points
+			}
+			// Spikes an incident holds that this pass did not find
+			// (stillHeld keeps them ongoing while the curve stands up):
+			// that episode is recorded already, and a regression over it
+			// would be a second spike of the same curve on the same incident.
+			recorded, err = d.st.SpikesOverlapping(ctx, evs[0].Time, now, sc, 100)
+			return err
 		}
-		sc := correlate.Scope{Model: ev.Scope.Model}
-		from := ev.Time.Add(-regressionBefore)
-		curves, err := d.st.Curves(ctx, store.CurveFilter{From: from, To: now, Roles: latencyRoles, Levels: []correlate.Level{correlate.LevelModel}, Scope: sc})
-		if err != nil {
-			return nil, err
-		}
-		loads, err := d.st.Curves(ctx, store.CurveFilter{From: from, To: now, Roles: []correlate.Role{correlate.RoleQPS}, Levels: []correlate.Level{correlate.LevelModel}, Scope: sc})
-		if err != nil {
-			return nil, err
-		}
+		var curves []correlate.Curve
 		var load []correlate.Point
-		if len(loads) > 0 {
-			load = loads[0].Points
+		for _, c := range read {
+			switch {
+			case c.Scope.Model != model:
+			case c.Role == correlate.RoleQPS:
+				if load == nil {
+					load = c.Points
+				}
+			default:
+				curves = append(curves, c)
+			}
 		}
 		step := stepOf(curves)
 		quantiled := false
 		for _, c := range curves {
 			quantiled = quantiled || c.Role == correlate.RoleLatencyP99 || c.Role == correlate.RoleLatencyP95
 		}
-		for _, c := range curves {
-			if covered[c.Role] || regressed[curveOf{ev.Scope.Model, c.Role}] || c.Role == correlate.RoleLatencyMean && quantiled || c.Scope.Model != ev.Scope.Model {
-				continue
-			}
-			opt := correlate.RegressionOptions{Step: step, Before: regressionBefore, Watch: regressionWatch, Load: load, Sensitivity: d.opt.Sensitivity}
-			if d.opt.SLO != nil && c.Role != correlate.RoleLatencyP50 && c.Role != correlate.RoleLatencyMean {
-				if v, ok := d.opt.SLO(c.Scope.Model); ok {
-					opt.SLO = v
+		regressed := map[correlate.Role]bool{} // given a regression here: not again for a later change
+		for _, ev := range evs {
+			covered := map[correlate.Role]bool{} // curves with a spike since the change
+			for _, f := range found {
+				if f.Scope.Model == model && !f.End.Before(ev.Time) {
+					covered[f.Role] = true
 				}
 			}
-			sp, ok := correlate.ChangeRegression(c.Points, ev.Time, opt)
-			if !ok {
-				continue
+			for _, c := range curves {
+				if covered[c.Role] || regressed[c.Role] || c.Role == correlate.RoleLatencyMean && quantiled {
+					continue
+				}
+				opt := correlate.RegressionOptions{Step: step, Before: regressionBefore, Watch: regressionWatch, Load: load,
+					Sensitivity: d.opt.Sensitivity}
+				if d.opt.SLO != nil && c.Role != correlate.RoleLatencyP50 && c.Role != correlate.RoleLatencyMean {
+					if v, ok := d.opt.SLO(c.Scope.Model); ok {
+						opt.SLO = v
+					}
+				}
+				if _, ok := correlate.ChangeRegression(c.Points, ev.Time, opt); !ok {
+					continue // nor with the day before, which only raises the bar
+				}
+				if err := lookCloser(); err != nil {
+					return nil, err
+				}
+				if opt.Previous = previous[c.Key()]; len(load) == 0 && len(opt.Previous) == 0 {
+					continue
+				}
+				sp, ok := correlate.ChangeRegression(c.Points, ev.Time, opt)
+				if !ok {
+					continue
+				}
+				regressed[c.Role] = true
+				sp.Role, sp.Level, sp.Scope = c.Role, c.Level, c.Scope
+				key := correlate.Curve{Role: sp.Role, Level: sp.Level, Scope: sp.Scope}.Key()
+				if heldAlready(recorded, key, sp) {
+					continue
+				}
+				out = append(out, foundSpike{Spike: sp, excess: excess(c.Points, sp, step)})
 			}
-			regressed[curveOf{ev.Scope.Model, c.Role}] = true
-			sp.Role, sp.Level, sp.Scope = c.Role, c.Level, c.Scope
-			out = append(out, foundSpike{Spike: sp, excess: excess(c.Points, sp, step)})
 		}
 	}
 	return out, nil
+}
+
+// heldAlready says whether an incident holds an ongoing spike of the
+// series key, other than sp (another start), that overlaps it.
+func heldAlready(recorded []store.RecordedSpike, key string, sp correlate.Spike) bool {
+	for _, r := range recorded {
+		if r.SeriesKey == key && r.IncidentID != nil && r.Ongoing && r.Direction == correlate.Up &&
+			!r.Start.Equal(sp.Start) && !r.End.Before(sp.Start) {
+			return true
+		}
+	}
+	return false
 }
 
 // regressionBefore is the stretch before a change whose level its model's
