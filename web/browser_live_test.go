@@ -172,3 +172,76 @@ func TestBrowserCauseTargetAfterZoomKeepsTheWindow(t *testing.T) {
 		t.Errorf("zoomed to %q (%s), then clicked target %q: the view is now %q at %s — the zoom was dropped", zoomed, zoomedLoc, target, after, loc)
 	}
 }
+
+// An open incident's page is not re-rendered while the analyzer
+// recomputes: when a newer version is ready it offers it in a note. The
+// note sat in the header, so the on-call reading the timeline or the
+// samples — where they spend the incident — never saw it, and the
+// header's "v1 · just now" still said "just now" long after. The note now
+// stays in view wherever the reader is, and the version shown says at
+// what clock time it was computed.
+func TestBrowserNewerAnalysisNoteIsInViewOfAReaderScrolledDown(t *testing.T) {
+	e := newUIEnv(t)
+	e.openIncident(t, "")
+	e.storeAnalysis(t)
+	ctx := browser(t)
+	must(t, chromedp.Do(ctx,
+		chromedp.Navigate(e.srv.URL+e.incidentPath()),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=login]`)),
+		chromedp.SendKeys(chromedp.ID("token"), e.read),
+		chromedp.Submit(chromedp.ID("token")),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`)),
+		revealRegion(),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('samples').scrollIntoView()`),
+	), "sign in and read the samples")
+	if s := evalString(t, ctx, `document.querySelector('[data-testid=analysis-state]').textContent`); !strings.Contains(s, "UTC") {
+		t.Errorf("the analysis shown says only %q: no clock time, so an open tab's \"just now\" never ages", strings.TrimSpace(s))
+	}
+	e.storeAnalysis(t) // the analyzer recomputed with new data
+	must(t, chromedp.Do(ctx,
+		chromedp.Poll[chromedp.Void](`!!document.querySelector('[data-testid=analysis-newer]')`, chromedp.WithPollingTimeout(40*time.Second)),
+	), "the page offers the newer analysis")
+	inView := `(() => { const r = document.querySelector('[data-testid=analysis-newer]').getBoundingClientRect(); return String(r.height > 0 && r.top >= 0 && r.bottom <= innerHeight) })()`
+	if got := evalString(t, ctx, inView); got != "true" {
+		t.Errorf("a newer analysis is ready, but its note is out of view of the reader scrolled to the samples (scrollY %s)", evalString(t, ctx, `String(scrollY)`))
+	}
+}
+
+// The heatmap's time axis: "UTC" and the first tick printed over each
+// other ("UT00:30") whenever the window began on a tick, and on a phone
+// the eight "15:04" ticks ran into one another ("00:00:15 00:30").
+func TestBrowserHeatmapAxisLabelsDoNotOverlap(t *testing.T) {
+	e := newUIEnv(t)
+	ctx := browser(t)
+	// Two hours from a quarter past: eight ticks, the first on the left edge.
+	from := e.spikeAt.Add(-time.Hour).Truncate(15 * time.Minute)
+	page := e.srv.URL + e.incidentPath() + "?from=" + from.Format(time.RFC3339) + "&to=" + from.Add(2*time.Hour).Format(time.RFC3339)
+	must(t, chromedp.Do(ctx,
+		chromedp.Navigate(page),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=login]`)),
+		chromedp.SendKeys(chromedp.ID("token"), e.read),
+		chromedp.Submit(chromedp.ID("token")),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`)),
+	), "sign in")
+	overlaps := `(() => {
+		const els = [...document.querySelectorAll('.heat-tz, .heat-x span')].filter(e => e.getClientRects().length > 0);
+		const out = [];
+		for (let i = 0; i < els.length; i++) for (let j = i + 1; j < els.length; j++) {
+			const a = els[i].getBoundingClientRect(), b = els[j].getBoundingClientRect();
+			if (a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom) out.push(els[i].textContent + '/' + els[j].textContent);
+		}
+		return els.length + ' labels; overlapping: ' + out.join(', ');
+	})()`
+	for _, w := range []int64{1366, 390} {
+		must(t, chromedp.Do(ctx,
+			chromedp.EmulateViewport(w, 900),
+			chromedp.Navigate(page),
+			chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`)),
+			revealRegion(),
+			chromedp.WaitVisible(chromedp.CSS(`[data-testid=heatmap-canvas]`)),
+		), fmt.Sprintf("the heatmap at %d px", w))
+		if got := evalString(t, ctx, overlaps); !strings.HasSuffix(got, "overlapping: ") {
+			t.Errorf("at %d px the heatmap's time axis prints labels over each other: %s", w, got)
+		}
+	}
+}

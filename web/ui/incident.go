@@ -188,8 +188,14 @@ func (p *Pages) filtered(ctx context.Context, d *incidentData, st views.State, r
 		return views.Filtered{}, err
 	}
 	slowMs, def := d.view().SlowThresholds()
+	several := len(slowMs) > 1
+	if ms, ok := slowMs[st.Scope.Model]; ok && st.Scope.Model != "" {
+		// Filtered to one model: its samples are all the heatmap draws, so
+		// its threshold is the line, not another model's lower one.
+		def, several = ms, false
+	}
 	h := views.BuildHeatmap(hs, from, to, def, st)
-	h.SlowOfSeveral = len(slowMs) > 1
+	h.SlowOfSeveral = several
 	if d.an != nil {
 		h.SetOnset(d.an.Onset)
 	}

@@ -24,12 +24,15 @@ type Heatmap struct {
 	// SlowOfSeveral says SlowMs is the lowest of several models' slow
 	// thresholds, not the one threshold of every sample drawn.
 	SlowOfSeveral bool
-	Ticks         []string // latency labels, top to bottom
-	URL           string   // the view the selection is computed for
-	Empty         string
-	Count         int
-	XTicks        []Tick  // the time axis, as the timeline's
-	OnsetPct      float64 // where the onset falls across; 0 when unknown or outside
+	// SlowOff says SlowMs falls outside the latency axis, so no dashed
+	// line is drawn for it (app.js draws it only strictly inside).
+	SlowOff  bool
+	Ticks    []string // latency labels, top to bottom
+	URL      string   // the view the selection is computed for
+	Empty    string
+	Count    int
+	XTicks   []Tick  // the time axis, as the timeline's
+	OnsetPct float64 // where the onset falls across; 0 when unknown or outside
 }
 
 // SetOnset marks the onset on the time axis when it falls inside.
@@ -63,6 +66,7 @@ func BuildHeatmap(samples []correlate.Sample, from, to time.Time, slowMs float64
 	lo = math.Pow(10, math.Floor(math.Log10(lo)))
 	hi = math.Pow(10, math.Ceil(math.Log10(hi*1.0001)))
 	h.LoMs, h.HiMs = lo, hi
+	h.SlowOff = slowMs > 0 && (slowMs <= lo || slowMs >= hi)
 	grid := make([]float64, heatCols*heatRows)
 	span := float64(to.Sub(from).Milliseconds())
 	for _, x := range samples {

@@ -187,7 +187,9 @@ func BuildIncident(in IncidentInput) IncidentPage {
 		st.Status = "none"
 	}
 	if !in.ComputedAt.IsZero() {
-		st.Age = Ago(in.ComputedAt, in.Now)
+		// The clock time first: the page is not re-rendered while it is
+		// open, and a bare "just now" would still say so an hour later.
+		st.Age = FmtTime(in.ComputedAt, in.Now) + " (" + Ago(in.ComputedAt, in.Now) + ")"
 	}
 	shown := 0
 	if in.Analysis != nil {

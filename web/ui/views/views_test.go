@@ -619,6 +619,34 @@ func TestHeatmapHasATimeAxisAndSaysWhatItDraws(t *testing.T) {
 	}
 }
 
+// A threshold outside the latency axis gets no dashed line (app.js draws
+// it only inside), so the note does not point at one: in the live demo,
+// filtered to chat-8b (samples 100 ms and up), it named a "dashed line"
+// at embed-small's 75 ms that was nowhere on the chart.
+func TestHeatmapSaysWhenItsThresholdIsOffTheAxis(t *testing.T) {
+	var samples []correlate.Sample
+	for i := 0; i < 600; i++ {
+		samples = append(samples, correlate.Sample{Time: t0.Add(time.Duration(i) * 5 * time.Second), Model: "chat", TotalMs: 150 + float64(i%300), SampleRate: 1})
+	}
+	for _, c := range []struct {
+		slow    float64
+		several bool
+		off     bool
+	}{{75, true, true}, {75, false, true}, {200, false, false}, {200, true, false}} {
+		h := BuildHeatmap(samples, t0, t0.Add(time.Hour), c.slow, State{Base: "/incidents/1"})
+		h.SlowOfSeveral = c.several
+		var b strings.Builder
+		if err := HeatmapView(h).Render(context.Background(), &b); err != nil {
+			t.Fatal(err)
+		}
+		says := strings.Contains(b.String(), "The dashed line")
+		if h.SlowOff != c.off || says == c.off || (c.off && !strings.Contains(b.String(), "outside the latency axis")) {
+			t.Errorf("threshold %v ms on an axis %v–%v ms (lowest of several: %v): off %v, the note says %q",
+				c.slow, h.LoMs, h.HiMs, c.several, h.SlowOff, b.String()[strings.Index(b.String(), "<p"):strings.Index(b.String(), "</p>")])
+		}
+	}
+}
+
 // The page states only what the data shows: with no judged rise no cause
 // was "ruled out" (each scores 0 for want of anything to explain); a stage
 // the server does not time is "not timed", not "0 ms → 0 ms, 0%"; curves
