@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
 )
 
@@ -243,5 +246,33 @@ func TestBrowserHeatmapAxisLabelsDoNotOverlap(t *testing.T) {
 		if got := evalString(t, ctx, overlaps); !strings.HasSuffix(got, "overlapping: ") {
 			t.Errorf("at %d px the heatmap's time axis prints labels over each other: %s", w, got)
 		}
+	}
+}
+
+// The home page stays open in a tab through a shift. It never reloaded:
+// an incident the detector opened, or a new spike, showed only after a
+// manual reload, and "(1 min ago)" kept saying so. Its lists now reload
+// on their own.
+func TestBrowserHomeShowsANewIncidentWithoutAReload(t *testing.T) {
+	e := newUIEnv(t)
+	ctx := browser(t)
+	must(t, chromedp.Do(ctx,
+		chromedp.Navigate(e.srv.URL+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=login]`)),
+		chromedp.SendKeys(chromedp.ID("token"), e.read),
+		chromedp.Submit(chromedp.ID("token")),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=open-incidents]`)),
+	), "sign in to the home page")
+	const title = "rerank P99 up, opened while the page was open"
+	if _, err := e.st.CreateIncident(context.Background(), store.NewIncident{Title: title, Start: e.from,
+		Source: store.SourceDetector, Scope: correlate.Scope{Model: "chat"}}); err != nil {
+		t.Fatal(err)
+	}
+	must(t, chromedp.Do(ctx,
+		chromedp.Poll[chromedp.Void](`document.querySelector('[data-testid=open-incidents]').textContent.includes(`+strconv.Quote(title)+`)`,
+			chromedp.WithPollingTimeout(40*time.Second)),
+	), "the new incident shows on the open home page")
+	if s := evalString(t, ctx, `document.querySelector('[data-testid=home-updated]').textContent`); !strings.Contains(s, "UTC") {
+		t.Errorf("the home page says %q: not when its lists were loaded", s)
 	}
 }

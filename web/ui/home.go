@@ -63,6 +63,10 @@ func (p *Pages) ShowHome(c echo.Context) error {
 	h := views.HomePage{Open: views.BuildIncidentRows(open, sp, now), Recent: views.BuildIncidentRows(resolved, sp, now),
 		Spikes: views.BuildSpikeRows(spikes, all, now), Pull: views.BuildPullHealth(ps, now),
 		DetectorOn: p.cfg.DetectorOn, DetectorOpens: p.cfg.DetectorOn && p.cfg.DetectorOpens,
-		OpenTotal: openTotal, OpenOlder: views.HomeOpenPageHref(next), OpenNewest: cursor != ""}
+		OpenTotal: openTotal, OpenOlder: views.HomeOpenPageHref(next), OpenNewest: cursor != "",
+		Refresh: "/", Updated: views.FmtTime(now, now)}
+	if cursor != "" {
+		h.Refresh = views.HomeOpenPageHref(cursor)
+	}
 	return p.page(c, http.StatusOK, views.Page{Title: "Incidents", Nav: "home"}, views.HomeBody(h))
 }

@@ -27,6 +27,9 @@ type HomePage struct {
 	OpenTotal  int
 	OpenOlder  string
 	OpenNewest bool
+	// Refresh is this page's own address, which it reloads its lists
+	// from; Updated the clock time it was made.
+	Refresh, Updated string
 }
 
 // HomeOpenPageHref is the home page showing the open incidents after a
