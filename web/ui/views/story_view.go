@@ -26,6 +26,7 @@ type ImpactView struct {
 	Peak       string // "1,307 ms"
 	PeakAt     string // "07:31 UTC"
 	Now        string
+	NowAt      string // when Now was measured: the analysed data's end
 	Rise       string // "×3.0"
 	Status     string // "ongoing" or "recovered"
 	StatusText string // "recovered at 08:18 UTC" / "ongoing at the end of the data"
@@ -93,6 +94,8 @@ func impactViews(a *correlate.Analysis, s State, now time.Time) []ImpactView {
 		v.Peak, v.PeakAt = FmtMs(peak), clock(im.PeakAt)
 		if im.NowP99Ms == 0 {
 			v.Now = "–"
+		} else {
+			v.NowAt = clock(im.NowAt)
 		}
 		switch {
 		case im.Status == "recovered" && im.RecoveredAt != nil:

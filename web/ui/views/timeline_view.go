@@ -543,7 +543,7 @@ func buildLane(spec laneSpec, in TimelineInput) Lane {
 		}
 	}
 	ymax = niceCeil(ymax)
-	lane.YMax = "scale 0–" + FmtNum(ymax) + " " + spec.unit + ", " + lane.Per
+	lane.YMax = "scale 0–" + withUnit(ymax, spec.unit) + ", " + lane.Per
 	// Latency: when another model would flatten the incident's own into
 	// a few pixels (a doubling from 122 to 250 ms under a line at 600),
 	// the scale fits the incident's model and the higher lines run off
@@ -569,7 +569,7 @@ func buildLane(spec laneSpec, in TimelineInput) Lane {
 			if above == 1 {
 				runs = "1 line runs"
 			}
-			lane.YMax = "scale 0–" + FmtNum(ymax) + " " + spec.unit + ", fitted to " + focus + "; " + runs + " above it"
+			lane.YMax = "scale 0–" + withUnit(ymax, spec.unit) + ", fitted to " + focus + "; " + runs + " above it"
 			// The incident's model first, in the legend and the drawing.
 			sort.SliceStable(order, func(i, j int) bool { return ents[order[i]].model == focus && ents[order[j]].model != focus })
 		}
@@ -715,7 +715,7 @@ func stackedLane(spec laneSpec, lane Lane, cands []correlate.Curve, in TimelineI
 		ymax = math.Max(ymax, v)
 	}
 	ymax = niceCeil(ymax)
-	lane.YMax = "scale 0–" + FmtNum(ymax) + " " + spec.unit + " (stacked)"
+	lane.YMax = "scale 0–" + withUnit(ymax, spec.unit) + " (stacked)"
 	lane.YMaxV = strconv.FormatFloat(ymax, 'g', 6, 64)
 	for k := len(curves) - 1; k >= 0; k-- {
 		var lower []float64
@@ -970,6 +970,14 @@ func medianSpacing(pts []correlate.Point) time.Duration {
 	return time.Duration(d[len(d)/2]) * time.Millisecond
 }
 
+// withUnit writes a lane's value with its unit: "1 replica", "2 replicas".
+func withUnit(v float64, unit string) string {
+	if v == 1 && unit == "replicas" {
+		unit = "replica"
+	}
+	return FmtNum(v) + " " + unit
+}
+
 // gridLines marks a lane at round values under its top (1, 2 or 5 times
 // a power of ten apart): up to three, one on a short lane.
 func gridLines(ymax float64, unit string, h int) []GridLine {
@@ -992,7 +1000,7 @@ func gridLines(ymax float64, unit string, h int) []GridLine {
 	var out []GridLine
 	for v := step; v < ymax*0.999 && len(out) < 3; v += step {
 		_, y := plot(0, v, TimelineInput{To: time.UnixMilli(1)}, ymax, h) // where plot puts the value
-		out = append(out, GridLine{TopPct: 100 * y / float64(h), Label: FmtNum(v) + " " + unit})
+		out = append(out, GridLine{TopPct: 100 * y / float64(h), Label: withUnit(v, unit)})
 	}
 	return out
 }

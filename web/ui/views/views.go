@@ -61,7 +61,8 @@ func FmtMs(v float64) string {
 		return "–"
 	}
 	if math.Abs(v) < 10 {
-		return strconv.FormatFloat(v, 'f', 1, 64) + " ms"
+		// + 0 turns a -0 that rounds away ("-0.0 ms") into 0.
+		return strconv.FormatFloat(math.Round(v*10)/10+0, 'f', 1, 64) + " ms"
 	}
 	return thousands(math.Round(v)) + " ms"
 }
@@ -139,10 +140,17 @@ func thousands(v float64) string {
 
 // FmtPct formats a 0..100 share: "42%", "0.5%".
 func FmtPct(v float64) string {
-	if v > 0 && v < 1 {
+	switch a := math.Abs(v); {
+	case a > 0 && a < 0.05:
+		// Not "0.0%" next to a "0%": something, under a tenth of a point.
+		if v < 0 {
+			return ">-0.1%"
+		}
+		return "<0.1%"
+	case a > 0 && a < 1:
 		return strconv.FormatFloat(v, 'f', 1, 64) + "%"
 	}
-	return strconv.FormatFloat(v, 'f', 0, 64) + "%"
+	return strconv.FormatFloat(math.Round(v)+0, 'f', 0, 64) + "%"
 }
 
 // FmtTime formats an instant in UTC, with the date only when it is not

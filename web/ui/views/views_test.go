@@ -23,6 +23,9 @@ func TestFormatting(t *testing.T) {
 		{FmtMs(0.84), "0.8 ms"}, {FmtMs(42.4), "42 ms"}, {FmtMs(1250), "1,250 ms"}, {FmtMs(math.NaN()), "–"},
 		{FmtNum(0.4213), "0.42"}, {FmtNum(3.1), "3.1"}, {FmtNum(250.4), "250"}, {FmtNum(12500), "12.5k"}, {FmtNum(2e6), "2M"},
 		{FmtPct(42.4), "42%"}, {FmtPct(0.5), "0.5%"},
+		// A stage that did not move: "0.0 ms"/"0%", never "-0.0 ms" or a
+		// "0.0%" next to a "0%".
+		{FmtMs(-0.04), "0.0 ms"}, {FmtMs(-0.4), "-0.4 ms"}, {FmtPct(0.04), "<0.1%"}, {FmtPct(-0.3), "-0.3%"}, {FmtPct(-0.2e-9), ">-0.1%"},
 		{FmtIntervalMs(293.4, 1325), "[293, 1,325] ms"}, {FmtIntervalMs(-0.52, 1.42), "[-0.5, 1.4] ms"},
 		{FmtIntervalMs(-0.0066, 0.03), "[-0.01, 0.03] ms"}, {FmtIntervalMs(-0.004, 0.03), "[0.00, 0.03] ms"}, {FmtIntervalMs(-0.013, 0.1), "[-0.01, 0.10] ms"},
 		{FmtDuration(45 * time.Second), "45 s"}, {FmtDuration(125 * time.Minute), "2 h 5 min"}, {FmtDuration(72 * time.Hour), "3 days"},
@@ -994,5 +997,19 @@ func TestLatencyLaneDrawsEachModelsOwnMeasure(t *testing.T) {
 	only := BuildTimeline(TimelineInput{From: t0, To: t0.Add(time.Hour), Step: time.Minute, Curves: curves[2:3], State: State{Base: "/i"}}).Lanes[0]
 	if only.Name != "Latency mean" || len(only.Paths) != 1 {
 		t.Errorf("mean only: lane %q with %d lines", only.Name, len(only.Paths))
+	}
+}
+
+// A lane of replicas gridded at one says "1 replica", not "1 replicas".
+func TestGridLinesSayOneReplica(t *testing.T) {
+	var labels []string
+	for _, g := range gridLines(2, "replicas", 45) {
+		labels = append(labels, g.Label)
+	}
+	if len(labels) == 0 || labels[0] != "1 replica" {
+		t.Errorf("grid of a 0–2 replicas lane: %q, want \"1 replica\" first", labels)
+	}
+	if got := withUnit(2, "replicas"); got != "2 replicas" {
+		t.Errorf("withUnit(2) = %q", got)
 	}
 }
