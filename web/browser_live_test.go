@@ -276,3 +276,34 @@ func TestBrowserHomeShowsANewIncidentWithoutAReload(t *testing.T) {
 		t.Errorf("the home page says %q: not when its lists were loaded", s)
 	}
 }
+
+// Each timeline lane's scale ("scale 0–2 replicas, per model") sat in a
+// near-opaque box in the plot's top right corner: over the newest data,
+// the part of the curve an open incident's reader looks at. It is in the
+// lane's label column now, clear of the plot.
+func TestBrowserTimelineScaleLeavesTheNewestDataVisible(t *testing.T) {
+	e := newUIEnv(t)
+	ctx := browser(t)
+	must(t, chromedp.Do(ctx,
+		chromedp.Navigate(e.srv.URL+e.incidentPath()),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=login]`)),
+		chromedp.SendKeys(chromedp.ID("token"), e.read),
+		chromedp.Submit(chromedp.ID("token")),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`)),
+		revealRegion(),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=lane-latency] svg`)),
+	), "sign in and show the timeline")
+	over := `(() => {
+		const out = [];
+		for (const row of document.querySelectorAll('.tl-row')) {
+			const plot = row.querySelector('.tl-plot'), y = row.querySelector('.ymax');
+			if (!plot || !y) continue;
+			const a = plot.getBoundingClientRect(), b = y.getBoundingClientRect();
+			if (b.left < a.right && a.left < b.right && b.top < a.bottom && a.top < b.bottom) out.push(y.textContent);
+		}
+		return document.querySelectorAll('.ymax').length + ' scales; over the plot: ' + out.join(' | ');
+	})()`
+	if got := evalString(t, ctx, over); strings.HasPrefix(got, "0 ") || !strings.HasSuffix(got, "over the plot: ") {
+		t.Errorf("timeline scales: %s", got)
+	}
+}
