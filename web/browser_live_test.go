@@ -307,3 +307,31 @@ func TestBrowserTimelineScaleLeavesTheNewestDataVisible(t *testing.T) {
 		t.Errorf("timeline scales: %s", got)
 	}
 }
+
+// On a phone the timeline scrolls sideways, and it opens scrolled to the
+// onset: the lane names scrolled away with the curves, and nothing said
+// which curve was which. They stay in view now.
+func TestBrowserTimelineLaneNamesStayOnAPhone(t *testing.T) {
+	e := newUIEnv(t)
+	ctx := browser(t)
+	must(t, chromedp.Do(ctx,
+		chromedp.EmulateViewport(390, 900),
+		chromedp.Navigate(e.srv.URL+e.incidentPath()),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=login]`)),
+		chromedp.SendKeys(chromedp.ID("token"), e.read),
+		chromedp.Submit(chromedp.ID("token")),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`)),
+		revealRegion(),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=lane-latency] svg`)),
+		chromedp.Evaluate[chromedp.Void](`document.getElementById('timeline').scrollLeft = 10000`),
+	), "sign in on a phone and scroll the timeline to its end")
+	seen := `(() => {
+		const box = document.getElementById('timeline').getBoundingClientRect();
+		const name = document.querySelector('[data-testid=lane-latency] .tl-label .name').getBoundingClientRect();
+		return String(document.getElementById('timeline').scrollLeft > 0 && name.left >= box.left - 1 && name.right <= box.right + 1)
+	})()`
+	if got := evalString(t, ctx, seen); got != "true" {
+		t.Errorf("scrolled to the timeline's end on a phone, the latency lane's name is out of view (scrollLeft %s)",
+			evalString(t, ctx, `String(document.getElementById('timeline').scrollLeft)`))
+	}
+}
