@@ -82,6 +82,10 @@ type PullRow struct {
 	// matches nothing in Prometheus (an exporter missing, labels that
 	// differ), which otherwise looks like health.
 	NoSeries bool
+	// NoErrors: NoSeries of an error-rate source, where it is what a
+	// healthy fleet shows (a status="5xx" series appears with the first
+	// failed request): said, not flagged.
+	NoErrors bool
 }
 
 // BuildIncidentRows formats incidents for a list; spikes holds what the
@@ -268,6 +272,9 @@ func BuildPullHealth(ps wire.PullStatus, now time.Time) PullHealth {
 			Lag: FmtDuration(time.Duration(s.LagSeconds) * time.Second), Behind: s.LagSeconds > 600,
 			// The kube-state-metrics events source stores events, not points.
 			NoSeries: s.LastSuccess != nil && s.PointsTotal == 0 && s.LastError == "" && !strings.HasPrefix(s.Source, "events/")}
+		if r.NoSeries && strings.Contains(s.Source, "/error_rate") {
+			r.NoSeries, r.NoErrors = false, true
+		}
 		if s.LastSuccess != nil {
 			r.LastSuccess = Ago(*s.LastSuccess, now)
 		} else {

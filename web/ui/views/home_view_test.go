@@ -38,15 +38,22 @@ func TestBuildPullHealthFlagsSourcesWithoutSeries(t *testing.T) {
 		{Source: "vllm/latency_p99@model", LastSuccess: &ok},
 		{Source: "events/kube-state-metrics", LastSuccess: &ok},
 		{Source: "triton/qps@model"}, // never pulled yet
+		// A fleet that has not failed a request has no status="5xx"
+		// series: said, not flagged.
+		{Source: "inference/error_rate@model", LastSuccess: &ok},
 	}}, now)
-	got := map[string]bool{}
+	got, quiet := map[string]bool{}, map[string]bool{}
 	for _, r := range h.Sources {
-		got[r.Source] = r.NoSeries
+		got[r.Source], quiet[r.Source] = r.NoSeries, r.NoErrors
 	}
-	want := map[string]bool{"inference/qps@model": false, "vllm/latency_p99@model": true, "events/kube-state-metrics": false, "triton/qps@model": false}
+	want := map[string]bool{"inference/qps@model": false, "vllm/latency_p99@model": true, "events/kube-state-metrics": false, "triton/qps@model": false,
+		"inference/error_rate@model": false}
 	for src, w := range want {
 		if got[src] != w {
 			t.Errorf("%s: NoSeries %v, want %v", src, got[src], w)
 		}
+	}
+	if !quiet["inference/error_rate@model"] || quiet["vllm/latency_p99@model"] {
+		t.Errorf("NoErrors %v: want it for the error-rate source alone", quiet)
 	}
 }
