@@ -66,9 +66,7 @@ func TestBrowserLazyRegionRetriesAfterAnError(t *testing.T) {
 	page := e.srv.URL + e.incidentPath()
 	must(t, chromedp.Do(ctx,
 		chromedp.Navigate(page),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid=login]`)),
-		chromedp.SendKeys(chromedp.ID("token"), e.read),
-		chromedp.Submit(chromedp.ID("token")),
+		signIn(e.read),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=filtered-lazy]`)),
 	), "sign in; the page comes with its region still to load")
@@ -148,9 +146,7 @@ func TestBrowserCauseTargetAfterZoomKeepsTheWindow(t *testing.T) {
 	page := e.srv.URL + e.incidentPath()
 	must(t, chromedp.Do(ctx,
 		chromedp.Navigate(page),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid=login]`)),
-		chromedp.SendKeys(chromedp.ID("token"), e.read),
-		chromedp.Submit(chromedp.ID("token")),
+		signIn(e.read),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`)),
 		revealRegion(),
 	), "sign in and load the region")
@@ -190,9 +186,7 @@ func TestBrowserNewerAnalysisNoteIsInViewOfAReaderScrolledDown(t *testing.T) {
 	ctx := browser(t)
 	must(t, chromedp.Do(ctx,
 		chromedp.Navigate(e.srv.URL+e.incidentPath()),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid=login]`)),
-		chromedp.SendKeys(chromedp.ID("token"), e.read),
-		chromedp.Submit(chromedp.ID("token")),
+		signIn(e.read),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`)),
 		revealRegion(),
 		chromedp.Evaluate[chromedp.Void](`document.getElementById('samples').scrollIntoView()`),
@@ -221,9 +215,7 @@ func TestBrowserHeatmapAxisLabelsDoNotOverlap(t *testing.T) {
 	page := e.srv.URL + e.incidentPath() + "?from=" + from.Format(time.RFC3339) + "&to=" + from.Add(2*time.Hour).Format(time.RFC3339)
 	must(t, chromedp.Do(ctx,
 		chromedp.Navigate(page),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid=login]`)),
-		chromedp.SendKeys(chromedp.ID("token"), e.read),
-		chromedp.Submit(chromedp.ID("token")),
+		signIn(e.read),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`)),
 	), "sign in")
 	overlaps := `(() => {
@@ -258,9 +250,7 @@ func TestBrowserHomeShowsANewIncidentWithoutAReload(t *testing.T) {
 	ctx := browser(t)
 	must(t, chromedp.Do(ctx,
 		chromedp.Navigate(e.srv.URL+"/"),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid=login]`)),
-		chromedp.SendKeys(chromedp.ID("token"), e.read),
-		chromedp.Submit(chromedp.ID("token")),
+		signIn(e.read),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=open-incidents]`)),
 	), "sign in to the home page")
 	const title = "rerank P99 up, opened while the page was open"
@@ -286,9 +276,7 @@ func TestBrowserTimelineScaleLeavesTheNewestDataVisible(t *testing.T) {
 	ctx := browser(t)
 	must(t, chromedp.Do(ctx,
 		chromedp.Navigate(e.srv.URL+e.incidentPath()),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid=login]`)),
-		chromedp.SendKeys(chromedp.ID("token"), e.read),
-		chromedp.Submit(chromedp.ID("token")),
+		signIn(e.read),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`)),
 		revealRegion(),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=lane-latency] svg`)),
@@ -317,9 +305,7 @@ func TestBrowserTimelineLaneNamesStayOnAPhone(t *testing.T) {
 	must(t, chromedp.Do(ctx,
 		chromedp.EmulateViewport(390, 900),
 		chromedp.Navigate(e.srv.URL+e.incidentPath()),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid=login]`)),
-		chromedp.SendKeys(chromedp.ID("token"), e.read),
-		chromedp.Submit(chromedp.ID("token")),
+		signIn(e.read),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=causes]`)),
 		revealRegion(),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid=lane-latency] svg`)),
@@ -334,4 +320,15 @@ func TestBrowserTimelineLaneNamesStayOnAPhone(t *testing.T) {
 		t.Errorf("scrolled to the timeline's end on a phone, the latency lane's name is out of view (scrollLeft %s)",
 			evalString(t, ctx, `String(document.getElementById('timeline').scrollLeft)`))
 	}
+}
+
+// signIn fills the sign-in form the page answered with, with token.
+func signIn(token string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		return chromedp.Do(ctx,
+			chromedp.WaitVisible(chromedp.CSS(`[data-testid=login]`)),
+			chromedp.SendKeys(chromedp.ID("token"), token),
+			chromedp.Submit(chromedp.ID("token")),
+		)
+	})
 }
