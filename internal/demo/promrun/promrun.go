@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -34,7 +35,8 @@ var ErrMissing = errors.New("not installed")
 // are safe for concurrent use.
 type Server struct {
 	// URL is the base URL, e.g. http://127.0.0.1:41234. It stays the same
-	// across Stop and Start.
+	// across Stop and Start, once started: a first Start that finds its
+	// port taken moves to another (see Start).
 	URL string
 	// Progress, if set, is told how many backfill windows of how many are
 	// done, after each one.
@@ -46,10 +48,11 @@ type Server struct {
 	data string
 	addr string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
-	log  *os.File
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{}
+	started bool // once: the URL is in use and must not move
+	log     *os.File
 }
 
 // New prepares a Prometheus (not started) in dir, which it creates; the
@@ -217,10 +220,35 @@ func (s *Server) convert(ctx context.Context, jobs []func() (string, error)) err
 }
 
 // Start runs Prometheus on the TSDB and waits until it is ready (at most
-// a minute, or until ctx ends).
+// a minute, or until ctx ends). The free port New picked may have been
+// taken since by another process — another test's Prometheus, whose
+// /-/ready then answered for ours, and every query read its data (a
+// replay pulled 28 sources, found them all empty, and passed the pull).
+// So readiness counts only from the server whose TSDB is this one; on
+// the first start a taken port is exchanged for another, up to 3 times.
 func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for try := 1; ; try++ {
+		err := s.startLocked(ctx)
+		if !errors.Is(err, errPortTaken) || s.started || try == 3 {
+			if err == nil {
+				s.started = true
+			}
+			return err
+		}
+		addr, aerr := freeAddr()
+		if aerr != nil {
+			return aerr
+		}
+		s.addr, s.URL = addr, "http://"+addr
+	}
+}
+
+// errPortTaken: another server answers on the Server's address.
+var errPortTaken = errors.New("promrun: another server answers on the port")
+
+func (s *Server) startLocked(ctx context.Context) error {
 	if s.cmd != nil {
 		return errors.New("promrun: already running")
 	}
@@ -263,7 +291,13 @@ func (s *Server) Start(ctx context.Context) error {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return nil
+				switch ours, err := s.servesOurTSDB(ctx); {
+				case err == nil && ours:
+					return nil
+				case err == nil:
+					s.stopLocked()
+					return fmt.Errorf("%w %s", errPortTaken, s.addr)
+				}
 			}
 		}
 		if ctx.Err() != nil || time.Now().After(deadline) {
@@ -275,6 +309,25 @@ func (s *Server) Start(ctx context.Context) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// servesOurTSDB asks the server on s.addr which TSDB it serves.
+func (s *Server) servesOurTSDB(ctx context.Context) (bool, error) {
+	rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(rctx, http.MethodGet, s.URL+"/api/v1/status/flags", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	var flags struct {
+		Data map[string]string `json:"data"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&flags); err != nil {
+		return false, err
+	}
+	return flags.Data["storage.tsdb.path"] == s.data, nil
 }
 
 // Stop stops Prometheus (no-op when stopped): SIGINT, then SIGKILL after

@@ -121,3 +121,41 @@ func TestBackfillWindowsAndBadInput(t *testing.T) {
 		t.Fatal("second Start succeeded")
 	}
 }
+
+// The free port New picked was taken, before Start, by another
+// Prometheus (another test's): its /-/ready answered for ours, and every
+// query read the other one's data — a replay pulled all its sources
+// empty, without an error. Start now checks which TSDB answers, and a
+// first start moves to another port.
+func TestStartDoesNotTakeAnotherServerForItself(t *testing.T) {
+	ctx := context.Background()
+	other, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Stop)
+	if err := other.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	p.addr, p.URL = other.addr, other.URL // the port was taken meanwhile
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if p.URL == other.URL {
+		t.Fatalf("started on %s, the other server's address", p.URL)
+	}
+	if ours, err := p.servesOurTSDB(ctx); err != nil || !ours {
+		t.Errorf("the server at %s serves another TSDB (%v)", p.URL, err)
+	}
+	// Restarted, it keeps its (now free) address.
+	url := p.URL
+	p.Stop()
+	if err := p.Start(ctx); err != nil || p.URL != url {
+		t.Errorf("restart: %v, URL %s, want %s", err, p.URL, url)
+	}
+}

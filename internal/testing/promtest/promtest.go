@@ -17,7 +17,7 @@ import (
 // Prometheus is one Prometheus server over a TSDB directory of its own.
 type Prometheus struct {
 	// URL is the base URL, e.g. http://127.0.0.1:41234. It stays the same
-	// across Stop and Start.
+	// across Stop and Start, once started.
 	URL string
 	srv *promrun.Server
 }
@@ -83,6 +83,7 @@ func (p *Prometheus) Start(t testing.TB) {
 	if err := p.srv.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	p.URL = p.srv.URL // a first start moves off a port another server took
 }
 
 // Stop stops Prometheus (no-op when stopped); its data stays for Start.
