@@ -95,6 +95,12 @@ func StartWith(t testing.TB, flags ...string) *VictoriaMetrics {
 		if res, err := http.Get(vm.URL + "/health"); err == nil {
 			res.Body.Close()
 			if res.StatusCode == http.StatusOK {
+				// Another process may have taken the port since it was
+				// free (as promrun.Server.Start explains): only ours
+				// names our data path among its flags.
+				if !servesDir(vm.URL, filepath.Join(dir, "data")) {
+					t.Fatalf("vmtest: another server answers on %s (the port was taken after it was picked)", vm.URL)
+				}
 				return vm
 			}
 		}
@@ -184,4 +190,16 @@ func (vm *VictoriaMetrics) importOM(om io.Reader) error {
 		return errors.New("vmtest: empty input")
 	}
 	return nil
+}
+
+// servesDir says whether the VictoriaMetrics at url stores its data in dir
+// (its /flags page lists -storageDataPath).
+func servesDir(url, dir string) bool {
+	res, err := http.Get(url + "/flags")
+	if err != nil {
+		return false
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	return strings.Contains(string(b), dir)
 }
