@@ -406,7 +406,7 @@ const warmLead = 5 * time.Minute
 // rule opens it at once.
 func (d *Detector) warmingUp(ctx context.Context, sp correlate.Spike) (bool, error) {
 	events, err := d.st.Events(ctx, store.EventFilter{From: sp.Onset.Add(-warmLead), To: sp.Onset.Add(changeLag),
-		Scope: correlate.Scope{Model: sp.Scope.Model}, Kinds: warmKinds, Limit: 1})
+		Scope: correlate.Scope{Model: sp.Scope.Model}, Kinds: warmKinds, Limit: 100})
 	if err != nil {
 		return false, err
 	}

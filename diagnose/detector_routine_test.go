@@ -235,10 +235,13 @@ func scaleUp(at time.Time, k int, cold func(time.Duration) float64) []routinePod
 // scaleUpEvents are what the pull derives from kube-state-metrics for
 // scaleUp(at, k, …): the HPA's scale-up 70 s before the first new pod
 // takes traffic, and each pod's start a minute before it is ready (its
-// weights loading).
+// weights loading) — after another deployment's scale-up that no model's
+// label names (a fleet-wide event, which must not hide the model's own).
 func scaleUpEvents(at time.Time, k int) []correlate.Event {
-	evs := []correlate.Event{{ID: "hpa-chat", Kind: correlate.KindScaleUp, Time: at.Add(-70 * time.Second),
-		Scope: correlate.Scope{Model: "chat"}, Source: "kube-state-metrics", Summary: "scale up chat 4 -> 6"}}
+	evs := []correlate.Event{{ID: "hpa-ingress", Kind: correlate.KindScaleUp, Time: at.Add(-4 * time.Minute),
+		Source: "kube-state-metrics", Summary: "scale up ingress-gateway 2 -> 3"},
+		{ID: "hpa-chat", Kind: correlate.KindScaleUp, Time: at.Add(-70 * time.Second),
+			Scope: correlate.Scope{Model: "chat"}, Source: "kube-state-metrics", Summary: "scale up chat 4 -> 6"}}
 	for i := range k {
 		evs = append(evs, correlate.Event{ID: fmt.Sprintf("start-chat-new-%d", i), Kind: correlate.KindReplicaStart,
 			Time: at.Add(time.Duration(i*5)*time.Second - time.Minute), Scope: correlate.Scope{Model: "chat", Replica: fmt.Sprintf("chat-new-%d", i)},
