@@ -589,6 +589,11 @@ func (d *Detector) changeRegressions(ctx context.Context, now time.Time, found [
 				}
 				regressed[c.Role] = true
 				sp.Role, sp.Level, sp.Scope = c.Role, c.Level, c.Scope
+				// Ongoing at a last point long past, as findSpikes says it:
+				// its data stopped, and nothing says the latency is still up.
+				if n := len(c.Points); sp.Ongoing && n > 0 && now.Sub(c.Points[n-1].Time()) > staleData {
+					sp.Ongoing = false
+				}
 				key := correlate.Curve{Role: sp.Role, Level: sp.Level, Scope: sp.Scope}.Key()
 				if heldAlready(recorded, key, sp) {
 					continue

@@ -140,3 +140,31 @@ func TestDeployOnTheMorningClimbWithoutTrafficCurveDoesNotPage(t *testing.T) {
 		t.Errorf("a deploy on the morning climb (no traffic curve) opened %d incident(s): %q", len(got), got[0].Title)
 	}
 }
+
+// A regression the change comparison found, whose data then stops (the
+// model's exporter gone, the pull cut off): the detector's other spikes
+// end where their data ends ("ongoing" at a last point long past says
+// nothing), but this one stayed ongoing for as long as its change was
+// watched, two hours.
+func TestChangeRegressionEndsWhereItsDataStops(t *testing.T) {
+	t.Parallel()
+	at := t0
+	slo := func(string) (float64, bool) { return 700, true }
+	stop := at.Add(50 * time.Minute)
+	f := routineFleet{seed: 1, start: at.Add(-10 * time.Hour), end: at.Add(85 * time.Minute), qps: flat(40), medianMs: 200, sigma: 0.35,
+		pods: canarySteps(at, 12*time.Minute, 1.8, 0.1, 0.25, 0.5, 1), gap: [2]time.Time{stop, at.Add(1000 * time.Hour)}}
+	st := routineStore(t, f, deployEvent(at))
+	routineRunWith(t, st, at.Add(-2*time.Minute), at.Add(80*time.Minute), time.Minute, diagnose.DetectorOptions{SLO: slo})
+	rec, err := st.RecordedSpikes(context.Background(), at.Add(-time.Hour), at.Add(2*time.Hour), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec) == 0 {
+		t.Fatal("the regression was not recorded")
+	}
+	for _, s := range rec {
+		if s.Ongoing {
+			t.Errorf("%s spike (onset %v after the deploy) still ongoing 30 min after its data stopped", s.Role, s.Onset.Sub(at))
+		}
+	}
+}
