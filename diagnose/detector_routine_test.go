@@ -207,6 +207,13 @@ func deployEvent(at time.Time) correlate.Event {
 
 func routineStore(t *testing.T, f routineFleet, events ...correlate.Event) *store.Store {
 	t.Helper()
+	return routineStoreKeeping(t, f, nil, events...)
+}
+
+// routineStoreKeeping is routineStore storing only the curves keep lets
+// through (nil: all), as a pull without some series would.
+func routineStoreKeeping(t *testing.T, f routineFleet, keep func(correlate.Curve) bool, events ...correlate.Event) *store.Store {
+	t.Helper()
 	st := storetest.New(t)
 	// WriteCurves makes the partitions of a curve's first and last days:
 	// the days between need theirs too.
@@ -215,7 +222,13 @@ func routineStore(t *testing.T, f routineFleet, events ...correlate.Event) *stor
 			t.Fatal(err)
 		}
 	}
-	storetest.WriteCurves(t, st, f.curves())
+	var cs []correlate.Curve
+	for _, c := range f.curves() {
+		if keep == nil || keep(c) {
+			cs = append(cs, c)
+		}
+	}
+	storetest.WriteCurves(t, st, cs)
 	if len(events) > 0 {
 		if _, _, err := st.InsertEvents(context.Background(), events); err != nil {
 			t.Fatal(err)
@@ -317,7 +330,6 @@ func TestRoutineOperationsHandled(t *testing.T) {
 func TestProgressiveRolloutRegressionIsNotMissed(t *testing.T) {
 	t.Parallel()
 	at := t0
-	slo := func(string) (float64, bool) { return 700, true }
 	for _, tc := range []struct {
 		name  string
 		every time.Duration
@@ -331,7 +343,7 @@ func TestProgressiveRolloutRegressionIsNotMissed(t *testing.T) {
 				f.pods = canarySteps(at, time.Minute, 1.8, 1)
 			}
 			st := routineStore(t, f, deployEvent(at))
-			got := routineRunWith(t, st, at.Add(-2*time.Minute), at.Add(125*time.Minute), time.Minute, diagnose.DetectorOptions{SLO: slo})
+			got := routineRunWith(t, st, at.Add(-2*time.Minute), at.Add(125*time.Minute), time.Minute, diagnose.DetectorOptions{SLO: slo700})
 			switch {
 			case len(got) == 0:
 				t.Errorf("a ×1.8 regression over the SLO, rolled out %s, opened no incident in two hours", tc.name)
@@ -346,7 +358,10 @@ func TestProgressiveRolloutRegressionIsNotMissed(t *testing.T) {
 // A deploy at the start of the morning climb: over the next hour traffic
 // grows ×1.7 and, with it, P99 ×1.8 — the load, not the new version (the
 // capacity rules judge such a rise). The comparison with the level before
-// the deploy must not page for it.
+// the deploy must not page for it — nor for a model whose traffic curve
+// the pull does not have (no request counter in its preset, a recording
+// rule missing), where the load check had nothing to read and the climb
+// was taken for the deploy's regression.
 func TestDeployOnTheMorningClimbDoesNotPage(t *testing.T) {
 	t.Parallel()
 	at := t0
@@ -358,12 +373,25 @@ func TestDeployOnTheMorningClimbDoesNotPage(t *testing.T) {
 	}
 	f := routineFleet{seed: 3, start: at.Add(-10 * time.Hour), end: at.Add(95 * time.Minute), medianMs: 200, sigma: 0.35, pods: pods,
 		qps: func(ts time.Time) float64 { return 40 * (1 + 0.7*climb(ts)) }}
-	st := routineStore(t, f, deployEvent(at))
-	slo := func(string) (float64, bool) { return 700, true }
-	if got := routineRunWith(t, st, at.Add(-2*time.Minute), at.Add(90*time.Minute), time.Minute, diagnose.DetectorOptions{SLO: slo}); len(got) > 0 {
-		t.Errorf("a deploy on the morning climb opened %d incident(s): %q", len(got), got[0].Title)
+	for _, tc := range []struct {
+		name string
+		keep func(correlate.Curve) bool
+	}{
+		{"traffic curve", nil},
+		{"no traffic curve", func(c correlate.Curve) bool { return c.Role != correlate.RoleQPS }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			st := routineStoreKeeping(t, f, tc.keep, deployEvent(at))
+			if got := routineRunWith(t, st, at.Add(-2*time.Minute), at.Add(90*time.Minute), time.Minute, diagnose.DetectorOptions{SLO: slo700}); len(got) > 0 {
+				t.Errorf("a deploy on the morning climb (%s) opened %d incident(s): %q", tc.name, len(got), got[0].Title)
+			}
+		})
 	}
 }
+
+// slo700 is a P99 SLO of 700 ms for every model.
+func slo700(string) (float64, bool) { return 700, true }
 
 // An on-call engineer resolves the incident of a regression that holds
 // (thinking the fix is out, or clearing the board): the latency stays
@@ -376,7 +404,6 @@ func TestDeployOnTheMorningClimbDoesNotPage(t *testing.T) {
 func TestResolvedWhileStillUpPagesAgain(t *testing.T) {
 	t.Parallel()
 	at := t0
-	slo := func(string) (float64, bool) { return 700, true }
 	for _, tc := range []struct {
 		name      string
 		recovered bool            // the fix lands at the first resolve
@@ -399,7 +426,7 @@ func TestResolvedWhileStillUpPagesAgain(t *testing.T) {
 			st := routineStore(t, f, deployEvent(at))
 			ctx := context.Background()
 			now := at.Add(-2 * time.Minute)
-			det := diagnose.NewDetector(st, diagnose.DetectorOptions{OpenIncidents: true, SLO: slo, Now: func() time.Time { return now }})
+			det := diagnose.NewDetector(st, diagnose.DetectorOptions{OpenIncidents: true, SLO: slo700, Now: func() time.Time { return now }})
 			for ; !now.After(at.Add(60 * time.Minute)); now = now.Add(time.Minute) {
 				if err := det.Once(ctx); err != nil {
 					t.Fatal(err)
