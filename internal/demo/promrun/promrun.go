@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,6 +21,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/waterline-dev/waterline/internal/freeport"
 )
 
 // Binaries are the programs a Server needs, both from Debian's
@@ -65,9 +66,9 @@ func New(dir string) (*Server, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("promrun: %w", err)
 	}
-	addr, err := freeAddr()
+	addr, err := freeport.Addr()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("promrun: %w", err)
 	}
 	s := &Server{dir: dir, data: filepath.Join(dir, "tsdb"), addr: addr, URL: "http://" + addr}
 	// Nothing is scraped: the data is all backfilled.
@@ -221,23 +222,34 @@ func (s *Server) convert(ctx context.Context, jobs []func() (string, error)) err
 
 // Start runs Prometheus on the TSDB and waits until it is ready (at most
 // a minute, or until ctx ends). The free port New picked may have been
-// taken since by another process — another test's Prometheus, whose
+// taken since by another process: another test's Prometheus, whose
 // /-/ready then answered for ours, and every query read its data (a
-// replay pulled 28 sources, found them all empty, and passed the pull).
+// replay pulled 28 sources, found them all empty, and passed the pull);
+// or any socket, and Prometheus exited with "address already in use".
 // So readiness counts only from the server whose TSDB is this one; on
-// the first start a taken port is exchanged for another, up to 3 times.
+// the first start a taken port is exchanged for another, up to 5 times;
+// a restart keeps its URL and tries the port again for a few seconds.
 func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for try := 1; ; try++ {
 		err := s.startLocked(ctx)
-		if !errors.Is(err, errPortTaken) || s.started || try == 3 {
-			if err == nil {
-				s.started = true
-			}
+		if err == nil {
+			s.started = true
+			return nil
+		}
+		if !errors.Is(err, errPortTaken) || try == 5 {
 			return err
 		}
-		addr, aerr := freeAddr()
+		if s.started {
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(time.Duration(try) * time.Second):
+			}
+			continue
+		}
+		addr, aerr := freeport.Addr()
 		if aerr != nil {
 			return aerr
 		}
@@ -245,8 +257,8 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 }
 
-// errPortTaken: another server answers on the Server's address.
-var errPortTaken = errors.New("promrun: another server answers on the port")
+// errPortTaken: another process holds the Server's address.
+var errPortTaken = errors.New("promrun: the port is taken")
 
 func (s *Server) startLocked(ctx context.Context) error {
 	if s.cmd != nil {
@@ -255,6 +267,10 @@ func (s *Server) startLocked(ctx context.Context) error {
 	logf, err := os.OpenFile(filepath.Join(s.dir, "prometheus.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("promrun: %w", err)
+	}
+	var logStart int64 // where this start's lines begin
+	if fi, err := logf.Stat(); err == nil {
+		logStart = fi.Size()
 	}
 	cmd := exec.Command("prometheus", append([]string{
 		"--config.file=" + filepath.Join(s.dir, "prometheus.yml"),
@@ -281,6 +297,9 @@ func (s *Server) startLocked(ctx context.Context) error {
 		select {
 		case <-done:
 			s.stopLocked()
+			if s.bindFailedSince(logStart) {
+				return fmt.Errorf("%w: %s (prometheus could not bind it)", errPortTaken, s.addr)
+			}
 			return fmt.Errorf("promrun: prometheus exited early; log:\n%s", s.LogTail())
 		default:
 		}
@@ -309,6 +328,16 @@ func (s *Server) startLocked(ctx context.Context) error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// bindFailedSince reports whether the log, from offset on, says the
+// listen address was in use.
+func (s *Server) bindFailedSince(offset int64) bool {
+	b, err := os.ReadFile(filepath.Join(s.dir, "prometheus.log"))
+	if err != nil || int64(len(b)) < offset {
+		return false
+	}
+	return bytes.Contains(b[offset:], []byte("address already in use"))
 }
 
 // servesOurTSDB asks the server on s.addr which TSDB it serves.
@@ -375,16 +404,4 @@ func (s *Server) LogTail() string {
 		b = b[len(b)-4000:]
 	}
 	return string(bytes.TrimSpace(b))
-}
-
-// freeAddr returns a loopback address with a port nobody listens on now.
-// Another process could take it before Prometheus binds it; Start then
-// fails loudly.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("promrun: free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
 }

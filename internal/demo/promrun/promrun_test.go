@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -157,5 +158,41 @@ func TestStartDoesNotTakeAnotherServerForItself(t *testing.T) {
 	p.Stop()
 	if err := p.Start(ctx); err != nil || p.URL != url {
 		t.Errorf("restart: %v, URL %s, want %s", err, p.URL, url)
+	}
+}
+
+// A CI run lost a replay to "bind: address already in use": a socket
+// that is not a Prometheus took the picked port before Prometheus bound
+// it, and Prometheus exited. A first start moves to another port; a
+// restart, which must keep its URL, waits for the port to come free.
+func TestStartGetsPastAPortHeldByAnotherSocket(t *testing.T) {
+	ctx := context.Background()
+	p, err := New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := p.URL
+	if err := p.Start(ctx); err != nil {
+		ln.Close()
+		t.Fatalf("first start on a taken port: %v", err)
+	}
+	ln.Close()
+	if p.URL == taken {
+		t.Fatalf("started on %s, which another socket held", p.URL)
+	}
+	url := p.URL
+	p.Stop()
+	ln, err = net.Listen("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { time.Sleep(1500 * time.Millisecond); ln.Close() }()
+	if err := p.Start(ctx); err != nil || p.URL != url {
+		t.Fatalf("restart while the port was held for 1.5 s: %v, URL %s, want %s", err, p.URL, url)
 	}
 }
