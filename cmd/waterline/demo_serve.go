@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/waterline-dev/waterline/diagnose"
+	"github.com/waterline-dev/waterline/internal/freeport"
 	"github.com/waterline-dev/waterline/pull"
 	"github.com/waterline-dev/waterline/store"
 )
@@ -127,16 +128,20 @@ func (d *demo) serveWith(ctx context.Context, dbURL, promURL string, settings ma
 
 // pickAddr returns addr when it can be listened on, else a free loopback
 // port (a second demo, or something else on 8080, must not stop this
-// one). A ":0" port is resolved to the port the kernel picks.
+// one). A ":0" port is a free one from internal/freeport, which another
+// socket will not take before serve binds it.
 func pickAddr(addr string) (string, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-			return "", fmt.Errorf("no free port: %w", err)
+	if _, port, err := net.SplitHostPort(addr); err == nil && port != "0" {
+		if ln, err := net.Listen("tcp", addr); err == nil {
+			defer ln.Close()
+			return ln.Addr().String(), nil
 		}
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	free, err := freeport.Addr()
+	if err != nil {
+		return "", fmt.Errorf("no free port: %w", err)
+	}
+	return free, nil
 }
 
 // waitReady polls url until it answers 200, serve exits, or a minute

@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -23,6 +22,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/waterline-dev/waterline/internal/freeport"
 )
 
 // Cluster is a running private Postgres.
@@ -74,7 +75,7 @@ func Start(ctx context.Context, dir string) (*Cluster, error) {
 			return nil, err
 		}
 	}
-	if c.port, err = freePort(); err != nil {
+	if c.port, err = freeport.Port(); err != nil {
 		c.cleanup()
 		return nil, err
 	}
@@ -200,17 +201,6 @@ func findBin() (string, error) {
 func pgMajor(binDir string) int {
 	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
 	return n
-}
-
-// freePort asks the kernel for a free loopback port. Another process could
-// take it before Postgres binds it; pg_ctl start then fails loudly.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("pgtmp: free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func tail(s string, n int) string {

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/waterline-dev/waterline/internal/freeport"
 )
 
 // Binary is the single-node server of Debian's "victoria-metrics" package.
@@ -48,15 +49,29 @@ func StartWith(t testing.TB, flags ...string) *VictoriaMetrics {
 		t.Fatalf("vmtest: %s not installed: apt-get install -y victoria-metrics (scripts/test-deps.sh)", Binary)
 	}
 	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	// A port picked free can be taken before the server binds it (see
+	// internal/freeport): then it is tried on another, up to 3 times.
+	for try := 1; ; try++ {
+		addr, err := freeport.Addr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		vm, err := start(t, dir, addr, flags)
+		if err == nil {
+			return vm
+		}
+		if !errors.Is(err, errPortTaken) || try == 3 {
+			t.Fatal(err)
+		}
 	}
-	addr := ln.Addr().String()
-	ln.Close()
+}
+
+var errPortTaken = errors.New("vmtest: the port is taken")
+
+func start(t testing.TB, dir, addr string, flags []string) (*VictoriaMetrics, error) {
 	logf, err := os.Create(filepath.Join(dir, "vm.log"))
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	cmd := exec.Command(Binary, append([]string{
 		"-storageDataPath=" + filepath.Join(dir, "data"),
@@ -70,11 +85,12 @@ func StartWith(t testing.TB, flags ...string) *VictoriaMetrics {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("vmtest: %v", err)
+		logf.Close()
+		return nil, fmt.Errorf("vmtest: %v", err)
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); logf.Close(); close(done) }()
-	t.Cleanup(func() {
+	stop := func() {
 		_ = cmd.Process.Signal(os.Interrupt)
 		select {
 		case <-done:
@@ -82,14 +98,18 @@ func StartWith(t testing.TB, flags ...string) *VictoriaMetrics {
 			_ = cmd.Process.Kill()
 			<-done
 		}
-	})
+	}
+	t.Cleanup(stop)
 	vm := &VictoriaMetrics{URL: "http://" + addr, dir: dir}
 	deadline := time.Now().Add(time.Minute)
 	for {
 		select {
 		case <-done:
 			b, _ := os.ReadFile(logf.Name())
-			t.Fatalf("vmtest: victoria-metrics exited early:\n%s", b)
+			if bytes.Contains(b, []byte("address already in use")) {
+				return nil, fmt.Errorf("%w: %s", errPortTaken, addr)
+			}
+			return nil, fmt.Errorf("vmtest: victoria-metrics exited early:\n%s", b)
 		default:
 		}
 		if res, err := http.Get(vm.URL + "/health"); err == nil {
@@ -99,13 +119,14 @@ func StartWith(t testing.TB, flags ...string) *VictoriaMetrics {
 				// free (as promrun.Server.Start explains): only ours
 				// names our data path among its flags.
 				if !servesDir(vm.URL, filepath.Join(dir, "data")) {
-					t.Fatalf("vmtest: another server answers on %s (the port was taken after it was picked)", vm.URL)
+					stop()
+					return nil, fmt.Errorf("%w: another server answers on %s", errPortTaken, vm.URL)
 				}
-				return vm
+				return vm, nil
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("vmtest: victoria-metrics not healthy at %s after a minute", vm.URL)
+			return nil, fmt.Errorf("vmtest: victoria-metrics not healthy at %s after a minute", vm.URL)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
