@@ -386,15 +386,20 @@ func makesIncident(alerts []Alert) bool {
 	return false
 }
 
-// newAlertEvents counts the alerts whose events are not stored yet.
+// newAlertEvents counts the alerts whose events are not stored yet (by
+// id, or under another group key: see upsertAlertEvents).
 func (s *Store) newAlertEvents(ctx context.Context, alerts []Alert) (int, error) {
 	ids := make([]string, len(alerts))
+	times := make([]time.Time, len(alerts))
+	fps := make([]string, len(alerts))
 	for i, a := range alerts {
-		ids[i] = a.Event.ID
+		ids[i], times[i], fps[i] = a.Event.ID, a.Event.Time, a.Fingerprint
 	}
 	var n int
-	err := s.db.QueryRow(ctx, `SELECT count(DISTINCT k.id) FROM unnest($1::text[]) AS k(id)
-		WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.id = k.id)`, ids).Scan(&n)
+	err := s.db.QueryRow(ctx, `SELECT count(DISTINCT k.id) FROM unnest($1::text[], $2::timestamptz[], $3::text[]) AS k(id, time, fingerprint)
+		WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.id = k.id)
+		  AND NOT EXISTS (SELECT 1 FROM events e WHERE e.kind = 'alert' AND e.source = 'alertmanager' AND e.time = k.time
+		                    AND e.attrs->>'fingerprint' = k.fingerprint)`, ids, times, fps).Scan(&n)
 	return n, err
 }
 
@@ -534,7 +539,12 @@ func (s *Store) upsertAlertReceipts(ctx context.Context, g AlertGroup, id int64)
 }
 
 // upsertAlertEvents stores each alert as an event; a resolved alert sets
-// the event's end time.
+// the event's end time. An alert is one event whatever group key it came
+// under: its event id is derived from the key it was first sent with, so
+// the event already stored for the alert (its fingerprint and startsAt)
+// under another id is the one updated, lest a group whose key changed
+// (its route or group_by edited while it fires) store the alert twice,
+// its first event never ended.
 func (s *Store) upsertAlertEvents(ctx context.Context, alerts []Alert) error {
 	b := &pgx.Batch{}
 	for _, a := range alerts {
@@ -547,10 +557,13 @@ func (s *Store) upsertAlertEvents(ctx context.Context, alerts []Alert) error {
 			}
 		}
 		b.Queue(`INSERT INTO events (id, kind, time, end_time, model, version, tenant, replica, node, source, summary, attrs)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+			SELECT COALESCE((SELECT id FROM events WHERE kind = $2 AND source = $10 AND time = $3::timestamptz
+			                   AND attrs->>'fingerprint' = $13::text ORDER BY id = $1 DESC, id LIMIT 1), $1),
+			       $2, $3::timestamptz, $4::timestamptz, $5, $6, $7, $8, $9, $10, $11, $12::jsonb
 			ON CONFLICT (id) DO UPDATE SET end_time = EXCLUDED.end_time
 			WHERE EXCLUDED.end_time IS NOT NULL AND events.end_time IS DISTINCT FROM EXCLUDED.end_time`,
-			e.ID, string(e.Kind), e.Time, e.EndTime, e.Model, e.Version, e.Tenant, e.Replica, e.Node, e.Source, e.Summary, attrs)
+			e.ID, string(e.Kind), e.Time, e.EndTime, e.Model, e.Version, e.Tenant, e.Replica, e.Node, e.Source, e.Summary, attrs,
+			a.Fingerprint)
 	}
 	return s.db.SendBatch(ctx, b).Close()
 }
