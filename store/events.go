@@ -113,6 +113,10 @@ func (s *Store) ReportEvents(ctx context.Context, events []correlate.Event) (acc
 		br := tx.db.SendBatch(ctx, b)
 		defer br.Close()
 		fields := []string{"kind", "time", "end_time", "model", "version", "tenant", "replica", "node", "source", "summary", "attrs"}
+		// late are the events whose id another transaction stored while
+		// this one waited for it: the statement's snapshot, taken before
+		// that commit, does not show the row it conflicted with.
+		var late []int
 		for _, i := range order {
 			var (
 				written int
@@ -130,6 +134,10 @@ func (s *Store) ReportEvents(ctx context.Context, events []correlate.Event) (acc
 				accepted++
 				continue
 			}
+			if !stored {
+				late = append(late, i)
+				continue
+			}
 			for j, ok := range same {
 				if !ok {
 					return &EventConflict{Index: i, ID: events[i].ID, Field: fields[j]}
@@ -137,7 +145,38 @@ func (s *Store) ReportEvents(ctx context.Context, events []correlate.Event) (acc
 			}
 			duplicates++
 		}
-		return br.Close()
+		if err := br.Close(); err != nil {
+			return err
+		}
+		// Compared again, each statement with a new snapshot (read
+		// committed), which holds the row.
+		for _, i := range late {
+			args, err := eventArgs(events[i])
+			if err != nil {
+				return err
+			}
+			same := make([]bool, len(fields))
+			dest := make([]any, len(fields))
+			for j := range same {
+				dest[j] = &same[j]
+			}
+			if err := tx.db.QueryRow(ctx, `SELECT
+				coalesce(e.kind = $2, true), coalesce(e.time = $3, true),
+				coalesce($4::timestamptz IS NULL OR e.end_time IS NULL OR e.end_time = $4, true),
+				coalesce(e.model = $5, true), coalesce(e.version = $6, true), coalesce(e.tenant = $7, true),
+				coalesce(e.replica = $8, true), coalesce(e.node = $9, true), coalesce(e.source = $10, true),
+				coalesce(e.summary = $11, true), coalesce(e.attrs IS NOT DISTINCT FROM $12::jsonb, true)
+			FROM (SELECT 1) one LEFT JOIN events e ON e.id = $1::text`, args...).Scan(dest...); err != nil {
+				return err
+			}
+			for j, ok := range same {
+				if !ok {
+					return &EventConflict{Index: i, ID: events[i].ID, Field: fields[j]}
+				}
+			}
+			duplicates++
+		}
+		return nil
 	})
 	var conflict *EventConflict
 	if errors.As(err, &conflict) {
