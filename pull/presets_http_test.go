@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -114,4 +115,57 @@ func TestHTTPLegacyPreset(t *testing.T) {
 		"latency_p99|replica|" + rep:                                              230,
 		"stage_time|model|model=shop/checkout|stage=downstream/payments.internal": 30,
 	})
+}
+
+// Behind two replicas of an OpenTelemetry Collector scraped without
+// honor_labels, beside a service Prometheus scrapes itself: the model is
+// exported_job where there is one, else job; the replica exported_instance
+// where there is one, else instance. A service instance that both
+// collector replicas export is one replica (its rates summed), not two
+// named after the collectors, and the query does not fail on it.
+func TestHTTPPresetCollectorReplicasWithoutHonorLabels(t *testing.T) {
+	o := &omBuilder{steps: 40}
+	o.family("http_server_request_duration_seconds", "histogram")
+	for _, s := range []struct {
+		labels, code string
+		perSec       float64
+	}{
+		{`job="otel-collector",instance="10.1.0.5:8889",exported_job="shop/checkout",exported_instance="checkout-1"`, "200", 4},
+		{`job="otel-collector",instance="10.1.0.6:8889",exported_job="shop/checkout",exported_instance="checkout-1"`, "200", 5},
+		{`job="otel-collector",instance="10.1.0.6:8889",exported_job="shop/checkout",exported_instance="checkout-1"`, "500", 1},
+		{`job="otel-collector",instance="10.1.0.5:8889",exported_job="shop/checkout",exported_instance="checkout-2"`, "200", 10},
+		{`job="shop/search",instance="10.0.0.9:8080"`, "200", 7},
+	} {
+		lb := s.labels + `,service_version="2.0",http_request_method="GET",http_route="/x",http_response_status_code="` + s.code + `"`
+		for _, le := range []string{"0.05", "0.25", "+Inf"} {
+			o.counter(`http_server_request_duration_seconds_bucket{`+lb+`,le="`+le+`"}`, s.perSec)
+		}
+		o.counter("http_server_request_duration_seconds_count{"+lb+"}", s.perSec)
+		o.counter("http_server_request_duration_seconds_sum{"+lb+"}", s.perSec*0.02)
+	}
+	o.family("http_client_request_duration_seconds", "histogram")
+	client := `job="otel-collector",instance="10.1.0.5:8889",exported_job="shop/checkout",exported_instance="checkout-2",server_address="payments.internal"`
+	o.counter(`http_client_request_duration_seconds_bucket{`+client+`,le="+Inf"}`, 5)
+	o.counter("http_client_request_duration_seconds_count{"+client+"}", 5)
+	o.counter("http_client_request_duration_seconds_sum{"+client+"}", 5*0.03)
+	got := pullPreset(t, o.run(t), "presets: [http]\n", o.steps)
+	checkCurves(t, got, map[string]float64{
+		"qps|model|model=shop/checkout":                                           20,
+		"qps|model|model=shop/search":                                             7,
+		"qps|version|model=shop/checkout version=2.0":                             20,
+		"qps|replica|model=shop/checkout version=2.0 replica=checkout-1":          10,
+		"qps|replica|model=shop/checkout version=2.0 replica=checkout-2":          10,
+		"qps|replica|model=shop/search version=2.0 replica=10.0.0.9:8080":         7,
+		"error_rate|model|model=shop/checkout":                                    0.05,
+		"error_rate|replica|model=shop/checkout version=2.0 replica=checkout-1":   0.1,
+		"error_rate|replica|model=shop/checkout version=2.0 replica=checkout-2":   0,
+		"latency_p50|model|model=shop/checkout":                                   25,
+		"latency_p99|replica|model=shop/checkout version=2.0 replica=checkout-1":  49.5,
+		"stage_time|model|model=shop/checkout|stage=downstream/payments.internal": 30,
+	})
+	for k := range got {
+		if strings.Contains(k, "otel-collector") || strings.Contains(k, ":8889") {
+			t.Errorf("curve %s is named after the collector", k)
+		}
+	}
 }
