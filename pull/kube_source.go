@@ -35,19 +35,19 @@ func (p *Puller) fetchKube(ctx context.Context, w window) (*batch, error) {
 		dst  *model.Matrix
 		expr string
 	}{
-		{&in.generation, `max by (namespace, deployment) (kube_deployment_metadata_generation)`},
-		{&in.spec, `max by (namespace, deployment) (kube_deployment_spec_replicas)`},
+		{&in.generation, fmt.Sprintf(`max by (namespace, deployment) (%s)`, ksmSeries("kube_deployment_metadata_generation"))},
+		{&in.spec, fmt.Sprintf(`max by (namespace, deployment) (%s)`, ksmSeries("kube_deployment_spec_replicas"))},
 		// kube-state-metrics 1.x named the autoscaler's series kube_hpa_*
 		// with the label hpa (2.0 renamed both): read either.
 		{&in.hpa, hpaQuery("status_desired_replicas", "")},
 		{&in.hpaInfo, hpaQuery("info", "scaletargetref_name")},
 		{&in.hpaMin, hpaQuery("spec_min_replicas", "")},
 		{&in.hpaMax, hpaQuery("spec_max_replicas", "")},
-		{&in.podStart, `max by (namespace, pod) (kube_pod_start_time)`},
-		{&in.restarts, `max by (namespace, pod, container) (kube_pod_container_status_restarts_total)`},
+		{&in.podStart, fmt.Sprintf(`max by (namespace, pod) (%s)`, ksmSeries("kube_pod_start_time"))},
+		{&in.restarts, fmt.Sprintf(`max by (namespace, pod, container) (%s)`, ksmSeries("kube_pod_container_status_restarts_total"))},
 		{&in.ready, `max by (node, status) (kube_node_status_condition{condition="Ready"})`},
-		{&in.podLabels, fmt.Sprintf(`max by (namespace, pod, %s, %s) (kube_pod_labels)`, k.ModelLabel, k.VersionLabel)},
-		{&in.podInfo, `max by (namespace, pod, node) (kube_pod_info)`},
+		{&in.podLabels, fmt.Sprintf(`max by (namespace, pod, %s, %s) (%s)`, k.ModelLabel, k.VersionLabel, ksmSeries("kube_pod_labels"))},
+		{&in.podInfo, fmt.Sprintf(`max by (namespace, pod, node) (%s)`, ksmSeries("kube_pod_info"))},
 	}
 	cfg := p.config()
 	g, gctx := errgroup.WithContext(ctx)
@@ -108,6 +108,23 @@ func hpaQuery(name, extra string) string {
 	if extra != "" {
 		by += ", " + extra
 	}
-	return fmt.Sprintf(`max by (%s) (kube_horizontalpodautoscaler_%s) or max by (%s) (label_replace(kube_hpa_%s, "horizontalpodautoscaler", "$1", "hpa", "(.+)"))`,
-		by, name, by, name)
+	return fmt.Sprintf(`max by (%s) (%s) or max by (%s) (label_replace(%s, "horizontalpodautoscaler", "$1", "hpa", "(.+)"))`,
+		by, ksmSeries("kube_horizontalpodautoscaler_"+name), by, ksmSeries("kube_hpa_"+name))
+}
+
+// ksmSeries wraps a selector of kube-state-metrics series so that the
+// workload's namespace, pod and container are in namespace, pod and
+// container however Prometheus scraped it. Without honor_labels (the
+// standalone kube-state-metrics chart's ServiceMonitor default, bitnami's
+// kube-prometheus) the workload's are exported_namespace, exported_pod
+// and exported_container, and namespace, pod and container are
+// kube-state-metrics' own: every pod of the cluster was one pod
+// ("monitoring/kube-state-metrics-0"). The exporter's value wins where
+// there is one. The exported_* labels stay on the series, so no two of
+// them become one (label_replace would fail on that).
+func ksmSeries(selector string) string {
+	for _, l := range []string{"namespace", "pod", "container"} {
+		selector = fmt.Sprintf(`label_replace(%s, %q, "$1", "exported_%s", "(.+)")`, selector, l, l)
+	}
+	return selector
 }

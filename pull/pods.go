@@ -105,16 +105,17 @@ func (p *Puller) loadPods(ctx context.Context, w window) (podIndex, error) {
 	k := cfg.Kube
 	rng := fmt.Sprintf("%ds", int64((w.to.Sub(w.from)+5*time.Minute)/time.Second))
 	labels, err := p.prom.instant(ctx, EventsSource, cfg.scoped(fmt.Sprintf(
-		`max by (namespace, exported_namespace, pod, %s, %s) (max_over_time(kube_pod_labels[%s]))`, k.ModelLabel, k.VersionLabel, rng)), w.to)
+		`max by (namespace, pod, %s, %s) (%s)`, k.ModelLabel, k.VersionLabel, ksmSeries("max_over_time(kube_pod_labels["+rng+"])"))), w.to)
 	if err != nil {
 		return podIndex{}, err
 	}
-	info, err := p.prom.instant(ctx, EventsSource, cfg.scoped(fmt.Sprintf(`max by (namespace, exported_namespace, pod, node, created_by_kind, created_by_name) (max_over_time(kube_pod_info[%s]))`, rng)), w.to)
+	info, err := p.prom.instant(ctx, EventsSource, cfg.scoped(fmt.Sprintf(`max by (namespace, pod, node, created_by_kind, created_by_name) (%s)`, ksmSeries("max_over_time(kube_pod_info["+rng+"])"))), w.to)
 	if err != nil {
 		return podIndex{}, err
 	}
 	byNS := map[string]podMeta{}
-	key := func(s *model.Sample) string { return seriesNamespace(s.Metric) + "/" + string(s.Metric["pod"]) }
+	// ksmSeries put the workload's namespace and pod in namespace and pod.
+	key := func(s *model.Sample) string { return string(s.Metric["namespace"]) + "/" + string(s.Metric["pod"]) }
 	for _, s := range labels {
 		pod := key(s)
 		m := byNS[pod]

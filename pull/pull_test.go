@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -416,6 +417,58 @@ func TestKubeStateMetrics1AutoscalerNames(t *testing.T) {
 	if want := "replicas_max 4|replicas_min 2"; strings.Join(roles, "|") != want {
 		t.Errorf("autoscaler limits from kube_hpa_*: %q, want %q", strings.Join(roles, "|"), want)
 	}
+}
+
+// kube-state-metrics scraped without honorLabels (the standalone chart's
+// ServiceMonitor default, bitnami's kube-prometheus): the workload's
+// namespace, pod and container are exported_namespace, exported_pod and
+// exported_container, namespace, pod and container being
+// kube-state-metrics' own. Every pod of the cluster was one pod
+// ("monitoring/kube-state-metrics-0"): no replica starts or restarts, and
+// events named kube-state-metrics' namespace. They are the fleet's events
+// as with honorLabels, in the workload's namespace and container.
+func TestKubeEventsKubeStateMetricsWithoutHonorLabels(t *testing.T) {
+	f := eventsFleet()
+	var buf bytes.Buffer
+	if err := f.WriteOpenMetrics(&buf); err != nil {
+		t.Fatal(err)
+	}
+	own := regexp.MustCompile(`([{,])(namespace|pod|container)="`)
+	lines := strings.Split(buf.String(), "\n")
+	for i, l := range lines {
+		if name, labels, ok := strings.Cut(l, "{"); ok && strings.HasPrefix(name, "kube_") {
+			lines[i] = name + `{namespace="monitoring",pod="kube-state-metrics-0",container="kube-state-metrics",` +
+				`job="kube-state-metrics",instance="10.2.0.3:8080",` + own.ReplaceAllString("{"+labels, "${1}exported_${2}=\"")[1:]
+		}
+	}
+	prom := promtest.Run(t, strings.NewReader(strings.Join(lines, "\n")))
+	st := storetest.New(t)
+	ctx := context.Background()
+	p := newPuller(t, st, prom.URL, "", f.End())
+	if _, err := p.History(ctx, f.Start, f.End(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := eventStrings(t, st, f); strings.Join(got, "\n") != strings.Join(sortedCopy(wantFleetEvents), "\n") {
+		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(sortedCopy(wantFleetEvents), "\n"))
+	}
+	evs, err := st.Events(ctx, store.EventFilter{From: f.Start, To: f.End().Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if ns, ok := e.Attrs["namespace"]; ok && ns != "inference" {
+			t.Errorf("%s %s: namespace %v, want the workload's", e.Kind, e.Summary, ns)
+		}
+		if c, ok := e.Attrs["container"]; ok && c != "model-server" {
+			t.Errorf("%s %s: container %v, want the workload's", e.Kind, e.Summary, c)
+		}
+	}
+	// The replica curves join their pods' model, version and node too.
+	cs, err := st.Curves(ctx, store.CurveFilter{From: f.Start, To: f.End().Add(time.Minute), Roles: []correlate.Role{correlate.RoleGPUUtil}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	curveAt(t, cs, "gpu_util|replica|model=chat version=v2 replica=chat-bbbb-3 node=n2", f.Start.Add(200*f.Step))
 }
 
 // One series whose curve key Postgres cannot index (a 3,000-character
