@@ -279,6 +279,33 @@ func TestNodePresetWithoutNodeLabel(t *testing.T) {
 	})
 }
 
+// The same with kube-state-metrics scraped without honorLabels: the
+// exporter's pod is kube_pod_info's exported_pod (and exported_namespace),
+// pod and namespace being kube-state-metrics' own, which is on no node an
+// exporter runs on. No node curve found its node.
+func TestNodePresetKubeStateMetricsWithoutHonorLabels(t *testing.T) {
+	o := &omBuilder{steps: 40}
+	ne := `namespace="monitoring",pod="node-exporter-x1",instance="10.0.0.7:9100"`
+	o.family("node_cpu_seconds_total", "counter")
+	o.counter(`node_cpu_seconds_total{cpu="0",mode="idle",`+ne+`}`, 0.75)
+	o.family("node_memory_MemAvailable_bytes", "gauge")
+	o.gauge(`node_memory_MemAvailable_bytes{`+ne+`}`, 25)
+	o.family("node_memory_MemTotal_bytes", "gauge")
+	o.gauge(`node_memory_MemTotal_bytes{`+ne+`}`, 100)
+	o.family("node_network_receive_bytes_total", "counter")
+	o.counter(`node_network_receive_bytes_total{device="eth0",`+ne+`}`, 1000)
+	ksm := `namespace="monitoring",pod="kube-state-metrics-0",instance="10.2.0.3:8080"`
+	o.family("kube_pod_info", "gauge")
+	o.gauge(`kube_pod_info{`+ksm+`,exported_namespace="monitoring",exported_pod="node-exporter-x1",node="n7",host_ip="10.0.0.7"}`, 1)
+	o.gauge(`kube_pod_info{`+ksm+`,exported_namespace="monitoring",exported_pod="kube-state-metrics-0",node="n8",host_ip="10.0.0.8"}`, 1)
+	got := pullPreset(t, o.run(t), "presets: [node]\n", o.steps)
+	checkCurves(t, got, map[string]float64{
+		"node_cpu|node|node=n7":     0.25,
+		"node_memory|node|node=n7":  0.75,
+		"node_network|node|node=n7": 1000,
+	})
+}
+
 // kube-state-metrics 2.x without --metric-labels-allowlist exports no pod
 // labels: a replica's model then comes from its owner (the ReplicaSet's
 // deployment, through model_from_deployment), not from nowhere.
