@@ -72,9 +72,11 @@ type LabelMap struct {
 // KubeEvents configures the change events derived from kube-state-metrics.
 type KubeEvents struct {
 	Enabled bool
-	// ModelLabel and VersionLabel are the kube_pod_labels labels holding a
-	// pod's model and version (label_app, label_version).
-	ModelLabel, VersionLabel string
+	// ModelLabels and VersionLabels are the kube_pod_labels labels holding
+	// a pod's model and version, the first non-empty of each list winning
+	// (label_app, else label_app_kubernetes_io_name; label_version, else
+	// label_app_kubernetes_io_version).
+	ModelLabels, VersionLabels []string
 	// ModelFromDeployment extracts the model from a deployment (or HPA
 	// target) name: the first capture group, or the whole match.
 	ModelFromDeployment *regexp.Regexp
@@ -125,7 +127,11 @@ func parseConfig(name string, data []byte, detected []string) (*Config, error) {
 	c := &Config{
 		Step: 15 * time.Second, Lookback: time.Hour, Delay: 30 * time.Second, Overlap: 2 * time.Minute,
 		MaxChunk: 6 * time.Hour, Parallelism: 4,
-		Kube: KubeEvents{ModelLabel: "label_app", VersionLabel: "label_version", MergeWindow: 10 * time.Minute},
+		Kube: KubeEvents{
+			ModelLabels:   []string{"label_app", "label_app_kubernetes_io_name"},
+			VersionLabels: []string{"label_version", "label_app_kubernetes_io_version"},
+			MergeWindow:   10 * time.Minute,
+		},
 	}
 	presets := []string{"inference"}
 	if f.Presets != nil {

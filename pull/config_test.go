@@ -57,6 +57,9 @@ func TestConfigErrors(t *testing.T) {
 		{"slo unknown tier", "slos:\n  models: {chat: realtime}\n", `slos.models.chat: "realtime" is neither`},
 		{"bad step", "step: 1500ms\n", "step: want whole seconds"},
 		{"disable unknown", "disable: [nope]\n", `disable: no query named "nope"`},
+		{"kube label list empty", "kube_events: {model_label: []}\n", "line 1: want a label name or a list of them"},
+		{"kube label in list", "kube_events: {version_label: [label_version, app.kubernetes.io/version]}\n",
+			`kube_events: "app.kubernetes.io/version" is not a Prometheus label name`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseConfig("w.yaml", []byte(tc.yaml))
@@ -142,5 +145,25 @@ func TestNothingToPullOnlyStopsAPuller(t *testing.T) {
 	}
 	if err := cfg.CheckPullable(); err == nil || !strings.Contains(err.Error(), "p0.yaml: nothing to pull") {
 		t.Fatalf("nothing to pull: %v", err)
+	}
+}
+
+// kube_events.model_label and version_label take one label (as before) or
+// a list whose first non-empty label wins; the preset's lists fall back on
+// Kubernetes' recommended app.kubernetes.io labels.
+func TestKubeEventsLabelLists(t *testing.T) {
+	for _, tc := range []struct{ yaml, model, version string }{
+		{"", "label_app,label_app_kubernetes_io_name", "label_version,label_app_kubernetes_io_version"},
+		{"presets: []\n", "label_app,label_app_kubernetes_io_name", "label_version,label_app_kubernetes_io_version"},
+		{"kube_events: {model_label: label_model}\n", "label_model", "label_version,label_app_kubernetes_io_version"},
+		{"kube_events: {model_label: [label_a, label_b], version_label: label_v}\n", "label_a,label_b", "label_v"},
+	} {
+		c, err := ParseConfig("w.yaml", []byte(tc.yaml))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.yaml, err)
+		}
+		if m, v := strings.Join(c.Kube.ModelLabels, ","), strings.Join(c.Kube.VersionLabels, ","); m != tc.model || v != tc.version {
+			t.Errorf("%q: model labels %s, version labels %s; want %s, %s", tc.yaml, m, v, tc.model, tc.version)
+		}
 	}
 }

@@ -54,11 +54,11 @@ type fileYAML struct {
 }
 
 type kubeYAML struct {
-	Enabled             *bool    `yaml:"enabled"`
-	ModelLabel          string   `yaml:"model_label"`
-	VersionLabel        string   `yaml:"version_label"`
-	ModelFromDeployment string   `yaml:"model_from_deployment"`
-	MergeWindow         *durYAML `yaml:"merge_window"`
+	Enabled             *bool      `yaml:"enabled"`
+	ModelLabel          labelsYAML `yaml:"model_label"`
+	VersionLabel        labelsYAML `yaml:"version_label"`
+	ModelFromDeployment string     `yaml:"model_from_deployment"`
+	MergeWindow         *durYAML   `yaml:"merge_window"`
 }
 
 type slosYAML struct {
@@ -119,6 +119,27 @@ func (d *durYAML) UnmarshalYAML(n *yaml.Node) error {
 		return fmt.Errorf("line %d: want a duration such as 15s, got %q", n.Line, n.Value)
 	}
 	d.d, d.line = v, n.Line
+	return nil
+}
+
+// labelsYAML is one label name or a list of them (the first non-empty
+// wins): kube_events.model_label and version_label.
+type labelsYAML []string
+
+func (l *labelsYAML) UnmarshalYAML(n *yaml.Node) error {
+	var names []string
+	switch n.Kind {
+	case yaml.ScalarNode:
+		names = []string{n.Value}
+	case yaml.SequenceNode:
+		if err := n.Decode(&names); err != nil {
+			return err
+		}
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("line %d: want a label name or a list of them", n.Line)
+	}
+	*l = names
 	return nil
 }
 
@@ -204,13 +225,13 @@ func (f *fileYAML) apply(c *Config, origin, preset string, byName map[string]Que
 	}
 	if k := f.Kube; k != nil {
 		c.Kube.Enabled = k.Enabled == nil || *k.Enabled
-		if k.ModelLabel != "" {
-			c.Kube.ModelLabel = k.ModelLabel
+		if k.ModelLabel != nil {
+			c.Kube.ModelLabels = k.ModelLabel
 		}
-		if k.VersionLabel != "" {
-			c.Kube.VersionLabel = k.VersionLabel
+		if k.VersionLabel != nil {
+			c.Kube.VersionLabels = k.VersionLabel
 		}
-		for _, l := range []string{c.Kube.ModelLabel, c.Kube.VersionLabel} {
+		for _, l := range append(slices.Clone(c.Kube.ModelLabels), c.Kube.VersionLabels...) {
 			if !labelNameRE.MatchString(l) {
 				return fmt.Errorf("%s: kube_events: %q is not a Prometheus label name", origin, l)
 			}

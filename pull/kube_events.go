@@ -25,7 +25,7 @@ type kubeInput struct {
 	hpaMin, hpaMax                 model.Matrix // the autoscalers' spec limits (absent from many exports)
 	podStart, restarts, ready      model.Matrix
 	podLabels, podInfo             model.Matrix
-	modelLabel, versionLabel       model.LabelName
+	modelLabels, versionLabels     []string // the first non-empty wins
 	modelOf                        func(deployment string) string
 	merge                          time.Duration
 }
@@ -102,7 +102,7 @@ func (in *kubeInput) pods() map[string]*pod {
 	}
 	for _, s := range in.podLabels {
 		p := get(s.Metric)
-		p.model, p.version = string(s.Metric[in.modelLabel]), string(s.Metric[in.versionLabel])
+		p.model, p.version = firstLabel(s.Metric, in.modelLabels), firstLabel(s.Metric, in.versionLabels)
 		tr := in.track(s)
 		if p.seen == nil {
 			p.seen = tr

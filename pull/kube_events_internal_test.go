@@ -61,7 +61,7 @@ func TestScaleFromZeroIsNoDeploy(t *testing.T) {
 		}
 	}
 	for _, withGenerations := range []bool{true, false} {
-		in := &kubeInput{grid: grid, modelLabel: "label_app", versionLabel: "label_version", merge: 10 * time.Minute,
+		in := &kubeInput{grid: grid, modelLabels: []string{"label_app"}, versionLabels: []string{"label_version"}, merge: 10 * time.Minute,
 			modelOf: func(d string) string { return d }, podLabels: pods()}
 		if withGenerations {
 			in.generation = model.Matrix{series(map[string]string{"namespace": "ns", "deployment": "m"}, grid, gen)}
@@ -118,7 +118,7 @@ func TestRolloutAcrossAWindowBorderIsStored(t *testing.T) {
 			v1[i], v2[i] = nan, 1
 		}
 	}
-	in := &kubeInput{grid: grid, modelLabel: "label_app", versionLabel: "label_version", merge: merge, modelOf: func(d string) string { return d },
+	in := &kubeInput{grid: grid, modelLabels: []string{"label_app"}, versionLabels: []string{"label_version"}, merge: merge, modelOf: func(d string) string { return d },
 		generation: model.Matrix{series(map[string]string{"namespace": "ns", "deployment": "m"}, grid, gen)},
 		spec:       model.Matrix{series(map[string]string{"namespace": "ns", "deployment": "m"}, grid, spec)},
 		podLabels: model.Matrix{

@@ -25,7 +25,7 @@ func (p *Puller) fetchKube(ctx context.Context, w window) (*batch, error) {
 	qFrom := alignDown(w.from.Add(-p.config().kubeContext()), step)
 	qTo := w.last(step)
 	in := &kubeInput{
-		modelLabel: model.LabelName(k.ModelLabel), versionLabel: model.LabelName(k.VersionLabel),
+		modelLabels: k.ModelLabels, versionLabels: k.VersionLabels,
 		merge: k.MergeWindow, modelOf: p.modelOf,
 	}
 	for t := qFrom; !t.After(qTo); t = t.Add(step) {
@@ -46,7 +46,7 @@ func (p *Puller) fetchKube(ctx context.Context, w window) (*batch, error) {
 		{&in.podStart, fmt.Sprintf(`max by (namespace, pod) (%s)`, ksmSeries("kube_pod_start_time"))},
 		{&in.restarts, fmt.Sprintf(`max by (namespace, pod, container) (%s)`, ksmSeries("kube_pod_container_status_restarts_total"))},
 		{&in.ready, `max by (node, status) (kube_node_status_condition{condition="Ready"})`},
-		{&in.podLabels, fmt.Sprintf(`max by (namespace, pod, %s, %s) (%s)`, k.ModelLabel, k.VersionLabel, ksmSeries("kube_pod_labels"))},
+		{&in.podLabels, fmt.Sprintf(`max by (namespace, pod, %s) (%s)`, k.podLabels(), ksmSeries("kube_pod_labels"))},
 		{&in.podInfo, fmt.Sprintf(`max by (namespace, pod, node) (%s)`, ksmSeries("kube_pod_info"))},
 	}
 	cfg := p.config()

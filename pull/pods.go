@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -105,7 +106,7 @@ func (p *Puller) loadPods(ctx context.Context, w window) (podIndex, error) {
 	k := cfg.Kube
 	rng := fmt.Sprintf("%ds", int64((w.to.Sub(w.from)+5*time.Minute)/time.Second))
 	labels, err := p.prom.instant(ctx, EventsSource, cfg.scoped(fmt.Sprintf(
-		`max by (namespace, pod, %s, %s) (%s)`, k.ModelLabel, k.VersionLabel, ksmSeries("max_over_time(kube_pod_labels["+rng+"])"))), w.to)
+		`max by (namespace, pod, %s) (%s)`, k.podLabels(), ksmSeries("max_over_time(kube_pod_labels["+rng+"])"))), w.to)
 	if err != nil {
 		return podIndex{}, err
 	}
@@ -119,8 +120,8 @@ func (p *Puller) loadPods(ctx context.Context, w window) (podIndex, error) {
 	for _, s := range labels {
 		pod := key(s)
 		m := byNS[pod]
-		m.Model = string(s.Metric[model.LabelName(k.ModelLabel)])
-		m.Version = string(s.Metric[model.LabelName(k.VersionLabel)])
+		m.Model = firstLabel(s.Metric, k.ModelLabels)
+		m.Version = firstLabel(s.Metric, k.VersionLabels)
 		byNS[pod] = m
 	}
 	for _, s := range info {
@@ -140,6 +141,28 @@ func (p *Puller) loadPods(ctx context.Context, w window) (podIndex, error) {
 		byNS[pod] = m
 	}
 	return newPodIndex(byNS), nil
+}
+
+// podLabels lists the kube_pod_labels labels that may hold a pod's model
+// or version, each once, for a "by" clause.
+func (k KubeEvents) podLabels() string {
+	var names []string
+	for _, l := range append(slices.Clone(k.ModelLabels), k.VersionLabels...) {
+		if !slices.Contains(names, l) {
+			names = append(names, l)
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// firstLabel is the value of the first of names that m has non-empty.
+func firstLabel(m model.Metric, names []string) string {
+	for _, l := range names {
+		if v := m[model.LabelName(l)]; v != "" {
+			return string(v)
+		}
+	}
+	return ""
 }
 
 // replicaSetHash is the pod-template hash a Deployment appends to its

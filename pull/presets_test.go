@@ -324,6 +324,26 @@ func TestPodModelFromOwnerWithoutPodLabels(t *testing.T) {
 	})
 }
 
+// Charts following Kubernetes' recommended labels set
+// app.kubernetes.io/name and app.kubernetes.io/version, not app and
+// version: a replica's model and version come from those where "app" and
+// "version" are absent (they were empty: no model, no version), and
+// "app"/"version" still win where a pod has both.
+func TestPodJoinRecommendedLabels(t *testing.T) {
+	o := &omBuilder{steps: 40}
+	o.family("DCGM_FI_DEV_GPU_UTIL", "gauge")
+	o.gauge(`DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="n1",pod="llama-0",namespace="llm"}`, 70)
+	o.gauge(`DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="n2",pod="embed-0",namespace="llm"}`, 40)
+	o.family("kube_pod_labels", "gauge")
+	o.gauge(`kube_pod_labels{namespace="llm",pod="llama-0",label_app_kubernetes_io_name="llama-3-8b",label_app_kubernetes_io_version="v2"}`, 1)
+	o.gauge(`kube_pod_labels{namespace="llm",pod="embed-0",label_app="embed",label_app_kubernetes_io_name="embed-chart",label_app_kubernetes_io_version="1.2"}`, 1)
+	got := pullPreset(t, o.run(t), "presets: [dcgm, kube-state-metrics]\n", o.steps)
+	checkCurves(t, got, map[string]float64{
+		"gpu_util|replica|model=llama-3-8b version=v2 replica=llama-0 node=n1": 70,
+		"gpu_util|replica|model=embed version=1.2 replica=embed-0 node=n2":     40,
+	})
+}
+
 // A StatefulSet in two namespaces of one cluster (prod and staging) has
 // two pods named embed-0: each replica curve joins its own namespace's pod
 // (node and model), and they stay two curves. They were one: the join,

@@ -471,6 +471,29 @@ func TestKubeEventsKubeStateMetricsWithoutHonorLabels(t *testing.T) {
 	curveAt(t, cs, "gpu_util|replica|model=chat version=v2 replica=chat-bbbb-3 node=n2", f.Start.Add(200*f.Step))
 }
 
+// A fleet labelled as Kubernetes recommends (app.kubernetes.io/name and
+// app.kubernetes.io/version, as Helm charts set them) rather than app and
+// version: its rollouts carry their versions and its replicas their model,
+// as with app and version. They had none: a deploy without a version, and
+// replica starts and restarts of no model.
+func TestKubeEventsRecommendedLabels(t *testing.T) {
+	f := eventsFleet()
+	var buf bytes.Buffer
+	if err := f.WriteOpenMetrics(&buf); err != nil {
+		t.Fatal(err)
+	}
+	rec := strings.NewReplacer("label_app=", "label_app_kubernetes_io_name=", "label_version=", "label_app_kubernetes_io_version=").Replace(buf.String())
+	prom := promtest.Run(t, strings.NewReader(rec))
+	st := storetest.New(t)
+	p := newPuller(t, st, prom.URL, "", f.End())
+	if _, err := p.History(context.Background(), f.Start, f.End(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := eventStrings(t, st, f); strings.Join(got, "\n") != strings.Join(sortedCopy(wantFleetEvents), "\n") {
+		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(sortedCopy(wantFleetEvents), "\n"))
+	}
+}
+
 // One series whose curve key Postgres cannot index (a 3,000-character
 // model label that does not compress: the unique index takes ~2.7 kB)
 // failed EnsureSeries for the whole chunk, every round: the query's
