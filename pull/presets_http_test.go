@@ -117,6 +117,35 @@ func TestHTTPLegacyPreset(t *testing.T) {
 	})
 }
 
+// The legacy conventions behind a Collector's Prometheus exporter scraped
+// without honor_labels, as "http": the services are exported_job, their
+// instances exported_instance, not one model named after the collector.
+func TestHTTPLegacyPresetCollectorWithoutHonorLabels(t *testing.T) {
+	o := &omBuilder{steps: 40}
+	o.family("http_server_duration_milliseconds", "histogram")
+	for _, s := range []struct {
+		job, instance string
+		perSec        float64
+	}{{"shop/checkout", "checkout-1", 10}, {"shop/catalog", "catalog-1", 20}} {
+		lb := fmt.Sprintf(`job="otel-collector",instance="10.1.0.5:8889",exported_job=%q,exported_instance=%q,service_version="1.0",http_method="GET",http_status_code="200"`, s.job, s.instance)
+		for _, le := range []string{"50", "+Inf"} {
+			o.counter(`http_server_duration_milliseconds_bucket{`+lb+`,le="`+le+`"}`, s.perSec)
+		}
+		o.counter("http_server_duration_milliseconds_count{"+lb+"}", s.perSec)
+		o.counter("http_server_duration_milliseconds_sum{"+lb+"}", s.perSec*20)
+	}
+	got := pullPreset(t, o.run(t), "presets: [http-legacy]\n", o.steps)
+	checkCurves(t, got, map[string]float64{
+		"qps|model|model=shop/checkout":                                         10,
+		"qps|model|model=shop/catalog":                                          20,
+		"qps|replica|model=shop/catalog version=1.0 replica=catalog-1":          20,
+		"error_rate|replica|model=shop/checkout version=1.0 replica=checkout-1": 0,
+	})
+	if c, merged := got["qps|model|model=otel-collector"]; merged {
+		t.Errorf("the services behind the collector merged into one model named after its scrape job: %v", c)
+	}
+}
+
 // Behind two replicas of an OpenTelemetry Collector scraped without
 // honor_labels, beside a service Prometheus scrapes itself: the model is
 // exported_job where there is one, else job; the replica exported_instance
