@@ -29,12 +29,16 @@ func retryable(status int) bool {
 	return status >= 500 || status == http.StatusRequestTimeout || status == http.StatusTooManyRequests
 }
 
-// retryAfter reads a Retry-After header given in seconds (the HTTP-date
-// form is rare from webhook receivers and ignored).
+// retryAfter reads a Retry-After header, in either of its forms (RFC
+// 9110 §10.2.3): delay-seconds, or an HTTP-date (from the wall clock, as
+// the receiver's is). 0 when absent, unreadable or past.
 func retryAfter(h http.Header) time.Duration {
-	s, err := strconv.Atoi(h.Get("Retry-After"))
-	if err != nil || s <= 0 {
-		return 0
+	v := h.Get("Retry-After")
+	if s, err := strconv.Atoi(v); err == nil {
+		return time.Duration(max(s, 0)) * time.Second
 	}
-	return time.Duration(s) * time.Second
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
 }
