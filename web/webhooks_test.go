@@ -354,7 +354,7 @@ func TestWebhookEventsAndFormats(t *testing.T) {
 		recs := d.body["records"].([]any)
 		rec := recs[0].(map[string]any)
 		var info map[string]any
-		if len(recs) != 1 || rec["message_key"] != fmt.Sprint(inc.ID) || rec["node"] != "gpu-3" || rec["resource"] != "chat-7b" ||
+		if len(recs) != 1 || rec["message_key"] != fmt.Sprintf("waterline@waterline.test/incidents/%d", inc.ID) || rec["node"] != "gpu-3" || rec["resource"] != "chat-7b" ||
 			rec["source"] != "Waterline" || rec["metric_name"] != "p99_latency" ||
 			!timeOfEvent.MatchString(rec["time_of_event"].(string)) ||
 			json.Unmarshal([]byte(rec["additional_info"].(string)), &info) != nil || info["event"] != d.event {

@@ -143,8 +143,9 @@ type ServiceNowEvents struct {
 	Records []ServiceNowEvent `json:"records"`
 }
 
-// ServiceNowEvent is one Event Management record. message_key is the
-// incident id, so every event of one incident updates one alert, which
+// ServiceNowEvent is one Event Management record. message_key is
+// event_class + "/incidents/" + the incident id, so every event of one
+// incident updates one alert (and no other installation's), which
 // severity 0 with resolution_state Closing closes.
 type ServiceNowEvent struct {
 	Source          string `json:"source"`

@@ -87,6 +87,9 @@ const (
 	snSeverityClear = "0"
 )
 
+// snFieldMax is em_event's limit on source, node, type and resource.
+const snFieldMax = 100
+
 func serviceNowEvents(m message, publicURL string) wire.ServiceNowEvents {
 	v := m.View
 	sev, state := snSeverityMajor, "New"
@@ -103,14 +106,21 @@ func serviceNowEvents(m message, publicURL string) wire.ServiceNowEvents {
 	// Extra fields belong in additional_info (a JSON string), not in
 	// custom columns.
 	info, _ := json.Marshal(waterlineBody(m))
+	class := "waterline@" + publicHost(publicURL)
 	return wire.ServiceNowEvents{Records: []wire.ServiceNowEvent{{
-		Source:          "Waterline",
-		EventClass:      "waterline@" + publicHost(publicURL),
-		Node:            v.Scope.Node,
-		Resource:        resource,
-		MetricName:      "p99_latency",
-		Type:            "latency_incident",
-		MessageKey:      strconv.FormatInt(v.ID, 10),
+		Source:     "Waterline",
+		EventClass: class,
+		// em_event keeps node and resource to 100 characters; labels are
+		// up to 256 bytes, and resource joins two.
+		Node:       clip(v.Scope.Node, snFieldMax),
+		Resource:   clip(resource, snFieldMax),
+		MetricName: "p99_latency",
+		Type:       "latency_incident",
+		// The message key alone picks the alert an event updates, across
+		// every source of the instance: it names this Waterline, as Jira's
+		// globalId does, so incident 12 of two installations (or another
+		// tool's key "12") are not one alert.
+		MessageKey:      class + "/incidents/" + strconv.FormatInt(v.ID, 10),
 		Severity:        sev,
 		Description:     clip(fmt.Sprintf("%s (%s). %s. %s%s", v.Title, m.Event, causeLine(v), v.URL, shareLine(m.Share)), 4000),
 		AdditionalInfo:  string(info),
@@ -156,10 +166,10 @@ func slackMessage(m message) wire.SlackMessage {
 		ctx = append(ctx, "read-only link, no account needed")
 	}
 	return wire.SlackMessage{
-		Text: clip(slackEscape(fmt.Sprintf("%s %s: %s", title, what, causeLine(v))), 1000),
+		Text: slackClip(slackEscape(fmt.Sprintf("%s %s: %s", title, what, causeLine(v))), 1000),
 		Blocks: []wire.SlackBlock{
-			{Type: "section", Text: &wire.SlackText{Type: "mrkdwn", Text: clip(head+"\n"+slackEscape(causeLine(v)), 3000)}},
-			{Type: "context", Elements: []wire.SlackText{{Type: "mrkdwn", Text: clip(slackEscape(strings.Join(ctx, " · ")), 2000)}}},
+			{Type: "section", Text: &wire.SlackText{Type: "mrkdwn", Text: slackClip(head+"\n"+slackEscape(causeLine(v)), 3000)}},
+			{Type: "context", Elements: []wire.SlackText{{Type: "mrkdwn", Text: slackClip(slackEscape(strings.Join(ctx, " · ")), 2000)}}},
 		},
 	}
 }
@@ -168,6 +178,21 @@ func slackMessage(m message) wire.SlackMessage {
 // (links and mentions): a title with "<!channel>" in it must not ping.
 func slackEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// slackClip is clip for escaped mrkdwn: the cut never splits an entity
+// (Slack would show "&am…" as is). Escaped text has no bare "&", so the
+// last "&" without its ";" begins a cut entity.
+func slackClip(s string, n int) string {
+	c := clip(s, n)
+	if c == s {
+		return s
+	}
+	c = strings.TrimSuffix(c, "…")
+	if i := strings.LastIndexByte(c, '&'); i >= 0 && !strings.Contains(c[i:], ";") {
+		c = c[:i]
+	}
+	return c + "…"
 }
 
 // shareLine is the read-only link, as the end of a description.
