@@ -74,11 +74,16 @@ const (
 	DimSampleRate Dim = "sample_rate"
 	DimDependency Dim = "dependency"
 	DimStatusCode Dim = "status_code"
+	// DimService names the model when no span does (model_fallback in
+	// the YAML): vLLM's V1 engine sets no model attribute on its spans
+	// (vllm-project/vllm#47633), so a vLLM behind a gateway that names
+	// none either is known only by its process' service.name.
+	DimService Dim = "model_fallback"
 )
 
 // dims lists every Dim, in the order of the YAML's documentation.
 var dims = []Dim{DimModel, DimVersion, DimTenant, DimReplica, DimNode, DimEntry, DimBatchSize, DimSampleRate,
-	DimDependency, DimStatusCode}
+	DimDependency, DimStatusCode, DimService}
 
 // serverDims are read from the model server's spans first (those timing
 // queue, batch_wait, exec or postprocess), because the gateway in front
@@ -138,6 +143,10 @@ func DefaultConfig() Config {
 			{Stage: correlate.StageDownstream, Kind: "client", Leaf: true, Attrs: map[string]*regexp.Regexp{"db.system.name": present}},
 			{Stage: correlate.StageDownstream, Kind: "client", Leaf: true, Attrs: map[string]*regexp.Regexp{"server.address": present}},
 			{Stage: correlate.StageAuth, Name: name(`auth[nz]?\b|authenticat|authoriz|ext_authz|api.?key|jwt`)},
+			// Gateways' own authentication spans: Kong's plugin spans
+			// ("kong.access.plugin.key-auth") and Envoy's gRPC ext_authz call
+			// ("async envoy.service.auth.v3.Authorization.Check egress").
+			{Stage: correlate.StageAuth, Name: regexp.MustCompile(`(?i)^kong\.(access|rewrite)\.plugin\.([a-z0-9-]*auth[a-z0-9-]*|jwt[a-z0-9-]*|oauth2[a-z0-9-]*|openid-connect|acl|opa)$|envoy\.service\.auth\.v[0-9]+\.Authorization\.Check\b`)},
 			{Stage: correlate.StageRoute, Name: name(`rout(e|er|ing)\b|load.?balanc|pick.?endpoint|endpoint.?picker|select.?(backend|upstream)`)},
 			{Stage: correlate.StageBatchWait, Name: name(`batch.?(wait|form|queue)|dynamic.?batch`)},
 			// Knative's queue-proxy wraps the whole request in "queue_proxy"
@@ -167,11 +176,12 @@ func DefaultConfig() Config {
 			DimTenant:     {"tenant", "tenant.id"},
 			DimReplica:    {"k8s.pod.name", "service.instance.id"},
 			DimNode:       {"k8s.node.name", "host.name"},
-			DimEntry:      {"http.route", "url.path", "http.target", "rpc.method"},
+			DimEntry:      {"http.route", "url.path", "http.target", "http.url", "url.full", "rpc.method"},
 			DimBatchSize:  {"batch_size", "batch.size", "inference.batch_size", "triton.batch_size"},
 			DimSampleRate: {"sample_rate", "SampleRate", "sampling.rate"},
 			DimDependency: {"peer.service", "server.address", "db.system.name", "db.system"},
 			DimStatusCode: {"http.response.status_code", "http.status_code", "rpc.grpc.status_code"},
+			DimService:    {"service.name"},
 		},
 	}
 }

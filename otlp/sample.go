@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/waterline-dev/waterline/correlate"
@@ -88,6 +89,21 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool, now time.Time) (
 	for i := range sp {
 		if a.isEntry(&sp[i]) && (a.cfg.EntrySpan != "" || parent[i] < 0) && (entry < 0 || a.above(&sp[i], &sp[entry])) {
 			entry = i
+		}
+	}
+	// Without a candidate before MaxWait: a span under a remote parent
+	// (the model server's, its SDK setting the flags) made the trace wait,
+	// and its parent came — a proxy's span that sets no flags (Envoy,
+	// Kong, NGINX) under a caller that propagated its context but exports
+	// elsewhere. That span stands in for the root now, as at MaxWait,
+	// unless a topmost span's flags say its root is local, still running.
+	if entry < 0 && !expired && a.cfg.EntrySpan == "" {
+		expired = true
+		for i := range sp {
+			if _, ok := parentOf(i); !ok && sp[i].parentLocal {
+				expired = false
+				break
+			}
 		}
 	}
 	if entry < 0 && expired && a.cfg.EntrySpan == "" {
@@ -292,6 +308,14 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool, now time.Time) (
 		Model: dim(dimModel), Version: dim(dimVersion), Tenant: dim(dimTenant), Replica: dim(dimReplica),
 		Node: dim(dimNode), Entry: dim(dimEntry), Status: status(e, e.dims[dimStatusCode]),
 		TotalMs: float64(e.end-e.start) / 1e6, SampleRate: 1,
+	}
+	if out.Model == "" && srvAt >= 0 {
+		// No span names the model: the model server's process does, by its
+		// service.name (unless it is an SDK's "unknown_service…"). A trace
+		// without a model server (a gateway's health check) has none.
+		if v := sp[srvAt].dims[dimService]; !strings.HasPrefix(v, "unknown_service") {
+			out.Model = v
+		}
 	}
 	if out.Model == "" {
 		return correlate.Sample{}, DropNoModel, false

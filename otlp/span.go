@@ -57,7 +57,7 @@ type event struct {
 	at   int64 // Unix ns
 }
 
-const numDims = 10
+const numDims = 11
 
 // maxSpanEvents bounds the stage events kept of one span: every stage
 // takes two (Triton's span carries six), and a span counts as one against
@@ -80,6 +80,7 @@ var (
 	dimReplica, dimNode, dimEntry   = dimIndex[DimReplica], dimIndex[DimNode], dimIndex[DimEntry]
 	dimBatchSize, dimSampleRate     = dimIndex[DimBatchSize], dimIndex[DimSampleRate]
 	dimDependency, dimStatusCode    = dimIndex[DimDependency], dimIndex[DimStatusCode]
+	dimService                      = dimIndex[DimService]
 	serverDim                       = func() (out [numDims]bool) {
 		for d := range serverDims {
 			out[dimIndex[d]] = true
@@ -149,16 +150,26 @@ type dimKey struct {
 }
 
 // bareEntry reports whether an entry attribute holds a URL or request
-// target, query and all: http.target and http.url (the old conventions),
-// url.* (url.path should not, some instrumentations' does).
+// target, query and all: http.target and http.url (the old conventions;
+// Envoy's and Kong's), url.* (url.full; url.path should not hold a
+// query, some instrumentations' does).
 func bareEntry(key string) bool {
 	return key == "http.target" || key == "http.url" || strings.HasPrefix(key, "url.")
 }
 
-// bare cuts a URL's or request target's query and fragment off.
+// bare cuts a URL's or request target's query and fragment off, and an
+// absolute URL's scheme and authority (Envoy's and Kong's http.url,
+// url.full): the path alone.
 func bare(v string) string {
 	if i := strings.IndexAny(v, "?#"); i >= 0 {
-		return v[:i]
+		v = v[:i]
+	}
+	if i := strings.Index(v, "://"); i > 0 && !strings.ContainsRune(v[:i], '/') {
+		rest := v[i+3:]
+		if j := strings.IndexByte(rest, '/'); j >= 0 {
+			return rest[j:]
+		}
+		return "/"
 	}
 	return v
 }
