@@ -110,8 +110,10 @@ func TestAlertAndIncidentInputChecked(t *testing.T) {
 		{"NUL in groupKey", alert(`"g\u0000"`, `{"alertname":"P99High"}`, `{}`, at)},
 		{"NUL in a label", alert(`"g1"`, `{"alertname":"P99High","model":"chat\u0000"}`, `{}`, at)},
 		{"NUL in a label name", alert(`"g2"`, `{"alertname":"P99High","a\u0000":"x"}`, `{}`, at)},
-		{"NUL in an annotation", alert(`"g3"`, `{"alertname":"P99High"}`, `{"summary":"a\u0000"}`, at)},
-		{"200 KB summary", alert(`"g4"`, `{"alertname":"P99High"}`, `{"summary":"`+big+`"}`, at)},
+		// Alerts of their own (labels, so fingerprints): the same alert
+		// under another group key is the same event.
+		{"NUL in an annotation", alert(`"g3"`, `{"alertname":"P99High","case":"3"}`, `{"summary":"a\u0000"}`, at)},
+		{"200 KB summary", alert(`"g4"`, `{"alertname":"P99High","case":"4"}`, `{"summary":"`+big+`"}`, at)},
 		{"long scope label", alert(`"g5"`, `{"alertname":"P99High","tenant":"`+strings.Repeat("t", 300)+`"}`, `{}`, at)},
 	} {
 		r := e.post("/api/v1/alerts/alertmanager", "application/json", []byte(c.body))
