@@ -180,7 +180,9 @@ func DefaultConfig() Config {
 			DimBatchSize:  {"batch_size", "batch.size", "inference.batch_size", "triton.batch_size"},
 			DimSampleRate: {"sample_rate", "SampleRate", "sampling.rate"},
 			DimDependency: {"peer.service", "server.address", "db.system.name", "db.system"},
-			DimStatusCode: {"http.response.status_code", "http.status_code", "rpc.grpc.status_code"},
+			// A gRPC call's own status before its HTTP/2 answer's, which is
+			// 200 whatever the call's end (Envoy tags both).
+			DimStatusCode: {"rpc.grpc.status_code", "grpc.status_code", "http.response.status_code", "http.status_code"},
 			DimService:    {"service.name"},
 		},
 	}

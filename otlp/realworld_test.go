@@ -253,3 +253,43 @@ func TestGatewayAuthSpansAreAuth(t *testing.T) {
 		}
 	}
 }
+
+// Envoy tags a gRPC call's span with the HTTP/2 answer's status, 200
+// whatever the call's end, and with grpc.status_code; it sets no span
+// status. A call that ended DEADLINE_EXCEEDED or UNAVAILABLE was "ok".
+func TestEnvoyGRPCStatusWinsOverItsHTTPStatus(t *testing.T) {
+	for code, want := range map[string]string{"0": "ok", "4": "timeout", "14": "error", "13": "error", "5": "ok"} {
+		a, ck, sk := newTest(t, DefaultConfig())
+		gw := envoyIngress(1, 0, 0, 700, "200")
+		gw.attrs["grpc.status_code"] = code
+		mustAdd(t, a, request(traceID(1), ck.now().Add(-time.Minute), map[string]any{"service.name": "front-envoy"}, gw))
+		mustAdd(t, a, request(traceID(1), ck.now().Add(-time.Minute), map[string]any{"model": "m"}, vllmV1Span(2, 1, 10, 690)))
+		ck.add(10 * time.Second)
+		flush(t, a)
+		if len(sk.got) != 1 || sk.got[0].Status != want {
+			t.Errorf("grpc.status_code %s under HTTP 200: samples %+v, want one %s", code, sk.got, want)
+		}
+	}
+}
+
+// In a pod, host.name is the pod's hostname, its name: without
+// k8s.node.name every pod was a node of its own.
+func TestPodHostnameIsNotANode(t *testing.T) {
+	a, ck, sk := newTest(t, DefaultConfig())
+	start := ck.now().Add(-time.Minute)
+	s := vllmV1Span(1, 0, 0, 700)
+	s.flags = flagsParentLocal
+	mustAdd(t, a, request(traceID(1), start, map[string]any{"model": "m", "k8s.pod.name": "vllm-7d9f-abcde", "host.name": "vllm-7d9f-abcde"}, s))
+	s2 := vllmV1Span(1, 0, 0, 700)
+	s2.flags = flagsParentLocal
+	mustAdd(t, a, request(traceID(2), start, map[string]any{"model": "m", "k8s.pod.name": "vllm-7d9f-fghij", "host.name": "gpu-node-3"}, s2))
+	ck.add(10 * time.Second)
+	flush(t, a)
+	nodes := map[string]string{}
+	for _, g := range sk.got {
+		nodes[g.Replica] = g.Node
+	}
+	if len(sk.got) != 2 || nodes["vllm-7d9f-abcde"] != "" || nodes["vllm-7d9f-fghij"] != "gpu-node-3" {
+		t.Fatalf("nodes by replica %v, want none for the pod's own hostname and gpu-node-3 for a real host", nodes)
+	}
+}

@@ -309,6 +309,13 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool, now time.Time) (
 		Node: dim(dimNode), Entry: dim(dimEntry), Status: status(e, e.dims[dimStatusCode]),
 		TotalMs: float64(e.end-e.start) / 1e6, SampleRate: 1,
 	}
+	if out.Node == out.Replica {
+		// host.name in a pod is the pod's hostname, its name: not a node
+		// (k8s.node.name names it, where the k8sattributes processor or
+		// the downward API sets it). Taken for one, every pod was a node
+		// of its own and a node's trouble looked like a replica's.
+		out.Node = ""
+	}
 	if out.Model == "" && srvAt >= 0 {
 		// No span names the model: the model server's process does, by its
 		// service.name (unless it is an SDK's "unknown_service…"). A trace
@@ -557,14 +564,22 @@ func eventAt(s *span, name string) (int64, bool) {
 
 // status is the sample's status from the entry span: timeout, error or ok.
 func status(e *span, code string) string {
-	n, _ := strconv.Atoi(code)
+	n, err := strconv.Atoi(code)
+	// No HTTP status is under 100: such a code is gRPC's.
+	grpc := err == nil && n < 100
 	switch {
-	// 4 is gRPC's DEADLINE_EXCEEDED (rpc.grpc.status_code; no HTTP status
-	// is under 100).
-	case e.timedOut || n == 408 || n == 504 || n == 4:
+	case e.timedOut || n == 408 || n == 504 || (grpc && n == grpcDeadlineExceeded):
 		return "timeout"
-	case e.failed || n >= 500:
+	case e.failed || n >= 500 || (grpc && grpcServerErrors[n]):
 		return "error"
 	}
 	return "ok"
 }
+
+// gRPC status codes: DEADLINE_EXCEEDED, and those that say the server
+// failed (UNKNOWN, RESOURCE_EXHAUSTED, INTERNAL, UNAVAILABLE, DATA_LOSS;
+// the OpenTelemetry gRPC conventions' server errors, with overload). A
+// proxy such as Envoy sets no span status for them.
+const grpcDeadlineExceeded = 4
+
+var grpcServerErrors = map[int]bool{2: true, 8: true, 13: true, 14: true, 15: true}
