@@ -35,8 +35,8 @@ func (p *Puller) fetchKube(ctx context.Context, w window) (*batch, error) {
 		dst  *model.Matrix
 		expr string
 	}{
-		{&in.generation, fmt.Sprintf(`max by (namespace, deployment) (%s)`, ksmSeries("kube_deployment_metadata_generation"))},
-		{&in.spec, fmt.Sprintf(`max by (namespace, deployment) (%s)`, ksmSeries("kube_deployment_spec_replicas"))},
+		{&in.generation, workloadQuery("kube_deployment_metadata_generation", "kube_statefulset_metadata_generation")},
+		{&in.spec, workloadQuery("kube_deployment_spec_replicas", "kube_statefulset_replicas")},
 		// kube-state-metrics 1.x named the autoscaler's series kube_hpa_*
 		// with the label hpa (2.0 renamed both): read either.
 		{&in.hpa, hpaQuery("status_desired_replicas", "")},
@@ -110,6 +110,15 @@ func hpaQuery(name, extra string) string {
 	}
 	return fmt.Sprintf(`max by (%s) (%s) or max by (%s) (label_replace(%s, "horizontalpodautoscaler", "$1", "hpa", "(.+)"))`,
 		by, ksmSeries("kube_horizontalpodautoscaler_"+name), by, ksmSeries("kube_hpa_"+name))
+}
+
+// workloadQuery reads a Deployment series and its StatefulSet
+// counterpart as one, a StatefulSet's name in "deployment": model servers
+// run as either (a StatefulSet for stable names and volumes, multi-node
+// vLLM), and a StatefulSet's rollouts and scaling were never seen.
+func workloadQuery(deployment, statefulSet string) string {
+	return fmt.Sprintf(`max by (namespace, deployment) (%s) or max by (namespace, deployment) (label_replace(%s, "deployment", "$1", "statefulset", "(.+)"))`,
+		ksmSeries(deployment), ksmSeries(statefulSet))
 }
 
 // ksmSeries wraps a selector of kube-state-metrics series so that the

@@ -545,3 +545,37 @@ func TestUnstorableLabelsSkipped(t *testing.T) {
 		t.Errorf("%d curves, %d invalid; want the ok model's alone, 2 invalid", len(out), invalid)
 	}
 }
+
+// The same fleet run as StatefulSets (kube_statefulset_metadata_generation
+// and kube_statefulset_replicas, pods created by a StatefulSet): its
+// rollouts and scaling are the same events. They were never seen: only
+// Deployments' series were read.
+func TestKubeEventsStatefulSets(t *testing.T) {
+	f := eventsFleet()
+	var buf bytes.Buffer
+	if err := f.WriteOpenMetrics(&buf); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(buf.String(), "\n")
+	owner := regexp.MustCompile(`created_by_kind="ReplicaSet",created_by_name="([a-z]+)-[a-z0-9]+"`)
+	for i, l := range lines {
+		if strings.Contains(l, "kube_deployment_metadata_generation") || strings.Contains(l, "kube_deployment_spec_replicas") {
+			l = strings.NewReplacer("kube_deployment_metadata_generation", "kube_statefulset_metadata_generation",
+				"kube_deployment_spec_replicas", "kube_statefulset_replicas", `deployment="`, `statefulset="`).Replace(l)
+		}
+		lines[i] = owner.ReplaceAllString(l, `created_by_kind="StatefulSet",created_by_name="$1"`)
+	}
+	sts := strings.Join(lines, "\n")
+	if strings.Contains(sts, "kube_deployment_") || !strings.Contains(sts, `created_by_kind="StatefulSet"`) {
+		t.Fatal("the fixture still has Deployments")
+	}
+	prom := promtest.Run(t, strings.NewReader(sts))
+	st := storetest.New(t)
+	p := newPuller(t, st, prom.URL, "", f.End())
+	if _, err := p.History(context.Background(), f.Start, f.End(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := eventStrings(t, st, f); strings.Join(got, "\n") != strings.Join(sortedCopy(wantFleetEvents), "\n") {
+		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(sortedCopy(wantFleetEvents), "\n"))
+	}
+}
