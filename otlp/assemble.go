@@ -346,7 +346,10 @@ func (a *Assembler) file(f filing) {
 		// per-chunk spans filled the limit before the model server's span
 		// came, and the trace was dropped for naming no model.
 		names := m.s.dims[dimModel] != ""
-		if len(t.spans) >= a.cfg.MaxSpansPerTrace && (t.entryAt != 0 || !a.isEntry(&m.s)) && (t.named || !names) {
+		// So is a root after an entry under a remote parent (one more): it
+		// is above that entry, and the entry it ends with.
+		lateRoot := a.cfg.EntrySpan == "" && m.s.parent == [8]byte{} && !t.rooted
+		if len(t.spans) >= a.cfg.MaxSpansPerTrace && (t.entryAt != 0 && !lateRoot || !a.isEntry(&m.s)) && (t.named || !names) {
 			over++
 			continue
 		}

@@ -293,3 +293,27 @@ func TestPodHostnameIsNotANode(t *testing.T) {
 		t.Fatalf("nodes by replica %v, want none for the pod's own hostname and gpu-node-3 for a real host", nodes)
 	}
 }
+
+// Triton's spans (opentelemetry-cpp, filled by Triton's tracer) carry no
+// span flags; under a caller that propagated its context and exports
+// elsewhere, its root "InferRequest" has a parent that never comes. As a
+// SERVER span, that parent is remote: the trace is emitted after the
+// remote grace (15 s), not held a minute (MaxWait) in memory. So is an
+// SDK's from before span flags.
+func TestUnflaggedServerSpanUnderACallerIsAnEntry(t *testing.T) {
+	a, ck, sk := newTest(t, DefaultConfig())
+	start := ck.now().Add(-time.Minute)
+	mustAdd(t, a, request(traceID(7), start, map[string]any{"service.name": "triton-inference-server", "k8s.pod.name": "triton-0"},
+		tspan{id: 1, parent: 99, name: "InferRequest", kind: server, from: 0, to: 100},
+		tspan{id: 2, parent: 1, name: "resnet50", kind: server, from: 10, to: 90,
+			events: map[string]float64{"REQUEST_START": 10, "QUEUE_START": 11, "REQUEST_END": 90},
+			attrs:  map[string]any{"triton.model_name": "resnet50", "triton.model_version": 3}},
+		tspan{id: 3, parent: 2, name: "compute", kind: server, from: 40, to: 89,
+			events: map[string]float64{"COMPUTE_START": 40, "COMPUTE_END": 89}},
+	))
+	ck.add(20 * time.Second)
+	flush(t, a)
+	if len(sk.got) != 1 || !near(sk.got[0].TotalMs, 100) || sk.got[0].Model != "resnet50" {
+		t.Fatalf("20 s after Triton's spans came: samples %+v, want one of resnet50, 100 ms", sk.got)
+	}
+}

@@ -583,7 +583,12 @@ func (m *mapper) resolve(dst *span, sp ptrace.Span, res *resDims) {
 	// is known; SDKs set both (otel-go since 1.28).
 	fl := sp.Flags()
 	dst.parentLocal = fl&0x100 != 0 && fl&0x200 == 0 && dst.parent != [8]byte{}
-	dst.parentRemote = fl&0x300 == 0x300 && dst.parent != [8]byte{}
+	// Without the flags (Envoy, Kong, nginx-otel and Triton fill spans
+	// themselves; SDKs before 2024), a SERVER span's parent is remote by
+	// what a server span is: the caller's, in another process. Such a
+	// span waited MaxWait (a minute) for a root that was never coming.
+	dst.parentRemote = dst.parent != [8]byte{} &&
+		(fl&0x300 == 0x300 || (fl&0x100 == 0 && sp.Kind() == ptrace.SpanKindServer))
 	dst.failed = sp.Status().Code() == ptrace.StatusCodeError
 	if v, ok := a.slot(m.errSlot, "error.type"); ok {
 		dst.timedOut = strings.Contains(strings.ToLower(text(v)), "timeout")
