@@ -154,8 +154,12 @@ func DefaultConfig() Config {
 			{Stage: correlate.StageQueue, Name: name(`queue|schedul|enqueue|wait.?(for|in).?queue`), Except: regexp.MustCompile(`(?i)^queue.?proxy`)},
 			{Stage: correlate.StagePostprocess, Name: name(`post.?process|detokeni[sz]|compute_output|serializ|respon(se|d).?(format|encod)`)},
 			// Triton's "compute" span, vLLM's request span and model
-			// execution spans in general.
-			{Stage: correlate.StageExec, Name: name(`compute$|infer|llm_request|execute.?model|model.?(exec|forward)|forward|generat|prefill|decode`)},
+			// execution spans in general — not Triton's root "InferRequest",
+			// whose own time is its HTTP/gRPC frontend receiving the request
+			// and sending the answer (src/tracer.cc): the entry's own time,
+			// gateway, as any server's front.
+			{Stage: correlate.StageExec, Name: name(`compute$|infer|llm_request|execute.?model|model.?(exec|forward)|forward|generat|prefill|decode`),
+				Except: regexp.MustCompile(`(?i)^InferRequest$`)},
 		},
 		AttrStages: []AttrStage{
 			// vLLM's request span (seconds).

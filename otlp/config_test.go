@@ -238,7 +238,7 @@ func TestDefaultNameRulesMatchWholeWords(t *testing.T) {
 		"detokenize": correlate.StagePostprocess, "compute_output": correlate.StagePostprocess,
 		"serialize": correlate.StagePostprocess, "response format": correlate.StagePostprocess,
 		"compute": correlate.StageExec, "triton compute": correlate.StageExec, "computer": none,
-		"infer": correlate.StageExec, "infer chat-7b": correlate.StageExec, "InferRequest": correlate.StageExec,
+		"infer": correlate.StageExec, "infer chat-7b": correlate.StageExec, "InferRequest": none,
 		"inference": correlate.StageExec, "inference.GRPCInferenceService/ModelInfer": correlate.StageExec,
 		"llm_request": correlate.StageExec, "vllm.execute_model": correlate.StageExec, "model forward": correlate.StageExec,
 		"forward": correlate.StageExec, "generate": correlate.StageExec, "generate_stream": correlate.StageExec,

@@ -317,3 +317,38 @@ func TestUnflaggedServerSpanUnderACallerIsAnEntry(t *testing.T) {
 		t.Fatalf("20 s after Triton's spans came: samples %+v, want one of resnet50, 100 ms", sk.got)
 	}
 }
+
+// Triton's trace as its tracer (src/tracer.cc) exports it: the root
+// "InferRequest", started in the HTTP frontend and carrying its
+// HTTP_RECV_*/HTTP_SEND_* timestamps; under it the request span named
+// after the model (REQUEST_START, QUEUE_START, REQUEST_END) and its
+// "compute" child. The frontend's own time (receiving the request body,
+// sending the response: 18 ms here) was counted as model execution
+// because "InferRequest" matches infer…; it is the entry's own, gateway.
+func TestTritonFrontendTimeIsNotExec(t *testing.T) {
+	a, ck, sk := newTest(t, DefaultConfig())
+	start := ck.now().Add(-time.Minute)
+	mustAdd(t, a, request(traceID(4), start, map[string]any{"service.name": "triton-inference-server"},
+		tspan{id: 1, name: "InferRequest", kind: server, from: 0, to: 100,
+			events: map[string]float64{"HTTP_RECV_START": 0, "HTTP_RECV_END": 8, "HTTP_SEND_START": 92, "HTTP_SEND_END": 100}},
+		tspan{id: 2, parent: 1, name: "resnet50", kind: server, from: 10, to: 90,
+			events: map[string]float64{"REQUEST_START": 10, "QUEUE_START": 11, "REQUEST_END": 90},
+			attrs:  map[string]any{"triton.model_name": "resnet50", "triton.model_version": 3, "triton.trace_id": 1, "triton.trace_parent_id": 0}},
+		tspan{id: 3, parent: 2, name: "compute", kind: server, from: 40, to: 89,
+			events: map[string]float64{"COMPUTE_START": 40, "COMPUTE_INPUT_END": 45, "COMPUTE_OUTPUT_START": 79, "COMPUTE_END": 89}},
+	))
+	ck.add(10 * time.Second)
+	flush(t, a)
+	if len(sk.got) != 1 {
+		t.Fatalf("%d samples", len(sk.got))
+	}
+	s := sk.got[0]
+	// compute 49 − output 10 = 39 ms of execution; the model span's own
+	// 80 − 29 queue − 49 compute = 2 ms goes with it or the frontend.
+	if e, g := s.StagesMs[correlate.StageExec], s.StagesMs[correlate.StageGateway]; e > 41+1e-6 || g < 20-1e-6 {
+		t.Errorf("exec %v ms, gateway %v: want at most 41 and the frontend's 20 ms (HTTP receive and send) as gateway", e, g)
+	}
+	if q := s.StagesMs[correlate.StageQueue]; !near(q, 29) {
+		t.Errorf("queue %v ms, want 29 (QUEUE_START → COMPUTE_START)", q)
+	}
+}
