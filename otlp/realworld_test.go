@@ -352,3 +352,38 @@ func TestTritonFrontendTimeIsNotExec(t *testing.T) {
 		t.Errorf("queue %v ms, want 29 (QUEUE_START → COMPUTE_START)", q)
 	}
 }
+
+// A TensorRT-LLM ensemble on Triton: the client calls "ensemble", whose
+// span has its steps' model spans under it (preprocessing, tensorrt_llm,
+// postprocessing), each with its "compute". The sample was stored under
+// the step that took longest, tensorrt_llm — not the model the request was
+// addressed to, whose latency curve the incident is about. The model is
+// the topmost span naming one in the model server's process.
+func TestTritonEnsembleIsTheModelCalled(t *testing.T) {
+	a, ck, sk := newTest(t, DefaultConfig())
+	start := ck.now().Add(-time.Minute)
+	step := func(id, parent uint64, model string, from, to float64) []tspan {
+		return []tspan{
+			{id: id, parent: parent, name: model, kind: server, from: from, to: to,
+				events: map[string]float64{"REQUEST_START": from, "QUEUE_START": from + 1, "REQUEST_END": to},
+				attrs:  map[string]any{"triton.model_name": model, "triton.model_version": 1}},
+			{id: id + 100, parent: id, name: "compute", kind: server, from: from + 2, to: to - 1,
+				events: map[string]float64{"COMPUTE_START": from + 2, "COMPUTE_END": to - 1}},
+		}
+	}
+	spans := []tspan{
+		{id: 1, name: "InferRequest", kind: server, from: 0, to: 1000},
+		{id: 2, parent: 1, name: "ensemble", kind: server, from: 5, to: 995,
+			events: map[string]float64{"REQUEST_START": 5, "QUEUE_START": 6, "REQUEST_END": 995},
+			attrs:  map[string]any{"triton.model_name": "ensemble", "triton.model_version": 1}},
+	}
+	spans = append(spans, step(3, 2, "preprocessing", 10, 60)...)
+	spans = append(spans, step(4, 2, "tensorrt_llm", 60, 940)...)
+	spans = append(spans, step(5, 2, "postprocessing", 940, 990)...)
+	mustAdd(t, a, request(traceID(9), start, map[string]any{"service.name": "triton-inference-server", "k8s.pod.name": "triton-0"}, spans...))
+	ck.add(10 * time.Second)
+	flush(t, a)
+	if len(sk.got) != 1 || sk.got[0].Model != "ensemble" || sk.got[0].Replica != "triton-0" {
+		t.Fatalf("samples %+v, want one of model ensemble on triton-0", sk.got)
+	}
+}

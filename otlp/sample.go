@@ -275,7 +275,28 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool, now time.Time) (
 			srvAt = i
 		}
 	}
+	// The model the request was addressed to is the topmost span naming a
+	// model above the model server's, in its process: Triton's ensemble
+	// (or BLS model) above its steps, each of which names its own
+	// (preprocessing, tensorrt_llm, postprocessing) — the sample was
+	// stored under a step, not the model whose latency the incident is on.
+	calledAt := srvAt
+	for i, n := srvAt, 0; i >= 0 && n < len(sp); n++ {
+		p, ok := parentOf(i)
+		if !ok || p == i || sp[p].res != sp[srvAt].res {
+			break
+		}
+		if sp[p].dims[dimModel] != "" {
+			calledAt = p
+		}
+		i = p
+	}
 	dim := func(k int) string {
+		if (k == dimModel || k == dimVersion) && calledAt != srvAt {
+			if v := sp[calledAt].dims[k]; v != "" {
+				return v
+			}
+		}
 		if serverDim[k] && srvAt >= 0 {
 			if v := sp[srvAt].dims[k]; v != "" {
 				return v
