@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -188,5 +189,79 @@ func TestGrafanaAnnotationBefore1970(t *testing.T) {
 	}
 	if n := e.count(`SELECT count(*) FROM events`); n != 0 {
 		t.Errorf("%d events stored", n)
+	}
+}
+
+// A CD step annotates a deploy's start, then sets its end when the
+// rollout finishes (PATCH /api/annotations/{id}, as against Grafana),
+// corrects it (PUT) or withdraws it (DELETE): the same event changes,
+// under the same id. Those calls answered 404/405, failing the step.
+func TestGrafanaAnnotationPatchedReplacedDeleted(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	at := testNow.Add(-20 * time.Minute)
+	r := e.post("/api/annotations", "application/json", []byte(fmt.Sprintf(
+		`{"time":%d,"tags":["deploy","model:rerank-base","version:v3.2.0"],"text":"deploying rerank-base v3.2.0"}`, at.UnixMilli())))
+	var added wire.AnnotationResult
+	if r.status != http.StatusOK || json.Unmarshal(r.body, &added) != nil {
+		t.Fatalf("post: %d %s", r.status, r.body)
+	}
+	path := fmt.Sprintf("/api/annotations/%d", added.ID)
+	send := func(method, body string) response {
+		t.Helper()
+		return e.do(request{method: method, path: path, token: e.write, ctype: "application/json", body: []byte(body)})
+	}
+	stored := func() (id, kind, model, version, summary string, end *time.Time) {
+		t.Helper()
+		if err := e.pool.QueryRow(t.Context(), `SELECT id, kind, model, version, summary, end_time FROM events`).Scan(&id, &kind, &model, &version, &summary, &end); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	id0, _, _, _, _, _ := stored()
+
+	// The rollout ends: only timeEnd changes.
+	if r := send("PATCH", fmt.Sprintf(`{"timeEnd":%d}`, at.Add(4*time.Minute).UnixMilli())); r.status != http.StatusOK || !strings.Contains(string(r.body), `"Annotation patched"`) {
+		t.Fatalf("PATCH timeEnd: %d %s", r.status, r.body)
+	}
+	id, kind, model, version, summary, end := stored()
+	if id != id0 || kind != "deploy" || model != "rerank-base" || version != "v3.2.0" || summary != "deploying rerank-base v3.2.0" ||
+		end == nil || !end.Equal(at.Add(4*time.Minute)) {
+		t.Errorf("after PATCH: %s %s %s %s %q end %v; want the same event ending 4 min after its start", id, kind, model, version, summary, end)
+	}
+	// A bad field changes nothing.
+	if r := send("PATCH", fmt.Sprintf(`{"timeEnd":%d,"text":"x"}`, testNow.Add(48*time.Hour).UnixMilli())); r.status != http.StatusUnprocessableEntity || r.err.Field != "timeEnd" {
+		t.Errorf("PATCH a timeEnd in two days: %d field %q, want 422 timeEnd", r.status, r.err.Field)
+	}
+	if _, _, _, _, s, _ := stored(); s != "deploying rerank-base v3.2.0" {
+		t.Errorf("a refused PATCH changed the text to %q", s)
+	}
+	// New tags are a new scope and kind.
+	if r := send("PATCH", `{"text":"rolled back","tags":["rollback","model:rerank-base","version:v3.1.9"]}`); r.status != http.StatusOK {
+		t.Fatalf("PATCH tags: %d %s", r.status, r.body)
+	}
+	if _, kind, _, version, summary, _ := stored(); kind != "rollback" || version != "v3.1.9" || summary != "rolled back" {
+		t.Errorf("after PATCH of tags: %s %s %q", kind, version, summary)
+	}
+	// PUT replaces all of it: no timeEnd, no end.
+	if r := send("PUT", fmt.Sprintf(`{"time":%d,"tags":["config_change"],"text":"raised max batch size"}`, at.UnixMilli())); r.status != http.StatusOK || !strings.Contains(string(r.body), `"Annotation updated"`) {
+		t.Fatalf("PUT: %d %s", r.status, r.body)
+	}
+	if id, kind, model, _, summary, end := stored(); id != id0 || kind != "config_change" || model != "" || summary != "raised max batch size" || end != nil {
+		t.Errorf("after PUT: %s %s model %q %q end %v", id, kind, model, summary, end)
+	}
+	if r := e.do(request{method: "DELETE", path: path, token: e.read}); r.status != http.StatusForbidden {
+		t.Errorf("DELETE with a read token: %d, want 403", r.status)
+	}
+	if r := send("DELETE", ""); r.status != http.StatusOK || !strings.Contains(string(r.body), `"Annotation deleted"`) {
+		t.Fatalf("DELETE: %d %s", r.status, r.body)
+	}
+	if n := e.count(`SELECT count(*) FROM events`); n != 0 {
+		t.Errorf("%d events after DELETE", n)
+	}
+	for _, p := range []string{path, "/api/annotations/12", "/api/annotations/abc"} {
+		if r := e.do(request{method: "PATCH", path: p, token: e.write, ctype: "application/json", body: []byte(`{"text":"x"}`)}); r.status != http.StatusNotFound {
+			t.Errorf("PATCH %s: %d, want 404", p, r.status)
+		}
 	}
 }

@@ -433,10 +433,24 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 	_ = json.Unmarshal(a.exampleOf("POST /api/annotations", "application/json"), &note)
 	note["time"], note["timeEnd"] = testNow.Add(-time.Hour).UnixMilli(), testNow.Add(-58*time.Minute).UnixMilli()
 	noteBody, _ := json.Marshal(note)
-	if st, _ := a.call("POST /api/annotations", "/api/annotations", e.write, "application/json", noteBody); st != 200 {
+	st, added := a.call("POST /api/annotations", "/api/annotations", e.write, "application/json", noteBody)
+	if st != 200 {
 		t.Fatalf("annotation example: %d", st)
 	}
 	a.call("POST /api/annotations", "/api/annotations", e.write, "application/json", []byte(`{"text":1}`))
+	notePath := fmt.Sprintf("/api/annotations/%.0f", added.(map[string]any)["id"].(float64))
+	end, _ := json.Marshal(map[string]any{"timeEnd": testNow.Add(-50 * time.Minute).UnixMilli()})
+	if st, _ := a.call("PATCH /api/annotations/{id}", notePath, e.write, "application/json", end); st != 200 {
+		t.Fatalf("PATCH %s: %d", notePath, st)
+	}
+	if st, _ := a.call("PUT /api/annotations/{id}", notePath, e.write, "application/json", noteBody); st != 200 {
+		t.Fatalf("PUT %s: %d", notePath, st)
+	}
+	a.call("PATCH /api/annotations/{id}", notePath, e.write, "application/json", []byte(`{"timeEnd":"soon"}`))
+	if st, _ := a.call("DELETE /api/annotations/{id}", notePath, e.write, "", nil); st != 200 {
+		t.Fatalf("DELETE %s: %d", notePath, st)
+	}
+	a.call("DELETE /api/annotations/{id}", notePath, e.write, "", nil)
 
 	// An incident over stored curves with a spike, analysed for real.
 	e.writeSpikeCurves()

@@ -55,6 +55,9 @@ func (s *Server) routes(e *echo.Echo) {
 	// API (a CD step that annotates Grafana posts the same body).
 	e.POST("/v1/traces", a.ExportTraces, write, traces)
 	e.POST("/api/annotations", a.CreateAnnotation, write, ingest)
+	e.PATCH("/api/annotations/:id", a.PatchAnnotation, write, ingest)
+	e.PUT("/api/annotations/:id", a.ReplaceAnnotation, write, ingest)
+	e.DELETE("/api/annotations/:id", a.DeleteAnnotation, write)
 
 	// UI (htmx + templ). Pages need a browser session (or a trusted auth
 	// proxy user); changes need write scope and a CSRF token (read from

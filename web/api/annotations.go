@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -37,4 +38,68 @@ func (a *API) CreateAnnotation(c echo.Context) error {
 	}
 	a.countIngest("annotations", accepted, dups)
 	return c.JSON(http.StatusOK, wire.AnnotationResult{ID: id, Message: "Annotation added"})
+}
+
+// annotationFor finds the annotation a path's :id names (the number its
+// POST answered).
+func (a *API) annotationFor(c echo.Context) (correlate.Event, error) {
+	prefix, err := ingest.AnnotationIDPrefix(c.Param("id"))
+	if err != nil {
+		return correlate.Event{}, err
+	}
+	return a.store.EventByIDPrefix(c.Request().Context(), prefix)
+}
+
+// PatchAnnotation is PATCH /api/annotations/{id}, as Grafana's: the
+// fields the body gives change (a CD step that annotated a deploy's start
+// sets its timeEnd when it ends); the id stays.
+func (a *API) PatchAnnotation(c echo.Context) error {
+	stored, err := a.annotationFor(c)
+	if err != nil {
+		return err // no such annotation: not an ingest error
+	}
+	e, err := ingest.PatchAnnotation(c.Request(), stored, a.eventLimits(), a.now())
+	if err == nil {
+		err = a.store.UpdateEvent(c.Request().Context(), e)
+	}
+	if err != nil {
+		return a.ingestFailed(c, "annotations", err)
+	}
+	return c.JSON(http.StatusOK, wire.AnnotationResult{ID: annotationNumber(c), Message: "Annotation patched"})
+}
+
+// ReplaceAnnotation is PUT /api/annotations/{id}, as Grafana's: the body
+// replaces the annotation (a time of 0 or none is now); the id stays.
+func (a *API) ReplaceAnnotation(c echo.Context) error {
+	stored, err := a.annotationFor(c)
+	if err != nil {
+		return err // no such annotation: not an ingest error
+	}
+	in, err := ingest.ReadAnnotation(c.Request(), a.eventLimits(), a.now())
+	if err == nil {
+		in.Event.ID = stored.ID
+		err = a.store.UpdateEvent(c.Request().Context(), in.Event)
+	}
+	if err != nil {
+		return a.ingestFailed(c, "annotations", err)
+	}
+	return c.JSON(http.StatusOK, wire.AnnotationResult{ID: annotationNumber(c), Message: "Annotation updated"})
+}
+
+// DeleteAnnotation is DELETE /api/annotations/{id}, as Grafana's.
+func (a *API) DeleteAnnotation(c echo.Context) error {
+	stored, err := a.annotationFor(c)
+	if err == nil {
+		err = a.store.DeleteEvent(c.Request().Context(), stored.ID)
+	}
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, wire.AnnotationResult{ID: annotationNumber(c), Message: "Annotation deleted"})
+}
+
+// annotationNumber is the path's :id, already checked by annotationFor.
+func annotationNumber(c echo.Context) int64 {
+	n, _ := strconv.ParseInt(c.Param("id"), 10, 64)
+	return n
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,26 +60,9 @@ func ReadAnnotation(req *http.Request, lim Limits, now time.Time) (AnnotationIn,
 }
 
 func readAnnotation(req *http.Request, lim Limits, now time.Time) (correlate.Event, int64, bool, error) {
-	// The body is read as JSON whatever its Content-Type, as Grafana's
-	// binding does: `curl -d` sends form encoding.
-	raw, err := io.ReadAll(&limitReader{r: req.Body, max: min(lim.MaxBytes, maxAnnotationBytes)})
+	w, err := decodeAnnotation(req, lim)
 	if err != nil {
-		if err == errTooLarge {
-			return correlate.Event{}, 0, false, &request.Error{Status: http.StatusRequestEntityTooLarge,
-				Msg: fmt.Sprintf("annotation larger than %d bytes", min(lim.MaxBytes, maxAnnotationBytes))}
-		}
-		return correlate.Event{}, 0, false, ReadFailed(err, "reading the body")
-	}
-	var w wire.Annotation
-	if err := json.Unmarshal(raw, &w); err != nil {
-		// Unknown fields are ignored, as Grafana does: a tool's body made
-		// for a newer Grafana still lands.
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return correlate.Event{}, 0, false, &request.Error{Status: http.StatusUnprocessableEntity, Field: te.Field,
-				Msg: fmt.Sprintf("want %s, got %s", jsonKind(te.Type.Kind().String()), te.Value)}
-		}
-		return correlate.Event{}, 0, false, &request.Error{Status: http.StatusBadRequest, Msg: "invalid JSON: " + strings.TrimPrefix(err.Error(), "json: ")}
+		return correlate.Event{}, 0, false, err
 	}
 	bad := func(field, format string, args ...any) error {
 		return &request.Error{Status: http.StatusUnprocessableEntity, Field: field, Msg: fmt.Sprintf(format, args...)}
@@ -87,55 +71,8 @@ func readAnnotation(req *http.Request, lim Limits, now time.Time) (correlate.Eve
 	if msg := request.CheckText(w.Text, 4096); msg != "" {
 		return correlate.Event{}, 0, false, bad("text", "%s", msg)
 	}
-	if len(w.Tags) > 64 {
-		return correlate.Event{}, 0, false, bad("tags", "at most 64 tags, got %d", len(w.Tags))
-	}
-	kindSet := false
-	for i, tag := range w.Tags {
-		field := fmt.Sprintf("tags[%d]", i)
-		if msg := request.CheckText(tag, request.MaxLabelLen); msg != "" {
-			return correlate.Event{}, 0, false, bad(field, "%s", msg)
-		}
-		key, val, hasVal := strings.Cut(tag, ":")
-		key = strings.ToLower(strings.TrimSpace(key))
-		val = strings.TrimSpace(val)
-		if !hasVal {
-			if k := correlate.EventKind(key); !kindSet && k.Valid() {
-				e.Kind, kindSet = k, true
-			}
-			continue
-		}
-		var dst *string
-		switch key {
-		case "kind":
-			k := correlate.EventKind(strings.ToLower(val))
-			if !k.Valid() {
-				return correlate.Event{}, 0, false, bad(field, "unknown kind %q", val)
-			}
-			e.Kind, kindSet = k, true
-			continue
-		case "model":
-			dst = &e.Model
-		case "version":
-			dst = &e.Version
-		case "tenant":
-			dst = &e.Tenant
-		case "replica", "pod":
-			dst = &e.Replica
-		case "node":
-			dst = &e.Node
-		case "source":
-			dst = &e.Source
-		default:
-			continue // another key:value tag: kept in attrs only
-		}
-		if *dst != "" && *dst != val {
-			return correlate.Event{}, 0, false, bad(field, "a second %s (%q, already %q): an event has one scope", key, val, *dst)
-		}
-		*dst = val
-	}
-	if e.Source == "" {
-		e.Source = "annotation"
+	if err := scopeFromTags(&e, w.Tags); err != nil {
+		return correlate.Event{}, 0, false, err
 	}
 	// Without a time (or time 0, as in Grafana) the annotation is now, to
 	// the millisecond. Its identity is what the sender said: an explicit
@@ -178,9 +115,6 @@ func readAnnotation(req *http.Request, lim Limits, now time.Time) (correlate.Eve
 		idStart, idEnd = "key\x00"+key, ""
 		keyed = true
 	}
-	if len(w.Tags) > 0 {
-		e.Attrs = map[string]any{"tags": w.Tags}
-	}
 	// With a key, the key alone names the event: a retry is the same one,
 	// and the same key with another body is caught by the caller
 	// (AnnotationMatches).
@@ -203,6 +137,93 @@ func readAnnotation(req *http.Request, lim Limits, now time.Time) (correlate.Eve
 	id := int64(binary.BigEndian.Uint64(sum[:8]) >> 12)
 	// timeEnd is never implicit: absent or 0, there is no end.
 	return e, id, w.Time != nil && *w.Time != 0, nil
+}
+
+// decodeAnnotation reads an annotation body: JSON whatever its
+// Content-Type, as Grafana's binding does (`curl -d` sends form encoding).
+func decodeAnnotation(req *http.Request, lim Limits) (wire.Annotation, error) {
+	var w wire.Annotation
+	raw, err := io.ReadAll(&limitReader{r: req.Body, max: min(lim.MaxBytes, maxAnnotationBytes)})
+	if err != nil {
+		if err == errTooLarge {
+			return w, &request.Error{Status: http.StatusRequestEntityTooLarge,
+				Msg: fmt.Sprintf("annotation larger than %d bytes", min(lim.MaxBytes, maxAnnotationBytes))}
+		}
+		return w, ReadFailed(err, "reading the body")
+	}
+	if err := json.Unmarshal(raw, &w); err != nil {
+		// Unknown fields are ignored, as Grafana does: a tool's body made
+		// for a newer Grafana still lands.
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return w, &request.Error{Status: http.StatusUnprocessableEntity, Field: te.Field,
+				Msg: fmt.Sprintf("want %s, got %s", jsonKind(te.Type.Kind().String()), te.Value)}
+		}
+		return w, &request.Error{Status: http.StatusBadRequest, Msg: "invalid JSON: " + strings.TrimPrefix(err.Error(), "json: ")}
+	}
+	return w, nil
+}
+
+// scopeFromTags sets e's kind, scope and source from its tags (see
+// Annotation), keeping them in attrs.tags.
+func scopeFromTags(e *correlate.Event, tags []string) error {
+	bad := func(field, format string, args ...any) error {
+		return &request.Error{Status: http.StatusUnprocessableEntity, Field: field, Msg: fmt.Sprintf(format, args...)}
+	}
+	if len(tags) > 64 {
+		return bad("tags", "at most 64 tags, got %d", len(tags))
+	}
+	kindSet := false
+	for i, tag := range tags {
+		field := fmt.Sprintf("tags[%d]", i)
+		if msg := request.CheckText(tag, request.MaxLabelLen); msg != "" {
+			return bad(field, "%s", msg)
+		}
+		key, val, hasVal := strings.Cut(tag, ":")
+		key = strings.ToLower(strings.TrimSpace(key))
+		val = strings.TrimSpace(val)
+		if !hasVal {
+			if k := correlate.EventKind(key); !kindSet && k.Valid() {
+				e.Kind, kindSet = k, true
+			}
+			continue
+		}
+		var dst *string
+		switch key {
+		case "kind":
+			k := correlate.EventKind(strings.ToLower(val))
+			if !k.Valid() {
+				return bad(field, "unknown kind %q", val)
+			}
+			e.Kind, kindSet = k, true
+			continue
+		case "model":
+			dst = &e.Model
+		case "version":
+			dst = &e.Version
+		case "tenant":
+			dst = &e.Tenant
+		case "replica", "pod":
+			dst = &e.Replica
+		case "node":
+			dst = &e.Node
+		case "source":
+			dst = &e.Source
+		default:
+			continue // another key:value tag: kept in attrs only
+		}
+		if *dst != "" && *dst != val {
+			return bad(field, "a second %s (%q, already %q): an event has one scope", key, val, *dst)
+		}
+		*dst = val
+	}
+	if e.Source == "" {
+		e.Source = "annotation"
+	}
+	if len(tags) > 0 {
+		e.Attrs = map[string]any{"tags": tags}
+	}
+	return nil
 }
 
 // jsonKind words a Go kind as a JSON type.
@@ -251,4 +272,67 @@ func AnnotationMatches(stored correlate.Event, retry AnnotationIn) bool {
 		return same
 	}
 	return stored.Time.Equal(r.Time) && (stored.EndTime == nil || stored.EndTime.Equal(*r.EndTime))
+}
+
+// AnnotationIDPrefix is the start of the event id an annotation's number
+// (the id POST /api/annotations answered) was derived from: the number
+// is the first 52 bits of the id's hash, 13 hex digits.
+func AnnotationIDPrefix(number string) (string, error) {
+	n, err := strconv.ParseInt(number, 10, 64)
+	if err != nil || n < 0 || n >= 1<<52 {
+		return "", &request.Error{Status: http.StatusNotFound, Field: "id", Msg: fmt.Sprintf("no annotation %q: want the id its POST answered", number)}
+	}
+	return fmt.Sprintf("annotation:%013x", n), nil
+}
+
+// PatchAnnotation applies a Grafana PATCH /api/annotations/{id} body to
+// the stored annotation, as Grafana does: only what the body gives
+// changes — time and timeEnd when not 0 (a CD step that annotated the
+// start of a deploy sets its end), text when not empty, tags (kind,
+// scope and source with them) when present. The event keeps its id.
+func PatchAnnotation(req *http.Request, stored correlate.Event, lim Limits, now time.Time) (correlate.Event, error) {
+	w, err := decodeAnnotation(req, lim)
+	if err != nil {
+		return correlate.Event{}, err
+	}
+	e := stored
+	if w.Text != "" {
+		if msg := request.CheckText(w.Text, 4096); msg != "" {
+			return correlate.Event{}, &request.Error{Status: http.StatusUnprocessableEntity, Field: "text", Msg: msg}
+		}
+		e.Summary = w.Text
+	}
+	if w.Tags != nil {
+		e.Kind, e.Scope, e.Source, e.Attrs = correlate.KindAnnotation, correlate.Scope{}, "", nil
+		if err := scopeFromTags(&e, w.Tags); err != nil {
+			return correlate.Event{}, err
+		}
+	}
+	for _, t := range []struct {
+		field string
+		ms    *int64
+		dst   func(time.Time)
+	}{
+		{"time", w.Time, func(t time.Time) { e.Time = t }},
+		{"timeEnd", w.TimeEnd, func(t time.Time) { e.EndTime = &t }},
+	} {
+		if t.ms == nil || *t.ms == 0 {
+			continue
+		}
+		at := time.UnixMilli(*t.ms).UTC()
+		if msg := inWindow(at, lim, now); msg != "" {
+			return correlate.Event{}, &request.Error{Status: http.StatusUnprocessableEntity, Field: t.field, Msg: msg}
+		}
+		t.dst(at)
+	}
+	if e.EndTime != nil {
+		switch {
+		case e.EndTime.Equal(e.Time):
+			e.EndTime = nil // a point, as Grafana stores one
+		case e.EndTime.Before(e.Time):
+			end := e.Time
+			e.Time, e.EndTime = *e.EndTime, &end
+		}
+	}
+	return e, nil
 }
