@@ -265,3 +265,19 @@ func TestGrafanaAnnotationPatchedReplacedDeleted(t *testing.T) {
 		}
 	}
 }
+
+// A shell step's `date +%s` is seconds, not Grafana's milliseconds: the
+// annotation reads as early 1970 and is refused, and the answer now says
+// what was most likely wrong.
+func TestAnnotationInSecondsSaysSo(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	r := e.post("/api/annotations", "application/json", []byte(fmt.Sprintf(`{"time":%d,"text":"deploy"}`, testNow.Unix())))
+	if r.status != http.StatusUnprocessableEntity || r.err.Field != "time" || !strings.Contains(r.err.Error, "Unix milliseconds") ||
+		!strings.Contains(r.err.Error, testNow.UTC().Format("2006-01-02T15:04")) {
+		t.Errorf("time in seconds: %d field %q %q; want 422 on time saying it looks like seconds, and the date it would be", r.status, r.err.Field, r.err.Error)
+	}
+	if n := e.count(`SELECT count(*) FROM events`); n != 0 {
+		t.Errorf("%d events stored", n)
+	}
+}

@@ -89,14 +89,14 @@ func readAnnotation(req *http.Request, lim Limits, now time.Time) (correlate.Eve
 		return t, t.Format(time.RFC3339Nano)
 	}
 	t, idStart := at(w.Time)
-	if msg := inWindow(t, lim, now); msg != "" {
+	if msg := msWindow(t, lim, now); msg != "" {
 		return correlate.Event{}, 0, false, bad("time", "%s", msg)
 	}
 	e.Time = t
 	idEnd := ""
 	if w.TimeEnd != nil && *w.TimeEnd != 0 && !time.UnixMilli(*w.TimeEnd).Equal(t) {
 		end, id := at(w.TimeEnd)
-		if msg := inWindow(end, lim, now); msg != "" {
+		if msg := msWindow(end, lim, now); msg != "" {
 			return correlate.Event{}, 0, false, bad("timeEnd", "%s", msg)
 		}
 		idEnd = id
@@ -239,6 +239,18 @@ func jsonKind(k string) string {
 	return "an object"
 }
 
+// msWindow is inWindow for a time given in Unix milliseconds: one that
+// reads as a date in early 1970 was most likely sent in seconds (a shell's
+// date +%s), and the message says so.
+func msWindow(t time.Time, lim Limits, now time.Time) string {
+	msg := inWindow(t, lim, now)
+	if msg != "" && t.Before(time.Unix(0, 0).AddDate(0, 2, 0)) && t.UnixMilli() > 0 {
+		msg += fmt.Sprintf("; sent in seconds? time and timeEnd are Unix milliseconds (%d s is %s)",
+			t.UnixMilli(), time.Unix(t.UnixMilli(), 0).UTC().Format(time.RFC3339))
+	}
+	return msg
+}
+
 // inWindow says what is wrong with t against the accepted window ("" if
 // nothing).
 func inWindow(t time.Time, lim Limits, now time.Time) string {
@@ -320,7 +332,7 @@ func PatchAnnotation(req *http.Request, stored correlate.Event, lim Limits, now 
 			continue
 		}
 		at := time.UnixMilli(*t.ms).UTC()
-		if msg := inWindow(at, lim, now); msg != "" {
+		if msg := msWindow(at, lim, now); msg != "" {
 			return correlate.Event{}, &request.Error{Status: http.StatusUnprocessableEntity, Field: t.field, Msg: msg}
 		}
 		t.dst(at)
