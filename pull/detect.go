@@ -15,6 +15,8 @@ var presetSignatures = []struct{ preset, metric string }{
 	{"inference", "inference_request_duration_seconds_bucket"},
 	{"vllm", "vllm:e2e_request_latency_seconds_bucket"},
 	{"triton", "nv_inference_request_success"},
+	{"sglang", "sglang:e2e_request_latency_seconds_bucket"},
+	{"tgi", "tgi_request_duration_bucket"},
 	{"http", "http_server_request_duration_seconds_bucket"},
 	{"http-legacy", "http_server_duration_milliseconds_bucket"}, // OTel HTTP conventions before v1.20
 	{"dcgm", "DCGM_FI_DEV_GPU_UTIL"},
@@ -25,7 +27,12 @@ var presetSignatures = []struct{ preset, metric string }{
 
 // isLatencyPreset reports whether a preset reads request latency.
 func isLatencyPreset(p string) bool {
-	return p == "inference" || p == "vllm" || p == "triton" || isHTTPPreset(p)
+	return isServerPreset(p) || isHTTPPreset(p)
+}
+
+// isServerPreset reports whether a preset reads a model server's requests.
+func isServerPreset(p string) bool {
+	return p == "inference" || p == "vllm" || p == "triton" || p == "sglang" || p == "tgi"
 }
 
 // isHTTPPreset reports whether a preset reads a plain HTTP service fleet.
@@ -38,8 +45,8 @@ func isHTTPPreset(p string) bool {
 // at) and returns the config with those presets in effect, and their
 // names. Without "auto", or when none is found, the config is returned as
 // it is (the built-in default then reads the in-house inference_*
-// metrics), with found empty. A vLLM or Triton fleet thus gets its own
-// queries without a WATERLINE_CONFIG.
+// metrics), with found empty. A vLLM, Triton, SGLang or TGI fleet thus
+// gets its own queries without a WATERLINE_CONFIG.
 func (c *Config) DetectPresets(ctx context.Context, prometheusURL string, at time.Time) (*Config, []string, error) {
 	if !c.auto {
 		return c, nil, nil
@@ -78,7 +85,7 @@ func (c *Config) DetectPresets(ctx context.Context, prometheusURL string, at tim
 		if isHTTPPreset(s.preset) && (servers || slices.ContainsFunc(found, isHTTPPreset)) || slices.Contains(found, s.preset) {
 			continue
 		}
-		servers = servers || s.preset == "inference" || s.preset == "vllm" || s.preset == "triton"
+		servers = servers || isServerPreset(s.preset)
 		found = append(found, s.preset)
 	}
 	if len(found) == 0 {
