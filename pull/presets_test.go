@@ -398,3 +398,153 @@ func TestModelAliases(t *testing.T) {
 		}
 	}
 }
+
+// detectsAlone checks that presets "auto" finds want, and only want, in
+// prom, and that the in-house default does not stay beside it.
+func detectsAlone(t *testing.T, prom *promtest.Prometheus, steps int, want string) {
+	t.Helper()
+	cfg, err := ParseConfig("test.yaml", []byte("presets: [auto]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, found, err := cfg.DetectPresets(context.Background(), prom.URL, t0.Add(time.Duration(steps-1)*15*time.Second))
+	if err != nil || !slices.Equal(found, []string{want}) {
+		t.Errorf("detected %v (%v), want [%s]", found, err, want)
+		return
+	}
+	if !slices.Contains(got.Presets, want) || slices.Contains(got.Presets, "inference") {
+		t.Errorf("presets in effect %v, want %s without inference", got.Presets, want)
+	}
+}
+
+// SGLang's names as python/sglang/srt/metrics/collector.py registers them
+// (sglang:*, model_name; the scheduler's gauges also carry tp_rank,
+// pp_rank, moe_ep_rank and, under data parallelism, dp_rank). With
+// --enable-metrics-for-all-schedulers every TP rank repeats its
+// data-parallel rank's running and waiting requests: counted once, the
+// data-parallel ranks summed.
+func TestSGLangPreset(t *testing.T) {
+	o := &omBuilder{steps: 40}
+	lb := `model_name="llama-3-8b",engine_type="unified",pod="sglang-0",node="n2"`
+	o.family("sglang:e2e_request_latency_seconds", "histogram")
+	for _, le := range []struct {
+		le     string
+		perSec float64
+	}{{"0.1", 0}, {"0.2", 4}, {"+Inf", 4}} {
+		o.counter(`sglang:e2e_request_latency_seconds_bucket{`+lb+`,le="`+le.le+`"}`, le.perSec)
+	}
+	o.counter("sglang:e2e_request_latency_seconds_count{"+lb+"}", 4)
+	o.counter("sglang:e2e_request_latency_seconds_sum{"+lb+"}", 4*0.15)
+	o.family("sglang:time_to_first_token_seconds", "histogram")
+	o.counter(`sglang:time_to_first_token_seconds_bucket{`+lb+`,le="+Inf"}`, 4)
+	o.counter("sglang:time_to_first_token_seconds_count{"+lb+"}", 4)
+	o.counter("sglang:time_to_first_token_seconds_sum{"+lb+"}", 4*0.05)
+	o.family("sglang:prompt_tokens_total", "counter")
+	o.counter("sglang:prompt_tokens_total{"+lb+"}", 4*500)
+	o.family("sglang:generation_tokens_total", "counter")
+	o.counter("sglang:generation_tokens_total{"+lb+"}", 4*200)
+	ranks := []struct {
+		ranks            string
+		running, waiting float64
+	}{
+		{`dp_rank="0",tp_rank="0",pp_rank="0",moe_ep_rank="0"`, 7, 3},
+		{`dp_rank="0",tp_rank="1",pp_rank="0",moe_ep_rank="0"`, 7, 3},
+		{`dp_rank="1",tp_rank="0",pp_rank="0",moe_ep_rank="0"`, 5, 2},
+	}
+	o.family("sglang:queue_time_seconds", "histogram")
+	for _, r := range ranks[:1] {
+		o.counter(`sglang:queue_time_seconds_bucket{`+lb+`,`+r.ranks+`,le="+Inf"}`, 4)
+		o.counter(`sglang:queue_time_seconds_count{`+lb+`,`+r.ranks+`}`, 4)
+		o.counter(`sglang:queue_time_seconds_sum{`+lb+`,`+r.ranks+`}`, 4*0.012)
+	}
+	o.family("sglang:num_running_reqs", "gauge")
+	for _, r := range ranks {
+		o.gauge(`sglang:num_running_reqs{`+lb+`,`+r.ranks+`}`, r.running)
+	}
+	o.family("sglang:num_queue_reqs", "gauge")
+	for _, r := range ranks {
+		o.gauge(`sglang:num_queue_reqs{`+lb+`,`+r.ranks+`}`, r.waiting)
+	}
+	o.family("sglang:token_usage", "gauge")
+	for _, r := range ranks {
+		o.gauge(`sglang:token_usage{`+lb+`,`+r.ranks+`}`, 0.4)
+	}
+	prom := o.run(t)
+	detectsAlone(t, prom, o.steps, "sglang")
+	got := pullPreset(t, prom, "presets: [sglang]\n", o.steps)
+	rep := "model=llama-3-8b replica=sglang-0 node=n2"
+	checkCurves(t, got, map[string]float64{
+		"latency_p50|model|model=llama-3-8b":            150,
+		"latency_p95|model|model=llama-3-8b":            195,
+		"latency_p99|model|model=llama-3-8b":            199,
+		"latency_p99|replica|" + rep:                    199,
+		"qps|model|model=llama-3-8b":                    4,
+		"qps|replica|" + rep:                            4,
+		"stage_time|model|model=llama-3-8b|stage=queue": 12,
+		"stage_time|replica|" + rep + "|stage=queue":    12,
+		"queue|model|model=llama-3-8b":                  5,
+		"queue|replica|" + rep:                          5,
+		"batch_size|replica|" + rep:                     12,
+		"kv_cache|replica|" + rep:                       0.4,
+	})
+}
+
+// TGI's names as its router registers them (tgi_*; histograms in seconds
+// without a unit suffix, counters without _total, no label but the
+// failures' "err"): one model per server, whose name and version come from
+// kube_pod_labels through the pod join; without kube-state-metrics the
+// curves are the replica's alone.
+func TestTGIPreset(t *testing.T) {
+	o := &omBuilder{steps: 40}
+	lb := `namespace="llm",pod="tgi-0",node="n3"`
+	o.family("tgi_request_duration", "histogram")
+	for _, le := range []struct {
+		le     string
+		perSec float64
+	}{{"0.1", 0}, {"0.2", 4}, {"+Inf", 4}} {
+		o.counter(`tgi_request_duration_bucket{`+lb+`,le="`+le.le+`"}`, le.perSec)
+	}
+	o.counter("tgi_request_duration_count{"+lb+"}", 4)
+	o.counter("tgi_request_duration_sum{"+lb+"}", 4*0.15)
+	for _, h := range []struct {
+		name string
+		mean float64
+	}{
+		{"tgi_request_queue_duration", 0.012}, {"tgi_request_inference_duration", 0.1}, {"tgi_request_validation_duration", 0.002},
+	} {
+		o.family(h.name, "histogram")
+		o.counter(h.name+`_bucket{`+lb+`,le="+Inf"}`, 4)
+		o.counter(h.name+"_count{"+lb+"}", 4)
+		o.counter(h.name+"_sum{"+lb+"}", 4*h.mean)
+	}
+	o.family("tgi_request_count", "counter")
+	o.counter("tgi_request_count{"+lb+"}", 5)
+	o.family("tgi_request_success", "counter")
+	o.counter("tgi_request_success{"+lb+"}", 4)
+	o.family("tgi_request_failure", "counter")
+	o.counter(`tgi_request_failure{`+lb+`,err="validation"}`, 0.6)
+	o.counter(`tgi_request_failure{`+lb+`,err="overloaded"}`, 0.4)
+	o.family("tgi_queue_size", "gauge")
+	o.gauge("tgi_queue_size{"+lb+"}", 3)
+	o.family("tgi_batch_current_size", "gauge")
+	o.gauge("tgi_batch_current_size{"+lb+"}", 8)
+	o.family("kube_pod_labels", "gauge")
+	o.gauge(`kube_pod_labels{namespace="llm",pod="tgi-0",label_app="mistral-7b",label_version="v1"}`, 1)
+	prom := o.run(t)
+	detectsAlone(t, prom, o.steps, "tgi")
+	got := pullPreset(t, prom, "presets: [tgi, kube-state-metrics]\n", o.steps)
+	rep := "model=mistral-7b version=v1 replica=tgi-0 node=n3"
+	checkCurves(t, got, map[string]float64{
+		"latency_p50|replica|" + rep:                 150,
+		"latency_p95|replica|" + rep:                 195,
+		"latency_p99|replica|" + rep:                 199,
+		"qps|replica|" + rep:                         5,
+		"error_rate|replica|" + rep:                  0.2,
+		"stage_time|replica|" + rep + "|stage=queue": 12,
+		"stage_time|replica|" + rep + "|stage=exec":  100,
+		"queue|replica|" + rep:                       3,
+		"batch_size|replica|" + rep:                  8,
+	})
+	alone := pullPreset(t, prom, "presets: [tgi]\n", o.steps)
+	checkCurves(t, alone, map[string]float64{"latency_p99|replica|replica=tgi-0 node=n3": 199})
+}
