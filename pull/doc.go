@@ -7,6 +7,7 @@
 // A query maps PromQL onto one role (correlate.Role) at one level, with a
 // label mapping onto model, version, tenant, replica, node (and stage).
 // Built-in presets — inference (the default, DESIGN §6), triton, vllm,
+// sglang, tgi,
 // dcgm, node, kube-state-metrics, and http for plain HTTP services (the
 // OpenTelemetry semantic-convention metrics) — are YAML files in presets/, in the same
 // format as WATERLINE_CONFIG (see fileYAML), and compose: "presets:
