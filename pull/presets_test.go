@@ -544,7 +544,36 @@ func TestTGIPreset(t *testing.T) {
 		"stage_time|replica|" + rep + "|stage=exec":  100,
 		"queue|replica|" + rep:                       3,
 		"batch_size|replica|" + rep:                  8,
+		// The model's own, from the pod's labels: the detector watches these.
+		"latency_p99|model|model=mistral-7b":            199,
+		"qps|model|model=mistral-7b":                    5,
+		"error_rate|model|model=mistral-7b":             0.2,
+		"stage_time|model|model=mistral-7b|stage=queue": 12,
+		"stage_time|model|model=mistral-7b|stage=exec":  100,
 	})
 	alone := pullPreset(t, prom, "presets: [tgi]\n", o.steps)
 	checkCurves(t, alone, map[string]float64{"latency_p99|replica|replica=tgi-0 node=n3": 199})
+}
+
+// TGI's model-level curves join its pods to kube_pod_labels however
+// kube-state-metrics is scraped (without honor_labels: the workload's
+// namespace and pod in exported_*) and labelled (Kubernetes' recommended
+// app.kubernetes.io/name).
+func TestTGIModelCurvesFromRecommendedLabelsWithoutHonorLabels(t *testing.T) {
+	o := &omBuilder{steps: 40}
+	o.family("tgi_request_count", "counter")
+	for _, p := range []struct {
+		pod    string
+		perSec float64
+	}{{"tgi-0", 3}, {"tgi-1", 5}} {
+		o.counter(`tgi_request_count{namespace="llm",pod="`+p.pod+`",node="n1"}`, p.perSec)
+	}
+	o.family("tgi_request_duration", "histogram")
+	o.counter(`tgi_request_duration_bucket{namespace="llm",pod="tgi-0",node="n1",le="+Inf"}`, 3)
+	o.family("kube_pod_labels", "gauge")
+	for _, pod := range []string{"tgi-0", "tgi-1"} {
+		o.gauge(`kube_pod_labels{namespace="monitoring",pod="kube-state-metrics-0",instance="10.2.0.3:8080",exported_namespace="llm",exported_pod="`+pod+`",label_app_kubernetes_io_name="mistral-7b"}`, 1)
+	}
+	got := pullPreset(t, o.run(t), "presets: [tgi]\n", o.steps)
+	checkCurves(t, got, map[string]float64{"qps|model|model=mistral-7b": 8})
 }
