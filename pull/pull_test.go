@@ -389,19 +389,8 @@ func TestChunksRespectPointLimitAndGrid(t *testing.T) {
 // the label hpa (2.0 renamed both): its limits are read as 2.x's, so "could
 // the pool still grow" is answered on older clusters too.
 func TestKubeStateMetrics1AutoscalerNames(t *testing.T) {
-	f := eventsFleet()
-	var buf bytes.Buffer
-	if err := f.WriteOpenMetrics(&buf); err != nil {
-		t.Fatal(err)
-	}
-	old := strings.NewReplacer("kube_horizontalpodautoscaler_", "kube_hpa_", "horizontalpodautoscaler=", "hpa=").Replace(buf.String())
-	prom := promtest.Run(t, strings.NewReader(old))
-	st := storetest.New(t)
+	f, st := pullEditedFleet(t, strings.NewReplacer("kube_horizontalpodautoscaler_", "kube_hpa_", "horizontalpodautoscaler=", "hpa=").Replace)
 	ctx := context.Background()
-	p := newPuller(t, st, prom.URL, "", f.End())
-	if _, err := p.History(ctx, f.Start, f.End(), nil); err != nil {
-		t.Fatal(err)
-	}
 	pools, err := st.Curves(ctx, store.CurveFilter{From: f.Start, To: f.End().Add(time.Minute),
 		Roles: []correlate.Role{correlate.RoleReplicasMin, correlate.RoleReplicasMax}, Scope: correlate.Scope{Model: "chat"}})
 	if err != nil {
@@ -428,29 +417,19 @@ func TestKubeStateMetrics1AutoscalerNames(t *testing.T) {
 // events named kube-state-metrics' namespace. They are the fleet's events
 // as with honorLabels, in the workload's namespace and container.
 func TestKubeEventsKubeStateMetricsWithoutHonorLabels(t *testing.T) {
-	f := eventsFleet()
-	var buf bytes.Buffer
-	if err := f.WriteOpenMetrics(&buf); err != nil {
-		t.Fatal(err)
-	}
 	own := regexp.MustCompile(`([{,])(namespace|pod|container)="`)
-	lines := strings.Split(buf.String(), "\n")
-	for i, l := range lines {
-		if name, labels, ok := strings.Cut(l, "{"); ok && strings.HasPrefix(name, "kube_") {
-			lines[i] = name + `{namespace="monitoring",pod="kube-state-metrics-0",container="kube-state-metrics",` +
-				`job="kube-state-metrics",instance="10.2.0.3:8080",` + own.ReplaceAllString("{"+labels, "${1}exported_${2}=\"")[1:]
+	f, st := pullEditedFleet(t, func(om string) string {
+		lines := strings.Split(om, "\n")
+		for i, l := range lines {
+			if name, labels, ok := strings.Cut(l, "{"); ok && strings.HasPrefix(name, "kube_") {
+				lines[i] = name + `{namespace="monitoring",pod="kube-state-metrics-0",container="kube-state-metrics",` +
+					`job="kube-state-metrics",instance="10.2.0.3:8080",` + own.ReplaceAllString("{"+labels, "${1}exported_${2}=\"")[1:]
+			}
 		}
-	}
-	prom := promtest.Run(t, strings.NewReader(strings.Join(lines, "\n")))
-	st := storetest.New(t)
+		return strings.Join(lines, "\n")
+	})
 	ctx := context.Background()
-	p := newPuller(t, st, prom.URL, "", f.End())
-	if _, err := p.History(ctx, f.Start, f.End(), nil); err != nil {
-		t.Fatal(err)
-	}
-	if got := eventStrings(t, st, f); strings.Join(got, "\n") != strings.Join(sortedCopy(wantFleetEvents), "\n") {
-		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(sortedCopy(wantFleetEvents), "\n"))
-	}
+	checkFleetEvents(t, st, f)
 	evs, err := st.Events(ctx, store.EventFilter{From: f.Start, To: f.End().Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
@@ -477,21 +456,8 @@ func TestKubeEventsKubeStateMetricsWithoutHonorLabels(t *testing.T) {
 // as with app and version. They had none: a deploy without a version, and
 // replica starts and restarts of no model.
 func TestKubeEventsRecommendedLabels(t *testing.T) {
-	f := eventsFleet()
-	var buf bytes.Buffer
-	if err := f.WriteOpenMetrics(&buf); err != nil {
-		t.Fatal(err)
-	}
-	rec := strings.NewReplacer("label_app=", "label_app_kubernetes_io_name=", "label_version=", "label_app_kubernetes_io_version=").Replace(buf.String())
-	prom := promtest.Run(t, strings.NewReader(rec))
-	st := storetest.New(t)
-	p := newPuller(t, st, prom.URL, "", f.End())
-	if _, err := p.History(context.Background(), f.Start, f.End(), nil); err != nil {
-		t.Fatal(err)
-	}
-	if got := eventStrings(t, st, f); strings.Join(got, "\n") != strings.Join(sortedCopy(wantFleetEvents), "\n") {
-		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(sortedCopy(wantFleetEvents), "\n"))
-	}
+	f, st := pullEditedFleet(t, strings.NewReplacer("label_app=", "label_app_kubernetes_io_name=", "label_version=", "label_app_kubernetes_io_version=").Replace)
+	checkFleetEvents(t, st, f)
 }
 
 // One series whose curve key Postgres cannot index (a 3,000-character
@@ -551,30 +517,47 @@ func TestUnstorableLabelsSkipped(t *testing.T) {
 // rollouts and scaling are the same events. They were never seen: only
 // Deployments' series were read.
 func TestKubeEventsStatefulSets(t *testing.T) {
+	owner := regexp.MustCompile(`created_by_kind="ReplicaSet",created_by_name="([a-z]+)-[a-z0-9]+"`)
+	f, st := pullEditedFleet(t, func(om string) string {
+		lines := strings.Split(om, "\n")
+		for i, l := range lines {
+			if strings.Contains(l, "kube_deployment_metadata_generation") || strings.Contains(l, "kube_deployment_spec_replicas") {
+				l = strings.NewReplacer("kube_deployment_metadata_generation", "kube_statefulset_metadata_generation",
+					"kube_deployment_spec_replicas", "kube_statefulset_replicas", `deployment="`, `statefulset="`).Replace(l)
+			}
+			lines[i] = owner.ReplaceAllString(l, `created_by_kind="StatefulSet",created_by_name="$1"`)
+		}
+		sts := strings.Join(lines, "\n")
+		if strings.Contains(sts, "kube_deployment_") || !strings.Contains(sts, `created_by_kind="StatefulSet"`) {
+			t.Fatal("the fixture still has Deployments")
+		}
+		return sts
+	})
+	checkFleetEvents(t, st, f)
+}
+
+// pullEditedFleet pulls the events fleet's history from a Prometheus
+// holding its OpenMetrics text as edit rewrites it (another version of
+// kube-state-metrics, another scrape, other workloads).
+func pullEditedFleet(t *testing.T, edit func(om string) string) (*sim.Script, *store.Store) {
+	t.Helper()
 	f := eventsFleet()
 	var buf bytes.Buffer
 	if err := f.WriteOpenMetrics(&buf); err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(buf.String(), "\n")
-	owner := regexp.MustCompile(`created_by_kind="ReplicaSet",created_by_name="([a-z]+)-[a-z0-9]+"`)
-	for i, l := range lines {
-		if strings.Contains(l, "kube_deployment_metadata_generation") || strings.Contains(l, "kube_deployment_spec_replicas") {
-			l = strings.NewReplacer("kube_deployment_metadata_generation", "kube_statefulset_metadata_generation",
-				"kube_deployment_spec_replicas", "kube_statefulset_replicas", `deployment="`, `statefulset="`).Replace(l)
-		}
-		lines[i] = owner.ReplaceAllString(l, `created_by_kind="StatefulSet",created_by_name="$1"`)
-	}
-	sts := strings.Join(lines, "\n")
-	if strings.Contains(sts, "kube_deployment_") || !strings.Contains(sts, `created_by_kind="StatefulSet"`) {
-		t.Fatal("the fixture still has Deployments")
-	}
-	prom := promtest.Run(t, strings.NewReader(sts))
+	prom := promtest.Run(t, strings.NewReader(edit(buf.String())))
 	st := storetest.New(t)
 	p := newPuller(t, st, prom.URL, "", f.End())
 	if _, err := p.History(context.Background(), f.Start, f.End(), nil); err != nil {
 		t.Fatal(err)
 	}
+	return f, st
+}
+
+// checkFleetEvents checks that the fleet's pull stored wantFleetEvents.
+func checkFleetEvents(t *testing.T, st *store.Store, f *sim.Script) {
+	t.Helper()
 	if got := eventStrings(t, st, f); strings.Join(got, "\n") != strings.Join(sortedCopy(wantFleetEvents), "\n") {
 		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(sortedCopy(wantFleetEvents), "\n"))
 	}
