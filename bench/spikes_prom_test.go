@@ -89,11 +89,11 @@ func BenchmarkSpikesPrometheus(b *testing.B) {
 		return nil
 	})
 	prom.Start(b)
-	puller, err := pull.New(&pull.Config{}, prom.URL, nil, pull.Options{})
+	puller, err := pull.New(&pull.Config{}, pull.Backend{URL: prom.URL}, nil, pull.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	gzipped, err := pull.New(&pull.Config{}, prom.URL, nil, pull.Options{Compression: true})
+	gzipped, err := pull.New(&pull.Config{}, pull.Backend{URL: prom.URL, Compression: true}, nil, pull.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

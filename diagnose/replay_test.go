@@ -68,7 +68,7 @@ func replayFrom(t *testing.T, b bundle, load func(t *testing.T, om io.Reader) st
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := pull.New(cfg, promURL, st, pull.Options{})
+	p, err := pull.New(cfg, pull.Backend{URL: promURL}, st, pull.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func TestAdhocQueryRetriesACutAnswer(t *testing.T) {
 		rp.ServeHTTP(w, r)
 	}))
 	defer proxy.Close()
-	p, err := New(&Config{}, proxy.URL, nil, Options{})
+	p, err := New(&Config{}, Backend{URL: proxy.URL}, nil, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,7 +108,7 @@ queries:
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = bad.Validate(ctx, vm.URL, end)
+	err = bad.Validate(ctx, Backend{URL: vm.URL}, end)
 	if qe := (*QueryError)(nil); !errors.As(err, &qe) || !qe.Rejected || !strings.Contains(err.Error(), "bad.yaml:3") {
 		t.Errorf("Validate: %v; want the query at bad.yaml:3 rejected", err)
 	}
@@ -144,7 +144,7 @@ func TestPrometheusTimeoutIsTooBig(t *testing.T) {
 	slow := promtest.New(t)
 	slow.SetFlags("--query.timeout=0s")
 	slow.Start(t)
-	pr, err := newProm(slow.URL, nil, false)
+	pr, err := newProm(Backend{URL: slow.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestPrometheusTimeoutIsTooBig(t *testing.T) {
 		http.Error(w, "upstream connect error or disconnect/reset before headers", http.StatusServiceUnavailable)
 	}))
 	defer down.Close()
-	pd, _ := newProm(down.URL, nil, false)
+	pd, _ := newProm(Backend{URL: down.URL})
 	_, err = pd.rangeQuery(ctx, "probe", "p99_ms", start, end, 15*time.Second)
 	if big, once := tooBig(err); big || !once {
 		t.Errorf("a plain 503 read as tooBig=(%v, %v), want (false, true): %v", big, once, err)
@@ -300,7 +300,7 @@ func TestWarningOfMissingDataFailsTheChunk(t *testing.T) {
 	annotated := withWarnings(t, remote.URL, annotation)
 	var log syncbuf.Buffer
 	st2 := storetest.New(t)
-	p2, err := New(mustConfig(t, cfg), annotated, st2, Options{Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(&log, nil))})
+	p2, err := New(mustConfig(t, cfg), Backend{URL: annotated}, st2, Options{Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(&log, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func TestPodJoinsOfPastRoundsAreForgotten(t *testing.T) {
 	var mu sync.Mutex
 	clock := f.End().Add(-20 * time.Minute)
 	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
-	p, err := New(cfg, prom.URL, storetest.New(t), Options{Now: now})
+	p, err := New(cfg, Backend{URL: prom.URL}, storetest.New(t), Options{Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ queries:
 	}
 	var logs syncbuf.Buffer
 	clock := t0.Add(20 * time.Minute)
-	p, err := New(cfg, prom.URL, storetest.New(t), Options{Log: slog.New(slog.NewTextHandler(&logs, nil)), Now: func() time.Time { return clock }})
+	p, err := New(cfg, Backend{URL: prom.URL}, storetest.New(t), Options{Log: slog.New(slog.NewTextHandler(&logs, nil)), Now: func() time.Time { return clock }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func TestPrometheusCompression(t *testing.T) {
 		mu.Lock()
 		asked, answered = nil, nil
 		mu.Unlock()
-		p, err := New(&Config{}, proxy.URL, nil, Options{Compression: compress})
+		p, err := New(&Config{}, Backend{URL: proxy.URL, Compression: compress}, nil, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -47,11 +47,11 @@ func isHTTPPreset(p string) bool {
 // it is (the built-in default then reads the in-house inference_*
 // metrics), with found empty. A vLLM, Triton, SGLang or TGI fleet thus
 // gets its own queries without a WATERLINE_CONFIG.
-func (c *Config) DetectPresets(ctx context.Context, prometheusURL string, at time.Time) (*Config, []string, error) {
+func (c *Config) DetectPresets(ctx context.Context, b Backend, at time.Time) (*Config, []string, error) {
 	if !c.auto {
 		return c, nil, nil
 	}
-	p, err := newProm(prometheusURL, nil, false)
+	p, err := newProm(b)
 	if err != nil {
 		return c, nil, err
 	}
@@ -65,7 +65,7 @@ func (c *Config) DetectPresets(ctx context.Context, prometheusURL string, at tim
 	sel := c.scoped(`{__name__=~"` + strings.Join(names, "|") + `"}`)
 	vals, _, _, err := p.api.LabelValues(ctx, "__name__", []string{sel}, at.Add(-24*time.Hour), at)
 	if err != nil {
-		return c, nil, fmt.Errorf("detecting presets at %s: %w", redactURL(prometheusURL), err)
+		return c, nil, fmt.Errorf("detecting presets at %s: %w", redactURL(b.URL), err)
 	}
 	have := map[string]bool{}
 	for _, v := range vals {

@@ -32,7 +32,7 @@ func TestDetectPresets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, found, err := cfg.DetectPresets(ctx, prom.URL, end)
+	got, found, err := cfg.DetectPresets(ctx, Backend{URL: prom.URL}, end)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,12 +52,12 @@ func TestDetectPresets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, found, err := def.DetectPresets(ctx, prom.URL, end); err != nil || !slices.Equal(found, []string{"vllm", "dcgm"}) || !slices.Contains(d.Presets, "vllm") {
+	if d, found, err := def.DetectPresets(ctx, Backend{URL: prom.URL}, end); err != nil || !slices.Equal(found, []string{"vllm", "dcgm"}) || !slices.Contains(d.Presets, "vllm") {
 		t.Errorf("default config detected %v (%v), presets %v", found, err, d.Presets)
 	}
 	// Named presets are kept as they are, whatever is scraped.
 	named, _ := ParseConfig("test.yaml", []byte("presets: [triton]\n"))
-	if d, found, _ := named.DetectPresets(ctx, prom.URL, end); len(found) != 0 || !slices.Equal(d.Presets, []string{"triton"}) {
+	if d, found, _ := named.DetectPresets(ctx, Backend{URL: prom.URL}, end); len(found) != 0 || !slices.Equal(d.Presets, []string{"triton"}) {
 		t.Errorf("explicit presets became %v (detected %v)", d.Presets, found)
 	}
 	// Only node, GPU and cluster exporters scraped so far: the in-house
@@ -67,7 +67,7 @@ func TestDetectPresets(t *testing.T) {
 	infra.gauge(`DCGM_FI_DEV_GPU_UTIL{gpu="0",Hostname="n2",pod="p-0"}`, 70)
 	infra.family("node_cpu_seconds_total", "counter")
 	infra.counter(`node_cpu_seconds_total{cpu="0",mode="idle",instance="n2"}`, 4)
-	if d, found, err := def.DetectPresets(ctx, infra.run(t).URL, t0.Add(45e9)); err != nil ||
+	if d, found, err := def.DetectPresets(ctx, Backend{URL: infra.run(t).URL}, t0.Add(45e9)); err != nil ||
 		!slices.Equal(found, []string{"dcgm", "node"}) || !slices.Contains(d.Presets, "inference") {
 		t.Errorf("infrastructure only: detected %v (%v), presets %v", found, err, d.Presets)
 	}
@@ -75,7 +75,7 @@ func TestDetectPresets(t *testing.T) {
 	empty := (&omBuilder{steps: 4})
 	empty.family("up", "gauge")
 	empty.gauge(`up{job="x"}`, 1)
-	if d, found, err := def.DetectPresets(ctx, empty.run(t).URL, t0.Add(45e9)); err != nil || len(found) != 0 || !slices.Contains(d.Presets, "inference") {
+	if d, found, err := def.DetectPresets(ctx, Backend{URL: empty.run(t).URL}, t0.Add(45e9)); err != nil || len(found) != 0 || !slices.Contains(d.Presets, "inference") {
 		t.Errorf("nothing known: detected %v (%v), presets %v", found, err, d.Presets)
 	}
 }
@@ -95,7 +95,7 @@ func TestDetectPresetsWithDisable(t *testing.T) {
 	if err != nil {
 		t.Fatalf("loading before detection: %v", err)
 	}
-	got, found, err := cfg.DetectPresets(context.Background(), prom.URL, t0.Add(39*15e9))
+	got, found, err := cfg.DetectPresets(context.Background(), Backend{URL: prom.URL}, t0.Add(39*15e9))
 	if err != nil || !slices.Equal(found, []string{"vllm"}) {
 		t.Fatalf("detected %v, %v", found, err)
 	}

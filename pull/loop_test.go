@@ -202,7 +202,7 @@ queries:
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = cfg.Validate(context.Background(), prom.URL, f.End())
+	err = cfg.Validate(context.Background(), Backend{URL: prom.URL}, f.End())
 	for _, want := range []string{"w.yaml:3", `query "qps@model"`, "Prometheus rejected", "rate(inference_request_duration_seconds_count[1m])", "parse error"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("err = %v, want it to contain %q", err, want)
@@ -210,17 +210,17 @@ queries:
 	}
 	// The same query fails the pull with the query named, without retries.
 	st := storetest.New(t)
-	p, _ := New(cfg, prom.URL, st, Options{Now: f.End})
+	p, _ := New(cfg, Backend{URL: prom.URL}, st, Options{Now: f.End})
 	_, err = p.History(context.Background(), f.Start, f.End(), nil)
 	if err == nil || !strings.Contains(err.Error(), `query "qps@model"`) {
 		t.Fatalf("history err = %v", err)
 	}
 	good, _ := ParseConfig("ok.yaml", []byte("presets: [inference]\n"))
-	if err := good.Validate(context.Background(), prom.URL, f.End()); err != nil {
+	if err := good.Validate(context.Background(), Backend{URL: prom.URL}, f.End()); err != nil {
 		t.Fatalf("built-in preset rejected: %v", err)
 	}
 	prom.Stop(t)
-	if err := good.Validate(context.Background(), prom.URL, f.End()); err == nil || !strings.Contains(err.Error(), "cannot validate") {
+	if err := good.Validate(context.Background(), Backend{URL: prom.URL}, f.End()); err == nil || !strings.Contains(err.Error(), "cannot validate") {
 		t.Fatalf("unreachable: %v", err)
 	}
 }

@@ -119,7 +119,7 @@ func TestMatchReadsOneClusterOfASharedPrometheus(t *testing.T) {
 	pull := func(url, yaml string) (map[string]float64, []string) {
 		st := storetest.New(t)
 		p := newPuller(t, st, url, yaml, end)
-		if err := p.config().Validate(context.Background(), url, end); err != nil {
+		if err := p.config().Validate(context.Background(), Backend{URL: url}, end); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := p.History(context.Background(), f.Start, end, nil); err != nil {

@@ -90,7 +90,7 @@ func TestHTTPLegacyPreset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	det, found, err := cfg.DetectPresets(context.Background(), prom.URL, t0.Add(39*15e9))
+	det, found, err := cfg.DetectPresets(context.Background(), Backend{URL: prom.URL}, t0.Add(39*15e9))
 	if err != nil || !slices.Equal(found, []string{"http-legacy"}) || slices.Contains(det.Presets, "inference") {
 		t.Errorf("detected %v (%v), presets in effect %v: want http-legacy alone", found, err, det.Presets)
 	}
@@ -101,7 +101,7 @@ func TestHTTPLegacyPreset(t *testing.T) {
 	both.counter(`http_server_duration_milliseconds_bucket{job="a",le="+Inf"}`, 4)
 	both.family("http_server_request_duration_seconds", "histogram")
 	both.counter(`http_server_request_duration_seconds_bucket{job="a",le="+Inf"}`, 4)
-	if _, found, err := cfg.DetectPresets(context.Background(), both.run(t).URL, t0.Add(45e9)); err != nil || !slices.Equal(found, []string{"http"}) {
+	if _, found, err := cfg.DetectPresets(context.Background(), Backend{URL: both.run(t).URL}, t0.Add(45e9)); err != nil || !slices.Equal(found, []string{"http"}) {
 		t.Errorf("both conventions: detected %v (%v), want http", found, err)
 	}
 	got := pullPreset(t, prom, "presets: [http-legacy]\n", o.steps)

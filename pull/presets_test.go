@@ -45,7 +45,7 @@ func pullPreset(t *testing.T, prom *promtest.Prometheus, yaml string, steps int)
 	st := storetest.New(t)
 	end := t0.Add(time.Duration(steps-1) * 15 * time.Second)
 	p := newPuller(t, st, prom.URL, yaml, end)
-	if err := p.config().Validate(context.Background(), prom.URL, end); err != nil {
+	if err := p.config().Validate(context.Background(), Backend{URL: prom.URL}, end); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.History(context.Background(), t0, end, nil); err != nil {
@@ -237,7 +237,7 @@ func TestDCGMPresetOnMIG(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, found, err := cfg.DetectPresets(context.Background(), prom.URL, t0.Add(39*15e9))
+	_, found, err := cfg.DetectPresets(context.Background(), Backend{URL: prom.URL}, t0.Add(39*15e9))
 	if err != nil || !slices.Equal(found, []string{"dcgm"}) {
 		t.Errorf("detected %v (%v), want dcgm once", found, err)
 	}
@@ -407,7 +407,7 @@ func detectsAlone(t *testing.T, prom *promtest.Prometheus, steps int, want strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, found, err := cfg.DetectPresets(context.Background(), prom.URL, t0.Add(time.Duration(steps-1)*15*time.Second))
+	got, found, err := cfg.DetectPresets(context.Background(), Backend{URL: prom.URL}, t0.Add(time.Duration(steps-1)*15*time.Second))
 	if err != nil || !slices.Equal(found, []string{want}) {
 		t.Errorf("detected %v (%v), want [%s]", found, err, want)
 		return

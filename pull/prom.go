@@ -28,13 +28,14 @@ type prom struct {
 	warned func(source string, warnings []string)
 }
 
-func newProm(url string, rt http.RoundTripper, compress bool) (*prom, error) {
-	if rt == nil {
-		rt = &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute, DisableCompression: !compress}
-	}
-	c, err := api.NewClient(api.Config{Address: url, RoundTripper: noPartial{rt}})
+func newProm(b Backend) (*prom, error) {
+	rt, err := b.transport()
 	if err != nil {
-		return nil, fmt.Errorf("prometheus client for %s: %w", url, err)
+		return nil, err
+	}
+	c, err := api.NewClient(api.Config{Address: b.URL, RoundTripper: noPartial{rt}})
+	if err != nil {
+		return nil, fmt.Errorf("prometheus client for %s: %w", redactURL(b.URL), err)
 	}
 	return &prom{api: v1.NewAPI(c), timeout: 2 * time.Minute}, nil
 }
@@ -308,8 +309,8 @@ func redactURL(raw string) string {
 	return u.Redacted()
 }
 
-func (c *Config) Validate(ctx context.Context, prometheusURL string, at time.Time) error {
-	p, err := newProm(prometheusURL, nil, false)
+func (c *Config) Validate(ctx context.Context, b Backend, at time.Time) error {
+	p, err := newProm(b)
 	if err != nil {
 		return err
 	}
@@ -319,7 +320,7 @@ func (c *Config) Validate(ctx context.Context, prometheusURL string, at time.Tim
 			if errors.As(err, &qe) && qe.Rejected {
 				return fmt.Errorf("%s: %w", q.Origin, err)
 			}
-			return fmt.Errorf("cannot validate queries against %s: %w", redactURL(prometheusURL), err)
+			return fmt.Errorf("cannot validate queries against %s: %w", redactURL(b.URL), err)
 		}
 	}
 	return nil

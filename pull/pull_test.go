@@ -97,7 +97,7 @@ func newPuller(t testing.TB, st *store.Store, url, yaml string, now time.Time) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(cfg, url, st, Options{Now: func() time.Time { return now }})
+	p, err := New(cfg, Backend{URL: url}, st, Options{Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestKubeEventsIncrementalMatchHistory(t *testing.T) {
 	}
 	// Only the events source: curves are covered elsewhere and slow this down.
 	cfg.Queries = nil
-	p, err := New(cfg, prom.URL, st, Options{Now: func() time.Time { return now }})
+	p, err := New(cfg, Backend{URL: prom.URL}, st, Options{Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}

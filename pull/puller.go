@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,26 +44,18 @@ type Puller struct {
 
 // Options are a Puller's optional collaborators.
 type Options struct {
-	Log          *slog.Logger      // nil: discard
-	Now          func() time.Time  // nil: time.Now; tests pin the clock to their fixtures
-	RoundTripper http.RoundTripper // nil: a pooled transport
-	// Compression asks Prometheus for gzipped answers (with the pooled
-	// transport): worth it across a slow link only. Next to Prometheus,
-	// gzipping a large range answer costs it far more CPU than the bytes
-	// save: a day of 150 series at 15 s with the detector's history takes
-	// three times as long compressed (bench/spikes_prom_test.go), and the
-	// Prometheus is everyone's.
-	Compression bool
+	Log *slog.Logger     // nil: discard
+	Now func() time.Time // nil: time.Now; tests pin the clock to their fixtures
 	// OnStored is called after a live round (Tick) that stored points,
 	// outside any lock; it must not block (serve wakes the detector).
 	OnStored func()
 }
 
-// New returns a Puller for cfg against the Prometheus-compatible API at
-// prometheusURL, writing through st (which must run on a pool, not a
-// transaction, for the leader lease).
-func New(cfg *Config, prometheusURL string, st *store.Store, opts Options) (*Puller, error) {
-	pr, err := newProm(prometheusURL, opts.RoundTripper, opts.Compression)
+// New returns a Puller for cfg against the Prometheus-compatible API b,
+// writing through st (which must run on a pool, not a transaction, for
+// the leader lease).
+func New(cfg *Config, b Backend, st *store.Store, opts Options) (*Puller, error) {
+	pr, err := newProm(b)
 	if err != nil {
 		return nil, err
 	}

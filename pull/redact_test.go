@@ -18,14 +18,14 @@ func TestPrometheusErrorsHideURLPasswords(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, _, err := c.DetectPresets(ctx, url, time.Now()); err == nil || strings.Contains(err.Error(), "PromS3cret") {
+	if _, _, err := c.DetectPresets(ctx, Backend{URL: url}, time.Now()); err == nil || strings.Contains(err.Error(), "PromS3cret") {
 		t.Errorf("detect: %v", err)
 	}
 	v, err := ParseConfig("(test)", []byte("presets: []\nqueries:\n  - role: latency_p99\n    level: model\n    labels: {model: model}\n    expr: p99_ms\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := v.Validate(ctx, url, time.Now()); err == nil || strings.Contains(err.Error(), "PromS3cret") {
+	if err := v.Validate(ctx, Backend{URL: url}, time.Now()); err == nil || strings.Contains(err.Error(), "PromS3cret") {
 		t.Errorf("validate: %v", err)
 	}
 }

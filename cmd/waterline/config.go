@@ -6,10 +6,15 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
+
+	"github.com/waterline-dev/waterline/pull"
 )
 
 // config is every knob of the binary. Each field has a flag and an
@@ -18,8 +23,15 @@ type config struct {
 	DatabaseURL   string // DATABASE_URL
 	PrometheusURL string // PROMETHEUS_URL; empty disables pulling
 	PromGzip      bool   // WATERLINE_PROMETHEUS_COMPRESSION: ask for gzipped answers
-	Addr          string // WATERLINE_ADDR
-	PublicURL     string // WATERLINE_PUBLIC_URL; default http://<addr>
+	// How to reach a Prometheus behind a gateway (Mimir, OpenShift's
+	// Thanos querier, an auth proxy): see backend.
+	PromHeaders   http.Header // WATERLINE_PROMETHEUS_HEADERS
+	PromTokenFile string      // WATERLINE_PROMETHEUS_BEARER_TOKEN_FILE
+	PromCAFile    string      // WATERLINE_PROMETHEUS_CA_FILE
+	PromCertFile  string      // WATERLINE_PROMETHEUS_CERT_FILE
+	PromKeyFile   string      // WATERLINE_PROMETHEUS_KEY_FILE
+	Addr          string      // WATERLINE_ADDR
+	PublicURL     string      // WATERLINE_PUBLIC_URL; default http://<addr>
 	// PublicURLGuessed: no public URL was set and the listen address is
 	// every interface's, so links say localhost (serve warns).
 	PublicURLGuessed bool
@@ -112,6 +124,16 @@ func flagSpecs(c *config) []envFlag {
 			return nil
 		}
 	}
+	headers := func(p *http.Header) func(string) error {
+		return func(v string) error {
+			h, err := parseHeaders(v)
+			if err != nil {
+				return err
+			}
+			*p = h
+			return nil
+		}
+	}
 	oneOf := func(p *string, allowed ...string) func(string) error {
 		return func(v string) error {
 			for _, a := range allowed {
@@ -127,6 +149,11 @@ func flagSpecs(c *config) []envFlag {
 		{"database-url", "DATABASE_URL", "", "Postgres URL", str(&c.DatabaseURL)},
 		{"prometheus-url", "PROMETHEUS_URL", "", "Prometheus (or Thanos/Mimir/VictoriaMetrics) base URL; empty disables pulling", str(&c.PrometheusURL)},
 		{"prometheus-compression", "WATERLINE_PROMETHEUS_COMPRESSION", "false", "ask Prometheus for gzipped answers (a Prometheus across a slow link; next to it, gzip costs more than it saves)", boolean(&c.PromGzip)},
+		{"prometheus-headers", "WATERLINE_PROMETHEUS_HEADERS", "", "headers sent with every query, as OTEL_EXPORTER_OTLP_HEADERS: name=value pairs, comma-separated, values URL-encoded (X-Scope-OrgID=team-a for Mimir/Cortex)", headers(&c.PromHeaders)},
+		{"prometheus-bearer-token-file", "WATERLINE_PROMETHEUS_BEARER_TOKEN_FILE", "", "file holding a bearer token for Prometheus, read before every query (a Kubernetes service account's token for OpenShift's Thanos querier or kube-rbac-proxy)", str(&c.PromTokenFile)},
+		{"prometheus-ca-file", "WATERLINE_PROMETHEUS_CA_FILE", "", "PEM file of the authorities that sign Prometheus' certificate, trusted next to the system's", str(&c.PromCAFile)},
+		{"prometheus-cert-file", "WATERLINE_PROMETHEUS_CERT_FILE", "", "client certificate (PEM) for a Prometheus behind mutual TLS; reloaded when it changes", str(&c.PromCertFile)},
+		{"prometheus-key-file", "WATERLINE_PROMETHEUS_KEY_FILE", "", "the client certificate's key (PEM)", str(&c.PromKeyFile)},
 		{"addr", "WATERLINE_ADDR", "127.0.0.1:8080", "HTTP listen address", str(&c.Addr)},
 		{"public-url", "WATERLINE_PUBLIC_URL", "", "base URL for permalinks and webhooks (default http://<addr>; localhost when addr is 0.0.0.0 or ::)", str(&c.PublicURL)},
 		{"pull-interval", "WATERLINE_PULL_INTERVAL", "30s", "pull loop period; 0 disables the loop", dur(&c.PullInterval)},
@@ -202,6 +229,11 @@ func parseConfig(name string, args []string, env func(string) string, stderr io.
 			continue
 		}
 		values[s.name] = fs.String(s.name, v, s.help+" ($"+s.env+")")
+		// -h lists the environment's values as defaults: never its
+		// credentials (a URL's password, a header's value).
+		if hide := secretShown[s.name]; hide != nil && v != "" {
+			fs.Lookup(s.name).DefValue = hide(v)
+		}
 	}
 	if extra != nil {
 		extra(fs)
@@ -233,6 +265,24 @@ func parseConfig(name string, args []string, env func(string) string, stderr io.
 			}
 			return c, fmt.Errorf("PROMETHEUS_URL: want http(s)://host[:port], got %s", got)
 		}
+		// Two credentials would be one too many: Go's client sends the
+		// URL's only when no Authorization header is set.
+		creds := 0
+		if u.User != nil {
+			creds++
+		}
+		if c.PromTokenFile != "" {
+			creds++
+		}
+		if c.PromHeaders.Get("Authorization") != "" {
+			creds++
+		}
+		if creds > 1 {
+			return c, errors.New("Prometheus credentials: give one of a user:password in PROMETHEUS_URL, WATERLINE_PROMETHEUS_BEARER_TOKEN_FILE or an Authorization header in WATERLINE_PROMETHEUS_HEADERS")
+		}
+		if (c.PromCertFile == "") != (c.PromKeyFile == "") {
+			return c, errors.New("WATERLINE_PROMETHEUS_CERT_FILE and WATERLINE_PROMETHEUS_KEY_FILE: give both or neither")
+		}
 	}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		return c, fmt.Errorf("WATERLINE_ADDR: want host:port, got %q", c.Addr)
@@ -260,10 +310,82 @@ func parseConfig(name string, args []string, env func(string) string, stderr io.
 	return c, nil
 }
 
+// secretShown are the settings that may hold credentials, with how -h
+// shows them.
+var secretShown = map[string]func(string) string{
+	"database-url":   redactedURL,
+	"prometheus-url": redactedURL,
+	"prometheus-headers": func(v string) string {
+		var names []string
+		for pair := range strings.SplitSeq(v, ",") {
+			if name, _, ok := strings.Cut(pair, "="); ok {
+				names = append(names, strings.TrimSpace(name)+"=xxxxx")
+			}
+		}
+		return strings.Join(names, ",")
+	},
+}
+
+// redactedURL is a URL with its passwords (user info, a password=
+// parameter as libpq takes) replaced by xxxxx. Anything else — a libpq
+// "host=… password=…" string — is not shown.
+func redactedURL(v string) string {
+	u, err := url.Parse(v)
+	if err != nil || !strings.Contains(v, "://") {
+		return "(set, not shown)"
+	}
+	if q := u.Query(); q.Has("password") || q.Has("sslpassword") {
+		for _, k := range []string{"password", "sslpassword"} {
+			if q.Has(k) {
+				q.Set(k, "xxxxx")
+			}
+		}
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
+}
+
+// backend is where and how to reach Prometheus.
+func (c config) backend() pull.Backend {
+	return pull.Backend{URL: c.PrometheusURL, Headers: c.PromHeaders, BearerTokenFile: c.PromTokenFile,
+		CAFile: c.PromCAFile, CertFile: c.PromCertFile, KeyFile: c.PromKeyFile, Compression: c.PromGzip}
+}
+
+// parseHeaders reads headers in the form of OpenTelemetry's
+// OTEL_EXPORTER_OTLP_HEADERS (name=value pairs, comma-separated, values
+// URL-encoded), the form operators already write. Errors name the pair by
+// position and its header, never its value (a credential, often).
+func parseHeaders(v string) (http.Header, error) {
+	h := http.Header{}
+	for i, pair := range strings.Split(v, ",") {
+		pair = strings.TrimSpace(pair)
+		if pair == "" {
+			continue
+		}
+		name, value, ok := strings.Cut(pair, "=")
+		name = strings.TrimSpace(name)
+		if !ok || !httpguts.ValidHeaderFieldName(name) {
+			return nil, fmt.Errorf("pair %d: want name=value with a header name, got %q before the =", i+1, name)
+		}
+		dec, err := url.PathUnescape(strings.TrimSpace(value))
+		if err != nil || !httpguts.ValidHeaderFieldValue(dec) {
+			return nil, fmt.Errorf("pair %d (%s): the value is not a valid URL-encoded header value", i+1, name)
+		}
+		switch http.CanonicalHeaderKey(name) {
+		case "Host", "Content-Length", "Content-Type", "Transfer-Encoding", "Connection":
+			return nil, fmt.Errorf("pair %d: %s is set by the HTTP client, not by configuration", i+1, name)
+		}
+		h.Add(name, dec)
+	}
+	return h, nil
+}
+
 // pullSettings are the settings a history pull reads: where to read and
 // write, what to pull, how to log, and the sensitivity its spikes are
 // recorded at.
 var pullSettings = map[string]bool{"database-url": true, "prometheus-url": true, "prometheus-compression": true,
+	"prometheus-headers": true, "prometheus-bearer-token-file": true, "prometheus-ca-file": true,
+	"prometheus-cert-file": true, "prometheus-key-file": true,
 	"config": true, "log-level": true, "log-format": true, "detect-sensitivity": true}
 
 // usesSetting says whether the command reads the setting (flag and

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -172,5 +173,66 @@ func TestPullTakesOnlyItsSettings(t *testing.T) {
 	}
 	if _, err := parseConfig("pull", []string{"-addr", "127.0.0.1:9"}, func(string) string { return "" }, io.Discard, nil); err == nil {
 		t.Error("pull took -addr")
+	}
+}
+
+// -h lists the environment's values as the flags' defaults: it printed
+// DATABASE_URL's password whole, and would print a header's credential.
+func TestHelpHidesCredentialsFromTheEnvironment(t *testing.T) {
+	env := map[string]string{
+		"DATABASE_URL":                 "postgres://u:S3cretPW@db:5432/w?sslmode=disable&sslpassword=S3cretKey",
+		"PROMETHEUS_URL":               "https://grafana:S3cretPW@prom.example.com",
+		"WATERLINE_PROMETHEUS_HEADERS": "X-Scope-OrgID=team-a,X-Api-Key=S3cretKey",
+	}
+	var out bytes.Buffer
+	if _, err := parseConfig("serve", []string{"-h"}, func(k string) string { return env[k] }, &out, nil); !errors.Is(err, errHelp) {
+		t.Fatalf("-h: %v", err)
+	}
+	help := out.String()
+	if strings.Contains(help, "S3cret") {
+		t.Errorf("-h prints a credential:\n%s", help)
+	}
+	for _, want := range []string{"postgres://u:xxxxx@db:5432/w", "https://grafana:xxxxx@prom.example.com", "X-Scope-OrgID=xxxxx,X-Api-Key=xxxxx"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("-h lacks %q", want)
+		}
+	}
+	// A libpq keyword string is not a URL: not shown at all.
+	env = map[string]string{"DATABASE_URL": "host=db user=u password=S3cretPW"}
+	out.Reset()
+	_, _ = parseConfig("migrate", []string{"-h"}, func(k string) string { return env[k] }, &out, nil)
+	if strings.Contains(out.String(), "S3cret") {
+		t.Errorf("migrate -h prints a credential:\n%s", out.String())
+	}
+}
+
+// WATERLINE_PROMETHEUS_HEADERS reads as OTEL_EXPORTER_OTLP_HEADERS does;
+// errors name the pair and its header, never the value.
+func TestPrometheusHeaders(t *testing.T) {
+	env := map[string]string{"PROMETHEUS_URL": "http://mimir:8080/prometheus",
+		"WATERLINE_PROMETHEUS_HEADERS": " X-Scope-OrgID = team-a|team-b , x-extra=a%20b%2Cc"}
+	c, err := parseConfig("pull", nil, func(k string) string { return env[k] }, io.Discard, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.backend().Headers; got.Get("X-Scope-OrgID") != "team-a|team-b" || got.Get("X-Extra") != "a b,c" {
+		t.Errorf("headers %v", got)
+	}
+	for _, bad := range []string{"X-Scope-OrgID", "Bad Name=S3cret", "Host=S3cret.example.com", "X-Key=S3cret%0d%0aInjected: 1", "X-Key=S3cret%zz"} {
+		env := map[string]string{"PROMETHEUS_URL": "http://prom:9090", "WATERLINE_PROMETHEUS_HEADERS": bad}
+		_, err := parseConfig("serve", nil, func(k string) string { return env[k] }, io.Discard, nil)
+		if err == nil || strings.Contains(err.Error(), "S3cret") || !strings.Contains(err.Error(), "WATERLINE_PROMETHEUS_HEADERS") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+	// Two credentials at once, or half a client certificate: refused.
+	for _, env := range []map[string]string{
+		{"PROMETHEUS_URL": "http://u:pw@prom:9090", "WATERLINE_PROMETHEUS_BEARER_TOKEN_FILE": "/var/run/secrets/token"},
+		{"PROMETHEUS_URL": "http://prom:9090", "WATERLINE_PROMETHEUS_HEADERS": "Authorization=Bearer%20x", "WATERLINE_PROMETHEUS_BEARER_TOKEN_FILE": "/t"},
+		{"PROMETHEUS_URL": "http://prom:9090", "WATERLINE_PROMETHEUS_CERT_FILE": "/tls.crt"},
+	} {
+		if _, err := parseConfig("serve", nil, func(k string) string { return env[k] }, io.Discard, nil); err == nil {
+			t.Errorf("%v: accepted", env)
+		}
 	}
 }

@@ -210,7 +210,7 @@ func (d *demo) pull(ctx context.Context, s *demoServer, fl *demoFleet) error {
 	if err != nil {
 		return err
 	}
-	p, err := pull.New(cfg, s.prom, s.st, pull.Options{})
+	p, err := pull.New(cfg, pull.Backend{URL: s.prom}, s.st, pull.Options{})
 	if err != nil {
 		return err
 	}

@@ -214,7 +214,7 @@ func TestLoopsResumeAfterPostgresSessionsAreCutOff(t *testing.T) {
 	}
 	var logs syncbuf.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	p, err := pull.New(cfg, prom.URL, st, pull.Options{Log: log})
+	p, err := pull.New(cfg, pull.Backend{URL: prom.URL}, st, pull.Options{Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

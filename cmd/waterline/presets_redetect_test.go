@@ -55,11 +55,11 @@ func TestPresetsDetectedOncePrometheusAnswers(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	inEffect, asked := detectPresets(ctx, cfg, front.URL, time.Now(), log)
+	inEffect, asked := detectPresets(ctx, cfg, pull.Backend{URL: front.URL}, time.Now(), log)
 	if asked {
 		t.Fatal("presets detected from a Prometheus that answers 503")
 	}
-	p, err := pull.New(inEffect, front.URL, storetest.New(t), pull.Options{})
+	p, err := pull.New(inEffect, pull.Backend{URL: front.URL}, storetest.New(t), pull.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestPresetsDetectedOncePrometheusAnswers(t *testing.T) {
 	if hasVLLM() {
 		t.Fatal("vllm sources before detection")
 	}
-	go redetectPresets(ctx, cfg, front.URL, 50*time.Millisecond, p, log)
+	go redetectPresets(ctx, cfg, pull.Backend{URL: front.URL}, 50*time.Millisecond, p, log)
 	time.Sleep(200 * time.Millisecond)
 	up.Store(true)
 	deadline := time.Now().Add(20 * time.Second)

@@ -59,13 +59,13 @@ func runPull(ctx context.Context, args []string, env func(string) string, stdout
 	}
 	defer st.Close()
 	log := newLogger(c, stderr)
-	cfg, _ = detectPresets(ctx, cfg, c.PrometheusURL, to, log)
+	cfg, _ = detectPresets(ctx, cfg, c.backend(), to, log)
 	// Validating first turns a bad query or an unreachable Prometheus into
 	// one clear line before any work starts.
-	if err := cfg.Validate(ctx, c.PrometheusURL, to); err != nil {
+	if err := cfg.Validate(ctx, c.backend(), to); err != nil {
 		return err
 	}
-	p, err := pull.New(cfg, c.PrometheusURL, st, pull.Options{Log: log, Compression: c.PromGzip})
+	p, err := pull.New(cfg, c.backend(), st, pull.Options{Log: log})
 	if err != nil {
 		return err
 	}
@@ -148,8 +148,8 @@ func setupPull(ctx, bg context.Context, c config, st *store.Store, reg prometheu
 	auto := cfg
 	sctx, cancel := context.WithTimeout(ctx, startupChecks)
 	defer cancel()
-	cfg, detected := detectPresets(sctx, cfg, c.PrometheusURL, time.Now(), log)
-	if err := cfg.Validate(sctx, c.PrometheusURL, time.Now()); err != nil {
+	cfg, detected := detectPresets(sctx, cfg, c.backend(), time.Now(), log)
+	if err := cfg.Validate(sctx, c.backend(), time.Now()); err != nil {
 		var qe *pull.QueryError
 		if errors.As(err, &qe) && qe.Rejected {
 			return nil, nil, err
@@ -159,7 +159,7 @@ func setupPull(ctx, bg context.Context, c config, st *store.Store, reg prometheu
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err // a signal during the checks: stop, do not start
 	}
-	p, err := pull.New(cfg, c.PrometheusURL, st, pull.Options{Log: log, Compression: c.PromGzip, OnStored: onStored})
+	p, err := pull.New(cfg, c.backend(), st, pull.Options{Log: log, OnStored: onStored})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -170,7 +170,7 @@ func setupPull(ctx, bg context.Context, c config, st *store.Store, reg prometheu
 		// Prometheus could not be asked: keep asking, and put what it
 		// names in effect once it answers — a serve started during an
 		// outage read inference_* metrics until it was restarted.
-		go redetectPresets(bg, auto, c.PrometheusURL, presetRedetectEvery, p, log)
+		go redetectPresets(bg, auto, c.backend(), presetRedetectEvery, p, log)
 	}
 	if c.PullInterval == 0 {
 		log.Info("pull loop off", "interval", c.PullInterval)
@@ -184,8 +184,8 @@ func setupPull(ctx, bg context.Context, c config, st *store.Store, reg prometheu
 // WATERLINE_CONFIG) from the metrics Prometheus holds, and says which it
 // took; a Prometheus that cannot be asked leaves the built-in default, and
 // asked is false.
-func detectPresets(ctx context.Context, cfg *pull.Config, url string, at time.Time, log *slog.Logger) (out *pull.Config, asked bool) {
-	out, found, err := cfg.DetectPresets(ctx, url, at)
+func detectPresets(ctx context.Context, cfg *pull.Config, b pull.Backend, at time.Time, log *slog.Logger) (out *pull.Config, asked bool) {
+	out, found, err := cfg.DetectPresets(ctx, b, at)
 	switch {
 	case err != nil:
 		log.Warn("pull: presets not detected; reading the built-in default (inference_* metrics) until Prometheus answers", "err", err)
@@ -205,14 +205,14 @@ const presetRedetectEvery = 30 * time.Second
 
 // redetectPresets asks Prometheus for the presets of cfg every interval
 // until it answers, then puts them in effect in p.
-func redetectPresets(ctx context.Context, cfg *pull.Config, url string, every time.Duration, p *pull.Puller, log *slog.Logger) {
+func redetectPresets(ctx context.Context, cfg *pull.Config, b pull.Backend, every time.Duration, p *pull.Puller, log *slog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(every):
 		}
-		out, found, err := cfg.DetectPresets(ctx, url, time.Now())
+		out, found, err := cfg.DetectPresets(ctx, b, time.Now())
 		if err != nil {
 			continue
 		}

@@ -265,7 +265,7 @@ func Start(t testing.TB, b Bundle, opt Options) *Stack {
 		s.postChunks(t, samples)
 	}
 	samples.Close()
-	p, err := pull.New(cfg, prom.URL, st, pull.Options{Log: log})
+	p, err := pull.New(cfg, pull.Backend{URL: prom.URL}, st, pull.Options{Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
