@@ -38,21 +38,39 @@ func hashShareToken(tok string) []byte {
 	return h[:]
 }
 
+// newShareToken draws a token that ends in a letter or digit. Chat and
+// Markdown autolinkers leave trailing punctuation out of a link (GFM's
+// extended autolinks drop a final "_": Mattermost, GitHub, GitLab), so a
+// token ending in "_" — one in 64 — opened a 404 wherever it was pasted.
+// "-" is kept off the end too. The last character keeps log2(62) of its 6
+// bits: the token still has ~192 random bits.
+func newShareToken() (string, error) {
+	raw := make([]byte, shareTokenBytes)
+	for {
+		if _, err := rand.Read(raw); err != nil {
+			return "", err
+		}
+		tok := base64.RawURLEncoding.EncodeToString(raw)
+		if c := tok[len(tok)-1]; c != '_' && c != '-' {
+			return tok, nil
+		}
+	}
+}
+
 // CreateShareLink makes a new link for the incident, replacing its
 // previous one (which stops working at once), and returns the token: the
 // only time it can be read. ErrNotFound for an unknown incident.
 func (s *Store) CreateShareLink(ctx context.Context, id int64) (string, error) {
-	raw := make([]byte, shareTokenBytes)
-	if _, err := rand.Read(raw); err != nil {
+	tok, err := newShareToken()
+	if err != nil {
 		return "", wrap("create share link", err)
 	}
-	tok := base64.RawURLEncoding.EncodeToString(raw)
 	var ok bool
 	// Sharing is not a change of the incident: updated_at (which webhooks
 	// date a resolution by) stays as it is.
 	// Re-sharing lifts an earlier revoke: webhooks may carry links again
 	// (the ones revoked stay revoked).
-	err := s.db.QueryRow(ctx, `WITH on_again AS (UPDATE incidents SET share_revoked_at = NULL WHERE id = $1 AND share_revoked_at IS NOT NULL)
+	err = s.db.QueryRow(ctx, `WITH on_again AS (UPDATE incidents SET share_revoked_at = NULL WHERE id = $1 AND share_revoked_at IS NOT NULL)
 		INSERT INTO share_links (incident_id, hash) SELECT id, $2 FROM incidents WHERE id = $1
 		ON CONFLICT (incident_id, (COALESCE(webhook_id, 0)))
 		DO UPDATE SET hash = EXCLUDED.hash, created_at = now(), revoked_at = NULL
