@@ -42,7 +42,7 @@ func Analyze(in Input) Analysis {
 	if found {
 		sph = ph.startingAt(samplesOnset(in.Samples, spikes, onset, in.SLO))
 	}
-	ss := newSampleSet(in.Samples, sph, in.SLO, started)
+	ss := newSampleSetWith(in.Samples, sph, in.SLO, started, curveP99Before(cs, sph))
 	f := newFacts(cs, ss, ph, started, in.Scope)
 
 	scope := f.scopeReport()
@@ -492,6 +492,17 @@ func replicaStarts(events []Event, cs *curveSet, dataFrom time.Time, step time.D
 		}
 	}
 	return out
+}
+
+// curveP99Before is each model's P99 before the onset from its
+// model-level P99 curve, NaN without one (or too few points before).
+func curveP99Before(cs *curveSet, ph phases) func(string) float64 {
+	return func(m string) float64 {
+		if c := cs.model(RoleLatencyP99, m, ""); c != nil {
+			return deviation(c, ph).Before
+		}
+		return math.NaN()
+	}
 }
 
 // eventsIn returns the events in [from, to].

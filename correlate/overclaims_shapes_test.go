@@ -186,3 +186,44 @@ func TestEstimatedSlowRequestsAreSaidSo(t *testing.T) {
 		t.Errorf("%d slow samples at 1 in 123 stand for about %s requests, yet: %q", a.Samples.Slow, exact, ans)
 	}
 }
+
+// Samples with no baseline of their own (the sampler turned on at the
+// onset, or a feed that kept only three slow requests) under a P99 curve
+// that shows the baseline: slowness was judged against the samples' own
+// P90, so the three requests at 4× the baseline read "No sampled request
+// of the affected models was slow", and a spike sampled throughout
+// counted a tenth of its requests slow by construction.
+func TestSlowWithoutSampleBaseline(t *testing.T) {
+	three := newFixture()
+	three.p99("m", 100, 400)
+	three.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 10)
+	for i := 0; i < 3; i++ {
+		three.samples = append(three.samples, Sample{RequestID: fmt.Sprint(i), Time: three.onset.Add(time.Duration(5+i) * time.Minute),
+			Model: "m", Replica: "r1", Status: "ok", TotalMs: 400 + float64(i), SampleRate: 1})
+	}
+	a := three.analyze()
+	if a.Samples.Slow != 3 {
+		t.Errorf("3 sampled requests at 4× the P99 curve's baseline, %d counted slow", a.Samples.Slow)
+	}
+	for _, st := range a.Checklist {
+		if strings.Contains(st.Answer, "No sampled request") {
+			t.Errorf("%s: %q", st.Step, st.Answer)
+		}
+	}
+
+	during := newFixture()
+	during.p99("m", 100, 400)
+	during.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 10)
+	during.sampleRun(20, Scope{Model: "m", Replica: "r1"}, 100, 400, nil)
+	kept := during.samples[:0]
+	for _, s := range during.samples {
+		if !s.Time.Before(during.onset) {
+			kept = append(kept, s)
+		}
+	}
+	during.samples = kept
+	a = during.analyze()
+	if a.Samples.During == nil || a.Samples.Slow != *a.Samples.During {
+		t.Errorf("every sampled request of the spike is 4× the baseline, %d of %d counted slow", a.Samples.Slow, *a.Samples.During)
+	}
+}

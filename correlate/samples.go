@@ -101,6 +101,16 @@ type sampleSet struct {
 // (or the model's SLO, when that is higher), as in MacroBase's "outlier =
 // above the 99th percentile" with the SLO as a floor.
 func newSampleSet(samples []Sample, ph phases, slo func(string) (float64, bool), started map[string]time.Time) *sampleSet {
+	return newSampleSetWith(samples, ph, slo, started, nil)
+}
+
+// newSampleSetWith is newSampleSet with the models' P99 before the onset
+// from their curves (NaN where unknown), the threshold for a model whose
+// samples hold no baseline of their own: a sampler turned on at the
+// onset, or a feed that kept three slow requests. The samples' own P90
+// would then call a tenth of the spike's requests slow by construction
+// (and none of three), whatever the curves show.
+func newSampleSetWith(samples []Sample, ph phases, slo func(string) (float64, bool), started map[string]time.Time, curveP99 func(string) float64) *sampleSet {
 	ss := &sampleSet{all: samples, byModel: map[string]*sampleStats{}, slow: make([]bool, len(samples)), started: started, ph: ph}
 	// Per model, by a dense number: one small-index lookup per sample
 	// instead of several map writes.
@@ -141,6 +151,9 @@ func newSampleSet(samples []Sample, ph phases, slo func(string) (float64, bool),
 			st.p99During = weightedQuantile(m[1], 0.99)
 		}
 		st.slowMs = st.p99Before
+		if math.IsNaN(st.slowMs) && curveP99 != nil {
+			st.slowMs = curveP99(model)
+		}
 		if math.IsNaN(st.slowMs) {
 			// No baseline samples: fall back to the during P90 so that "slow"
 			// still means the tail.
