@@ -138,9 +138,9 @@ func capacitySummary(b *causeBuilder, q, gpu float64, queueKnown bool, tenant st
 	if b.shown("gpu_busy") >= 0.5 {
 		sat = append(sat, fmt.Sprintf("GPUs run at %.0f%%", gpu))
 	}
-	surge := fmt.Sprintf("Traffic rose ×%.2f", q)
+	surge, outgrew := fmt.Sprintf("Traffic rose ×%.2f", q), " and outgrew"
 	if tenant != "" {
-		surge = fmt.Sprintf("A traffic surge (tenant %s ×%.1f)", tenant, tenantRatio)
+		surge, outgrew = fmt.Sprintf("A traffic surge (tenant %s ×%.1f)", tenant, tenantRatio), " outgrew"
 	}
 	switch {
 	case math.IsNaN(q) && (tenant == "" || b.shown("tenant_surge") < claimed):
@@ -153,7 +153,7 @@ func capacitySummary(b *causeBuilder, q, gpu float64, queueKnown bool, tenant st
 	case b.shown("traffic_up") < claimed && b.shown("tenant_surge") < claimed:
 		return fmt.Sprintf("Traffic did not rise much (×%.2f against the hour before): no sign that demand outgrew the pool.", q)
 	case len(sat) > 0:
-		return surge + " outgrew the serving capacity: " + strings.Join(sat, " and ") + "."
+		return surge + outgrew + " the serving capacity: " + strings.Join(sat, " and ") + "."
 	case !queueKnown && math.IsNaN(gpu):
 		return surge + "; no queue or GPU data shows whether the pool saturated."
 	}

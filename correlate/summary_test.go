@@ -86,3 +86,21 @@ func TestCapacitySummaryNamesTheQueueWithoutMoreDemand(t *testing.T) {
 		}
 	}
 }
+
+// A surge the samples do not pin on a tenant (too few samples, or none)
+// reads as a sentence too: "Traffic rose ×4.77 outgrew the serving
+// capacity" had lost its verb.
+func TestCapacitySummarySurgeWithoutTenant(t *testing.T) {
+	b := newCause(CatCapacity)
+	b.support("traffic_up", 4.77, 1, 0.3, "x")
+	b.support("queue_growth", 0.5, 0.6, 0.2, "x")
+	want := "Traffic rose ×4.77 and outgrew the serving capacity: requests queue."
+	if got := capacitySummary(b, 4.77, math.NaN(), true, "", 0); got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	want = "A traffic surge (tenant t1 ×7.4) outgrew the serving capacity: requests queue."
+	b.support("tenant_surge", 7.4, 1, 0.2, "x")
+	if got := capacitySummary(b, 4.77, math.NaN(), true, "t1", 7.4); got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
