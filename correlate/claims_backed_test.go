@@ -128,3 +128,21 @@ func TestStagesReportedAsZeroAreNotTimed(t *testing.T) {
 		}
 	}
 }
+
+// The busiest replica went from the average to 1.4× it: too mild a skew
+// for routing to be claimed, but the summary said the traffic "stayed
+// spread over its replicas (the busiest at 1.4× the average, from
+// 1.0×)", its own numbers saying otherwise.
+func TestRoutingDoesNotCallAShiftSpread(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.replica("m", "a", "n1", 100, 400, 10, 14)
+	x.replica("m", "b", "n2", 100, 400, 10, 8)
+	x.replica("m", "c", "n3", 100, 400, 10, 8)
+	rt := causeOf(t, x.analyze(), CatRouting)
+	dumpCause(t, rt)
+	if strings.Contains(rt.Summary, "stayed spread") {
+		t.Errorf("summary %q: the busiest replica went from 1.0× to 1.4× the average", rt.Summary)
+	}
+}

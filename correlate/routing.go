@@ -58,6 +58,10 @@ func routingFor(f *facts, m string) Cause {
 	switch {
 	case math.IsNaN(ib) || math.IsNaN(id):
 		sum = fmt.Sprintf("How %s's traffic is spread over its replicas is unknown.", m)
+	case (b.shown("traffic_skew") < claimed || len(busy) == 0) && b.shown("traffic_skew") > 0:
+		// The busiest replica's share grew, too little (or on no replica
+		// whose own share rose) for a pile-up: not "stayed spread".
+		sum = fmt.Sprintf("%s's busiest replica went from %.1f× to %.1f× the average: a shift, not a pile-up onto one replica.", m, ib, id)
 	case b.shown("traffic_skew") < claimed || len(busy) == 0:
 		sum = fmt.Sprintf("%s's traffic stayed spread over its replicas (the busiest at %.1f× the average, from %.1f×).", m, id, ib)
 	}
