@@ -44,6 +44,7 @@ func Analyze(in Input) Analysis {
 	}
 	ss := newSampleSetWith(in.Samples, sph, in.SLO, started, curveP99Before(cs, sph))
 	f := newFacts(cs, ss, ph, started, in.Scope)
+	f.window = in.Window
 
 	scope := f.scopeReport()
 	aff := affectedScope{models: f.affectedSet, replicas: map[string]bool{}, nodes: map[string]bool{}}

@@ -33,6 +33,7 @@ type facts struct {
 	data        *dataIndex           // which signals each model has
 	stageCache  map[string][]StageShare
 	slo         func(model string) (float64, bool)
+	window      Window                            // the incident window (zero in hand-built facts)
 	tenantCache map[string]map[string]tenantTally // model → tenant → requests before, during
 }
 

@@ -227,3 +227,29 @@ func TestSlowWithoutSampleBaseline(t *testing.T) {
 		t.Errorf("every sampled request of the spike is 4× the baseline, %d of %d counted slow", a.Samples.Slow, *a.Samples.During)
 	}
 }
+
+// The latency curve has a hole across the spike (a scrape outage, a pull
+// that failed): the analysis found no rise and said "No model's latency
+// rose clearly in this window", which the data cannot show.
+func TestNoRiseOverAHoleInTheCurve(t *testing.T) {
+	x := newFixture()
+	c := x.p99c("m", 100, 100)
+	from, to := x.onset.Add(-2*time.Minute).UnixMilli(), x.onset.Add(12*time.Minute).UnixMilli()
+	kept := c.Points[:0]
+	for _, p := range c.Points {
+		if p.T < from || p.T >= to {
+			kept = append(kept, p)
+		}
+	}
+	c.Points = kept
+	x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 10)
+	a := x.analyze()
+	for _, s := range []string{a.Headline.Summary, a.Scope.Summary, a.Causes[0].Summary} {
+		if strings.Contains(s, "rose clearly in this window") || strings.Contains(s, "clearly rose in this window") {
+			t.Errorf("%q over a 14-minute hole in m's P99 curve", s)
+		}
+	}
+	if !strings.Contains(a.Headline.Summary, "no points from 07:07 to 07:22 UTC") {
+		t.Errorf("headline %q does not name the hole", a.Headline.Summary)
+	}
+}

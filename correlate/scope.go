@@ -158,11 +158,63 @@ func (f *facts) noRise() string {
 	}
 	switch {
 	case len(unjudged) == 0:
-		return ""
+		return f.latencyHole(models)
 	case len(unjudged) == len(models):
 		return fmt.Sprintf("Whether latency rose cannot be judged: %s %s too little latency data before the onset to compare with%s.", list(unjudged), verbFor(len(unjudged), "has", "have"), since)
 	}
 	return fmt.Sprintf("No judged model's latency clearly rose; %s %s too little latency data before the onset%s, so %s cannot be judged.", list(unjudged), verbFor(len(unjudged), "has", "have"), since, pronoun(len(unjudged)))
+}
+
+// latencyHole says, when a judged model's latency curve has no points
+// for a stretch of the incident window (a scrape outage, a pull that
+// failed), that "no rise" holds only where the curve has data: a spike
+// inside the hole is not seen. "" when every curve covers the window.
+func (f *facts) latencyHole(models []modelImpact) string {
+	if f.window.From.IsZero() {
+		return ""
+	}
+	from, to := f.window.From.UnixMilli(), f.window.To.UnixMilli()
+	var holed []string
+	var holeFrom, holeTo int64
+	for _, m := range models {
+		var c *Curve
+		for _, role := range []Role{RoleLatencyP99, RoleLatencyP95, RoleLatencyMean} {
+			if c = f.cs.model(role, m.model, ""); c != nil {
+				break
+			}
+		}
+		if c == nil || len(c.Points) < 3 {
+			continue
+		}
+		var steps []float64
+		for i := 1; i < len(c.Points); i++ {
+			steps = append(steps, float64(c.Points[i].T-c.Points[i-1].T))
+		}
+		// A hole is longer than five minutes and than three of the
+		// curve's own steps (hourly points are no hole).
+		minHole := max(int64(5*time.Minute/time.Millisecond), int64(3*median(steps)))
+		for i := 1; i < len(c.Points); i++ {
+			a, b := c.Points[i-1].T, c.Points[i].T
+			if b <= from || a >= to || b-a <= minHole {
+				continue
+			}
+			if !containsStr(holed, m.model) {
+				holed = append(holed, m.model)
+			}
+			if b-a > holeTo-holeFrom {
+				holeFrom, holeTo = a, b
+			}
+		}
+	}
+	if len(holed) == 0 {
+		return ""
+	}
+	whose := fmt.Sprintf("%s's latency curve has", holed[0])
+	if len(holed) > 1 {
+		whose = fmt.Sprintf("the latency curves of %s have", list(holed))
+	}
+	return fmt.Sprintf("No model's latency clearly rose where the curves have data, but %s no points from %s to %s UTC: a rise then cannot be seen.",
+		whose, time.UnixMilli(holeFrom).UTC().Format("15:04"), time.UnixMilli(holeTo).UTC().Format("15:04"))
 }
 
 // latencyFrom is the first point of the model-level latency curves that
