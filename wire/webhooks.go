@@ -121,6 +121,9 @@ type JiraStatus struct {
 type SlackMessage struct {
 	Text   string       `json:"text"`
 	Blocks []SlackBlock `json:"blocks"`
+	// UnfurlLinks asks Slack for the link's preview card, which a message
+	// posted through a webhook does not get otherwise.
+	UnfurlLinks bool `json:"unfurl_links"`
 }
 
 // SlackBlock is a Block Kit block: a section with text, or a context with

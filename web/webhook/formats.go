@@ -166,7 +166,12 @@ func slackMessage(m message) wire.SlackMessage {
 		ctx = append(ctx, "read-only link, no account needed")
 	}
 	return wire.SlackMessage{
-		Text: slackClip(slackEscape(fmt.Sprintf("%s %s: %s", title, what, causeLine(v))), 1000),
+		// The opening message of an incident with a read-only link gets
+		// the link's card (its headline, impact and chart, from the share
+		// page's Open Graph tags and og.png) where Slack can reach the
+		// page; later events stay one line each, without the same card.
+		UnfurlLinks: m.Event == store.EventIncidentOpened && m.Share != "",
+		Text:        slackClip(slackEscape(fmt.Sprintf("%s %s: %s", title, what, causeLine(v))), 1000),
 		Blocks: []wire.SlackBlock{
 			{Type: "section", Text: &wire.SlackText{Type: "mrkdwn", Text: slackClip(head+"\n"+slackEscape(causeLine(v)), 3000)}},
 			{Type: "context", Elements: []wire.SlackText{{Type: "mrkdwn", Text: slackClip(slackEscape(strings.Join(ctx, " · ")), 2000)}}},

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -83,6 +84,32 @@ func TestSlackClipKeepsEntitiesWhole(t *testing.T) {
 		}
 		if n := utf8.RuneCountInString(txt); n > 3000 {
 			t.Errorf("%s is %d characters, Slack takes 3000", name, n)
+		}
+	}
+}
+
+// A Slack message posted through a webhook gets no link preview unless it
+// asks (Slack: "for messages posted via webhooks… we will unfurl links to
+// media, but not other links"): the share link's card — headline, impact,
+// chart — now comes with the incident's opening message, and only there.
+func TestSlackUnfurlsTheShareLinkOnceAnIncidentOpens(t *testing.T) {
+	view := wire.Incident{ID: 7, Title: "chat-8b slower", URL: "https://w.example/incidents/7", StartedAt: time.Unix(0, 0)}
+	for _, c := range []struct {
+		event, share string
+		want         bool
+	}{
+		{store.EventIncidentOpened, "https://w.example/s/tok", true},
+		{store.EventIncidentOpened, "", false}, // the private page: a login form to the crawler
+		{store.EventAnalysisReady, "https://w.example/s/tok", false},
+		{store.EventIncidentResolved, "https://w.example/s/tok", false},
+	} {
+		s := slackMessage(message{Event: c.event, View: view, Share: c.share})
+		if s.UnfurlLinks != c.want {
+			t.Errorf("%s with share %q: unfurl_links %v, want %v", c.event, c.share, s.UnfurlLinks, c.want)
+		}
+		body, _ := json.Marshal(s)
+		if !strings.Contains(string(body), `"unfurl_links":`) {
+			t.Errorf("%s: unfurl_links missing from %s", c.event, body)
 		}
 	}
 }
