@@ -18,6 +18,7 @@ var presetSignatures = []struct{ preset, metric string }{
 	{"sglang", "sglang:e2e_request_latency_seconds_bucket"},
 	{"tgi", "tgi_request_duration_bucket"},
 	{"http", "http_server_request_duration_seconds_bucket"},
+	{"http", "http_server_request_duration_seconds"},            // a native histogram (OTel's exponential histograms)
 	{"http-legacy", "http_server_duration_milliseconds_bucket"}, // OTel HTTP conventions before v1.20
 	{"dcgm", "DCGM_FI_DEV_GPU_UTIL"},
 	{"dcgm", "DCGM_FI_DEV_FB_USED"}, // MIG GPUs publish no GPU_UTIL
