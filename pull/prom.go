@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
@@ -90,8 +91,15 @@ func (e *QueryError) Unwrap() error { return e.Err }
 func queryErr(source, expr string, err error) error {
 	var ae *v1.Error
 	f := classify(err)
-	if errors.As(err, &ae) && ae.Detail != "" {
-		err = fmt.Errorf("%w (%s)", err, ae.Detail)
+	if errors.As(err, &ae) {
+		if d := strings.TrimSpace(ae.Detail); d != "" {
+			err = fmt.Errorf("%w (%s)", err, clip(d, 300))
+		}
+		// An auth proxy's or Mimir's refusal (no token, an expired one,
+		// no tenant) is not the query's fault: say what it is.
+		if ae.Type == v1.ErrClient && (strings.HasSuffix(ae.Msg, " 401") || strings.HasSuffix(ae.Msg, " 403")) {
+			err = fmt.Errorf("%w: Prometheus, or a gateway in front of it, refused the request's credentials (see the README's \"Prometheus behind a gateway\")", err)
+		}
 	}
 	return &QueryError{Source: source, Expr: expr, Rejected: f == failRejected, TooBig: f == failBig, Err: err}
 }
@@ -324,4 +332,16 @@ func (c *Config) Validate(ctx context.Context, b Backend, at time.Time) error {
 		}
 	}
 	return nil
+}
+
+// clip shortens s to n bytes at most, on a rune boundary, marking the cut:
+// a proxy's error page is not a message.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
