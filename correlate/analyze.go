@@ -55,6 +55,15 @@ func Analyze(in Input) Analysis {
 		aff.nodes[n] = true
 	}
 	f.events = alignEvents(eventsIn(in.Events, ph.Onset.Add(-alignLookback), in.Window.To), onset, in.Step, aff)
+	gapFrom, gapped := time.Time{}, false
+	if found {
+		gapFrom, gapped = onsetGap(cs, spikes, onset)
+	}
+	if gapped {
+		for i := range f.events {
+			f.events[i].gapFrom = gapFrom
+		}
+	}
 
 	a := Analysis{
 		Window:        in.Window,
@@ -76,6 +85,9 @@ func Analyze(in Input) Analysis {
 	if found {
 		t := onset
 		a.Onset = &t
+	}
+	if gapped {
+		a.OnsetGapFrom = &gapFrom
 	}
 	a.Impact = f.impacts(scope.Models, in.Window.To)
 	a.Pools = pools(cs, ph, in.Window.To, scope.Models)

@@ -181,7 +181,23 @@ func rankCauses(f *facts) (causes []Cause, na []NotAssessable) {
 }
 
 // ago formats an event's lead time relative to the onset.
-func ago(e AlignedEvent) string {
+func ago(e AlignedEvent) string { return agoSaid(e, true) }
+
+// agoSaid is ago; without hole, a lead time against a hole in the latency
+// data leaves out where the hole is (a sentence before it said so).
+func agoSaid(e AlignedEvent, hole bool) string {
+	if !e.gapFrom.IsZero() && e.OffsetS < 0 {
+		onset := e.Time.Add(time.Duration(-e.OffsetS * float64(time.Second)))
+		where := ""
+		if hole {
+			where = fmt.Sprintf(" (no latency data from %s to %s UTC)", e.gapFrom.UTC().Format("15:04:05"), onset.UTC().Format("15:04:05"))
+		}
+		if !e.Time.Before(e.gapFrom) {
+			return "during the gap before the rise was seen" + where
+		}
+		least, most := e.gapFrom.Sub(e.Time).Round(15*time.Second), onset.Sub(e.Time).Round(15*time.Second)
+		return fmt.Sprintf("between %s and %s before the rise%s", fmtDur(least), fmtDur(most), where)
+	}
 	if e.blurS > 0 && math.Abs(e.OffsetS) < e.blurS {
 		return fmt.Sprintf("at the onset, as far as data at %s steps can tell", fmtDur(time.Duration(e.blurS*float64(time.Second))))
 	}

@@ -23,7 +23,11 @@ func checklist(a Analysis, f *facts) []ChecklistStep {
 func timelineStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 	st := ChecklistStep{Step: "timeline"}
 	var tl []string
-	if a.Onset != nil {
+	if a.Onset != nil && a.OnsetGapFrom != nil {
+		// The curve has no points before the onset for a while: the rise
+		// cannot be timed closer than the hole.
+		tl = append(tl, "Latency rose between "+a.OnsetGapFrom.UTC().Format("15:04:05")+" and "+a.Onset.UTC().Format("15:04:05")+" UTC (no latency data in between).")
+	} else if a.Onset != nil {
 		tl = append(tl, "Latency rose at "+a.Onset.UTC().Format("15:04:05")+" UTC.")
 	} else if nr := f.noRise(); nr != "" {
 		tl = append(tl, nr) // no data to have found a spike in
@@ -59,7 +63,7 @@ func timelineStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 			if e.Summary != "" {
 				what += " (" + e.Summary + ")"
 			}
-			tl = append(tl, fmt.Sprintf("%s %s.", capitalize(what), ago(e)))
+			tl = append(tl, fmt.Sprintf("%s %s.", capitalize(what), agoSaid(e, false)))
 		}
 		switch {
 		case n == 0 && a.Onset != nil && !changeFeedSeen(a.Events):

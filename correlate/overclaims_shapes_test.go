@@ -253,3 +253,55 @@ func TestNoRiseOverAHoleInTheCurve(t *testing.T) {
 		t.Errorf("headline %q does not name the hole", a.Headline.Summary)
 	}
 }
+
+// The latency curve has a hole ending where the rise is first seen (a
+// scrape outage across the spike's start): the timeline read "Latency
+// rose at 07:10:00 UTC. Deploy of m … at 07:02:00, 8m before the onset",
+// timing the rise to the first point after the hole and a deploy inside
+// the hole against it. The rise came somewhere in the hole.
+func TestOnsetAfterAGapInTheCurve(t *testing.T) {
+	x := newFixture()
+	c := x.p99c("m", 100, 400)
+	from := x.onset.Add(-12 * time.Minute).UnixMilli()
+	kept := c.Points[:0]
+	for _, p := range c.Points {
+		if p.T < from || p.T >= x.onset.UnixMilli() {
+			kept = append(kept, p)
+		}
+	}
+	c.Points = kept
+	x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 10)
+	x.events = []Event{
+		{ID: "inside", Kind: KindDeploy, Time: x.onset.Add(-8 * time.Minute), Scope: Scope{Model: "m", Version: "v2"}, Summary: "deploy m v2"},
+		{ID: "earlier", Kind: KindRouteChange, Time: x.onset.Add(-15 * time.Minute), Scope: Scope{Model: "m"}, Summary: "weights"},
+	}
+	a := x.analyze()
+	if a.Onset == nil || !a.Onset.Equal(x.onset) {
+		t.Fatalf("onset %v, want the first point after the hole (%v)", a.Onset, x.onset)
+	}
+	if a.OnsetGapFrom == nil || !a.OnsetGapFrom.Equal(x.onset.Add(-13*time.Minute)) {
+		t.Errorf("onset_gap_from %v, want the last point before the hole (06:57)", a.OnsetGapFrom)
+	}
+	var said []string
+	for _, st := range a.Checklist {
+		said = append(said, st.Answer)
+	}
+	for _, c := range a.Causes {
+		for _, e := range allEvidence(c) {
+			said = append(said, e.Summary)
+		}
+		said = append(said, c.Summary)
+	}
+	for _, s := range said {
+		if strings.Contains(s, "Latency rose at") || strings.Contains(s, "8m before the onset") || strings.Contains(s, "15m before the onset") {
+			t.Errorf("%q: the rise came somewhere between 06:57 and 07:10, which the data cannot time", s)
+		}
+	}
+	if tl := a.Checklist[1].Answer; !strings.Contains(tl, "Latency rose between 06:57:00 and 07:10:00 UTC") ||
+		!strings.Contains(tl, "Route change (weights) between 2m and 15m before the rise") {
+		t.Errorf("timeline %q does not time the rise and the route change by the hole", tl)
+	}
+	if e := evidenceNamed(causeOf(t, a, CatRelease), "deploy_before_onset"); e == nil || !strings.Contains(e.Summary, "during the gap before the rise was seen") {
+		t.Errorf("the deploy inside the hole: %+v", e)
+	}
+}

@@ -189,6 +189,10 @@ type AlignedEvent struct {
 	// skew: an event within it of the onset may have come before or after
 	// the rise. Only the sentences written during the analysis read it.
 	blurS float64
+	// gapFrom, when set, starts a hole in the onset's latency curve that
+	// ends at the onset: the rise came somewhere in it, so an event is
+	// timed against the hole, not against the onset.
+	gapFrom time.Time
 }
 
 // CurveDeviation is one curve's robust deviation after the onset.
@@ -218,8 +222,12 @@ type Window struct {
 // Checklist are one story: every surface (page, export, API summary,
 // webhook) quotes them rather than recomputing, so they cannot disagree.
 type Analysis struct {
-	Window         Window     `json:"window"`
-	Onset          *time.Time `json:"onset"`
+	Window Window     `json:"window"`
+	Onset  *time.Time `json:"onset"`
+	// OnsetGapFrom is set when the onset's latency curve has no points
+	// from this time to the onset (a scrape outage, a failed pull): the
+	// rise came somewhere in between, and Onset is when it was first seen.
+	OnsetGapFrom   *time.Time `json:"onset_gap_from,omitempty"`
 	Headline       Headline   `json:"headline"`
 	Impact         []Impact   `json:"impact"`                   // per affected model, hardest hit first
 	Reconciliation string     `json:"reconciliation,omitempty"` // when the concentration and the top cause seem to disagree, why they do not

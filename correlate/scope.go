@@ -186,13 +186,7 @@ func (f *facts) latencyHole(models []modelImpact) string {
 		if c == nil || len(c.Points) < 3 {
 			continue
 		}
-		var steps []float64
-		for i := 1; i < len(c.Points); i++ {
-			steps = append(steps, float64(c.Points[i].T-c.Points[i-1].T))
-		}
-		// A hole is longer than five minutes and than three of the
-		// curve's own steps (hourly points are no hole).
-		minHole := max(int64(5*time.Minute/time.Millisecond), int64(3*median(steps)))
+		minHole := holeMin(c)
 		for i := 1; i < len(c.Points); i++ {
 			a, b := c.Points[i-1].T, c.Points[i].T
 			if b <= from || a >= to || b-a <= minHole {
@@ -215,6 +209,48 @@ func (f *facts) latencyHole(models []modelImpact) string {
 	}
 	return fmt.Sprintf("No model's latency clearly rose where the curves have data, but %s no points from %s to %s UTC: a rise then cannot be seen.",
 		whose, time.UnixMilli(holeFrom).UTC().Format("15:04"), time.UnixMilli(holeTo).UTC().Format("15:04"))
+}
+
+// holeMin is how long a stretch without points must be to be a hole in
+// c: longer than five minutes and than three of the curve's own steps
+// (hourly points are no hole).
+func holeMin(c *Curve) int64 {
+	var steps []float64
+	for i := 1; i < len(c.Points); i++ {
+		steps = append(steps, float64(c.Points[i].T-c.Points[i-1].T))
+	}
+	return max(int64(5*time.Minute/time.Millisecond), int64(3*median(steps)))
+}
+
+// onsetGap is the last point before the onset of the located spike's
+// latency curve when that curve has a hole ending at the onset (a scrape
+// outage, a pull that failed): the rise happened somewhere in the hole,
+// and the onset is only when it was first seen. ok is false otherwise.
+func onsetGap(cs *curveSet, spikes []Spike, onset time.Time) (from time.Time, ok bool) {
+	at := onset.UnixMilli()
+	for _, s := range spikes {
+		if !s.Onset.Equal(onset) {
+			continue
+		}
+		for _, c := range cs.get(s.Role, s.Level, s.Scope, "") {
+			if c.Scope != s.Scope || len(c.Points) < 3 {
+				continue
+			}
+			last := int64(math.MinInt64)
+			for _, p := range c.Points {
+				if p.T < at && p.T > last && !math.IsNaN(p.V) {
+					last = p.T
+				}
+			}
+			if last == math.MinInt64 || at-last <= holeMin(c) {
+				continue
+			}
+			if t := time.UnixMilli(last).UTC(); !ok || t.Before(from) {
+				from, ok = t, true
+			}
+		}
+	}
+	return from, ok
 }
 
 // latencyFrom is the first point of the model-level latency curves that

@@ -531,11 +531,12 @@ func TestOpenAPIDescribesRealAnswers(t *testing.T) {
 // fullAnalysis is an analysis with every part present.
 func fullAnalysis() correlate.Analysis {
 	t0 := curveT0.Add(100 * time.Minute)
+	gap := t0.Add(-10 * time.Minute)
 	ev := correlate.Evidence{Name: "deploy_before_onset", Summary: "deploy 66 s before the onset", Value: 66, Strength: 0.9, Weight: 0.3, Link: "/incidents/1#events"}
 	event := correlate.Event{ID: "e1", Kind: correlate.KindDeploy, Time: t0.Add(-time.Minute), Scope: correlate.Scope{Model: "chat", Version: "v2"},
 		Source: "argo", Summary: "v1 -> v2", Attrs: map[string]any{"revision": 7}}
 	return correlate.Analysis{
-		Window: correlate.Window{From: curveT0, To: curveT0.Add(2 * time.Hour)}, Onset: &t0,
+		Window: correlate.Window{From: curveT0, To: curveT0.Add(2 * time.Hour)}, Onset: &t0, OnsetGapFrom: &gap,
 		Spikes: []correlate.Spike{{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel, Scope: correlate.Scope{Model: "chat"},
 			Start: t0, End: t0.Add(15 * time.Minute), Onset: t0, PeakTime: t0.Add(time.Minute), PeakValue: 800, Baseline: 200,
 			Direction: correlate.Up, DetectedAt: t0.Add(time.Minute), Score: 0.8, Z: 12, BaselineKind: "window", Severity: "page", SLOMs: 400}},
