@@ -83,25 +83,31 @@ func batchingCause(f *facts) Cause {
 	if len(f.slowed) == 1 {
 		b.corroborate("one_model", 1, 1, 0.10, "Only %s slowed down; batching is configured per model.", model)
 	}
-	return f.done(b, batchingSummary(b, model, bw, stageMeasured(f.stages, "batch_wait")), Target{Model: model})
+	untimed := "the batch wait is not measured"
+	if why := f.timedOneSide([]string{model}, "the batch wait", StageBatchWait); why != "" {
+		untimed = why
+	}
+	return f.done(b, batchingSummary(b, model, bw, stageMeasured(f.stages, "batch_wait"), untimed), Target{Model: model})
 }
 
 // batchingSummary claims a grown batching window only on a batching config
 // change or bigger batches, and waiting for batches only when the batch
 // wait grew.
 // timed says whether the batch wait is measured at all: when it is not, how
-// long requests wait for batches is unknown, not "none of the growth".
-func batchingSummary(b *causeBuilder, model string, share float64, timed bool) string {
+// long requests wait for batches is unknown, not "none of the growth";
+// untimed then says why ("the batch wait is not measured", or measured
+// only during the spike).
+func batchingSummary(b *causeBuilder, model string, share float64, timed bool, untimed string) string {
 	config := b.shown("batching_config_change") >= claimed
 	window := config || b.shown("bigger_batches") >= claimed
 	wait := b.shown("batch_wait_growth") >= claimed
 	switch {
 	case !timed && config:
-		return fmt.Sprintf("%s's batching changed; the batch wait is not measured, so whether requests now wait longer is unknown.", model)
+		return fmt.Sprintf("%s's batching changed; %s, so whether requests now wait longer is unknown.", model, untimed)
 	case !timed && window:
-		return fmt.Sprintf("%s's batches grew; the batch wait is not measured, so whether requests now wait longer is unknown.", model)
+		return fmt.Sprintf("%s's batches grew; %s, so whether requests now wait longer is unknown.", model, untimed)
 	case !timed:
-		return fmt.Sprintf("No sign that %s's batching changed (the batch wait is not measured).", model)
+		return fmt.Sprintf("No sign that %s's batching changed (%s).", model, untimed)
 	case window && wait:
 		return fmt.Sprintf("%s's dynamic-batching window grew; requests wait for batches to fill.", model)
 	case wait:

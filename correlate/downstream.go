@@ -61,10 +61,13 @@ func downstreamCause(f *facts) Cause {
 	var sum string
 	switch {
 	case b.shown("downstream_growth") < claimed && b.shown("downstream_curve_up") < 0.5 && !stageMeasured(f.stages, "downstream"):
-		// Stage times from before the onset only (or from too few slow
-		// requests to compare), or a stage that reads 0 throughout:
-		// nothing says whether the call grew.
+		// Stage times from one side of the onset only (said which), from
+		// too few slow requests to compare, or a stage that reads 0
+		// throughout: nothing says whether the call grew.
 		sum = fmt.Sprintf("For %s, no downstream call time is measured during the spike.", list(callers))
+		if why := f.timedOneSide(callers, "the downstream call time", StageDownstream); why != "" {
+			sum = fmt.Sprintf("For %s, %s.", list(callers), why)
+		}
 	case b.shown("downstream_growth") < claimed && b.shown("downstream_curve_up") < 0.5:
 		sum = fmt.Sprintf("For %s, the downstream call %s.", list(callers), grewLittle(ds, "explains"))
 	case dep.name != "" && b.shown("dependency_named") >= claimed:

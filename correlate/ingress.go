@@ -43,6 +43,9 @@ func ingressCause(f *facts) Cause {
 	sum := fmt.Sprintf("The gateway, auth and route stages %s.", grewLittle(fs, "explain"))
 	if !stageMeasured(f.stages, "gateway") && !stageMeasured(f.stages, "auth") && !stageMeasured(f.stages, "route") {
 		sum = "No gateway, auth or route time is measured during the spike."
+		if why := f.timedOneSide(f.affected, "The time at the gateway, auth and route stages", StageGateway, StageAuth, StageRoute); why != "" {
+			sum = why + "."
+		}
 	}
 	if b.shown("gateway_growth") >= claimed {
 		sum = fmt.Sprintf("The gateway / ingress in front of the models got slow (%.0f%% of the tail's growth) for %s.", 100*fs, kOfN(len(f.slowed), n, "model"))

@@ -305,3 +305,33 @@ func TestOnsetAfterAGapInTheCurve(t *testing.T) {
 		t.Errorf("the deploy inside the hole: %+v", e)
 	}
 }
+
+// Stage times (batch wait, downstream call, gateway) sampled only from
+// the onset on: the batching summary read "No sign that m's batching
+// changed (the batch wait is not measured)", the downstream one "no
+// downstream call time is measured during the spike", while the coverage
+// listed both as present. What is missing is a measurement before the
+// onset to compare with.
+func TestStageTimedOnlyDuringTheSpike(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 10)
+	x.sampleRun(20, Scope{Model: "m", Replica: "r1"}, 100, 400, func(s *Sample, _ bool) { s.BatchSize = 4 })
+	kept := x.samples[:0]
+	for _, s := range x.samples {
+		if !s.Time.Before(x.onset) {
+			kept = append(kept, s)
+		}
+	}
+	x.samples = kept
+	a := x.analyze()
+	for _, cat := range []Category{CatBatching, CatDownstream, CatIngress} {
+		s := causeOf(t, a, cat).Summary
+		if strings.Contains(s, "not measured") || strings.Contains(s, "no downstream call time is measured") || strings.Contains(s, "route time is measured during") {
+			t.Errorf("%s: %q, with the stage timed in every sample of the spike", cat, s)
+		}
+		if !strings.Contains(s, "no measurement before the onset to compare it with") {
+			t.Errorf("%s: %q does not say what is missing", cat, s)
+		}
+	}
+}

@@ -300,3 +300,38 @@ func mean(xs []float64) float64 {
 	}
 	return s / float64(len(xs))
 }
+
+// stageTimedWhen says whether any of the models has stage k timed before
+// the onset and during the spike, by samples or by stage curves. A stage
+// timed on one side only cannot be compared, yet it is not "unmeasured".
+func (f *facts) stageTimedWhen(models []string, k Stage) (before, during bool) {
+	for _, m := range models {
+		if st := f.ss.byModel[m]; st != nil {
+			before = before || st.stageW[0][k] > 0
+			during = during || st.stageW[1][k] > 0
+		}
+		if c := f.cs.model(RoleStageTime, m, k.String()); c != nil {
+			before = before || len(values(c.Points, f.ph.BeforeFrom, f.ph.BeforeTo)) > 0
+			during = during || len(values(c.Points, f.ph.Onset, f.ph.DuringTo)) > 0
+		}
+	}
+	return before, during
+}
+
+// timedOneSide says which side of the onset lacks the times of the
+// stages named what when only one side has them ("" otherwise): either
+// way there is nothing to compare with, yet the stage is not unmeasured.
+func (f *facts) timedOneSide(models []string, what string, stages ...Stage) string {
+	var before, during bool
+	for _, k := range stages {
+		b, d := f.stageTimedWhen(models, k)
+		before, during = before || b, during || d
+	}
+	switch {
+	case during && !before:
+		return what + " is measured only during the spike, with no measurement before the onset to compare it with"
+	case before && !during:
+		return what + " is measured before the onset but not during the spike"
+	}
+	return ""
+}
