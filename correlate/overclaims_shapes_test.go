@@ -335,3 +335,48 @@ func TestStageTimedOnlyDuringTheSpike(t *testing.T) {
 		}
 	}
 }
+
+// A release over data with no stage times at all (latency curves and
+// samples that carry only totals): the second action read "Compare the
+// new version's stage times (exec, postprocess) with the previous one
+// before resuming", times the data does not have.
+func TestReleaseActionWithoutStageTimes(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 40, 40)
+	untimed := func(s *Sample, _ bool) {
+		for k := range s.StagesMs {
+			s.StagesMs[k] = math.NaN()
+		}
+	}
+	x.sampleRun(10, Scope{Model: "m", Version: "1.4.0", Replica: "r1"}, 100, math.NaN(), untimed)
+	x.sampleRun(10, Scope{Model: "m", Version: "1.5.0", Replica: "r2"}, math.NaN(), 400, untimed)
+	kept := x.samples[:0]
+	for _, s := range x.samples {
+		if !math.IsNaN(s.TotalMs) {
+			kept = append(kept, s)
+		}
+	}
+	x.samples = kept
+	x.events = []Event{{ID: "dep", Kind: KindDeploy, Time: x.onset.Add(-2 * time.Minute), Scope: Scope{Model: "m", Version: "1.5.0"}}}
+	a := x.analyze()
+	c := causeOf(t, a, CatRelease)
+	for _, act := range c.Actions {
+		if strings.Contains(act, "version's stage times") {
+			t.Errorf("action %q with no stage time in the data", act)
+		}
+	}
+	if len(c.Actions) != 2 || !strings.Contains(c.Actions[1], "latency") {
+		t.Errorf("actions %q: want the versions' latency compared", c.Actions)
+	}
+
+	// With exec timed (and postprocess not), only exec is named.
+	x = newFixture()
+	x.p99("m", 100, 400)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 40, 40)
+	x.curve(RoleStageTime, LevelModel, Scope{Model: "m"}, 50, 200).Stage = "exec"
+	x.events = []Event{{ID: "dep", Kind: KindDeploy, Time: x.onset.Add(-2 * time.Minute), Scope: Scope{Model: "m", Version: "1.5.0"}}}
+	if acts := causeOf(t, x.analyze(), CatRelease).Actions; len(acts) != 2 || !strings.Contains(acts[1], "stage times (exec)") {
+		t.Errorf("actions %q: want the exec stage times compared, and no other", acts)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"regexp"
 	"slices"
+	"strings"
 )
 
 // releaseCause: a new version of one model made it slower. Like Datadog's
@@ -13,7 +14,36 @@ import (
 // one in the same window (impact), and the slow requests concentrated on
 // it — and it is argued against when other models slowed down too or when
 // something else (a node, a replica) explains the slow requests better.
-func releaseCause(f *facts) Cause { return bestOverModels(f, CatRelease, releaseFor) }
+func releaseCause(f *facts) Cause {
+	c := bestOverModels(f, CatRelease, releaseFor)
+	c.Actions = f.releaseActions(c)
+	return c
+}
+
+// releaseActions are the release's actions, the comparison before
+// resuming naming only stage times the data has: without any, the
+// new version's latency is what can be compared.
+func (f *facts) releaseActions(c Cause) []string {
+	models := f.affected
+	if c.Target.Model != "" {
+		models = []string{c.Target.Model}
+	} else if len(models) == 0 {
+		for _, m := range f.models { // nothing rose: any model's
+			models = append(models, m.model)
+		}
+	}
+	var timed []string
+	for _, k := range []Stage{StageExec, StagePostprocess} {
+		if before, during := f.stageTimedWhen(models, k); before || during {
+			timed = append(timed, k.String())
+		}
+	}
+	out := slices.Clone(c.Actions[:1])
+	if len(timed) > 0 {
+		return append(out, fmt.Sprintf("Compare the new version's stage times (%s) with the previous one before resuming", strings.Join(timed, ", ")))
+	}
+	return append(out, "Compare the new version's latency with the previous one's on a canary before resuming (no stage times are measured to show where it is slower)")
+}
 
 func releaseFor(f *facts, m string) Cause {
 	b := newCause(CatRelease)
