@@ -380,3 +380,22 @@ func TestReleaseActionWithoutStageTimes(t *testing.T) {
 		t.Errorf("actions %q: want the exec stage times compared, and no other", acts)
 	}
 }
+
+// One slow replica of three: the scope read "Narrow: 1 of 3 replicas of m
+// carry the spike".
+func TestNarrowOneReplicaCarries(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 100, 300)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 30, 30)
+	x.replica("m", "r1", "n1", 100, 900, 10, 10)
+	x.replica("m", "r2", "n2", 100, 100, 10, 10)
+	x.replica("m", "r3", "n3", 100, 100, 10, 10)
+	s := x.analyze().Scope.Summary
+	if !strings.HasPrefix(s, "Narrow: 1 of 3 replicas of m carries the spike: r1") {
+		t.Errorf("scope %q", s)
+	}
+	x.curve(RoleQPS, LevelReplica, Scope{Model: "m", Version: "v1", Replica: "r4", Node: "n4"}, 10, 10)
+	if s := x.analyze().Scope.Summary; !strings.Contains(s, "1 of 3 replicas of m carries the spike: r1") {
+		t.Errorf("scope %q", s)
+	}
+}

@@ -107,12 +107,13 @@ func summarizeScope(sr *ScopeReport, withData int, reps map[string][]replicaImpa
 		if len(sr.Nodes) == 1 {
 			where += " (node " + sr.Nodes[0] + ")"
 		}
-		sr.Summary = fmt.Sprintf("Narrow: %d of %d replicas of %s carry the spike: %s.", len(sr.Replicas), totalReps, strings.Join(sr.Models, ", "), where)
+		carry := verbFor(len(sr.Replicas), "carries", "carry") // "1 of 3 replicas … carries"
+		sr.Summary = fmt.Sprintf("Narrow: %d of %d replicas of %s %s the spike: %s.", len(sr.Replicas), totalReps, strings.Join(sr.Models, ", "), carry, where)
 		if unseen := knownReps - totalReps; unseen > 0 {
 			// Replicas known by other data (request rates) but with no
 			// latency: neither slow nor fast, and not a pool of totalReps.
-			sr.Summary = fmt.Sprintf("Narrow among the replicas with latency: %d of %d replicas of %s carry the spike: %s; %s more %s too little latency data to judge.",
-				len(sr.Replicas), totalReps, strings.Join(sr.Models, ", "), where, fmtCount(float64(unseen)), verbFor(unseen, "has", "have"))
+			sr.Summary = fmt.Sprintf("Narrow among the replicas with latency: %d of %d replicas of %s %s the spike: %s; %s more %s too little latency data to judge.",
+				len(sr.Replicas), totalReps, strings.Join(sr.Models, ", "), carry, where, fmtCount(float64(unseen)), verbFor(unseen, "has", "have"))
 		}
 	case len(sr.Versions) == 1 && len(sr.Models) == 1 && versionCarries(sr):
 		sr.Breadth = "version"
