@@ -120,13 +120,31 @@ func samplesStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 		return st
 	}
 	var sm []string
-	if est := a.Samples.SlowRequests; est > 0 {
+	var relative []string // affected models whose "slow" is the spike's own tail
+	for _, m := range f.affected {
+		if f.ss == nil {
+			break // hand-built facts
+		}
+		if st := f.ss.byModel[m]; st != nil && st.relative {
+			relative = append(relative, m)
+		}
+	}
+	if len(relative) > 0 && len(relative) == len(f.affected) && a.Samples.SlowRequests > 0 {
+		// The cut-off is the spike's own P90: the count would be a tenth
+		// of the samples whatever happened.
+		sm = append(sm, fmt.Sprintf("How many requests were slow is not known: no sample or P99 curve from before the onset gives %s a baseline, so the slowest tenth of %s sampled requests during the spike stands in for the slow ones.",
+			list(relative), verbFor(len(relative), "its", "their")))
+	} else if est := a.Samples.SlowRequests; est > 0 {
 		if sampled := float64(a.Samples.Slow); sampled > 0 && est > sampled+0.5 {
 			// Re-weighted by sample_rate: an estimate, said as one (the
 			// page's header writes it "≈" too), not "10,701" as if counted.
 			sm = append(sm, fmt.Sprintf("≈%s slow requests in the affected models during the spike (estimated from %s sampled).", fmtCount(est), fmtCount(sampled)))
 		} else {
 			sm = append(sm, fmt.Sprintf("%s slow requests in the affected models during the spike.", fmtCount(est)))
+		}
+		if len(relative) > 0 {
+			sm = append(sm, fmt.Sprintf("For %s, with no baseline before the onset, the slowest tenth of %s sampled requests during the spike is counted as slow.",
+				list(relative), verbFor(len(relative), "its", "their")))
 		}
 	}
 	if ds := dominantStages(a.Stages); len(ds) > 0 && ds[0].Share > 0 {

@@ -399,3 +399,60 @@ func TestNarrowOneReplicaCarries(t *testing.T) {
 		t.Errorf("scope %q", s)
 	}
 }
+
+// Samples from the onset on only, and no P99 curve (a P95 curve judged
+// the rise): the slow threshold falls back to the spike's own P90, so the
+// samples step read "58 slow requests in the affected models during the
+// spike" — a tenth of the 580 sampled, whatever happened. With samples
+// alone (no curve) nothing is judged affected and no count is said.
+func TestSlowCountWithoutBaselineIsNotStated(t *testing.T) {
+	spread := func(s *Sample, _ bool) { // ×0.5 to ×1.5, by a hash of the ID
+		h := uint32(2166136261)
+		for _, c := range []byte(s.RequestID) {
+			h = (h ^ uint32(c)) * 16777619
+		}
+		s.TotalMs *= 0.5 + float64(h%100)/100
+	}
+	for _, p95 := range []bool{false, true} {
+		x := newFixture()
+		if p95 {
+			x.curve(RoleLatencyP95, LevelModel, Scope{Model: "m"}, 100, 400)
+		}
+		x.sampleRun(10, Scope{Model: "m", Replica: "r1"}, 100, 400, spread)
+		x.sampleRun(10, Scope{Model: "m", Replica: "r2"}, 100, 400, spread)
+		kept := x.samples[:0]
+		for _, s := range x.samples {
+			if !s.Time.Before(x.onset) {
+				kept = append(kept, s)
+			}
+		}
+		x.samples = kept
+		a := x.analyze()
+		for _, st := range a.Checklist {
+			if strings.Contains(st.Answer, "slow requests in the affected models") {
+				t.Errorf("P95 curve %v: %s: %q, the slowest tenth of the spike by construction", p95, st.Step, st.Answer)
+			}
+		}
+		if p95 && !strings.Contains(a.Checklist[2].Answer, "slowest tenth") {
+			t.Errorf("samples step %q does not say what stands for slow", a.Checklist[2].Answer)
+		}
+	}
+
+	// Beside a model with a baseline, the count stands, and says which
+	// model's part of it is its own slowest tenth.
+	x := newFixture()
+	x.curve(RoleLatencyP95, LevelModel, Scope{Model: "m"}, 100, 400)
+	x.curve(RoleLatencyP95, LevelModel, Scope{Model: "k"}, 100, 400)
+	x.sampleRun(10, Scope{Model: "m", Replica: "r1"}, 100, 400, spread)
+	x.sampleRun(10, Scope{Model: "k", Replica: "k1"}, 100, 400, spread)
+	kept := x.samples[:0]
+	for _, s := range x.samples {
+		if s.Model == "k" || !s.Time.Before(x.onset) {
+			kept = append(kept, s)
+		}
+	}
+	x.samples = kept
+	if ans := x.analyze().Checklist[2].Answer; !strings.Contains(ans, "For m, with no baseline before the onset, the slowest tenth") {
+		t.Errorf("samples step %q does not say m's slow requests are its own slowest tenth", ans)
+	}
+}

@@ -10,14 +10,18 @@ import (
 
 // sampleStats summarises one model's samples before and during the spike.
 type sampleStats struct {
-	model       string
-	beforeN     int
-	duringN     int
-	beforeW     float64 // weighted counts (requests represented)
-	duringW     float64
-	p99Before   float64 // weighted P99 of total_ms
-	p99During   float64
-	slowMs      float64 // threshold: max(P99 before, SLO)
+	model     string
+	beforeN   int
+	duringN   int
+	beforeW   float64 // weighted counts (requests represented)
+	duringW   float64
+	p99Before float64 // weighted P99 of total_ms
+	p99During float64
+	slowMs    float64 // threshold: max(P99 before, SLO)
+	// relative: with no baseline (no samples or P99 curve before the
+	// onset, no SLO above it) slowMs is the spike's own P90, so a tenth
+	// of its requests are slow by construction: no count of slow ones.
+	relative    bool
 	slowDuringW float64 // weighted slow requests during
 	slowBeforeW float64
 	beforeSpanS float64 // seconds covered, to turn weights into rates
@@ -157,10 +161,10 @@ func newSampleSetWith(samples []Sample, ph phases, slo func(string) (float64, bo
 		if math.IsNaN(st.slowMs) {
 			// No baseline samples: fall back to the during P90 so that "slow"
 			// still means the tail.
-			st.slowMs = weightedQuantile(m[1], 0.90)
+			st.slowMs, st.relative = weightedQuantile(m[1], 0.90), true
 		}
 		if v, ok := slo(model); ok && v > st.slowMs {
-			st.slowMs = v
+			st.slowMs, st.relative = v, false
 		}
 		st.beforeSpanS, st.duringSpanS = ss.beforeSpanS, ss.duringSpanS
 		ss.byModel[model] = st
