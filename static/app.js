@@ -25,11 +25,29 @@
       {code: "...", swap: false}
     ];
     // A request the user made clears the last error; polls do not (one
-    // every 2 s would hide it at once).
+    // every 2 s would hide it at once). An error a poll put there goes
+    // once a poll succeeds again: the database is back, and the lists it
+    // reloaded are current.
+    var polls = function (elt) {
+      return /every /.test((elt && elt.getAttribute && elt.getAttribute("hx-trigger")) || "");
+    };
+    // (A poll that swapped itself out reports its end from an ancestor:
+    // the request remembers what asked.)
     document.addEventListener("htmx:beforeRequest", function (ev) {
-      var trig = (ev.detail.elt && ev.detail.elt.getAttribute && ev.detail.elt.getAttribute("hx-trigger")) || "";
+      var poll = polls(ev.detail.elt), box = document.getElementById("htmx-error");
+      if (ev.detail.xhr) { ev.detail.xhr.wlPoll = poll; }
+      if (box && !poll) { box.replaceChildren(); delete box.dataset.poll; }
+    });
+    document.addEventListener("htmx:afterRequest", function (ev) {
       var box = document.getElementById("htmx-error");
-      if (box && !/every /.test(trig)) { box.replaceChildren(); }
+      if (!box) { return; }
+      if (!(ev.detail.xhr ? ev.detail.xhr.wlPoll : polls(ev.detail.elt))) { delete box.dataset.poll; return; }
+      if (!ev.detail.successful) {
+        if (box.childElementCount) { box.dataset.poll = "1"; }
+      } else if (box.dataset.poll) {
+        box.replaceChildren();
+        delete box.dataset.poll;
+      }
     });
     // The lazy region's load that never reached the server (offline, the
     // connection cut) gets no error answer to retry from: ask again in a
