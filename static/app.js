@@ -38,6 +38,16 @@
       if (ev.detail.xhr) { ev.detail.xhr.wlPoll = poll; }
       if (box && !poll) { box.replaceChildren(); delete box.dataset.poll; }
     });
+    // A tab in the background does not poll (a shift leaves many open,
+    // a pending analysis asks every 2 s); shown again, its polls ask at
+    // once (their hx-trigger has wl-shown).
+    document.addEventListener("htmx:beforeRequest", function (ev) {
+      if (document.hidden && polls(ev.detail.elt)) { ev.preventDefault(); }
+    });
+    document.addEventListener("visibilitychange", function () {
+      if (document.hidden) { return; }
+      document.querySelectorAll("[hx-trigger*='wl-shown']").forEach(function (el) { htmx.trigger(el, "wl-shown"); });
+    });
     document.addEventListener("htmx:afterRequest", function (ev) {
       var box = document.getElementById("htmx-error");
       if (!box) { return; }

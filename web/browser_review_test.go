@@ -4,6 +4,7 @@ package web_test
 // show when a dependency fails and comes back.
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -37,4 +38,43 @@ func TestBrowserHomePollErrorClearsOnceThePollSucceeds(t *testing.T) {
 	if got := evalString(t, ctx, `document.querySelector('#htmx-error').textContent`); got != "" {
 		t.Errorf("the lists reloaded fine, yet the page still says %q (it said %q while the database was down)", got, msg)
 	}
+}
+
+// hideTab makes the page's tab hidden (hidden true) or shown again, as
+// switching tabs does, and says so with a visibilitychange event.
+func hideTab(hidden bool) chromedp.Action[chromedp.Void] {
+	state := "visible"
+	if hidden {
+		state = "hidden"
+	}
+	return chromedp.Evaluate[chromedp.Void](`(() => {
+		Object.defineProperty(document, 'hidden', {configurable: true, get: () => ` + strconv.FormatBool(hidden) + `});
+		Object.defineProperty(document, 'visibilityState', {configurable: true, get: () => '` + state + `'});
+		document.dispatchEvent(new Event('visibilitychange'));
+	})()`)
+}
+
+// An incident's home page and its pages stay open in background tabs
+// through a shift, one per engineer and incident: each kept polling (the
+// home page every 15 s, a pending analysis every 2 s) while nobody
+// looked. A hidden tab polls no more, and catches up at once when it is
+// shown again.
+func TestBrowserHiddenTabDoesNotPoll(t *testing.T) {
+	e := newUIEnv(t)
+	ctx := browser(t)
+	must(t, chromedp.Do(ctx,
+		chromedp.Navigate(e.srv.URL+"/"),
+		signIn(e.read),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=open-incidents]`)),
+		chromedp.Evaluate[chromedp.Void](`window.sent = 0; document.addEventListener('htmx:beforeSend', () => window.sent++)`),
+		hideTab(true),
+		chromedp.Sleep(20*time.Second),
+	), "sign in to the home page, then hide its tab for 20 s")
+	if n := evalString(t, ctx, `String(window.sent)`); n != "0" {
+		t.Errorf("the hidden home page sent %s requests in 20 s", n)
+	}
+	must(t, chromedp.Do(ctx,
+		hideTab(false),
+		chromedp.Poll[chromedp.Void](`window.sent > 0`, chromedp.WithPollingTimeout(3*time.Second)),
+	), "shown again, the home page reloads its lists at once")
 }
