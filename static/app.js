@@ -250,6 +250,28 @@
     }
   });
 
+  // Relative times ("4 min ago", <time data-ago>) move on while the page
+  // stays open: the server's clock when it wrote them (data-now), plus
+  // the time since the browser got them.
+  function agoText(d) {
+    if (d < 60000) return "just now";
+    if (d < 3600000) return Math.floor(d / 60000) + " min ago";
+    if (d < 48 * 3600000) return Math.floor(d / 3600000) + " h ago";
+    return Math.floor(d / 86400000) + " days ago";
+  }
+  function ages(root) {
+    (root && root.querySelectorAll ? root : document).querySelectorAll("time[data-ago]").forEach(function (el) {
+      if (!el._t0) el._t0 = Date.now();
+      var at = Date.parse(el.dateTime), now = Number(el.dataset.now);
+      if (isNaN(at) || isNaN(now)) return;
+      el.textContent = agoText(now + Date.now() - el._t0 - at);
+    });
+  }
+  document.addEventListener("DOMContentLoaded", function () { ages(document); });
+  document.addEventListener("htmx:load", function (ev) { ages(ev.target); });
+  document.addEventListener("visibilitychange", function () { if (!document.hidden) ages(document); });
+  setInterval(function () { if (!document.hidden) ages(document); }, 30000);
+
   // Forms that change something for everyone (Resolve) ask first.
   document.addEventListener("submit", function (ev) {
     var f = ev.target.closest("form[data-confirm]");

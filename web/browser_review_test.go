@@ -5,6 +5,7 @@ package web_test
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,4 +78,30 @@ func TestBrowserHiddenTabDoesNotPoll(t *testing.T) {
 		hideTab(false),
 		chromedp.Poll[chromedp.Void](`window.sent > 0`, chromedp.WithPollingTimeout(3*time.Second)),
 	), "shown again, the home page reloads its lists at once")
+}
+
+// The incident page says how old its analysis is: "v1 · 07:05:17 UTC
+// (1 min ago)". The page is not reloaded while it is open, and an
+// engineer who came back to its tab two hours later still read "1 min
+// ago": an analysis that had stopped being re-run looked current. The
+// relative part now moves on with the browser's clock.
+func TestBrowserAnalysisAgeMovesOnWhileThePageIsOpen(t *testing.T) {
+	e := newUIEnv(t)
+	ctx := browser(t)
+	must(t, chromedp.Do(ctx,
+		chromedp.Navigate(e.srv.URL+e.incidentPath()),
+		signIn(e.read),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=analysis-state]`)),
+	), "sign in to the incident page")
+	before := evalString(t, ctx, `document.querySelector('[data-testid=analysis-state]').textContent.trim()`)
+	must(t, chromedp.Do(ctx,
+		hideTab(true),
+		chromedp.Evaluate[chromedp.Void](`(() => { const real = Date.now; Date.now = () => real.call(Date) + 2 * 3600 * 1000; })()`),
+		hideTab(false),
+		chromedp.Sleep(500*time.Millisecond),
+	), "leave the tab for two hours, then come back to it")
+	after := evalString(t, ctx, `document.querySelector('[data-testid=analysis-state]').textContent.trim()`)
+	if after == before || !strings.Contains(after, "h ago") {
+		t.Errorf("two hours after it was loaded the page says the analysis is from %q (it said %q)", after, before)
+	}
 }

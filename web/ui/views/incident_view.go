@@ -64,12 +64,18 @@ type IncidentHeader struct {
 
 // AnalysisState says how current the analysis is.
 type AnalysisState struct {
-	Status      string // ready, pending, failed, none
-	Version     int
-	Age         string
-	Recomputing bool
-	Error       string
-	PollURL     string // fragment polled while pending, or failed but tried again
+	Status  string // ready, pending, failed, none
+	Version int
+	// Age is when the version shown was computed: its clock time, and
+	// (AgeAt, AgeNow) how long before the page was made, in a <time
+	// data-ago> that app.js moves on while the page stays open (data-now
+	// is the server's clock, so a browser's clock that is off does not
+	// matter).
+	Age           string
+	AgeAt, AgeNow time.Time
+	Recomputing   bool
+	Error         string
+	PollURL       string // fragment polled while pending, or failed but tried again
 	// Held: pending, but not polled, since the poll ends in a reload and
 	// the page shows a share link that is shown only once.
 	Held bool
@@ -187,9 +193,10 @@ func BuildIncident(in IncidentInput) IncidentPage {
 		st.Status = "none"
 	}
 	if !in.ComputedAt.IsZero() {
-		// The clock time first: the page is not re-rendered while it is
-		// open, and a bare "just now" would still say so an hour later.
-		st.Age = FmtTime(in.ComputedAt, in.Now) + " (" + Ago(in.ComputedAt, in.Now) + ")"
+		// The clock time first, then how long ago: the page is not
+		// re-rendered while it is open, so the browser moves that on
+		// (app.js); "just now" would still say so an hour later.
+		st.Age, st.AgeAt, st.AgeNow = FmtTime(in.ComputedAt, in.Now), in.ComputedAt, in.Now
 	}
 	shown := 0
 	if in.Analysis != nil {
