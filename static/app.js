@@ -59,6 +59,23 @@
         delete box.dataset.poll;
       }
     });
+    // A poll that never reached the server (Waterline restarting, the
+    // network gone) says so: the page would otherwise go on showing what
+    // it last loaded as if it were current. A poll that succeeds again
+    // clears it (above).
+    ["htmx:sendError", "htmx:timeout"].forEach(function (name) {
+      document.addEventListener(name, function (ev) {
+        var box = document.getElementById("htmx-error");
+        if (!box || !(ev.detail.xhr ? ev.detail.xhr.wlPoll : polls(ev.detail.elt))) { return; }
+        var msg = document.createElement("div");
+        msg.className = "banner err";
+        msg.setAttribute("role", "alert");
+        msg.dataset.testid = "error";
+        msg.textContent = "Cannot reach Waterline: this page shows what it last loaded. Trying again…";
+        box.replaceChildren(msg);
+        box.dataset.poll = "1";
+      });
+    });
     // The lazy region's load that never reached the server (offline, the
     // connection cut) gets no error answer to retry from: ask again in a
     // few seconds. Answers that are errors come back as the region itself,

@@ -105,3 +105,22 @@ func TestBrowserAnalysisAgeMovesOnWhileThePageIsOpen(t *testing.T) {
 		t.Errorf("two hours after it was loaded the page says the analysis is from %q (it said %q)", after, before)
 	}
 }
+
+// When Waterline itself could not be reached (its pod restarting, the
+// VPN dropped), the home page's reloads failed without a word: it kept
+// showing its last lists, "refreshes every 15s", as if they were
+// current. It says so now, until a reload goes through again.
+func TestBrowserHomeSaysWhenTheServerCannotBeReached(t *testing.T) {
+	e := newUIEnv(t)
+	ctx := browser(t)
+	must(t, chromedp.Do(ctx,
+		chromedp.Navigate(e.srv.URL+"/"),
+		signIn(e.read),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid=open-incidents]`)),
+	), "sign in to the home page")
+	e.srv.CloseClientConnections()
+	e.srv.Listener.Close()
+	must(t, chromedp.Do(ctx,
+		chromedp.Poll[chromedp.Void](`!!document.querySelector('#htmx-error [data-testid=error]')`, chromedp.WithPollingTimeout(40*time.Second)),
+	), "the home page says its reload could not reach the server")
+}
