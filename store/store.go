@@ -98,13 +98,19 @@ func IsUnavailable(err error) bool {
 		netErr  net.Error
 	)
 	switch {
+	case errors.As(err, &connErr):
+		// Refused at connect, whatever the server said why: out of
+		// connection slots (53300), the database closed to connections
+		// (55000), starting up (57P03).
+		return true
 	case errors.As(err, &pgErr):
 		// 08: connection exception; 57P: operator intervention (shutdown,
-		// crash, cannot connect now); 40001/40P01: a serialization
-		// failure or deadlock rolled the transaction back.
+		// crash, cannot connect now); 53300: too many connections;
+		// 40001/40P01: a serialization failure or deadlock rolled the
+		// transaction back.
 		return strings.HasPrefix(pgErr.Code, "08") || strings.HasPrefix(pgErr.Code, "57P") ||
-			pgErr.Code == "40001" || pgErr.Code == "40P01"
-	case errors.As(err, &connErr), errors.As(err, &netErr):
+			pgErr.Code == "53300" || pgErr.Code == "40001" || pgErr.Code == "40P01"
+	case errors.As(err, &netErr):
 		return true
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
 		return true
