@@ -576,6 +576,7 @@ func sampleSummary(ss *sampleSet, affected map[string]bool) SampleSummary {
 	}
 	during := 0
 	s.During = &during
+	bases := map[string]bool{}
 	for _, i := range ss.during {
 		if len(affected) > 0 && !affected[ss.all[i].Model] {
 			continue
@@ -584,9 +585,20 @@ func sampleSummary(ss *sampleSet, affected map[string]bool) SampleSummary {
 		if ss.slow[i] {
 			s.Slow++
 			s.SlowRequests += ss.all[i].SampleRate
+			if st := ss.byModel[ss.all[i].Model]; st != nil {
+				bases[st.basis()] = true
+			}
 		}
 	}
 	s.SlowRequests = math.Round(s.SlowRequests)
+	switch {
+	case len(bases) > 1:
+		s.SlowBasis = SlowBasisMixed
+	case bases[SlowBasisSpikeTail]:
+		s.SlowBasis = SlowBasisSpikeTail
+	case bases[SlowBasisBaseline]:
+		s.SlowBasis = SlowBasisBaseline
+	}
 	return s
 }
 

@@ -129,7 +129,9 @@ func samplesStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 			relative = append(relative, m)
 		}
 	}
-	if len(relative) > 0 && len(relative) == len(f.affected) && a.Samples.SlowRequests > 0 {
+	// SlowBasis also counts an affected model with no samples as no part
+	// of the count: the header and the export read it too.
+	if len(relative) > 0 && (len(relative) == len(f.affected) || a.Samples.SlowBasis == SlowBasisSpikeTail) && a.Samples.SlowRequests > 0 {
 		// The cut-off is the spike's own P90: the count would be a tenth
 		// of the samples whatever happened.
 		sm = append(sm, fmt.Sprintf("How many requests were slow is not known: no sample or P99 curve from before the onset gives %s a baseline, so the slowest tenth of %s sampled requests during the spike stands in for the slow ones.",

@@ -3,6 +3,7 @@ package correlate
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -454,5 +455,56 @@ func TestSlowCountWithoutBaselineIsNotStated(t *testing.T) {
 	x.samples = kept
 	if ans := x.analyze().Checklist[2].Answer; !strings.Contains(ans, "For m, with no baseline before the onset, the slowest tenth") {
 		t.Errorf("samples step %q does not say m's slow requests are its own slowest tenth", ans)
+	}
+}
+
+// The structured counts say what "slow" was judged against: a model with
+// no baseline has its spike's own slowest tenth counted, and the impact,
+// the samples summary (and from them the page header, the export and the
+// API) gave that number as the incident's slow requests.
+func TestSlowBasisIsStated(t *testing.T) {
+	onlyDuring := func(x *fixture, models ...string) {
+		kept := x.samples[:0]
+		for _, s := range x.samples {
+			if !slices.Contains(models, s.Model) || !s.Time.Before(x.onset) {
+				kept = append(kept, s)
+			}
+		}
+		x.samples = kept
+	}
+	basisOf := func(a Analysis) map[string]string {
+		out := map[string]string{}
+		for _, im := range a.Impact {
+			out[im.Model] = im.SlowBasis
+		}
+		return out
+	}
+	// No baseline: the spike's tail.
+	x := newFixture()
+	x.curve(RoleLatencyP95, LevelModel, Scope{Model: "m"}, 100, 400)
+	x.sampleRun(10, Scope{Model: "m", Replica: "r1"}, 100, 400, nil)
+	onlyDuring(x, "m")
+	a := x.analyze()
+	if a.Samples.SlowRequests == 0 || a.Samples.SlowBasis != SlowBasisSpikeTail || basisOf(a)["m"] != SlowBasisSpikeTail {
+		t.Errorf("no baseline: samples %d slow (basis %q), impact bases %v; want %q", a.Samples.Slow, a.Samples.SlowBasis, basisOf(a), SlowBasisSpikeTail)
+	}
+	// Beside a model with a baseline: mixed, said per model.
+	x = newFixture()
+	x.curve(RoleLatencyP95, LevelModel, Scope{Model: "m"}, 100, 400)
+	x.curve(RoleLatencyP95, LevelModel, Scope{Model: "k"}, 100, 400)
+	x.sampleRun(10, Scope{Model: "m", Replica: "r1"}, 100, 400, nil)
+	x.sampleRun(10, Scope{Model: "k", Replica: "k1"}, 100, 400, nil)
+	onlyDuring(x, "m")
+	a = x.analyze()
+	if b := basisOf(a); a.Samples.SlowBasis != SlowBasisMixed || b["m"] != SlowBasisSpikeTail || b["k"] != SlowBasisBaseline {
+		t.Errorf("one model without a baseline: samples basis %q, impact bases %v", a.Samples.SlowBasis, b)
+	}
+	// Samples before the onset: a baseline.
+	x = newFixture()
+	x.curve(RoleLatencyP95, LevelModel, Scope{Model: "m"}, 100, 400)
+	x.sampleRun(10, Scope{Model: "m", Replica: "r1"}, 100, 400, nil)
+	a = x.analyze()
+	if a.Samples.SlowBasis != SlowBasisBaseline || basisOf(a)["m"] != SlowBasisBaseline {
+		t.Errorf("with a baseline: samples basis %q, impact bases %v", a.Samples.SlowBasis, basisOf(a))
 	}
 }

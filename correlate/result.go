@@ -265,7 +265,25 @@ type SampleSummary struct {
 	Slow         int                `json:"slow"`             // slow samples of the affected models during the spike (all models when none is)
 	SlowRequests float64            `json:"slow_requests"`    // the requests those represent: the incident's slow requests
 	SlowMs       map[string]float64 `json:"slow_ms"`          // per model: the slowness threshold used
+	// SlowBasis is what Slow and SlowRequests were judged against:
+	// SlowBasisBaseline, SlowBasisSpikeTail (a tenth of the samples by
+	// construction, no count of slow requests), or SlowBasisMixed (some
+	// models' part is their own slowest tenth; see Impact.SlowBasis).
+	// Empty with no slow sample counted, and in analyses stored before it.
+	SlowBasis string `json:"slow_basis,omitempty"`
 }
+
+// What a count of slow requests was judged against.
+const (
+	// SlowBasisBaseline: the model's P99 before the onset (its samples'
+	// or a P99 curve's), or its SLO when higher.
+	SlowBasisBaseline = "baseline"
+	// SlowBasisSpikeTail: no baseline, so the spike's own P90 is the
+	// cut-off and a tenth of its requests are "slow" whatever happened.
+	SlowBasisSpikeTail = "spike_tail"
+	// SlowBasisMixed: some of the models counted have a baseline, some not.
+	SlowBasisMixed = "mixed"
+)
 
 // ChecklistStep answers one step of the article's checklist (scope →
 // timeline → samples → action). A step that quotes a fact of the top cause
@@ -324,13 +342,17 @@ type Impact struct {
 	// Quantile is the latency measure the *P99Ms fields hold: "P99",
 	// "P95" for a model measured by a P95 curve alone, or "mean" for one
 	// measured by its mean alone (Triton without its summary).
-	Quantile     string       `json:"quantile"`
-	Status       string       `json:"status"`                 // "ongoing" or "recovered"
-	RecoveredAt  *time.Time   `json:"recovered_at,omitempty"` // when its P99 came back near the baseline, to stay
-	SlowRequests float64      `json:"slow_requests"`          // its share of SampleSummary.SlowRequests (0 without samples)
-	Tenants      []ScopeEntry `json:"tenants,omitempty"`      // tenants hit, by share of its slow requests
-	Entries      []ScopeEntry `json:"entries,omitempty"`      // entry points hit, the same way
-	SLO          *SLOImpact   `json:"slo,omitempty"`          // when the model has a latency SLO
+	Quantile     string     `json:"quantile"`
+	Status       string     `json:"status"`                 // "ongoing" or "recovered"
+	RecoveredAt  *time.Time `json:"recovered_at,omitempty"` // when its P99 came back near the baseline, to stay
+	SlowRequests float64    `json:"slow_requests"`          // its share of SampleSummary.SlowRequests (0 without samples)
+	// SlowBasis: SlowBasisBaseline, or SlowBasisSpikeTail when SlowRequests
+	// is the model's own slowest tenth for want of a baseline. Empty
+	// without samples of the model.
+	SlowBasis string       `json:"slow_basis,omitempty"`
+	Tenants   []ScopeEntry `json:"tenants,omitempty"` // tenants hit, by share of its slow requests
+	Entries   []ScopeEntry `json:"entries,omitempty"` // entry points hit, the same way
+	SLO       *SLOImpact   `json:"slo,omitempty"`     // when the model has a latency SLO
 }
 
 // SLOImpact is what the incident cost against a latency SLO, read as a P99

@@ -100,6 +100,14 @@ type sampleSet struct {
 	beforeSpanS, duringSpanS float64
 }
 
+// basis says what the model's slow requests were judged against.
+func (st *sampleStats) basis() string {
+	if st.relative {
+		return SlowBasisSpikeTail
+	}
+	return SlowBasisBaseline
+}
+
 // newSampleSet splits samples into phases and labels the slow ones: a
 // sample is slow when its total exceeds its model's P99 before the onset
 // (or the model's SLO, when that is higher), as in MacroBase's "outlier =

@@ -24,7 +24,7 @@ func (f *facts) impacts(order []string, windowTo time.Time) []Impact {
 			f.peakAndRecovery(&im, c, mi.before, windowTo)
 		}
 		if st := f.ss.byModel[m]; st != nil {
-			im.SlowRequests = math.Round(st.slowDuringW)
+			im.SlowRequests, im.SlowBasis = math.Round(st.slowDuringW), st.basis()
 		}
 		im.Tenants = slow.entries(m, "tenant")
 		im.Entries = slow.entries(m, "entry")

@@ -554,7 +554,7 @@ func fullAnalysis() correlate.Analysis {
 		Deviations: []correlate.CurveDeviation{{Key: "latency_p99|model|model=chat", Role: correlate.RoleLatencyP99, Level: correlate.LevelModel,
 			Scope: correlate.Scope{Model: "chat"}, Before: 200, During: 800, Deviation: 9}},
 		P99BeforeMs: 200, P99DuringMs: 800,
-		Samples:   correlate.SampleSummary{Total: 100, Weighted: 1000, Slow: 10, SlowMs: map[string]float64{"chat": 300}},
+		Samples:   correlate.SampleSummary{Total: 100, Weighted: 1000, Slow: 10, SlowMs: map[string]float64{"chat": 300}, SlowBasis: correlate.SlowBasisMixed},
 		Checklist: []correlate.ChecklistStep{{Step: "scope", Answer: "only chat v2"}},
 	}
 }

@@ -274,7 +274,7 @@ func BuildIncident(in IncidentInput) IncidentPage {
 		}
 		h.MoreModels = len(a.Impact) - len(h.Impact)
 		if a.Samples.SlowRequests > 0 {
-			h.Slow, h.HasSlow = slowCount(a.Samples.SlowRequests, slowEstimated(a)), true
+			h.Slow, h.HasSlow = slowTotal(a, func(m string) string { return m }), true
 		}
 		p.Causes = causeViews(a, in.State)
 		if len(a.Impact) > 0 {

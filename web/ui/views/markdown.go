@@ -94,7 +94,11 @@ func Markdown(in MarkdownInput) string {
 		}
 	}
 	if a.Samples.SlowRequests > 0 {
-		fmt.Fprintf(&b, "- **Slow requests:** %s\n", slowCount(a.Samples.SlowRequests, slowEstimated(a)).Text)
+		c := slowTotal(a, mdText)
+		if c.Note != "" {
+			c.Text += " (" + c.Note + ")"
+		}
+		fmt.Fprintf(&b, "- **Slow requests:** %s\n", c.Text)
 	}
 	if a.Scope.Summary != "" {
 		fmt.Fprintf(&b, "- **Scope:** %s\n", mdText(a.Scope.Summary))
@@ -129,7 +133,11 @@ func Markdown(in MarkdownInput) string {
 			}
 			slow := "–"
 			if a.Samples.SlowRequests > 0 {
-				slow = slowCount(im.SlowRequests, slowEstimated(a)).Text
+				if c := slowOfModel(a, im); c.Note != "" {
+					slow = c.Text + ": no baseline"
+				} else {
+					slow = c.Text
+				}
 			}
 			rows = append(rows, []string{im.Model, quantileOf(im), msOrDash(im.BaselineP99Ms), peak, msOrDash(im.NowP99Ms), status, slow, strings.Join(tenants, ", ")})
 		}

@@ -30,16 +30,66 @@ type ImpactView struct {
 	Rise       string // "×3.0"
 	Status     string // "ongoing" or "recovered"
 	StatusText string // "recovered at 08:18 UTC" / "ongoing at the end of the data"
-	Slow       string // "12,345" slow requests of this model ("" without samples)
+	Slow       string // "12,345" slow requests of this model ("" without samples); "not known" without a baseline
 	SlowRaw    string // the same, unformatted, for tests
+	SlowNote   string // why Slow is "not known"
 	Tenants    []Link // tenants hit, as filter chips: "t-contoso 68%"
 	SLO        string // "SLO 500 ms: 14 min over, 3.2% of the 30-day budget"
 }
 
 // SlowCount is the incident's one count of slow requests.
 type SlowCount struct {
-	Text string // "37,978"
+	Text string // "37,978"; "not known" when "slow" is the spike's own tail
 	Raw  string // "37978", a data attribute tests compare
+	// Note says what the count rests on when that is not a baseline:
+	// "no baseline before the onset: …".
+	Note  string
+	Basis string // the analysis' slow_basis when Note is set
+}
+
+// The words for a model whose "slow" is its spike's own slowest tenth:
+// with no baseline, a tenth of its requests are slow by construction.
+const (
+	slowUnknown   = "not known"
+	slowNoBaseAll = "no baseline before the onset: the slowest tenth of the sampled requests during the spike stands in for the slow ones"
+	slowNoBaseOne = "no baseline before the onset: its slowest tenth stands in"
+)
+
+// slowTotal is the header's and the export's count of slow requests,
+// saying what it rests on when some model has no baseline; name escapes
+// a model's name for where the note goes.
+func slowTotal(a *correlate.Analysis, name func(string) string) SlowCount {
+	c := slowCount(a.Samples.SlowRequests, slowEstimated(a))
+	c.Basis = a.Samples.SlowBasis
+	switch a.Samples.SlowBasis {
+	case correlate.SlowBasisSpikeTail:
+		c.Text, c.Note = slowUnknown, slowNoBaseAll
+	case correlate.SlowBasisMixed:
+		var tail []string
+		for _, im := range a.Impact {
+			if im.SlowBasis == correlate.SlowBasisSpikeTail {
+				tail = append(tail, name(im.Model))
+			}
+		}
+		switch len(tail) {
+		case 0: // past the impact list
+			c.Note = "of which some models' parts are their own slowest tenth during the spike, with no baseline before the onset"
+		case 1:
+			c.Note = "of which " + tail[0] + "'s part is its own slowest tenth during the spike, with no baseline before the onset"
+		default:
+			c.Note = "of which the parts of " + strings.Join(tail, ", ") + " are their own slowest tenth during the spike, with no baseline before the onset"
+		}
+	}
+	return c
+}
+
+// slowOfModel is an impact's count of slow requests.
+func slowOfModel(a *correlate.Analysis, im correlate.Impact) SlowCount {
+	c := slowCount(im.SlowRequests, slowEstimated(a))
+	if im.SlowBasis == correlate.SlowBasisSpikeTail {
+		c.Text, c.Note = slowUnknown, slowNoBaseOne
+	}
+	return c
 }
 
 // estimated: the count is the samples re-weighted by their sample_rate,
@@ -113,8 +163,8 @@ func impactViews(a *correlate.Analysis, s State, now time.Time) []ImpactView {
 			}
 		}
 		if a.Samples.SlowRequests > 0 {
-			c := slowCount(im.SlowRequests, slowEstimated(a))
-			v.Slow, v.SlowRaw = c.Text, c.Raw
+			c := slowOfModel(a, im)
+			v.Slow, v.SlowRaw, v.SlowNote = c.Text, c.Raw, c.Note
 		}
 		for j, t := range im.Tenants {
 			if j == 3 || t.SlowShare == nil || *t.SlowShare < 0.1 {
@@ -123,6 +173,9 @@ func impactViews(a *correlate.Analysis, s State, now time.Time) []ImpactView {
 			l := filterLink(map[string]string{"tenant": t.Name}, s)
 			l.Text = t.Name + " " + FmtPct(100**t.SlowShare)
 			l.Title = FmtPct(100**t.SlowShare) + " of " + im.Model + "'s slow requests"
+			if im.SlowBasis == correlate.SlowBasisSpikeTail {
+				l.Title = FmtPct(100**t.SlowShare) + " of " + im.Model + "'s slowest tenth of requests (no baseline)"
+			}
 			if t.TrafficShare != nil {
 				l.Title += ", " + FmtPct(100**t.TrafficShare) + " of its requests"
 			}

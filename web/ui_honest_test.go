@@ -1,0 +1,59 @@
+package web_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/waterline-dev/waterline/correlate"
+)
+
+// No sample or P99 curve before the onset gives chat a baseline, so its
+// "slow" is the spike's own slowest tenth: 120 of its requests are slow
+// by construction. The analysis' sentences said so, but the page header
+// and the export read "Slow requests: 120" as a fact.
+func TestUISlowCountWithoutABaselineIsNotAFact(t *testing.T) {
+	e := newUIEnv(t)
+	a := e.analysis()
+	a.Samples.Slow, a.Samples.SlowRequests, a.Samples.SlowBasis = 120, 120, correlate.SlowBasisSpikeTail
+	a.Impact = []correlate.Impact{{Model: "chat", BaselineP99Ms: 100, DuringP99Ms: 900, PeakP99Ms: 950, Rise: 9, Quantile: "P95", Status: "ongoing",
+		SlowRequests: 120, SlowBasis: correlate.SlowBasisSpikeTail}}
+	e.storeAnalysisOf(t, a)
+	w := e.browser()
+	w.login(e.write)
+
+	p := w.get(e.incidentPath())
+	total := p.testid("slow-total")
+	if got := strings.TrimSpace(total.Text()); got != "not known" {
+		t.Errorf("header's slow requests %q, want \"not known\"", got)
+	}
+	if note := p.testid("slow-total-note").Text(); !strings.Contains(note, "no baseline before the onset") || !strings.Contains(note, "slowest tenth") {
+		t.Errorf("header's note %q does not say why", note)
+	}
+	if basis, _ := total.Attr("data-slow-basis"); basis != correlate.SlowBasisSpikeTail {
+		t.Errorf("header's data-slow-basis %q", basis)
+	}
+	if cell, note := p.testid("impact-row").Find("[data-slow-requests]").Text(), p.testid("slow-note").Text(); cell != "not known" || note != "no baseline" {
+		t.Errorf("impact row's slow requests %q (%q)", cell, note)
+	}
+
+	md := w.get(e.incidentPath() + "/export.md").body
+	if !strings.Contains(md, "- **Slow requests:** not known (no baseline before the onset: the slowest tenth of the sampled requests during the spike stands in for the slow ones)") ||
+		!strings.Contains(md, "| not known: no baseline |") || strings.Contains(md, "**Slow requests:** 120") || strings.Contains(md, "| 120 |") {
+		t.Errorf("export states the spike's slowest tenth as its slow requests:\n%s", md)
+	}
+
+	// Beside a model with a baseline the total stands, and says whose
+	// part is a slowest tenth.
+	a.Samples.Slow, a.Samples.SlowRequests, a.Samples.SlowBasis = 300, 300, correlate.SlowBasisMixed
+	a.Impact = append(a.Impact, correlate.Impact{Model: "embed", BaselineP99Ms: 10, DuringP99Ms: 40, PeakP99Ms: 45, Rise: 4, Quantile: "P99", Status: "ongoing",
+		SlowRequests: 180, SlowBasis: correlate.SlowBasisBaseline})
+	e.storeAnalysisOf(t, a)
+	p = w.get(e.incidentPath())
+	if got, note := strings.TrimSpace(p.testid("slow-total").Text()), p.testid("slow-total-note").Text(); got != "300" || !strings.Contains(note, "chat's part is its own slowest tenth") {
+		t.Errorf("mixed: header %q (%q)", got, note)
+	}
+	md = w.get(e.incidentPath() + "/export.md").body
+	if !strings.Contains(md, "- **Slow requests:** 300 (of which chat's part") || !strings.Contains(md, "| 180 |") {
+		t.Errorf("mixed export:\n%s", md)
+	}
+}
