@@ -3,6 +3,7 @@ package web_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/waterline-dev/waterline/correlate"
 )
@@ -55,5 +56,38 @@ func TestUISlowCountWithoutABaselineIsNotAFact(t *testing.T) {
 	md = w.get(e.incidentPath() + "/export.md").body
 	if !strings.Contains(md, "- **Slow requests:** 300 (of which chat's part") || !strings.Contains(md, "| 180 |") {
 		t.Errorf("mixed export:\n%s", md)
+	}
+}
+
+// The latency curve has no points for 13 minutes before the onset (a
+// scrape outage): the rise came somewhere in the hole. The timeline says
+// so, but the page header, the export's onset and duration and the chat
+// card gave the first point after the hole as the onset.
+func TestUIOnsetAfterAGapIsTimedByTheGap(t *testing.T) {
+	e := newUIEnv(t)
+	a := e.analysis()
+	gap, onset := e.spikeAt.Add(-13*time.Minute), e.spikeAt
+	rec := onset.Add(20 * time.Minute)
+	a.OnsetGapFrom = &gap
+	a.Impact = []correlate.Impact{{Model: "chat", BaselineP99Ms: 100, DuringP99Ms: 900, PeakP99Ms: 950, Rise: 9, Quantile: "P99", Status: "recovered", RecoveredAt: &rec}}
+	e.storeAnalysisOf(t, a)
+	w := e.browser()
+	w.login(e.write)
+
+	from, to := gap.UTC().Format("2006-01-02 15:04:05"), onset.UTC().Format("15:04:05")
+	when := "between " + from + " and " + to + " UTC (no latency data in between)"
+	if got := w.get(e.incidentPath()).testid("onset-time").Text(); got != when {
+		t.Errorf("header's onset %q, want %q", got, when)
+	}
+	md := w.get(e.incidentPath() + "/export.md").body
+	for _, want := range []string{"- **Onset:** " + when, "- **Duration:** between 20 min and 33 min (the rise came in a gap in the latency data)"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("export lacks %q:\n%s", want, md)
+		}
+	}
+	p := e.browser().get(e.sharePath(t))
+	desc, _ := p.doc.Find(`meta[property="og:description"]`).Attr("content")
+	if want := "rose between " + gap.UTC().Format("Jan 2 15:04") + " and " + onset.UTC().Format("15:04") + " UTC (no data in between)"; !strings.Contains(desc, want) || strings.Contains(desc, "since ") {
+		t.Errorf("og:description %q, want %q", desc, want)
 	}
 }

@@ -299,7 +299,7 @@ func (p *Pages) openGraph(ctx context.Context, d *incidentData, base string) *vi
 				in.P99Before, in.P99After = im.BaselineP99Ms, im.DuringP99Ms
 			}
 		}
-		in.Onset = d.an.Onset
+		in.Onset, in.OnsetGapFrom = d.an.Onset, d.an.OnsetGapFrom
 	}
 	if d.inc.Status == store.IncidentResolved && in.Status == "ongoing" {
 		// "ongoing" is at the end of the analysed data; the incident

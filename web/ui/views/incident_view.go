@@ -255,7 +255,7 @@ func BuildIncident(in IncidentInput) IncidentPage {
 			h.Scope = a.Scope.Summary
 		}
 		if a.Onset != nil {
-			h.Onset = FmtTime(*a.Onset, time.Time{})
+			h.Onset = onsetWhen(a)
 		}
 		if a.Headline.Title != "" {
 			h.Title, h.Model = a.Headline.Title, a.Headline.Model

@@ -67,7 +67,7 @@ func Markdown(in MarkdownInput) string {
 		return b.String()
 	}
 	if a.Onset != nil {
-		fmt.Fprintf(&b, "- **Onset:** %s\n", FmtTime(*a.Onset, time.Time{}))
+		fmt.Fprintf(&b, "- **Onset:** %s\n", onsetWhen(a))
 	}
 	if len(a.Impact) > 0 {
 		im := a.Impact[0]
@@ -85,11 +85,18 @@ func Markdown(in MarkdownInput) string {
 			fmt.Fprintf(&b, "- **Recovered:** not yet, ongoing at the end of the data%s\n", now)
 		}
 		if a.Onset != nil {
+			end, soFar := im.RecoveredAt, ""
+			if end == nil {
+				end, soFar = im.NowAt, " so far"
+			}
 			switch {
-			case im.RecoveredAt != nil:
-				fmt.Fprintf(&b, "- **Duration:** %s\n", FmtDuration(im.RecoveredAt.Sub(*a.Onset)))
-			case im.NowAt != nil:
-				fmt.Fprintf(&b, "- **Duration:** %s so far\n", FmtDuration(im.NowAt.Sub(*a.Onset)))
+			case end == nil:
+			case a.OnsetGapFrom != nil:
+				// The rise came somewhere in the hole before the onset.
+				fmt.Fprintf(&b, "- **Duration:** between %s and %s%s (the rise came in a gap in the latency data)\n",
+					FmtDuration(end.Sub(*a.Onset)), FmtDuration(end.Sub(*a.OnsetGapFrom)), soFar)
+			default:
+				fmt.Fprintf(&b, "- **Duration:** %s%s\n", FmtDuration(end.Sub(*a.Onset)), soFar)
 			}
 		}
 	}
@@ -218,7 +225,11 @@ func Markdown(in MarkdownInput) string {
 		tl = append(tl, tlRow{e.Time, []string{FmtTime(e.Time, time.Time{}), onsetWords(e.Time), string(e.Kind), e.Scope.String(), e.Summary, use}})
 	}
 	if a.Onset != nil { // set only where a spike was found
-		tl = append(tl, tlRow{*a.Onset, []string{FmtTime(*a.Onset, time.Time{}), "onset", "latency", "", "latency rose", ""}})
+		rose := "latency rose"
+		if a.OnsetGapFrom != nil {
+			rose = "latency first seen risen, after no latency data since " + FmtTime(*a.OnsetGapFrom, time.Time{})
+		}
+		tl = append(tl, tlRow{*a.Onset, []string{FmtTime(*a.Onset, time.Time{}), "onset", "latency", "", rose, ""}})
 	}
 	if len(a.Impact) > 0 {
 		im := a.Impact[0]

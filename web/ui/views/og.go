@@ -23,6 +23,9 @@ type OGInput struct {
 	// "recovered") are the hardest-hit model's; Onset the spike's.
 	Model, Quantile, Status string
 	Onset                   *time.Time
+	// OnsetGapFrom: the latency curve has no data from it to Onset, so
+	// the rise is timed by the hole.
+	OnsetGapFrom *time.Time
 	// Verdict replaces the likely cause when the analysis claims none:
 	// "Latency rise not judged", "No latency rise found", "No cause
 	// stands out", "Analysis failed".
@@ -67,7 +70,15 @@ func BuildOpenGraph(in OGInput) *OpenGraph {
 		desc = append(desc, line)
 		og.Labels = append(og.Labels, KV{what, p})
 	}
-	if in.Onset != nil {
+	switch {
+	case in.Onset != nil && in.OnsetGapFrom != nil:
+		// The rise came somewhere in a hole in the latency data.
+		to := in.Onset.UTC().Format("15:04")
+		if in.Onset.UTC().YearDay() != in.OnsetGapFrom.UTC().YearDay() {
+			to = in.Onset.UTC().Format("Jan 2 15:04")
+		}
+		desc = append(desc, "rose between "+in.OnsetGapFrom.UTC().Format("Jan 2 15:04")+" and "+to+" UTC (no data in between)")
+	case in.Onset != nil:
 		// With its date: a card is read in chat hours or days later.
 		desc = append(desc, "since "+in.Onset.UTC().Format("Jan 2 15:04")+" UTC")
 	}

@@ -109,6 +109,17 @@ func slowEstimated(a *correlate.Analysis) bool {
 	return math.Abs(a.Samples.SlowRequests-float64(a.Samples.Slow)) >= 0.5
 }
 
+// onsetWhen says when latency rose: the onset, or, when the latency
+// curve has a hole ending at it, the hole, since the rise came somewhere
+// in it and the onset is only when it was first seen.
+func onsetWhen(a *correlate.Analysis) string {
+	if a.OnsetGapFrom == nil {
+		return FmtTime(*a.Onset, time.Time{})
+	}
+	from := strings.TrimSuffix(FmtTime(*a.OnsetGapFrom, time.Time{}), " UTC")
+	return "between " + from + " and " + FmtTime(*a.Onset, *a.OnsetGapFrom) + " (no latency data in between)"
+}
+
 // FmtInt renders a whole number without separators.
 func FmtInt(v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
