@@ -54,8 +54,10 @@ type Backend struct {
 func (b Backend) transport() (http.RoundTripper, error) {
 	rt := b.RoundTripper
 	if rt == nil {
+		// No proxy from the environment, as before Backend: an HTTP_PROXY
+		// set for the egress would otherwise take the in-cluster
+		// Prometheus too.
 		t := &http.Transport{
-			Proxy:               http.ProxyFromEnvironment,
 			MaxIdleConnsPerHost: 16, IdleConnTimeout: time.Minute,
 			TLSHandshakeTimeout: 10 * time.Second,
 			DisableCompression:  !b.Compression,

@@ -270,3 +270,18 @@ func (ca *testCA) write(t *testing.T, dir, name string, c tls.Certificate) {
 		t.Fatal(err)
 	}
 }
+
+// The pull goes straight to Prometheus, as it did before Backend: an
+// HTTP_PROXY meant for the egress (webhooks, the internet) must not take
+// an in-cluster Prometheus that NO_PROXY does not list.
+func TestBackendIgnoresTheEnvironmentsProxy(t *testing.T) {
+	for _, b := range []Backend{{URL: "http://prom:9090"}, {URL: "https://prom:9090", CAFile: writeTemp(t, string(newTestCA(t).pem))}} {
+		rt, err := b.transport()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr, ok := rt.(*http.Transport); !ok || tr.Proxy != nil {
+			t.Errorf("%+v: transport %T with a proxy", b, rt)
+		}
+	}
+}
