@@ -1,6 +1,9 @@
 package web_test
 
 import (
+	"bytes"
+	"image/color"
+	"image/png"
 	"strings"
 	"testing"
 	"time"
@@ -62,7 +65,9 @@ func TestUISlowCountWithoutABaselineIsNotAFact(t *testing.T) {
 // The latency curve has no points for 13 minutes before the onset (a
 // scrape outage): the rise came somewhere in the hole. The timeline says
 // so, but the page header, the export's onset and duration and the chat
-// card gave the first point after the hole as the onset.
+// card gave the first point after the hole as the onset; and the onset
+// marks of the timeline, the heatmap and the card's image were a line at
+// that first point, as if the rise were timed to it.
 func TestUIOnsetAfterAGapIsTimedByTheGap(t *testing.T) {
 	e := newUIEnv(t)
 	a := e.analysis()
@@ -89,5 +94,38 @@ func TestUIOnsetAfterAGapIsTimedByTheGap(t *testing.T) {
 	desc, _ := p.doc.Find(`meta[property="og:description"]`).Attr("content")
 	if want := "rose between " + gap.UTC().Format("Jan 2 15:04") + " and " + onset.UTC().Format("15:04") + " UTC (no data in between)"; !strings.Contains(desc, want) || strings.Contains(desc, "since ") {
 		t.Errorf("og:description %q, want %q", desc, want)
+	}
+
+	// The pictures draw the rise as the whole gap.
+	inc := w.get(e.incidentPath())
+	mark := inc.testid("onset")
+	if cls, _ := mark.Attr("class"); mark.Length() != 1 || !strings.Contains(cls, "tl-onset-gap") {
+		t.Errorf("timeline's onset mark %q: want the gap drawn (tl-onset-gap)", cls)
+	} else if style, _ := mark.Attr("style"); !strings.Contains(style, "width:") {
+		t.Errorf("timeline's gap mark has no width: %q", style)
+	} else if title, _ := mark.Attr("title"); !strings.Contains(title, "no latency data from "+from) {
+		t.Errorf("timeline's gap mark title %q", title)
+	}
+	if inc.doc.Find(".heat-onset").Length() > 0 && inc.doc.Find(".heat-onset.onset-gap").Length() != 1 {
+		t.Errorf("heatmap's onset mark is a line, not the gap")
+	}
+	img, err := png.Decode(bytes.NewReader([]byte(e.browser().get(e.sharePath(t) + "/og.png").body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Columns of the chart's upper part (clear of its labels) holding the
+	// onset colour: a line is 3 px wide; a 13-minute gap is tens of px.
+	onsetRGB := color.RGBA{0xd5, 0x5e, 0x00, 0xff}
+	cols := 0
+	for x := 40; x < 1160; x++ {
+		for y := 300; y < 500; y++ {
+			if color.RGBAModel.Convert(img.At(x, y)) == onsetRGB {
+				cols++
+				break
+			}
+		}
+	}
+	if cols < 20 {
+		t.Errorf("og.png marks the onset on %d columns: a line, not the 13-minute gap", cols)
 	}
 }

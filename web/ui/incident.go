@@ -165,7 +165,7 @@ func (p *Pages) filtered(ctx context.Context, d *incidentData, st views.State, r
 	in := views.TimelineInput{From: from, To: to, Step: step, Curves: curves, Events: tv.Events, Filter: st.Scope,
 		State: st, Target: "#filtered"}
 	if d.an != nil {
-		in.Onset, in.Spikes = d.an.Onset, d.an.Spikes
+		in.Onset, in.OnsetGapFrom, in.Spikes = d.an.Onset, d.an.OnsetGapFrom, d.an.Spikes
 		in.Tenant = views.TenantDriver(d.an, st)
 	}
 	in.StageModel = storyModel(d)
@@ -197,7 +197,7 @@ func (p *Pages) filtered(ctx context.Context, d *incidentData, st views.State, r
 	h := views.BuildHeatmap(hs, from, to, def, st)
 	h.SlowOfSeveral = several
 	if d.an != nil {
-		h.SetOnset(d.an.Onset)
+		h.SetOnset(d.an.Onset, d.an.OnsetGapFrom)
 	}
 	f.Heat = &h
 	return f, nil

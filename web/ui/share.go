@@ -359,7 +359,7 @@ func (p *Pages) ogImage(c echo.Context, id int64, base string) error {
 	model := d.inc.Scope.Model
 	role := correlate.RoleLatencyP99
 	if d.an != nil {
-		in.Onset, in.Spikes = d.an.Onset, d.an.Spikes
+		in.Onset, in.OnsetGapFrom, in.Spikes = d.an.Onset, d.an.OnsetGapFrom, d.an.Spikes
 		if len(d.an.Impact) > 0 && (model == "" || model == d.an.Impact[0].Model) {
 			// The curve the card's figures are of: the hardest-hit
 			// model's, at the quantile measured for it.

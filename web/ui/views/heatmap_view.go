@@ -33,15 +33,24 @@ type Heatmap struct {
 	Count    int
 	XTicks   []Tick  // the time axis, as the timeline's
 	OnsetPct float64 // where the onset falls across; 0 when unknown or outside
+	// OnsetGapPct, when over 0, is where the latency data stopped before
+	// the onset: the rise is drawn as the gap up to OnsetPct.
+	OnsetGapPct float64
 }
 
-// SetOnset marks the onset on the time axis when it falls inside.
-func (h *Heatmap) SetOnset(onset *time.Time) {
+// SetOnset marks the onset on the time axis when it falls inside, and the
+// gap in the latency data before it (gapFrom; nil: none) as where the
+// rise happened.
+func (h *Heatmap) SetOnset(onset, gapFrom *time.Time) {
 	if onset == nil || h.ToMs <= h.FromMs {
 		return
 	}
+	pct := func(ms int64) float64 { return 100 * float64(ms-h.FromMs) / float64(h.ToMs-h.FromMs) }
 	if ms := onset.UnixMilli(); ms > h.FromMs && ms < h.ToMs {
-		h.OnsetPct = 100 * float64(ms-h.FromMs) / float64(h.ToMs-h.FromMs)
+		h.OnsetPct = pct(ms)
+		if gapFrom != nil && gapFrom.Before(*onset) {
+			h.OnsetGapPct = math.Max(pct(gapFrom.UnixMilli()), 0.001)
+		}
 	}
 }
 

@@ -37,7 +37,10 @@ type OGImageInput struct {
 	// model's measured quantile, which may be a P95.
 	Quantile string
 	Onset    *time.Time
-	Spikes   []correlate.Spike
+	// OnsetGapFrom: the latency curve has no data from it to Onset, and
+	// the rise is drawn as that gap, not as a line at Onset.
+	OnsetGapFrom *time.Time
+	Spikes       []correlate.Spike
 }
 
 var (
@@ -99,12 +102,21 @@ func OGImage(in OGImageInput) ([]byte, error) {
 		text(img, r.Min.X+6, r.Min.Y+6, 2, ogMuted, q+" ms, max "+FmtNum(ymax))
 	}
 	var px, py int
+	var last int64
 	first := true
+	// The pen lifts over a hole in the data (longer than 2.5 of the
+	// curve's usual spacings), as on the timeline: a line across it would
+	// draw a rise no point shows.
+	hole := int64(2.5 * float64(max(medianSpacing(in.Curve), time.Second).Milliseconds()))
 	for _, p := range in.Curve {
 		if math.IsNaN(p.V) {
 			first = true
 			continue
 		}
+		if p.T-last > hole {
+			first = true
+		}
+		last = p.T
 		x := r.Min.X + int(float64(r.Dx())*float64(p.T-in.From.UnixMilli())/(span/1e6))
 		y := r.Max.Y - 4 - int(float64(r.Dy()-8)*math.Min(p.V/ymax, 1))
 		if !first {
@@ -112,7 +124,20 @@ func OGImage(in OGImageInput) ([]byte, error) {
 		}
 		px, py, first = x, y, false
 	}
-	if in.Onset != nil {
+	if in.Onset != nil && in.OnsetGapFrom != nil && in.OnsetGapFrom.Before(*in.Onset) {
+		// The rise is somewhere in the gap: hatch it, edge to edge.
+		a, b := max(xAt(*in.OnsetGapFrom), r.Min.X), min(xAt(*in.Onset), r.Max.X-1)
+		if b >= a {
+			for x := a; x <= b; x++ {
+				for y := r.Min.Y; y < r.Max.Y; y++ {
+					if x == a || x == b || (x+y)%10 < 2 {
+						img.Set(x, y, ogOnset)
+					}
+				}
+			}
+			text(img, min(b+6, r.Max.X-160), r.Max.Y-30, 2, ogOnset, "rose in gap")
+		}
+	} else if in.Onset != nil {
 		x := xAt(*in.Onset)
 		if x >= r.Min.X && x < r.Max.X {
 			for y := r.Min.Y; y < r.Max.Y; y++ {

@@ -31,11 +31,17 @@ type Timeline struct {
 	BandsLeftOut int
 	OnsetPct     float64
 	HasOnset     bool
-	EventLanes   []EventLane
-	EventCount   int
-	Lanes        []Lane
-	Nav          []Link // earlier, zoom in, zoom out, later, reset
-	Note         string // e.g. why a tenant filter does not narrow the curves
+	// OnsetGap: the latency curve has no data before the onset back to
+	// OnsetGapPct, so the rise is drawn as that whole gap, not as a line
+	// at its first point after it (a precision the data does not have).
+	OnsetGap      bool
+	OnsetGapPct   float64
+	OnsetGapTitle string
+	EventLanes    []EventLane
+	EventCount    int
+	Lanes         []Lane
+	Nav           []Link // earlier, zoom in, zoom out, later, reset
+	Note          string // e.g. why a tenant filter does not narrow the curves
 }
 
 // Tick is an axis label at a position in percent.
@@ -117,8 +123,11 @@ type TimelineInput struct {
 	Curves   []correlate.Curve
 	Events   []correlate.Event
 	Onset    *time.Time
-	Spikes   []correlate.Spike
-	Filter   correlate.Scope // the view's dimension filters
+	// OnsetGapFrom is where the latency data stopped before the onset
+	// (Analysis.OnsetGapFrom): the rise happened somewhere in between.
+	OnsetGapFrom *time.Time
+	Spikes       []correlate.Spike
+	Filter       correlate.Scope // the view's dimension filters
 	// StageModel is the model whose stages are stacked when no filter
 	// names one (the incident's model).
 	StageModel string
@@ -180,6 +189,14 @@ func BuildTimeline(in TimelineInput) Timeline {
 	tl.Ticks = ticks(in.From, in.To)
 	if in.Onset != nil && !in.Onset.Before(in.From) && in.Onset.Before(in.To) {
 		tl.HasOnset, tl.OnsetPct = true, x(*in.Onset)
+		if g := in.OnsetGapFrom; g != nil && g.Before(*in.Onset) {
+			from := *g
+			if from.Before(in.From) {
+				from = in.From
+			}
+			tl.OnsetGap, tl.OnsetGapPct = true, x(from)
+			tl.OnsetGapTitle = "Latency rose in this gap: no latency data from " + FmtTime(*g, time.Time{}) + " to " + FmtTime(*in.Onset, *g)
+		}
 	}
 	tl.Bands, tl.BandsLeftOut, tl.SpikesText = spikeBands(in.Spikes, in.From, in.To, x)
 	tl.EventLanes, tl.EventCount = eventLanes(in.Events, in.From, in.To, in.State)

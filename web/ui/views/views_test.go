@@ -329,6 +329,57 @@ func TestOpenGraphNeverNamesTenants(t *testing.T) {
 	}
 }
 
+// A scrape outage leaves a 13-minute hole in the P99 curve, after which
+// it stands 8× higher. The card's image drew a line across the hole — a
+// ramp no point shows — and the onset as a line at its first point after.
+func TestOGImageDrawsAHoleAsAHole(t *testing.T) {
+	var pts []correlate.Point
+	for i := 0; i < 120; i++ {
+		if i >= 47 && i < 60 {
+			continue // no points: the hole
+		}
+		v := 100.0
+		if i >= 60 {
+			v = 800
+		}
+		pts = append(pts, correlate.Point{T: t0.Add(time.Duration(i) * time.Minute).UnixMilli(), V: v})
+	}
+	gap, on := t0.Add(47*time.Minute), t0.Add(60*time.Minute)
+	b, err := OGImage(OGImageInput{Heading: "Incident #1", Title: "x", From: t0, To: t0.Add(2 * time.Hour), Curve: pts, Onset: &on, OnsetGapFrom: &gap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	is := func(x, y int, r0, g0, b0 uint32) bool {
+		r, g, b, _ := img.At(x, y).RGBA()
+		return r>>8 == r0 && g>>8 == g0 && b>>8 == b0
+	}
+	// Chart x of a minute: 40 + 1120 × minute / 120.
+	at := func(min float64) int { return 40 + int(1120*min/120) }
+	for _, m := range []float64{50, 53.5, 57} {
+		for y := 290; y < 580; y++ {
+			if is(at(m), y, 0x00, 0x72, 0xb2) {
+				t.Errorf("the curve's line crosses the hole at minute %v (y %d)", m, y)
+				break
+			}
+		}
+	}
+	// The gap is drawn edge to edge in vermillion: its start, not only the
+	// onset, is marked.
+	edge := 0
+	for y := 300; y < 500; y++ {
+		if is(at(47), y, 0xd5, 0x5e, 0x00) {
+			edge++
+		}
+	}
+	if edge < 150 {
+		t.Errorf("the gap's start (minute 47) is marked on %d of 200 px", edge)
+	}
+}
+
 func TestOGImageSize(t *testing.T) {
 	on := t0.Add(30 * time.Minute)
 	b, err := OGImage(OGImageInput{Heading: "Incident #1", Title: "x → y…", From: t0, To: t0.Add(time.Hour), Onset: &on,
@@ -598,7 +649,7 @@ func TestHeatmapHasATimeAxisAndSaysWhatItDraws(t *testing.T) {
 	}
 	onset := t0.Add(30 * time.Minute)
 	h := BuildHeatmap(samples, t0, t0.Add(time.Hour), 200, State{Base: "/incidents/1"})
-	h.SetOnset(&onset)
+	h.SetOnset(&onset, nil)
 	if len(h.XTicks) < 2 || h.OnsetPct < 49 || h.OnsetPct > 51 {
 		t.Fatalf("time axis %+v, onset at %v%%", h.XTicks, h.OnsetPct)
 	}
