@@ -91,6 +91,7 @@ func Analyze(in Input) Analysis {
 	}
 	a.Impact = f.impacts(scope.Models, in.Window.To)
 	a.Pools = pools(cs, ph, in.Window.To, scope.Models)
+	a.RequestLengths = f.requestLengths()
 	withPoolActions(a.Causes, a.Pools, ph.Onset, in.Window.To)
 	if len(a.Impact) > 0 {
 		a.P99BeforeMs, a.P99DuringMs = a.Impact[0].BaselineP99Ms, a.Impact[0].DuringP99Ms

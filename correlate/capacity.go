@@ -55,14 +55,24 @@ func capacityFor(f *facts, models []string) Cause {
 		return b.done("No model carries a spike.", Target{})
 	}
 	q := f.qpsRatioOf(models)
+	// An LLM pool's work is tokens: requests that got longer are more work
+	// at the same request rate.
+	l, lengthKnown := f.requestLength(models)
+	longer := 0.0
+	if lengthKnown {
+		longer = ramp(l.ratio, lengthFlat, 1.8)
+		if longer > 0 {
+			b.support("requests_longer", l.ratio, longer, 0.30, "%s, so the pool had more tokens to serve per request.", l.sentence()).restsOn("", l.key, nil)
+		}
+	}
 	if !math.IsNaN(q) {
 		e := b.support("traffic_up", q, ramp(q, 1.15, 1.8), 0.30, "Traffic of %s rose ×%.2f against the hour before.", list(models), q)
 		if c := f.cs.model(RoleQPS, models[0], ""); c != nil && len(models) == 1 {
 			e.restsOn("", c.Key(), nil)
 		}
 		// From ×1.1 down, continuously: ×1.05 is as flat as ×1.04.
-		if q < 1.1 {
-			b.oppose("traffic_flat", q, ramp(1.1-q, 0, 0.1), 0.45, "Traffic did not rise (×%.2f), so the pool had no more work than before.", q)
+		if q < 1.1 && longer < 1 {
+			b.oppose("traffic_flat", q, ramp(1.1-q, 0, 0.1)*(1-longer), 0.45, "Traffic did not rise (×%.2f), so the pool had no more requests than before.", q)
 		}
 	}
 	stages := f.stagesOf(models)
@@ -124,13 +134,16 @@ func capacityFor(f *facts, models []string) Cause {
 	} else {
 		target.Model = models[0]
 	}
-	return f.done(b, capacitySummary(b, q, gpu, queueKnown, t, r), target)
+	return f.done(b, capacitySummary(b, q, gpu, queueKnown, t, r, l), target)
 }
 
 // capacitySummary says what the evidence shows: the traffic change (and
 // the tenant behind it), and that the pool saturated only when queues or
 // GPUs show it.
-func capacitySummary(b *causeBuilder, q, gpu float64, queueKnown bool, tenant string, tenantRatio float64) string {
+//
+// Requests that got longer (l, when its evidence is shown) are more
+// demand at the same request rate: an LLM pool's work is tokens.
+func capacitySummary(b *causeBuilder, q, gpu float64, queueKnown bool, tenant string, tenantRatio float64, l lengthChange) string {
 	var sat []string
 	if b.shown("queue_growth") >= claimed {
 		sat = append(sat, "requests queue")
@@ -139,12 +152,20 @@ func capacitySummary(b *causeBuilder, q, gpu float64, queueKnown bool, tenant st
 		sat = append(sat, fmt.Sprintf("GPUs run at %.0f%%", gpu))
 	}
 	surge, outgrew := fmt.Sprintf("Traffic rose ×%.2f", q), " and outgrew"
-	if tenant != "" {
+	longer := b.shown("requests_longer") >= claimed && b.shown("traffic_up") < claimed
+	switch {
+	case tenant != "":
 		surge, outgrew = fmt.Sprintf("A traffic surge (tenant %s ×%.1f)", tenant, tenantRatio), " outgrew"
+	case longer && math.IsNaN(q):
+		surge = fmt.Sprintf("Requests got longer (×%.2f %s each; the request rate is not known)", l.ratio, l.what())
+	case longer:
+		surge = fmt.Sprintf("Requests got longer (×%.2f %s each, at ×%.2f the request rate)", l.ratio, l.what(), q)
 	}
 	switch {
-	case math.IsNaN(q) && (tenant == "" || b.shown("tenant_surge") < claimed):
+	case math.IsNaN(q) && (tenant == "" || b.shown("tenant_surge") < claimed) && !longer:
 		return "The traffic change is unknown (no request-rate curve or samples), so capacity cannot be judged from it."
+	case longer:
+		// More tokens per request, not more requests: the demand rose.
 	case b.shown("traffic_up") < claimed && b.shown("tenant_surge") < claimed && len(sat) > 0:
 		// Queues (or busy GPUs) without more demand: each request took
 		// longer, or fewer replicas served. "No sign" would deny the

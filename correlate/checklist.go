@@ -73,6 +73,11 @@ func timelineStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 			tl = append(tl, "No change event in the incident's scope lines up with the onset.")
 		}
 	}
+	// An LLM's latency follows its requests' length: said whatever the
+	// top cause, as the workload behind (or ruled out of) the rise.
+	if l := f.lengthLine(); l != "" {
+		tl = append(tl, l)
+	}
 	if st.Curve == "" {
 		if d, ok := f.movedMostInScope(a); ok {
 			tl = append(tl, fmt.Sprintf("Of the other curves of the affected models and nodes, %s moved most: it %s.", describeCurve(d), moved(d)))

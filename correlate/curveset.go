@@ -165,6 +165,8 @@ func deviationFloor(role Role, before, during []float64) float64 {
 		floor = 0.5
 	case RoleBatchSize:
 		floor = 0.1
+	case RolePromptTokens, RoleOutputTokens:
+		floor = 1 // token
 	case RoleGPUUtil:
 		floor = 1 // percentage point
 	case RoleGPUMemUsed, RoleGPUMemFree:

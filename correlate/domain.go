@@ -223,6 +223,10 @@ const (
 	RoleNodeMemory  Role = "node_memory"  // used fraction 0..1
 	RoleNodeNetwork Role = "node_network" // bytes/s received
 	RoleKVCache     Role = "kv_cache"     // used fraction 0..1 (vLLM)
+	// An LLM server's request length (vLLM, SGLang, TGI): its latency
+	// grows with the tokens it reads and writes.
+	RolePromptTokens Role = "prompt_tokens" // mean prompt tokens per request
+	RoleOutputTokens Role = "output_tokens" // mean generated tokens per request
 	// The pool's state (kube-state-metrics), model level: what acting on
 	// a capacity cause needs to know. No cause is scored on them.
 	RoleReplicas    Role = "replicas"     // desired replicas of the model's deployments
@@ -234,7 +238,7 @@ const (
 var Roles = []Role{
 	RoleLatencyP50, RoleLatencyP95, RoleLatencyP99, RoleLatencyMean, RoleQPS, RoleErrorRate, RoleQueue, RoleBatchSize,
 	RoleStageTime, RoleGPUUtil, RoleGPUMemUsed, RoleGPUMemFree, RoleNodeCPU, RoleNodeMemory, RoleNodeNetwork, RoleKVCache,
-	RoleReplicas, RoleReplicasMin, RoleReplicasMax,
+	RolePromptTokens, RoleOutputTokens, RoleReplicas, RoleReplicasMin, RoleReplicasMax,
 }
 
 // Latency says whether a role is a request latency (a quantile or the

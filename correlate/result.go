@@ -247,10 +247,14 @@ type Analysis struct {
 	Deviations    []CurveDeviation    `json:"deviations"`
 	Replicas      []ReplicaComparison `json:"replicas"`
 	Pools         []Pool              `json:"pools,omitempty"` // the affected models' desired replicas and autoscaler limits, where kube-state-metrics has them
-	P99BeforeMs   float64             `json:"p99_before_ms"`   // the headline model's
-	P99DuringMs   float64             `json:"p99_during_ms"`
-	Samples       SampleSummary       `json:"samples"`
-	Checklist     []ChecklistStep     `json:"checklist"`
+	// RequestLengths are the affected models' prompt and generated tokens
+	// per request before and after the onset, where an LLM server's token
+	// counts are in the data.
+	RequestLengths []RequestLength `json:"request_lengths,omitempty"`
+	P99BeforeMs    float64         `json:"p99_before_ms"` // the headline model's
+	P99DuringMs    float64         `json:"p99_during_ms"`
+	Samples        SampleSummary   `json:"samples"`
+	Checklist      []ChecklistStep `json:"checklist"`
 }
 
 // SampleSummary counts the samples the analysis used. Every count of slow

@@ -73,6 +73,8 @@ func fmtValue(role Role, v float64) string {
 		return trimZero(fmt.Sprintf("%.1f", v)) + " queued"
 	case RoleBatchSize:
 		return trimZero(fmt.Sprintf("%.1f", v)) + " per batch"
+	case RolePromptTokens, RoleOutputTokens:
+		return fmt.Sprintf("%.0f tokens", v)
 	}
 	return trimZero(fmt.Sprintf("%.2f", v))
 }
@@ -91,6 +93,7 @@ var roleNames = map[Role]string{
 	RoleQPS: "request rate", RoleErrorRate: "error rate", RoleQueue: "queue length", RoleBatchSize: "batch size",
 	RoleStageTime: "stage time", RoleGPUUtil: "GPU utilisation", RoleGPUMemUsed: "GPU memory used", RoleGPUMemFree: "GPU memory free",
 	RoleNodeCPU: "CPU use", RoleNodeMemory: "memory use", RoleNodeNetwork: "network receive rate", RoleKVCache: "KV-cache use",
+	RolePromptTokens: "prompt tokens per request", RoleOutputTokens: "generated tokens per request",
 }
 
 // describeCurve names a curve for a sentence: "node gpu-a100-04's network

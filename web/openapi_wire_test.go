@@ -48,6 +48,7 @@ var wireSchemas = map[string]any{
 	"Headline":            wire.Headline{},
 	"ScopeEntry":          wire.ScopeEntry{},
 	"Pool":                wire.Pool{},
+	"RequestLength":       wire.RequestLength{},
 	"Window":              wire.Window{},
 	"Analysis":            wire.Analysis{},
 	"Point":               wire.Point{},

@@ -71,6 +71,7 @@ type (
 	Headline          = correlate.Headline
 	ScopeEntry        = correlate.ScopeEntry
 	Pool              = correlate.Pool
+	RequestLength     = correlate.RequestLength
 )
 
 // Analysis is the answer of GET /api/v1/incidents/{id}/analysis: its

@@ -1,0 +1,98 @@
+package correlate
+
+import (
+	"strings"
+	"testing"
+)
+
+// llmFleet is a vLLM-style model: P99 ×2.4 at the onset with the request
+// rate flat, more requests running at once (its batch) and a queue, and
+// its requests' generated tokens going from outBefore to outDuring.
+func llmFleet(outBefore, outDuring float64) *fixture {
+	x := newFixture()
+	x.p99("chat", 4000, 9600)
+	m := Scope{Model: "chat"}
+	x.curve(RoleQPS, LevelModel, m, 20, 20)
+	x.curve(RoleBatchSize, LevelModel, m, 24, 52)
+	x.curve(RoleQueue, LevelModel, m, 0.5, 6)
+	x.curve(RoleKVCache, LevelModel, m, 0.4, 0.9)
+	x.curve(RolePromptTokens, LevelModel, m, 900, 910)
+	x.curve(RoleOutputTokens, LevelModel, m, outBefore, outDuring)
+	return x
+}
+
+// Clients started asking for longer answers: the same request rate, ×2.3
+// the generated tokens per request. The queue, the running requests and
+// the latency all follow the tokens. Before token curves, the analysis
+// opposed capacity with "traffic did not rise, so the pool had no more
+// work" and read the running requests as a batching window that grew.
+func TestLongerRequestsAreTheWorkload(t *testing.T) {
+	t.Parallel()
+	a := llmFleet(210, 480).analyze()
+
+	capacity := causeOf(t, a, CatCapacity)
+	if e := evidenceNamed(capacity, "requests_longer"); e == nil || e.Strength < 0.5 || !strings.Contains(e.Summary, "480 generated tokens each after the onset against 210 before") {
+		dumpCause(t, capacity)
+		t.Errorf("capacity does not say the requests got longer: %+v", e)
+	} else if e.Curve == "" {
+		t.Errorf("the length evidence rests on no curve: %+v", e)
+	}
+	if e := evidenceNamed(capacity, "traffic_flat"); e != nil && e.Strength > 0 {
+		t.Errorf("capacity opposed by the flat request rate while each request brings ×2.3 the tokens: %+v", e)
+	}
+	if !strings.HasPrefix(capacity.Summary, "Requests got longer (×2.29 generated tokens each, at ×1.00 the request rate)") {
+		t.Errorf("capacity's summary %q", capacity.Summary)
+	}
+	batching := causeOf(t, a, CatBatching)
+	if e := evidenceNamed(batching, "requests_longer"); e == nil || !strings.Contains(e.Summary, "without a wider batching window") {
+		dumpCause(t, batching)
+		t.Errorf("batching's bigger batches are not put down to the longer requests: %+v", e)
+	}
+	if batching.Score >= capacity.Score {
+		t.Errorf("batching %.2f ranks with capacity %.2f", batching.Score, capacity.Score)
+	}
+	tl := a.Checklist[1].Answer
+	if !strings.Contains(tl, "Requests of chat got longer: 480 generated tokens each after the onset against 210 before (×2.29)") {
+		t.Errorf("the timeline step does not say the requests got longer: %q", tl)
+	}
+	if len(a.RequestLengths) != 1 {
+		t.Fatalf("request lengths %+v", a.RequestLengths)
+	}
+	if rl := a.RequestLengths[0]; rl.Model != "chat" || rl.OutputBefore < 200 || rl.OutputBefore > 220 || rl.OutputDuring < 470 || rl.OutputDuring > 490 || rl.PromptBefore < 890 {
+		t.Errorf("request length %+v", rl)
+	}
+}
+
+// The same fleet with the requests' length unchanged: the flat request
+// rate opposes capacity as before, and the timeline step rules the
+// workload out.
+func TestRequestLengthThatHeldRulesTheWorkloadOut(t *testing.T) {
+	t.Parallel()
+	a := llmFleet(210, 212).analyze()
+	capacity := causeOf(t, a, CatCapacity)
+	if e := evidenceNamed(capacity, "requests_longer"); e != nil && e.Strength > 0 {
+		t.Errorf("capacity says the requests got longer: %+v", e)
+	}
+	if e := evidenceNamed(capacity, "traffic_flat"); e == nil || e.Strength < 0.5 {
+		dumpCause(t, capacity)
+		t.Errorf("a flat request rate with a flat length no longer opposes capacity: %+v", e)
+	}
+	if tl := a.Checklist[1].Answer; !strings.Contains(tl, "Requests of chat kept their length") || !strings.Contains(tl, "the rise is not the requests' length") {
+		t.Errorf("timeline step %q", tl)
+	}
+}
+
+// Without token curves nothing is said about the requests' length.
+func TestNoTokenCurvesNoLengthClaim(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	x.p99("chat", 100, 300)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "chat"}, 20, 20)
+	a := x.analyze()
+	if len(a.RequestLengths) != 0 || strings.Contains(a.Checklist[1].Answer, "tokens") {
+		t.Errorf("lengths %+v, timeline %q", a.RequestLengths, a.Checklist[1].Answer)
+	}
+	if e := evidenceNamed(causeOf(t, a, CatCapacity), "requests_longer"); e != nil {
+		t.Errorf("length evidence without token curves: %+v", e)
+	}
+}
