@@ -179,6 +179,15 @@ func TestVLLMPreset(t *testing.T) {
 	o.gauge("vllm:num_requests_running{"+lb+"}", 12)
 	o.family("vllm:gpu_cache_usage_perc", "gauge")
 	o.gauge("vllm:gpu_cache_usage_perc{"+lb+"}", 0.4)
+	for _, h := range []struct {
+		name string
+		mean float64
+	}{{"vllm:request_prompt_tokens", 900}, {"vllm:request_generation_tokens", 210}} {
+		o.family(h.name, "histogram")
+		o.counter(h.name+`_bucket{`+lb+`,le="+Inf"}`, 4)
+		o.counter(h.name+"_count{"+lb+"}", 4)
+		o.counter(h.name+"_sum{"+lb+"}", 4*h.mean)
+	}
 	o.family("kube_pod_labels", "gauge")
 	o.gauge(`kube_pod_labels{namespace="llm",pod="vllm-0",label_app="llama-3-8b",label_version="2024-07"}`, 1)
 	got := pullPreset(t, o.run(t), "presets: [vllm, kube-state-metrics]\n", o.steps)
@@ -192,6 +201,8 @@ func TestVLLMPreset(t *testing.T) {
 		"queue|replica|" + rep:                          5,
 		"batch_size|replica|" + rep:                     12,
 		"kv_cache|replica|" + rep:                       0.4,
+		"prompt_tokens|model|model=llama-3-8b":          900,
+		"output_tokens|model|model=llama-3-8b":          210,
 	})
 }
 
@@ -486,6 +497,8 @@ func TestSGLangPreset(t *testing.T) {
 		"queue|replica|" + rep:                          5,
 		"batch_size|replica|" + rep:                     12,
 		"kv_cache|replica|" + rep:                       0.4,
+		"prompt_tokens|model|model=llama-3-8b":          500,
+		"output_tokens|model|model=llama-3-8b":          200,
 	})
 }
 
@@ -511,6 +524,7 @@ func TestTGIPreset(t *testing.T) {
 		mean float64
 	}{
 		{"tgi_request_queue_duration", 0.012}, {"tgi_request_inference_duration", 0.1}, {"tgi_request_validation_duration", 0.002},
+		{"tgi_request_input_length", 700}, {"tgi_request_generated_tokens", 150},
 	} {
 		o.family(h.name, "histogram")
 		o.counter(h.name+`_bucket{`+lb+`,le="+Inf"}`, 4)
@@ -550,6 +564,8 @@ func TestTGIPreset(t *testing.T) {
 		"error_rate|model|model=mistral-7b":             0.2,
 		"stage_time|model|model=mistral-7b|stage=queue": 12,
 		"stage_time|model|model=mistral-7b|stage=exec":  100,
+		"prompt_tokens|model|model=mistral-7b":          700,
+		"output_tokens|model|model=mistral-7b":          150,
 	})
 	alone := pullPreset(t, prom, "presets: [tgi]\n", o.steps)
 	checkCurves(t, alone, map[string]float64{"latency_p99|replica|replica=tgi-0 node=n3": 199})

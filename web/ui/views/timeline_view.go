@@ -147,16 +147,24 @@ type laneSpec struct {
 	scale          float64 // multiply values (fractions → percent, bytes → MB)
 	height         int
 	stacked        bool
+	// prefix names a lane of several measures before the measures drawn
+	// ("Latency P99 / P95").
+	prefix string
+	// optional: a lane shown only where its curves are (LLM servers' token
+	// counts), not as an empty row on every other fleet's page.
+	optional bool
 }
 
 var laneSpecs = []laneSpec{
 	// The mean before the P50: where it stands in for a quantile it is a
 	// model's only line (see primary in buildLane).
-	{id: "latency", name: "Latency P99 / P95 / P50", unit: "ms", roles: []correlate.Role{correlate.RoleLatencyP99, correlate.RoleLatencyP95, correlate.RoleLatencyMean, correlate.RoleLatencyP50}, scale: 1, height: 110},
+	{id: "latency", name: "Latency P99 / P95 / P50", prefix: "Latency", unit: "ms", roles: []correlate.Role{correlate.RoleLatencyP99, correlate.RoleLatencyP95, correlate.RoleLatencyMean, correlate.RoleLatencyP50}, scale: 1, height: 110},
 	{id: "qps", name: "Requests", unit: "req/s", roles: []correlate.Role{correlate.RoleQPS}, scale: 1, height: 60},
 	{id: "errors", name: "Errors", unit: "%", roles: []correlate.Role{correlate.RoleErrorRate}, scale: 100, height: 45},
 	{id: "queue", name: "Queue", unit: "req", roles: []correlate.Role{correlate.RoleQueue}, scale: 1, height: 55},
 	{id: "batch", name: "Batch size", unit: "req", roles: []correlate.Role{correlate.RoleBatchSize}, scale: 1, height: 45},
+	// An LLM's latency follows its requests' length.
+	{id: "tokens", name: "Tokens per request", prefix: "Tokens per request:", unit: "tokens", roles: []correlate.Role{correlate.RoleOutputTokens, correlate.RolePromptTokens}, scale: 1, height: 45, optional: true},
 	{id: "replicas", name: "Replicas desired", unit: "replicas", roles: []correlate.Role{correlate.RoleReplicas}, scale: 1, height: 45},
 	{id: "stages", name: "Time per stage (stacked)", unit: "ms", roles: []correlate.Role{correlate.RoleStageTime}, scale: 1, height: 80, stacked: true},
 	{id: "gpu", name: "GPU utilisation", unit: "%", roles: []correlate.Role{correlate.RoleGPUUtil}, scale: 1, height: 55},
@@ -203,6 +211,9 @@ func BuildTimeline(in TimelineInput) Timeline {
 	in.models = modelColours(in.Curves, in.StageModel)
 	for _, spec := range laneSpecs {
 		l := buildLane(spec, in)
+		if spec.optional && l.Empty != "" {
+			continue
+		}
 		if spec.id == "qps" && in.Tenant != nil {
 			l.Chip = in.Tenant
 		}
@@ -477,9 +488,10 @@ func modelColours(curves []correlate.Curve, first string) map[string]string {
 var perWords = map[correlate.Level]string{correlate.LevelModel: "per model", correlate.LevelVersion: "per model version",
 	correlate.LevelReplica: "per replica", correlate.LevelNode: "per node", correlate.LevelFleet: "whole fleet"}
 
-var dashOf = map[correlate.Role]string{correlate.RoleLatencyP95: " d1", correlate.RoleLatencyP50: " d2", correlate.RoleLatencyMean: " d3"}
+var dashOf = map[correlate.Role]string{correlate.RoleLatencyP95: " d1", correlate.RoleLatencyP50: " d2", correlate.RoleLatencyMean: " d3", correlate.RolePromptTokens: " d1"}
 
-var roleShort = map[correlate.Role]string{correlate.RoleLatencyP99: "P99", correlate.RoleLatencyP95: "P95", correlate.RoleLatencyP50: "P50", correlate.RoleLatencyMean: "mean"}
+var roleShort = map[correlate.Role]string{correlate.RoleLatencyP99: "P99", correlate.RoleLatencyP95: "P95", correlate.RoleLatencyP50: "P50", correlate.RoleLatencyMean: "mean",
+	correlate.RoleOutputTokens: "generated", correlate.RolePromptTokens: "prompt"}
 
 func buildLane(spec laneSpec, in TimelineInput) Lane {
 	lane := Lane{ID: spec.id, Name: spec.name, Height: spec.height}
@@ -656,7 +668,7 @@ func buildLane(spec laneSpec, in TimelineInput) Lane {
 			}
 		}
 		if len(names) > 0 {
-			lane.Name = "Latency " + strings.Join(names, " / ")
+			lane.Name = spec.prefix + " " + strings.Join(names, " / ")
 		}
 	}
 	return lane

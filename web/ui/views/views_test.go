@@ -105,6 +105,40 @@ func TestTimelineLanesPickLevelsAndCap(t *testing.T) {
 	}
 }
 
+// An LLM fleet's token counts get a lane of their own, generated tokens
+// solid and prompt tokens dashed; a fleet without them gets no empty row.
+func TestTimelineTokensLane(t *testing.T) {
+	flat := func(v float64) func(int) float64 { return func(int) float64 { return v } }
+	m := correlate.Scope{Model: "chat"}
+	in := TimelineInput{From: t0, To: t0.Add(time.Hour), Step: 30 * time.Second, State: State{Base: "/i"}, Curves: []correlate.Curve{
+		curve(correlate.RoleLatencyP99, correlate.LevelModel, m, "", flat(4000)),
+		curve(correlate.RoleOutputTokens, correlate.LevelModel, m, "", func(i int) float64 { return 210 + float64(i/60)*270 }),
+		curve(correlate.RolePromptTokens, correlate.LevelModel, m, "", flat(900)),
+	}}
+	var tokens *Lane
+	tl := BuildTimeline(in)
+	for i := range tl.Lanes {
+		if tl.Lanes[i].ID == "tokens" {
+			tokens = &tl.Lanes[i]
+		}
+	}
+	if tokens == nil {
+		t.Fatal("no tokens lane for a fleet with token curves")
+	}
+	if tokens.Name != "Tokens per request: generated / prompt" || len(tokens.Paths) != 2 || tokens.YMax != "scale 0–1000 tokens, per model" {
+		t.Errorf("tokens lane %q, %d paths, %q", tokens.Name, len(tokens.Paths), tokens.YMax)
+	}
+	if tokens.Paths[0].Class != "s0" || tokens.Paths[1].Class != "s0 d1" || tokens.Paths[0].Title != "chat generated" {
+		t.Errorf("paths %q %q %q", tokens.Paths[0].Class, tokens.Paths[1].Class, tokens.Paths[0].Title)
+	}
+	in.Curves = in.Curves[:1]
+	for _, l := range BuildTimeline(in).Lanes {
+		if l.ID == "tokens" {
+			t.Errorf("a fleet without token curves has a tokens lane: %+v", l.Empty)
+		}
+	}
+}
+
 func TestLinePathBreaksAtGaps(t *testing.T) {
 	in := TimelineInput{From: t0, To: t0.Add(10 * time.Minute), Step: time.Minute}
 	pts := []correlate.Point{{T: t0.UnixMilli(), V: 0}, {T: t0.Add(time.Minute).UnixMilli(), V: 10},
