@@ -81,6 +81,18 @@ func capacityFor(f *facts, models []string) Cause {
 	if qs > 0 {
 		b.support("queue_growth", qs, ramp(qs, 0.3, 0.7), 0.20, "Queueing explains %.0f%% of the tail's growth.", 100*qs)
 	}
+	if !queueKnown {
+		// No queue stage time: the waiting requests (vLLM's, SGLang's,
+		// TGI's queue, Triton's pending) say whether requests queue. A
+		// queue that rose was "not shown" before, beside the very curve.
+		if d, ok := f.queueRise(models); ok {
+			queueKnown = true
+			if r := (d.During + 0.5) / (d.Before + 0.5); d.During-d.Before >= 1 && d.Score >= 0.5 {
+				b.support("queue_growth", r, ramp(r, 1.5, 4), 0.20, "%s's waiting requests rose from %s to %s (its queue length; no queue time is measured).",
+					d.Scope.Model, trimZero(fmt.Sprintf("%.1f", d.Before)), trimZero(fmt.Sprintf("%.1f", d.During))).restsOn("", d.Key, nil)
+			}
+		}
+	}
 	front := stageShare(stages, "gateway") + stageShare(stages, "auth") + stageShare(stages, "route")
 	if other := math.Max(stageShare(stages, "batch_wait"), math.Max(stageShare(stages, "downstream"), front)); other > 0.3 {
 		b.oppose("other_stage_grew", other, ramp(other, 0.3, 0.6), 0.3, "Most of the growth is outside the model queue (%.0f%% in batching, a dependency or the gateway).", 100*other)
@@ -164,14 +176,12 @@ func capacitySummary(b *causeBuilder, q, gpu float64, queueKnown bool, tenant st
 	switch {
 	case math.IsNaN(q) && (tenant == "" || b.shown("tenant_surge") < claimed) && !longer:
 		return "The traffic change is unknown (no request-rate curve or samples), so capacity cannot be judged from it."
-	case longer:
-		// More tokens per request, not more requests: the demand rose.
-	case b.shown("traffic_up") < claimed && b.shown("tenant_surge") < claimed && len(sat) > 0:
+	case b.shown("traffic_up") < claimed && b.shown("tenant_surge") < claimed && !longer && len(sat) > 0:
 		// Queues (or busy GPUs) without more demand: each request took
 		// longer, or fewer replicas served. "No sign" would deny the
 		// queue the stage table shows.
 		return fmt.Sprintf("Traffic did not rise much (×%.2f against the hour before), though %s: the pool served more slowly or shrank; demand did not outgrow it.", q, strings.Join(sat, " and "))
-	case b.shown("traffic_up") < claimed && b.shown("tenant_surge") < claimed:
+	case b.shown("traffic_up") < claimed && b.shown("tenant_surge") < claimed && !longer:
 		return fmt.Sprintf("Traffic did not rise much (×%.2f against the hour before): no sign that demand outgrew the pool.", q)
 	case len(sat) > 0:
 		return surge + outgrew + " the serving capacity: " + strings.Join(sat, " and ") + "."
@@ -271,4 +281,21 @@ func (f *facts) tenantWeights(m string) map[string]tenantTally {
 	}
 	f.tenantCache[m] = out
 	return out
+}
+
+// queueRise is, of models, the model-level queue-length curve that rose
+// most (its deviation), false without any.
+func (f *facts) queueRise(models []string) (CurveDeviation, bool) {
+	var best CurveDeviation
+	found := false
+	for _, m := range models {
+		d := f.modelDeviation(RoleQueue, m, "")
+		if math.IsNaN(d.Before) || math.IsNaN(d.During) {
+			continue
+		}
+		if !found || d.During-d.Before > best.During-best.Before {
+			best, found = d, true
+		}
+	}
+	return best, found
 }

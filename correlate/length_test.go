@@ -40,7 +40,7 @@ func TestLongerRequestsAreTheWorkload(t *testing.T) {
 	if e := evidenceNamed(capacity, "traffic_flat"); e != nil && e.Strength > 0 {
 		t.Errorf("capacity opposed by the flat request rate while each request brings ×2.3 the tokens: %+v", e)
 	}
-	if !strings.HasPrefix(capacity.Summary, "Requests got longer (×2.29 generated tokens each, at ×1.00 the request rate)") {
+	if capacity.Summary != "Requests got longer (×2.29 generated tokens each, at ×1.00 the request rate) and outgrew the serving capacity: requests queue." {
 		t.Errorf("capacity's summary %q", capacity.Summary)
 	}
 	batching := causeOf(t, a, CatBatching)
@@ -94,5 +94,35 @@ func TestNoTokenCurvesNoLengthClaim(t *testing.T) {
 	}
 	if e := evidenceNamed(causeOf(t, a, CatCapacity), "requests_longer"); e != nil {
 		t.Errorf("length evidence without token curves: %+v", e)
+	}
+}
+
+// A fleet measuring no queue time (no stage curves, no samples) but its
+// waiting requests, which rose from 0.5 to 6: capacity's summary said
+// "queues and GPUs do not show the pool saturating" beside that curve.
+func TestQueueLengthShowsQueueingWithoutQueueTime(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	x.p99("chat", 100, 400)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "chat"}, 20, 40)
+	x.curve(RoleQueue, LevelModel, Scope{Model: "chat"}, 0.5, 6)
+	c := causeOf(t, x.analyze(), CatCapacity)
+	e := evidenceNamed(c, "queue_growth")
+	if e == nil || e.Strength < 0.9 || !strings.Contains(e.Summary, "chat's waiting requests rose from 0.5 to 6") || e.Curve == "" {
+		dumpCause(t, c)
+		t.Fatalf("queue evidence %+v", e)
+	}
+	if c.Summary != "Traffic rose ×2.00 and outgrew the serving capacity: requests queue." {
+		t.Errorf("summary %q", c.Summary)
+	}
+	// A queue that stayed put says so too: no "no queue data".
+	y := newFixture()
+	y.p99("chat", 100, 400)
+	y.curve(RoleQPS, LevelModel, Scope{Model: "chat"}, 20, 40)
+	y.curve(RoleQueue, LevelModel, Scope{Model: "chat"}, 0.5, 0.5)
+	c = causeOf(t, y.analyze(), CatCapacity)
+	if evidenceNamed(c, "queue_growth") != nil || c.Summary != "Traffic rose ×2.00, but queues and GPUs do not show the pool saturating." {
+		dumpCause(t, c)
+		t.Errorf("flat queue: summary %q", c.Summary)
 	}
 }
