@@ -227,6 +227,10 @@ const (
 	// grows with the tokens it reads and writes.
 	RolePromptTokens Role = "prompt_tokens" // mean prompt tokens per request
 	RoleOutputTokens Role = "output_tokens" // mean generated tokens per request
+	// RoleTPOT is an LLM server's time per generated token after the
+	// first (decode speed): it tells servers that slowed from requests
+	// that got longer.
+	RoleTPOT Role = "tpot" // ms per generated token
 	// The pool's state (kube-state-metrics), model level: what acting on
 	// a capacity cause needs to know. No cause is scored on them.
 	RoleReplicas    Role = "replicas"     // desired replicas of the model's deployments
@@ -238,7 +242,7 @@ const (
 var Roles = []Role{
 	RoleLatencyP50, RoleLatencyP95, RoleLatencyP99, RoleLatencyMean, RoleQPS, RoleErrorRate, RoleQueue, RoleBatchSize,
 	RoleStageTime, RoleGPUUtil, RoleGPUMemUsed, RoleGPUMemFree, RoleNodeCPU, RoleNodeMemory, RoleNodeNetwork, RoleKVCache,
-	RolePromptTokens, RoleOutputTokens, RoleReplicas, RoleReplicasMin, RoleReplicasMax,
+	RolePromptTokens, RoleOutputTokens, RoleTPOT, RoleReplicas, RoleReplicasMin, RoleReplicasMax,
 }
 
 // Latency says whether a role is a request latency (a quantile or the

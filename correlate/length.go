@@ -18,6 +18,11 @@ type RequestLength struct {
 	PromptDuring float64 `json:"prompt_tokens_during,omitempty"`
 	OutputBefore float64 `json:"output_tokens_before,omitempty"`
 	OutputDuring float64 `json:"output_tokens_during,omitempty"`
+	// TPOTBeforeMs and TPOTDuringMs are the time per generated token
+	// after the first: a server that slowed takes longer per token; one
+	// given longer requests does not.
+	TPOTBeforeMs float64 `json:"tpot_before_ms,omitempty"`
+	TPOTDuringMs float64 `json:"tpot_during_ms,omitempty"`
 }
 
 // lengthChange is the larger move of a model's request length: its
@@ -84,8 +89,9 @@ func (f *facts) requestLength(models []string) (lengthChange, bool) {
 func (f *facts) requestLengths() []RequestLength {
 	var out []RequestLength
 	for _, m := range f.affected {
-		p, o := f.modelDeviation(RolePromptTokens, m, ""), f.modelDeviation(RoleOutputTokens, m, "")
-		rl := RequestLength{Model: m, PromptBefore: known(p.Before), PromptDuring: known(p.During), OutputBefore: known(o.Before), OutputDuring: known(o.During)}
+		p, o, tp := f.modelDeviation(RolePromptTokens, m, ""), f.modelDeviation(RoleOutputTokens, m, ""), f.modelDeviation(RoleTPOT, m, "")
+		rl := RequestLength{Model: m, PromptBefore: known(p.Before), PromptDuring: known(p.During), OutputBefore: known(o.Before), OutputDuring: known(o.During),
+			TPOTBeforeMs: known(tp.Before), TPOTDuringMs: known(tp.During)}
 		if rl != (RequestLength{Model: m}) {
 			out = append(out, rl)
 		}
@@ -102,17 +108,55 @@ func known(v float64) float64 {
 }
 
 // lengthLine is the timeline step's sentence on the affected models'
-// request length: longer requests explain a rise by themselves; a length
-// that held rules the workload out. "" without token curves.
+// request length and decode speed: longer requests explain a rise by
+// themselves; a length that held rules the workload out; the time per
+// generated token says whether the servers slowed as well. "" without
+// token curves.
 func (f *facts) lengthLine() string {
 	l, ok := f.requestLength(f.affected)
-	switch {
-	case !ok:
-		return ""
-	case l.ratio >= lengthLonger:
-		return l.sentence() + ": an LLM's latency grows with the tokens it reads and writes, so look at who sends longer requests before at the servers."
-	case l.ratio < lengthFlat:
-		return l.sentence() + ": the rise is not the requests' length."
+	if !ok {
+		speed, _ := f.tpotLine(f.affected)
+		return speed
 	}
-	return ""
+	speed, held := f.tpotLine([]string{l.model})
+	switch {
+	case l.ratio >= lengthLonger && held:
+		return l.sentence() + ". " + speed + " The servers are not slower: the requests are longer, so look at who sends them before at the servers."
+	case l.ratio >= lengthLonger:
+		return l.sentence() + ": an LLM's latency grows with the tokens it reads and writes, so look at who sends longer requests before at the servers." + sep(speed)
+	case l.ratio < lengthFlat:
+		return l.sentence() + ": the rise is not the requests' length." + sep(speed)
+	}
+	return speed
+}
+
+// sep is s after a space, "" for "".
+func sep(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " " + s
+}
+
+// tpotLine says how the time per generated token of the first of models
+// with the curve moved: "Each generated token took 42 ms after the onset,
+// as before (41 ms)." when it held, "… took 70 ms after the onset against
+// 42 ms before (×1.67): the servers decode more slowly." when it rose.
+// "" without the curve or between the two; held says it held.
+func (f *facts) tpotLine(models []string) (line string, held bool) {
+	for _, m := range models {
+		d := f.modelDeviation(RoleTPOT, m, "")
+		r := safeRatio(d.During, d.Before)
+		if math.IsNaN(r) || math.IsInf(r, 0) || d.Before <= 0 {
+			continue
+		}
+		switch {
+		case r < lengthFlat && r*lengthFlat > 1:
+			return fmt.Sprintf("Each generated token of %s took %s after the onset, as before (%s).", m, fmtMs(d.During), fmtMs(d.Before)), true
+		case r >= lengthLonger:
+			return fmt.Sprintf("Each generated token of %s took %s after the onset against %s before (×%.2f): the servers decode more slowly.", m, fmtMs(d.During), fmtMs(d.Before), r), false
+		}
+		return "", false
+	}
+	return "", false
 }

@@ -126,3 +126,39 @@ func TestQueueLengthShowsQueueingWithoutQueueTime(t *testing.T) {
 		t.Errorf("flat queue: summary %q", c.Summary)
 	}
 }
+
+// The time per generated token tells the two apart: held while the
+// requests got longer, the servers are not slower; risen while the length
+// held, they are.
+func TestTimePerTokenTellsLongerFromSlower(t *testing.T) {
+	t.Parallel()
+	longer := llmFleet(210, 480)
+	longer.curve(RoleTPOT, LevelModel, Scope{Model: "chat"}, 42, 43)
+	a := longer.analyze()
+	want := "Requests of chat got longer: 480 generated tokens each after the onset against 210 before (×2.29). Each generated token of chat took 43 ms after the onset, as before (42 ms). The servers are not slower: the requests are longer"
+	if tl := a.Checklist[1].Answer; !strings.Contains(tl, want) {
+		t.Errorf("longer requests, same speed:\n got %q\nwant %q", tl, want)
+	}
+	if rl := a.RequestLengths[0]; rl.TPOTBeforeMs < 41 || rl.TPOTBeforeMs > 43 || rl.TPOTDuringMs < 42 || rl.TPOTDuringMs > 44 {
+		t.Errorf("request length %+v", rl)
+	}
+
+	slower := llmFleet(210, 212)
+	slower.curve(RoleTPOT, LevelModel, Scope{Model: "chat"}, 42, 70)
+	tl := slower.analyze().Checklist[1].Answer
+	for _, w := range []string{"Requests of chat kept their length", "the rise is not the requests' length.",
+		"Each generated token of chat took 70 ms after the onset against 42 ms before (×1.67): the servers decode more slowly."} {
+		if !strings.Contains(tl, w) {
+			t.Errorf("same length, slower tokens: %q lacks %q", tl, w)
+		}
+	}
+
+	// Only the decode speed known (no length curves): it is said alone.
+	x := newFixture()
+	x.p99("chat", 4000, 9600)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "chat"}, 20, 20)
+	x.curve(RoleTPOT, LevelModel, Scope{Model: "chat"}, 42, 70)
+	if tl := x.analyze().Checklist[1].Answer; !strings.Contains(tl, "the servers decode more slowly") || strings.Contains(tl, "Requests of") {
+		t.Errorf("speed alone: %q", tl)
+	}
+}

@@ -182,7 +182,7 @@ func TestVLLMPreset(t *testing.T) {
 	for _, h := range []struct {
 		name string
 		mean float64
-	}{{"vllm:request_prompt_tokens", 900}, {"vllm:request_generation_tokens", 210}} {
+	}{{"vllm:request_prompt_tokens", 900}, {"vllm:request_generation_tokens", 210}, {"vllm:inter_token_latency_seconds", 0.042}} {
 		o.family(h.name, "histogram")
 		o.counter(h.name+`_bucket{`+lb+`,le="+Inf"}`, 4)
 		o.counter(h.name+"_count{"+lb+"}", 4)
@@ -203,6 +203,7 @@ func TestVLLMPreset(t *testing.T) {
 		"kv_cache|replica|" + rep:                       0.4,
 		"prompt_tokens|model|model=llama-3-8b":          900,
 		"output_tokens|model|model=llama-3-8b":          210,
+		"tpot|model|model=llama-3-8b":                   42,
 	})
 }
 
@@ -454,6 +455,11 @@ func TestSGLangPreset(t *testing.T) {
 	o.counter("sglang:prompt_tokens_total{"+lb+"}", 4*500)
 	o.family("sglang:generation_tokens_total", "counter")
 	o.counter("sglang:generation_tokens_total{"+lb+"}", 4*200)
+	// The older release's name for the time per generated token.
+	o.family("sglang:time_per_output_token_seconds", "histogram")
+	o.counter(`sglang:time_per_output_token_seconds_bucket{`+lb+`,le="+Inf"}`, 4*199)
+	o.counter("sglang:time_per_output_token_seconds_count{"+lb+"}", 4*199)
+	o.counter("sglang:time_per_output_token_seconds_sum{"+lb+"}", 4*199*0.03)
 	ranks := []struct {
 		ranks            string
 		running, waiting float64
@@ -499,6 +505,7 @@ func TestSGLangPreset(t *testing.T) {
 		"kv_cache|replica|" + rep:                       0.4,
 		"prompt_tokens|model|model=llama-3-8b":          500,
 		"output_tokens|model|model=llama-3-8b":          200,
+		"tpot|model|model=llama-3-8b":                   30,
 	})
 }
 
@@ -524,7 +531,7 @@ func TestTGIPreset(t *testing.T) {
 		mean float64
 	}{
 		{"tgi_request_queue_duration", 0.012}, {"tgi_request_inference_duration", 0.1}, {"tgi_request_validation_duration", 0.002},
-		{"tgi_request_input_length", 700}, {"tgi_request_generated_tokens", 150},
+		{"tgi_request_input_length", 700}, {"tgi_request_generated_tokens", 150}, {"tgi_request_mean_time_per_token_duration", 0.05},
 	} {
 		o.family(h.name, "histogram")
 		o.counter(h.name+`_bucket{`+lb+`,le="+Inf"}`, 4)
@@ -566,6 +573,7 @@ func TestTGIPreset(t *testing.T) {
 		"stage_time|model|model=mistral-7b|stage=exec":  100,
 		"prompt_tokens|model|model=mistral-7b":          700,
 		"output_tokens|model|model=mistral-7b":          150,
+		"tpot|model|model=mistral-7b":                   50,
 	})
 	alone := pullPreset(t, prom, "presets: [tgi]\n", o.steps)
 	checkCurves(t, alone, map[string]float64{"latency_p99|replica|replica=tgi-0 node=n3": 199})

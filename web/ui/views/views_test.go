@@ -114,13 +114,20 @@ func TestTimelineTokensLane(t *testing.T) {
 		curve(correlate.RoleLatencyP99, correlate.LevelModel, m, "", flat(4000)),
 		curve(correlate.RoleOutputTokens, correlate.LevelModel, m, "", func(i int) float64 { return 210 + float64(i/60)*270 }),
 		curve(correlate.RolePromptTokens, correlate.LevelModel, m, "", flat(900)),
+		curve(correlate.RoleTPOT, correlate.LevelModel, m, "", flat(42)),
 	}}
-	var tokens *Lane
+	var tokens, tpot *Lane
 	tl := BuildTimeline(in)
 	for i := range tl.Lanes {
-		if tl.Lanes[i].ID == "tokens" {
+		switch tl.Lanes[i].ID {
+		case "tokens":
 			tokens = &tl.Lanes[i]
+		case "tpot":
+			tpot = &tl.Lanes[i]
 		}
+	}
+	if tpot == nil || tpot.Name != "Time per generated token" || len(tpot.Paths) != 1 {
+		t.Errorf("time per token lane %+v", tpot)
 	}
 	if tokens == nil {
 		t.Fatal("no tokens lane for a fleet with token curves")
@@ -133,8 +140,8 @@ func TestTimelineTokensLane(t *testing.T) {
 	}
 	in.Curves = in.Curves[:1]
 	for _, l := range BuildTimeline(in).Lanes {
-		if l.ID == "tokens" {
-			t.Errorf("a fleet without token curves has a tokens lane: %+v", l.Empty)
+		if l.ID == "tokens" || l.ID == "tpot" {
+			t.Errorf("a fleet without token curves has a %s lane: %+v", l.ID, l.Empty)
 		}
 	}
 }
