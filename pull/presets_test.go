@@ -538,6 +538,19 @@ func TestTGIPreset(t *testing.T) {
 		o.counter(h.name+"_count{"+lb+"}", 4)
 		o.counter(h.name+"_sum{"+lb+"}", 4*h.mean)
 	}
+	// TGI's mean time per token is the request's inference time, its
+	// prefill included, over its generated tokens (0.05 s above); the
+	// decode steps of the running batch take 0.03 s each, the prefills 0.4 s.
+	o.family("tgi_batch_inference_duration", "histogram")
+	for _, m := range []struct {
+		method        string
+		perSec, meanS float64
+	}{{"prefill", 1, 0.4}, {"decode", 20, 0.03}} {
+		ml := lb + `,method="` + m.method + `"`
+		o.counter(`tgi_batch_inference_duration_bucket{`+ml+`,le="+Inf"}`, m.perSec)
+		o.counter("tgi_batch_inference_duration_count{"+ml+"}", m.perSec)
+		o.counter("tgi_batch_inference_duration_sum{"+ml+"}", m.perSec*m.meanS)
+	}
 	o.family("tgi_request_count", "counter")
 	o.counter("tgi_request_count{"+lb+"}", 5)
 	o.family("tgi_request_success", "counter")
@@ -573,7 +586,7 @@ func TestTGIPreset(t *testing.T) {
 		"stage_time|model|model=mistral-7b|stage=exec":  100,
 		"prompt_tokens|model|model=mistral-7b":          700,
 		"output_tokens|model|model=mistral-7b":          150,
-		"tpot|model|model=mistral-7b":                   50,
+		"tpot|model|model=mistral-7b":                   30, // the decode step, not the prefill spread over the tokens
 	})
 	alone := pullPreset(t, prom, "presets: [tgi]\n", o.steps)
 	checkCurves(t, alone, map[string]float64{"latency_p99|replica|replica=tgi-0 node=n3": 199})
