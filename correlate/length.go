@@ -67,6 +67,18 @@ func (l lengthChange) sentence() string {
 // (generated or prompt tokens, the larger ratio), false without token
 // curves for any of them.
 func (f *facts) requestLength(models []string) (lengthChange, bool) {
+	return f.lengthMove(models, func(r, best float64) bool { return r > best })
+}
+
+// shortestRequests is, of models, the move of the requests' length with
+// the smallest ratio: the tokens that shrank most.
+func (f *facts) shortestRequests(models []string) (lengthChange, bool) {
+	return f.lengthMove(models, func(r, best float64) bool { return r < best })
+}
+
+// lengthMove is, of models' generated and prompt tokens, the move whose
+// ratio beats every other's, false without token curves.
+func (f *facts) lengthMove(models []string, beats func(r, best float64) bool) (lengthChange, bool) {
 	var best lengthChange
 	found := false
 	for _, m := range models {
@@ -76,7 +88,7 @@ func (f *facts) requestLength(models []string) (lengthChange, bool) {
 			if math.IsNaN(r) || math.IsInf(r, 0) || d.Before <= 0 {
 				continue
 			}
-			if !found || r > best.ratio {
+			if !found || beats(r, best.ratio) {
 				best, found = lengthChange{model: m, role: role, before: d.Before, during: d.During, ratio: r, key: d.Key}, true
 			}
 		}
@@ -125,6 +137,11 @@ func (f *facts) lengthLine() string {
 	case l.ratio >= lengthLonger:
 		return l.sentence() + ": an LLM's latency grows with the tokens it reads and writes, so look at who sends longer requests before at the servers." + sep(speed)
 	case l.ratio < lengthFlat:
+		// No tokens grew: said by those that shrank, if any did ("kept
+		// their length" on the prompts would hide answers half as long).
+		if s, ok := f.shortestRequests(f.affected); ok && s.ratio*lengthFlat <= 1 {
+			l = s
+		}
 		return l.sentence() + ": the rise is not the requests' length." + sep(speed)
 	}
 	return speed

@@ -162,3 +162,16 @@ func TestTimePerTokenTellsLongerFromSlower(t *testing.T) {
 		t.Errorf("speed alone: %q", tl)
 	}
 }
+
+// Answers half as long, prompts as long as before: the requests got
+// shorter. The timeline said "Requests of chat kept their length" on the
+// prompts' figures, hiding the generated tokens that halved.
+func TestShorterAnswersAreNotSaidToKeepTheirLength(t *testing.T) {
+	t.Parallel()
+	a := llmFleet(210, 100).analyze()
+	tl := a.Checklist[1].Answer
+	want := "Requests of chat got shorter: 100 generated tokens each after the onset against 210 before (×0.48): the rise is not the requests' length."
+	if !strings.Contains(tl, want) || strings.Contains(tl, "kept their length") {
+		t.Errorf("timeline step:\n got %q\nwant it to contain %q", tl, want)
+	}
+}
