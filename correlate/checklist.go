@@ -75,7 +75,7 @@ func timelineStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 	}
 	// An LLM's latency follows its requests' length: said whatever the
 	// top cause, as the workload behind (or ruled out of) the rise.
-	if l := f.lengthLine(); l != "" {
+	if l := f.lengthLine(st.Curve); l != "" {
 		tl = append(tl, l)
 	}
 	if st.Curve == "" {

@@ -123,17 +123,23 @@ func known(v float64) float64 {
 // request length and decode speed: longer requests explain a rise by
 // themselves; a length that held rules the workload out; the time per
 // generated token says whether the servers slowed as well. "" without
-// token curves.
-func (f *facts) lengthLine() string {
+// token curves. quoted is the curve the step already quoted the top
+// cause's evidence on: the length's figures are not said twice.
+func (f *facts) lengthLine(quoted string) string {
 	l, ok := f.requestLength(f.affected)
 	if !ok {
 		speed, _ := f.tpotLine(f.affected)
 		return speed
 	}
+	said := l.key != "" && l.key == quoted
 	speed, held := f.tpotLine([]string{l.model})
 	switch {
+	case l.ratio >= lengthLonger && held && said:
+		return speed + " The servers are not slower: the requests are longer, so look at who sends them before at the servers."
 	case l.ratio >= lengthLonger && held:
 		return l.sentence() + ". " + speed + " The servers are not slower: the requests are longer, so look at who sends them before at the servers."
+	case l.ratio >= lengthLonger && said:
+		return "An LLM's latency grows with the tokens it reads and writes, so look at who sends longer requests before at the servers." + sep(speed)
 	case l.ratio >= lengthLonger:
 		return l.sentence() + ": an LLM's latency grows with the tokens it reads and writes, so look at who sends longer requests before at the servers." + sep(speed)
 	case l.ratio < lengthFlat:

@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -135,9 +136,12 @@ func TestTimePerTokenTellsLongerFromSlower(t *testing.T) {
 	longer := llmFleet(210, 480)
 	longer.curve(RoleTPOT, LevelModel, Scope{Model: "chat"}, 42, 43)
 	a := longer.analyze()
-	want := "Requests of chat got longer: 480 generated tokens each after the onset against 210 before (×2.29). Each generated token of chat took 43 ms after the onset, as before (42 ms). The servers are not slower: the requests are longer"
-	if tl := a.Checklist[1].Answer; !strings.Contains(tl, want) {
-		t.Errorf("longer requests, same speed:\n got %q\nwant %q", tl, want)
+	// The length is quoted once, from capacity's evidence.
+	for _, want := range []string{"Requests of chat got longer: 480 generated tokens each after the onset against 210 before (×2.29)",
+		"Each generated token of chat took 43 ms after the onset, as before (42 ms). The servers are not slower: the requests are longer"} {
+		if tl := a.Checklist[1].Answer; !strings.Contains(tl, want) {
+			t.Errorf("longer requests, same speed:\n got %q\nwant %q", tl, want)
+		}
 	}
 	if rl := a.RequestLengths[0]; rl.TPOTBeforeMs < 41 || rl.TPOTBeforeMs > 43 || rl.TPOTDuringMs < 42 || rl.TPOTDuringMs > 44 {
 		t.Errorf("request length %+v", rl)
@@ -173,5 +177,29 @@ func TestShorterAnswersAreNotSaidToKeepTheirLength(t *testing.T) {
 	want := "Requests of chat got shorter: 100 generated tokens each after the onset against 210 before (×0.48): the rise is not the requests' length."
 	if !strings.Contains(tl, want) || strings.Contains(tl, "kept their length") {
 		t.Errorf("timeline step:\n got %q\nwant it to contain %q", tl, want)
+	}
+}
+
+// Capacity, the top cause, rests on the longer requests: the timeline
+// step quotes that evidence, and said the same figures again in the
+// length's own sentence.
+func TestTimelineSaysTheLengthOnce(t *testing.T) {
+	t.Parallel()
+	for _, tpot := range []float64{math.NaN(), 43} {
+		x := llmFleet(210, 480)
+		if !math.IsNaN(tpot) {
+			x.curve(RoleTPOT, LevelModel, Scope{Model: "chat"}, 42, tpot)
+		}
+		a := x.analyze()
+		if top := topCause(a.Causes); top == nil || top.Category != CatCapacity {
+			t.Fatalf("top cause %+v", top)
+		}
+		tl := a.Checklist[1].Answer
+		if n := strings.Count(tl, "480 generated tokens each after the onset against 210 before"); n != 1 {
+			t.Errorf("tpot %v: the length is said %d times: %q", tpot, n, tl)
+		}
+		if !strings.Contains(tl, "look at who sends") {
+			t.Errorf("tpot %v: the length's reading is gone: %q", tpot, tl)
+		}
 	}
 }
