@@ -133,15 +133,24 @@ func (f *facts) lengthLine(quoted string) string {
 	}
 	said := l.key != "" && l.key == quoted
 	speed, held := f.tpotLine([]string{l.model})
+	if l.ratio >= lengthLonger {
+		lead := "An LLM's latency grows with the tokens it reads and writes"
+		if !said {
+			lead = l.sentence() + ": an LLM's latency grows with the tokens it reads and writes"
+		}
+		switch {
+		case held && said:
+			return speed + " The servers are not slower: the requests are longer, so look at who sends them before looking at the servers."
+		case held:
+			return l.sentence() + ". " + speed + " The servers are not slower: the requests are longer, so look at who sends them before looking at the servers."
+		case speed != "":
+			// The servers slowed as well: the longer requests are not
+			// all of it, and not to be looked at first.
+			return lead + ". " + speed + " Both changed: look at who sends longer requests and at the servers."
+		}
+		return lead + ", so look at who sends longer requests before looking at the servers."
+	}
 	switch {
-	case l.ratio >= lengthLonger && held && said:
-		return speed + " The servers are not slower: the requests are longer, so look at who sends them before at the servers."
-	case l.ratio >= lengthLonger && held:
-		return l.sentence() + ". " + speed + " The servers are not slower: the requests are longer, so look at who sends them before at the servers."
-	case l.ratio >= lengthLonger && said:
-		return "An LLM's latency grows with the tokens it reads and writes, so look at who sends longer requests before at the servers." + sep(speed)
-	case l.ratio >= lengthLonger:
-		return l.sentence() + ": an LLM's latency grows with the tokens it reads and writes, so look at who sends longer requests before at the servers." + sep(speed)
 	case l.ratio < lengthFlat:
 		// No tokens grew: said by those that shrank, if any did ("kept
 		// their length" on the prompts would hide answers half as long).

@@ -203,3 +203,39 @@ func TestTimelineSaysTheLengthOnce(t *testing.T) {
 		}
 	}
 }
+
+// The advice reads as English ("before at the servers" did not), and is
+// not to look at the requests first when the servers decode more slowly
+// as well.
+func TestLengthAdviceWording(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name       string
+		tpot       float64
+		want, lack []string
+	}{
+		{"no decode speed", math.NaN(), []string{"so look at who sends longer requests before looking at the servers."}, nil},
+		{"same speed", 43, []string{"The servers are not slower: the requests are longer, so look at who sends them before looking at the servers."}, nil},
+		{"slower too", 84, []string{"Each generated token of chat took 84 ms after the onset against 42 ms before (×2.00): the servers decode more slowly.",
+			"Both changed: look at who sends longer requests and at the servers."}, []string{"before looking at the servers"}},
+	} {
+		x := llmFleet(210, 480)
+		if !math.IsNaN(c.tpot) {
+			x.curve(RoleTPOT, LevelModel, Scope{Model: "chat"}, 42, c.tpot)
+		}
+		tl := x.analyze().Checklist[1].Answer
+		if strings.Contains(tl, "before at the") {
+			t.Errorf("%s: %q", c.name, tl)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(tl, w) {
+				t.Errorf("%s: %q lacks %q", c.name, tl, w)
+			}
+		}
+		for _, w := range c.lack {
+			if strings.Contains(tl, w) {
+				t.Errorf("%s: %q says %q", c.name, tl, w)
+			}
+		}
+	}
+}
