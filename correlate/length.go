@@ -3,6 +3,7 @@ package correlate
 import (
 	"fmt"
 	"math"
+	"strings"
 )
 
 // RequestLength is what an LLM server's token counts (vLLM, SGLang, TGI)
@@ -131,6 +132,16 @@ func (f *facts) lengthLine(quoted string) string {
 		speed, _ := f.tpotLine(f.affected)
 		return speed
 	}
+	// The line reads one model's length and decode speed; another affected
+	// model's servers that decode more slowly are said after it.
+	if line := f.modelLengthLine(l, quoted); line != "" {
+		return line + sep(f.othersSlower(l.model))
+	}
+	return f.othersSlower(l.model)
+}
+
+// modelLengthLine is lengthLine for the model whose length moved most.
+func (f *facts) modelLengthLine(l lengthChange, quoted string) string {
 	said := l.key != "" && l.key == quoted
 	speed, held := f.tpotLine([]string{l.model})
 	if l.ratio >= lengthLonger {
@@ -175,7 +186,11 @@ func sep(s string) string {
 // as before (41 ms)." when it held, "… took 70 ms after the onset against
 // 42 ms before (×1.67): the servers decode more slowly." when it rose.
 // "" without the curve or between the two; held says it held.
+//
+// A model whose decode slowed is said before one whose held: of several
+// affected models, the first with the curve may not be the one that slowed.
 func (f *facts) tpotLine(models []string) (line string, held bool) {
+	first, firstSeen := "", false
 	for _, m := range models {
 		d := f.modelDeviation(RoleTPOT, m, "")
 		r := safeRatio(d.During, d.Before)
@@ -183,12 +198,28 @@ func (f *facts) tpotLine(models []string) (line string, held bool) {
 			continue
 		}
 		switch {
-		case r < lengthFlat && r*lengthFlat > 1:
-			return fmt.Sprintf("Each generated token of %s took %s after the onset, as before (%s).", m, fmtMs(d.During), fmtMs(d.Before)), true
 		case r >= lengthLonger:
 			return fmt.Sprintf("Each generated token of %s took %s after the onset against %s before (×%.2f): the servers decode more slowly.", m, fmtMs(d.During), fmtMs(d.Before), r), false
+		case firstSeen:
+		case r < lengthFlat && r*lengthFlat > 1:
+			first, held = fmt.Sprintf("Each generated token of %s took %s after the onset, as before (%s).", m, fmtMs(d.During), fmtMs(d.Before)), true
 		}
-		return "", false
+		firstSeen = true
 	}
-	return "", false
+	return first, held
+}
+
+// othersSlower says the decode slowdown of the affected models other than
+// model, "" where none slowed.
+func (f *facts) othersSlower(model string) string {
+	var out []string
+	for _, m := range f.affected {
+		if m == model {
+			continue
+		}
+		if line, held := f.tpotLine([]string{m}); line != "" && !held {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, " ")
 }

@@ -239,3 +239,39 @@ func TestLengthAdviceWording(t *testing.T) {
 		}
 	}
 }
+
+// Two affected models: code's answers got longer, chat's held while its
+// servers decode twice as slowly. The timeline step spoke of code alone
+// and sent the reader to who sends longer requests; chat's slower
+// servers went unsaid. With code's decode speed in between the two
+// thresholds, neither was said when no length curve was there at all.
+func TestSeveralModelsEachSlowdownIsSaid(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	chat, code := Scope{Model: "chat"}, Scope{Model: "code"}
+	for _, m := range []Scope{chat, code} {
+		x.p99(m.Model, 4000, 9600)
+		x.curve(RoleQPS, LevelModel, m, 20, 20)
+	}
+	x.curve(RoleOutputTokens, LevelModel, chat, 200, 200)
+	x.curve(RoleOutputTokens, LevelModel, code, 200, 500)
+	x.curve(RoleTPOT, LevelModel, chat, 40, 80)
+	tl := x.analyze().Checklist[1].Answer
+	for _, w := range []string{"Requests of code got longer", "Each generated token of chat took 80 ms after the onset against 40 ms before (×2.00): the servers decode more slowly."} {
+		if !strings.Contains(tl, w) {
+			t.Errorf("%q lacks %q", tl, w)
+		}
+	}
+
+	y := newFixture()
+	for _, m := range []Scope{chat, code} {
+		y.p99(m.Model, 4000, 9600)
+		y.curve(RoleQPS, LevelModel, m, 20, 20)
+	}
+	y.curve(RoleTPOT, LevelModel, chat, 40, 48) // between: nothing to say
+	y.curve(RoleTPOT, LevelModel, code, 40, 80)
+	tl = y.analyze().Checklist[1].Answer
+	if w := "Each generated token of code took 80 ms after the onset against 40 ms before (×2.00): the servers decode more slowly."; !strings.Contains(tl, w) {
+		t.Errorf("speed alone: %q lacks %q", tl, w)
+	}
+}
