@@ -44,9 +44,9 @@ func batchingCause(f *facts) Cause {
 			}
 		}
 	}
-	// Longer requests stay longer in each batch (an LLM server's running
+	// Longer answers stay longer in each batch (an LLM server's running
 	// requests are its batch): bigger batches without a wider window.
-	if l, ok := f.requestLength([]string{model}); ok && model != "" && b.shown("bigger_batches") > 0 && l.ratio >= lengthFlat {
+	if l, ok := f.answersLength([]string{model}); ok && model != "" && b.shown("bigger_batches") > 0 && l.ratio >= lengthFlat {
 		b.oppose("requests_longer", l.ratio, ramp(l.ratio, lengthFlat, 1.8), 0.3,
 			"%s: longer requests keep more of them in each batch by themselves, without a wider batching window.", l.sentence()).restsOn("", l.key, nil)
 	}

@@ -68,22 +68,32 @@ func (l lengthChange) sentence() string {
 // (generated or prompt tokens, the larger ratio), false without token
 // curves for any of them.
 func (f *facts) requestLength(models []string) (lengthChange, bool) {
-	return f.lengthMove(models, func(r, best float64) bool { return r > best })
+	return f.lengthMove(models, lengthRoles, func(r, best float64) bool { return r > best })
 }
+
+// answersLength is requestLength of the generated tokens alone: the
+// answers, which keep a request in the running batch one decode step per
+// token (a longer prompt is one longer prefill).
+func (f *facts) answersLength(models []string) (lengthChange, bool) {
+	return f.lengthMove(models, lengthRoles[:1], func(r, best float64) bool { return r > best })
+}
+
+// lengthRoles are the curves of a request's length, the answer first.
+var lengthRoles = []Role{RoleOutputTokens, RolePromptTokens}
 
 // shortestRequests is, of models, the move of the requests' length with
 // the smallest ratio: the tokens that shrank most.
 func (f *facts) shortestRequests(models []string) (lengthChange, bool) {
-	return f.lengthMove(models, func(r, best float64) bool { return r < best })
+	return f.lengthMove(models, lengthRoles, func(r, best float64) bool { return r < best })
 }
 
-// lengthMove is, of models' generated and prompt tokens, the move whose
-// ratio beats every other's, false without token curves.
-func (f *facts) lengthMove(models []string, beats func(r, best float64) bool) (lengthChange, bool) {
+// lengthMove is, of models' curves of roles, the move whose ratio beats
+// every other's, false without any.
+func (f *facts) lengthMove(models []string, roles []Role, beats func(r, best float64) bool) (lengthChange, bool) {
 	var best lengthChange
 	found := false
 	for _, m := range models {
-		for _, role := range []Role{RoleOutputTokens, RolePromptTokens} {
+		for _, role := range roles {
 			d := f.modelDeviation(role, m, "")
 			r := safeRatio(d.During, d.Before)
 			if math.IsNaN(r) || math.IsInf(r, 0) || d.Before <= 0 {

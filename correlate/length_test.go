@@ -10,6 +10,11 @@ import (
 // rate flat, more requests running at once (its batch) and a queue, and
 // its requests' generated tokens going from outBefore to outDuring.
 func llmFleet(outBefore, outDuring float64) *fixture {
+	return llmFleetPrompts(900, 910, outBefore, outDuring)
+}
+
+// llmFleetPrompts is llmFleet with its prompts' tokens too.
+func llmFleetPrompts(inBefore, inDuring, outBefore, outDuring float64) *fixture {
 	x := newFixture()
 	x.p99("chat", 4000, 9600)
 	m := Scope{Model: "chat"}
@@ -17,9 +22,24 @@ func llmFleet(outBefore, outDuring float64) *fixture {
 	x.curve(RoleBatchSize, LevelModel, m, 24, 52)
 	x.curve(RoleQueue, LevelModel, m, 0.5, 6)
 	x.curve(RoleKVCache, LevelModel, m, 0.4, 0.9)
-	x.curve(RolePromptTokens, LevelModel, m, 900, 910)
+	x.curve(RolePromptTokens, LevelModel, m, inBefore, inDuring)
 	x.curve(RoleOutputTokens, LevelModel, m, outBefore, outDuring)
 	return x
+}
+
+// Prompts three times as long, answers as long as before: the requests
+// are longer (capacity's demand), but a longer prompt is one longer
+// prefill, not a request kept in the running batch, so it is not held
+// against a batching window.
+func TestLongerPromptsAreNotLongerBatches(t *testing.T) {
+	t.Parallel()
+	a := llmFleetPrompts(900, 2700, 210, 212).analyze()
+	if e := evidenceNamed(causeOf(t, a, CatCapacity), "requests_longer"); e == nil || !strings.Contains(e.Summary, "2700 prompt tokens each") {
+		t.Errorf("capacity's length evidence %+v", e)
+	}
+	if e := evidenceNamed(causeOf(t, a, CatBatching), "requests_longer"); e != nil {
+		t.Errorf("batching opposed by longer prompts: %+v", e)
+	}
 }
 
 // Clients started asking for longer answers: the same request rate, ×2.3
@@ -103,11 +123,14 @@ func TestNoTokenCurvesNoLengthClaim(t *testing.T) {
 // "queues and GPUs do not show the pool saturating" beside that curve.
 func TestQueueLengthShowsQueueingWithoutQueueTime(t *testing.T) {
 	t.Parallel()
-	x := newFixture()
-	x.p99("chat", 100, 400)
-	x.curve(RoleQPS, LevelModel, Scope{Model: "chat"}, 20, 40)
-	x.curve(RoleQueue, LevelModel, Scope{Model: "chat"}, 0.5, 6)
-	c := causeOf(t, x.analyze(), CatCapacity)
+	queued := func(during float64) Cause {
+		x := newFixture()
+		x.p99("chat", 100, 400)
+		x.curve(RoleQPS, LevelModel, Scope{Model: "chat"}, 20, 40)
+		x.curve(RoleQueue, LevelModel, Scope{Model: "chat"}, 0.5, during)
+		return causeOf(t, x.analyze(), CatCapacity)
+	}
+	c := queued(6)
 	e := evidenceNamed(c, "queue_growth")
 	if e == nil || e.Strength < 0.9 || !strings.Contains(e.Summary, "chat's waiting requests rose from 0.5 to 6") || e.Curve == "" {
 		dumpCause(t, c)
@@ -117,11 +140,7 @@ func TestQueueLengthShowsQueueingWithoutQueueTime(t *testing.T) {
 		t.Errorf("summary %q", c.Summary)
 	}
 	// A queue that stayed put says so too: no "no queue data".
-	y := newFixture()
-	y.p99("chat", 100, 400)
-	y.curve(RoleQPS, LevelModel, Scope{Model: "chat"}, 20, 40)
-	y.curve(RoleQueue, LevelModel, Scope{Model: "chat"}, 0.5, 0.5)
-	c = causeOf(t, y.analyze(), CatCapacity)
+	c = queued(0.5)
 	if evidenceNamed(c, "queue_growth") != nil || c.Summary != "Traffic rose ×2.00, but queues and GPUs do not show the pool saturating." {
 		dumpCause(t, c)
 		t.Errorf("flat queue: summary %q", c.Summary)
