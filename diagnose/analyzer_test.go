@@ -656,3 +656,63 @@ func TestDetectorCatchesUpOnARegressionBegunDuringAnOutage(t *testing.T) {
 		t.Errorf("the incident starts at %v, after the onset %v", list[0].Start, onset)
 	}
 }
+
+// An LLM fleet whose clients began asking for longer answers, stored as a
+// pull of the vLLM preset would store it (model-level P99, request rate,
+// running and waiting requests, prompt and generated tokens per request,
+// time per generated token): the analysis read from the store says the
+// requests got longer at the same decode speed, and counts them as
+// capacity's demand.
+func TestAnalyzerLLMRequestsGotLonger(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	onset := t0.Add(100 * time.Minute)
+	end := t0.Add(130 * time.Minute)
+	rng := rand.New(rand.NewPCG(2, 2))
+	m := correlate.Scope{Model: "chat"}
+	curve := func(role correlate.Role, before, during float64) correlate.Curve {
+		c := correlate.Curve{Role: role, Level: correlate.LevelModel, Scope: m}
+		for ts := t0; ts.Before(end); ts = ts.Add(15 * time.Second) {
+			v := before
+			if !ts.Before(onset) {
+				v = during
+			}
+			c.Points = append(c.Points, correlate.Point{T: ts.UnixMilli(), V: v * math.Exp(0.03*rng.NormFloat64())})
+		}
+		return c
+	}
+	storetest.WriteCurves(t, st, []correlate.Curve{
+		curve(correlate.RoleLatencyP99, 4000, 9600), curve(correlate.RoleQPS, 20, 20),
+		curve(correlate.RoleBatchSize, 24, 52), curve(correlate.RoleQueue, 0.5, 6),
+		curve(correlate.RolePromptTokens, 900, 905), curve(correlate.RoleOutputTokens, 210, 480),
+		curve(correlate.RoleTPOT, 42, 42),
+	})
+	in, err := st.CreateIncident(ctx, store.NewIncident{Title: "chat slow", Start: onset.Add(-60 * time.Minute), End: &end})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := diagnose.NewAnalyzer(st, diagnose.AnalyzerOptions{}).Analyze(ctx, in.ID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a correlate.Analysis
+	if err := json.Unmarshal(rec.Result, &a); err != nil {
+		t.Fatal(err)
+	}
+	if len(a.RequestLengths) != 1 || a.RequestLengths[0].OutputBefore < 190 || a.RequestLengths[0].OutputDuring < 450 || a.RequestLengths[0].TPOTDuringMs < 38 {
+		t.Fatalf("request lengths %+v", a.RequestLengths)
+	}
+	if top := a.Causes[0]; top.Category != correlate.CatCapacity {
+		t.Errorf("top cause %s (%.2f): %s", top.Category, top.Score, top.Summary)
+	}
+	var timeline string
+	for _, s := range a.Checklist {
+		if s.Step == "timeline" {
+			timeline = s.Answer
+		}
+	}
+	if !strings.Contains(timeline, "as before") || !strings.Contains(timeline, "The servers are not slower: the requests are longer") {
+		t.Errorf("timeline step %q", timeline)
+	}
+}
