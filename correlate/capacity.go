@@ -128,6 +128,17 @@ func capacityFor(f *facts, models []string) Cause {
 		b.support("gpu_busy", gpu, ramp(gpu, 70, 92), 0.10, "Median GPU utilisation of %s %s, which the affected replicas run on, is %.0f%% (measured per node).",
 			verbFor(len(nodes), "node", "nodes"), list(nodes), gpu)
 	}
+	// An LLM server whose KV cache is full makes requests wait for cache
+	// blocks, or preempts and recomputes them: a capacity limit its GPU
+	// utilisation need not show.
+	kv, kvN, kvBefore := f.kvCacheUse(models)
+	if !math.IsNaN(kv) {
+		was := ""
+		if !math.IsNaN(kvBefore) {
+			was = fmt.Sprintf(", against %.0f%% before the onset", 100*kvBefore)
+		}
+		b.support("kv_cache_full", kv, ramp(kv, 0.85, 0.97), 0.10, "The KV cache of %s is %.0f%% used during the spike (median%s).", kOfN(kvN, kvN, "measured replica"), 100*kv, was)
+	}
 	if len(models) >= 2 {
 		br := safeRatio(float64(len(models)), float64(f.modelsWithData()))
 		b.corroborate("several_models", br, ramp(br, 0.3, 0.8), 0.10, "%d models slowed down together.", len(models))
@@ -146,7 +157,7 @@ func capacityFor(f *facts, models []string) Cause {
 	} else {
 		target.Model = models[0]
 	}
-	return f.done(b, capacitySummary(b, q, gpu, queueKnown, t, r, l), target)
+	return f.done(b, capacitySummary(b, q, gpu, queueKnown || !math.IsNaN(kv), t, r, l), target)
 }
 
 // capacitySummary says what the evidence shows: the traffic change (and
@@ -155,13 +166,19 @@ func capacityFor(f *facts, models []string) Cause {
 //
 // Requests that got longer (l, when its evidence is shown) are more
 // demand at the same request rate: an LLM pool's work is tokens.
-func capacitySummary(b *causeBuilder, q, gpu float64, queueKnown bool, tenant string, tenantRatio float64, l lengthChange) string {
+//
+// saturationKnown: a queue (time or length) or a KV cache is measured, so
+// "no queue or GPU data" would deny it.
+func capacitySummary(b *causeBuilder, q, gpu float64, saturationKnown bool, tenant string, tenantRatio float64, l lengthChange) string {
 	var sat []string
 	if b.shown("queue_growth") >= claimed {
 		sat = append(sat, "requests queue")
 	}
 	if b.shown("gpu_busy") >= 0.5 {
 		sat = append(sat, fmt.Sprintf("GPUs run at %.0f%%", gpu))
+	}
+	if b.shown("kv_cache_full") >= 0.5 {
+		sat = append(sat, "the KV cache is full")
 	}
 	surge, outgrew := fmt.Sprintf("Traffic rose ×%.2f", q), " and outgrew"
 	longer := b.shown("requests_longer") >= claimed && b.shown("traffic_up") < claimed
@@ -185,7 +202,7 @@ func capacitySummary(b *causeBuilder, q, gpu float64, queueKnown bool, tenant st
 		return fmt.Sprintf("Traffic did not rise much (×%.2f against the hour before): no sign that demand outgrew the pool.", q)
 	case len(sat) > 0:
 		return surge + outgrew + " the serving capacity: " + strings.Join(sat, " and ") + "."
-	case !queueKnown && math.IsNaN(gpu):
+	case !saturationKnown && math.IsNaN(gpu):
 		return surge + "; no queue or GPU data shows whether the pool saturated."
 	}
 	return surge + ", but queues and GPUs do not show the pool saturating."
@@ -298,4 +315,35 @@ func (f *facts) queueRise(models []string) (CurveDeviation, bool) {
 		}
 	}
 	return best, found
+}
+
+// kvCacheUse is the median KV-cache use (0..1) of models' replicas during
+// the spike (their model-level curves where no replica has one), how many
+// curves it is the median of, and their median before the onset (NaN where
+// unknown); NaN without KV-cache curves.
+func (f *facts) kvCacheUse(models []string) (during float64, n int, before float64) {
+	var ds, bs []float64
+	for _, level := range []Level{LevelReplica, LevelModel} {
+		for _, m := range models {
+			for _, c := range f.cs.get(RoleKVCache, level, Scope{Model: m}, "") {
+				if v := periodMedian(c, f.ph.Onset, f.ph.DuringTo); !math.IsNaN(v) {
+					ds = append(ds, v)
+					if w := periodMedian(c, f.ph.BeforeFrom, f.ph.Onset); !math.IsNaN(w) {
+						bs = append(bs, w)
+					}
+				}
+			}
+		}
+		if len(ds) > 0 {
+			break
+		}
+	}
+	if len(ds) == 0 {
+		return math.NaN(), 0, math.NaN()
+	}
+	before = math.NaN()
+	if len(bs) > 0 {
+		before = median(bs)
+	}
+	return median(ds), len(ds), before
 }

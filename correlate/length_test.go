@@ -294,3 +294,36 @@ func TestSeveralModelsEachSlowdownIsSaid(t *testing.T) {
 		t.Errorf("speed alone: %q lacks %q", tl, w)
 	}
 }
+
+// A vLLM fleet whose replicas' KV cache filled (60 % → 98 %) as traffic
+// rose, with no GPU utilisation curve: the full cache is capacity's
+// evidence of saturation (requests wait for cache blocks or are
+// preempted), where the summary said "queues and GPUs do not show the pool
+// saturating".
+func TestFullKVCacheIsSaturation(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	x.p99("chat", 4000, 9000)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "chat"}, 20, 32)
+	for _, r := range []string{"chat-0", "chat-1", "chat-2"} {
+		x.curve(RoleKVCache, LevelReplica, Scope{Model: "chat", Replica: r, Node: "n-" + r}, 0.6, 0.98)
+	}
+	c := causeOf(t, x.analyze(), CatCapacity)
+	e := evidenceNamed(c, "kv_cache_full")
+	if e == nil || e.Strength < 0.9 || !strings.Contains(e.Summary, "The KV cache of all 3 measured replicas is 98% used during the spike (median, against 60% before the onset).") {
+		dumpCause(t, c)
+		t.Fatalf("KV-cache evidence %+v", e)
+	}
+	if c.Summary != "Traffic rose ×1.60 and outgrew the serving capacity: the KV cache is full." {
+		t.Errorf("summary %q", c.Summary)
+	}
+	// Half full: said, not claimed.
+	y := newFixture()
+	y.p99("chat", 4000, 9000)
+	y.curve(RoleQPS, LevelModel, Scope{Model: "chat"}, 20, 32)
+	y.curve(RoleKVCache, LevelModel, Scope{Model: "chat"}, 0.5, 0.55)
+	c = causeOf(t, y.analyze(), CatCapacity)
+	if e := evidenceNamed(c, "kv_cache_full"); e != nil && e.Strength > 0 || c.Summary != "Traffic rose ×1.60, but queues and GPUs do not show the pool saturating." {
+		t.Errorf("half-full cache: %+v, summary %q", e, c.Summary)
+	}
+}
