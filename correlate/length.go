@@ -159,17 +159,24 @@ func (f *facts) modelLengthLine(l lengthChange, quoted string) string {
 		if !said {
 			lead = l.sentence() + ": an LLM's latency grows with the tokens it reads and writes"
 		}
+		who, them := "look at who sends longer requests", "look at who sends them"
+		if l.role == RoleOutputTokens && f.deployedBefore(l.model) {
+			// A new version may answer at more length by itself: the
+			// clients are not the only suspects.
+			who = "compare the new version's answers with the old one's and look at who sends longer requests"
+			them = who
+		}
 		switch {
 		case held && said:
-			return speed + " The servers are not slower: the requests are longer, so look at who sends them before looking at the servers."
+			return speed + " The servers are not slower: the requests are longer, so " + them + " before looking at the servers."
 		case held:
-			return l.sentence() + ". " + speed + " The servers are not slower: the requests are longer, so look at who sends them before looking at the servers."
+			return l.sentence() + ". " + speed + " The servers are not slower: the requests are longer, so " + them + " before looking at the servers."
 		case speed != "":
 			// The servers slowed as well: the longer requests are not
 			// all of it, and not to be looked at first.
-			return lead + ". " + speed + " Both changed: look at who sends longer requests and at the servers."
+			return lead + ". " + speed + " Both changed: " + who + " and at the servers."
 		}
-		return lead + ", so look at who sends longer requests before looking at the servers."
+		return lead + ", so " + who + " before looking at the servers."
 	}
 	switch {
 	case l.ratio < lengthFlat:
@@ -232,4 +239,15 @@ func (f *facts) othersSlower(model string) string {
 		}
 	}
 	return strings.Join(out, " ")
+}
+
+// deployedBefore says whether a deploy of model (or of the whole fleet)
+// lines up with the onset, as the timeline step weighs events.
+func (f *facts) deployedBefore(model string) bool {
+	for _, e := range f.events {
+		if e.Kind == KindDeploy && (e.Model == "" || e.Model == model) && e.TimeWeight*e.ScopeMatch >= 0.2 {
+			return true
+		}
+	}
+	return false
 }

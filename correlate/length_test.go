@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 // llmFleet is a vLLM-style model: P99 ×2.4 at the onset with the request
@@ -325,5 +326,21 @@ func TestFullKVCacheIsSaturation(t *testing.T) {
 	c = causeOf(t, y.analyze(), CatCapacity)
 	if e := evidenceNamed(c, "kv_cache_full"); e != nil && e.Strength > 0 || c.Summary != "Traffic rose ×1.60, but queues and GPUs do not show the pool saturating." {
 		t.Errorf("half-full cache: %+v, summary %q", e, c.Summary)
+	}
+}
+
+// A deploy of the model lines up with the onset and the answers got
+// longer: the new version may write them, so the advice does not send the
+// reader to the clients alone.
+func TestLongerAnswersAfterADeploySuspectTheVersion(t *testing.T) {
+	t.Parallel()
+	x := llmFleet(210, 480)
+	x.events = append(x.events, Event{ID: "d1", Kind: KindDeploy, Time: x.onset.Add(-2 * time.Minute), Scope: Scope{Model: "chat", Version: "v2"}})
+	tl := x.analyze().Checklist[1].Answer
+	if !strings.Contains(tl, "compare the new version's answers with the old one's and look at who sends longer requests before looking at the servers") {
+		t.Errorf("timeline step after a deploy: %q", tl)
+	}
+	if tl := llmFleet(210, 480).analyze().Checklist[1].Answer; strings.Contains(tl, "new version") {
+		t.Errorf("no deploy, yet: %q", tl)
 	}
 }
