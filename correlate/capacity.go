@@ -157,7 +157,16 @@ func capacityFor(f *facts, models []string) Cause {
 	} else {
 		target.Model = models[0]
 	}
-	return f.done(b, capacitySummary(b, q, gpu, queueKnown || !math.IsNaN(kv), t, r, l), target)
+	sum := capacitySummary(b, q, gpu, queueKnown || !math.IsNaN(kv), t, r, l)
+	if strings.HasSuffix(sum, ", but queues and GPUs do not show the pool saturating.") {
+		// A queue that rose several-fold but explains little of the
+		// tail's growth (next to execution that grew more) is still a
+		// queue: "queues do not show" would deny it.
+		if rose := f.queueRose(models, stages); rose != "" {
+			sum = strings.TrimSuffix(sum, ", but queues and GPUs do not show the pool saturating.") + "; " + rose + ", though queueing explains little of the tail's growth."
+		}
+	}
+	return f.done(b, sum, target)
 }
 
 // capacitySummary says what the evidence shows: the traffic change (and
@@ -346,4 +355,18 @@ func (f *facts) kvCacheUse(models []string) (during float64, n int, before float
 		before = median(bs)
 	}
 	return median(ds), len(ds), before
+}
+
+// queueRose words a queue that at least doubled — its time (stages) or,
+// unmeasured, its waiting requests — "" when none did.
+func (f *facts) queueRose(models []string, stages []StageShare) string {
+	for _, s := range stages {
+		if s.Stage == "queue" && s.BeforeMs > 0 && s.DuringMs >= 2*s.BeforeMs {
+			return fmt.Sprintf("the queue time rose from %s to %s", fmtMs(s.BeforeMs), fmtMs(s.DuringMs))
+		}
+	}
+	if d, ok := f.queueRise(models); ok && d.During-d.Before >= 1 && d.During+0.5 >= 2*(d.Before+0.5) && d.Score >= 0.5 {
+		return fmt.Sprintf("the waiting requests rose from %s to %s", trimZero(fmt.Sprintf("%.1f", d.Before)), trimZero(fmt.Sprintf("%.1f", d.During)))
+	}
+	return ""
 }

@@ -344,3 +344,18 @@ func TestLongerAnswersAfterADeploySuspectTheVersion(t *testing.T) {
 		t.Errorf("no deploy, yet: %q", tl)
 	}
 }
+
+// vLLM's queue and execution times as stage curves: the queue time rose
+// ×8 but is 6 % of the tail's growth, execution (longer answers) the rest.
+// Capacity's summary said "queues and GPUs do not show the pool
+// saturating" beside a queue eight times as long.
+func TestQueueThatRoseButExplainsLittleIsNotDenied(t *testing.T) {
+	t.Parallel()
+	x := llmFleet(210, 480)
+	x.curve(RoleStageTime, LevelModel, Scope{Model: "chat"}, 50, 400).Stage = "queue"
+	x.curve(RoleStageTime, LevelModel, Scope{Model: "chat"}, 3900, 9100).Stage = "exec"
+	c := causeOf(t, x.analyze(), CatCapacity)
+	if want := "Requests got longer (×2.29 generated tokens each, at ×1.00 the request rate); the queue time rose from 50 ms to 400 ms, though queueing explains little of the tail's growth."; c.Summary != want {
+		t.Errorf("summary\n got %q\nwant %q", c.Summary, want)
+	}
+}
