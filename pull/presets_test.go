@@ -182,7 +182,8 @@ func TestVLLMPreset(t *testing.T) {
 	for _, h := range []struct {
 		name string
 		mean float64
-	}{{"vllm:request_prompt_tokens", 900}, {"vllm:request_generation_tokens", 210}, {"vllm:inter_token_latency_seconds", 0.042}} {
+	}{{"vllm:request_prompt_tokens", 900}, {"vllm:request_generation_tokens", 210}, {"vllm:inter_token_latency_seconds", 0.042},
+		{"vllm:request_inference_time_seconds", 0.13}} {
 		o.family(h.name, "histogram")
 		o.counter(h.name+`_bucket{`+lb+`,le="+Inf"}`, 4)
 		o.counter(h.name+"_count{"+lb+"}", 4)
@@ -198,6 +199,7 @@ func TestVLLMPreset(t *testing.T) {
 		"latency_p99|replica|" + rep:                    199,
 		"qps|model|model=llama-3-8b":                    4,
 		"stage_time|model|model=llama-3-8b|stage=queue": 12,
+		"stage_time|model|model=llama-3-8b|stage=exec":  130,
 		"queue|replica|" + rep:                          5,
 		"batch_size|replica|" + rep:                     12,
 		"kv_cache|replica|" + rep:                       0.4,
