@@ -157,28 +157,33 @@ func capacityFor(f *facts, models []string) Cause {
 	} else {
 		target.Model = models[0]
 	}
-	sum := capacitySummary(b, q, gpu, queueKnown || !math.IsNaN(kv), t, r, l)
-	if strings.HasSuffix(sum, ", but queues and GPUs do not show the pool saturating.") {
-		// A queue that rose several-fold but explains little of the
-		// tail's growth (next to execution that grew more) is still a
-		// queue: "queues do not show" would deny it.
-		if rose := f.queueRose(models, stages); rose != "" {
-			sum = strings.TrimSuffix(sum, ", but queues and GPUs do not show the pool saturating.") + "; " + rose + ", though queueing explains little of the tail's growth."
-		}
-	}
-	return f.done(b, sum, target)
+	return f.done(b, capacitySummary(b, capacityFacts{q: q, gpu: gpu, saturationKnown: queueKnown || !math.IsNaN(kv),
+		tenant: t, tenantRatio: r, length: l, queueRose: f.queueRose(models, stages)}), target)
+}
+
+// capacityFacts are the figures capacity's summary words besides its
+// evidence.
+type capacityFacts struct {
+	q, gpu float64 // traffic ratio; GPU utilisation (NaN: not measured)
+	// saturationKnown: a queue (time or length) or a KV cache is
+	// measured, so "no queue or GPU data" would deny it.
+	saturationKnown bool
+	tenant          string
+	tenantRatio     float64
+	length          lengthChange // requests that got longer, when its evidence is shown
+	queueRose       string       // a queue that at least doubled (queueRose), "" if none
 }
 
 // capacitySummary says what the evidence shows: the traffic change (and
 // the tenant behind it), and that the pool saturated only when queues or
 // GPUs show it.
 //
-// Requests that got longer (l, when its evidence is shown) are more
-// demand at the same request rate: an LLM pool's work is tokens.
-//
-// saturationKnown: a queue (time or length) or a KV cache is measured, so
-// "no queue or GPU data" would deny it.
-func capacitySummary(b *causeBuilder, q, gpu float64, saturationKnown bool, tenant string, tenantRatio float64, l lengthChange) string {
+// Requests that got longer are more demand at the same request rate: an
+// LLM pool's work is tokens. A queue that rose several-fold but explains
+// little of the tail's growth (beside execution that grew more) is still
+// a queue: "queues do not show" would deny it.
+func capacitySummary(b *causeBuilder, cf capacityFacts) string {
+	q, gpu, tenant, tenantRatio, l := cf.q, cf.gpu, cf.tenant, cf.tenantRatio, cf.length
 	var sat []string
 	if b.shown("queue_growth") >= claimed {
 		sat = append(sat, "requests queue")
@@ -211,8 +216,10 @@ func capacitySummary(b *causeBuilder, q, gpu float64, saturationKnown bool, tena
 		return fmt.Sprintf("Traffic did not rise much (×%.2f against the hour before): no sign that demand outgrew the pool.", q)
 	case len(sat) > 0:
 		return surge + outgrew + " the serving capacity: " + strings.Join(sat, " and ") + "."
-	case !saturationKnown && math.IsNaN(gpu):
+	case !cf.saturationKnown && math.IsNaN(gpu):
 		return surge + "; no queue or GPU data shows whether the pool saturated."
+	case cf.queueRose != "":
+		return surge + "; " + cf.queueRose + ", though queueing explains little of the tail's growth."
 	}
 	return surge + ", but queues and GPUs do not show the pool saturating."
 }

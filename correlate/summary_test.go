@@ -81,7 +81,7 @@ func TestCapacitySummaryNamesTheQueueWithoutMoreDemand(t *testing.T) {
 		b := newCause(CatCapacity)
 		b.support("traffic_up", 1.11, 0, 0.3, "x")
 		b.support("queue_growth", 0.5, c.queue, 0.2, "x")
-		if got := capacitySummary(b, 1.11, math.NaN(), true, "", 0, lengthChange{}); got != c.want {
+		if got := capacitySummary(b, capacityFacts{q: 1.11, gpu: math.NaN(), saturationKnown: true}); got != c.want {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
 		}
 	}
@@ -95,12 +95,12 @@ func TestCapacitySummarySurgeWithoutTenant(t *testing.T) {
 	b.support("traffic_up", 4.77, 1, 0.3, "x")
 	b.support("queue_growth", 0.5, 0.6, 0.2, "x")
 	want := "Traffic rose ×4.77 and outgrew the serving capacity: requests queue."
-	if got := capacitySummary(b, 4.77, math.NaN(), true, "", 0, lengthChange{}); got != want {
+	if got := capacitySummary(b, capacityFacts{q: 4.77, gpu: math.NaN(), saturationKnown: true}); got != want {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
 	want = "A traffic surge (tenant t1 ×7.4) outgrew the serving capacity: requests queue."
 	b.support("tenant_surge", 7.4, 1, 0.2, "x")
-	if got := capacitySummary(b, 4.77, math.NaN(), true, "t1", 7.4, lengthChange{}); got != want {
+	if got := capacitySummary(b, capacityFacts{q: 4.77, gpu: math.NaN(), saturationKnown: true, tenant: "t1", tenantRatio: 7.4}); got != want {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
 }
