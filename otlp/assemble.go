@@ -12,8 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/ptrace"
-
 	"github.com/waterline-dev/waterline/correlate"
 )
 
@@ -203,28 +201,28 @@ func check(req Request) (res Result, valid int) {
 		rejects map[string]*reject
 		order   []string
 	)
-	for i, rs := range req.ResourceSpans().All() {
-		for j, ss := range rs.ScopeSpans().All() {
-			for k, sp := range ss.Spans().All() {
-				res.Spans++
-				reason := invalid(sp)
-				if reason == "" {
-					valid++
-					continue
-				}
-				res.Rejected++
-				if rejects == nil {
-					rejects = map[string]*reject{}
-				}
-				r := rejects[reason]
-				if r == nil {
-					r = &reject{first: fmt.Sprintf("resource_spans[%d].scope_spans[%d].spans[%d]", i, j, k)}
-					rejects[reason] = r
-					order = append(order, reason)
-				}
-				r.n++
-			}
+	if req.d == nil {
+		return res, 0
+	}
+	for i := range req.d.spans {
+		sp := &req.d.spans[i]
+		res.Spans++
+		reason := invalid(sp)
+		if reason == "" {
+			valid++
+			continue
 		}
+		res.Rejected++
+		if rejects == nil {
+			rejects = map[string]*reject{}
+		}
+		r := rejects[reason]
+		if r == nil {
+			r = &reject{first: fmt.Sprintf("resource_spans[%d].scope_spans[%d].spans[%d]", sp.rs, sp.ss, sp.idx)}
+			rejects[reason] = r
+			order = append(order, reason)
+		}
+		r.n++
 	}
 	if res.Rejected > 0 {
 		parts := make([]string, len(order))
@@ -272,18 +270,20 @@ func (a *Assembler) file(f filing) {
 		}
 	}()
 	a.m.mu.Lock()
-	for _, rs := range f.req.ResourceSpans().All() {
-		rd := a.m.resource(rs.Resource())
-		for _, ss := range rs.ScopeSpans().All() {
-			for _, sp := range ss.Spans().All() {
-				if invalid(sp) != "" { // rejected by check
-					continue
-				}
-				ms = append(ms, mapped{tid: sp.TraceID()})
-				m := &ms[len(ms)-1]
-				a.m.resolve(&m.s, sp, rd)
-			}
+	d := f.req.d
+	var rd *resDims
+	for i := range d.spans {
+		sp := &d.spans[i]
+		if invalid(sp) != "" { // rejected by check
+			continue
 		}
+		// A request's spans come resource by resource: each is read once.
+		if rd == nil || i == 0 || sp.res != d.spans[i-1].res {
+			rd = a.m.resource(d.attrs(d.res[sp.res]))
+		}
+		ms = append(ms, mapped{tid: sp.traceID})
+		m := &ms[len(ms)-1]
+		a.m.resolve(&m.s, sp, d, rd)
 	}
 	a.m.mu.Unlock()
 	release(f.req)
@@ -434,18 +434,18 @@ func (a *Assembler) waitingLocked() int { return len(a.pending) + a.storing }
 
 // invalid says what is wrong with a span's ids and times ("" if nothing).
 // Ids of the wrong length never get here: decoding refuses them.
-func invalid(sp ptrace.Span) string {
-	start, end := sp.StartTimestamp(), sp.EndTimestamp()
+func invalid(sp *wireSpan) string {
+	start, end := sp.start, sp.end
 	switch {
-	case sp.TraceID().IsEmpty():
+	case sp.traceID == [16]byte{}:
 		return "an invalid trace_id (all zero or missing)"
-	case sp.SpanID().IsEmpty():
+	case sp.id == [8]byte{}:
 		return "an invalid span_id (all zero or missing)"
 	case start == 0 || end == 0:
 		return "no start or end time"
 	case end < start:
 		return "an end time before its start time"
-	case uint64(end) > math.MaxInt64: // past 2262: read as Unix ns it turns negative
+	case end > math.MaxInt64: // past 2262: read as Unix ns it turns negative
 		return "a time past the year 2262"
 	}
 	return ""

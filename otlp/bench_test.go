@@ -72,9 +72,11 @@ func BenchmarkDecode(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, body := range bodies {
-			if _, err := Decode(body, Protobuf); err != nil {
+			req, err := Decode(body, Protobuf)
+			if err != nil {
 				b.Fatal(err)
 			}
+			release(req) // as the receiver does, once a request is mapped
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchTraces), "ns/sample")

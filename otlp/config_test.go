@@ -7,8 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/ptrace"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/waterline-dev/waterline/correlate"
 )
@@ -79,20 +78,12 @@ func TestRuleVerdictsAreCachedByWhatTheRulesRead(t *testing.T) {
 	m := newMapper(cfg)
 	str := func(v string) any { return v }
 	num := func(v int64) any { return v }
-	attr := func(kv ...any) pcommon.Map {
-		m := pcommon.NewMap()
-		for i := 0; i < len(kv); i += 2 {
-			if err := m.PutEmpty(kv[i].(string)).FromRaw(kv[i+1]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return m
-	}
+	attr := func(kv ...any) attrList { return attrsOf(t, kv...) }
 	none := attrs{span: attr(), res: attr()}
 	for round := 0; round < 2; round++ { // the second round answers from the cache
 		for _, c := range []struct {
 			name, kind  string
-			span, res   pcommon.Map
+			span, res   attrList
 			leaf, inner int8
 		}{
 			{"call", "client", attr("peer.service", str("vector-db")), attr(), int8(correlate.StageDownstream), int8(correlate.StageDownstream)},
@@ -135,20 +126,15 @@ func TestRuleVerdictsAreCachedByWhatTheRulesRead(t *testing.T) {
 // resource; for the same attribute, the span's value.
 func TestDimensionsPreferTheFirstListedKeyThenTheSpan(t *testing.T) {
 	m := newMapper(DefaultConfig())
-	put := func(m pcommon.Map, pairs ...string) {
-		for i := 0; i < len(pairs); i += 2 {
-			m.PutStr(pairs[i], pairs[i+1])
-		}
+	resAttrs := []any{"gen_ai.request.model", "from-resource", "k8s.pod.name", "pod-res", "host.name", "host-res"}
+	spanAttrs := []any{"model", "from-span", "k8s.pod.name", "pod-span", "k8s.node.name", "", "host.name", "host-span"}
+	resolve := func() span {
+		d, sp, res := oneSpan(t, pbAttrs(resAttrs...), &tracepb.Span{Name: "x", SpanId: id8(0x0102030405060708), Attributes: pbAttrs(spanAttrs...)})
+		var dst span
+		m.resolve(&dst, sp, d, m.resource(res))
+		return dst
 	}
-	r := pcommon.NewResource()
-	put(r.Attributes(), "gen_ai.request.model", "from-resource", "k8s.pod.name", "pod-res", "host.name", "host-res")
-	res := m.resource(r)
-	sp := ptrace.NewSpan()
-	sp.SetName("x")
-	sp.SetSpanID([8]byte{1, 2, 3, 4, 5, 6, 7, 8})
-	put(sp.Attributes(), "model", "from-span", "k8s.pod.name", "pod-span", "k8s.node.name", "", "host.name", "host-span")
-	var dst span
-	m.resolve(&dst, sp, res)
+	dst := resolve()
 	for d, want := range map[Dim]string{DimModel: "from-resource", DimReplica: "pod-span", DimNode: "host-span"} {
 		if got := dst.dims[dimIndex[d]]; got != want {
 			t.Errorf("%s: got %q, want %q", d, got, want)
@@ -156,15 +142,13 @@ func TestDimensionsPreferTheFirstListedKeyThenTheSpan(t *testing.T) {
 	}
 	// The version is the span's, whichever key names it: the resource's
 	// names the process (an image tag), the span's the model.
-	put(r.Attributes(), "model.version", "7", "service.version", "24.05-py3")
-	sp.Attributes().PutInt("triton.model_version", 3)
-	m.resolve(&dst, sp, m.resource(r))
-	if got := dst.dims[dimVersion]; got != "3" {
+	resAttrs = append(resAttrs, "model.version", "7", "service.version", "24.05-py3")
+	spanAttrs = append(spanAttrs, "triton.model_version", 3)
+	if got := resolve().dims[dimVersion]; got != "3" {
 		t.Errorf("version: got %q, want the span's 3", got)
 	}
-	sp.Attributes().Remove("triton.model_version")
-	m.resolve(&dst, sp, m.resource(r))
-	if got := dst.dims[dimVersion]; got != "7" {
+	spanAttrs = spanAttrs[:len(spanAttrs)-2]
+	if got := resolve().dims[dimVersion]; got != "7" {
 		t.Errorf("version from the resource: got %q, want model.version 7 before service.version", got)
 	}
 }
@@ -173,42 +157,31 @@ func TestDimensionsPreferTheFirstListedKeyThenTheSpan(t *testing.T) {
 // then give what a lookup on the span, then its resource, gives.
 func TestSlotKeysReadAsLookedUp(t *testing.T) {
 	m := newMapper(DefaultConfig())
-	r := pcommon.NewResource()
-	r.Attributes().PutStr("peer.service", "from-resource")
-	r.Attributes().PutStr("error.type", "Timeout")
-	r.Attributes().PutDouble("gen_ai.latency.time_in_queue", 0.5)
-	res := m.resource(r)
-	for _, set := range []func(pcommon.Map){
-		func(pcommon.Map) {},
-		func(a pcommon.Map) { a.PutStr("peer.service", "from-span"); a.PutInt("db.system", 3) },
-		func(a pcommon.Map) {
-			a.PutStr("error.type", "cancelled")
-			a.PutDouble("gen_ai.latency.time_in_model_inference", 0.1)
-		},
+	resAttrs := pbAttrs("peer.service", "from-resource", "error.type", "Timeout", "gen_ai.latency.time_in_queue", 0.5)
+	for _, own := range [][]any{
+		nil,
+		{"peer.service", "from-span", "db.system", 3},
+		{"error.type", "cancelled", "gen_ai.latency.time_in_model_inference", 0.1},
 	} {
-		sp := ptrace.NewSpan()
-		sp.SetName("call")
-		sp.SetKind(ptrace.SpanKindClient)
-		set(sp.Attributes())
-		var d [numDims]string
+		d, sp, resList := oneSpan(t, resAttrs, &tracepb.Span{Name: "call", Kind: client, Attributes: pbAttrs(own...)})
+		res := m.resource(resList)
+		spAttrs := d.attrs(sp.attrs)
+		var dims [numDims]string
 		var prio [numDims]int
-		m.readAttrs(sp.Attributes(), &d, &prio, &m.spanVals)
-		read := attrs{span: sp.Attributes(), res: res.attrs, sv: &m.spanVals, rv: &res.slots}
-		looked := attrs{span: sp.Attributes(), res: res.attrs}
+		m.readAttrs(spAttrs, &dims, &prio, &m.spanVals)
+		read := attrs{span: spAttrs, res: res.attrs, sv: &m.spanVals, rv: &res.slots}
+		looked := attrs{span: spAttrs, res: res.attrs}
 		for i, k := range m.slotKeys {
 			v1, ok1 := read.slot(i, k)
 			v2, ok2 := looked.slot(i, k)
 			if ok1 != ok2 || (ok1 && text(v1) != text(v2)) {
-				t.Errorf("%v: %s read %v %q, looked up %v %q", sp.Attributes().AsRaw(), k, ok1, text(v1), ok2, text(v2))
+				t.Errorf("%v: %s read %v %q, looked up %v %q", own, k, ok1, text(v1), ok2, text(v2))
 			}
 		}
 	}
-	sp := ptrace.NewSpan()
-	sp.SetName("call")
-	sp.SetKind(ptrace.SpanKindClient)
-	sp.SetSpanID([8]byte{1})
+	d, sp, resList := oneSpan(t, resAttrs, &tracepb.Span{Name: "call", Kind: client, SpanId: id8(0x0100000000000000)})
 	var dst span
-	m.resolve(&dst, sp, res)
+	m.resolve(&dst, sp, d, m.resource(resList))
 	if dst.stageLeaf != int8(correlate.StageDownstream) || !dst.timedOut || len(dst.extra) != 1 || dst.extra[0].ms != 500 {
 		t.Errorf("from the resource: leaf stage %d, timed out %v, stage times %v", dst.stageLeaf, dst.timedOut, dst.extra)
 	}
@@ -246,7 +219,7 @@ func TestDefaultNameRulesMatchWholeWords(t *testing.T) {
 		"inference-gateway": none, "inference-requests publish": none, "send inference-requests": none,
 		"handle decode-7b": none, "POST /v1/generate": none, "GET /infer": none,
 	} {
-		leaf, _ := m.stages(name, "internal", attrs{span: pcommon.NewMap(), res: pcommon.NewMap()})
+		leaf, _ := m.stages(name, "internal", attrs{})
 		if correlate.Stage(leaf) != want {
 			t.Errorf("%q: stage %d, want %d", name, leaf, want)
 		}

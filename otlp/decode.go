@@ -5,14 +5,14 @@
 // before parents — in a bounded buffer until the trace can become one
 // sample (Assembler).
 //
-// Requests are decoded with the OpenTelemetry Collector's own OTLP data
-// module (go.opentelemetry.io/collector/pdata), generated from the same
-// .proto files as go.opentelemetry.io/proto/otlp: the Collector receives
-// OTLP with it, and it decodes a batch of spans in about half the time,
-// with 57 % of the allocations, of the generic protobuf runtime behind
-// proto/otlp (BenchmarkDecode; decoding was half of the receiver's cost). Its JSON
-// decoder reads OTLP/JSON as the spec writes it (hex ids, enums by number
-// or name, 64-bit integers as strings).
+// Protobuf requests are read by a decoder of its own (wire.go) that
+// walks the wire format once and keeps the fields Waterline maps, as
+// views into one copy of the body: decoding with the Collector's pdata
+// built every span, attribute and value as its own struct and was half
+// of the receiver's cost (BenchmarkDecode). OTLP/JSON, as the spec writes
+// it (hex ids, enums by number or name, 64-bit integers as strings), is
+// read with pdata's JSON decoder and handed on as protobuf: one mapping
+// path for both.
 //
 // It knows no HTTP and no database: web/ingest hands it the body and
 // web/api its answer; the samples go to a Sink (the store).
@@ -21,8 +21,6 @@ package otlp
 import (
 	"fmt"
 
-	"go.opentelemetry.io/collector/featuregate"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -37,40 +35,39 @@ const (
 	JSON                     // application/json
 )
 
-// Request is one decoded export request: its resource spans.
-type Request = ptrace.Traces
-
-// pdata's decoders take their structs (spans, attributes' values) from
-// pools, and release puts a request's back, once it is mapped: the
-// Collector's "pdata.useProtoPooling" gate. Off, decoding allocates them
-// afresh and release only drops the request, so a later pdata without
-// the gate (Set fails) is slower, not wrong. The pools hold only structs
-// of requests this process decoded: strings are copied out of the body
-// and never pooled, so the samples' strings stay valid.
-func init() {
-	_ = featuregate.GlobalRegistry().Set("pdata.useProtoPooling", true)
-}
-
-// release returns req's structs to pdata's pools and leaves it empty.
-// Nothing may read req, or anything taken from it but strings, after.
-func release(req Request) { ptrace.NewTraces().MoveTo(req) }
-
 // Decode parses an export request. An id of the wrong length fails the
-// whole request, as in the Collector's receiver: it is not OTLP.
+// whole request, as in the Collector's receiver: it is not OTLP. The
+// request holds its own copy of body.
 func Decode(body []byte, enc Encoding) (Request, error) {
-	req := ptraceotlp.NewExportRequest()
-	switch enc {
-	case JSON:
+	if enc == JSON {
+		req := ptraceotlp.NewExportRequest()
 		if err := req.UnmarshalJSON(body); err != nil {
 			return Request{}, fmt.Errorf("not an OTLP/JSON ExportTraceServiceRequest: %v", err)
 		}
-	default:
-		if err := req.UnmarshalProto(body); err != nil {
-			return Request{}, fmt.Errorf("not an OTLP/protobuf ExportTraceServiceRequest: %v", err)
+		pb, err := req.MarshalProto()
+		if err != nil {
+			return Request{}, fmt.Errorf("not an OTLP/JSON ExportTraceServiceRequest: %v", err)
 		}
+		body = pb
 	}
-	return req.Traces(), nil
+	d := decodedPool.Get().(*decoded)
+	if err := d.decodeProto(body); err != nil {
+		release(Request{d})
+		return Request{}, fmt.Errorf("not an OTLP/protobuf ExportTraceServiceRequest: %v", err)
+	}
+	return Request{d}, nil
 }
+
+// Spans is how many spans req holds.
+func (req Request) Spans() int {
+	if req.d == nil {
+		return 0
+	}
+	return len(req.d.spans)
+}
+
+// attrs are the attributes in r.
+func (d *decoded) attrs(r attrRange) attrList { return d.kvs[r.lo:r.hi] }
 
 // EncodeResponse renders the answer to an accepted request in its
 // encoding: an ExportTraceServiceResponse, whose partial_success counts

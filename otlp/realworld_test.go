@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
-
 	"github.com/waterline-dev/waterline/correlate"
 )
 
@@ -241,14 +239,14 @@ func TestGatewayAuthSpansAreAuth(t *testing.T) {
 		"kong.access.plugin.basic-auth":                          "internal",
 		"async envoy.service.auth.v3.Authorization.Check egress": "client",
 	} {
-		leaf, inner := m.stages(name, kind, attrs{span: pcommon.NewMap(), res: pcommon.NewMap()})
+		leaf, inner := m.stages(name, kind, attrs{})
 		if correlate.Stage(leaf) != correlate.StageAuth || correlate.Stage(inner) != correlate.StageAuth {
 			t.Errorf("%q: stages %d/%d, want auth", name, leaf, inner)
 		}
 	}
 	// Not every plugin is authentication.
 	for _, name := range []string{"kong.access.plugin.rate-limiting", "kong.access.plugin.ai-proxy", "kong.header_filter.plugin.cors"} {
-		if leaf, _ := m.stages(name, "internal", attrs{span: pcommon.NewMap(), res: pcommon.NewMap()}); correlate.Stage(leaf) == correlate.StageAuth {
+		if leaf, _ := m.stages(name, "internal", attrs{}); correlate.Stage(leaf) == correlate.StageAuth {
 			t.Errorf("%q taken for auth", name)
 		}
 	}

@@ -11,9 +11,6 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/ptrace"
-
 	"github.com/waterline-dev/waterline/correlate"
 )
 
@@ -182,12 +179,12 @@ type keyUse struct {
 // slotVals are the values of the slot keys in one attribute map (the
 // first of equal keys, as pcommon.Map.Get finds).
 type slotVals struct {
-	v  []pcommon.Value
+	v  []value
 	ok []bool
 }
 
 func (m *mapper) newSlotVals() slotVals {
-	return slotVals{v: make([]pcommon.Value, len(m.slotKeys)), ok: make([]bool, len(m.slotKeys))}
+	return slotVals{v: make([]value, len(m.slotKeys)), ok: make([]bool, len(m.slotKeys))}
 }
 
 // resDims are the dimension values a resource gives, with the place in
@@ -195,7 +192,7 @@ func (m *mapper) newSlotVals() slotVals {
 // request's spans share their resource: it is read once.
 type resDims struct {
 	id    uint64 // the resource's identity: a hash of its attributes, in any order
-	attrs pcommon.Map
+	attrs attrList
 	slots slotVals
 	val   [numDims]string
 	prio  [numDims]int
@@ -315,13 +312,13 @@ func (t *keyTable) get(k string) (keyUse, bool) {
 }
 
 // resource reads the dimensions and slot keys of a resource.
-func (m *mapper) resource(res pcommon.Resource) *resDims {
-	r := &resDims{attrs: res.Attributes(), slots: m.newSlotVals()}
+func (m *mapper) resource(res attrList) *resDims {
+	r := &resDims{attrs: res, slots: m.newSlotVals()}
 	m.readAttrs(r.attrs, &r.val, &r.prio, &r.slots)
 	// The same process's resource in another export may list its
 	// attributes in another order: the pairs' hashes are summed.
-	for k, v := range r.attrs.All() {
-		m.resBuf = appendText(append(append(m.resBuf[:0], k...), 0), v)
+	for _, kv := range r.attrs {
+		m.resBuf = appendText(append(append(m.resBuf[:0], kv.key...), 0), kv.val)
 		r.id += maphash.Bytes(m.seed, m.resBuf)
 	}
 	return r
@@ -330,13 +327,14 @@ func (m *mapper) resource(res pcommon.Resource) *resDims {
 // readAttrs sets val and prio from attrs where a key ranks before prio's
 // (the first of equal keys wins), and sv to the slot keys' values; it
 // reports whether any dimension was set.
-func (m *mapper) readAttrs(attrs pcommon.Map, val *[numDims]string, prio *[numDims]int, sv *slotVals) bool {
+func (m *mapper) readAttrs(attrs attrList, val *[numDims]string, prio *[numDims]int, sv *slotVals) bool {
 	for i := range prio {
 		prio[i] = noPrio
 	}
 	clear(sv.ok)
 	found := false
-	for k, v := range attrs.All() {
+	for i := range attrs {
+		k, v := attrs[i].key, attrs[i].val
 		u, ok := m.keyTab.get(k)
 		if !ok {
 			continue
@@ -422,21 +420,34 @@ func (m *mapper) verdict(name, kind string, a attrs) verdict {
 
 // attrs finds attributes on a span, then its resource.
 type attrs struct {
-	span, res pcommon.Map
+	span, res attrList
 	// sv and rv are the slot keys' values in span and res, when already
 	// read (nil: slot looks them up).
 	sv, rv *slotVals
 }
 
-func (a attrs) get(key string) (pcommon.Value, bool) {
-	if v, ok := a.span.Get(key); ok {
+func (a attrs) get(key string) (value, bool) {
+	if v, ok := a.span.get(key); ok {
 		return v, true
 	}
-	return a.res.Get(key)
+	return a.res.get(key)
+}
+
+// attrList is a span's or a resource's attributes, in the request's order.
+type attrList []keyValue
+
+// get finds key's first value, as pcommon.Map.Get does.
+func (l attrList) get(key string) (value, bool) {
+	for i := range l {
+		if l[i].key == key {
+			return l[i].val, true
+		}
+	}
+	return value{}, false
 }
 
 // slot is get(key) for a slot key, i its slot.
-func (a attrs) slot(i int, key string) (pcommon.Value, bool) {
+func (a attrs) slot(i int, key string) (value, bool) {
 	switch {
 	case a.sv == nil:
 		return a.get(key)
@@ -445,21 +456,21 @@ func (a attrs) slot(i int, key string) (pcommon.Value, bool) {
 	case a.rv.ok[i]:
 		return a.rv.v[i], true
 	}
-	return pcommon.Value{}, false
+	return value{}, false
 }
 
 // text renders an attribute value as a dimension value would read it
 // (lists, maps and bytes as nothing).
-func text(v pcommon.Value) string {
-	switch v.Type() {
-	case pcommon.ValueTypeStr:
-		return v.Str()
-	case pcommon.ValueTypeInt:
-		return strconv.FormatInt(v.Int(), 10)
-	case pcommon.ValueTypeDouble:
-		return strconv.FormatFloat(v.Double(), 'f', -1, 64)
-	case pcommon.ValueTypeBool:
-		return strconv.FormatBool(v.Bool())
+func text(v value) string {
+	switch v.typ {
+	case valStr:
+		return v.str()
+	case valInt:
+		return strconv.FormatInt(v.int(), 10)
+	case valDouble:
+		return strconv.FormatFloat(v.double(), 'f', -1, 64)
+	case valBool:
+		return strconv.FormatBool(v.bool())
 	}
 	return ""
 }
@@ -473,30 +484,30 @@ func appendField(b []byte, add func([]byte) []byte) []byte {
 }
 
 // appendText appends text(v) to b.
-func appendText(b []byte, v pcommon.Value) []byte {
-	switch v.Type() {
-	case pcommon.ValueTypeStr:
-		return append(b, v.Str()...)
-	case pcommon.ValueTypeInt:
-		return strconv.AppendInt(b, v.Int(), 10)
-	case pcommon.ValueTypeDouble:
-		return strconv.AppendFloat(b, v.Double(), 'f', -1, 64)
-	case pcommon.ValueTypeBool:
-		return strconv.AppendBool(b, v.Bool())
+func appendText(b []byte, v value) []byte {
+	switch v.typ {
+	case valStr:
+		return append(b, v.str()...)
+	case valInt:
+		return strconv.AppendInt(b, v.int(), 10)
+	case valDouble:
+		return strconv.AppendFloat(b, v.double(), 'f', -1, 64)
+	case valBool:
+		return strconv.AppendBool(b, v.bool())
 	}
 	return b
 }
 
 // number reads an attribute as a number (numbers sent as text too).
-func number(v pcommon.Value) (float64, bool) {
-	switch v.Type() {
-	case pcommon.ValueTypeInt:
-		return float64(v.Int()), true
-	case pcommon.ValueTypeDouble:
-		f := v.Double()
+func number(v value) (float64, bool) {
+	switch v.typ {
+	case valInt:
+		return float64(v.int()), true
+	case valDouble:
+		f := v.double()
 		return f, !math.IsNaN(f) && !math.IsInf(f, 0)
-	case pcommon.ValueTypeStr:
-		f, err := strconv.ParseFloat(v.Str(), 64)
+	case valStr:
+		f, err := strconv.ParseFloat(v.str(), 64)
 		return f, err == nil && !math.IsNaN(f) && !math.IsInf(f, 0)
 	}
 	return 0, false
@@ -504,14 +515,10 @@ func number(v pcommon.Value) (float64, bool) {
 
 // kindNames are the span kinds as rules name them ("" for unspecified),
 // by the kind's number: an array, not a map, as it is read per span.
-var kindNames = [...]string{
-	ptrace.SpanKindServer: "server", ptrace.SpanKindClient: "client",
-	ptrace.SpanKindInternal: "internal", ptrace.SpanKindProducer: "producer",
-	ptrace.SpanKindConsumer: "consumer",
-}
+var kindNames = [...]string{1: "internal", kindServer: "server", kindClient: "client", 4: "producer", 5: "consumer"}
 
 // kindName is the kind as rules name it; "" for unspecified or unknown.
-func kindName(k ptrace.SpanKind) string {
+func kindName(k int32) string {
 	if k < 0 || int(k) >= len(kindNames) {
 		return ""
 	}
@@ -519,11 +526,11 @@ func kindName(k ptrace.SpanKind) string {
 }
 
 // resolve fills dst from an OTLP span (already checked) and its resource.
-func (m *mapper) resolve(dst *span, sp ptrace.Span, res *resDims) {
-	a := attrs{span: sp.Attributes(), res: res.attrs, sv: &m.spanVals, rv: &res.slots}
-	dst.id, dst.parent, dst.res = sp.SpanID(), sp.ParentSpanID(), res.id
-	dst.start, dst.end = int64(sp.StartTimestamp()), int64(sp.EndTimestamp())
-	name := sp.Name()
+func (m *mapper) resolve(dst *span, sp *wireSpan, req *decoded, res *resDims) {
+	a := attrs{span: req.attrs(sp.attrs), res: res.attrs, sv: &m.spanVals, rv: &res.slots}
+	dst.id, dst.parent, dst.res = sp.id, sp.parent, res.id
+	dst.start, dst.end = int64(sp.start), int64(sp.end)
+	name := sp.name
 	// The span's attributes, read once: its dimensions (each dimension's
 	// first listed key present with a value; for the same key, the span's
 	// attribute before the resource's, and for spanDim's any of the
@@ -531,9 +538,9 @@ func (m *mapper) resolve(dst *span, sp ptrace.Span, res *resDims) {
 	var prio [numDims]int
 	var d [numDims]string
 	own := m.readAttrs(a.span, &d, &prio, a.sv)
-	vd := m.verdict(name, kindName(sp.Kind()), a)
+	vd := m.verdict(name, kindName(sp.kind), a)
 	dst.stageLeaf, dst.stageInner, dst.name = vd.leaf, vd.inner, vd.name
-	dst.client = sp.Kind() == ptrace.SpanKindClient
+	dst.client = sp.kind == kindClient
 	// At most one time per stage: gathered here, then allocated once
 	// (appending grew the slice twice for vLLM's two).
 	var have [correlate.NumStages]bool
@@ -557,12 +564,12 @@ func (m *mapper) resolve(dst *span, sp ptrace.Span, res *resDims) {
 		dst.extra = append([]timed(nil), extra[:nextra]...)
 	}
 	if len(m.eventNames) > 0 {
-		for _, ev := range sp.Events().All() {
-			if m.eventNames[ev.Name()] {
+		for _, ev := range req.events[sp.events.lo:sp.events.hi] {
+			if m.eventNames[ev.name] {
 				if len(dst.events) == maxSpanEvents {
 					break // a stage needs two; more is a runaway span, not more timing
 				}
-				dst.events = append(dst.events, event{m.text(ev.Name()), int64(ev.Timestamp())})
+				dst.events = append(dst.events, event{m.text(ev.name), int64(ev.at)})
 			}
 		}
 	}
@@ -581,20 +588,20 @@ func (m *mapper) resolve(dst *span, sp ptrace.Span, res *resDims) {
 	}
 	// OTLP's span flags: bit 8 says whether bit 9 (the parent is remote)
 	// is known; SDKs set both (otel-go since 1.28).
-	fl := sp.Flags()
+	fl := sp.flags
 	dst.parentLocal = fl&0x100 != 0 && fl&0x200 == 0 && dst.parent != [8]byte{}
 	// Without the flags (Envoy, Kong, nginx-otel and Triton fill spans
 	// themselves; SDKs before 2024), a SERVER span's parent is remote by
 	// what a server span is: the caller's, in another process. Such a
 	// span waited MaxWait (a minute) for a root that was never coming.
 	dst.parentRemote = dst.parent != [8]byte{} &&
-		(fl&0x300 == 0x300 || (fl&0x100 == 0 && sp.Kind() == ptrace.SpanKindServer))
-	dst.failed = sp.Status().Code() == ptrace.StatusCodeError
+		(fl&0x300 == 0x300 || (fl&0x100 == 0 && sp.kind == kindServer))
+	dst.failed = sp.status == statusError
 	if v, ok := a.slot(m.errSlot, "error.type"); ok {
 		dst.timedOut = strings.Contains(strings.ToLower(text(v)), "timeout")
 	}
 	if dst.failed {
-		if msg := strings.ToLower(sp.Status().Message()); strings.Contains(msg, "timeout") || strings.Contains(msg, "deadline") {
+		if msg := strings.ToLower(sp.statusMsg); strings.Contains(msg, "timeout") || strings.Contains(msg, "deadline") {
 			dst.timedOut = true
 		}
 	}
@@ -603,9 +610,9 @@ func (m *mapper) resolve(dst *span, sp ptrace.Span, res *resDims) {
 // valueText is m.text(text(v)), cut by bare if bareURL. A number is
 // formatted on the stack: its text (a status code, a sample rate) is
 // allocated only when new to intern, not per span.
-func (m *mapper) valueText(v pcommon.Value, bareURL bool) string {
-	if v.Type() == pcommon.ValueTypeStr {
-		t := v.Str()
+func (m *mapper) valueText(v value, bareURL bool) string {
+	if v.typ == valStr {
+		t := v.str()
 		if bareURL {
 			t = bare(t)
 		}
@@ -614,21 +621,14 @@ func (m *mapper) valueText(v pcommon.Value, bareURL bool) string {
 		}
 		return m.text(t)
 	}
-	var bits uint64
-	switch v.Type() {
-	case pcommon.ValueTypeInt:
-		bits = uint64(v.Int())
-	case pcommon.ValueTypeDouble:
-		bits = math.Float64bits(v.Double())
-	case pcommon.ValueTypeBool:
-		if v.Bool() {
-			bits = 1
-		}
+	switch v.typ {
+	case valInt, valDouble, valBool:
 	default:
 		return "" // bytes, lists and maps read as nothing
 	}
-	n := &m.numTexts[(bits^bits>>17^bits>>40^uint64(v.Type())<<5)%uint64(len(m.numTexts))]
-	if n.ok && n.typ == v.Type() && n.bits == bits {
+	bits := v.n
+	n := &m.numTexts[(bits^bits>>17^bits>>40^uint64(v.typ)<<5)%uint64(len(m.numTexts))]
+	if n.ok && n.typ == v.typ && n.bits == bits {
 		return n.s
 	}
 	var buf [32]byte
@@ -637,14 +637,14 @@ func (m *mapper) valueText(v pcommon.Value, bareURL bool) string {
 	if !ok {
 		s = m.text(string(b))
 	}
-	*n = numText{true, v.Type(), bits, s}
+	*n = numText{true, v.typ, bits, s}
 	return s
 }
 
 // numText is a number's text as valueText gives it.
 type numText struct {
 	ok   bool
-	typ  pcommon.ValueType
+	typ  valueType
 	bits uint64
 	s    string
 }
@@ -738,9 +738,14 @@ func (m *mapper) text(v string) string {
 	}
 	s = strings.ReplaceAll(s, "\x00", "")
 	s = strings.Clone(s) // not a view into the request's buffer
-	// Bounded: at most 65,536 values of at most 1 KB, a few MB.
+	// Bounded: at most 65,536 values of at most 1 KB, a few MB. The key
+	// is a copy too: v is a view into a request's body, which is reused.
 	if len(m.intern) < 1<<16 && len(v) <= 4*maxDimLen {
-		m.intern[v] = s
+		key := s
+		if key != v {
+			key = strings.Clone(v)
+		}
+		m.intern[key] = s
 	}
 	return s
 }

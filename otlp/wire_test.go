@@ -1,0 +1,355 @@
+package otlp
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/waterline-dev/waterline/correlate"
+)
+
+// pbValue is v as an OTLP AnyValue (test shorthand).
+func pbValue(v any) *commonpb.AnyValue {
+	switch x := v.(type) {
+	case string:
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: x}}
+	case int:
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: int64(x)}}
+	case int64:
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: x}}
+	case float64:
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: x}}
+	case bool:
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: x}}
+	case []byte:
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_BytesValue{BytesValue: x}}
+	case []any:
+		arr := &commonpb.ArrayValue{}
+		for _, e := range x {
+			arr.Values = append(arr.Values, pbValue(e))
+		}
+		return &commonpb.AnyValue{Value: &commonpb.AnyValue_ArrayValue{ArrayValue: arr}}
+	case nil:
+		return &commonpb.AnyValue{}
+	}
+	panic("pbValue: unsupported type")
+}
+
+// pbAttrs are key-value pairs, in their order, as OTLP attributes.
+func pbAttrs(pairs ...any) []*commonpb.KeyValue {
+	var out []*commonpb.KeyValue
+	for i := 0; i < len(pairs); i += 2 {
+		out = append(out, &commonpb.KeyValue{Key: pairs[i].(string), Value: pbValue(pairs[i+1])})
+	}
+	return out
+}
+
+// decodePB is r as the receiver decodes it.
+func decodePB(t testing.TB, r *coltracepb.ExportTraceServiceRequest) *decoded {
+	t.Helper()
+	body, err := proto.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := Decode(body, Protobuf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req.d
+}
+
+// oneSpan decodes a request of one span under a resource with these
+// attributes, for the mapper's tests.
+func oneSpan(t testing.TB, res []*commonpb.KeyValue, sp *tracepb.Span) (*decoded, *wireSpan, attrList) {
+	t.Helper()
+	d := decodePB(t, &coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
+		Resource: &resourcepb.Resource{Attributes: res}, ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{sp}}}}}})
+	return d, &d.spans[0], d.attrs(d.res[0])
+}
+
+// attrsOf are pairs as decoded attributes.
+func attrsOf(t testing.TB, pairs ...any) attrList {
+	d, sp, _ := oneSpan(t, nil, &tracepb.Span{Attributes: pbAttrs(pairs...)})
+	return d.attrs(sp.attrs)
+}
+
+// richRequest has what an export can carry: several resources and
+// scopes, every attribute type, events, links, status, flags, trace
+// state, and a resource listed after its spans.
+func richRequest(start time.Time) *coltracepb.ExportTraceServiceRequest {
+	at := func(ms int64) uint64 { return uint64(start.UnixNano() + ms*1e6) }
+	tid := traceID(9)
+	sp := func(id, parent uint64, name string, kind tracepb.Span_SpanKind, attrs []*commonpb.KeyValue) *tracepb.Span {
+		return &tracepb.Span{TraceId: tid, SpanId: id8(id), ParentSpanId: id8(parent), Name: name, Kind: kind,
+			StartTimeUnixNano: at(int64(id)), EndTimeUnixNano: at(100 - int64(id)), Attributes: attrs, TraceState: "k=v",
+			Flags: 0x301, Links: []*tracepb.Span_Link{{TraceId: traceID(3), SpanId: id8(4)}}}
+	}
+	root := sp(1, 0, "POST /v1/chat", server, pbAttrs("http.route", "/v1/chat", "tenant", "acme", "http.response.status_code", 200,
+		"sample.rate", 2.5, "stream", true, "raw", []byte{0, 1}, "tags", []any{"a", 1}, "empty", nil, "tenant", "second"))
+	root.Events = []*tracepb.Span_Event{{Name: "queue.start", TimeUnixNano: at(3), Attributes: pbAttrs("x", 1)},
+		{Name: "queue.end", TimeUnixNano: at(7)}}
+	root.Status = &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR, Message: "upstream Timeout"}
+	child := sp(2, 1, "infer", internal, pbAttrs("gen_ai.request.model", "chat-7b", "batch_size", 4))
+	return &coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{
+		{Resource: &resourcepb.Resource{Attributes: pbAttrs("service.name", "gw", "k8s.pod.name", "gw-0")},
+			ScopeSpans: []*tracepb.ScopeSpans{{Scope: &commonpb.InstrumentationScope{Name: "s"}, Spans: []*tracepb.Span{root}},
+				{Spans: []*tracepb.Span{child, sp(3, 1, "call", client, nil)}}}},
+		{ScopeSpans: []*tracepb.ScopeSpans{{Spans: []*tracepb.Span{sp(4, 3, "server", server, pbAttrs("k", int64(-7)))}}},
+			Resource: &resourcepb.Resource{Attributes: pbAttrs("service.name", "vllm", "w", 0.5)}},
+		{}, // a resource_spans with nothing in it
+	}}
+}
+
+// pdataValue is a pdata value as the decoder's.
+func pdataValue(v pcommon.Value) value {
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		return value{typ: valStr, s: v.Str()}
+	case pcommon.ValueTypeInt:
+		return value{typ: valInt, n: uint64(v.Int())}
+	case pcommon.ValueTypeDouble:
+		return value{typ: valDouble, n: math.Float64bits(v.Double())}
+	case pcommon.ValueTypeBool:
+		if v.Bool() {
+			return value{typ: valBool, n: 1}
+		}
+		return value{typ: valBool}
+	case pcommon.ValueTypeEmpty:
+		return value{}
+	}
+	return value{typ: valOther}
+}
+
+// The decoder reads every field the mapping uses as the Collector's pdata
+// reads it, from the same bytes.
+func TestDecodeReadsWhatPdataReads(t *testing.T) {
+	body, err := proto.Marshal(richRequest(time.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := Decode(body, Protobuf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := req.d
+	want := ptraceotlp.NewExportRequest()
+	if err := want.UnmarshalProto(body); err != nil {
+		t.Fatal(err)
+	}
+	attrsEqual := func(where string, got attrList, w pcommon.Map) {
+		t.Helper()
+		if len(got) != w.Len() {
+			t.Fatalf("%s: %d attributes, pdata %d", where, len(got), w.Len())
+		}
+		n := 0
+		for k, v := range w.All() {
+			if got[n].key != k || got[n].val != pdataValue(v) {
+				t.Errorf("%s[%d]: %q=%+v, pdata %q=%+v", where, n, got[n].key, got[n].val, k, pdataValue(v))
+			}
+			n++
+		}
+	}
+	n := 0
+	for i, rs := range want.Traces().ResourceSpans().All() {
+		attrsEqual("resource", d.attrs(d.res[i]), rs.Resource().Attributes())
+		for j, ss := range rs.ScopeSpans().All() {
+			for k, w := range ss.Spans().All() {
+				if n >= len(d.spans) {
+					t.Fatalf("%d spans decoded, pdata has more", len(d.spans))
+				}
+				g := &d.spans[n]
+				n++
+				if g.rs != int32(i) || g.ss != int32(j) || g.idx != int32(k) || g.res != int32(i) {
+					t.Errorf("span %d: place %d/%d/%d, want %d/%d/%d", n, g.rs, g.ss, g.idx, i, j, k)
+				}
+				if g.traceID != w.TraceID() || g.id != w.SpanID() || g.parent != w.ParentSpanID() || g.name != w.Name() ||
+					g.kind != int32(w.Kind()) || g.start != uint64(w.StartTimestamp()) || g.end != uint64(w.EndTimestamp()) ||
+					g.flags != w.Flags() || g.status != int32(w.Status().Code()) || g.statusMsg != w.Status().Message() {
+					t.Errorf("span %d: %+v, pdata %v %v %v %q %v %v %v %v %v %q", n, g, w.TraceID(), w.SpanID(), w.ParentSpanID(), w.Name(),
+						w.Kind(), w.StartTimestamp(), w.EndTimestamp(), w.Flags(), w.Status().Code(), w.Status().Message())
+				}
+				attrsEqual(w.Name(), d.attrs(g.attrs), w.Attributes())
+				evs := d.events[g.events.lo:g.events.hi]
+				if len(evs) != w.Events().Len() {
+					t.Fatalf("span %d: %d events, pdata %d", n, len(evs), w.Events().Len())
+				}
+				for e, we := range w.Events().All() {
+					if evs[e].name != we.Name() || evs[e].at != uint64(we.Timestamp()) {
+						t.Errorf("event %d: %+v, pdata %q %v", e, evs[e], we.Name(), we.Timestamp())
+					}
+				}
+			}
+		}
+	}
+	if n != len(d.spans) || n != 4 {
+		t.Errorf("%d spans decoded, pdata %d (want 4)", len(d.spans), n)
+	}
+}
+
+// A body the Collector refuses is refused, naming the field: an id of the
+// wrong length, a field of the wrong wire type, a cut-off body.
+func TestDecodeRefusesWhatIsNotOTLP(t *testing.T) {
+	good, err := proto.Marshal(richRequest(time.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := richRequest(time.Now())
+	short.ResourceSpans[0].ScopeSpans[0].Spans[0].TraceId = []byte{1, 2, 3}
+	badID, _ := proto.Marshal(short)
+	// A span whose name is a varint.
+	span := protowire.AppendTag(nil, 5, protowire.VarintType)
+	span = protowire.AppendVarint(span, 7)
+	ss := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), span)
+	rs := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), ss)
+	badType := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), rs)
+	for name, c := range map[string]struct {
+		body []byte
+		want string
+	}{
+		"a trace id of 3 bytes": {badID, "resource_spans[0]: scope_spans[0]: spans[0]: Span.trace_id: an ID of 3 bytes, not 16"},
+		"a name as a number":    {badType, "wrong wire type 0 for Span.name"},
+		"a cut-off body":        {good[:len(good)-3], "unexpected EOF"},
+		"not protobuf":          {[]byte("{\"resourceSpans\":[]}"), "not an OTLP/protobuf"},
+	} {
+		_, err := Decode(c.body, Protobuf)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error with %q", name, err, c.want)
+		}
+		if err == nil {
+			continue
+		}
+		pd := ptraceotlp.NewExportRequest()
+		if pd.UnmarshalProto(c.body) == nil {
+			t.Errorf("%s: pdata accepts it", name)
+		}
+	}
+}
+
+// A request's strings are views into its body, which is reused once the
+// request is filed: what the samples keep must be copies. Overwriting the
+// body after filing must change nothing stored.
+func TestSamplesDoNotShareTheRequestsBody(t *testing.T) {
+	a, ck, sk := newTest(t, DefaultConfig())
+	start := ck.now().Add(-time.Minute)
+	r := request(traceID(1), start, map[string]any{"k8s.pod.name": "chat-7b-1", "k8s.node.name": "gpu-3"},
+		tspan{id: 1, name: "POST /v1/chat", kind: server, from: 0, to: 100, attrs: map[string]any{
+			"http.route": "/v1/chat", "tenant": "acme", "gen_ai.request.model": "chat-7b"}},
+		tspan{id: 2, parent: 1, name: "vector search", kind: client, from: 10, to: 20, attrs: map[string]any{"peer.service": "vector-db"}})
+	body := r.d.body
+	mustAdd(t, a, r)
+	flush(t, a) // files the request: its memory goes back to the pool
+	for i := range body {
+		body[i] = 'X'
+	}
+	// The pool hands the memory to the next request, which overwrites it.
+	other := request(traceID(2), start, map[string]any{"k8s.pod.name": "zzzzzzzzz"},
+		tspan{id: 1, name: "GET /zzzzzzzz", kind: server, from: 0, to: 1, attrs: map[string]any{"tenant": "zzzz", "model": "zzzzzzz"}})
+	mustAdd(t, a, other)
+	ck.add(time.Minute)
+	flush(t, a)
+	if len(sk.got) != 2 {
+		t.Fatalf("%d samples, want 2", len(sk.got))
+	}
+	s := sk.got[0]
+	if s.RequestID != "ab000000000000000000000000000001" {
+		s = sk.got[1]
+	}
+	if s.Model != "chat-7b" || s.Tenant != "acme" || s.Replica != "chat-7b-1" || s.Node != "gpu-3" || s.Entry != "/v1/chat" || s.Dependency != "vector-db" {
+		t.Errorf("the sample changed with its request's body: %+v", s)
+	}
+	if bytes.Contains([]byte(s.Model+s.Tenant+s.Replica+s.Entry), []byte("X")) {
+		t.Errorf("scribbled: %+v", s)
+	}
+	// The mapper's own memory of values (intern) must not be views either:
+	// a key that changes under the map answers the next value wrongly.
+	m := newMapper(DefaultConfig())
+	buf := []byte("chat-7b")
+	first := m.text(view(buf))
+	copy(buf, "XXXXXXX")
+	if got := m.text("XXXXXXX"); first != "chat-7b" || got != "XXXXXXX" || m.text("chat-7b") != "chat-7b" {
+		t.Errorf("after its bytes changed, intern gives %q for XXXXXXX (first %q)", got, first)
+	}
+	for k, v := range m.intern { // valid and short: each value is its key
+		if k != v {
+			t.Errorf("intern holds %q under the key %q: the key changed under the map", v, k)
+		}
+	}
+}
+
+// OTLP/JSON decodes to the same request as protobuf.
+func TestDecodeJSONAndProtobufAgreeOnRichRequests(t *testing.T) {
+	r := richRequest(time.Now())
+	pb, _ := proto.Marshal(r)
+	fromPB, err := Decode(pb, Protobuf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pd := ptraceotlp.NewExportRequest()
+	if err := pd.UnmarshalProto(pb); err != nil {
+		t.Fatal(err)
+	}
+	js, err := (&ptrace.JSONMarshaler{}).MarshalTraces(pd.Traces())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromJS, err := Decode(js, JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := fromPB.d, fromJS.d
+	if len(a.spans) != len(b.spans) || len(a.res) != len(b.res) {
+		t.Fatalf("protobuf %d spans %d resources, JSON %d %d", len(a.spans), len(a.res), len(b.spans), len(b.res))
+	}
+	// pdata may write a message's fields in another order: attributes
+	// and events are compared by content, not by their place in kvs.
+	for i := range a.res {
+		if !slices.Equal(a.attrs(a.res[i]), b.attrs(b.res[i])) {
+			t.Errorf("resource %d: protobuf %+v, JSON %+v", i, a.attrs(a.res[i]), b.attrs(b.res[i]))
+		}
+	}
+	for i := range a.spans {
+		x, y := a.spans[i], b.spans[i]
+		if !slices.Equal(a.attrs(x.attrs), b.attrs(y.attrs)) || !slices.Equal(a.events[x.events.lo:x.events.hi], b.events[y.events.lo:y.events.hi]) {
+			t.Errorf("span %d: attributes or events differ: %+v %+v", i, a.attrs(x.attrs), b.attrs(y.attrs))
+		}
+		x.attrs, x.events, y.attrs, y.events = attrRange{}, attrRange{}, attrRange{}, attrRange{}
+		if x != y {
+			t.Errorf("span %d: protobuf %+v, JSON %+v", i, x, y)
+		}
+	}
+}
+
+// Whatever bytes arrive, decoding answers (an error or a request) and
+// never panics; what it accepts, the assembler files.
+func FuzzDecode(f *testing.F) {
+	good, _ := proto.Marshal(richRequest(time.Unix(1_700_000_000, 0)))
+	f.Add(good)
+	f.Add(good[:len(good)/2])
+	f.Add([]byte{0x0a, 0x02, 0x12, 0x00})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := Decode(body, Protobuf)
+		if err != nil {
+			return
+		}
+		a := NewAssembler(DefaultConfig(), Options{Sink: func(context.Context, []correlate.Sample) error { return nil },
+			MaxAge: 1 << 62, MaxFuture: 1 << 62})
+		if _, err := a.Add(req); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
