@@ -1,6 +1,7 @@
 package otlp
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -104,6 +105,10 @@ func release(req Request) {
 	*d = decoded{body: d.body[:0], res: d.res[:0], spans: d.spans[:0], kvs: d.kvs[:0], events: d.events[:0]}
 	decodedPool.Put(d)
 }
+
+// Release hands the request's memory back, for a caller that decodes a
+// request and does not Add it (Add releases what it files).
+func (req Request) Release() { release(req) }
 
 // maxPooledBody bounds the bodies kept for reuse: an exporter's batch is
 // well under it; a rare huge one is left to the GC.
@@ -443,6 +448,10 @@ func (d *decoded) event(b []byte) error {
 
 // keyValue appends one attribute.
 func (d *decoded) keyValue(b []byte) error {
+	if kv, ok := keyValueUsual(b); ok {
+		d.kvs = append(d.kvs, kv)
+		return nil
+	}
 	var kv keyValue
 	var f field
 	var err error
@@ -467,6 +476,47 @@ func (d *decoded) keyValue(b []byte) error {
 	}
 	d.kvs = append(d.kvs, kv)
 	return nil
+}
+
+// keyValueUsual reads a KeyValue in the shape exporters write: the key,
+// then a value of one scalar field, lengths under 128. Anything else
+// (ok false) is read field by field: attributes were most of decoding.
+func keyValueUsual(b []byte) (kv keyValue, ok bool) {
+	if len(b) < 4 || b[0] != 0x0a || b[1] >= 0x80 {
+		return kv, false
+	}
+	kl := int(b[1])
+	if 4+kl > len(b) || b[2+kl] != 0x12 || int(b[3+kl]) != len(b)-4-kl {
+		return kv, false // not key then value, or more after the value
+	}
+	kv.key = view(b[2 : 2+kl])
+	v := b[4+kl:]
+	if len(v) == 0 {
+		return kv, true // an empty AnyValue
+	}
+	switch v[0] {
+	case 0x0a: // string_value
+		if len(v) >= 2 && v[1] < 0x80 && int(v[1]) == len(v)-2 {
+			kv.val = value{typ: valStr, s: view(v[2:])}
+			return kv, true
+		}
+	case 0x10, 0x18: // bool_value, int_value
+		n, k := protowire.ConsumeVarint(v[1:])
+		if k > 0 && 1+k == len(v) {
+			if v[0] == 0x10 {
+				kv.val = value{typ: valBool, n: min(n, 1)}
+			} else {
+				kv.val = value{typ: valInt, n: n}
+			}
+			return kv, true
+		}
+	case 0x21: // double_value
+		if len(v) == 9 {
+			kv.val = value{typ: valDouble, n: binary.LittleEndian.Uint64(v[1:])}
+			return kv, true
+		}
+	}
+	return keyValue{}, false
 }
 
 // anyValue reads an AnyValue: its last value field wins (a oneof).

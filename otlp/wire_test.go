@@ -99,7 +99,8 @@ func richRequest(start time.Time) *coltracepb.ExportTraceServiceRequest {
 			Flags: 0x301, Links: []*tracepb.Span_Link{{TraceId: traceID(3), SpanId: id8(4)}}}
 	}
 	root := sp(1, 0, "POST /v1/chat", server, pbAttrs("http.route", "/v1/chat", "tenant", "acme", "http.response.status_code", 200,
-		"sample.rate", 2.5, "stream", true, "raw", []byte{0, 1}, "tags", []any{"a", 1}, "empty", nil, "tenant", "second"))
+		"sample.rate", 2.5, "stream", true, "raw", []byte{0, 1}, "tags", []any{"a", 1}, "empty", nil, "tenant", "second",
+		"long", strings.Repeat("x", 300), strings.Repeat("k", 200), "v", "off", false, "pi", math.Pi))
 	root.Events = []*tracepb.Span_Event{{Name: "queue.start", TimeUnixNano: at(3), Attributes: pbAttrs("x", 1)},
 		{Name: "queue.end", TimeUnixNano: at(7)}}
 	root.Status = &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR, Message: "upstream Timeout"}
