@@ -98,10 +98,9 @@ var decodedPool = sync.Pool{New: func() any { return new(decoded) }}
 // req, or any string taken from it but through mapper.text, after.
 func release(req Request) {
 	d := req.d
-	if d == nil || cap(d.body) > maxPooledBody {
+	if d == nil || !d.reusable() {
 		return
 	}
-	clear(d.kvs) // drop nothing but views; keeps the GC honest about size
 	*d = decoded{body: d.body[:0], res: d.res[:0], spans: d.spans[:0], kvs: d.kvs[:0], events: d.events[:0]}
 	decodedPool.Put(d)
 }
@@ -110,9 +109,17 @@ func release(req Request) {
 // request and does not Add it (Add releases what it files).
 func (req Request) Release() { release(req) }
 
-// maxPooledBody bounds the bodies kept for reuse: an exporter's batch is
-// well under it; a rare huge one is left to the GC.
-const maxPooledBody = 4 << 20
+// reusable reports whether d's memory is worth keeping for the next request.
+func (d *decoded) reusable() bool {
+	return cap(d.body) <= maxPooledBody && cap(d.kvs) <= maxPooledItems && cap(d.events) <= maxPooledItems &&
+		cap(d.spans) <= maxPooledItems/4 && cap(d.res) <= maxPooledItems/4
+}
+
+// maxPooledBody and maxPooledItems bound what is kept for reuse: an
+// exporter's batch is well under them; a rare huge one is left to the GC.
+// Items bound the slices apart from the body: a body of tiny attributes
+// holds 24 times its size in them.
+const maxPooledBody, maxPooledItems = 4 << 20, 1 << 16
 
 // view is b as a string without copying: valid while the request is.
 func view(b []byte) string {

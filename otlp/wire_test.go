@@ -354,3 +354,20 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// A request of many tiny attributes holds many times its body's size in
+// decoded attributes: it is not kept for reuse, however small its body.
+func TestHugeRequestsAreNotPooled(t *testing.T) {
+	small := decodePB(t, richRequest(time.Now()))
+	if !small.reusable() {
+		t.Fatalf("an exporter's request is not reused: %d bytes, %d attributes", cap(small.body), cap(small.kvs))
+	}
+	var attrs []any
+	for i := 0; i < maxPooledItems+1; i++ {
+		attrs = append(attrs, "", "")
+	}
+	d, _, _ := oneSpan(t, nil, &tracepb.Span{Attributes: pbAttrs(attrs...)})
+	if len(d.body) > maxPooledBody || d.reusable() {
+		t.Errorf("%d bytes, %d attributes: reused", len(d.body), len(d.kvs))
+	}
+}
