@@ -124,6 +124,7 @@ type mapper struct {
 	ruleSlot, stageSlot []int
 	errSlot             int
 	spanVals            slotVals // the span being resolved's (scratch)
+	res                 resDims  // the resource being read's (scratch)
 	// dimSets shares spans' dimension values (bounded like ruleCache),
 	// by where the values' bytes are (setKey). recentSets sits in front
 	// of it, indexed by a hash of those addresses.
@@ -312,8 +313,15 @@ func (t *keyTable) get(k string) (keyUse, bool) {
 }
 
 // resource reads the dimensions and slot keys of a resource.
+// It is m's scratch, valid until the next call: a request's spans come
+// resource by resource, and the filer reads one at a time.
 func (m *mapper) resource(res attrList) *resDims {
-	r := &resDims{attrs: res, slots: m.newSlotVals()}
+	slots := m.res.slots
+	if slots.v == nil {
+		slots = m.newSlotVals()
+	}
+	r := &m.res
+	*r = resDims{attrs: res, slots: slots}
 	m.readAttrs(r.attrs, &r.val, &r.prio, &r.slots)
 	// The same process's resource in another export may list its
 	// attributes in another order: the pairs' hashes are summed.
