@@ -157,7 +157,7 @@ func smooth3(xs []float64) []float64 {
 func deviationFloor(role Role, before, during []float64) float64 {
 	floor := 1e-9
 	switch role {
-	case RoleLatencyP50, RoleLatencyP95, RoleLatencyP99, RoleLatencyMean, RoleStageTime, RoleTPOT:
+	case RoleLatencyP50, RoleLatencyP95, RoleLatencyP99, RoleLatencyMean, RoleStageTime, RoleTPOT, RoleTTFT:
 		floor = 0.1 // ms
 	case RoleErrorRate:
 		floor = 0.002

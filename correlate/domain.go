@@ -231,6 +231,10 @@ const (
 	// first (decode speed): it tells servers that slowed from requests
 	// that got longer.
 	RoleTPOT Role = "tpot" // ms per generated token
+	// RoleTTFT is an LLM server's time to the first token: the queue and
+	// the prefill. Risen while the decode speed held, the time goes before
+	// decoding starts.
+	RoleTTFT Role = "ttft" // ms to the first generated token
 	// The pool's state (kube-state-metrics), model level: what acting on
 	// a capacity cause needs to know. No cause is scored on them.
 	RoleReplicas    Role = "replicas"     // desired replicas of the model's deployments
@@ -242,7 +246,7 @@ const (
 var Roles = []Role{
 	RoleLatencyP50, RoleLatencyP95, RoleLatencyP99, RoleLatencyMean, RoleQPS, RoleErrorRate, RoleQueue, RoleBatchSize,
 	RoleStageTime, RoleGPUUtil, RoleGPUMemUsed, RoleGPUMemFree, RoleNodeCPU, RoleNodeMemory, RoleNodeNetwork, RoleKVCache,
-	RolePromptTokens, RoleOutputTokens, RoleTPOT, RoleReplicas, RoleReplicasMin, RoleReplicasMax,
+	RolePromptTokens, RoleOutputTokens, RoleTPOT, RoleTTFT, RoleReplicas, RoleReplicasMin, RoleReplicasMax,
 }
 
 // Latency says whether a role is a request latency (a quantile or the

@@ -24,6 +24,11 @@ type RequestLength struct {
 	// given longer requests does not.
 	TPOTBeforeMs float64 `json:"tpot_before_ms,omitempty"`
 	TPOTDuringMs float64 `json:"tpot_during_ms,omitempty"`
+	// TTFTBeforeMs and TTFTDuringMs are the time to the first token (the
+	// queue and the prefill): risen while TPOT held, the time goes before
+	// decoding starts.
+	TTFTBeforeMs float64 `json:"ttft_before_ms,omitempty"`
+	TTFTDuringMs float64 `json:"ttft_during_ms,omitempty"`
 }
 
 // lengthChange is the larger move of a model's request length: its
@@ -113,8 +118,9 @@ func (f *facts) requestLengths() []RequestLength {
 	var out []RequestLength
 	for _, m := range f.affected {
 		p, o, tp := f.modelDeviation(RolePromptTokens, m, ""), f.modelDeviation(RoleOutputTokens, m, ""), f.modelDeviation(RoleTPOT, m, "")
+		ft := f.modelDeviation(RoleTTFT, m, "")
 		rl := RequestLength{Model: m, PromptBefore: known(p.Before), PromptDuring: known(p.During), OutputBefore: known(o.Before), OutputDuring: known(o.During),
-			TPOTBeforeMs: known(tp.Before), TPOTDuringMs: known(tp.During)}
+			TPOTBeforeMs: known(tp.Before), TPOTDuringMs: known(tp.During), TTFTBeforeMs: known(ft.Before), TTFTDuringMs: known(ft.During)}
 		if rl != (RequestLength{Model: m}) {
 			out = append(out, rl)
 		}
@@ -137,6 +143,11 @@ func known(v float64) float64 {
 // token curves. quoted is the curve the step already quoted the top
 // cause's evidence on: the length's figures are not said twice.
 func (f *facts) lengthLine(quoted string) string {
+	return joinSentences(f.lengthAndSpeedLine(quoted), f.firstTokenLine(f.affected))
+}
+
+// lengthAndSpeedLine is lengthLine without the time to the first token.
+func (f *facts) lengthAndSpeedLine(quoted string) string {
 	l, ok := f.requestLength(f.affected)
 	if !ok {
 		speed, _ := f.tpotLine(f.affected)
@@ -148,6 +159,39 @@ func (f *facts) lengthLine(quoted string) string {
 		return line + sep(f.othersSlower(l.model))
 	}
 	return f.othersSlower(l.model)
+}
+
+// joinSentences joins the non-empty of a and b with a space.
+func joinSentences(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + sep(b)
+}
+
+// firstTokenLine says where the time to the first token grew, of models
+// with the curve: "After the onset the first token of chat took 1.9 s
+// against 240 ms before (×7.92): …". "" where it held or
+// is not in the data. It says where the time goes — before decoding
+// starts, in the queue or the prefill — not why: longer prompts, a fuller
+// server and a slower prefill all raise it.
+func (f *facts) firstTokenLine(models []string) string {
+	for _, m := range models {
+		d := f.modelDeviation(RoleTTFT, m, "")
+		r := safeRatio(d.During, d.Before)
+		if math.IsNaN(r) || math.IsInf(r, 0) || d.Before <= 0 || r < lengthLonger {
+			continue
+		}
+		where := "the time goes before decoding starts, in the queue or the prefill"
+		if tp := f.modelDeviation(RoleTPOT, m, ""); tp.Before > 0 {
+			if rr := safeRatio(tp.During, tp.Before); rr >= lengthLonger && rr*lengthFlat > r {
+				// Both grew alike: a slower server, not a longer wait.
+				where = "it grew with the time per token, so the servers are slower throughout, not only before decoding"
+			}
+		}
+		return fmt.Sprintf("After the onset the first token of %s took %s against %s before (×%.2f): %s.", m, fmtMs(d.During), fmtMs(d.Before), r, where)
+	}
+	return ""
 }
 
 // modelLengthLine is lengthLine for the model whose length moved most.

@@ -359,3 +359,39 @@ func TestQueueThatRoseButExplainsLittleIsNotDenied(t *testing.T) {
 		t.Errorf("summary\n got %q\nwant %q", c.Summary, want)
 	}
 }
+
+// The time to the first token says where a rise goes when the decode
+// speed held: before decoding starts (the queue, the prefill). Risen with
+// the time per token alike, the servers are slower throughout. Held or
+// absent, nothing is said of it.
+func TestTimeToFirstTokenSaysWhereTheTimeGoes(t *testing.T) {
+	t.Parallel()
+	chat := Scope{Model: "chat"}
+	wait := llmFleet(210, 212)
+	wait.curve(RoleTPOT, LevelModel, chat, 42, 43)
+	wait.curve(RoleTTFT, LevelModel, chat, 240, 1900)
+	a := wait.analyze()
+	want := "After the onset the first token of chat took 1.9 s against 240 ms before (×7.92): the time goes before decoding starts, in the queue or the prefill."
+	if tl := a.Checklist[1].Answer; !strings.Contains(tl, want) {
+		t.Errorf("a longer wait for the first token:\n got %q\nwant %q", tl, want)
+	}
+	if rl := a.RequestLengths[0]; rl.TTFTBeforeMs < 239 || rl.TTFTBeforeMs > 241 || rl.TTFTDuringMs < 1899 || rl.TTFTDuringMs > 1901 {
+		t.Errorf("request length %+v", rl)
+	}
+
+	slower := llmFleet(210, 212)
+	slower.curve(RoleTPOT, LevelModel, chat, 40, 80)
+	slower.curve(RoleTTFT, LevelModel, chat, 200, 400)
+	if tl := slower.analyze().Checklist[1].Answer; !strings.Contains(tl, "it grew with the time per token, so the servers are slower throughout") {
+		t.Errorf("both slower alike: %q", tl)
+	}
+
+	held := llmFleet(210, 480)
+	held.curve(RoleTTFT, LevelModel, chat, 240, 250)
+	if tl := held.analyze().Checklist[1].Answer; strings.Contains(tl, "first token") {
+		t.Errorf("a time to first token that held is said: %q", tl)
+	}
+	if tl := llmFleet(210, 480).analyze().Checklist[1].Answer; strings.Contains(tl, "first token") {
+		t.Errorf("no time-to-first-token curve, yet: %q", tl)
+	}
+}

@@ -54,7 +54,7 @@ func fmtValue(role Role, v float64) string {
 		return "?"
 	}
 	switch role {
-	case RoleLatencyP50, RoleLatencyP95, RoleLatencyP99, RoleLatencyMean, RoleStageTime, RoleTPOT:
+	case RoleLatencyP50, RoleLatencyP95, RoleLatencyP99, RoleLatencyMean, RoleStageTime, RoleTPOT, RoleTTFT:
 		return fmtMs(v)
 	case RoleQPS:
 		return trimZero(fmt.Sprintf("%.1f", v)) + " req/s"
@@ -94,6 +94,7 @@ var roleNames = map[Role]string{
 	RoleStageTime: "stage time", RoleGPUUtil: "GPU utilisation", RoleGPUMemUsed: "GPU memory used", RoleGPUMemFree: "GPU memory free",
 	RoleNodeCPU: "CPU use", RoleNodeMemory: "memory use", RoleNodeNetwork: "network receive rate", RoleKVCache: "KV-cache use",
 	RolePromptTokens: "prompt tokens per request", RoleOutputTokens: "generated tokens per request", RoleTPOT: "time per generated token",
+	RoleTTFT: "time to first token",
 }
 
 // describeCurve names a curve for a sentence: "node gpu-a100-04's network
