@@ -165,6 +165,7 @@ var laneSpecs = []laneSpec{
 	{id: "batch", name: "Batch size", unit: "req", roles: []correlate.Role{correlate.RoleBatchSize}, scale: 1, height: 45},
 	// An LLM's latency follows its requests' length.
 	{id: "tokens", name: "Tokens per request", prefix: "Tokens per request:", unit: "tokens", roles: []correlate.Role{correlate.RoleOutputTokens, correlate.RolePromptTokens}, scale: 1, height: 45, optional: true},
+	{id: "ttft", name: "Time to first token", unit: "ms", roles: []correlate.Role{correlate.RoleTTFT}, scale: 1, height: 45, optional: true},
 	{id: "tpot", name: "Time per generated token", unit: "ms", roles: []correlate.Role{correlate.RoleTPOT}, scale: 1, height: 45, optional: true},
 	{id: "replicas", name: "Replicas desired", unit: "replicas", roles: []correlate.Role{correlate.RoleReplicas}, scale: 1, height: 45},
 	{id: "stages", name: "Time per stage (stacked)", unit: "ms", roles: []correlate.Role{correlate.RoleStageTime}, scale: 1, height: 80, stacked: true},

@@ -115,8 +115,9 @@ func TestTimelineTokensLane(t *testing.T) {
 		curve(correlate.RoleOutputTokens, correlate.LevelModel, m, "", func(i int) float64 { return 210 + float64(i/60)*270 }),
 		curve(correlate.RolePromptTokens, correlate.LevelModel, m, "", flat(900)),
 		curve(correlate.RoleTPOT, correlate.LevelModel, m, "", flat(42)),
+		curve(correlate.RoleTTFT, correlate.LevelModel, m, "", flat(240)),
 	}}
-	var tokens, tpot *Lane
+	var tokens, tpot, ttft *Lane
 	tl := BuildTimeline(in)
 	for i := range tl.Lanes {
 		switch tl.Lanes[i].ID {
@@ -124,7 +125,12 @@ func TestTimelineTokensLane(t *testing.T) {
 			tokens = &tl.Lanes[i]
 		case "tpot":
 			tpot = &tl.Lanes[i]
+		case "ttft":
+			ttft = &tl.Lanes[i]
 		}
+	}
+	if ttft == nil || ttft.Name != "Time to first token" || len(ttft.Paths) != 1 {
+		t.Errorf("time to first token lane %+v", ttft)
 	}
 	if tpot == nil || tpot.Name != "Time per generated token" || len(tpot.Paths) != 1 {
 		t.Errorf("time per token lane %+v", tpot)
@@ -140,7 +146,7 @@ func TestTimelineTokensLane(t *testing.T) {
 	}
 	in.Curves = in.Curves[:1]
 	for _, l := range BuildTimeline(in).Lanes {
-		if l.ID == "tokens" || l.ID == "tpot" {
+		if l.ID == "tokens" || l.ID == "tpot" || l.ID == "ttft" {
 			t.Errorf("a fleet without token curves has a %s lane: %+v", l.ID, l.Empty)
 		}
 	}
