@@ -183,6 +183,7 @@ func TestVLLMPreset(t *testing.T) {
 		name string
 		mean float64
 	}{{"vllm:request_prompt_tokens", 900}, {"vllm:request_generation_tokens", 210}, {"vllm:inter_token_latency_seconds", 0.042},
+		{"vllm:time_to_first_token_seconds", 0.24},
 		{"vllm:request_inference_time_seconds", 0.13}} {
 		o.family(h.name, "histogram")
 		o.counter(h.name+`_bucket{`+lb+`,le="+Inf"}`, 4)
@@ -206,6 +207,7 @@ func TestVLLMPreset(t *testing.T) {
 		"prompt_tokens|model|model=llama-3-8b":          900,
 		"output_tokens|model|model=llama-3-8b":          210,
 		"tpot|model|model=llama-3-8b":                   42,
+		"ttft|model|model=llama-3-8b":                   240,
 	})
 }
 
@@ -508,6 +510,7 @@ func TestSGLangPreset(t *testing.T) {
 		"prompt_tokens|model|model=llama-3-8b":          500,
 		"output_tokens|model|model=llama-3-8b":          200,
 		"tpot|model|model=llama-3-8b":                   30,
+		"ttft|model|model=llama-3-8b":                   50,
 	})
 }
 
