@@ -686,7 +686,7 @@ func TestAnalyzerLLMRequestsGotLonger(t *testing.T) {
 		curve(correlate.RoleLatencyP99, 4000, 9600), curve(correlate.RoleQPS, 20, 20),
 		curve(correlate.RoleBatchSize, 24, 52), curve(correlate.RoleQueue, 0.5, 6),
 		curve(correlate.RolePromptTokens, 900, 905), curve(correlate.RoleOutputTokens, 210, 480),
-		curve(correlate.RoleTPOT, 42, 42),
+		curve(correlate.RoleTPOT, 42, 42), curve(correlate.RoleTTFT, 300, 900),
 	})
 	in, err := st.CreateIncident(ctx, store.NewIncident{Title: "chat slow", Start: onset.Add(-60 * time.Minute), End: &end})
 	if err != nil {
@@ -700,7 +700,8 @@ func TestAnalyzerLLMRequestsGotLonger(t *testing.T) {
 	if err := json.Unmarshal(rec.Result, &a); err != nil {
 		t.Fatal(err)
 	}
-	if len(a.RequestLengths) != 1 || a.RequestLengths[0].OutputBefore < 190 || a.RequestLengths[0].OutputDuring < 450 || a.RequestLengths[0].TPOTDuringMs < 38 {
+	if len(a.RequestLengths) != 1 || a.RequestLengths[0].OutputBefore < 190 || a.RequestLengths[0].OutputDuring < 450 || a.RequestLengths[0].TPOTDuringMs < 38 ||
+		a.RequestLengths[0].TTFTBeforeMs < 270 || a.RequestLengths[0].TTFTDuringMs < 800 {
 		t.Fatalf("request lengths %+v", a.RequestLengths)
 	}
 	if top := a.Causes[0]; top.Category != correlate.CatCapacity {
@@ -712,7 +713,8 @@ func TestAnalyzerLLMRequestsGotLonger(t *testing.T) {
 			timeline = s.Answer
 		}
 	}
-	if !strings.Contains(timeline, "as before") || !strings.Contains(timeline, "The servers are not slower: the requests are longer") {
+	if !strings.Contains(timeline, "as before") || !strings.Contains(timeline, "The servers are not slower: the requests are longer") ||
+		!strings.Contains(timeline, "the time goes before decoding starts, in the queue or the prefill") {
 		t.Errorf("timeline step %q", timeline)
 	}
 }
