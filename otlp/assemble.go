@@ -272,14 +272,16 @@ func (a *Assembler) file(f filing) {
 	a.m.mu.Lock()
 	d := f.req.d
 	var rd *resDims
+	rdRes := int32(-1) // the resource rd was read from
 	for i := range d.spans {
 		sp := &d.spans[i]
 		if invalid(sp) != "" { // rejected by check
 			continue
 		}
-		// A request's spans come resource by resource: each is read once.
-		if rd == nil || i == 0 || sp.res != d.spans[i-1].res {
-			rd = a.m.resource(d.attrs(d.res[sp.res]))
+		// A request's spans come resource by resource: each is read once
+		// (a rejected span before may have been the first of its resource).
+		if rd == nil || sp.res != rdRes {
+			rd, rdRes = a.m.resource(d.attrs(d.res[sp.res])), sp.res
 		}
 		ms = append(ms, mapped{tid: sp.traceID})
 		m := &ms[len(ms)-1]

@@ -1605,3 +1605,33 @@ func TestStreamedChunksDoNotCrowdOutTheModelSpan(t *testing.T) {
 		t.Errorf("%d spans rejected, want the 200 chunks past the limit and the gateway's call", r)
 	}
 }
+
+// A request's spans are mapped under their own resource even when the
+// first span of a resource is rejected: the span after it is not given
+// the previous resource's dimensions.
+func TestSpanAfterARejectedOneKeepsItsOwnResource(t *testing.T) {
+	a, ck, sk := newTest(t, DefaultConfig())
+	start := ck.now().Add(-time.Minute)
+	r := pbRequest(traceID(1), start, map[string]any{"service.name": "gateway", "k8s.pod.name": "gw-0"},
+		tspan{id: 1, name: "POST /a", kind: server, from: 0, to: 10, attrs: map[string]any{"gen_ai.request.model": "a"}})
+	other := pbRequest(traceID(2), start, map[string]any{"service.name": "vllm", "k8s.pod.name": "vllm-0"},
+		tspan{id: 1, name: "POST /b", kind: server, from: 0, to: 10, attrs: map[string]any{"gen_ai.request.model": "b"}})
+	// The second resource's first span has no span id: rejected.
+	ss := other.ResourceSpans[0].ScopeSpans[0]
+	ss.Spans = append([]*tracepb.Span{{TraceId: traceID(2), StartTimeUnixNano: 1, EndTimeUnixNano: 2}}, ss.Spans...)
+	r.ResourceSpans = append(r.ResourceSpans, other.ResourceSpans...)
+	if res := mustAdd(t, a, decodedRequest(r)); res.Spans != 3 || res.Rejected != 1 {
+		t.Fatalf("spans %d rejected %d, want 3 and 1", res.Spans, res.Rejected)
+	}
+	ck.add(time.Minute)
+	flush(t, a)
+	if len(sk.got) != 2 {
+		t.Fatalf("%d samples, want 2", len(sk.got))
+	}
+	for _, s := range sk.got {
+		want := map[string]string{"a": "gw-0", "b": "vllm-0"}[s.Model]
+		if s.Replica != want {
+			t.Errorf("model %s: replica %q, want %q (its own resource's)", s.Model, s.Replica, want)
+		}
+	}
+}
