@@ -476,7 +476,7 @@ func (d *decoded) keyValue(b []byte) error {
 			if f.typ != protowire.BytesType {
 				return wireError("KeyValue", "value", f.typ)
 			}
-			if kv.val, err = anyValue(f.b); err != nil {
+			if kv.val, err = anyValue(kv.val, f.b); err != nil {
 				return fmt.Errorf("%q: %w", kv.key, err)
 			}
 		}
@@ -526,9 +526,9 @@ func keyValueUsual(b []byte) (kv keyValue, ok bool) {
 	return keyValue{}, false
 }
 
-// anyValue reads an AnyValue: its last value field wins (a oneof).
-func anyValue(b []byte) (value, error) {
-	var v value
+// anyValue reads an AnyValue into v (a value sent twice is merged, as
+// protobuf merges a message field): its last value field wins (a oneof).
+func anyValue(v value, b []byte) (value, error) {
 	var f field
 	var err error
 	for len(b) > 0 {

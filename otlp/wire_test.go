@@ -3,6 +3,7 @@ package otlp
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -370,4 +371,63 @@ func TestHugeRequestsAreNotPooled(t *testing.T) {
 	if len(d.body) > maxPooledBody || d.reusable() {
 		t.Errorf("%d bytes, %d attributes: reused", len(d.body), len(d.kvs))
 	}
+}
+
+// wireMsg is a length-delimited field num holding parts (test shorthand
+// for bodies an encoder of message types cannot write).
+func wireMsg(num protowire.Number, parts ...[]byte) []byte {
+	return protowire.AppendBytes(protowire.AppendTag(nil, num, protowire.BytesType), slices.Concat(parts...))
+}
+
+// wireAttr is a KeyValue as field num: key, then each of vals as a value.
+func wireAttr(num protowire.Number, key string, vals ...[]byte) []byte {
+	kv := wireMsg(1, []byte(key))
+	for _, v := range vals {
+		kv = append(kv, wireMsg(2, v)...)
+	}
+	return wireMsg(num, kv)
+}
+
+// decodeLikePdata decodes body with both decoders and compares the first
+// resource's and the first span's attributes.
+func decodeLikePdata(t *testing.T, body []byte) {
+	t.Helper()
+	want := ptraceotlp.NewExportRequest()
+	if err := want.UnmarshalProto(body); err != nil {
+		t.Fatal(err)
+	}
+	req, err := Decode(body, Protobuf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer req.Release()
+	d := req.d
+	equal := func(where string, got attrList, w pcommon.Map) {
+		t.Helper()
+		var gs, ws []string
+		for _, kv := range got {
+			gs = append(gs, fmt.Sprintf("%s=%+v", kv.key, kv.val))
+		}
+		for k, v := range w.All() {
+			ws = append(ws, fmt.Sprintf("%s=%+v", k, pdataValue(v)))
+		}
+		if !slices.Equal(gs, ws) {
+			t.Errorf("%s: %q, pdata %q", where, gs, ws)
+		}
+	}
+	wrs := want.Traces().ResourceSpans().At(0)
+	equal("resource", d.attrs(d.res[0]), wrs.Resource().Attributes())
+	equal("span", d.attrs(d.spans[0].attrs), wrs.ScopeSpans().At(0).Spans().At(0).Attributes())
+}
+
+// A KeyValue's value sent twice is the merge of the two AnyValues, as
+// protobuf (and pdata) merge a message field: an empty second one
+// changes nothing.
+func TestDecodeMergesAnAttributeValueSentTwice(t *testing.T) {
+	span := wireMsg(2, wireMsg(1, traceID(1)), wireMsg(2, id8(1)),
+		wireAttr(9, "k", wireMsg(1, []byte("x")), nil),                 // a string, then an empty value
+		wireAttr(9, "n", protowire.AppendVarint([]byte{0x18}, 7), nil), // an int, then an empty value
+		wireAttr(9, "b", wireMsg(1, []byte("x")), []byte{0x10, 0x01}),  // a string, then a bool: the bool
+	)
+	decodeLikePdata(t, wireMsg(1, wireMsg(2, span)))
 }
