@@ -226,6 +226,10 @@ func (d *decoded) resourceSpans(b []byte, rs int32) error {
 	// The deprecated instrumentation_library_spans (1000) count only when
 	// scope_spans (2) are absent, as pdata's MigrateTraces reads them.
 	var deprecated [][]byte
+	// Resources are read after the loop, one after another: a resource
+	// sent twice is merged (as protobuf merges a message field) into one
+	// range of kvs, spans' attributes or not between them on the wire.
+	var resources [][]byte
 	ss := int32(0)
 	for len(b) > 0 {
 		if b, err = next(b, &f); err != nil {
@@ -236,9 +240,7 @@ func (d *decoded) resourceSpans(b []byte, rs int32) error {
 			if f.typ != protowire.BytesType {
 				return wireError("ResourceSpans", "resource", f.typ)
 			}
-			if err := d.resource(f.b, rs); err != nil {
-				return fmt.Errorf("resource: %w", err)
-			}
+			resources = append(resources, f.b)
 		case 2:
 			if f.typ != protowire.BytesType {
 				return wireError("ResourceSpans", "scope_spans", f.typ)
@@ -254,6 +256,11 @@ func (d *decoded) resourceSpans(b []byte, rs int32) error {
 			deprecated = append(deprecated, f.b)
 		}
 	}
+	for _, b := range resources {
+		if err := d.resource(b, rs); err != nil {
+			return fmt.Errorf("resource: %w", err)
+		}
+	}
 	if ss == 0 {
 		for i, b := range deprecated {
 			if err := d.scopeSpans(b, rs, int32(i)); err != nil {
@@ -265,10 +272,12 @@ func (d *decoded) resourceSpans(b []byte, rs int32) error {
 }
 
 func (d *decoded) resource(b []byte, rs int32) error {
-	// A resource sent twice (merged, as protobuf merges a message field)
-	// keeps its first attributes' range growing only if contiguous; the
-	// second simply replaces it, which no exporter relies on.
+	// A resource sent twice is merged: its attributes follow those of the
+	// one read just before (resourceSpans), in one range.
 	r := attrRange{lo: int32(len(d.kvs))}
+	if prev := d.res[rs]; prev.hi == r.lo {
+		r.lo = prev.lo
+	}
 	var f field
 	var err error
 	for len(b) > 0 {

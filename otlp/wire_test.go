@@ -431,3 +431,21 @@ func TestDecodeMergesAnAttributeValueSentTwice(t *testing.T) {
 	)
 	decodeLikePdata(t, wireMsg(1, wireMsg(2, span)))
 }
+
+// A resource sent twice in one resource_spans is the merge of the two,
+// as protobuf (and pdata) merge a message field: the attributes of both,
+// in order, even with the spans between them.
+func TestDecodeMergesAResourceSentTwice(t *testing.T) {
+	span := wireMsg(2, wireMsg(1, traceID(1)), wireMsg(2, id8(1)), wireAttr(9, "k", wireMsg(1, []byte("v"))))
+	decodeLikePdata(t, wireMsg(1,
+		wireMsg(1, wireAttr(1, "service.name", wireMsg(1, []byte("gw")))), // resource
+		wireMsg(2, span), // scope_spans
+		wireMsg(1, wireAttr(1, "k8s.pod.name", wireMsg(1, []byte("gw-0")))), // the resource again
+	))
+	decodeLikePdata(t, wireMsg(1,
+		wireMsg(1, wireAttr(1, "a", wireMsg(1, []byte("1")))),
+		wireMsg(1, wireAttr(1, "b", wireMsg(1, []byte("2")))), // right after: contiguous
+		wireMsg(2, span),
+		wireMsg(1), // empty: changes nothing
+	))
+}
