@@ -432,9 +432,18 @@ type attrs struct {
 	// sv and rv are the slot keys' values in span and res, when already
 	// read (nil: slot looks them up).
 	sv, rv *slotVals
+	// keys finds a slot key's slot (with sv and rv), so get reads a rule's
+	// attribute there instead of scanning the attributes per rule and span
+	// (a resource of many attributes made that their product).
+	keys *keyTable
 }
 
 func (a attrs) get(key string) (value, bool) {
+	if a.keys != nil && a.sv != nil {
+		if u, ok := a.keys.get(key); ok && u.slot >= 0 {
+			return a.slot(u.slot, key)
+		}
+	}
 	if v, ok := a.span.get(key); ok {
 		return v, true
 	}
@@ -535,7 +544,7 @@ func kindName(k int32) string {
 
 // resolve fills dst from an OTLP span (already checked) and its resource.
 func (m *mapper) resolve(dst *span, sp *wireSpan, req *decoded, res *resDims) {
-	a := attrs{span: req.attrs(sp.attrs), res: res.attrs, sv: &m.spanVals, rv: &res.slots}
+	a := attrs{span: req.attrs(sp.attrs), res: res.attrs, sv: &m.spanVals, rv: &res.slots, keys: &m.keyTab}
 	dst.id, dst.parent, dst.res = sp.id, sp.parent, res.id
 	dst.start, dst.end = int64(sp.start), int64(sp.end)
 	name := sp.name
