@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -448,4 +449,33 @@ func TestDecodeMergesAResourceSentTwice(t *testing.T) {
 		wireMsg(2, span),
 		wireMsg(1), // empty: changes nothing
 	))
+}
+
+// A request too big to be kept for reuse is freed once filed: nothing of
+// the mapper's still points into its body (an attribute's value the span
+// gave a rule or error.type, kept as a view in the mapper's scratch).
+func TestAFiledRequestsBodyIsNotKeptAlive(t *testing.T) {
+	a := NewAssembler(DefaultConfig(), Options{Sink: func(context.Context, []correlate.Sample) error { return nil }})
+	freed := make(chan struct{})
+	func() {
+		start := time.Now().Add(-time.Minute)
+		r := pbRequest(traceID(1), start, nil, tspan{id: 1, name: "call", kind: client, from: 0, to: 10,
+			attrs: map[string]any{"error.type": "timeout", "peer.service": "db", "padding": strings.Repeat("x", maxPooledBody)}})
+		req := decodedRequest(r)
+		if req.d.reusable() {
+			t.Fatal("the request would be kept for reuse")
+		}
+		runtime.AddCleanup(&req.d.body[0], func(ch chan struct{}) { close(ch) }, freed)
+		mustAdd(t, a, req)
+	}()
+	for range 10 {
+		runtime.GC()
+		select {
+		case <-freed:
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	runtime.KeepAlive(a)
+	t.Error("the filed request's body is still reachable")
 }
