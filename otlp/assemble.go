@@ -287,8 +287,10 @@ func (a *Assembler) file(f filing) {
 		m := &ms[len(ms)-1]
 		a.m.resolve(&m.s, sp, d, rd)
 	}
-	// The span's values read last are views into the request: not kept.
+	// The span's and the resource's values read last are views into the
+	// request: not kept.
 	clear(a.m.spanVals.v)
+	a.m.forgetResource()
 	a.m.mu.Unlock()
 	release(f.req)
 	a.mu.Lock()

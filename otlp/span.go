@@ -332,6 +332,13 @@ func (m *mapper) resource(res attrList) *resDims {
 	return r
 }
 
+// forgetResource drops the scratch resource's views into its request,
+// keeping its slices for the next.
+func (m *mapper) forgetResource() {
+	clear(m.res.slots.v)
+	m.res = resDims{slots: m.res.slots}
+}
+
 // readAttrs sets val and prio from attrs where a key ranks before prio's
 // (the first of equal keys wins), and sv to the slot keys' values; it
 // reports whether any dimension was set.
