@@ -1642,45 +1642,30 @@ func TestSpanAfterARejectedOneKeepsItsOwnResource(t *testing.T) {
 // (client spans, each a new name, so no verdict is cached) took time in
 // their product, holding the mapper — seconds for a body under 1 MB.
 func TestRulesDoNotScanTheResourcePerSpan(t *testing.T) {
-	body := func(resAttrs int) []byte {
-		var res []*commonpb.KeyValue
-		for range resAttrs {
-			res = append(res, &commonpb.KeyValue{})
+	m := newMapper(DefaultConfig())
+	slot := -1
+	for i, k := range m.slotKeys {
+		if k == "peer.service" {
+			slot = i
 		}
-		var spans []*tracepb.Span
-		for i := range 5000 {
-			spans = append(spans, &tracepb.Span{TraceId: traceID(1), SpanId: id8(uint64(i + 1)), Name: strconv.Itoa(i), Kind: client,
-				StartTimeUnixNano: 1, EndTimeUnixNano: 2})
-		}
-		b, err := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{
-			{Resource: &resourcepb.Resource{Attributes: res}, ScopeSpans: []*tracepb.ScopeSpans{{Spans: spans}}}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
 	}
-	// The fastest of a few: the time of filing it, less noise.
-	file := func(body []byte) time.Duration {
-		best := time.Duration(math.MaxInt64)
-		for range 3 {
-			a, _, _ := newTest(t, DefaultConfig())
-			req, err := Decode(body, Protobuf)
-			if err != nil {
-				t.Fatal(err)
-			}
-			start := time.Now()
-			mustAdd(t, a, req)
-			best = min(best, time.Since(start))
-			if best > 2*time.Second {
-				break
-			}
-		}
-		return best
+	if slot < 0 {
+		t.Fatal("peer.service, which the default rules read, has no slot")
 	}
-	few, many := file(body(10)), file(body(200_000))
-	// Reading the resource once costs something; its attributes per span
-	// made it over a hundred times slower.
-	if many > 20*few+50*time.Millisecond {
-		t.Errorf("5,000 spans filed in %v under a resource of 10 attributes, %v under one of 200,000", few, many)
+	// The value is in the gathered slots only: a rule that finds it read
+	// it there; one that scans the (here empty) attribute lists does not.
+	sv, rv := m.newSlotVals(), m.newSlotVals()
+	rv.v[slot], rv.ok[slot] = value{typ: valStr, s: "vector-db"}, true
+	a := attrs{sv: &sv, rv: &rv, keys: &m.keyTab}
+	if v, ok := a.get("peer.service"); !ok || v.s != "vector-db" {
+		t.Errorf("a rule's attribute from the slots: %+v %v", v, ok)
+	}
+	if leaf, _ := m.stages("POST", "client", a); correlate.Stage(leaf) != correlate.StageDownstream {
+		t.Errorf("a client call to the vector database under the default rules: stage %d", leaf)
+	}
+	// Keys no slot holds are still looked up in the lists.
+	a.span = attrList{{key: "x.other", val: value{typ: valStr, s: "1"}}}
+	if v, ok := a.get("x.other"); !ok || v.s != "1" {
+		t.Errorf("a key without a slot: %+v %v", v, ok)
 	}
 }
