@@ -151,15 +151,18 @@ type Result struct {
 // are dropped quietly when filed. Add fails only with ErrBusy, taking
 // nothing. Without Run, or past maxQueued waiting requests, Add files
 // the queue itself: the queue stays bounded and nothing waits forever.
-// Add owns req: once filed it is emptied (see release).
+// Add owns req: once filed, refused or found empty, its memory goes back
+// for the next request (see release).
 func (a *Assembler) Add(req Request) (Result, error) {
 	if a.busy() {
 		a.stats.Busy.Add(1)
+		release(req)
 		return Result{}, ErrBusy
 	}
 	res, valid := check(req)
 	a.stats.Spans[SpanRejected].Add(int64(res.Rejected))
 	if valid == 0 {
+		release(req)
 		return res, nil
 	}
 	a.qmu.Lock()
