@@ -26,6 +26,23 @@ type decoded struct {
 	spans  []wireSpan
 	kvs    []keyValue
 	events []wireEvent
+	// budget bounds what spans, attributes and events may take decoded
+	// (maxDecodedFactor): tiny fields cost far more decoded than sent.
+	budget int
+}
+
+// maxDecodedFactor bounds a decoded request against its body: exporters'
+// requests take under twice their body decoded (1.7 for an SDK's batch),
+// while an empty span takes 64 times its two bytes and an empty attribute
+// 24 times: a hostile body near the size limit would take gigabytes.
+const maxDecodedFactor = 8
+
+var errOverBudget = fmt.Errorf("decoded, its spans, attributes and events would take over %d times the body's size: not an exporter's batch", maxDecodedFactor)
+
+// over reports whether the decoded items passed the budget.
+func (d *decoded) over() bool {
+	return len(d.spans)*int(unsafe.Sizeof(wireSpan{}))+len(d.kvs)*int(unsafe.Sizeof(keyValue{}))+
+		len(d.events)*int(unsafe.Sizeof(wireEvent{})) > d.budget
 }
 
 // attrRange is [lo, hi) in decoded.kvs.
@@ -198,6 +215,7 @@ var errInvalidField = errors.New("invalid field number")
 // wire type fail the request, as they do in the Collector's receiver.
 func (d *decoded) decodeProto(body []byte) error {
 	d.body = append(d.body[:0], body...)
+	d.budget = maxDecodedFactor*len(body) + 1<<20
 	b := d.body
 	var f field
 	var err error
@@ -323,6 +341,9 @@ func (d *decoded) scopeSpans(b []byte, rs, ss int32) error {
 // attributes are not read, so a span's attributes stay one range even
 // when its events come between them.
 func (d *decoded) span(b []byte, rs, ss, k int32) error {
+	if d.over() {
+		return errOverBudget
+	}
 	d.spans = append(d.spans, wireSpan{res: rs, rs: rs, ss: ss, idx: k,
 		attrs: attrRange{int32(len(d.kvs)), 0}, events: attrRange{int32(len(d.events)), 0}})
 	sp := &d.spans[len(d.spans)-1]
@@ -438,6 +459,9 @@ func spanStatus(sp *wireSpan, b []byte) error {
 }
 
 func (d *decoded) event(b []byte) error {
+	if d.over() {
+		return errOverBudget
+	}
 	var ev wireEvent
 	var f field
 	var err error
@@ -464,6 +488,9 @@ func (d *decoded) event(b []byte) error {
 
 // keyValue appends one attribute.
 func (d *decoded) keyValue(b []byte) error {
+	if d.over() {
+		return errOverBudget
+	}
 	if kv, ok := keyValueUsual(b); ok {
 		d.kvs = append(d.kvs, kv)
 		return nil

@@ -479,3 +479,37 @@ func TestAFiledRequestsBodyIsNotKeptAlive(t *testing.T) {
 	runtime.KeepAlive(a)
 	t.Error("the filed request's body is still reachable")
 }
+
+// Fields that cost far more decoded than sent (empty spans, empty
+// attributes) are bounded: a body whose decoded items pass
+// maxDecodedFactor times its size is refused, naming why; an exporter's
+// batch is far under it.
+func TestDecodedSizeIsBoundedByTheBody(t *testing.T) {
+	var ss []byte
+	for range 200_000 {
+		ss = append(ss, 0x12, 0x00) // an empty span
+	}
+	rs := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), ss)
+	body := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), rs)
+	if _, err := Decode(body, Protobuf); err == nil || !strings.Contains(err.Error(), "times the body's size") {
+		t.Errorf("%d bytes of empty spans: %v", len(body), err)
+	}
+	var attrs []any
+	for range 200_000 {
+		attrs = append(attrs, "", nil)
+	}
+	pb, err := proto.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
+		Resource: &resourcepb.Resource{Attributes: pbAttrs(attrs...)}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Decode(pb, Protobuf); err == nil || !strings.Contains(err.Error(), "times the body's size") {
+		t.Errorf("%d bytes of empty attributes: %v", len(pb), err)
+	}
+	// What an exporter sends decodes.
+	for _, body := range benchRequests(&testing.B{}, time.Now())[:1] {
+		if _, err := Decode(body, Protobuf); err != nil {
+			t.Errorf("an exporter's batch: %v", err)
+		}
+	}
+}
