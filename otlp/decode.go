@@ -53,21 +53,13 @@ func Decode(body []byte, enc Encoding) (Request, error) {
 	d := decodedPool.Get().(*decoded)
 	if err := d.decodeProto(body); err != nil {
 		release(Request{d})
+		if enc == JSON { // pdata read it: what is left is the decoded size
+			return Request{}, fmt.Errorf("OTLP/JSON ExportTraceServiceRequest refused: %v", err)
+		}
 		return Request{}, fmt.Errorf("not an OTLP/protobuf ExportTraceServiceRequest: %v", err)
 	}
 	return Request{d}, nil
 }
-
-// Spans is how many spans req holds.
-func (req Request) Spans() int {
-	if req.d == nil {
-		return 0
-	}
-	return len(req.d.spans)
-}
-
-// attrs are the attributes in r.
-func (d *decoded) attrs(r attrRange) attrList { return d.kvs[r.lo:r.hi] }
 
 // EncodeResponse renders the answer to an accepted request in its
 // encoding: an ExportTraceServiceResponse, whose partial_success counts

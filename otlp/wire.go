@@ -45,6 +45,9 @@ func (d *decoded) over() bool {
 		len(d.events)*int(unsafe.Sizeof(wireEvent{})) > d.budget
 }
 
+// attrs are the attributes in r.
+func (d *decoded) attrs(r attrRange) attrList { return d.kvs[r.lo:r.hi] }
+
 // attrRange is [lo, hi) in decoded.kvs.
 type attrRange struct{ lo, hi int32 }
 

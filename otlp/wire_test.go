@@ -506,6 +506,19 @@ func TestDecodedSizeIsBoundedByTheBody(t *testing.T) {
 	if _, err := Decode(pb, Protobuf); err == nil || !strings.Contains(err.Error(), "times the body's size") {
 		t.Errorf("%d bytes of empty attributes: %v", len(pb), err)
 	}
+	// The same as OTLP/JSON: refused for its size, not called malformed.
+	pd := ptraceotlp.NewExportRequest()
+	if err := pd.UnmarshalProto(pb); err != nil {
+		t.Fatal(err)
+	}
+	js, err := pd.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Decode(js, JSON); err == nil || !strings.Contains(err.Error(), "OTLP/JSON ExportTraceServiceRequest refused") ||
+		!strings.Contains(err.Error(), "times the body's size") {
+		t.Errorf("%d bytes of OTLP/JSON empty attributes: %v", len(js), err)
+	}
 	// What an exporter sends decodes.
 	for _, body := range benchRequests(&testing.B{}, time.Now())[:1] {
 		if _, err := Decode(body, Protobuf); err != nil {
