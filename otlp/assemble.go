@@ -283,8 +283,8 @@ func (a *Assembler) file(f filing) {
 		}
 		// A request's spans come resource by resource: each is read once
 		// (a rejected span before may have been the first of its resource).
-		if rd == nil || sp.res != rdRes {
-			rd, rdRes = a.m.resource(d.attrs(d.res[sp.res])), sp.res
+		if rd == nil || sp.rs != rdRes {
+			rd, rdRes = a.m.resource(d.attrs(d.res[sp.rs])), sp.rs
 		}
 		ms = append(ms, mapped{tid: sp.traceID})
 		m := &ms[len(ms)-1]

@@ -84,18 +84,19 @@ func (v value) bool() bool      { return v.n != 0 }
 
 // wireSpan is a span as the request holds it.
 type wireSpan struct {
-	traceID     [16]byte
-	id, parent  [8]byte
-	name        string
-	statusMsg   string
-	start, end  uint64 // Unix ns
-	flags       uint32
-	kind        int32
-	status      int32
-	res         int32 // index in decoded.res
-	attrs       attrRange
-	events      attrRange // in decoded.events
-	rs, ss, idx int32     // its place: resource_spans[rs].scope_spans[ss].spans[idx]
+	traceID    [16]byte
+	id, parent [8]byte
+	name       string
+	statusMsg  string
+	start, end uint64 // Unix ns
+	flags      uint32
+	kind       int32
+	status     int32
+	attrs      attrRange
+	events     attrRange // in decoded.events
+	// its place: resource_spans[rs].scope_spans[ss].spans[idx]; rs is
+	// its resource's index in decoded.res too.
+	rs, ss, idx int32
 }
 
 // wireEvent is a span event's name and time (its attributes are skipped:
@@ -347,7 +348,7 @@ func (d *decoded) span(b []byte, rs, ss, k int32) error {
 	if d.over() {
 		return errOverBudget
 	}
-	d.spans = append(d.spans, wireSpan{res: rs, rs: rs, ss: ss, idx: k,
+	d.spans = append(d.spans, wireSpan{rs: rs, ss: ss, idx: k,
 		attrs: attrRange{int32(len(d.kvs)), 0}, events: attrRange{int32(len(d.events)), 0}})
 	sp := &d.spans[len(d.spans)-1]
 	var f field

@@ -176,7 +176,7 @@ func TestDecodeReadsWhatPdataReads(t *testing.T) {
 				}
 				g := &d.spans[n]
 				n++
-				if g.rs != int32(i) || g.ss != int32(j) || g.idx != int32(k) || g.res != int32(i) {
+				if g.rs != int32(i) || g.ss != int32(j) || g.idx != int32(k) {
 					t.Errorf("span %d: place %d/%d/%d, want %d/%d/%d", n, g.rs, g.ss, g.idx, i, j, k)
 				}
 				if g.traceID != w.TraceID() || g.id != w.SpanID() || g.parent != w.ParentSpanID() || g.name != w.Name() ||
