@@ -251,7 +251,9 @@ func (d *decoded) resourceSpans(b []byte, rs int32) error {
 	// Resources are read after the loop, one after another: a resource
 	// sent twice is merged (as protobuf merges a message field) into one
 	// range of kvs, spans' attributes or not between them on the wire.
-	var resources [][]byte
+	// (On the stack for the one resource a resource_spans has.)
+	var one [1][]byte
+	resources := one[:0]
 	ss := int32(0)
 	for len(b) > 0 {
 		if b, err = next(b, &f); err != nil {
