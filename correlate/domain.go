@@ -232,8 +232,8 @@ const (
 	// that got longer.
 	RoleTPOT Role = "tpot" // ms per generated token
 	// RoleTTFT is an LLM server's time to the first token: the queue and
-	// the prefill. Risen while the decode speed held, the time goes before
-	// decoding starts.
+	// the prefill. Risen while the decode speed and the answers' length
+	// held, the time goes before decoding starts.
 	RoleTTFT Role = "ttft" // ms to the first generated token
 	// The pool's state (kube-state-metrics), model level: what acting on
 	// a capacity cause needs to know. No cause is scored on them.

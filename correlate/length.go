@@ -25,8 +25,8 @@ type RequestLength struct {
 	TPOTBeforeMs float64 `json:"tpot_before_ms,omitempty"`
 	TPOTDuringMs float64 `json:"tpot_during_ms,omitempty"`
 	// TTFTBeforeMs and TTFTDuringMs are the time to the first token (the
-	// queue and the prefill): risen while TPOT held, the time goes before
-	// decoding starts.
+	// queue and the prefill): risen while TPOT and the answers' length
+	// held, the time goes before decoding starts.
 	TTFTBeforeMs float64 `json:"ttft_before_ms,omitempty"`
 	TTFTDuringMs float64 `json:"ttft_during_ms,omitempty"`
 }
@@ -174,7 +174,10 @@ func joinSentences(a, b string) string {
 // against 240 ms before (×7.92): …". "" where it held or
 // is not in the data. It says where the time goes — before decoding
 // starts, in the queue or the prefill — not why: longer prompts, a fuller
-// server and a slower prefill all raise it.
+// server and a slower prefill all raise it. That the time goes there is
+// said only where the decode held (the time per token and the answers'
+// length both in the data and flat); otherwise the requests only wait
+// longer before decoding starts, which says nothing of the decode.
 func (f *facts) firstTokenLine(models []string) string {
 	for _, m := range models {
 		d := f.modelDeviation(RoleTTFT, m, "")
@@ -182,11 +185,17 @@ func (f *facts) firstTokenLine(models []string) string {
 		if math.IsNaN(r) || math.IsInf(r, 0) || d.Before <= 0 || r < lengthLonger {
 			continue
 		}
-		where := "the time goes before decoding starts, in the queue or the prefill"
+		where := "requests wait longer before decoding starts, in the queue or the prefill"
 		if tp := f.modelDeviation(RoleTPOT, m, ""); tp.Before > 0 {
-			if rr := safeRatio(tp.During, tp.Before); rr >= lengthLonger && rr*lengthFlat > r {
+			rr := safeRatio(tp.During, tp.Before)
+			answers, ok := f.answersLength([]string{m})
+			switch {
+			case rr >= lengthLonger && rr*lengthFlat > r:
 				// Both grew alike: a slower server, not a longer wait.
 				where = "it grew with the time per token, so the servers are slower throughout, not only before decoding"
+			case rr < lengthFlat && ok && answers.ratio < lengthFlat:
+				// The decode held: the added time is before it.
+				where = "the time goes before decoding starts, in the queue or the prefill"
 			}
 		}
 		return fmt.Sprintf("After the onset the first token of %s took %s against %s before (×%.2f): %s.", m, fmtMs(d.During), fmtMs(d.Before), r, where)

@@ -395,3 +395,32 @@ func TestTimeToFirstTokenSaysWhereTheTimeGoes(t *testing.T) {
 		t.Errorf("no time-to-first-token curve, yet: %q", tl)
 	}
 }
+
+// "The time goes before decoding starts" is said only where the data show
+// the decode did not grow: the time per token held and the answers kept
+// their length. Answers twice as long at the same decode speed put the
+// rise in the decode ("the requests are longer"); a decode ×1.5 slower
+// adds 21 ms to each of 210 tokens, more than the first token's 1.7 s;
+// without the time per token nothing shows the decode held. The first
+// token's figures are still said, as a longer wait before decoding.
+func TestTimeToFirstTokenClaimsNoMoreThanTheDecodeShows(t *testing.T) {
+	t.Parallel()
+	chat := Scope{Model: "chat"}
+	longer := llmFleet(210, 480)
+	longer.curve(RoleTPOT, LevelModel, chat, 42, 42)
+	longer.curve(RoleTTFT, LevelModel, chat, 300, 900)
+	decode := llmFleet(210, 212)
+	decode.curve(RoleTPOT, LevelModel, chat, 42, 63)
+	decode.curve(RoleTTFT, LevelModel, chat, 240, 1900)
+	noTPOT := llmFleet(210, 212)
+	noTPOT.curve(RoleTTFT, LevelModel, chat, 240, 1900)
+	for name, x := range map[string]*fixture{"longer answers": longer, "decode ×1.5": decode, "no time per token": noTPOT} {
+		tl := x.analyze().Checklist[1].Answer
+		if strings.Contains(tl, "the time goes before decoding starts") {
+			t.Errorf("%s: the rise put before decoding: %q", name, tl)
+		}
+		if !strings.Contains(tl, "After the onset the first token of chat took") || !strings.Contains(tl, "requests wait longer before decoding starts, in the queue or the prefill.") {
+			t.Errorf("%s: the first token's rise is not said: %q", name, tl)
+		}
+	}
+}
