@@ -75,12 +75,17 @@ func timelineStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 	}
 	// An LLM's latency follows its requests' length: said whatever the
 	// top cause, as the workload behind (or ruled out of) the rise.
-	if l := f.lengthLine(st.Curve); l != "" {
+	l, said := f.lengthLine(st.Curve)
+	if l != "" {
 		tl = append(tl, l)
 	}
 	if st.Curve == "" {
 		if d, ok := f.movedMostInScope(a); ok {
-			tl = append(tl, fmt.Sprintf("Of the other curves of the affected models and nodes, %s moved most: it %s.", describeCurve(d), moved(d)))
+			// The time to the first token that moved most is said already,
+			// with its figures, by the length line.
+			if d.Key != said {
+				tl = append(tl, fmt.Sprintf("Of the other curves of the affected models and nodes, %s moved most: it %s.", describeCurve(d), moved(d)))
+			}
 			st.Curve = d.Key
 		}
 	}

@@ -141,9 +141,11 @@ func known(v float64) float64 {
 // themselves; a length that held rules the workload out; the time per
 // generated token says whether the servers slowed as well. "" without
 // token curves. quoted is the curve the step already quoted the top
-// cause's evidence on: the length's figures are not said twice.
-func (f *facts) lengthLine(quoted string) string {
-	return joinSentences(f.lengthAndSpeedLine(quoted), f.firstTokenLine(f.affected))
+// cause's evidence on: the length's figures are not said twice. said is
+// the time-to-first-token curve the line quotes, "" for none.
+func (f *facts) lengthLine(quoted string) (line, said string) {
+	ft, said := f.firstTokenLine(f.affected)
+	return joinSentences(f.lengthAndSpeedLine(quoted), ft), said
 }
 
 // lengthAndSpeedLine is lengthLine without the time to the first token.
@@ -171,14 +173,14 @@ func joinSentences(a, b string) string {
 
 // firstTokenLine says where the time to the first token grew, of models
 // with the curve: "After the onset the first token of chat took 1.9 s
-// against 240 ms before (×7.92): …". "" where it held or
-// is not in the data. It says where the time goes — before decoding
+// against 240 ms before (×7.92): …", and the key of the curve it quotes.
+// "" where it held or is not in the data. It says where the time goes — before decoding
 // starts, in the queue or the prefill — not why: longer prompts, a fuller
 // server and a slower prefill all raise it. That the time goes there is
 // said only where the decode held (the time per token and the answers'
 // length both in the data and flat); otherwise the requests only wait
 // longer before decoding starts, which says nothing of the decode.
-func (f *facts) firstTokenLine(models []string) string {
+func (f *facts) firstTokenLine(models []string) (line, key string) {
 	for _, m := range models {
 		d := f.modelDeviation(RoleTTFT, m, "")
 		r := safeRatio(d.During, d.Before)
@@ -198,9 +200,9 @@ func (f *facts) firstTokenLine(models []string) string {
 				where = "the time goes before decoding starts, in the queue or the prefill"
 			}
 		}
-		return fmt.Sprintf("After the onset the first token of %s took %s against %s before (×%.2f): %s.", m, fmtMs(d.During), fmtMs(d.Before), r, where)
+		return fmt.Sprintf("After the onset the first token of %s took %s against %s before (×%.2f): %s.", m, fmtMs(d.During), fmtMs(d.Before), r, where), d.Key
 	}
-	return ""
+	return "", ""
 }
 
 // modelLengthLine is lengthLine for the model whose length moved most.

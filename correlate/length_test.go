@@ -424,3 +424,21 @@ func TestTimeToFirstTokenClaimsNoMoreThanTheDecodeShows(t *testing.T) {
 		}
 	}
 }
+
+// A time to the first token the step said is not said again as the curve
+// of the affected model that moved most (it is the one that moves most
+// where requests queue); the step still rests on it.
+func TestTimeToFirstTokenIsSaidOnce(t *testing.T) {
+	t.Parallel()
+	chat := Scope{Model: "chat"}
+	x := llmFleet(210, 212)
+	x.curve(RoleTPOT, LevelModel, chat, 42, 43)
+	x.curve(RoleTTFT, LevelModel, chat, 240, 1900)
+	st := x.analyze().Checklist[1]
+	if n := strings.Count(st.Answer, "1.9 s"); n != 1 || strings.Contains(st.Answer, "time to first token moved most") {
+		t.Errorf("the first token's rise said %d times: %q", n, st.Answer)
+	}
+	if strings.Contains(st.Answer, "moved most") || st.Curve != "ttft|model|model=chat" {
+		t.Errorf("another curve said to have moved most, or the step rests on another: %+v", st)
+	}
+}
