@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -81,9 +82,9 @@ func timelineStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 	}
 	if st.Curve == "" {
 		if d, ok := f.movedMostInScope(a); ok {
-			// The time to the first token that moved most is said already,
-			// with its figures, by the length line.
-			if d.Key != said {
+			// A curve the length line quoted with its figures (the first
+			// token, the decode speed, the length) is not said again.
+			if !slices.Contains(said, d.Key) {
 				tl = append(tl, fmt.Sprintf("Of the other curves of the affected models and nodes, %s moved most: it %s.", describeCurve(d), moved(d)))
 			}
 			st.Curve = d.Key

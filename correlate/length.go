@@ -141,11 +141,28 @@ func known(v float64) float64 {
 // themselves; a length that held rules the workload out; the time per
 // generated token says whether the servers slowed as well. "" without
 // token curves. quoted is the curve the step already quoted the top
-// cause's evidence on: the length's figures are not said twice. said is
-// the time-to-first-token curve the line quotes, "" for none.
-func (f *facts) lengthLine(quoted string) (line, said string) {
-	ft, said := f.firstTokenLine(f.affected)
-	return joinSentences(f.lengthAndSpeedLine(quoted), ft), said
+// cause's evidence on: the length's figures are not said twice. said are
+// the curves the line quotes with their figures, which the step does not
+// say again.
+func (f *facts) lengthLine(quoted string) (line string, said []string) {
+	ft, ftKey := f.firstTokenLine(f.affected)
+	line = joinSentences(f.lengthAndSpeedLine(quoted), ft)
+	if ftKey != "" {
+		said = append(said, ftKey)
+	}
+	// The decode speed and length sentences the line holds, found by their
+	// own text: which of them it says depends on several branches above.
+	for _, m := range f.affected {
+		if s, _ := f.tpotLine([]string{m}); s != "" && strings.Contains(line, s) {
+			said = append(said, f.modelDeviation(RoleTPOT, m, "").Key)
+		}
+		for _, role := range lengthRoles {
+			if l, ok := f.lengthMove([]string{m}, []Role{role}, func(float64, float64) bool { return false }); ok && strings.Contains(line, l.sentence()) {
+				said = append(said, l.key)
+			}
+		}
+	}
+	return line, said
 }
 
 // lengthAndSpeedLine is lengthLine without the time to the first token.

@@ -442,3 +442,16 @@ func TestTimeToFirstTokenIsSaidOnce(t *testing.T) {
 		t.Errorf("another curve said to have moved most, or the step rests on another: %+v", st)
 	}
 }
+
+// The same for the time per generated token: a decode slowdown the length
+// line said with its figures is not said again as the curve that moved
+// most.
+func TestTimePerTokenIsSaidOnce(t *testing.T) {
+	t.Parallel()
+	x := llmFleet(210, 212)
+	x.curve(RoleTPOT, LevelModel, Scope{Model: "chat"}, 40, 200)
+	st := x.analyze().Checklist[1]
+	if n := strings.Count(st.Answer, "200 ms"); n != 1 || strings.Contains(st.Answer, "time per generated token moved most") {
+		t.Errorf("the decode slowdown said %d times: %q", n, st.Answer)
+	}
+}
