@@ -248,8 +248,9 @@ type Analysis struct {
 	Replicas      []ReplicaComparison `json:"replicas"`
 	Pools         []Pool              `json:"pools,omitempty"` // the affected models' desired replicas and autoscaler limits, where kube-state-metrics has them
 	// RequestLengths are the affected models' prompt and generated tokens
-	// per request before and after the onset, where an LLM server's token
-	// counts are in the data.
+	// per request, time per generated token and time to the first token
+	// before and after the onset, where any of them is in the data (an LLM
+	// server's metrics).
 	RequestLengths []RequestLength `json:"request_lengths,omitempty"`
 	P99BeforeMs    float64         `json:"p99_before_ms"` // the headline model's
 	P99DuringMs    float64         `json:"p99_during_ms"`
