@@ -74,7 +74,7 @@ func BuildOpenGraph(in OGInput) *OpenGraph {
 	case in.Onset != nil && in.OnsetGapFrom != nil:
 		// The rise came somewhere in a hole in the latency data.
 		to := in.Onset.UTC().Format("15:04")
-		if in.Onset.UTC().YearDay() != in.OnsetGapFrom.UTC().YearDay() {
+		if in.Onset.UTC().Format("2006-01-02") != in.OnsetGapFrom.UTC().Format("2006-01-02") {
 			to = in.Onset.UTC().Format("Jan 2 15:04")
 		}
 		desc = append(desc, "rose between "+in.OnsetGapFrom.UTC().Format("Jan 2 15:04")+" and "+to+" UTC (no data in between)")
