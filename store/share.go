@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -126,28 +127,51 @@ func (s *Store) WebhookShareLinks(ctx context.Context, id int64) (int, error) {
 	return n, wrap("webhook share links", err)
 }
 
+// webhookShareToken derives a webhook's link for an incident from the
+// webhook's secret, kept off a trailing "_" or "-" as newShareToken keeps
+// a drawn one: the next derivation (a counter appended) is taken instead.
+// legacy is the first derivation, which links delivered before this rule
+// are: they stay the incident's link for that webhook.
+func webhookShareToken(secret string, incidentID, hookID int64) (tok, legacy string) {
+	msg := "waterline share link\x00" + strconv.FormatInt(incidentID, 10) + "\x00" + strconv.FormatInt(hookID, 10)
+	for i := 0; ; i++ {
+		mac := hmac.New(sha256.New, []byte(secret))
+		mac.Write([]byte(msg))
+		if i > 0 {
+			mac.Write([]byte("\x00" + strconv.Itoa(i)))
+		}
+		tok = base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:shareTokenBytes])
+		if i == 0 {
+			legacy = tok
+		}
+		if c := tok[len(tok)-1]; c != '_' && c != '-' {
+			return tok, legacy
+		}
+	}
+}
+
 // WebhookShareToken returns the link a webhook's deliveries carry for an
 // incident: derived from the webhook's secret (the same every time, so
 // nothing but its hash is stored), registered on first use. ok is false
 // when the incident's sharing was revoked since.
 func (s *Store) WebhookShareToken(ctx context.Context, incidentID int64, hook Webhook) (string, bool, error) {
-	mac := hmac.New(sha256.New, []byte(hook.Secret))
-	mac.Write([]byte("waterline share link\x00" + strconv.FormatInt(incidentID, 10) + "\x00" + strconv.FormatInt(hook.ID, 10)))
-	tok := base64.RawURLEncoding.EncodeToString(mac.Sum(nil)[:shareTokenBytes])
+	tok, legacy := webhookShareToken(hook.Secret, incidentID, hook.ID)
+	hash, legacyHash := hashShareToken(tok), hashShareToken(legacy)
 	var revoked bool
+	var stored []byte
 	var err error
 	for range 2 { // a concurrent first use may hide the row from this statement: look again
 		err = s.db.QueryRow(ctx, `WITH inc AS (
 			SELECT share_revoked_at IS NOT NULL AS off FROM incidents WHERE id = $1 FOR SHARE),
 		ins AS (
 			INSERT INTO share_links (incident_id, webhook_id, hash) SELECT $1, $2, $3 FROM inc WHERE NOT off
-			ON CONFLICT DO NOTHING RETURNING false AS revoked)
-		SELECT revoked FROM ins
+			ON CONFLICT DO NOTHING RETURNING false AS revoked, hash)
+		SELECT revoked, hash FROM ins
 		UNION ALL
-		SELECT revoked_at IS NOT NULL OR hash <> $3 FROM share_links WHERE incident_id = $1 AND webhook_id = $2
+		SELECT revoked_at IS NOT NULL, hash FROM share_links WHERE incident_id = $1 AND webhook_id = $2
 		UNION ALL
-		SELECT true FROM inc WHERE off
-		LIMIT 1`, incidentID, hook.ID, hashShareToken(tok)).Scan(&revoked)
+		SELECT true, NULL::bytea FROM inc WHERE off
+		LIMIT 1`, incidentID, hook.ID, hash).Scan(&revoked, &stored)
 		if err = wrap("webhook share link", err); err != ErrNotFound {
 			break
 		}
@@ -155,10 +179,15 @@ func (s *Store) WebhookShareToken(ctx context.Context, incidentID int64, hook We
 	if err != nil {
 		return "", false, err
 	}
-	if revoked {
+	switch {
+	case revoked:
 		return "", false, nil
+	case bytes.Equal(stored, hash):
+		return tok, true, nil
+	case bytes.Equal(stored, legacyHash): // delivered before the trailing-character rule
+		return legacy, true, nil
 	}
-	return tok, true, nil
+	return "", false, nil // made under another secret: that link stays dead
 }
 
 // SharedIncident returns the id of the incident a share token opens, or
