@@ -54,9 +54,9 @@ func Decode(body []byte, enc Encoding) (Request, error) {
 	if err := d.decodeProto(body); err != nil {
 		release(Request{d})
 		if enc == JSON { // pdata read it: what is left is the decoded size
-			return Request{}, fmt.Errorf("OTLP/JSON ExportTraceServiceRequest refused: %v", err)
+			return Request{}, fmt.Errorf("OTLP/JSON ExportTraceServiceRequest refused: %w", err)
 		}
-		return Request{}, fmt.Errorf("not an OTLP/protobuf ExportTraceServiceRequest: %v", err)
+		return Request{}, fmt.Errorf("not an OTLP/protobuf ExportTraceServiceRequest: %w", err)
 	}
 	return Request{d}, nil
 }

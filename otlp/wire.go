@@ -99,8 +99,8 @@ type wireSpan struct {
 	rs, ss, idx int32
 }
 
-// wireEvent is a span event's name and time (its attributes are skipped:
-// nothing reads them).
+// wireEvent is a span event's name and time (its attributes are checked,
+// not kept: nothing reads them).
 type wireEvent struct {
 	name string
 	at   uint64
@@ -175,7 +175,7 @@ func next(b []byte, f *field) ([]byte, error) {
 		return nil, protowire.ParseError(n)
 	}
 	num, typ := protowire.DecodeTag(tag)
-	if num < protowire.MinValidNumber {
+	if num < protowire.MinValidNumber || num > protowire.MaxValidNumber {
 		return nil, errInvalidField
 	}
 	b = b[n:]
@@ -214,9 +214,10 @@ func next(b []byte, f *field) ([]byte, error) {
 var errInvalidField = errors.New("invalid field number")
 
 // decodeProto parses an ExportTraceServiceRequest into d. Fields Waterline
-// does not read (scopes, links, trace state, events' attributes) are
-// skipped, not checked; ids of the wrong length and fields of the wrong
-// wire type fail the request, as they do in the Collector's receiver.
+// does not read (scopes, links, trace state, events' attributes, arrays
+// and maps in values) are checked, not decoded (unread.go); ids of the
+// wrong length and fields of the wrong wire type fail the request, as
+// they do in the Collector's receiver.
 func (d *decoded) decodeProto(body []byte) error {
 	d.body = append(d.body[:0], body...)
 	d.budget = maxDecodedFactor*len(body) + 1<<20
@@ -278,6 +279,10 @@ func (d *decoded) resourceSpans(b []byte, rs int32) error {
 				return wireError("ResourceSpans", "instrumentation_library_spans", f.typ)
 			}
 			deprecated = append(deprecated, f.b)
+		default:
+			if err := checkUnread(resourceSpansMsg, &f, 1); err != nil {
+				return err
+			}
 		}
 	}
 	for _, b := range resources {
@@ -308,13 +313,17 @@ func (d *decoded) resource(b []byte, rs int32) error {
 		if b, err = next(b, &f); err != nil {
 			return err
 		}
-		if f.num == 1 {
-			if f.typ != protowire.BytesType {
-				return wireError("Resource", "attributes", f.typ)
+		if f.num != 1 {
+			if err := checkUnread(resourceMsg, &f, 2); err != nil {
+				return err
 			}
-			if err := d.keyValue(f.b); err != nil {
-				return fmt.Errorf("attributes: %w", err)
-			}
+			continue
+		}
+		if f.typ != protowire.BytesType {
+			return wireError("Resource", "attributes", f.typ)
+		}
+		if err := d.keyValue(f.b); err != nil {
+			return fmt.Errorf("attributes: %w", err)
 		}
 	}
 	r.hi = int32(len(d.kvs))
@@ -330,6 +339,9 @@ func (d *decoded) scopeSpans(b []byte, rs, ss int32) error {
 			return err
 		}
 		if f.num != 2 {
+			if err := checkUnread(scopeSpansMsg, &f, 2); err != nil {
+				return err
+			}
 			continue
 		}
 		if f.typ != protowire.BytesType {
@@ -418,6 +430,10 @@ func (d *decoded) span(b []byte, rs, ss, k int32) error {
 				return wireError("Span", "flags", f.typ)
 			}
 			sp.flags = uint32(f.n)
+		default:
+			if err := checkUnread(spanMsg, &f, 3); err != nil {
+				return err
+			}
 		}
 	}
 	sp.attrs.hi, sp.events.hi = int32(len(d.kvs)), int32(len(d.events))
@@ -486,6 +502,10 @@ func (d *decoded) event(b []byte) error {
 				return wireError("Event", "name", f.typ)
 			}
 			ev.name = view(f.b)
+		default:
+			if err := checkUnread(eventMsg, &f, 4); err != nil {
+				return err
+			}
 		}
 	}
 	d.events = append(d.events, ev)
@@ -587,7 +607,14 @@ func anyValue(v value, b []byte) (value, error) {
 			want, v = protowire.VarintType, value{typ: valInt, n: f.n}
 		case 4:
 			want, v = protowire.Fixed64Type, value{typ: valDouble, n: f.n}
-		case 5, 6, 7:
+		case 5, 6: // array_value, kvlist_value: not read, but checked
+			if f.typ == protowire.BytesType {
+				if err := checkUnread(anyValueMsg, &f, 5); err != nil {
+					return v, err
+				}
+			}
+			v = value{typ: valOther}
+		case 7:
 			v = value{typ: valOther}
 		case 8: // string_value_strindex: profiles' dictionary, not traces'
 			want, v = protowire.VarintType, value{typ: valOther}

@@ -3,6 +3,7 @@ package otlp
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -137,9 +138,154 @@ func pdataValue(v pcommon.Value) value {
 	return value{typ: valOther}
 }
 
-// The decoder reads every field the mapping uses as the Collector's pdata
-// reads it, from the same bytes.
-func TestDecodeReadsWhatPdataReads(t *testing.T) {
+// diffPdata lists where the decoded request and pdata's reading of the
+// same bytes differ, in every field the mapping reads: the resources'
+// attributes, each span's place, ids, name, kind, times, flags, status,
+// attributes and events.
+func diffPdata(d *decoded, want ptraceotlp.ExportRequest) []string {
+	var diffs []string
+	attrs := func(where string, got attrList, w pcommon.Map) {
+		if len(got) != w.Len() {
+			diffs = append(diffs, fmt.Sprintf("%s: %d attributes, pdata %d", where, len(got), w.Len()))
+			return
+		}
+		n := 0
+		for k, v := range w.All() {
+			if got[n].key != k || got[n].val != pdataValue(v) {
+				diffs = append(diffs, fmt.Sprintf("%s[%d]: %q=%+v, pdata %q=%+v", where, n, got[n].key, got[n].val, k, pdataValue(v)))
+			}
+			n++
+		}
+	}
+	n := 0
+	rss := want.Traces().ResourceSpans()
+	if len(d.res) != rss.Len() {
+		return append(diffs, fmt.Sprintf("%d resource_spans decoded, pdata %d", len(d.res), rss.Len()))
+	}
+	for i, rs := range rss.All() {
+		attrs(fmt.Sprintf("resource %d", i), d.attrs(d.res[i]), rs.Resource().Attributes())
+		for j, ss := range rs.ScopeSpans().All() {
+			for k, w := range ss.Spans().All() {
+				if n >= len(d.spans) {
+					return append(diffs, fmt.Sprintf("%d spans decoded, pdata has more", len(d.spans)))
+				}
+				g := &d.spans[n]
+				n++
+				if g.rs != int32(i) || g.ss != int32(j) || g.idx != int32(k) {
+					diffs = append(diffs, fmt.Sprintf("span %d: place %d/%d/%d, want %d/%d/%d", n, g.rs, g.ss, g.idx, i, j, k))
+				}
+				if g.traceID != w.TraceID() || g.id != w.SpanID() || g.parent != w.ParentSpanID() || g.name != w.Name() ||
+					g.kind != int32(w.Kind()) || g.start != uint64(w.StartTimestamp()) || g.end != uint64(w.EndTimestamp()) ||
+					g.flags != w.Flags() || g.status != int32(w.Status().Code()) || g.statusMsg != w.Status().Message() {
+					diffs = append(diffs, fmt.Sprintf("span %d: %+v, pdata %v %v %v %q %v %v %v %v %v %q", n, g, w.TraceID(), w.SpanID(),
+						w.ParentSpanID(), w.Name(), w.Kind(), w.StartTimestamp(), w.EndTimestamp(), w.Flags(), w.Status().Code(), w.Status().Message()))
+				}
+				attrs(fmt.Sprintf("span %d", n), d.attrs(g.attrs), w.Attributes())
+				evs := d.events[g.events.lo:g.events.hi]
+				if len(evs) != w.Events().Len() {
+					diffs = append(diffs, fmt.Sprintf("span %d: %d events, pdata %d", n, len(evs), w.Events().Len()))
+					continue
+				}
+				for e, we := range w.Events().All() {
+					if evs[e].name != we.Name() || evs[e].at != uint64(we.Timestamp()) {
+						diffs = append(diffs, fmt.Sprintf("span %d event %d: %+v, pdata %q %v", n, e, evs[e], we.Name(), we.Timestamp()))
+					}
+				}
+			}
+		}
+	}
+	if n != len(d.spans) {
+		diffs = append(diffs, fmt.Sprintf("%d spans decoded, pdata %d", len(d.spans), n))
+	}
+	return diffs
+}
+
+// officialValue is an AnyValue of the official OTLP module as the
+// decoder's.
+func officialValue(v *commonpb.AnyValue) value {
+	switch x := v.GetValue().(type) {
+	case *commonpb.AnyValue_StringValue:
+		return value{typ: valStr, s: x.StringValue}
+	case *commonpb.AnyValue_IntValue:
+		return value{typ: valInt, n: uint64(x.IntValue)}
+	case *commonpb.AnyValue_DoubleValue:
+		return value{typ: valDouble, n: math.Float64bits(x.DoubleValue)}
+	case *commonpb.AnyValue_BoolValue:
+		if x.BoolValue {
+			return value{typ: valBool, n: 1}
+		}
+		return value{typ: valBool}
+	case nil:
+		return value{}
+	}
+	return value{typ: valOther}
+}
+
+// diffOfficial lists where the decoded request and the official OTLP
+// module's reading of the same bytes (go.opentelemetry.io/proto/otlp,
+// through protobuf-go) differ, in every field the mapping reads.
+func diffOfficial(d *decoded, want *coltracepb.ExportTraceServiceRequest) []string {
+	var diffs []string
+	attrs := func(where string, got attrList, w []*commonpb.KeyValue) {
+		if len(got) != len(w) {
+			diffs = append(diffs, fmt.Sprintf("%s: %d attributes, official %d", where, len(got), len(w)))
+			return
+		}
+		for n, kv := range w {
+			if got[n].key != kv.GetKey() || got[n].val != officialValue(kv.GetValue()) {
+				diffs = append(diffs, fmt.Sprintf("%s[%d]: %q=%+v, official %q=%+v", where, n, got[n].key, got[n].val,
+					kv.GetKey(), officialValue(kv.GetValue())))
+			}
+		}
+	}
+	id := func(got []byte, w []byte) bool {
+		return len(w) == 0 && !slices.ContainsFunc(got, func(b byte) bool { return b != 0 }) || bytes.Equal(got, w)
+	}
+	if len(d.res) != len(want.ResourceSpans) {
+		return append(diffs, fmt.Sprintf("%d resource_spans decoded, official %d", len(d.res), len(want.ResourceSpans)))
+	}
+	n := 0
+	for i, rs := range want.ResourceSpans {
+		attrs(fmt.Sprintf("resource %d", i), d.attrs(d.res[i]), rs.GetResource().GetAttributes())
+		for j, ss := range rs.ScopeSpans {
+			for k, w := range ss.Spans {
+				if n >= len(d.spans) {
+					return append(diffs, fmt.Sprintf("%d spans decoded, the official module has more", len(d.spans)))
+				}
+				g := &d.spans[n]
+				n++
+				if g.rs != int32(i) || g.ss != int32(j) || g.idx != int32(k) {
+					diffs = append(diffs, fmt.Sprintf("span %d: place %d/%d/%d, want %d/%d/%d", n, g.rs, g.ss, g.idx, i, j, k))
+				}
+				if !id(g.traceID[:], w.TraceId) || !id(g.id[:], w.SpanId) || !id(g.parent[:], w.ParentSpanId) || g.name != w.Name ||
+					g.kind != int32(w.Kind) || g.start != w.StartTimeUnixNano || g.end != w.EndTimeUnixNano ||
+					g.flags != w.Flags || g.status != int32(w.GetStatus().GetCode()) || g.statusMsg != w.GetStatus().GetMessage() {
+					diffs = append(diffs, fmt.Sprintf("span %d: %+v, official %x %x %x %q %v %v %v %v %v %q", n, g, w.TraceId, w.SpanId,
+						w.ParentSpanId, w.Name, w.Kind, w.StartTimeUnixNano, w.EndTimeUnixNano, w.Flags, w.GetStatus().GetCode(), w.GetStatus().GetMessage()))
+				}
+				attrs(fmt.Sprintf("span %d", n), d.attrs(g.attrs), w.Attributes)
+				evs := d.events[g.events.lo:g.events.hi]
+				if len(evs) != len(w.Events) {
+					diffs = append(diffs, fmt.Sprintf("span %d: %d events, official %d", n, len(evs), len(w.Events)))
+					continue
+				}
+				for e, we := range w.Events {
+					if evs[e].name != we.Name || evs[e].at != we.TimeUnixNano {
+						diffs = append(diffs, fmt.Sprintf("span %d event %d: %+v, official %q %v", n, e, evs[e], we.Name, we.TimeUnixNano))
+					}
+				}
+			}
+		}
+	}
+	if n != len(d.spans) {
+		diffs = append(diffs, fmt.Sprintf("%d spans decoded, official %d", len(d.spans), n))
+	}
+	return diffs
+}
+
+// The decoder reads every field the mapping uses as the official OTLP
+// module and the Collector's pdata read it, from the same bytes.
+func TestDecodeReadsWhatTheOfficialModuleReads(t *testing.T) {
 	body, err := proto.Marshal(richRequest(time.Now()))
 	if err != nil {
 		t.Fatal(err)
@@ -148,63 +294,28 @@ func TestDecodeReadsWhatPdataReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := req.d
 	want := ptraceotlp.NewExportRequest()
 	if err := want.UnmarshalProto(body); err != nil {
 		t.Fatal(err)
 	}
-	attrsEqual := func(where string, got attrList, w pcommon.Map) {
-		t.Helper()
-		if len(got) != w.Len() {
-			t.Fatalf("%s: %d attributes, pdata %d", where, len(got), w.Len())
-		}
-		n := 0
-		for k, v := range w.All() {
-			if got[n].key != k || got[n].val != pdataValue(v) {
-				t.Errorf("%s[%d]: %q=%+v, pdata %q=%+v", where, n, got[n].key, got[n].val, k, pdataValue(v))
-			}
-			n++
-		}
+	for _, d := range diffPdata(req.d, want) {
+		t.Error(d)
 	}
-	n := 0
-	for i, rs := range want.Traces().ResourceSpans().All() {
-		attrsEqual("resource", d.attrs(d.res[i]), rs.Resource().Attributes())
-		for j, ss := range rs.ScopeSpans().All() {
-			for k, w := range ss.Spans().All() {
-				if n >= len(d.spans) {
-					t.Fatalf("%d spans decoded, pdata has more", len(d.spans))
-				}
-				g := &d.spans[n]
-				n++
-				if g.rs != int32(i) || g.ss != int32(j) || g.idx != int32(k) {
-					t.Errorf("span %d: place %d/%d/%d, want %d/%d/%d", n, g.rs, g.ss, g.idx, i, j, k)
-				}
-				if g.traceID != w.TraceID() || g.id != w.SpanID() || g.parent != w.ParentSpanID() || g.name != w.Name() ||
-					g.kind != int32(w.Kind()) || g.start != uint64(w.StartTimestamp()) || g.end != uint64(w.EndTimestamp()) ||
-					g.flags != w.Flags() || g.status != int32(w.Status().Code()) || g.statusMsg != w.Status().Message() {
-					t.Errorf("span %d: %+v, pdata %v %v %v %q %v %v %v %v %v %q", n, g, w.TraceID(), w.SpanID(), w.ParentSpanID(), w.Name(),
-						w.Kind(), w.StartTimestamp(), w.EndTimestamp(), w.Flags(), w.Status().Code(), w.Status().Message())
-				}
-				attrsEqual(w.Name(), d.attrs(g.attrs), w.Attributes())
-				evs := d.events[g.events.lo:g.events.hi]
-				if len(evs) != w.Events().Len() {
-					t.Fatalf("span %d: %d events, pdata %d", n, len(evs), w.Events().Len())
-				}
-				for e, we := range w.Events().All() {
-					if evs[e].name != we.Name() || evs[e].at != uint64(we.Timestamp()) {
-						t.Errorf("event %d: %+v, pdata %q %v", e, evs[e], we.Name(), we.Timestamp())
-					}
-				}
-			}
-		}
+	var official coltracepb.ExportTraceServiceRequest
+	if err := proto.Unmarshal(body, &official); err != nil {
+		t.Fatal(err)
 	}
-	if n != len(d.spans) || n != 4 {
-		t.Errorf("%d spans decoded, pdata %d (want 4)", len(d.spans), n)
+	for _, d := range diffOfficial(req.d, &official) {
+		t.Error(d)
+	}
+	if len(req.d.spans) != 4 {
+		t.Errorf("%d spans decoded, want 4", len(req.d.spans))
 	}
 }
 
-// A body the Collector refuses is refused, naming the field: an id of the
-// wrong length, a field of the wrong wire type, a cut-off body.
+// A body the Collector (pdata) or the official module refuses is refused,
+// naming the field: an id of the wrong length, a field of the wrong wire
+// type, a cut-off body, a field number past protobuf's largest.
 func TestDecodeRefusesWhatIsNotOTLP(t *testing.T) {
 	good, err := proto.Marshal(richRequest(time.Now()))
 	if err != nil {
@@ -227,6 +338,8 @@ func TestDecodeRefusesWhatIsNotOTLP(t *testing.T) {
 		"a name as a number":    {badType, "wrong wire type 0 for Span.name"},
 		"a cut-off body":        {good[:len(good)-3], "unexpected EOF"},
 		"not protobuf":          {[]byte("{\"resourceSpans\":[]}"), "not an OTLP/protobuf"},
+		// Field numbers stop at 2^29-1: one past it is not protobuf.
+		"a field number past the largest": {protowire.AppendVarint(protowire.AppendVarint(nil, 1<<29<<3), 1), "invalid field number"},
 	} {
 		_, err := Decode(c.body, Protobuf)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -236,8 +349,9 @@ func TestDecodeRefusesWhatIsNotOTLP(t *testing.T) {
 			continue
 		}
 		pd := ptraceotlp.NewExportRequest()
-		if pd.UnmarshalProto(c.body) == nil {
-			t.Errorf("%s: pdata accepts it", name)
+		var official coltracepb.ExportTraceServiceRequest
+		if pd.UnmarshalProto(c.body) == nil && proto.Unmarshal(c.body, &official) == nil {
+			t.Errorf("%s: both the Collector's pdata and the official module accept it", name)
 		}
 	}
 }
@@ -336,18 +450,40 @@ func TestDecodeJSONAndProtobufAgreeOnRichRequests(t *testing.T) {
 	}
 }
 
-// Whatever bytes arrive, decoding answers (an error or a request) and
-// never panics; what it accepts, the assembler files.
+// Whatever bytes arrive, the decoder agrees with the official OTLP module
+// (go.opentelemetry.io/proto/otlp through protobuf-go): it refuses what
+// the module refuses and reads what it reads, field for field. The
+// differences are by design: like the Collector's pdata, it also refuses
+// an id of the wrong length (protobuf takes any bytes) and a known field
+// of the wrong wire type (protobuf-go keeps it as an unknown field), and
+// a body over its decoded-size bound; and it takes strings of invalid UTF-8 (as pdata
+// does; the mapper repairs them) where protobuf-go refuses proto3
+// strings. What it accepts, the assembler files.
 func FuzzDecode(f *testing.F) {
 	good, _ := proto.Marshal(richRequest(time.Unix(1_700_000_000, 0)))
 	f.Add(good)
 	f.Add(good[:len(good)/2])
 	f.Add([]byte{0x0a, 0x02, 0x12, 0x00})
 	f.Add([]byte{})
+	f.Add([]byte("C00"))      // an unterminated group: pdata takes it, protobuf-go does not
+	f.Add([]byte{0x43, 0x44}) // an empty group: the other way round
 	f.Fuzz(func(t *testing.T, body []byte) {
+		var want coltracepb.ExportTraceServiceRequest
+		wantErr := proto.Unmarshal(body, &want)
 		req, err := Decode(body, Protobuf)
-		if err != nil {
+		switch {
+		case err != nil && wantErr == nil && !errors.Is(err, errOverBudget) && !strings.Contains(err.Error(), "an ID of") &&
+			!strings.Contains(err.Error(), "wrong wire type"):
+			t.Fatalf("refused what the official module reads: %v", err)
+		case err == nil && wantErr != nil && !strings.Contains(wantErr.Error(), "invalid UTF-8"):
+			t.Fatalf("read what the official module refuses (%v)", wantErr)
+		case err != nil:
 			return
+		}
+		if wantErr == nil {
+			for _, d := range diffOfficial(req.d, &want) {
+				t.Error(d)
+			}
 		}
 		a := NewAssembler(DefaultConfig(), Options{Sink: func(context.Context, []correlate.Sample) error { return nil },
 			MaxAge: 1 << 62, MaxFuture: 1 << 62})
