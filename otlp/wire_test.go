@@ -338,6 +338,12 @@ func TestDecodeRefusesWhatIsNotOTLP(t *testing.T) {
 		"a name as a number":    {badType, "wrong wire type 0 for Span.name"},
 		"a cut-off body":        {good[:len(good)-3], "unexpected EOF"},
 		"not protobuf":          {[]byte("{\"resourceSpans\":[]}"), "not an OTLP/protobuf"},
+		// Parts the decoder does not read are checked all the same.
+		"a cut-off scope": {wireMsg(1, wireMsg(2, wireMsg(1, []byte{0x31, 0x30}))), "unexpected EOF"},
+		"a link's flags as a varint": {wireMsg(1, wireMsg(2, wireMsg(2, wireMsg(13, []byte{0x30, 0x01})))),
+			"wrong wire type 0 for Link.flags"},
+		"an array value cut off": {wireMsg(1, wireMsg(2, wireMsg(2, wireAttr(9, "k", wireMsg(5, wireMsg(1, []byte{0x0a, 0x05})))))),
+			"unexpected EOF"},
 		// Field numbers stop at 2^29-1: one past it is not protobuf.
 		"a field number past the largest": {protowire.AppendVarint(protowire.AppendVarint(nil, 1<<29<<3), 1), "invalid field number"},
 	} {
