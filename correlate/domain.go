@@ -174,7 +174,16 @@ type Sample struct {
 	// Dependency names what the downstream stage called (OTel's
 	// peer.service), when the sender knows it; "" otherwise.
 	Dependency string
+	// InputTokens and OutputTokens are an LLM request's prompt and
+	// generated tokens (OTel's gen_ai.usage.*); 0 when unknown. A request
+	// that writes four times the tokens takes about four times as long to
+	// decode: the slow requests may just be the long ones.
+	InputTokens, OutputTokens int
 }
+
+// MaxTokens bounds a request's token counts: far past any model's
+// context, well inside the int32 columns.
+const MaxTokens = 1 << 24
 
 // Point is one value of a curve at a time (Unix milliseconds).
 type Point struct {

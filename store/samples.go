@@ -17,7 +17,7 @@ import (
 var sampleColumns = []string{
 	"time", "request_id", "model", "version", "tenant", "replica", "node", "entry", "batch_size", "status", "total_ms",
 	"gateway_ms", "auth_ms", "route_ms", "queue_ms", "batch_wait_ms", "exec_ms", "postprocess_ms", "downstream_ms",
-	"sample_rate", "dependency",
+	"sample_rate", "dependency", "input_tokens", "output_tokens",
 }
 
 // SampleStream yields the samples of one write, one at a time: it fills dst

@@ -117,6 +117,9 @@ func appendSampleRow(b []byte, x *correlate.Sample) ([]byte, error) {
 	if x.BatchSize < 0 || x.BatchSize > math.MaxInt32 {
 		return b, fmt.Errorf("batch_size %d out of range", x.BatchSize)
 	}
+	if x.InputTokens < 0 || x.InputTokens > math.MaxInt32 || x.OutputTokens < 0 || x.OutputTokens > math.MaxInt32 {
+		return b, fmt.Errorf("token counts %d, %d out of range", x.InputTokens, x.OutputTokens)
+	}
 	b = binary.BigEndian.AppendUint16(b, uint16(len(sampleColumns)))
 	b = binary.BigEndian.AppendUint32(b, 8)
 	b = binary.BigEndian.AppendUint64(b, uint64(x.Time.UnixMicro()-pgEpoch))
@@ -138,7 +141,12 @@ func appendSampleRow(b []byte, x *correlate.Sample) ([]byte, error) {
 	}
 	b = appendFloat8(b, x.SampleRate)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(x.Dependency)))
-	return append(b, x.Dependency...), nil
+	b = append(b, x.Dependency...)
+	for _, n := range [...]int{x.InputTokens, x.OutputTokens} {
+		b = binary.BigEndian.AppendUint32(b, 4)
+		b = binary.BigEndian.AppendUint32(b, uint32(int32(n)))
+	}
+	return b, nil
 }
 
 func appendFloat8(b []byte, v float64) []byte {

@@ -137,7 +137,7 @@ func (s *Store) SamplesPage(ctx context.Context, q SampleQuery) (SamplePage, err
 	sql := `
 		SELECT time, request_id, model, version, tenant, replica, node, entry, batch_size, status, total_ms,
 		       gateway_ms, auth_ms, route_ms, queue_ms, batch_wait_ms, exec_ms, postprocess_ms, downstream_ms, sample_rate,
-		       dependency
+		       dependency, input_tokens, output_tokens
 		FROM ` + from + ` WHERE ` + where + `
 		ORDER BY ` + col + ` ` + dir + ` NULLS LAST, time, request_id
 		LIMIT ` + itoa(q.limit()) + ` OFFSET ` + itoa(max(q.Offset, 0))
@@ -176,7 +176,7 @@ func (s *Store) spreadPage(ctx context.Context, q SampleQuery, from, where strin
 		)
 		SELECT time, request_id, model, version, tenant, replica, node, entry, batch_size, status, total_ms,
 		       gateway_ms, auth_ms, route_ms, queue_ms, batch_wait_ms, exec_ms, postprocess_ms, downstream_ms, sample_rate,
-		       dependency, (SELECT count(*) FROM r)
+		       dependency, input_tokens, output_tokens, (SELECT count(*) FROM r)
 		FROM p JOIN samples ON samples.time = p.t AND samples.request_id = p.rid AND samples.time >= $1 AND samples.time < $2
 		ORDER BY p.tot DESC, p.t, p.rid COLLATE "C"`
 	formats := make(pgx.QueryResultFormats, len(sampleColumns)+1)
@@ -223,7 +223,7 @@ func (s *Store) SampleByID(ctx context.Context, from, to time.Time, rid string) 
 	rows, err := s.db.Query(ctx, `
 		SELECT time, request_id, model, version, tenant, replica, node, entry, batch_size, status, total_ms,
 		       gateway_ms, auth_ms, route_ms, queue_ms, batch_wait_ms, exec_ms, postprocess_ms, downstream_ms, sample_rate,
-		       dependency
+		       dependency, input_tokens, output_tokens
 		FROM samples WHERE time >= $1 AND time < $2 AND request_id = $3 ORDER BY time LIMIT 1`, formats, from, to, rid)
 	if err != nil {
 		return correlate.Sample{}, wrap("sample", err)

@@ -67,7 +67,8 @@ func (s *Store) ScanSamples(ctx context.Context, f SampleFilter, fn func(*correl
 	rows, err := s.db.Query(ctx, `
 		SELECT time, `+idCol+`, model, version, tenant, replica, node, entry, batch_size, status, total_ms,
 		       gateway_ms, auth_ms, route_ms, queue_ms, batch_wait_ms, exec_ms, postprocess_ms, downstream_ms,
-		       CASE WHEN $9 > 1 AND total_ms < $10 THEN sample_rate * $9 ELSE sample_rate END, dependency
+		       CASE WHEN $9 > 1 AND total_ms < $10 THEN sample_rate * $9 ELSE sample_rate END, dependency,
+		       input_tokens, output_tokens
 		FROM samples
 		WHERE time >= $1 AND time < $2
 		  AND ($3 = '' OR model = $3) AND ($4 = '' OR version = $4) AND ($5 = '' OR tenant = $5)
@@ -111,8 +112,8 @@ func decodeSampleRow(raw [][]byte, x *correlate.Sample, intern interner) error {
 		}
 		return math.Float64frombits(binary.BigEndian.Uint64(b))
 	}
-	if len(raw[0]) != 8 || len(raw[8]) != 4 {
-		return fmt.Errorf("unexpected binary layout of time or batch_size")
+	if len(raw[0]) != 8 || len(raw[8]) != 4 || len(raw[13+correlate.NumStages]) != 4 || len(raw[14+correlate.NumStages]) != 4 {
+		return fmt.Errorf("unexpected binary layout of time, batch_size or the token counts")
 	}
 	x.Time = time.UnixMicro(int64(binary.BigEndian.Uint64(raw[0])) + pgEpoch).UTC()
 	if len(raw[1]) > 0 {
@@ -134,6 +135,8 @@ func decodeSampleRow(raw [][]byte, x *correlate.Sample, intern interner) error {
 	}
 	x.SampleRate = f8(raw[11+correlate.NumStages])
 	x.Dependency = intern.get(raw[12+correlate.NumStages])
+	x.InputTokens = int(int32(binary.BigEndian.Uint32(raw[13+correlate.NumStages])))
+	x.OutputTokens = int(int32(binary.BigEndian.Uint32(raw[14+correlate.NumStages])))
 	return nil
 }
 

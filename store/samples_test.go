@@ -22,6 +22,7 @@ func testSamples(base time.Time, from, to int) []correlate.Sample {
 			RequestID: fmt.Sprintf("r-%06d", i), Time: base.Add(time.Duration(i) * time.Second),
 			Model: []string{"a", "b"}[i%2], Version: "v1", Tenant: "t", Replica: fmt.Sprintf("rep-%d", i%4), Node: "n",
 			Entry: "/e", BatchSize: i % 9, Status: "ok", TotalMs: float64(i) + 0.25, SampleRate: 1 + float64(i%3),
+			InputTokens: i % 700, OutputTokens: 3 * i,
 		}
 		for k := range s.StagesMs {
 			s.StagesMs[k] = math.NaN()
@@ -53,6 +54,7 @@ func TestSamplesRoundTripAndFilters(t *testing.T) {
 		w := in[i]
 		if g.RequestID != w.RequestID || !g.Time.Equal(w.Time) || g.Model != w.Model || g.Replica != w.Replica ||
 			g.BatchSize != w.BatchSize || g.TotalMs != w.TotalMs || g.SampleRate != w.SampleRate ||
+			g.InputTokens != w.InputTokens || g.OutputTokens != w.OutputTokens ||
 			g.StagesMs[correlate.StageExec] != w.StagesMs[correlate.StageExec] || !math.IsNaN(g.StagesMs[correlate.StageQueue]) {
 			t.Fatalf("sample %d = %+v, want %+v", i, g, w)
 		}

@@ -50,6 +50,8 @@ type snapSample struct {
 	StagesMs   []*float64 `json:"st"`
 	SampleRate float64    `json:"rate"`
 	Dependency string     `json:"dep,omitempty"`
+	InTokens   int        `json:"in,omitempty"`
+	OutTokens  int        `json:"out,omitempty"`
 }
 
 func toSnapSamples(in []correlate.Sample) []snapSample {
@@ -64,7 +66,7 @@ func toSnapSamples(in []correlate.Sample) []snapSample {
 		}
 		out[i] = snapSample{RequestID: x.RequestID, Time: x.Time, Model: x.Model, Version: x.Version, Tenant: x.Tenant,
 			Replica: x.Replica, Node: x.Node, Entry: x.Entry, BatchSize: x.BatchSize, Status: x.Status, TotalMs: x.TotalMs,
-			StagesMs: st, SampleRate: x.SampleRate, Dependency: x.Dependency}
+			StagesMs: st, SampleRate: x.SampleRate, Dependency: x.Dependency, InTokens: x.InputTokens, OutTokens: x.OutputTokens}
 	}
 	return out
 }
@@ -74,7 +76,7 @@ func fromSnapSamples(in []snapSample) []correlate.Sample {
 	for i, x := range in {
 		s := correlate.Sample{RequestID: x.RequestID, Time: x.Time.UTC(), Model: x.Model, Version: x.Version, Tenant: x.Tenant,
 			Replica: x.Replica, Node: x.Node, Entry: x.Entry, BatchSize: x.BatchSize, Status: x.Status, TotalMs: x.TotalMs,
-			SampleRate: x.SampleRate, Dependency: x.Dependency}
+			SampleRate: x.SampleRate, Dependency: x.Dependency, InputTokens: x.InTokens, OutputTokens: x.OutTokens}
 		for j := range s.StagesMs {
 			s.StagesMs[j] = math.NaN()
 			if j < len(x.StagesMs) && x.StagesMs[j] != nil {

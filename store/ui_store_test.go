@@ -172,6 +172,9 @@ func TestSnapshotRoundTripAndQueries(t *testing.T) {
 	if len(got.FrozenCurves) != 2 || len(got.FrozenEvents) != 2 || len(got.FrozenSamples) != 10 || string(got.Analysis) != `{"p99_before_ms":1}` {
 		t.Fatalf("round trip: %d curves, %d events, %d samples, analysis %s", len(got.FrozenCurves), len(got.FrozenEvents), len(got.FrozenSamples), got.Analysis)
 	}
+	if g := got.FrozenSamples[7]; g.InputTokens != 7 || g.OutputTokens != 21 {
+		t.Errorf("a frozen sample's token counts: %d %d, want 7 21", g.InputTokens, g.OutputTokens)
+	}
 	if !math.IsNaN(got.FrozenSamples[3].StagesMs[correlate.StageQueue]) || got.FrozenSamples[3].StagesMs[correlate.StageExec] != 1.5 {
 		t.Fatalf("stages after the round trip: %v", got.FrozenSamples[3].StagesMs)
 	}

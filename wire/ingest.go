@@ -48,6 +48,10 @@ type Sample struct {
 	// Dependency names what the downstream stage called (OTel's
 	// peer.service), when the sender knows it.
 	Dependency string `json:"dependency,omitempty"`
+	// InputTokens and OutputTokens are an LLM request's prompt and
+	// generated tokens (OTel's gen_ai.usage.*), when the sender knows them.
+	InputTokens  int `json:"input_tokens,omitempty"`
+	OutputTokens int `json:"output_tokens,omitempty"`
 }
 
 // sampleTime is how NewSample writes times: milliseconds always shown, the
@@ -61,6 +65,7 @@ func NewSample(s correlate.Sample) Sample {
 		RequestID: s.RequestID, Time: s.Time.UTC().Format(sampleTime), Model: s.Model, Version: s.Version,
 		Tenant: s.Tenant, Replica: s.Replica, Node: s.Node, Entry: s.Entry, BatchSize: s.BatchSize,
 		Status: s.Status, TotalMs: &total, StagesMs: Stages(s.StagesMs), SampleRate: &rate, Dependency: s.Dependency,
+		InputTokens: s.InputTokens, OutputTokens: s.OutputTokens,
 	}
 }
 
@@ -71,7 +76,7 @@ func (w *Sample) Domain(t time.Time) correlate.Sample {
 	s := correlate.Sample{
 		RequestID: w.RequestID, Time: t, Model: w.Model, Version: w.Version, Tenant: w.Tenant, Replica: w.Replica,
 		Node: w.Node, Entry: w.Entry, BatchSize: w.BatchSize, Status: w.Status, StagesMs: w.StagesMs, SampleRate: 1,
-		Dependency: w.Dependency,
+		Dependency: w.Dependency, InputTokens: w.InputTokens, OutputTokens: w.OutputTokens,
 	}
 	if w.TotalMs != nil {
 		s.TotalMs = *w.TotalMs

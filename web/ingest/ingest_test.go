@@ -132,6 +132,11 @@ func TestSamplesCheckEveryRecord(t *testing.T) {
 	if err := next(&s); err != nil || s.TotalMs != 12.5 || s.SampleRate != 1 || s.StagesMs[correlate.StageQueue] != 2 {
 		t.Fatalf("first sample %+v (%v)", s, err)
 	}
+	// An LLM request's token counts, when sent.
+	b, _ = ingest.Open(post("application/x-ndjson", "", []byte(strings.Replace(ok, `"total_ms"`, `"input_tokens":812,"output_tokens":64,"total_ms"`, 1))), lim)
+	if err := ingest.Samples(b, lim, now)(&s); err != nil || s.InputTokens != 812 || s.OutputTokens != 64 {
+		t.Fatalf("token counts: %d %d (%v)", s.InputTokens, s.OutputTokens, err)
+	}
 	if st, line, field := status(t, next(&s)); st != 422 || line != 2 || field != "total_ms" {
 		t.Fatalf("negative total: %d line %d field %s", st, line, field)
 	}
@@ -147,6 +152,8 @@ func TestSamplesCheckEveryRecord(t *testing.T) {
 		"stages_ms.queue": strings.Replace(ok, `"queue":2`, `"queue":1e300`, 1),
 		"stages_ms.exec":  strings.Replace(ok, `"queue":2`, `"queue":2,"exec":-3`, 1),
 		"sample_rate":     strings.Replace(ok, `"total_ms"`, `"sample_rate":1e308,"total_ms"`, 1),
+		"input_tokens":    strings.Replace(ok, `"total_ms"`, `"input_tokens":-4,"total_ms"`, 1),
+		"output_tokens":   strings.Replace(ok, `"total_ms"`, `"output_tokens":16777217,"total_ms"`, 1),
 	} {
 		b, _ = ingest.Open(post("application/x-ndjson", "", []byte(rec)), lim)
 		if st, _, got := status(t, ingest.Samples(b, lim, now)(&s)); st != 422 || got != field {

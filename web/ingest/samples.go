@@ -72,6 +72,12 @@ func checkSample(w *wire.Sample, line int, lim Limits, now time.Time, dst *corre
 	if w.BatchSize < 0 || w.BatchSize > maxBatchSize {
 		return bad("batch_size", "want 0 (unknown) to %d, got %d", maxBatchSize, w.BatchSize)
 	}
+	if w.InputTokens < 0 || w.InputTokens > correlate.MaxTokens {
+		return bad("input_tokens", "want 0 (unknown) to %d, got %d", correlate.MaxTokens, w.InputTokens)
+	}
+	if w.OutputTokens < 0 || w.OutputTokens > correlate.MaxTokens {
+		return bad("output_tokens", "want 0 (unknown) to %d, got %d", correlate.MaxTokens, w.OutputTokens)
+	}
 	if w.SampleRate != nil && (*w.SampleRate < 1 || *w.SampleRate > correlate.MaxSampleRate) {
 		return bad("sample_rate", "want 1 to %g (one in N requests kept), got %v", correlate.MaxSampleRate, *w.SampleRate)
 	}

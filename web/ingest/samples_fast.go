@@ -63,6 +63,23 @@ func (p *sampleParser) parse(b []byte, w *wire.Sample) bool {
 	}
 }
 
+// countInto reads a count (a non-negative integer) or null into dst.
+func (p *sampleParser) countInto(dst *int) bool {
+	if p.null() {
+		return true
+	}
+	tok, ok := p.number()
+	if !ok {
+		return false
+	}
+	n, err := strconv.Atoi(string(tok)) // fails (and so gives up) on 4.0 or 1e3, as encoding/json would
+	if err != nil || n < 0 {
+		return false
+	}
+	*dst = n
+	return true
+}
+
 func (p *sampleParser) value(key []byte, w *wire.Sample) bool {
 	switch string(key) {
 	case "request_id":
@@ -90,19 +107,11 @@ func (p *sampleParser) value(key []byte, w *wire.Sample) bool {
 	case "dependency":
 		return p.strInto(&w.Dependency)
 	case "batch_size":
-		if p.null() {
-			return true
-		}
-		tok, ok := p.number()
-		if !ok {
-			return false
-		}
-		n, err := strconv.Atoi(string(tok)) // fails (and so gives up) on 4.0 or 1e3, as encoding/json would
-		if err != nil || n < 0 {
-			return false
-		}
-		w.BatchSize = n
-		return true
+		return p.countInto(&w.BatchSize)
+	case "input_tokens":
+		return p.countInto(&w.InputTokens)
+	case "output_tokens":
+		return p.countInto(&w.OutputTokens)
 	case "total_ms":
 		if p.null() {
 			w.TotalMs = nil
