@@ -1669,3 +1669,49 @@ func TestRulesDoNotScanTheResourcePerSpan(t *testing.T) {
 		t.Errorf("a key without a slot: %+v %v", v, ok)
 	}
 }
+
+// An LLM request's token counts come from the GenAI attributes: vLLM's
+// names (gen_ai.usage.prompt_tokens, completion_tokens) on its own span;
+// the current ones on a gateway's span where the model server says
+// nothing (a gateway that reads the answer's usage). The model server's
+// count wins over the gateway's, and counts never split the spans'
+// shared label sets.
+func TestTokenCountsComeFromTheGenAIUsageAttributes(t *testing.T) {
+	a, ck, sk := newTest(t, DefaultConfig())
+	start := ck.now().Add(-time.Minute)
+	gw := map[string]any{"service.name": "gateway"}
+	vllm := map[string]any{"service.name": "vllm", "k8s.pod.name": "vllm-0"}
+	// 1: both counts on the model server's span (a gateway's guess too).
+	mustAdd(t, a, request(traceID(1), start, gw,
+		tspan{id: 1, name: "POST /v1/chat", kind: server, from: 0, to: 100,
+			attrs: map[string]any{"http.route": "/v1/chat", "gen_ai.usage.output_tokens": 999}},
+		tspan{id: 3, parent: 1, name: "POST", kind: client, from: 5, to: 95, attrs: map[string]any{"server.address": "vllm"}}))
+	mustAdd(t, a, request(traceID(1), start, vllm,
+		tspan{id: 4, parent: 3, name: "llm_request", kind: server, from: 6, to: 94, attrs: map[string]any{
+			"gen_ai.response.model": "llama-8b", "gen_ai.usage.prompt_tokens": 812, "gen_ai.usage.completion_tokens": "64"}}))
+	// 2: only the gateway knows them; 3: nobody does (or says nonsense).
+	mustAdd(t, a, request(traceID(2), start, gw,
+		tspan{id: 1, name: "POST /v1/chat", kind: server, from: 0, to: 100, attrs: map[string]any{"http.route": "/v1/chat",
+			"gen_ai.request.model": "llama-8b", "gen_ai.usage.input_tokens": 33, "gen_ai.usage.output_tokens": 2048}}))
+	mustAdd(t, a, request(traceID(3), start, gw,
+		tspan{id: 1, name: "POST /v1/chat", kind: server, from: 0, to: 100, attrs: map[string]any{"http.route": "/v1/chat",
+			"gen_ai.request.model": "llama-8b", "gen_ai.usage.input_tokens": -5, "gen_ai.usage.output_tokens": "many"}}))
+	ck.add(10 * time.Second)
+	flush(t, a)
+	if len(sk.got) != 3 {
+		t.Fatalf("%d samples", len(sk.got))
+	}
+	got := map[string][2]int{}
+	for _, s := range sk.got {
+		got[s.RequestID] = [2]int{s.InputTokens, s.OutputTokens}
+	}
+	for tid, want := range map[byte][2]int{1: {812, 64}, 2: {33, 2048}, 3: {0, 0}} {
+		rid := fmt.Sprintf("%x", traceID(tid))
+		if got[rid] != want {
+			t.Errorf("trace %d: tokens %v, want %v", tid, got[rid], want)
+		}
+	}
+	if n := len(a.m.dimSets); n > 4 {
+		t.Errorf("%d shared label sets for 3 traces: token counts were taken for labels", n)
+	}
+}

@@ -79,7 +79,16 @@ const (
 	// (vllm-project/vllm#47633), so a vLLM behind a gateway that names
 	// none either is known only by its process' service.name.
 	DimService Dim = "model_fallback"
+	// DimInputTokens and DimOutputTokens are an LLM request's prompt and
+	// generated tokens: counts, read as numbers (tokenDims), not labels.
+	DimInputTokens  Dim = "input_tokens"
+	DimOutputTokens Dim = "output_tokens"
 )
+
+// tokenDims are the dimensions that are token counts, in Sample order
+// (input, output): numbers per request, which the mapper keeps out of its
+// shared label sets.
+var tokenDims = [2]Dim{DimInputTokens, DimOutputTokens}
 
 // dims lists every Dim, in the order of the YAML's documentation.
 var dims = []Dim{DimModel, DimVersion, DimTenant, DimReplica, DimNode, DimEntry, DimBatchSize, DimSampleRate,
@@ -188,6 +197,10 @@ func DefaultConfig() Config {
 			// 200 whatever the call's end (Envoy tags both).
 			DimStatusCode: {"rpc.grpc.status_code", "grpc.status_code", "http.response.status_code", "http.status_code"},
 			DimService:    {"service.name"},
+			// OTel's GenAI conventions, then their names before 1.27
+			// (vLLM's spans) and OpenLLMetry's.
+			DimInputTokens:  {"gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.usage.prompt_tokens"},
+			DimOutputTokens: {"gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.usage.completion_tokens"},
 		},
 	}
 }
@@ -342,9 +355,9 @@ func ParseConfig(name string, data []byte) (Config, error) {
 	for k, attrs := range s.Dimensions {
 		d := Dim(k)
 		if _, ok := c.Dims[d]; !ok {
-			known := make([]string, len(dims))
-			for i, d := range dims {
-				known[i] = string(d)
+			known := make([]string, 0, len(dims)+len(tokenDims))
+			for _, d := range append(dims[:len(dims):len(dims)], tokenDims[:]...) {
+				known = append(known, string(d))
 			}
 			return c, bad("dimensions."+k, "unknown dimension; known: %s", strings.Join(known, ", "))
 		}

@@ -380,6 +380,21 @@ func (a *Assembler) build(id [16]byte, sp []span, expired bool, now time.Time) (
 			out.Dependency, best = d.name, d.ns
 		}
 	}
+	// Token counts: the model server's, else those of the first span (in
+	// the walk's order) that has them — a gateway that reads the answer's
+	// usage, an LLM client span.
+	var tokens [2]int32
+	if srvAt >= 0 {
+		tokens = sp[srvAt].tokens
+	}
+	for _, i := range order {
+		for k := range tokens {
+			if tokens[k] == 0 {
+				tokens[k] = sp[i].tokens[k]
+			}
+		}
+	}
+	out.InputTokens, out.OutputTokens = int(tokens[0]), int(tokens[1])
 	return out, 0, true
 }
 

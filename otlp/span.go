@@ -40,6 +40,9 @@ type span struct {
 	// has the same (spans of one resource mostly do); never nil.
 	dims *[numDims]string
 	name string
+	// tokens are the span's prompt and generated token counts (tokenDims;
+	// 0: not on the span).
+	tokens [2]int32
 }
 
 // timed is a stage's time taken from an attribute.
@@ -123,6 +126,7 @@ type mapper struct {
 	// cfg.AttrStages and error.type.
 	ruleSlot, stageSlot []int
 	errSlot             int
+	tokenSlot           [2][]int // of cfg.Dims[tokenDims[i]], in order
 	spanVals            slotVals // the span being resolved's (scratch)
 	res                 resDims  // the resource being read's (scratch)
 	// dimSets shares spans' dimension values (bounded like ruleCache),
@@ -245,6 +249,11 @@ func newMapper(cfg Config) *mapper {
 		m.stageSlot = append(m.stageSlot, slot(as.Attr))
 	}
 	m.errSlot = slot("error.type")
+	for i, d := range tokenDims {
+		for _, key := range cfg.Dims[d] {
+			m.tokenSlot[i] = append(m.tokenSlot[i], slot(key))
+		}
+	}
 	for i, d := range dims {
 		for p, key := range cfg.Dims[d] {
 			u, ok := m.keys[key]
@@ -586,6 +595,19 @@ func (m *mapper) resolve(dst *span, sp *wireSpan, req *decoded, res *resDims) {
 	}
 	if nextra > 0 {
 		dst.extra = append([]timed(nil), extra[:nextra]...)
+	}
+	for i, slots := range m.tokenSlot {
+		dst.tokens[i] = 0
+		for p, s := range slots {
+			v, ok := a.slot(s, m.cfg.Dims[tokenDims[i]][p])
+			if !ok {
+				continue
+			}
+			if f, ok := number(v); ok && f >= 1 && f <= correlate.MaxTokens {
+				dst.tokens[i] = int32(f)
+				break
+			}
+		}
 	}
 	if len(m.eventNames) > 0 {
 		for _, ev := range req.events[sp.events.lo:sp.events.hi] {
