@@ -592,6 +592,7 @@ func sampleSummary(ss *sampleSet, affected map[string]bool) SampleSummary {
 		}
 	}
 	s.SlowRequests = math.Round(s.SlowRequests)
+	s.Tokens = sampleTokens(ss, affected)
 	switch {
 	case len(bases) > 1:
 		s.SlowBasis = SlowBasisMixed
@@ -601,6 +602,32 @@ func sampleSummary(ss *sampleSet, affected map[string]bool) SampleSummary {
 		s.SlowBasis = SlowBasisBaseline
 	}
 	return s
+}
+
+// sampleTokens compares the generated tokens of the spike's slow requests
+// with the others' (affected models, all when none is), nil unless both
+// groups have minSlowToJudge samples that carry a count: too few say more
+// about the sampler than about the requests.
+func sampleTokens(ss *sampleSet, affected map[string]bool) *SampleTokens {
+	var out, speed [2][]weighted // [other, slow]
+	for _, i := range ss.during {
+		s := &ss.all[i]
+		if s.OutputTokens <= 0 || len(affected) > 0 && !affected[s.Model] {
+			continue
+		}
+		g := 0
+		if ss.slow[i] {
+			g = 1
+		}
+		out[g] = append(out[g], weighted{float64(s.OutputTokens), s.SampleRate})
+		speed[g] = append(speed[g], weighted{s.TotalMs / float64(s.OutputTokens), s.SampleRate})
+	}
+	if len(out[0]) < minSlowToJudge || len(out[1]) < minSlowToJudge {
+		return nil
+	}
+	return &SampleTokens{Slow: len(out[1]), Other: len(out[0]),
+		SlowOutputTokens: weightedQuantile(out[1], 0.5), OtherOutputTokens: weightedQuantile(out[0], 0.5),
+		SlowMsPerToken: weightedQuantile(speed[1], 0.5), OtherMsPerToken: weightedQuantile(speed[0], 0.5)}
 }
 
 // sampleLatencyCurves builds per-model P50/P95/P99 curves from samples in

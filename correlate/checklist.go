@@ -184,6 +184,9 @@ func samplesStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 	} else {
 		sm = append(sm, NoConcentration(a.Samples.Slow, a.Samples.During))
 	}
+	if line := tokensLine(a.Samples.Tokens); line != "" {
+		sm = append(sm, line)
+	}
 	// The tenant's share is of the first model's slow requests: judged on
 	// that model's own count, not the incident's (another model's 580 let
 	// 2 of 3 read as "67 % of its slow requests").
@@ -193,6 +196,28 @@ func samplesStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 	}
 	st.Answer = strings.Join(sm, " ")
 	return st
+}
+
+// tokensLine says whether the slow requests were the long ones, from the
+// samples' token counts ("" without them): longer at the usual time per
+// token, their length sets them apart; as long as the others, it does not.
+func tokensLine(t *SampleTokens) string {
+	if t == nil || t.OtherOutputTokens <= 0 || t.OtherMsPerToken <= 0 {
+		return ""
+	}
+	ratio, speed := t.SlowOutputTokens/t.OtherOutputTokens, t.SlowMsPerToken/t.OtherMsPerToken
+	figures := fmt.Sprintf("a median of %.0f generated tokens against %.0f for the others", t.SlowOutputTokens, t.OtherOutputTokens)
+	switch {
+	case ratio >= lengthLonger && speed < lengthLonger:
+		return fmt.Sprintf("The slow requests were the long ones: %s (×%.1f), at about the usual time per token (%s against %s): their length, not the servers' speed, sets them apart.",
+			figures, ratio, fmtMs(t.SlowMsPerToken), fmtMs(t.OtherMsPerToken))
+	case ratio >= lengthLonger:
+		return fmt.Sprintf("The slow requests were longer (%s, ×%.1f) and slower per token too (%s against %s): their length explains only part of it.",
+			figures, ratio, fmtMs(t.SlowMsPerToken), fmtMs(t.OtherMsPerToken))
+	case ratio < lengthFlat:
+		return fmt.Sprintf("The slow requests were no longer than the others (%s): their length does not explain them.", figures)
+	}
+	return ""
 }
 
 // minSlowToJudge is the fewest slow samples from which the concentration

@@ -295,7 +295,8 @@ func (k *concCounts) pairs(opt ConcentrationOptions) []cand {
 // foldOrder ranks dimensions for naming a folded row: the most specific,
 // most actionable name first (a version says more than the model it is
 // the only version of).
-var foldOrder = []string{"version", "replica", "node", "tenant", "model", "entry", "status", "batch_size", "replica_age"}
+var foldOrder = []string{"version", "replica", "node", "tenant", "model", "entry", "status", "batch_size", "replica_age",
+	"dependency", "output_tokens", "input_tokens"}
 
 func foldRank(name string) int {
 	for i, n := range foldOrder {

@@ -399,7 +399,8 @@ func (f *facts) topLocalIn(models []string) (Concentration, bool) {
 
 func dimString(c Concentration) string {
 	s := ""
-	for _, k := range []string{"model", "version", "tenant", "replica", "node", "entry", "status", "batch_size", "replica_age"} {
+	for _, k := range []string{"model", "version", "tenant", "replica", "node", "entry", "status", "batch_size", "replica_age",
+		"dependency", "output_tokens", "input_tokens"} {
 		if v, ok := c.Dims[k]; ok {
 			if s != "" {
 				s += " and "

@@ -276,6 +276,24 @@ type SampleSummary struct {
 	// models' part is their own slowest tenth; see Impact.SlowBasis).
 	// Empty with no slow sample counted, and in analyses stored before it.
 	SlowBasis string `json:"slow_basis,omitempty"`
+	// Tokens compares the generated tokens of the slow requests with the
+	// others' (same models, same window), where the samples carry them:
+	// are the slow requests just the long ones?
+	Tokens *SampleTokens `json:"tokens,omitempty"`
+}
+
+// SampleTokens is the slow requests' generated tokens against the other
+// requests' during the spike (weighted medians, of the samples that
+// carry a count), and the time each took per generated token (total
+// latency ÷ tokens, queue and prefill included): a slow request that is
+// long at the usual speed per token is slow because it is long.
+type SampleTokens struct {
+	Slow              int     `json:"slow"`  // slow samples with a count
+	Other             int     `json:"other"` // other samples with a count
+	SlowOutputTokens  float64 `json:"slow_output_tokens"`
+	OtherOutputTokens float64 `json:"other_output_tokens"`
+	SlowMsPerToken    float64 `json:"slow_ms_per_token"`
+	OtherMsPerToken   float64 `json:"other_ms_per_token"`
 }
 
 // What a count of slow requests was judged against.

@@ -212,8 +212,8 @@ func (ss *sampleSet) models() []string {
 	return out
 }
 
-// batchBucket groups batch sizes into powers of two, so the dimension has a
-// handful of values: "1", "2", "3-4", "5-8", …
+// batchBucket groups batch sizes (and token counts) into powers of two,
+// so the dimension has a handful of values: "1", "2", "3-4", "5-8", …
 func batchBucket(n int) string {
 	if n <= 0 {
 		return ""
@@ -276,6 +276,14 @@ func (ss *sampleSet) concentrationTable(models map[string]bool) concTable {
 	if ss.hasDependency() {
 		dims = append(dims, enc("dependency", func(s *Sample) string { return s.Dependency }))
 	}
+	if in, out := ss.hasTokens(); in || out {
+		if in {
+			dims = append(dims, enc("input_tokens", func(s *Sample) string { return batchBucket(s.InputTokens) }))
+		}
+		if out {
+			dims = append(dims, enc("output_tokens", func(s *Sample) string { return batchBucket(s.OutputTokens) }))
+		}
+	}
 	t := concTable{dims: dims, slow: ss.slow, rows: rows, weight: make([]float64, n), latency: make([]float64, n)}
 	for i := range ss.all {
 		t.weight[i] = ss.all[i].SampleRate
@@ -324,6 +332,19 @@ func fillTailShares(rows []Concentration, ss *sampleSet) {
 }
 
 // hasDependency reports whether any sample names its dependency.
+// hasTokens reports whether any sample during the spike carries prompt
+// (in) or generated (out) token counts.
+func (ss *sampleSet) hasTokens() (in, out bool) {
+	for _, i := range ss.during {
+		in = in || ss.all[i].InputTokens > 0
+		out = out || ss.all[i].OutputTokens > 0
+		if in && out {
+			break
+		}
+	}
+	return in, out
+}
+
 func (ss *sampleSet) hasDependency() bool {
 	for i := range ss.all {
 		if ss.all[i].Dependency != "" {

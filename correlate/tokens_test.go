@@ -1,0 +1,78 @@
+package correlate
+
+import (
+	"strings"
+	"testing"
+)
+
+// samplesAnswer is the analysis' samples step.
+func samplesAnswer(t *testing.T, a Analysis) string {
+	t.Helper()
+	for _, st := range a.Checklist {
+		if st.Step == "samples" {
+			return st.Answer
+		}
+	}
+	t.Fatal("no samples step")
+	return ""
+}
+
+// During the spike a quarter of chat's requests generate eight times the
+// tokens at the usual time per token: the slow requests are the long
+// ones, and the samples step says so, with the figures; the output
+// tokens' bucket is where slow requests concentrate.
+func TestSlowRequestsThatAreTheLongOnesAreSaidToBe(t *testing.T) {
+	x := newFixture()
+	x.p99("chat", 100, 300)
+	x.sampleRun(20, Scope{Model: "chat", Replica: "chat-0"}, 100, 100, func(s *Sample, during bool) {
+		s.InputTokens, s.OutputTokens = 500, 200
+		if during && len(x.samples)%4 == 0 {
+			s.OutputTokens = 1600
+			s.TotalMs *= 8
+		}
+	})
+	a := x.analyze()
+	tk := a.Samples.Tokens
+	if tk == nil || tk.SlowOutputTokens != 1600 || tk.OtherOutputTokens != 200 {
+		t.Fatalf("tokens %+v, want slow 1600 against 200", tk)
+	}
+	ans := samplesAnswer(t, a)
+	if !strings.Contains(ans, "The slow requests were the long ones: a median of 1600 generated tokens against 200 for the others (×8.0)") ||
+		!strings.Contains(ans, "not the servers' speed") {
+		t.Errorf("samples step: %s", ans)
+	}
+	found := false
+	for _, c := range a.Concentration {
+		if c.Dims["output_tokens"] == "1025-2048" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no concentration on output_tokens 1025-2048: %+v", a.Concentration)
+	}
+}
+
+// The slow requests generate as many tokens as the others: their length
+// does not explain them, and the step says that; samples without counts
+// say nothing of tokens.
+func TestSlowRequestsOfUsualLengthAreNotBlamedOnLength(t *testing.T) {
+	x := newFixture()
+	x.p99("chat", 100, 300)
+	x.sampleRun(20, Scope{Model: "chat", Replica: "chat-0"}, 100, 100, func(s *Sample, during bool) {
+		s.OutputTokens = 200 + len(x.samples)%7
+		if during && len(x.samples)%4 == 0 {
+			s.TotalMs *= 4
+		}
+	})
+	ans := samplesAnswer(t, x.analyze())
+	if !strings.Contains(ans, "The slow requests were no longer than the others") || !strings.Contains(ans, "their length does not explain them") {
+		t.Errorf("samples step: %s", ans)
+	}
+	for i := range x.samples {
+		x.samples[i].OutputTokens = 0
+	}
+	a := x.analyze()
+	if a.Samples.Tokens != nil || strings.Contains(samplesAnswer(t, a), "tokens") {
+		t.Errorf("samples without counts: %+v, %s", a.Samples.Tokens, samplesAnswer(t, a))
+	}
+}
