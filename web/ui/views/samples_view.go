@@ -31,6 +31,9 @@ type SampleTable struct {
 	// Pick says how the slow requests were picked, PickHref/PickText the
 	// other way (spread over the window and replicas, or slowest only).
 	Pick, PickHref, PickText string
+	// Tokens: some request of the page carries token counts (an LLM's):
+	// the table shows them, prompt → generated.
+	Tokens bool
 }
 
 // SortColumn is a sortable header: clicking sorts by it, or flips it.
@@ -42,6 +45,7 @@ type SortColumn struct {
 // SampleRow is one request.
 type SampleRow struct {
 	ID, Time, Model, Version, Tenant, Replica, Node, Batch, Status, Total string
+	Tokens                                                                string // "812 → 64"; "" without counts
 	Segments                                                              []Segment
 	DetailHref                                                            string
 }
@@ -172,7 +176,9 @@ func BuildSampleTable(in SampleTableInput) SampleTable {
 		scale = math.Max(scale, x.TotalMs)
 	}
 	for _, x := range in.Page.Samples {
-		t.Rows = append(t.Rows, sampleRow(x, scale, in.DetailBase, in.Ref, s.Live))
+		r := sampleRow(x, scale, in.DetailBase, in.Ref, s.Live)
+		t.Tokens = t.Tokens || r.Tokens != ""
+		t.Rows = append(t.Rows, r)
 	}
 	return t
 }
@@ -188,6 +194,7 @@ func sampleRow(x correlate.Sample, scale float64, detailBase string, ref time.Ti
 	if x.BatchSize > 0 {
 		r.Batch = strconv.Itoa(x.BatchSize)
 	}
+	r.Tokens = tokensText(x)
 	if scale <= 0 {
 		scale = 1
 	}
@@ -199,6 +206,21 @@ func sampleRow(x correlate.Sample, scale float64, detailBase string, ref time.Ti
 		r.Segments = append(r.Segments, Segment{Class: "st" + strconv.Itoa(i), Width: pct(v / scale), Title: name + " " + FmtMs(v)})
 	}
 	return r
+}
+
+// tokensText is a request's prompt and generated tokens, "812 → 64" ("?"
+// for the one not known), "" when neither is.
+func tokensText(x correlate.Sample) string {
+	if x.InputTokens <= 0 && x.OutputTokens <= 0 {
+		return ""
+	}
+	n := func(v int) string {
+		if v <= 0 {
+			return "?"
+		}
+		return thousands(float64(v))
+	}
+	return n(x.InputTokens) + " → " + n(x.OutputTokens)
 }
 
 // SampleDetail is one request next to what was typical.
@@ -243,6 +265,12 @@ func BuildSampleDetail(x correlate.Sample, an *correlate.Analysis) SampleDetail 
 	}
 	if x.BatchSize > 0 {
 		d.Dims = append(d.Dims, KV{"batch size", strconv.Itoa(x.BatchSize)})
+	}
+	if tk := tokensText(x); tk != "" {
+		d.Dims = append(d.Dims, KV{"tokens (prompt → generated)", tk})
+	}
+	if x.Dependency != "" {
+		d.Dims = append(d.Dims, KV{"dependency", x.Dependency})
 	}
 	if x.SampleRate > 1 {
 		d.Dims = append(d.Dims, KV{"sampled", "1 in " + FmtNum(x.SampleRate)})

@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -340,6 +341,21 @@ func TestSampleTable(t *testing.T) {
 	}
 	if !strings.Contains(tb.Note, "m ≥ 300 ms") {
 		t.Errorf("note %q", tb.Note)
+	}
+	if tb.Tokens {
+		t.Error("a page without token counts has a Tokens column")
+	}
+	// An LLM's requests: prompt → generated tokens, in the table and the
+	// detail; an unknown count reads "?".
+	llm, short := mk("c", 900), mk("d", 500)
+	llm.InputTokens, llm.OutputTokens, short.OutputTokens = 1812, 64, 7
+	tb = BuildSampleTable(SampleTableInput{Page: store.SamplePage{Total: 2, Samples: []correlate.Sample{llm, short}}, State: State{Base: "/i"},
+		WindowTotal: 2, SlowMs: map[string]float64{"m": 300}, DetailBase: "/i/samples"})
+	if !tb.Tokens || tb.Rows[0].Tokens != "1,812 → 64" || tb.Rows[1].Tokens != "? → 7" {
+		t.Errorf("tokens: %v %q %q", tb.Tokens, tb.Rows[0].Tokens, tb.Rows[1].Tokens)
+	}
+	if d := BuildSampleDetail(llm, nil); !slices.Contains(d.Dims, KV{"tokens (prompt → generated)", "1,812 → 64"}) {
+		t.Errorf("detail dims %v", d.Dims)
 	}
 	none := BuildSampleTable(SampleTableInput{State: State{Base: "/i"}})
 	if !none.HowTo {
