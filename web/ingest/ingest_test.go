@@ -68,6 +68,7 @@ func TestFramingNumbersRecords(t *testing.T) {
 	}{
 		{"ndjson counts physical lines", "application/x-ndjson", "{}\n\n{}\n", []int{1, 3}},
 		{"an array in a json body", "application/json", " [ {}, {} ] ", []int{1, 2}},
+		{"an array after blank lines", "application/json", "\n\n[{}, {}]", []int{1, 2}},
 		{"ndjson in a json body", "application/json", "{}\n{}", []int{1, 2}},
 	} {
 		got, err := records(t, post(tc.ctype, "", []byte(tc.body)), lim)
@@ -98,6 +99,10 @@ func TestFramingRejects(t *testing.T) {
 		{"too many records", "application/x-ndjson", "", "{}\n{}\n{}\n{}\n", 413, 4, ""},
 		{"broken array", "application/json", "", `[{}, {"a":`, 400, 2, ""},
 		{"data after the array", "application/json", "", `[{}] {}`, 400, 2, ""},
+		// Blank lines before the array are not elements: its second
+		// element is record 2 (they counted as NDJSON lines: 4).
+		{"broken array after blank lines", "application/json", "", "\n\n[{}, {\"a\":", 400, 2, ""},
+		{"too many elements after blank lines", "application/json", "", "\r\n\n[{}, {}, {}, {}]", 413, 4, ""},
 	} {
 		_, err := records(t, post(tc.ctype, tc.encoding, []byte(tc.body)), lim)
 		if err == nil {

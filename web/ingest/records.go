@@ -104,7 +104,9 @@ func (r *recordReader) read() ([]byte, int, error) {
 		}
 		switch {
 		case b == '[':
-			r.array = true
+			// Elements are numbered from the array's start: the blank
+			// lines before it were counted as NDJSON lines.
+			r.array, r.line = true, 0
 			r.cap = &capReader{r: r.br}
 			r.dec = json.NewDecoder(r.cap)
 			r.bound()
