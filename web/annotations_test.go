@@ -69,11 +69,20 @@ func TestGrafanaAnnotationBecomesAnEvent(t *testing.T) {
 		{e.write, `{"text":"x","tags":["model:a","model:b"]}`, http.StatusUnprocessableEntity, "tags[1]"},
 		{e.write, fmt.Sprintf(`{"text":"x","time":%d}`, testNow.Add(48*time.Hour).UnixMilli()), http.StatusUnprocessableEntity, "time"},
 		{e.write, `{"text":`, http.StatusBadRequest, ""},
+		// Text is required, as in Grafana (and the OpenAPI document): a
+		// CD step whose template left the body empty stored an event
+		// that says nothing.
+		{e.write, `{}`, http.StatusUnprocessableEntity, "text"},
+		{e.write, `null`, http.StatusUnprocessableEntity, "text"},
+		{e.write, `{"text":"","tags":["deploy","model:a"]}`, http.StatusUnprocessableEntity, "text"},
 	} {
 		r := e.do(request{method: "POST", path: "/api/annotations", token: tc.token, ctype: "application/json", body: []byte(tc.body)})
 		if r.status != tc.status || r.err.Field != tc.field {
 			t.Errorf("%s: %d field %q (%s), want %d field %q", tc.body, r.status, r.err.Field, r.body, tc.status, tc.field)
 		}
+	}
+	if n := e.count(`SELECT count(*) FROM events WHERE summary = ''`); n != 0 {
+		t.Errorf("%d annotations without text stored", n)
 	}
 }
 

@@ -19,6 +19,12 @@ import (
 func (a *API) CreateAnnotation(c echo.Context) error {
 	in, err := ingest.ReadAnnotation(c.Request(), a.eventLimits(), a.now())
 	e, id := in.Event, in.ID
+	if err == nil && e.Summary == "" {
+		// As Grafana's POST (and the OpenAPI document): an annotation
+		// says something. A body whose template came out empty ({} or
+		// null) was stored as an event at now that says nothing.
+		err = &request.Error{Status: http.StatusUnprocessableEntity, Field: "text", Msg: "required: what the annotation says"}
+	}
 	if err != nil {
 		return a.ingestFailed(c, "annotations", err)
 	}
