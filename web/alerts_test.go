@@ -222,6 +222,11 @@ func TestAlertmanagerBadPayloads(t *testing.T) {
 		{"bad startsAt", `{"groupKey":"g","status":"firing","alerts":[{"status":"firing","labels":{"a":"b"},"startsAt":"2026-11-29T11:00:00Z"},{"status":"firing","startsAt":"yesterday"}]}`, 422, "alerts[1].startsAt"},
 		{"bad endsAt", `{"groupKey":"g","status":"firing","alerts":[{"status":"firing","startsAt":"2026-11-29T11:00:00Z","endsAt":"soon"}]}`, 422, "alerts[0].endsAt"},
 		{"text after", `{"groupKey":"g","status":"firing","alerts":[{"status":"firing","labels":{"a":"b"},"startsAt":"2026-11-29T11:00:00Z"}]} garbage`, 400, ""},
+		// A value of the wrong type names its alert, as a bad time does
+		// (the decoder's "alerts.labels" left the sender to find which).
+		{"label not a string", `{"groupKey":"g","status":"firing","alerts":[{"status":"firing","labels":{"a":"b"},"startsAt":"2026-11-29T11:00:00Z"},{"status":"firing","labels":{"a":1},"startsAt":"2026-11-29T11:00:00Z"}]}`, 422, "alerts[1].labels"},
+		{"status not a string", `{"groupKey":"g","status":"firing","alerts":[{"status":true,"startsAt":"2026-11-29T11:00:00Z"}]}`, 422, "alerts[0].status"},
+		{"alert not an object", `{"groupKey":"g","status":"firing","alerts":[{"status":"firing","startsAt":"2026-11-29T11:00:00Z"},"x"]}`, 422, "alerts[1]"},
 	}
 	for _, c := range cases {
 		r := e.post("/api/v1/alerts/alertmanager", "application/json", []byte(c.body))

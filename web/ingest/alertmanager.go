@@ -10,6 +10,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -65,7 +66,8 @@ func Alertmanager(w http.ResponseWriter, req *http.Request, lim Limits, now time
 		}
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return store.AlertGroup{}, request.Invalid(te.Field, "want %s, got %s", te.Type, te.Value)
+			field, te := alertTypeError(raw, te)
+			return store.AlertGroup{}, request.Invalid(field, "want %s, got %s", jsonType(te.Type.Kind()), te.Value)
 		}
 		var pe *time.ParseError
 		if errors.As(err, &pe) {
@@ -105,6 +107,49 @@ func badAlertTime(raw []byte) string {
 		}
 	}
 	return "alerts"
+}
+
+// alertTypeError names where a value of the wrong type is: the
+// decoder's field leaves out which alert ("alerts.labels"), so the
+// alerts are decoded one by one to find the first that fails
+// ("alerts[1].labels", or "alerts[1]" for one that is no object).
+func alertTypeError(raw []byte, te *json.UnmarshalTypeError) (string, *json.UnmarshalTypeError) {
+	if te.Field != "alerts" && !strings.HasPrefix(te.Field, "alerts.") {
+		return te.Field, te
+	}
+	var loose struct {
+		Alerts []json.RawMessage `json:"alerts"`
+	}
+	if json.Unmarshal(raw, &loose) != nil {
+		return te.Field, te
+	}
+	for i, a := range loose.Alerts {
+		var one wire.AlertmanagerAlert
+		var ate *json.UnmarshalTypeError
+		if err := json.Unmarshal(a, &one); errors.As(err, &ate) {
+			field := fmt.Sprintf("alerts[%d]", i)
+			if ate.Field != "" {
+				field += "." + ate.Field
+			}
+			return field, ate
+		}
+	}
+	return te.Field, te
+}
+
+// jsonType words a Go kind as the JSON type it decodes from.
+func jsonType(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "a number"
 }
 
 // Sizes of what a notification keeps. Texts past them are cut, not
