@@ -1126,3 +1126,37 @@ func TestFrozenShareTitleScrubsEveryTenant(t *testing.T) {
 		t.Errorf("snapshot without its tenants: og:title %q", s)
 	}
 }
+
+// A share link's page said why the incident's analysis failed in the
+// analyzer's own words: the error of the database read, which names the
+// database's host, user and database, a statement timeout, and so on.
+// That is the installation's, not the incident's, and a link reaches its
+// incident and nothing else: the page says the analysis failed, not why.
+// Signed in, the reason stays.
+func TestShareLinkDoesNotQuoteAnalysisErrors(t *testing.T) {
+	e := newUIEnv(t)
+	e.openIncident(t, "")
+	const internal = "failed to connect to `user=waterline-svc database=waterline-prod`: 10.42.7.9:5432 (pg-primary.internal)"
+	share := e.sharePath(t)
+	anon := e.browser()
+	user := e.browser()
+	user.login(e.read)
+	e.storeAnalysis(t)
+	e.failAnalysis(t, "store: curves: "+internal)
+	p := anon.get(share)
+	if p.status != http.StatusOK {
+		t.Fatalf("share page %d", p.status)
+	}
+	banner := strings.TrimSpace(p.doc.Find(`#analysis-banner`).Text())
+	if !strings.Contains(banner, "failed") {
+		t.Errorf("the share page does not say the re-analysis failed: %q", banner)
+	}
+	for _, s := range []string{"10.42.7.9", "pg-primary", "waterline-svc", "waterline-prod"} {
+		if strings.Contains(p.body, s) {
+			t.Errorf("the share page quotes the analysis' error (%q): %q", s, banner)
+		}
+	}
+	if s := user.get(e.incidentPath()); !strings.Contains(s.body, "pg-primary.internal") {
+		t.Error("the signed-in page lost the failure's reason")
+	}
+}

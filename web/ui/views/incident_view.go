@@ -189,6 +189,12 @@ func BuildIncident(in IncidentInput) IncidentPage {
 		h.Window = FmtTime(inc.Start, time.Time{}) + " – ongoing"
 	}
 	st := AnalysisState{Status: in.Status, Version: in.Version, Recomputing: in.Recomputing, Error: in.Error}
+	if in.ReadOnly {
+		// A share link says that the analysis failed, not why: the reason
+		// is the analyzer's error (a database's host and user, a statement
+		// timeout), the installation's and not the incident's.
+		st.Error = ""
+	}
 	if st.Status == "" {
 		st.Status = "none"
 	}
