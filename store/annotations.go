@@ -10,12 +10,16 @@ import (
 
 // EventByIDPrefix returns the event whose id starts with prefix — an
 // annotation found by the number its POST answered, which is a prefix of
-// its id's hash — or ErrNotFound. The id index does not serve a prefix
-// under the database's collation: the scan is the events table's, fine
-// for the rare update or delete of one annotation.
+// its id's hash — or ErrNotFound. The ids starting with prefix are, in
+// byte order, those in [prefix, prefix with its last byte one higher),
+// which the byte-order index on id serves (migration 000022).
 func (s *Store) EventByIDPrefix(ctx context.Context, prefix string) (correlate.Event, error) {
+	if prefix == "" || prefix[len(prefix)-1] >= 0x7f {
+		return correlate.Event{}, ErrNotFound // AnnotationIDPrefix makes neither
+	}
+	upper := prefix[:len(prefix)-1] + string(prefix[len(prefix)-1]+1)
 	rows, err := s.db.Query(ctx, `SELECT id, kind, time, end_time, model, version, tenant, replica, node, source, summary, attrs
-		FROM events WHERE left(id, length($1)) = $1 ORDER BY id LIMIT 1`, prefix)
+		FROM events WHERE id COLLATE "C" >= $1 AND id COLLATE "C" < $2 ORDER BY id COLLATE "C" LIMIT 1`, prefix, upper)
 	if err != nil {
 		return correlate.Event{}, wrap("event", err)
 	}
