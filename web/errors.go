@@ -63,6 +63,9 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	case errors.As(err, &he):
 		status, body = he.Code, wire.Error{Error: fmt.Sprint(he.Message)}
 	case errors.Is(err, context.DeadlineExceeded):
+		// Overloaded, or a read too big for the time limit: the same
+		// request may pass once the load has gone, so say when to retry.
+		c.Response().Header().Set("Retry-After", "5")
 		status, body = http.StatusServiceUnavailable, wire.Error{Error: "request timed out"}
 	case store.IsUnavailable(err):
 		// The client (Alertmanager, a gateway) should retry, which 503 and
