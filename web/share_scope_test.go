@@ -1160,3 +1160,30 @@ func TestShareLinkDoesNotQuoteAnalysisErrors(t *testing.T) {
 		t.Error("the signed-in page lost the failure's reason")
 	}
 }
+
+// A reader without an account who holds a share link is never sent where
+// only a signed-in user can go: the brand does not link to the incidents
+// list (a sign-in page for them), and an error page reached from the link
+// (a bad window in its URL) leads back to the shared incident, not to
+// "Sign in" or the incidents list.
+func TestSharePagesLeadNowhereThatNeedsAnAccount(t *testing.T) {
+	e := newUIEnv(t)
+	e.openIncident(t, "")
+	share := e.sharePath(t)
+	anon := e.browser()
+	for _, path := range []string{share, share + "?from=banana"} {
+		p := anon.get(path)
+		if p.doc == nil {
+			t.Fatalf("%s: %d, no page", path, p.status)
+		}
+		p.doc.Find("a[href]").Each(func(_ int, a *goquery.Selection) {
+			href, _ := a.Attr("href")
+			if href == "/" || strings.HasPrefix(href, "/login") || strings.HasPrefix(href, "/incidents") {
+				t.Errorf("%s (%d): a link to %s (%q)", path, p.status, href, strings.TrimSpace(a.Text()))
+			}
+		})
+		if p.status >= 400 && p.doc.Find(`a[href="`+share+`"]`).Length() == 0 {
+			t.Errorf("%s (%d): no way back to the shared incident", path, p.status)
+		}
+	}
+}

@@ -9,6 +9,7 @@ package ui
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -159,7 +160,18 @@ func (p *Pages) RenderError(c echo.Context, status int, msg string) error {
 		h.Set("HX-Push-Url", "false")
 		return render(c, status, views.ErrorFragment(status, msg))
 	}
-	return p.page(c, status, views.Page{Title: http.StatusText(status)}, views.ErrorPage(status, http.StatusText(status), msg))
+	if tok := c.Param("token"); tok != "" && strings.HasPrefix(c.Path(), "/s/:token") {
+		// Reached through a share link by a reader without an account:
+		// back to the shared incident (when the link works), never to
+		// the incidents list or a sign-in.
+		back := ""
+		if status != http.StatusNotFound {
+			back = "/s/" + url.PathEscape(tok)
+		}
+		return p.page(c, status, views.Page{Title: http.StatusText(status), Shared: true},
+			views.ErrorPage(status, http.StatusText(status), msg, back, "Back to the shared incident"))
+	}
+	return p.page(c, status, views.Page{Title: http.StatusText(status)}, views.ErrorPage(status, http.StatusText(status), msg, "/", "Back to incidents"))
 }
 
 // lazyRetry is the lazy region again, with the reason and a retry, when r
