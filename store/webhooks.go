@@ -356,6 +356,20 @@ func (s *Store) ClaimDueDelivery(ctx context.Context, now time.Time) (DueDeliver
 	return due, wrap("claim delivery", err)
 }
 
+// BoundClaim makes the server end the current transaction (a delivery's
+// claim) and its session if it sits idle for longer than d: a sender whose
+// host dies, or is cut off, mid-send sends no FIN or reset, and the server
+// would keep its claim's row locked for as long as TCP keepalive takes
+// (two hours and more by default) — that delivery, and every later one of
+// its incident for the webhook, which wait behind it. Call it on a Store
+// inside the claim's transaction, with d past the longest a send keeps
+// the transaction idle.
+func (s *Store) BoundClaim(ctx context.Context, d time.Duration) error {
+	_, err := s.db.Exec(ctx, `SELECT set_config('idle_in_transaction_session_timeout', $1, true)`,
+		strconv.FormatInt(max(d.Milliseconds(), 1), 10))
+	return wrap("bound claim", err)
+}
+
 // Attempt is the outcome of one try at sending a delivery.
 type Attempt struct {
 	At         time.Time

@@ -146,6 +146,13 @@ func (d *Dispatcher) DeliverOne(ctx context.Context) (bool, error) {
 		pause time.Time // zero: the receiver is not paused
 	)
 	err := d.st.InTx(actx, func(tx *store.Store) error {
+		// The row stays locked while it is sent: should this replica's host
+		// die or be cut off mid-send, the server ends the claim once it
+		// has sat idle past the send's time limit, and another replica
+		// sends it again (at least once), not hours later.
+		if err := tx.BoundClaim(actx, d.opt.Timeout+claimIdleMargin); err != nil {
+			return err
+		}
 		due, err := tx.ClaimDueDelivery(actx, d.opt.Now())
 		if errors.Is(err, store.ErrNotFound) {
 			return errNothingDue
@@ -182,6 +189,11 @@ func (d *Dispatcher) DeliverOne(ctx context.Context) (bool, error) {
 	}
 	return true, nil
 }
+
+// claimIdleMargin is how much longer than the attempt timeout a claim's
+// transaction may sit idle on the server (logging, a slow first byte of
+// the outcome's write) before the server takes its sender for gone.
+const claimIdleMargin = 10 * time.Second
 
 // slowAnswerShare: an error answer that took at least this share of the
 // attempt timeout (1/4: 2.5 s by default) pauses the whole receiver.
