@@ -605,11 +605,16 @@ func sampleSummary(ss *sampleSet, affected map[string]bool) SampleSummary {
 }
 
 // sampleTokens compares the generated tokens of the spike's slow requests
-// with the others' (affected models, all when none is), nil unless both
-// groups have minSlowToJudge samples that carry a count: too few say more
-// about the sampler than about the requests.
+// with the others' of the same model (affected models, all when none is),
+// nil unless both groups have minSlowToJudge samples that carry a count:
+// too few say more about the sampler than about the requests. Models'
+// lengths differ, so the groups are never pooled across models (a slow
+// model of long answers beside a fast one of short answers would read as
+// "the slow requests were the long ones"): of the models that can be
+// judged, the one with most slow samples is compared.
 func sampleTokens(ss *sampleSet, affected map[string]bool) *SampleTokens {
-	var out, speed [2][]weighted // [other, slow]
+	type groups struct{ out, speed [2][]weighted } // [other, slow]
+	byModel := map[string]*groups{}
 	for _, i := range ss.during {
 		s := &ss.all[i]
 		if s.OutputTokens <= 0 || len(affected) > 0 && !affected[s.Model] {
@@ -619,15 +624,30 @@ func sampleTokens(ss *sampleSet, affected map[string]bool) *SampleTokens {
 		if ss.slow[i] {
 			g = 1
 		}
-		out[g] = append(out[g], weighted{float64(s.OutputTokens), s.SampleRate})
-		speed[g] = append(speed[g], weighted{s.TotalMs / float64(s.OutputTokens), s.SampleRate})
+		m := byModel[s.Model]
+		if m == nil {
+			m = &groups{}
+			byModel[s.Model] = m
+		}
+		m.out[g] = append(m.out[g], weighted{float64(s.OutputTokens), s.SampleRate})
+		m.speed[g] = append(m.speed[g], weighted{s.TotalMs / float64(s.OutputTokens), s.SampleRate})
 	}
-	if len(out[0]) < minSlowToJudge || len(out[1]) < minSlowToJudge {
+	best := ""
+	for m, g := range byModel {
+		if len(g.out[0]) < minSlowToJudge || len(g.out[1]) < minSlowToJudge {
+			continue
+		}
+		if b := byModel[best]; best == "" || len(g.out[1]) > len(b.out[1]) || len(g.out[1]) == len(b.out[1]) && m < best {
+			best = m
+		}
+	}
+	if best == "" {
 		return nil
 	}
-	return &SampleTokens{Slow: len(out[1]), Other: len(out[0]),
-		SlowOutputTokens: weightedQuantile(out[1], 0.5), OtherOutputTokens: weightedQuantile(out[0], 0.5),
-		SlowMsPerToken: weightedQuantile(speed[1], 0.5), OtherMsPerToken: weightedQuantile(speed[0], 0.5)}
+	g := byModel[best]
+	return &SampleTokens{Model: best, Slow: len(g.out[1]), Other: len(g.out[0]),
+		SlowOutputTokens: weightedQuantile(g.out[1], 0.5), OtherOutputTokens: weightedQuantile(g.out[0], 0.5),
+		SlowMsPerToken: weightedQuantile(g.speed[1], 0.5), OtherMsPerToken: weightedQuantile(g.speed[0], 0.5)}
 }
 
 // sampleLatencyCurves builds per-model P50/P95/P99 curves from samples in

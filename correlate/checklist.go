@@ -184,7 +184,7 @@ func samplesStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 	} else {
 		sm = append(sm, NoConcentration(a.Samples.Slow, a.Samples.During))
 	}
-	if line := tokensLine(a.Samples.Tokens); line != "" {
+	if line := tokensLine(a.Samples.Tokens, len(f.affected) > 1); line != "" {
 		sm = append(sm, line)
 	}
 	// The tenant's share is of the first model's slow requests: judged on
@@ -201,21 +201,27 @@ func samplesStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 // tokensLine says whether the slow requests were the long ones, from the
 // samples' token counts ("" without them): longer at the usual time per
 // token, their length sets them apart; as long as the others, it does not.
-func tokensLine(t *SampleTokens) string {
+// The figures are one model's (t.Model), named where the incident has
+// several.
+func tokensLine(t *SampleTokens, named bool) string {
 	if t == nil || t.OtherOutputTokens <= 0 || t.OtherMsPerToken <= 0 {
 		return ""
+	}
+	who := "The slow requests"
+	if named && t.Model != "" {
+		who = "The slow requests of " + t.Model
 	}
 	ratio, speed := t.SlowOutputTokens/t.OtherOutputTokens, t.SlowMsPerToken/t.OtherMsPerToken
 	figures := fmt.Sprintf("a median of %.0f generated tokens against %.0f for the others", t.SlowOutputTokens, t.OtherOutputTokens)
 	switch {
 	case ratio >= lengthLonger && speed < lengthLonger:
-		return fmt.Sprintf("The slow requests were the long ones: %s (×%.1f), at about the usual time per token (%s against %s): their length, not the servers' speed, sets them apart.",
-			figures, ratio, fmtMs(t.SlowMsPerToken), fmtMs(t.OtherMsPerToken))
+		return fmt.Sprintf("%s were the long ones: %s (×%.1f), at about the usual time per token (%s against %s): their length, not the servers' speed, sets them apart.",
+			who, figures, ratio, fmtMs(t.SlowMsPerToken), fmtMs(t.OtherMsPerToken))
 	case ratio >= lengthLonger:
-		return fmt.Sprintf("The slow requests were longer (%s, ×%.1f) and slower per token too (%s against %s): their length explains only part of it.",
-			figures, ratio, fmtMs(t.SlowMsPerToken), fmtMs(t.OtherMsPerToken))
+		return fmt.Sprintf("%s were longer (%s, ×%.1f) and slower per token too (%s against %s): their length explains only part of it.",
+			who, figures, ratio, fmtMs(t.SlowMsPerToken), fmtMs(t.OtherMsPerToken))
 	case ratio < lengthFlat:
-		return fmt.Sprintf("The slow requests were no longer than the others (%s): their length does not explain them.", figures)
+		return fmt.Sprintf("%s were no longer than the others (%s): their length does not explain them.", who, figures)
 	}
 	return ""
 }

@@ -288,6 +288,10 @@ type SampleSummary struct {
 // latency ÷ tokens, queue and prefill included): a slow request that is
 // long at the usual speed per token is slow because it is long.
 type SampleTokens struct {
+	// Model is the model whose requests are compared: one model's, as
+	// models' lengths differ (a slow model of long answers against a fast
+	// one of short answers is no sign of length).
+	Model             string  `json:"model,omitempty"`
 	Slow              int     `json:"slow"`  // slow samples with a count
 	Other             int     `json:"other"` // other samples with a count
 	SlowOutputTokens  float64 `json:"slow_output_tokens"`

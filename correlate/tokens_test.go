@@ -76,3 +76,39 @@ func TestSlowRequestsOfUsualLengthAreNotBlamedOnLength(t *testing.T) {
 		t.Errorf("samples without counts: %+v, %s", a.Samples.Tokens, samplesAnswer(t, a))
 	}
 }
+
+// Two affected models: chat's answers are twenty times as long as
+// short's, and chat has a larger share of slow requests. Within each
+// model the slow requests are as long as the others and three to four
+// times slower per token; pooled, the slow requests would read as "the
+// long ones, at the usual time per token" — a difference of models, not
+// of lengths. The comparison is within one model, and names it.
+func TestSlowRequestsAreComparedWithinTheirModel(t *testing.T) {
+	x := newFixture()
+	x.p99("chat", 1000, 4000)
+	x.p99("short", 200, 600)
+	x.sampleRun(20, Scope{Model: "chat", Replica: "chat-0"}, 1000, 1000, func(s *Sample, during bool) {
+		s.OutputTokens = 2000
+		if during && len(x.samples)%2 == 0 {
+			s.TotalMs *= 4
+		}
+	})
+	x.sampleRun(20, Scope{Model: "short", Replica: "short-0"}, 200, 200, func(s *Sample, during bool) {
+		s.OutputTokens = 100
+		if during && len(x.samples)%10 == 0 {
+			s.TotalMs *= 3
+		}
+	})
+	a := x.analyze()
+	ans := samplesAnswer(t, a)
+	if strings.Contains(ans, "the long ones") || strings.Contains(ans, "×20.0") {
+		t.Errorf("the models' lengths read as the slow requests': %s", ans)
+	}
+	tk := a.Samples.Tokens
+	if tk == nil || tk.Model != "chat" || tk.SlowOutputTokens != 2000 || tk.OtherOutputTokens != 2000 {
+		t.Fatalf("tokens %+v, want chat's, 2000 against 2000", tk)
+	}
+	if !strings.Contains(ans, "The slow requests of chat were no longer than the others") {
+		t.Errorf("samples step: %s", ans)
+	}
+}
