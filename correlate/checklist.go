@@ -213,12 +213,21 @@ func tokensLine(t *SampleTokens, named bool) string {
 	}
 	ratio, speed := t.SlowOutputTokens/t.OtherOutputTokens, t.SlowMsPerToken/t.OtherMsPerToken
 	figures := fmt.Sprintf("a median of %.0f generated tokens against %.0f for the others", t.SlowOutputTokens, t.OtherOutputTokens)
+	// The time per token held within lengthFlat either way (the timeline's
+	// "as before"), fell below it, or rose past lengthLonger ("slower");
+	// between the two, the figures are said without a verdict.
 	switch {
-	case ratio >= lengthLonger && speed < lengthLonger:
+	case ratio >= lengthLonger && speed < lengthFlat && speed*lengthFlat > 1:
 		return fmt.Sprintf("%s were the long ones: %s (×%.1f), at about the usual time per token (%s against %s): their length, not the servers' speed, sets them apart.",
 			who, figures, ratio, fmtMs(t.SlowMsPerToken), fmtMs(t.OtherMsPerToken))
-	case ratio >= lengthLonger:
+	case ratio >= lengthLonger && speed*lengthFlat <= 1:
+		return fmt.Sprintf("%s were the long ones: %s (×%.1f), at less time per token (%s against %s): their length, not the servers' speed, sets them apart.",
+			who, figures, ratio, fmtMs(t.SlowMsPerToken), fmtMs(t.OtherMsPerToken))
+	case ratio >= lengthLonger && speed >= lengthLonger:
 		return fmt.Sprintf("%s were longer (%s, ×%.1f) and slower per token too (%s against %s): their length explains only part of it.",
+			who, figures, ratio, fmtMs(t.SlowMsPerToken), fmtMs(t.OtherMsPerToken))
+	case ratio >= lengthLonger:
+		return fmt.Sprintf("%s were longer (%s, ×%.1f), at %s per token against %s.",
 			who, figures, ratio, fmtMs(t.SlowMsPerToken), fmtMs(t.OtherMsPerToken))
 	case ratio < lengthFlat:
 		return fmt.Sprintf("%s were no longer than the others (%s): their length does not explain them.", who, figures)

@@ -112,3 +112,32 @@ func TestSlowRequestsAreComparedWithinTheirModel(t *testing.T) {
 		t.Errorf("samples step: %s", ans)
 	}
 }
+
+// "About the usual time per token" is said only where the time per token
+// held (within lengthFlat either way, as the timeline's "as before"): the
+// slow requests here take a quarter of the others' time per token, and
+// in the band between "held" and "slower" no verdict on speed is given.
+func TestTimePerTokenIsUsualOnlyWhereItHeld(t *testing.T) {
+	for _, c := range []struct {
+		slowTotal    float64 // the long requests' total, × the others'
+		want, forbid string
+	}{
+		{2, "at less time per token (0.1 ms against 0.5 ms)", "about the usual"},
+		{8 * 1.2, "at 0.6 ms per token against 0.5 ms", "about the usual"},
+		{8, "at about the usual time per token", ""},
+	} {
+		x := newFixture()
+		x.p99("chat", 100, 300)
+		x.sampleRun(20, Scope{Model: "chat", Replica: "chat-0"}, 100, 100, func(s *Sample, during bool) {
+			s.OutputTokens = 200
+			if during && len(x.samples)%4 == 0 {
+				s.OutputTokens = 1600
+				s.TotalMs *= c.slowTotal
+			}
+		})
+		ans := samplesAnswer(t, x.analyze())
+		if !strings.Contains(ans, c.want) || c.forbid != "" && strings.Contains(ans, c.forbid) {
+			t.Errorf("long requests at ×%g the total: want %q, got %s", c.slowTotal, c.want, ans)
+		}
+	}
+}
