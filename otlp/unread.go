@@ -96,7 +96,9 @@ func init() {
 
 // maxDepth bounds how deeply messages nest, as protobuf-go's default
 // recursion limit does: an AnyValue of arrays of arrays may not run the
-// stack down.
+// stack down. Depths count from the request's 0, so a message at depth
+// maxDepth is the limit's first one past it (protobuf-go counts the
+// request as the first of its 10,000).
 const maxDepth = protowire.DefaultRecursionLimit
 
 var errTooDeep = errors.New("messages nested too deeply")
@@ -123,7 +125,7 @@ func checkUnread(msg *unreadMsg, f *field, depth int) error {
 
 // checkMessage checks that b is a well-formed msg, reading nothing.
 func checkMessage(msg *unreadMsg, b []byte, depth int) error {
-	if depth > maxDepth {
+	if depth >= maxDepth {
 		return errTooDeep
 	}
 	var f field

@@ -322,7 +322,7 @@ func (d *decoded) resource(b []byte, rs int32) error {
 		if f.typ != protowire.BytesType {
 			return wireError("Resource", "attributes", f.typ)
 		}
-		if err := d.keyValue(f.b); err != nil {
+		if err := d.keyValue(f.b, 3); err != nil {
 			return fmt.Errorf("attributes: %w", err)
 		}
 	}
@@ -408,7 +408,7 @@ func (d *decoded) span(b []byte, rs, ss, k int32) error {
 			if f.typ != protowire.BytesType {
 				return wireError("Span", "attributes", f.typ)
 			}
-			if err := d.keyValue(f.b); err != nil {
+			if err := d.keyValue(f.b, 4); err != nil {
 				return fmt.Errorf("attributes: %w", err)
 			}
 		case 11:
@@ -512,8 +512,9 @@ func (d *decoded) event(b []byte) error {
 	return nil
 }
 
-// keyValue appends one attribute.
-func (d *decoded) keyValue(b []byte) error {
+// keyValue appends one attribute; depth is how deeply its KeyValue is
+// nested (the request 0, a resource's attribute 3, a span's 4).
+func (d *decoded) keyValue(b []byte, depth int) error {
 	if d.over() {
 		return errOverBudget
 	}
@@ -538,7 +539,7 @@ func (d *decoded) keyValue(b []byte) error {
 			if f.typ != protowire.BytesType {
 				return wireError("KeyValue", "value", f.typ)
 			}
-			if kv.val, err = anyValue(kv.val, f.b); err != nil {
+			if kv.val, err = anyValue(kv.val, f.b, depth+1); err != nil {
 				return fmt.Errorf("%q: %w", kv.key, err)
 			}
 		}
@@ -590,7 +591,8 @@ func keyValueUsual(b []byte) (kv keyValue, ok bool) {
 
 // anyValue reads an AnyValue into v (a value sent twice is merged, as
 // protobuf merges a message field): its last value field wins (a oneof).
-func anyValue(v value, b []byte) (value, error) {
+// depth is how deeply the AnyValue is nested.
+func anyValue(v value, b []byte, depth int) (value, error) {
 	var f field
 	var err error
 	for len(b) > 0 {
@@ -609,7 +611,7 @@ func anyValue(v value, b []byte) (value, error) {
 			want, v = protowire.Fixed64Type, value{typ: valDouble, n: f.n}
 		case 5, 6: // array_value, kvlist_value: not read, but checked
 			if f.typ == protowire.BytesType {
-				if err := checkUnread(anyValueMsg, &f, 5); err != nil {
+				if err := checkUnread(anyValueMsg, &f, depth); err != nil {
 					return v, err
 				}
 			}

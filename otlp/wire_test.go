@@ -668,3 +668,53 @@ func TestDecodedSizeIsBoundedByTheBody(t *testing.T) {
 		}
 	}
 }
+
+// deepValue is an AnyValue of levels nested messages in all (AnyValue,
+// ArrayValue, AnyValue, …; the innermost empty), built inside out in one
+// pass: wireMsg around each level would copy the whole body per level.
+func deepValue(levels int) []byte {
+	prefixes := make([][]byte, levels)
+	n := 0 // the size of what the level wraps
+	for i := levels - 1; i >= 0; i-- {
+		num := protowire.Number(5) // AnyValue.array_value (an AnyValue holds it)
+		if i%2 == 1 {
+			num = 1 // ArrayValue.values
+		}
+		if i == levels-1 {
+			prefixes[i] = nil // the innermost message: empty
+			continue
+		}
+		prefixes[i] = protowire.AppendVarint(protowire.AppendTag(nil, num, protowire.BytesType), uint64(n))
+		n += len(prefixes[i])
+	}
+	return slices.Concat(prefixes...)
+}
+
+// Messages nest as deeply in both decoders, wherever an attribute's value
+// is: protobuf-go refuses a body whose messages nest past 10,000 levels
+// (the request itself the first), and so does the decoder, no deeper and
+// no shallower.
+func TestDecodeNestsAsDeeplyAsTheOfficialModule(t *testing.T) {
+	span := func(parts ...[]byte) []byte {
+		return wireMsg(2, slices.Concat(append([][]byte{wireMsg(1, traceID(1)), wireMsg(2, id8(1))}, parts...)...))
+	}
+	for _, c := range []struct {
+		where string
+		body  func(attr []byte) []byte
+	}{
+		{"span", func(attr []byte) []byte { return wireMsg(1, wireMsg(2, span(wireMsg(9, attr)))) }},
+		{"resource", func(attr []byte) []byte { return wireMsg(1, wireMsg(1, wireMsg(1, attr)), wireMsg(2, span())) }},
+		{"event", func(attr []byte) []byte { return wireMsg(1, wireMsg(2, span(wireMsg(11, wireMsg(3, attr))))) }},
+		{"scope", func(attr []byte) []byte { return wireMsg(1, wireMsg(2, wireMsg(1, wireMsg(3, attr)), span())) }},
+		{"link", func(attr []byte) []byte { return wireMsg(1, wireMsg(2, span(wireMsg(13, wireMsg(4, attr))))) }},
+	} {
+		for levels := protowire.DefaultRecursionLimit - 10; levels < protowire.DefaultRecursionLimit; levels++ {
+			body := c.body(slices.Concat(wireMsg(1, []byte("k")), wireMsg(2, deepValue(levels))))
+			wantErr := proto.Unmarshal(body, &coltracepb.ExportTraceServiceRequest{})
+			if _, err := Decode(body, Protobuf); (err == nil) != (wantErr == nil) {
+				t.Errorf("a %s attribute's value of %d levels: decoder %v, official module %v", c.where, levels, err != nil, wantErr)
+				break
+			}
+		}
+	}
+}
