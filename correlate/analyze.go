@@ -645,9 +645,22 @@ func sampleTokens(ss *sampleSet, affected map[string]bool) *SampleTokens {
 		return nil
 	}
 	g := byModel[best]
-	return &SampleTokens{Model: best, Slow: len(g.out[1]), Other: len(g.out[0]),
+	out := &SampleTokens{Model: best, Slow: len(g.out[1]), Other: len(g.out[0]),
 		SlowOutputTokens: weightedQuantile(g.out[1], 0.5), OtherOutputTokens: weightedQuantile(g.out[0], 0.5),
 		SlowMsPerToken: weightedQuantile(g.speed[1], 0.5), OtherMsPerToken: weightedQuantile(g.speed[0], 0.5)}
+	// The speed of requests of that length before the onset.
+	var ref []weighted
+	lo, hi := out.SlowOutputTokens/2, out.SlowOutputTokens*2
+	for _, i := range ss.before {
+		s := &ss.all[i]
+		if s.Model == best && float64(s.OutputTokens) >= lo && float64(s.OutputTokens) <= hi {
+			ref = append(ref, weighted{s.TotalMs / float64(s.OutputTokens), s.SampleRate})
+		}
+	}
+	if len(ref) >= minSlowToJudge {
+		out.Before, out.BeforeMsPerToken = len(ref), weightedQuantile(ref, 0.5)
+	}
+	return out
 }
 
 // sampleLatencyCurves builds per-model P50/P95/P99 curves from samples in

@@ -199,40 +199,48 @@ func samplesStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 }
 
 // tokensLine says whether the slow requests were the long ones, from the
-// samples' token counts ("" without them): longer at the usual time per
-// token, their length sets them apart; as long as the others, it does not.
-// The figures are one model's (t.Model), named where the incident has
-// several.
+// samples' token counts ("" without them). Longer: whether the servers
+// also slowed is read from the time per token against requests of that
+// length before the onset — not against the other requests of the spike,
+// which the same slowdown reached (a uniform slowdown pushes the long
+// ones over the threshold first), nor against shorter ones, which spread
+// their queue and prefill over fewer tokens. No such requests sampled
+// before: the figures, and no verdict on speed. As long as the others:
+// their length does not explain them.
 func tokensLine(t *SampleTokens, named bool) string {
-	if t == nil || t.OtherOutputTokens <= 0 || t.OtherMsPerToken <= 0 {
+	if t == nil || t.OtherOutputTokens <= 0 {
 		return ""
 	}
 	who := "The slow requests"
 	if named && t.Model != "" {
 		who = "The slow requests of " + t.Model
 	}
-	ratio, speed := t.SlowOutputTokens/t.OtherOutputTokens, t.SlowMsPerToken/t.OtherMsPerToken
+	ratio := t.SlowOutputTokens / t.OtherOutputTokens
 	figures := fmt.Sprintf("a median of %.0f generated tokens against %.0f for the others", t.SlowOutputTokens, t.OtherOutputTokens)
-	// The time per token held within lengthFlat either way (the timeline's
-	// "as before"), fell below it, or rose past lengthLonger ("slower");
-	// between the two, the figures are said without a verdict.
-	switch {
-	case ratio >= lengthLonger && speed < lengthFlat && speed*lengthFlat > 1:
-		return fmt.Sprintf("%s were the long ones: %s (×%.1f), at about the usual time per token (%s against %s): their length, not the servers' speed, sets them apart.",
-			who, figures, ratio, fmtMs(t.SlowMsPerToken), fmtMs(t.OtherMsPerToken))
-	case ratio >= lengthLonger && speed*lengthFlat <= 1:
-		return fmt.Sprintf("%s were the long ones: %s (×%.1f), at less time per token (%s against %s): their length, not the servers' speed, sets them apart.",
-			who, figures, ratio, fmtMs(t.SlowMsPerToken), fmtMs(t.OtherMsPerToken))
-	case ratio >= lengthLonger && speed >= lengthLonger:
-		return fmt.Sprintf("%s were longer (%s, ×%.1f) and slower per token too (%s against %s): their length explains only part of it.",
-			who, figures, ratio, fmtMs(t.SlowMsPerToken), fmtMs(t.OtherMsPerToken))
-	case ratio >= lengthLonger:
-		return fmt.Sprintf("%s were longer (%s, ×%.1f), at %s per token against %s.",
-			who, figures, ratio, fmtMs(t.SlowMsPerToken), fmtMs(t.OtherMsPerToken))
-	case ratio < lengthFlat:
+	if ratio < lengthFlat {
 		return fmt.Sprintf("%s were no longer than the others (%s): their length does not explain them.", who, figures)
 	}
-	return ""
+	if ratio < lengthLonger {
+		return ""
+	}
+	if t.BeforeMsPerToken <= 0 {
+		return fmt.Sprintf("%s were the long ones: %s (×%.1f); no request of that length was sampled before the onset, so whether the servers slowed too cannot be told from the samples.",
+			who, figures, ratio)
+	}
+	// The time per token held within lengthFlat either way (the
+	// timeline's "as before"), or rose past lengthLonger ("slower");
+	// between the two, the figures without a verdict.
+	speed := t.SlowMsPerToken / t.BeforeMsPerToken
+	than := fmt.Sprintf("(%s against %s for requests of that length before the onset)", fmtMs(t.SlowMsPerToken), fmtMs(t.BeforeMsPerToken))
+	switch {
+	case speed < lengthFlat:
+		return fmt.Sprintf("%s were the long ones: %s (×%.1f), at no more time per token than before %s: their length, not the servers' speed, sets them apart.",
+			who, figures, ratio, than)
+	case speed >= lengthLonger:
+		return fmt.Sprintf("%s were longer (%s, ×%.1f) and slower per token too %s: their length explains only part of it.",
+			who, figures, ratio, than)
+	}
+	return fmt.Sprintf("%s were longer (%s, ×%.1f), at somewhat more time per token %s.", who, figures, ratio, than)
 }
 
 // minSlowToJudge is the fewest slow samples from which the concentration

@@ -298,6 +298,14 @@ type SampleTokens struct {
 	OtherOutputTokens float64 `json:"other_output_tokens"`
 	SlowMsPerToken    float64 `json:"slow_ms_per_token"`
 	OtherMsPerToken   float64 `json:"other_ms_per_token"`
+	// BeforeMsPerToken is the time per token of the model's requests of
+	// the slow ones' length (half to twice their median) before the onset,
+	// Before how many were sampled (absent under minSlowToJudge): the slow
+	// requests' own speed is judged against it, as the others during the
+	// spike were slowed by it too, and long requests spread their queue and
+	// prefill over more tokens than short ones.
+	BeforeMsPerToken float64 `json:"before_ms_per_token,omitempty"`
+	Before           int     `json:"before,omitempty"`
 }
 
 // What a count of slow requests was judged against.
