@@ -331,7 +331,6 @@ func fillTailShares(rows []Concentration, ss *sampleSet) {
 	}
 }
 
-// hasDependency reports whether any sample names its dependency.
 // hasTokens reports whether any sample during the spike carries prompt
 // (in) or generated (out) token counts.
 func (ss *sampleSet) hasTokens() (in, out bool) {
@@ -345,6 +344,7 @@ func (ss *sampleSet) hasTokens() (in, out bool) {
 	return in, out
 }
 
+// hasDependency reports whether any sample names its dependency.
 func (ss *sampleSet) hasDependency() bool {
 	for i := range ss.all {
 		if ss.all[i].Dependency != "" {
