@@ -65,7 +65,7 @@ const (
 var (
 	anyValueMsg, arrayValueMsg, keyValueListMsg, keyValueMsg *unreadMsg
 	scopeMsg, linkMsg, eventMsg, resourceMsg, entityRefMsg   *unreadMsg
-	resourceSpansMsg, scopeSpansMsg, spanMsg, statusMsg      *unreadMsg
+	resourceSpansMsg, scopeSpansMsg, spanMsg                 *unreadMsg
 )
 
 func init() {
@@ -87,7 +87,6 @@ func init() {
 		4, "attributes", bytesT, keyValueMsg, 5, "dropped_attributes_count", varintT, nil, 6, "flags", fixed32T, nil)
 	eventMsg = schemaMsg("Event", 1, "time_unix_nano", fixed64T, nil, 2, "name", bytesT, nil,
 		3, "attributes", bytesT, keyValueMsg, 4, "dropped_attributes_count", varintT, nil)
-	statusMsg = schemaMsg("Status", 2, "message", bytesT, nil, 3, "code", varintT, nil)
 	spanMsg = schemaMsg("Span", 3, "trace_state", bytesT, nil, 10, "dropped_attributes_count", varintT, nil,
 		12, "dropped_events_count", varintT, nil, 13, "links", bytesT, linkMsg, 14, "dropped_links_count", varintT, nil)
 	scopeSpansMsg = schemaMsg("ScopeSpans", 1, "scope", bytesT, scopeMsg, 3, "schema_url", bytesT, nil)
