@@ -28,8 +28,8 @@ type unreadField struct {
 // fields need it.
 type unreadMsg struct {
 	name   string
-	fields []unreadField // by field number; typ 0 with msg nil: not in the schema
-	names  []string
+	fields []unreadField // by field number
+	names  []string      // by field number; "": not in the schema
 }
 
 func (m *unreadMsg) field(num protowire.Number) (unreadField, string, bool) {
