@@ -83,7 +83,8 @@ func TestOTelSDKExportBecomesOneSample(t *testing.T) {
 		trace.WithAttributes(attribute.String("server.address", "vllm.models.svc")))
 	srvCtx, srv := srvTracer.Start(callCtx, "llm_request", trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(at(6)),
 		trace.WithAttributes(attribute.String("gen_ai.request.model", "rerank-base"), attribute.Float64("gen_ai.latency.time_in_queue", 0.030),
-			attribute.Float64("gen_ai.latency.time_in_model_inference", 0.100), attribute.Int("batch_size", 8)))
+			attribute.Float64("gen_ai.latency.time_in_model_inference", 0.100), attribute.Int("batch_size", 8),
+			attribute.Int("gen_ai.usage.prompt_tokens", 812), attribute.Int("gen_ai.usage.completion_tokens", 64)))
 	_, db := srvTracer.Start(srvCtx, "vector search", trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(at(10)),
 		trace.WithAttributes(attribute.String("peer.service", "vector-db"), attribute.String("db.system", "qdrant")))
 	db.End(trace.WithTimestamp(at(35)))
@@ -115,7 +116,8 @@ func TestOTelSDKExportBecomesOneSample(t *testing.T) {
 		t.Errorf("id %s time %s total %v; want the trace id, %s, 180", got.RequestID, got.Time, got.TotalMs, t0)
 	}
 	if got.Model != "rerank-base" || got.Version != "v3.2.0" || got.Replica != "rerank-base-2" || got.Node != "gpu-4" ||
-		got.Tenant != "acme" || got.Entry != "/v1/rerank" || got.Status != "ok" || got.BatchSize != 8 || got.Dependency != "vector-db" {
+		got.Tenant != "acme" || got.Entry != "/v1/rerank" || got.Status != "ok" || got.BatchSize != 8 || got.Dependency != "vector-db" ||
+		got.InputTokens != 812 || got.OutputTokens != 64 {
 		t.Errorf("dimensions %+v", got)
 	}
 	// gateway: 180 − 3 (auth) − 173 (the call) = 4, plus the call's own 3;

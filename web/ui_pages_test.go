@@ -724,3 +724,32 @@ func mustInt(t *testing.T, s string) int64 {
 	}
 	return n
 }
+
+// An LLM's samples carry their token counts: the incident's sample table
+// grows a Tokens column (prompt → generated) and a request's detail lists
+// them; a page whose requests carry none has no such column.
+func TestSampleTableShowsTokenCounts(t *testing.T) {
+	e := newUIEnv(t)
+	b := e.browser()
+	b.login(e.read)
+	if p := b.get(e.incidentPath()); p.testid("sample-tokens").Length() != 0 || strings.Contains(p.testid("sample-table").Text(), "Tokens") {
+		t.Fatal("a Tokens column without token counts")
+	}
+	// The slowest requests of the window, with their counts.
+	var nd strings.Builder
+	for i := range 3 {
+		at := e.spikeAt.Add(time.Duration(i+1) * time.Minute)
+		fmt.Fprintf(&nd, `{"request_id":"llm-%d","time":%q,"model":"chat","tenant":%q,"replica":"chat-a","total_ms":%d,"input_tokens":812,"output_tokens":%d}`+"\n",
+			i, at.Format(time.RFC3339), tenantA, 9000+i, 1024*(i+1))
+	}
+	accepted(t, e.post("/api/v1/samples", "application/x-ndjson", []byte(nd.String())))
+	p := b.get(e.incidentPath() + "?pick=slowest")
+	cells := p.testid("sample-tokens")
+	if cells.Length() != 25 || strings.TrimSpace(cells.First().Text()) != "812 → 3,072" {
+		t.Fatalf("%d token cells, first %q; want 25, the slowest request's 812 → 3,072", cells.Length(), cells.First().Text())
+	}
+	href, _ := p.testid("sample-link").First().Attr("href")
+	if d := b.get(href); !strings.Contains(d.body, "812 → 3,072") {
+		t.Errorf("the request's detail lacks its tokens: %.300s", d.body)
+	}
+}

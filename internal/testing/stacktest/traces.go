@@ -123,6 +123,12 @@ func SampleSpans(s correlate.Sample, dependency string) []tracetest.SpanStub {
 	if s.BatchSize > 0 {
 		server.Attributes = append(server.Attributes, attribute.Int("batch_size", s.BatchSize))
 	}
+	if s.InputTokens > 0 {
+		server.Attributes = append(server.Attributes, attribute.Int("gen_ai.usage.input_tokens", s.InputTokens))
+	}
+	if s.OutputTokens > 0 {
+		server.Attributes = append(server.Attributes, attribute.Int("gen_ai.usage.output_tokens", s.OutputTokens))
+	}
 	out = append(out, server)
 	for _, x := range []struct {
 		st   correlate.Stage
