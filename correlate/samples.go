@@ -276,13 +276,12 @@ func (ss *sampleSet) concentrationTable(models map[string]bool) concTable {
 	if ss.hasDependency() {
 		dims = append(dims, enc("dependency", func(s *Sample) string { return s.Dependency }))
 	}
-	if in, out := ss.hasTokens(); in || out {
-		if in {
-			dims = append(dims, enc("input_tokens", func(s *Sample) string { return batchBucket(s.InputTokens) }))
-		}
-		if out {
-			dims = append(dims, enc("output_tokens", func(s *Sample) string { return batchBucket(s.OutputTokens) }))
-		}
+	in, out := ss.hasTokens()
+	if in {
+		dims = append(dims, enc("input_tokens", func(s *Sample) string { return batchBucket(s.InputTokens) }))
+	}
+	if out {
+		dims = append(dims, enc("output_tokens", func(s *Sample) string { return batchBucket(s.OutputTokens) }))
 	}
 	t := concTable{dims: dims, slow: ss.slow, rows: rows, weight: make([]float64, n), latency: make([]float64, n)}
 	for i := range ss.all {
