@@ -60,6 +60,22 @@ func releaseFor(f *facts, m string) Cause {
 		}
 		b.support("deploy_before_onset", -ev.OffsetS, w, 0.30, "%s of %s%s at %s, %s.", capitalize(string(ev.Kind)), m, verSuffix(ev.Version), ev.Time.Format("15:04:05"), ago(*ev)).restsOn(ev.ID, "", nil)
 	}
+	// No deploy lines up with the onset: one pushed minutes after it (or
+	// long before) was pushed all the same, and is said so, not denied.
+	var late *AlignedEvent
+	unpushed, when := "no deploy event was pushed", "around the onset"
+	if ev == nil {
+		late = firstEvent(f.events, func(e AlignedEvent) bool {
+			return e.Model == m && (e.Kind == KindDeploy || e.Kind == KindRollback) && e.OffsetS > alignSkew.Seconds()
+		})
+		switch {
+		case late != nil:
+			unpushed = fmt.Sprintf("no deploy event lines up with it: %s's deploy came %s", m, ago(*late))
+			when = "during the spike"
+		case f.hasEvent(m, KindDeploy, KindRollback):
+			unpushed = fmt.Sprintf("no deploy event of %s lines up with it", m)
+		}
+	}
 	// The version that gained traffic around the onset is the new one, even
 	// when nobody pushed a deploy event — if it gained at least 10 points of
 	// share: two versions serving side by side always trade a few.
@@ -68,8 +84,8 @@ func releaseFor(f *facts, m string) Cause {
 		gain := gainer.shareDuring - gainer.shareBefore
 		if ev == nil {
 			b.support("new_version_took_traffic", gain, 0.8*ramp(gain, 0.1, 0.5), 0.30,
-				"%s %s went from %.0f%% to %.0f%% of the model's traffic around the onset (no deploy event was pushed).",
-				m, gainer.version, 100*gainer.shareBefore, 100*gainer.shareDuring)
+				"%s %s went from %.0f%% to %.0f%% of the model's traffic %s (%s).",
+				m, gainer.version, 100*gainer.shareBefore, 100*gainer.shareDuring, when, unpushed)
 		}
 	}
 	// Without version request rates, a version whose latency is measured
@@ -78,7 +94,7 @@ func releaseFor(f *facts, m string) Cause {
 		newVer = newcomer
 		if ev == nil {
 			b.support("new_version_appeared", 1, 0.6, 0.30,
-				"%s %s is first measured around the onset; before it only other versions served (no deploy event was pushed, and the traffic by version is not measured).", m, newcomer)
+				"%s %s is first measured %s; before it only other versions served (%s, and the traffic by version is not measured).", m, newcomer, when, unpushed)
 		}
 	}
 	if newVer == "" && ev != nil {
@@ -126,12 +142,8 @@ func releaseFor(f *facts, m string) Cause {
 	if b.shown("new_version_slower") >= claimed {
 		f.queueFollowsRelease(b, m)
 	}
-	if ev == nil {
-		if late := firstEvent(f.events, func(e AlignedEvent) bool {
-			return e.Model == m && (e.Kind == KindDeploy || e.Kind == KindRollback) && e.OffsetS > alignSkew.Seconds()
-		}); late != nil {
-			b.oppose("deploy_after_onset", late.OffsetS, 1, 0.1, "%s's deploy came %s, too late to have caused it.", m, ago(*late))
-		}
+	if late != nil {
+		b.oppose("deploy_after_onset", late.OffsetS, 1, 0.1, "%s's deploy came %s, too late to have caused it.", m, ago(*late))
 	}
 	var sum string
 	switch {
@@ -143,11 +155,11 @@ func releaseFor(f *facts, m string) Cause {
 		// Nothing was compared: no earlier version's latency is measured.
 		sum = fmt.Sprintf("%s %s was deployed %s; no earlier version's latency is measured to compare it with, so whether it is slower is unknown.", m, newVer, ago(*ev))
 	case math.IsNaN(cmp):
-		sum = fmt.Sprintf("%s %s took traffic around the onset; no earlier version's latency is measured to compare it with, so whether it is slower is unknown.", m, newVer)
+		sum = fmt.Sprintf("%s %s took traffic %s; no earlier version's latency is measured to compare it with, so whether it is slower is unknown.", m, newVer, when)
 	case ev != nil:
 		sum = fmt.Sprintf("%s %s was deployed %s, but its requests are not measured slower than the previous version's.", m, newVer, ago(*ev))
 	default:
-		sum = fmt.Sprintf("%s %s took traffic around the onset, but its requests are not measured slower than the previous version's.", m, newVer)
+		sum = fmt.Sprintf("%s %s took traffic %s, but its requests are not measured slower than the previous version's.", m, newVer, when)
 	}
 	return f.done(b, sum, Target{Model: m, Version: newVer})
 }
