@@ -52,6 +52,9 @@ func coldStartFor(f *facts, m string) Cause {
 	for _, r := range young {
 		youngSet[r] = true
 	}
+	// Pods that started after the onset (a rollout's later ones) are new
+	// too: neither the suspects nor the warm pods they are compared with.
+	fresh := f.startedSince(m, f.ph.Onset.Add(-coldWindow))
 	var yp, op []float64
 	outYoung := 0
 	outAll := 0
@@ -59,14 +62,15 @@ func coldStartFor(f *facts, m string) Cause {
 		if math.IsNaN(r.during) {
 			continue
 		}
-		if youngSet[r.replica] {
+		switch {
+		case youngSet[r.replica]:
 			yp = append(yp, r.during)
-		} else {
+		case !fresh[r.replica]:
 			op = append(op, r.during)
 		}
 		if r.outlier {
 			outAll++
-			if youngSet[r.replica] {
+			if fresh[r.replica] {
 				outYoung++
 			}
 		}
@@ -89,7 +93,7 @@ func coldStartFor(f *facts, m string) Cause {
 	// extra capacity: without a scale-up, that is a release's business.
 	var rollout string // the version the new replicas came with
 	if ev == nil {
-		if fr, ver := f.youngOnNewVersion(m, youngSet); fr > 0 {
+		if fr, ver := f.youngOnNewVersion(m, youngSet, fresh); fr > 0 {
 			b.oppose("rollout_not_scale_up", fr, fr, 0.4,
 				"The new replicas run %s, a version the warm ones do not: they came with a rollout, and no scale-up was seen.", ver)
 			rollout = ver
@@ -114,11 +118,13 @@ func coldStartSummary(b *causeBuilder, m string, young int, rollout string) stri
 }
 
 // youngOnNewVersion returns the share of young replicas whose version no
-// warm replica of the model runs, and that version.
-func (f *facts) youngOnNewVersion(m string, young map[string]bool) (float64, string) {
+// warm replica of the model runs, and that version. Warm are the replicas
+// not fresh (started since the cold window opened, the onset's later
+// pods included).
+func (f *facts) youngOnNewVersion(m string, young, fresh map[string]bool) (float64, string) {
 	warm := map[string]bool{}
 	for _, r := range f.reps[m] {
-		if !young[r.replica] && r.version != "" {
+		if !young[r.replica] && !fresh[r.replica] && r.version != "" {
 			warm[r.version] = true
 		}
 	}

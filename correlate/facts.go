@@ -470,6 +470,18 @@ func (f *facts) startedNear(model string, window time.Duration) []string {
 	return out
 }
 
+// startedSince is the set of the model's replicas that started at or
+// after from (before or after the onset alike).
+func (f *facts) startedSince(model string, from time.Time) map[string]bool {
+	out := map[string]bool{}
+	for rep, t := range f.started {
+		if !t.Before(from) && f.replicaModel(rep) == model {
+			out[rep] = true
+		}
+	}
+	return out
+}
+
 // replicaModel finds which model a replica serves, from curves or samples.
 func (f *facts) replicaModel(rep string) string {
 	for m, rs := range f.allReps {

@@ -34,3 +34,42 @@ func TestReleaseLateDeployIsNotUnpushed(t *testing.T) {
 		}
 	}
 }
+
+// A rollout: one pod of the new version started just before the onset,
+// two more minutes after it, all three slow; no scale-up. The pods that
+// started after the onset were counted as "warm" (bundles 01, 10, 15):
+// the warm ones then ran the new version too, so the rollout went unseen
+// and cold start said "New m replicas took traffic before they were warm",
+// and "1 of the 3 replicas standing out is new" where all three were.
+func TestColdStartLateRolloutPodsAreNotWarm(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	x.p99("m", 100, 300)
+	for _, r := range []string{"old-a", "old-b", "old-c"} {
+		x.replica("m", r, "n-"+r, 100, 100, 10, 10)
+	}
+	started := map[string]time.Duration{"new-a": -2 * time.Minute, "new-b": 5 * time.Minute, "new-c": 8 * time.Minute}
+	for _, r := range []string{"new-a", "new-b", "new-c"} {
+		sc := Scope{Model: "m", Version: "v2", Replica: r, Node: "n-" + r}
+		from := x.onset.Add(started[r])
+		for _, c := range []*Curve{x.curve(RoleLatencyP99, LevelReplica, sc, 400, 400), x.curve(RoleQPS, LevelReplica, sc, 10, 10)} {
+			var keep []Point
+			for _, p := range c.Points {
+				if p.T >= from.Add(2*time.Minute).UnixMilli() {
+					keep = append(keep, p)
+				}
+			}
+			c.Points = keep
+		}
+		x.events = append(x.events, Event{ID: "start-" + r, Kind: KindReplicaStart, Time: from, Scope: sc, Summary: "replica " + r + " started"})
+	}
+	a := x.analyze()
+	c := causeOf(t, a, CatColdStart)
+	dumpCause(t, c)
+	if strings.Contains(c.Summary, "took traffic before they were warm") {
+		t.Errorf("summary %q: every new pod runs v2, which no pod that was warm before the onset runs", c.Summary)
+	}
+	if e := evidenceNamed(c, "outliers_are_new"); e != nil && e.Value < 1 {
+		t.Errorf("%q: the pods standing out all started within minutes of the onset", e.Summary)
+	}
+}
