@@ -30,7 +30,7 @@ func coldStartFor(f *facts, m string) Cause {
 			lead = math.Max(lead, timeWeight(Event{Kind: KindReplicaStart, Time: f.started[r]}, f.ph.Onset))
 		}
 		b.support("new_replicas", float64(len(young)), lead*ramp(float64(len(young)), 0, 2), 0.15,
-			"%d new replica(s) of %s started within %s before the onset: %s.", len(young), m, fmtDur(coldWindow), list(young))
+			"%d new replica(s) of %s started %s: %s.", len(young), m, f.startedWhen(young), list(young))
 	} else if from := f.cs.firstPoint(); !f.hasEvent(m, KindReplicaStart) && from.After(f.ph.Onset.Add(-coldWindow)) {
 		// Replica curves that begin less than the window before the
 		// onset cannot show which replicas started in it.
@@ -100,15 +100,38 @@ func coldStartFor(f *facts, m string) Cause {
 		}
 	}
 	sort.Strings(young)
-	return f.done(b, coldStartSummary(b, m, len(young), rollout), Target{Model: m, Replicas: young})
+	return f.done(b, coldStartSummary(b, m, len(young), rollout, f.latestStart(young).After(f.ph.Onset)), Target{Model: m, Replicas: young})
+}
+
+// latestStart is when the last of the replicas started.
+func (f *facts) latestStart(reps []string) time.Time {
+	var last time.Time
+	for _, r := range reps {
+		if t := f.started[r]; t.After(last) {
+			last = t
+		}
+	}
+	return last
+}
+
+// startedWhen dates the young replicas' starts: within the cold window
+// before the onset, or up to alignSkew after it when one started then
+// (clock skew keeps it a suspect, but not "before the onset").
+func (f *facts) startedWhen(young []string) string {
+	if late := f.latestStart(young).Sub(f.ph.Onset); late > 0 {
+		return fmt.Sprintf("between %s before the onset and %s after it", fmtDur(coldWindow), fmtDur(late))
+	}
+	return fmt.Sprintf("within %s before the onset", fmtDur(coldWindow))
 }
 
 // coldStartSummary claims cold replicas only when the new ones are
 // measured slower, and says so when they came with a rollout instead of
 // a scale-up (a slow new version is slow on new pods too).
-func coldStartSummary(b *causeBuilder, m string, young int, rollout string) string {
+func coldStartSummary(b *causeBuilder, m string, young int, rollout string, after bool) string {
 	slower := b.shown("slow_requests_on_new_replicas") >= claimed || b.shown("new_replicas_slower") >= claimed
 	switch {
+	case !slower && after:
+		return fmt.Sprintf("%d new %s replica(s) started around the onset, but the data does not show them slower than the warm ones.", young, m)
 	case !slower:
 		return fmt.Sprintf("%d new %s replica(s) started before the onset, but the data does not show them slower than the warm ones.", young, m)
 	case b.shownAgainst("rollout_not_scale_up") >= claimed:

@@ -73,3 +73,28 @@ func TestColdStartLateRolloutPodsAreNotWarm(t *testing.T) {
 		t.Errorf("%q: the pods standing out all started within minutes of the onset", e.Summary)
 	}
 }
+
+// A pod that started 45s after the onset still counts as a suspect (clock
+// skew), but "started within 15m before the onset" is not what its start
+// time says (bundle 01: vision-xl-5jc7sz9cb-rs4l7, 07:55:45 against an
+// onset at 07:55:00).
+func TestColdStartDoesNotDateLaterPodsBefore(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	x.p99("m", 100, 300)
+	x.replica("m", "old", "n-old", 100, 100, 10, 10)
+	x.replica("m", "old2", "n-old2", 100, 100, 10, 10)
+	x.events = []Event{
+		{ID: "up", Kind: KindScaleUp, Time: x.onset.Add(-3 * time.Minute), Scope: Scope{Model: "m"}, Summary: "scale up m 2 → 3"},
+		{ID: "s", Kind: KindReplicaStart, Time: x.onset.Add(45 * time.Second), Scope: Scope{Model: "m", Replica: "new", Node: "n-new"}, Summary: "replica new started"},
+	}
+	c := causeOf(t, x.analyze(), CatColdStart)
+	dumpCause(t, c)
+	e := evidenceNamed(c, "new_replicas")
+	if e == nil {
+		t.Fatal("no new_replicas item")
+	}
+	if strings.Contains(e.Summary, "before the onset") && !strings.Contains(e.Summary, "after") {
+		t.Errorf("%q: the only new pod started 45s after the onset", e.Summary)
+	}
+}

@@ -61,7 +61,7 @@ func TestColdStartSummarySaysWhatIsMeasured(t *testing.T) {
 		if c.rollout > 0 {
 			b.oppose("rollout_not_scale_up", 0, c.rollout, 0.4, "x")
 		}
-		if got := coldStartSummary(b, "m", 3, "v2"); got != c.want {
+		if got := coldStartSummary(b, "m", 3, "v2", false); got != c.want {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
 		}
 	}
