@@ -19,8 +19,13 @@ func localReplicaCause(f *facts) Cause {
 	target, suspects := localTarget(sick, outliers)
 	if len(outliers) > 0 {
 		top := outliers[0]
+		how := farAbove(top.crossZ)
+		if k, n := peersAsSlow(f.reps[top.model], top); k > 0 {
+			// Far above the peers' median is not above all of them.
+			how = fmt.Sprintf("%d of its %d peers %s about as slow", k, n, verbFor(k, "is", "are"))
+		}
 		b.support("replica_outlier", top.crossZ, ramp(top.crossZ, 3, 10), 0.20,
-			"%s's P99 is %s while its peers sit at a median of %s (%s).", top.replica, fmtMs(top.during), fmtMs(top.peerMedian), farAbove(top.crossZ)).
+			"%s's P99 is %s while its peers sit at a median of %s (%s).", top.replica, fmtMs(top.during), fmtMs(top.peerMedian), how).
 			restsOn("", Curve{Role: RoleLatencyP99, Level: LevelReplica, Scope: Scope{Model: top.model, Version: top.version, Replica: top.replica, Node: top.node}}.Key(), nil)
 		if sick == nil {
 			f.supportWorsenedAlone(b, top)
@@ -305,4 +310,21 @@ func (f *facts) supportWorsenedAlone(b *causeBuilder, top replicaImpact) {
 		}
 		return
 	}
+}
+
+// peersAsSlow counts the replica's peers (the other replicas of its model
+// measured during the spike) whose P99 is within 1.5× of its own, and how
+// many peers there are: a replica far above its peers' median can still
+// have peers as slow as it is.
+func peersAsSlow(reps []replicaImpact, r replicaImpact) (k, n int) {
+	for _, p := range reps {
+		if p.replica == r.replica || math.IsNaN(p.during) {
+			continue
+		}
+		n++
+		if p.during*1.5 >= r.during {
+			k++
+		}
+	}
+	return k, n
 }

@@ -98,3 +98,27 @@ func TestColdStartDoesNotDateLaterPodsBefore(t *testing.T) {
 		t.Errorf("%q: the only new pod started 45s after the onset", e.Summary)
 	}
 }
+
+// Three of six replicas slowed alike: the worst one's P99 sits far above
+// the peers' median, but not "far above all of them" — two of its peers
+// are as slow (bundle 01: 4 new pods at 5 s beside 4 at ~495 ms).
+func TestReplicaOutlierNotAboveAllWhenPeersAsSlow(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	x.p99("m", 100, 1000)
+	for _, r := range []string{"a", "b", "c"} {
+		x.replica("m", r, "n-"+r, 100, 2000, 10, 10)
+	}
+	for _, r := range []string{"d", "e", "f", "g"} {
+		x.replica("m", r, "n-"+r, 100, 100, 10, 10)
+	}
+	c := causeOf(t, x.analyze(), CatLocalReplica)
+	dumpCause(t, c)
+	e := evidenceNamed(c, "replica_outlier")
+	if e == nil {
+		t.Fatal("no replica_outlier item")
+	}
+	if strings.Contains(e.Summary, "above all of them") {
+		t.Errorf("%q: two of its six peers are as slow as it is", e.Summary)
+	}
+}
