@@ -3,6 +3,7 @@ package correlate
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -97,15 +98,22 @@ func capacityFor(f *facts, models []string) Cause {
 	if other := math.Max(stageShare(stages, "batch_wait"), math.Max(stageShare(stages, "downstream"), front)); other > 0.3 {
 		b.oppose("other_stage_grew", other, ramp(other, 0.3, 0.6), 0.3, "Most of the growth is outside the model queue (%.0f%% in batching, a dependency or the gateway).", 100*other)
 	}
-	if loc, ok := f.topLocalIn(models); ok {
+	// Slow requests piled on the replicas that just started (a scale-up's
+	// cold pods) are on part of the pool, though no single replica or
+	// node stands out: no spread is claimed.
+	young, ok := f.concentrationOf("replica_age", "young")
+	youngCarry := ok && concStrength(young) > 0.5 && slices.ContainsFunc(young.Models, func(m string) bool { return slices.Contains(models, m) })
+	loc, locOK := f.topLocalIn(models)
+	switch {
+	case locOK:
 		s := concStrength(loc)
-		if s <= 0.5 { // else the counter item says the opposite
+		if s <= 0.5 && !youngCarry { // else the counter item says the opposite
 			b.corroborate("spread_over_pool", 1-s, 1-s, 0.15, "Slow requests are spread over the pool (strongest concentration: %s, %s).", dimString(loc), likelier(loc.RiskRatio)).restsOn("", "", loc.Dims)
 		}
 		if s > 0.5 {
 			b.oppose("concentrated", loc.RiskRatio, s, 0.3, "Slow requests concentrate on %s (%s), which a pool-wide shortage would not do.", dimString(loc), likelier(loc.RiskRatio)).restsOn("", "", loc.Dims)
 		}
-	} else if f.samplesNameReplicas() && f.localKnown() && f.slowSamples(models) >= minSlowToJudge {
+	case !youngCarry && f.samplesNameReplicas() && f.localKnown() && f.slowSamples(models) >= minSlowToJudge:
 		b.corroborate("spread_over_pool", 1, 1, 0.15, "No replica or node stands out among the slow requests.")
 	}
 	// The sentence says how many replicas the GPU figure covers: some

@@ -4,6 +4,7 @@ package correlate
 // back them: each test rebuilds the shape by hand and checks the claim.
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -120,5 +121,51 @@ func TestReplicaOutlierNotAboveAllWhenPeersAsSlow(t *testing.T) {
 	}
 	if strings.Contains(e.Summary, "above all of them") {
 		t.Errorf("%q: two of its six peers are as slow as it is", e.Summary)
+	}
+}
+
+// A scale-up's new pods are the slow ones: every slow request ran on a
+// replica younger than the cold window. Capacity said "No replica or node
+// stands out among the slow requests" (bundle 05: 100% of slow requests
+// on 4 of 7 replicas, the young ones) — no single one does, but the slow
+// requests are not spread over the pool.
+func TestCapacityNotSpreadWhenNewPodsCarryTheSlow(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	x.p99("m", 100, 600)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 14)
+	x.curve(RoleStageTime, LevelModel, Scope{Model: "m"}, 10, 300).Stage = "queue"
+	start := x.onset.Add(-4 * time.Minute)
+	x.events = []Event{{ID: "up", Kind: KindScaleUp, Time: start.Add(-time.Minute), Scope: Scope{Model: "m"}, Summary: "scale up m 4 → 8"}}
+	for i := 0; i < 8; i++ {
+		r := fmt.Sprintf("r%d", i)
+		sc := Scope{Model: "m", Version: "v1", Replica: r, Node: "n-" + r}
+		if i < 4 {
+			x.sampleRun(3, sc, 100, 100, nil)
+			continue
+		}
+		x.events = append(x.events, Event{ID: "start-" + r, Kind: KindReplicaStart, Time: start, Scope: sc, Summary: "replica " + r + " started"})
+		n := len(x.samples)
+		x.sampleRun(3, sc, 100, 100, func(s *Sample, _ bool) {
+			if s.Time.Before(start.Add(youngAge)) { // slow while warming up
+				s.TotalMs *= 10
+			}
+		})
+		kept := x.samples[:n]
+		for _, s := range x.samples[n:] {
+			if s.Time.After(start) {
+				kept = append(kept, s)
+			}
+		}
+		x.samples = kept
+	}
+	a := x.analyze()
+	for _, row := range a.Concentration {
+		t.Logf("row %s: %.0f%% of slow vs %.0f%%", row.Label, row.SelectionPct, row.BaselinePct)
+	}
+	c := causeOf(t, a, CatCapacity)
+	dumpCause(t, c)
+	if e := evidenceNamed(c, "spread_over_pool"); e != nil {
+		t.Errorf("%q while every slow request ran on the 4 new replicas of 8", e.Summary)
 	}
 }
