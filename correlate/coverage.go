@@ -212,7 +212,9 @@ func (d *dataIndex) indexCurves(cs *curveSet) {
 			fleetFront = fleetFront || c.Level == LevelFleet && c.Role == RoleStageTime && stageSignal(c.Stage) == sigFront
 			continue
 		}
-		if sig := curveSignal(c); sig != "" {
+		// A stage that reads 0 at every point is not timed (or not called):
+		// servers that do not time a stage export it as 0, as in samples.
+		if sig := curveSignal(c); sig != "" && (c.Role != RoleStageTime || !allZero(c.Points)) {
 			d.mark(m, sig, false)
 		}
 		if c.Scope.Version != "" {
@@ -519,4 +521,14 @@ func (f *facts) supportNotLocal(b *causeBuilder, summary string) {
 	} else if f.localKnown() {
 		b.corroborate("not_local", 1, 1, 0.10, "%s", summary)
 	}
+}
+
+// allZero reports whether every point reads 0.
+func allZero(pts []Point) bool {
+	for _, p := range pts {
+		if p.V != 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -169,3 +169,28 @@ func TestCapacityNotSpreadWhenNewPodsCarryTheSlow(t *testing.T) {
 		t.Errorf("%q while every slow request ran on the 4 new replicas of 8", e.Summary)
 	}
 }
+
+// Two models slowed; only m calls a dependency — k's exporter reports a
+// downstream stage that reads 0 throughout, as a server that makes no
+// such call does. Downstream said "For k, m, the downstream call did not
+// grow" (bundles 02, 08, 12: three of four models never call one), and
+// coverage counted k's zero curve as downstream timing.
+func TestDownstreamZeroCurveIsNoCall(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	for _, m := range []string{"m", "k"} {
+		x.p99(m, 100, 400)
+		x.curve(RoleStageTime, LevelModel, Scope{Model: m}, 50, 350).Stage = "queue"
+	}
+	x.curve(RoleStageTime, LevelModel, Scope{Model: "m"}, 10, 10).Stage = "downstream"
+	x.curve(RoleStageTime, LevelModel, Scope{Model: "k"}, 0, 0).Stage = "downstream"
+	a := x.analyze()
+	c := causeOf(t, a, CatDownstream)
+	dumpCause(t, c)
+	if strings.Contains(c.Summary, "k") && strings.Contains(c.Summary, "did not grow") {
+		t.Errorf("summary %q: k's downstream stage reads 0 throughout, no call was timed", c.Summary)
+	}
+	if containsStr(c.Target.Models, "k") {
+		t.Errorf("target %v names k, which times no downstream call", c.Target.Models)
+	}
+}
