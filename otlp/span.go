@@ -128,8 +128,8 @@ type mapper struct {
 	errSlot             int
 	tokenSlot           [2][]int    // of cfg.Dims[tokenDims[i]], in order
 	tokenKey            [2][]string // those keys (looked up in cfg.Dims per span, they took a quarter of resolve)
-	spanVals            slotVals // the span being resolved's (scratch)
-	res                 resDims  // the resource being read's (scratch)
+	spanVals            slotVals    // the span being resolved's (scratch)
+	res                 resDims     // the resource being read's (scratch)
 	// dimSets shares spans' dimension values (bounded like ruleCache),
 	// by where the values' bytes are (setKey). recentSets sits in front
 	// of it, indexed by a hash of those addresses.
