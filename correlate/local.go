@@ -17,10 +17,12 @@ func localReplicaCause(f *facts) Cause {
 	outliers, total := f.outlierReplicas()
 	sick := f.sickNode()
 	target, suspects := localTarget(sick, outliers)
+	asSlow := 0 // the top outlier's peers about as slow as it is
 	if len(outliers) > 0 {
 		top := outliers[0]
 		how := farAbove(top.crossZ)
 		if k, n := peersAsSlow(f.reps[top.model], top); k > 0 {
+			asSlow = k
 			// Far above the peers' median is not above all of them.
 			how = fmt.Sprintf("%d of its %d peers %s about as slow", k, n, verbFor(k, "is", "are"))
 		}
@@ -82,22 +84,26 @@ func localReplicaCause(f *facts) Cause {
 			list(seen), list(unseen), verbFor(len(unseen), "has", "have")), target)
 	}
 	f.supportLocalFault(b, target)
-	where := "replica " + target.Replica
+	where, peers := "replica "+target.Replica, "its peers"
 	if target.Node != "" {
 		where = "node " + target.Node
+	} else if asSlow > 0 && len(outliers) > 0 && target.Replica == outliers[0].replica {
+		peers = "most of its peers" // some are about as slow
 	}
-	return f.done(b, localSummary(b, where), target)
+	return f.done(b, localSummary(b, where, peers), target)
 }
 
 // localSummary claims "much slower" only when a replica or node is
 // measured slower than its peers (a concentration of slow requests alone
 // is said as such), and names the counter-evidence that rules the fault
 // out: a slow replica that is new or took more traffic is not sick.
-func localSummary(b *causeBuilder, where string) string {
+// peers says whom they are compared with: "its peers", or "most of its
+// peers" where some are about as slow.
+func localSummary(b *causeBuilder, where, peers string) string {
 	var sum string
 	switch {
 	case b.shown("replica_outlier") >= claimed || b.shown("node_replicas_slowed") >= claimed:
-		sum = fmt.Sprintf("Requests served by %s are much slower than on its peers", where)
+		sum = fmt.Sprintf("Requests served by %s are much slower than on %s", where, peers)
 	case b.shown("slow_requests_concentrated") >= claimed:
 		sum = fmt.Sprintf("Slow requests concentrate on %s, though it is not measured much slower than its peers", where)
 	default:

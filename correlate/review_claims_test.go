@@ -122,6 +122,10 @@ func TestReplicaOutlierNotAboveAllWhenPeersAsSlow(t *testing.T) {
 	if strings.Contains(e.Summary, "above all of them") {
 		t.Errorf("%q: two of its six peers are as slow as it is", e.Summary)
 	}
+	// Nor does the summary set it above its peers as a whole.
+	if c.Target.Replica != "" && strings.Contains(c.Summary, "much slower than on its peers") {
+		t.Errorf("summary %q: two of its six peers are as slow", c.Summary)
+	}
 }
 
 // A scale-up's new pods are the slow ones: every slow request ran on a

@@ -37,7 +37,7 @@ func TestLocalSummarySaysWhatIsMeasured(t *testing.T) {
 		for _, e := range c.agst {
 			b.oppose(e.name, 0, e.strength, 0.3, "x")
 		}
-		if got := localSummary(b, "replica r-1"); got != c.want {
+		if got := localSummary(b, "replica r-1", "its peers"); got != c.want {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
 		}
 	}
