@@ -201,7 +201,7 @@ func agoSaid(e AlignedEvent, hole bool) string {
 	if e.blurS > 0 && math.Abs(e.OffsetS) < e.blurS {
 		return fmt.Sprintf("at the onset, as far as data at %s steps can tell", fmtDur(time.Duration(e.blurS*float64(time.Second))))
 	}
-	d := time.Duration(-e.OffsetS * float64(time.Second)).Round(15 * time.Second)
+	d := time.Duration(-e.OffsetS * float64(time.Second)).Round(time.Second)
 	switch {
 	case d > 0:
 		return fmtDur(d) + " before the onset"
