@@ -558,3 +558,55 @@ func fullAnalysis() correlate.Analysis {
 		Checklist: []correlate.ChecklistStep{{Step: "scope", Answer: "only chat v2"}},
 	}
 }
+
+// TestOpenAPIQueryParametersAreTheHandlers holds every GET under /api/v1
+// to the query parameters the document lists for it: one it does not
+// list is a 400 naming it, and the answer lists exactly the documented
+// ones. A filter the handler does not read was ignored before
+// (tenant= on /api/v1/spikes answered every tenant's spikes, timeline's
+// levels= there was dropped), and a parameter the handler reads but
+// the document leaves out shows up here as one too many.
+func TestOpenAPIQueryParametersAreTheHandlers(t *testing.T) {
+	doc := loadOpenAPI(t)
+	e := newAPIEnv(t)
+	const probe = "zz_not_a_parameter"
+	checked := 0
+	for key, op := range doc.operations() {
+		method, path, _ := strings.Cut(key, " ")
+		if method != http.MethodGet || !strings.HasPrefix(path, "/api/v1/") {
+			continue
+		}
+		var documented []string
+		for _, p := range asList(op["parameters"]) {
+			pm, err := doc.deref(p)
+			if err != nil {
+				t.Fatalf("%s: %v", key, err)
+			}
+			if pm["in"] == "query" {
+				documented = append(documented, pm["name"].(string))
+			}
+		}
+		sort.Strings(documented)
+		r := e.do(request{method: method, path: strings.ReplaceAll(path, "{id}", "1") + "?" + probe + "=1", token: e.admin})
+		checked++
+		if _, ok := op["responses"].(map[string]any)["400"]; !ok {
+			t.Errorf("%s: the document lists no 400, which an unknown parameter answers", key)
+		}
+		if r.status != http.StatusBadRequest || r.err.Field != probe {
+			t.Errorf("%s?%s=1: %d field %q (%s), want a 400 naming it", key, probe, r.status, r.err.Field, strings.TrimSpace(string(r.body)))
+			continue
+		}
+		_, list, _ := strings.Cut(r.err.Error, "this endpoint takes ")
+		var takes []string
+		if list != "no query parameters" {
+			takes = strings.Split(list, ", ")
+		}
+		sort.Strings(takes)
+		if strings.Join(takes, ",") != strings.Join(documented, ",") {
+			t.Errorf("%s takes %v, the document lists %v", key, takes, documented)
+		}
+	}
+	if checked < 8 {
+		t.Fatalf("only %d GET operations checked", checked)
+	}
+}

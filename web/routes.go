@@ -32,24 +32,28 @@ func (s *Server) routes(e *echo.Echo) {
 	samples, traces, ingest, small := s.gated(g.samples), s.gated(g.traces), s.gated(g.ingest), s.gated(g.small)
 	signIn := s.gated(g.signIn)
 	heavy := limitReads(s.heavy, heavyReadWait)
+	// Every GET names the query parameters it takes (query): any other
+	// is a 400 naming it, so a filter that is misspelt or another
+	// endpoint's is never silently ignored.
 	v1 := e.Group("/api/v1", onceEach)
 	v1.POST("/events", a.CreateEvents, write, ingest)
 	v1.POST("/samples", a.CreateSamples, write, samples)
 	v1.POST("/alerts/alertmanager", a.ReceiveAlertmanager, write, stallsAsUnavailable, ingest)
 	v1.POST("/incidents", a.CreateIncident, write, small)
-	v1.GET("/incidents", a.ListIncidents, read)
-	v1.GET("/incidents/:id", byID(a.GetIncident), read)
+	v1.GET("/incidents", a.ListIncidents, read, query("status", "source", "model", "from", "to", "cursor", "limit"))
+	v1.GET("/incidents/:id", byID(a.GetIncident), read, query())
 	v1.POST("/incidents/:id/resolve", byID(a.ResolveIncident), write, small)
 	v1.POST("/incidents/:id/share", byID(a.CreateShareLink), write, small)
 	v1.DELETE("/incidents/:id/share", byID(a.RevokeShareLink), write)
-	v1.GET("/incidents/:id/analysis", byID(a.GetAnalysis), read)
-	v1.GET("/timeline", a.GetTimeline, read, heavy)
-	v1.GET("/spikes", a.ListSpikes, read, heavy)
-	v1.GET("/pull/status", a.GetPullStatus, read)
+	v1.GET("/incidents/:id/analysis", byID(a.GetAnalysis), read, query("version"))
+	v1.GET("/timeline", a.GetTimeline, read, query("from", "to", "model", "version", "tenant", "replica", "node", "step", "roles", "levels"), heavy)
+	v1.GET("/spikes", a.ListSpikes, read,
+		query("from", "to", "query", "step", "direction", "sensitivity", "level", "model", "version", "replica", "node"), heavy)
+	v1.GET("/pull/status", a.GetPullStatus, read, query())
 	v1.POST("/webhooks", a.CreateWebhook, admin, small)
-	v1.GET("/webhooks", a.ListWebhooks, admin)
+	v1.GET("/webhooks", a.ListWebhooks, admin, query())
 	v1.DELETE("/webhooks/:id", byID(a.DeleteWebhook), admin)
-	v1.GET("/webhooks/:id/deliveries", byID(a.ListDeliveries), admin)
+	v1.GET("/webhooks/:id/deliveries", byID(a.ListDeliveries), admin, query("limit", "cursor"))
 	// Where other tools already send: OTLP/HTTP's standard path (an OTel
 	// SDK or Collector points at the base URL) and Grafana's annotation
 	// API (a CD step that annotates Grafana posts the same body).
@@ -93,6 +97,22 @@ func (s *Server) routes(e *echo.Echo) {
 	// The export from a share link: for the link's holder, never kept by a
 	// shared cache, revalidated on every use (a revoked link stops it).
 	e.GET("/s/:token/export.md", p.ExportSharedIncident, gz, heavy, cacheControl("private, no-cache"))
+}
+
+// query refuses a query parameter the route does not take, with a 400
+// naming it and the ones it takes: a filter an integration believes
+// applied (a typo, another endpoint's: tenant= on /api/v1/spikes) would
+// otherwise be ignored and the answer cover everything. After the scope
+// check, so a request without a token is a 401 first.
+func query(names ...string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if err := request.Known(c.QueryParams(), names...); err != nil {
+				return err
+			}
+			return next(c)
+		}
+	}
 }
 
 // byID adapts a handler of a route with an {id} to the router: the id is

@@ -41,6 +41,9 @@ func Time(q url.Values, name string, def time.Time) (time.Time, error) {
 func Known(q url.Values, names ...string) error {
 	for _, k := range slices.Sorted(maps.Keys(q)) {
 		if !slices.Contains(names, k) {
+			if len(names) == 0 {
+				return BadInput(k, "unknown parameter; this endpoint takes no query parameters")
+			}
 			return BadInput(k, "unknown parameter; this endpoint takes %s", strings.Join(names, ", "))
 		}
 	}
