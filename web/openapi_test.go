@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"os"
 	"regexp"
@@ -270,15 +271,84 @@ func TestOpenAPIScopesEnforced(t *testing.T) {
 			continue
 		}
 		path = strings.ReplaceAll(path, "{id}", "1")
-		if r := e.do(request{method: method, path: path}); r.status != http.StatusUnauthorized {
-			t.Errorf("%s without a token: %d, want 401", key, r.status)
-		}
-		scope := op["x-waterline-scope"].(string)
-		if tok, ok := below[scope]; ok {
-			if r := e.do(request{method: method, path: path, token: tok}); r.status != http.StatusForbidden {
-				t.Errorf("%s with a token below %s: %d, want 403", key, scope, r.status)
+		// Each encoding a body may come in: the answer follows it where
+		// the operation answers in the request's encoding (OTLP).
+		for _, ctype := range requestTypes(op) {
+			r := e.do(request{method: method, path: path, ctype: ctype})
+			if r.status != http.StatusUnauthorized {
+				t.Errorf("%s without a token: %d, want 401", key, r.status)
+			}
+			documentedAnswer(t, doc, key, ctype, r)
+			scope := op["x-waterline-scope"].(string)
+			if tok, ok := below[scope]; ok {
+				r := e.do(request{method: method, path: path, token: tok, ctype: ctype})
+				if r.status != http.StatusForbidden {
+					t.Errorf("%s with a token below %s: %d, want 403", key, scope, r.status)
+				}
+				documentedAnswer(t, doc, key, ctype, r)
 			}
 		}
+	}
+}
+
+// requestTypes are the media types an operation's body may be sent as
+// ("" for an operation without a body).
+func requestTypes(op map[string]any) []string {
+	rb, _ := op["requestBody"].(map[string]any)
+	content, _ := rb["content"].(map[string]any)
+	if len(content) == 0 {
+		return []string{""}
+	}
+	var out []string
+	for mt := range content {
+		out = append(out, mt)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// documentedAnswer checks an answer against the operation's documented
+// response of its status: the status is listed, the answer's media type
+// is one the document gives it, and a JSON body fits its schema (the 401
+// of /v1/traces is OTLP's google.rpc.Status, not the Error the document
+// said), and every header the document promises is there.
+func documentedAnswer(t *testing.T, doc *oaDoc, key, sent string, r response) {
+	t.Helper()
+	resp, ok := doc.operations()[key]["responses"].(map[string]any)[strconv.Itoa(r.status)]
+	if !ok {
+		t.Errorf("%s (%s) answered %d, which the document does not list", key, sent, r.status)
+		return
+	}
+	rm, err := doc.deref(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	headers, _ := rm["headers"].(map[string]any)
+	for h := range headers {
+		if r.header.Get(h) == "" {
+			t.Errorf("%s (%s): %d without the documented %s header", key, sent, r.status, h)
+		}
+	}
+	content, _ := rm["content"].(map[string]any)
+	if len(content) == 0 {
+		return
+	}
+	mt, _, _ := mime.ParseMediaType(r.header.Get("Content-Type"))
+	media, ok := content[mt].(map[string]any)
+	if !ok {
+		t.Errorf("%s (%s): %d answered as %q, which the document does not give it", key, sent, r.status, mt)
+		return
+	}
+	if mt != "application/json" {
+		return
+	}
+	var v any
+	if err := json.Unmarshal(r.body, &v); err != nil {
+		t.Errorf("%s (%s): %d body is not JSON: %s", key, sent, r.status, r.body)
+		return
+	}
+	for _, msg := range doc.validate(media["schema"], v, "body") {
+		t.Errorf("%s (%s): %d: %s", key, sent, r.status, msg)
 	}
 }
 
