@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -233,6 +235,123 @@ func TestPrometheusHeaders(t *testing.T) {
 	} {
 		if _, err := parseConfig("serve", nil, func(k string) string { return env[k] }, io.Discard, nil); err == nil {
 			t.Errorf("%v: accepted", env)
+		}
+	}
+}
+
+// readme is the repository's README.md.
+func readme(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestREADMEConfigurationTableIsTheFlags holds README's Configuration
+// table to flagSpecs: every setting is a row naming its variable and its
+// flag, every row is a setting, and a default written as one literal is
+// the flag's.
+func TestREADMEConfigurationTableIsTheFlags(t *testing.T) {
+	var c config
+	specs := map[string]envFlag{}
+	for _, s := range flagSpecs(&c) {
+		specs[s.env] = s
+	}
+	ticked := regexp.MustCompile("`([^`]+)`")
+	literal := regexp.MustCompile("^`([^`]*)`$")
+	seen := map[string]bool{}
+	for _, line := range strings.Split(readme(t), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 5 || !strings.HasPrefix(line, "| `") {
+			continue
+		}
+		vars := ticked.FindAllStringSubmatch(cells[1], -1)
+		flags := ticked.FindAllStringSubmatch(cells[2], -1)
+		if len(vars) == 0 || (!strings.HasPrefix(vars[0][1], "WATERLINE_") && !strings.HasSuffix(vars[0][1], "_URL")) {
+			continue // another table
+		}
+		if len(flags) != len(vars) {
+			t.Errorf("README row %q: %d variables, %d flags", strings.TrimSpace(cells[1]), len(vars), len(flags))
+			continue
+		}
+		for i, v := range vars {
+			s, ok := specs[v[1]]
+			switch {
+			case !ok:
+				t.Errorf("README documents %s, which no command reads", v[1])
+				continue
+			case seen[v[1]]:
+				t.Errorf("README documents %s twice", v[1])
+			case flags[i][1] != "-"+s.name:
+				t.Errorf("README gives %s the flag %s; it is -%s", v[1], flags[i][1], s.name)
+			}
+			seen[v[1]] = true
+			if m := literal.FindStringSubmatch(strings.TrimSpace(cells[3])); m != nil && m[1] != s.def {
+				t.Errorf("README gives %s the default %q; it is %q", v[1], m[1], s.def)
+			}
+		}
+	}
+	for env := range specs {
+		if !seen[env] {
+			t.Errorf("%s (-%s) is missing from README's Configuration table", env, specs[env].name)
+		}
+	}
+}
+
+// TestREADMECommandLinesParse runs every waterline command line README
+// shows (its shell blocks, and make demo's DEMO_FLAGS) up to its flags,
+// with -h after them: a flag the command does not have fails here, not
+// in a reader's terminal. README's list of demo flags names each of
+// demo's flags.
+func TestREADMECommandLinesParse(t *testing.T) {
+	text := readme(t)
+	var lines [][]string
+	inShell := false
+	for _, line := range strings.Split(text, "\n") {
+		switch {
+		case strings.HasPrefix(line, "```"):
+			inShell = line == "```sh"
+			continue
+		case !inShell:
+			continue
+		}
+		line, _, _ = strings.Cut(line, "#")
+		fields := strings.Fields(line)
+		for i := 0; i+1 < len(fields); i++ {
+			if fields[i] == "waterline" && commands[fields[i+1]].run != nil {
+				lines = append(lines, fields[i+1:])
+				break
+			}
+		}
+	}
+	for _, m := range regexp.MustCompile(`make demo DEMO_FLAGS="?([^"`+"`"+`]+)"?`).FindAllStringSubmatch(text, -1) {
+		lines = append(lines, append([]string{"demo"}, strings.Fields(m[1])...))
+	}
+	if len(lines) < 8 {
+		t.Fatalf("only %d command lines found in README", len(lines))
+	}
+	for _, args := range lines {
+		var stderr strings.Builder
+		err := run(context.Background(), append(args[:len(args):len(args)], "-h"), envMap(nil), io.Discard, &stderr)
+		if !errors.Is(err, errHelp) {
+			t.Errorf("README's `waterline %s`: %v", strings.Join(args, " "), err)
+		}
+	}
+
+	var help strings.Builder
+	if err := run(context.Background(), []string{"demo", "-h"}, envMap(nil), io.Discard, &help); !errors.Is(err, errHelp) {
+		t.Fatal(err)
+	}
+	_, listed, ok := strings.Cut(strings.Join(strings.Fields(text), " "), "`waterline demo` takes its own flags (")
+	listed, _, _ = strings.Cut(listed, ")")
+	if !ok {
+		t.Fatal("README no longer lists demo's flags")
+	}
+	for _, m := range regexp.MustCompile(`(?m)^  -([a-z-]+)`).FindAllStringSubmatch(help.String(), -1) {
+		if !strings.Contains(listed, "`--"+m[1]+"`") {
+			t.Errorf("README's list of demo's flags (%s) lacks --%s", listed, m[1])
 		}
 	}
 }
