@@ -121,3 +121,72 @@ func TestDetectorKeepsAnIncidentOpenWhileErrorsReplaceLatency(t *testing.T) {
 		t.Fatalf("with 30%% of requests failing for 90 minutes the incident is %s", list[0].Status)
 	}
 }
+
+// A spike that joins an open incident just as someone resolves it: the
+// detector found the incident open, then attached the spike after the
+// resolution, and the spike sat on a resolved incident with nobody
+// paged. Here vision's spike joins chat's incident, which is resolved
+// between the join (the widening to the fleet tells the watchers) and the
+// attach: vision gets an incident of its own, open.
+func TestSpikeJoiningAsItsIncidentResolvesOpensAnother(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	onset := t0.Add(100 * time.Minute)
+	spikeEnd := t0.Add(115 * time.Minute)
+	end := t0.Add(170 * time.Minute)
+	rng := rand.New(rand.NewPCG(2, 2))
+	storetest.WriteCurves(t, st, []correlate.Curve{modelP99("chat", rng, onset, spikeEnd, end), modelP99("vision", rng, onset, spikeEnd, end)})
+	now := spikeEnd.Add(-5 * time.Minute)
+	clock := func() time.Time { return now }
+	var resolved int64
+	resolveWhenWidened := func(id int64) {
+		in, err := st.Incident(ctx, id)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if in.Status == store.IncidentOpen && in.Scope.Model == "" { // the second model is joining
+			if _, err := st.ResolveIncident(ctx, id, now); err != nil {
+				t.Error(err)
+			}
+			resolved = id
+		}
+	}
+	incidents := incident.New(st, incident.Options{Now: clock, Watchers: []func(int64){resolveWhenWidened}})
+	det := diagnose.NewDetector(st, diagnose.DetectorOptions{OpenIncidents: true, Merge: 30 * time.Minute, Now: clock, Incidents: incidents})
+	if err := det.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if resolved == 0 {
+		t.Fatal("no incident was widened to the fleet: the second spike did not join the first's")
+	}
+	rec, err := st.RecordedSpikes(ctx, t0, end, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var on []string // the models of the resolved incident's spikes
+	for _, r := range rec {
+		if r.IncidentID == nil {
+			continue
+		}
+		if *r.IncidentID == resolved {
+			on = append(on, r.Scope.Model)
+			continue
+		}
+		in, err := st.Incident(ctx, *r.IncidentID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in.Status != store.IncidentOpen || in.Scope.Model != r.Scope.Model {
+			t.Errorf("%s's spike on incident %d (%s, scope %q), want an open incident of its own", r.Scope.Model, in.ID, in.Status, in.Scope.Model)
+		}
+	}
+	list, _, err := st.ListIncidents(ctx, store.IncidentFilter{Status: store.IncidentOpen})
+	if err != nil || len(list) != 1 {
+		t.Fatalf("open incidents %+v (%v), want the second model's", list, err)
+	}
+	if len(on) != 1 {
+		t.Fatalf("the resolved incident holds the spikes of %v, want the first model's alone", on)
+	}
+}

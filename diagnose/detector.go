@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -194,49 +195,19 @@ func (d *Detector) Once(ctx context.Context) error {
 				continue
 			}
 		}
-		inc, created, err := d.opt.Incidents.OpenForSpike(ctx, sp.Scope.Model, sp.Onset, d.opt.Merge, store.NewIncident{
-			Title:  fmt.Sprintf("%s spike on %s (%s → %s)", quantileName(sp.Role), sp.Scope.Model, fmtMs(sp.Baseline), fmtMs(sp.PeakValue)),
-			Source: store.SourceDetector,
-			Start:  sp.Onset.Add(-30 * time.Minute),
-			Scope:  correlate.Scope{Model: sp.Scope.Model},
-		})
-		switch {
-		case err != nil:
-			return err
-		case inc.Source != store.SourceDetector || inc.GroupKey != "":
-			// An alert's incident, or one an alert group adopted: the
-			// alert owns its window, scope and resolution; the spike only
-			// joins it (one page and one analysis for one spike).
-			d.opt.Log.Info("detector spike joined an alert's incident", "incident", inc.ID, "model", sp.Scope.Model, "onset", sp.Onset)
-			if err := d.opt.Incidents.AttachSpike(ctx, inc.ID, id); err != nil {
+		// The incident found open may be resolved before the spike is
+		// attached to it (a person resolving it, another replica's
+		// detector closing it): the spike is then news again, and is
+		// looked for anew, which opens a new incident for it.
+		for tries := 1; ; tries++ {
+			err := d.openOrJoin(ctx, id, sp, change)
+			if errors.Is(err, store.ErrIncidentResolved) && tries < 3 {
+				continue
+			}
+			if err != nil {
 				return err
 			}
-			continue
-		case created:
-			if change != nil {
-				d.opt.Log.Info("detector opened incident on a spike that follows a change", "incident", inc.ID,
-					"model", sp.Scope.Model, "onset", sp.Onset, "change", change.ID, "kind", change.Kind)
-			} else {
-				d.opt.Log.Info("detector opened incident", "incident", inc.ID, "model", sp.Scope.Model, "onset", sp.Onset)
-			}
-		case inc.End != nil:
-			if err := d.opt.Incidents.SetEnd(ctx, inc.ID, nil); err != nil { // a new spike reopens the window
-				return err
-			}
-		}
-		if inc.Scope.Model != "" && inc.Scope.Model != sp.Scope.Model {
-			// Another model slowed down within the same window: one
-			// incident (a shared cause is the likelier story, and one page
-			// beats two), about every model, so that its analysis weighs
-			// both rather than only the first.
-			title := fmt.Sprintf("Latency spikes on several models, first %s and %s", inc.Scope.Model, sp.Scope.Model)
-			if err := d.opt.Incidents.WidenToFleet(ctx, inc.ID, title); err != nil {
-				return err
-			}
-			d.opt.Log.Info("detector widened an incident to the fleet", "incident", inc.ID, "models", []string{inc.Scope.Model, sp.Scope.Model})
-		}
-		if err := d.opt.Incidents.AttachSpike(ctx, inc.ID, id); err != nil {
-			return err
+			break
 		}
 	}
 	held, err := d.stillHeld(ctx, seen, now)
@@ -249,6 +220,53 @@ func (d *Detector) Once(ctx context.Context) error {
 		return err
 	}
 	return d.closeQuiet(ctx, now)
+}
+
+// openOrJoin opens an incident for spike sp, recorded as id, or joins it
+// to the open one it belongs to (see incident.Service.OpenForSpike);
+// change is the change that let it open early, if any.
+// store.ErrIncidentResolved: the incident found was resolved before the
+// spike was attached.
+func (d *Detector) openOrJoin(ctx context.Context, id int64, sp correlate.Spike, change *correlate.Event) error {
+	inc, created, err := d.opt.Incidents.OpenForSpike(ctx, sp.Scope.Model, sp.Onset, d.opt.Merge, store.NewIncident{
+		Title:  fmt.Sprintf("%s spike on %s (%s → %s)", quantileName(sp.Role), sp.Scope.Model, fmtMs(sp.Baseline), fmtMs(sp.PeakValue)),
+		Source: store.SourceDetector,
+		Start:  sp.Onset.Add(-30 * time.Minute),
+		Scope:  correlate.Scope{Model: sp.Scope.Model},
+	})
+	switch {
+	case err != nil:
+		return err
+	case inc.Source != store.SourceDetector || inc.GroupKey != "":
+		// An alert's incident, or one an alert group adopted: the
+		// alert owns its window, scope and resolution; the spike only
+		// joins it (one page and one analysis for one spike).
+		d.opt.Log.Info("detector spike joined an alert's incident", "incident", inc.ID, "model", sp.Scope.Model, "onset", sp.Onset)
+		return d.opt.Incidents.AttachSpike(ctx, inc.ID, id)
+	case created:
+		if change != nil {
+			d.opt.Log.Info("detector opened incident on a spike that follows a change", "incident", inc.ID,
+				"model", sp.Scope.Model, "onset", sp.Onset, "change", change.ID, "kind", change.Kind)
+		} else {
+			d.opt.Log.Info("detector opened incident", "incident", inc.ID, "model", sp.Scope.Model, "onset", sp.Onset)
+		}
+	case inc.End != nil:
+		if err := d.opt.Incidents.SetEnd(ctx, inc.ID, nil); err != nil { // a new spike reopens the window
+			return err
+		}
+	}
+	if inc.Scope.Model != "" && inc.Scope.Model != sp.Scope.Model {
+		// Another model slowed down within the same window: one
+		// incident (a shared cause is the likelier story, and one page
+		// beats two), about every model, so that its analysis weighs
+		// both rather than only the first.
+		title := fmt.Sprintf("Latency spikes on several models, first %s and %s", inc.Scope.Model, sp.Scope.Model)
+		if err := d.opt.Incidents.WidenToFleet(ctx, inc.ID, title); err != nil {
+			return err
+		}
+		d.opt.Log.Info("detector widened an incident to the fleet", "incident", inc.ID, "models", []string{inc.Scope.Model, sp.Scope.Model})
+	}
+	return d.opt.Incidents.AttachSpike(ctx, inc.ID, id)
 }
 
 // repageAfter is how long after a person resolved a detector incident its
@@ -290,7 +308,10 @@ func (d *Detector) pageAgainIfResolvedTooSoon(ctx context.Context, incID, spikeI
 	}
 	d.opt.Log.Info("detector opened an incident again: a resolved incident's spike is still up", "incident", inc.ID,
 		"resolved", prev.ID, "model", sp.Scope.Model, "onset", sp.Onset)
-	return d.opt.Incidents.AttachSpike(ctx, inc.ID, spikeID)
+	if err := d.opt.Incidents.AttachSpike(ctx, inc.ID, spikeID); !errors.Is(err, store.ErrIncidentResolved) {
+		return err
+	}
+	return nil // resolved again at once: the person saw it, and is not paged a third time
 }
 
 // stillFailing says whether an incident's model (any model, for a fleet

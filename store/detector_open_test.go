@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -104,4 +105,53 @@ func incidentAndWebhook(t *testing.T, st *store.Store) (store.Incident, store.We
 		t.Fatal(err)
 	}
 	return in, w
+}
+
+// The detector finds the incident a spike joins in one transaction and
+// attaches the spike in another. Resolved in between (a person, or
+// another replica's detector closing it), the new spike went onto the
+// resolved incident and nobody was paged for it. The attach is refused
+// instead, and the spike, looked for again, opens a new incident.
+func TestSpikeDoesNotJoinAnIncidentResolvedMeanwhile(t *testing.T) {
+	t.Parallel()
+	st := store.New(storetest.NewPool(t))
+	ctx := context.Background()
+	onset := time.Now().UTC().Add(-10 * time.Minute).Truncate(time.Second)
+	spike, _, _, err := st.RecordSpike(ctx, "latency_p99|model|chat", correlate.Spike{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel,
+		Scope: correlate.Scope{Model: "chat"}, Start: onset, End: onset.Add(5 * time.Minute), Onset: onset, Ongoing: true,
+		PeakTime: onset.Add(time.Minute), PeakValue: 900, Baseline: 200, Direction: correlate.Up, DetectedAt: onset, Severity: "page"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	find := func() (store.Incident, bool) {
+		t.Helper()
+		in, made, err := st.FindOrOpenDetectorIncident(ctx, "chat", onset, 30*time.Minute, store.NewIncident{
+			Title: "P99 spike on chat", Source: store.SourceDetector, Start: onset.Add(-30 * time.Minute), Scope: correlate.Scope{Model: "chat"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in, made
+	}
+	first, _ := find()
+	found, made := find() // the detector's next pass, which the spike joins
+	if made || found.ID != first.ID {
+		t.Fatalf("found incident %d (created %v), want the open %d", found.ID, made, first.ID)
+	}
+	if _, err := st.ResolveIncident(ctx, first.ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AttachSpike(ctx, spike, found.ID); !errors.Is(err, store.ErrIncidentResolved) {
+		t.Fatalf("attach to the incident resolved meanwhile: %v, want ErrIncidentResolved", err)
+	}
+	again, made := find()
+	if !made || again.ID == first.ID {
+		t.Fatalf("looked for again: incident %d (created %v), want a new one", again.ID, made)
+	}
+	if err := st.AttachSpike(ctx, spike, again.ID); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := st.RecordedSpikes(ctx, onset, onset.Add(time.Second), 10)
+	if err != nil || len(rec) != 1 || rec[0].IncidentID == nil || *rec[0].IncidentID != again.ID {
+		t.Fatalf("spikes %+v (%v), want the spike on incident %d", rec, err, again.ID)
+	}
 }

@@ -36,10 +36,31 @@ func (s *Store) RecordSpike(ctx context.Context, seriesKey string, sp correlate.
 	return id, created, incidentID, wrap("record spike", err)
 }
 
-// AttachSpike links a recorded spike to the incident it opened or joined.
+// ErrIncidentResolved means a spike was not attached: its incident was
+// resolved after the detector found it open.
+var ErrIncidentResolved = errors.New("incident resolved")
+
+// AttachSpike links a recorded spike to the incident it opened or joined,
+// if that incident is still open; ErrIncidentResolved otherwise. The
+// detector finds the incident in one transaction and attaches in
+// another: a resolution in between (a person, or another replica's
+// detector closing it) left the new spike on a resolved incident, and
+// nobody was paged for it. The row is read FOR SHARE, so a resolution in
+// flight is waited for and seen.
 func (s *Store) AttachSpike(ctx context.Context, spikeID, incidentID int64) error {
-	_, err := s.db.Exec(ctx, `UPDATE spikes SET incident_id = $2 WHERE id = $1`, spikeID, incidentID)
-	return wrap("attach spike", err)
+	tag, err := s.db.Exec(ctx, `UPDATE spikes SET incident_id = $2 WHERE id = $1
+		AND EXISTS (SELECT 1 FROM incidents WHERE id = $2 AND status = 'open' FOR SHARE)`, spikeID, incidentID)
+	if err != nil || tag.RowsAffected() == 1 {
+		return wrap("attach spike", err)
+	}
+	var status string
+	switch err := s.db.QueryRow(ctx, `SELECT status FROM incidents WHERE id = $1`, incidentID).Scan(&status); {
+	case err != nil:
+		return wrap("attach spike", err)
+	case status != IncidentOpen:
+		return ErrIncidentResolved
+	}
+	return nil // the spike is gone (settled as a blip meanwhile)
 }
 
 // RecordedSpikes returns recorded spikes with onset in [from, to), newest first.
