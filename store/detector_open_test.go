@@ -91,6 +91,38 @@ func TestAnalysisReadyQueuedOncePerIncident(t *testing.T) {
 	}
 }
 
+// A webhook is not sent cause.changed to the cause it was last told of:
+// two replicas' notifiers, each reading "release" as last sent, queued
+// the change to capacity twice, for versions 2 and 3. Queued under the
+// webhook's lock, the second is refused; a change back is news again.
+func TestCauseChangedNotQueuedToTheCauseLastTold(t *testing.T) {
+	t.Parallel()
+	st := store.New(storetest.NewPool(t))
+	ctx := context.Background()
+	in, w := incidentAndWebhook(t, st)
+	for _, top := range []string{"release", "capacity", "capacity", "release"} {
+		readyAnalysis(t, st, in.ID, fmt.Sprintf(`{"causes":[{"category":%q,"score":0.8}]}`, top))
+	}
+	var queued []int
+	for _, d := range []struct {
+		v     int
+		event string
+	}{{1, store.EventAnalysisReady}, {2, store.EventCauseChanged}, {3, store.EventCauseChanged}, {4, store.EventCauseChanged}} {
+		ok, err := st.EnqueueDelivery(ctx, store.NewDelivery{WebhookID: w.ID, IncidentID: in.ID, Event: d.event, AnalysisVersion: d.v,
+			IdempotencyKey: fmt.Sprintf("host/incidents/%d/%s/%d", in.ID, d.event, d.v), DueAt: time.Now(),
+			Render: func(store.Incident) ([]byte, error) { return []byte(`{}`), nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			queued = append(queued, d.v)
+		}
+	}
+	if fmt.Sprint(queued) != "[1 2 4]" {
+		t.Fatalf("queued versions %v, want [1 2 4] (release, capacity, release again)", queued)
+	}
+}
+
 // incidentAndWebhook opens an incident and registers a webhook for every
 // event.
 func incidentAndWebhook(t *testing.T, st *store.Store) (store.Incident, store.Webhook) {

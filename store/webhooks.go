@@ -186,8 +186,9 @@ type NewDelivery struct {
 // analysis version (the same event noticed twice, by one replica or two,
 // or under a key made with another public URL), or analysis.ready of the
 // incident for any version (a slow analyzer's older version finishing
-// after a newer one was announced): queued reports whether a row was
-// added. With n.Render the body is made from the incident as it is at
+// after a newer one was announced), or a cause.changed to the cause the
+// webhook was last told of (toldAlready): queued reports whether a row
+// was added. With n.Render the body is made from the incident as it is at
 // that moment (see NewDelivery.Render).
 func (s *Store) EnqueueDelivery(ctx context.Context, n NewDelivery) (queued bool, err error) {
 	// Serialised per webhook and incident, so two replicas with different
@@ -206,8 +207,8 @@ func (s *Store) EnqueueDelivery(ctx context.Context, n NewDelivery) (queued bool
 			var queuedAlready bool
 			if err := tx.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM webhook_deliveries
 				WHERE webhook_id = $1 AND (idempotency_key = $5
-				   OR (incident_id = $2 AND event = $3 AND (analysis_version = $4 OR event = 'analysis.ready'))))`,
-				n.WebhookID, n.IncidentID, n.Event, n.AnalysisVersion, n.IdempotencyKey).Scan(&queuedAlready); err != nil {
+				   OR (incident_id = $2 AND event = $3 AND (analysis_version = $4 OR event = 'analysis.ready'))))
+				OR `+toldAlready, n.WebhookID, n.IncidentID, n.Event, n.AnalysisVersion, n.IdempotencyKey).Scan(&queuedAlready); err != nil {
 				return err
 			}
 			if queuedAlready {
@@ -230,6 +231,7 @@ func (s *Store) EnqueueDelivery(ctx context.Context, n NewDelivery) (queued bool
 			WHERE NOT EXISTS (SELECT 1 FROM webhook_deliveries
 			                  WHERE webhook_id = $1 AND incident_id = $2 AND event = $3
 			                    AND (analysis_version = $4 OR event = 'analysis.ready'))
+			  AND NOT `+toldAlready+`
 			ON CONFLICT (webhook_id, idempotency_key) DO NOTHING`,
 			n.WebhookID, n.IncidentID, n.Event, n.AnalysisVersion, n.IdempotencyKey, string(n.Body), n.DueAt)
 		queued = err == nil && tag.RowsAffected() == 1
@@ -237,6 +239,21 @@ func (s *Store) EnqueueDelivery(ctx context.Context, n NewDelivery) (queued bool
 	})
 	return queued, wrap("enqueue delivery", err)
 }
+
+// toldAlready is true when delivery $1/$2/$3/$4 (webhook, incident,
+// event, analysis version) is a cause.changed whose version's top cause
+// is the one the webhook was last told of (by the newest version it was
+// sent analysis.ready or cause.changed for). The notifier reads the cause
+// last told before it queues, outside this lock: two versions with the
+// same new cause, finished at once by two replicas, were both news and
+// the change was sent twice. A version without a stored analysis is
+// never told already.
+const toldAlready = `($3 = 'cause.changed' AND EXISTS (SELECT 1 FROM analyses a
+	WHERE a.incident_id = $2 AND a.version = $4
+	  AND a.top_cause = (SELECT t.top_cause FROM webhook_deliveries d
+	                     JOIN analyses t ON t.incident_id = d.incident_id AND t.version = d.analysis_version
+	                     WHERE d.webhook_id = $1 AND d.incident_id = $2 AND d.event IN ('analysis.ready', 'cause.changed')
+	                     ORDER BY d.analysis_version DESC LIMIT 1)))`
 
 // Delivery is one row of the delivery log.
 type Delivery struct {

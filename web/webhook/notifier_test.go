@@ -519,3 +519,56 @@ func TestSweepQueuesEventsInTheOrderTheyHappened(t *testing.T) {
 		t.Fatalf("receiver got %v for the incident analysed after it resolved, want %v", order["p50 up"], want)
 	}
 }
+
+// Two replicas' analyzers finish versions of one incident at once (a
+// slow one's taken over when stale, see store.StartAnalysisOnce) that
+// both moved the top cause from release to capacity. Each notifier read
+// "release" as the cause last sent before either had queued its own, and
+// receivers got cause.changed twice for one change.
+func TestCauseChangedOnceWhenTwoVersionsFinishAtOnce(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, "http://receiver.test/hook")
+	time.Sleep(10 * time.Millisecond)
+	for round := range 10 {
+		in, err := f.st.CreateIncident(ctx, store.NewIncident{Title: fmt.Sprintf("p99 up %d", round), Start: testclock.Now().Add(-time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := webhook.NewNotifier(f.st, webhook.NotifierOptions{PublicURL: "http://waterline.test"})
+		var vs []int
+		for _, top := range []string{"release", "capacity", "capacity"} {
+			v, err := f.st.StartAnalysis(ctx, in.ID, "d")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.st.FinishAnalysis(ctx, in.ID, v, scored(top), ""); err != nil {
+				t.Fatal(err)
+			}
+			vs = append(vs, v)
+		}
+		if err := n.NotifyAnalysis(ctx, in.ID, vs[0], "", "release"); err != nil {
+			t.Fatal(err)
+		}
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i, prev := range []string{"release", "capacity"} { // each replica's OnReady
+			wg.Go(func() {
+				<-start
+				if err := n.NotifyAnalysis(ctx, in.ID, vs[i+1], prev, "capacity"); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		var changed []int
+		for _, d := range f.log(t) {
+			if d.IncidentID == in.ID && d.Event == store.EventCauseChanged {
+				changed = append(changed, d.AnalysisVersion)
+			}
+		}
+		if len(changed) != 1 {
+			t.Fatalf("round %d: cause.changed for versions %v, want one (release → capacity)", round, changed)
+		}
+	}
+}
