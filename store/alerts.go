@@ -190,7 +190,10 @@ func (s *Store) ApplyAlertGroup(ctx context.Context, g AlertGroup, lookback time
 			// The detector may have seen the spike first: its open
 			// incident of the group's model is adopted (the group owns it
 			// from now on). Under the detector's lock, lest both open one
-			// at once.
+			// at once. Its row is locked as it is found: a resolution in
+			// flight is waited for and the incident, resolved, skipped —
+			// adopted, its window was reopened on a resolved incident and
+			// the alert filed under it opened nothing.
 			if _, err := tx.db.Exec(ctx, detectorOpenLock); err != nil {
 				return err
 			}
@@ -199,7 +202,7 @@ func (s *Store) ApplyAlertGroup(ctx context.Context, g AlertGroup, lookback time
 					WHERE i.source = 'detector' AND i.status = 'open' AND i.group_key IS NULL
 					  AND (i.model = $1 OR (i.model = '' AND EXISTS (SELECT 1 FROM spikes s WHERE s.incident_id = i.id AND s.model = $1)))
 					  AND i.start_at <= $2 AND (i.end_at IS NULL OR i.end_at >= $3)
-					ORDER BY i.start_at DESC LIMIT 1`, g.Scope.Model, minStart, wantStart))
+					ORDER BY i.start_at DESC LIMIT 1 FOR UPDATE OF i`, g.Scope.Model, minStart, wantStart))
 				switch {
 				case err == nil:
 					if _, err := tx.db.Exec(ctx, `UPDATE incidents SET group_key = $2, end_at = NULL, updated_at = now() WHERE id = $1`,
