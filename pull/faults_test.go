@@ -1,0 +1,236 @@
+package pull
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/waterline-dev/waterline/correlate"
+	"github.com/waterline-dev/waterline/store"
+	"github.com/waterline-dev/waterline/store/storetest"
+)
+
+// faultyProm stands in front of a real Prometheus and breaks the range
+// queries of one source (those whose expression is expr) from the
+// (after+1)-th on, the way a dying backend or a proxy in front of it
+// does, until healed.
+type faultyProm struct {
+	*httptest.Server
+	expr   string
+	after  int
+	fault  func(w http.ResponseWriter, r *http.Request)
+	mu     sync.Mutex
+	seen   int
+	healed atomic.Bool
+	broken atomic.Int64 // answers broken
+}
+
+func newFaultyProm(t *testing.T, target, expr string, after int, fault func(w http.ResponseWriter, r *http.Request)) *faultyProm {
+	t.Helper()
+	u, _ := url.Parse(target)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	f := &faultyProm{expr: expr, after: after, fault: fault}
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/query_range") && !f.healed.Load() {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(strings.NewReader(string(body)))
+			form, _ := url.ParseQuery(string(body))
+			if form.Get("query") == f.expr {
+				f.mu.Lock()
+				f.seen++
+				n := f.seen
+				f.mu.Unlock()
+				if n > f.after {
+					f.broken.Add(1)
+					f.fault(w, r)
+					return
+				}
+			}
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(f.Close)
+	return f
+}
+
+// cut answers the headers and part of a body, then drops the connection.
+func cut(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", "4096")
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.WriteString(w, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"model":"m-0"},"values":[[`)
+	w.(http.Flusher).Flush()
+	conn, _, err := w.(http.Hijacker).Hijack()
+	if err == nil {
+		conn.Close()
+	}
+}
+
+// A source that fails halfway through a catch-up (a 5xx, a cut
+// connection, malformed or truncated JSON, a value that is no number, a
+// backend that stops answering) keeps the chunks it committed, and its
+// cursor says exactly that: the next round resumes there, and in the end
+// the store holds what a clean pull stores — every point once, nothing
+// lost. The other source goes on meanwhile, and the failing one's error
+// shows in the pull health until it heals. Values Prometheus answers as
+// NaN (0/0) are not stored.
+func TestMidRoundFaultsLoseNothingAndStoreNothingTwice(t *testing.T) {
+	t.Parallel()
+	const models, points = 3, 720 // three hours at 15 s
+	prom, start := runP99(t, models, points)
+	now := start.Add(3*time.Hour + 30*time.Second)
+	const broken = `p99_ms`
+	const nanExpr = `(p99_ms{model="m-0"} - 100) / (p99_ms{model="m-0"} - 100)`
+	cfg := fmt.Sprintf(`lookback: 3h
+max_chunk: 30m
+presets: []
+queries:
+  - {role: latency_p99, level: model, labels: {model: model}, expr: '%s'}
+  - {role: qps, level: model, labels: {model: model}, expr: '%s'}
+`, broken, nanExpr)
+	ctx := context.Background()
+	whole := storetest.New(t)
+	if err := newPuller(t, whole, prom.URL, cfg, now).Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := curvesByKey(t, whole, start, now)
+	if n := len(want[qpsKey("m-0")]); n == 0 || n >= points-1 {
+		t.Fatalf("%d points of the 0/0 curve, want its NaNs left out", n)
+	}
+	for _, p := range want[qpsKey("m-0")] {
+		if p.V != 1 {
+			t.Fatalf("0/0 curve holds %v", p)
+		}
+	}
+
+	for _, c := range []struct {
+		name  string
+		fault func(w http.ResponseWriter, r *http.Request)
+	}{
+		{"500", func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "upstream broke", http.StatusInternalServerError)
+		}},
+		{"502 from a proxy", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusBadGateway)
+			_, _ = io.WriteString(w, "<html><body>Bad Gateway</body></html>")
+		}},
+		{"cut connection", cut},
+		{"truncated JSON", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"model":"m-0"},"values":[[1,"1"]`)
+		}},
+		{"not a number", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"model":"m-0"},"values":[[`+
+				fmt.Sprint(start.Add(time.Hour).Unix())+`,"lots"]]}]}}`)
+		}},
+		{"no answer", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st, pool := storetest.NewWithPool(t)
+			fp := newFaultyProm(t, prom.URL, broken, 2, c.fault)
+			p := newPuller(t, st, fp.URL, cfg, now)
+			p.prom.timeout = 2 * time.Second // for "no answer"
+			err := p.Tick(ctx)
+			if err == nil || !strings.Contains(err.Error(), "latency_p99") || fp.broken.Load() == 0 {
+				t.Fatalf("round with the fault: %v (%d answers broken)", err, fp.broken.Load())
+			}
+			// Two chunks committed; the cursor is where they end, and
+			// only what they hold is stored.
+			cur, ok, err := st.PullCursor(ctx, "latency_p99@model")
+			if err != nil || !ok {
+				t.Fatalf("cursor: %v %v", ok, err)
+			}
+			var last time.Time
+			n := 0
+			for k, ps := range curvesByKey(t, st, start, now) {
+				if !strings.HasPrefix(k, string(correlate.RoleLatencyP99)) {
+					continue
+				}
+				n += len(ps)
+				if tm := ps[len(ps)-1].Time(); tm.After(last) {
+					last = tm
+				}
+			}
+			if n == 0 || !cur.Equal(last.Add(15*time.Second)) {
+				t.Fatalf("cursor %v after the fault, last point stored %v (%d points)", cur, last, n)
+			}
+			if cur.After(start.Add(90 * time.Minute)) {
+				t.Fatalf("cursor %v: more than two chunks stored", cur)
+			}
+			srcs, _ := st.PullSources(ctx)
+			failing := map[string]string{}
+			for _, s := range srcs {
+				failing[s.Source] = s.LastError
+			}
+			if failing["latency_p99@model"] == "" || failing["qps@model"] != "" {
+				t.Fatalf("pull health after the fault: %+v", srcs)
+			}
+			gaps, _ := st.PullGaps(ctx, time.Time{})
+			if len(gaps) != 1 || !gaps[0].From.Equal(cur) || gaps[0].Source != "latency_p99@model" {
+				t.Fatalf("gaps after the fault: %+v (cursor %v)", gaps, cur)
+			}
+
+			fp.healed.Store(true)
+			if err := p.Tick(ctx); err != nil {
+				t.Fatal(err)
+			}
+			got := curvesByKey(t, st, start, now)
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("after healing the store differs from a clean pull")
+				for k, w := range want {
+					if fmt.Sprint(got[k]) != fmt.Sprint(w) {
+						t.Errorf("%s: %d points, want %d", k, len(got[k]), len(w))
+					}
+				}
+			}
+			var dup bool
+			if err := pool.QueryRow(ctx, `SELECT count(*) <> count(DISTINCT (series_id, time)) FROM points`).Scan(&dup); err != nil || dup {
+				t.Fatalf("points stored twice: %v %v", dup, err)
+			}
+			if gaps, _ := st.PullGaps(ctx, time.Time{}); len(gaps) != 0 {
+				t.Fatalf("gaps after healing: %+v", gaps)
+			}
+			srcs, _ = st.PullSources(ctx)
+			for _, s := range srcs {
+				if s.LastError != "" || s.Cursor.Before(start.Add(3*time.Hour)) {
+					t.Errorf("after healing: %+v", s)
+				}
+			}
+		})
+	}
+}
+
+func qpsKey(m string) string {
+	return correlate.Curve{Role: correlate.RoleQPS, Level: correlate.LevelModel, Scope: correlate.Scope{Model: m}}.Key()
+}
+
+// curvesByKey is every curve st holds in [from, to), by key.
+func curvesByKey(t *testing.T, st *store.Store, from, to time.Time) map[string][]correlate.Point {
+	t.Helper()
+	cs, err := st.Curves(context.Background(), store.CurveFilter{From: from.Add(-time.Hour), To: to.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]correlate.Point{}
+	for _, c := range cs {
+		for _, p := range c.Points {
+			if math.IsNaN(p.V) || math.IsInf(p.V, 0) {
+				t.Fatalf("%s holds %v", c.Key(), p)
+			}
+		}
+		out[c.Key()] = c.Points
+	}
+	return out
+}
