@@ -234,3 +234,53 @@ func curvesByKey(t *testing.T, st *store.Store, from, to time.Time) map[string][
 	}
 	return out
 }
+
+// A backend that answers a range query with more than any answer of a
+// pull should hold (here 80 MiB: valid JSON, one point, the rest white
+// space, as a broken proxy or a runaway query could send) is not read
+// whole into memory: the answer is refused once past the bound
+// (maxAnswerBytes, 64 MiB), the round fails with the source named and
+// nothing is stored.
+func TestHugeAnswerIsRefused(t *testing.T) {
+	t.Parallel()
+	const size = 80 << 20
+	now := time.Now().UTC().Truncate(time.Minute)
+	var written atomic.Int64
+	huge := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if !strings.HasSuffix(r.URL.Path, "/query_range") {
+			_, _ = io.WriteString(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)
+			return
+		}
+		head := `{"status":"success","data":{"resultType":"matrix","result":[`
+		tail := fmt.Sprintf(`{"metric":{"model":"m-0"},"values":[[%d,"1"]]}]}}`, now.Add(-time.Minute).Unix())
+		n, err := io.WriteString(w, head)
+		written.Add(int64(n))
+		pad := strings.Repeat(" ", 1<<20)
+		for i := 0; err == nil && written.Load() < size-int64(len(tail)); i++ {
+			n, err = io.WriteString(w, pad)
+			written.Add(int64(n))
+		}
+		if err == nil {
+			n, _ = io.WriteString(w, tail)
+			written.Add(int64(n))
+		}
+	}))
+	t.Cleanup(huge.Close)
+	st := storetest.New(t)
+	p := newPuller(t, st, huge.URL, `lookback: 2m
+presets: []
+queries:
+  - {role: latency_p99, level: model, labels: {model: model}, expr: p99_ms}
+`, now)
+	err := p.Tick(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "latency_p99@model") || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("round over an 80 MiB answer: %v", err)
+	}
+	if n := storedPoints(t, st, now.Add(-time.Hour), now.Add(time.Hour)); n != 0 {
+		t.Fatalf("%d points stored from the refused answer", n)
+	}
+	if w := written.Load(); w >= size {
+		t.Fatalf("the whole answer (%d bytes) was read", w)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -34,7 +35,7 @@ func newProm(b Backend) (*prom, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := api.NewClient(api.Config{Address: b.URL, RoundTripper: noPartial{rt}})
+	c, err := api.NewClient(api.Config{Address: b.URL, RoundTripper: noPartial{boundedAnswers{rt}}})
 	if err != nil {
 		return nil, fmt.Errorf("prometheus client for %s: %w", redactURL(b.URL), err)
 	}
@@ -62,6 +63,50 @@ func (n noPartial) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return n.next.RoundTrip(r)
 }
+
+// maxAnswerBytes bounds one answer of Prometheus (after decompression):
+// client_golang reads a body whole into memory, so a runaway query or a
+// broken proxy streaming without end took all of it. A pull's chunk holds
+// at most maxPointsPerSeries points per series; a catch-up over many
+// series past the bound fails as too big and is asked again in halves.
+const maxAnswerBytes = 64 << 20
+
+// boundedAnswers fails the read of a body past maxAnswerBytes.
+type boundedAnswers struct{ next http.RoundTripper }
+
+func (b boundedAnswers) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := b.next.RoundTrip(r)
+	if err == nil {
+		resp.Body = &boundedBody{ReadCloser: resp.Body, left: maxAnswerBytes}
+	}
+	return resp, err
+}
+
+type boundedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more is past the bound; the end is not.
+		var one [1]byte
+		if n, err := b.ReadCloser.Read(one[:]); n == 0 {
+			return 0, err
+		}
+		return 0, errAnswerTooBig
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+// errAnswerTooBig is an answer past maxAnswerBytes: too much at once, as
+// Prometheus' own "too many samples" (classify: failBig).
+var errAnswerTooBig = fmt.Errorf("answer larger than %d MiB: asking for less at once", maxAnswerBytes>>20)
 
 // QueryError is a failed query: which source, which expression, and why.
 // Rejected is true when Prometheus refused the query itself (bad PromQL,
@@ -128,6 +173,9 @@ var promErrorTypes = map[v1.ErrorType]bool{
 // classify reads a failed query's error: by its type when Prometheus
 // named one of its own, else by its message.
 func classify(err error) failure {
+	if errors.Is(err, errAnswerTooBig) {
+		return failBig
+	}
 	var ae *v1.Error
 	if !errors.As(err, &ae) {
 		return failOther
