@@ -284,3 +284,57 @@ queries:
 		t.Fatalf("the whole answer (%d bytes) was read", w)
 	}
 }
+
+// A serve started while Prometheus is down reads the built-in presets;
+// their sources fail and open gaps. Once Prometheus answers, the
+// detected presets replace them: the pull health must then
+// speak of what is pulled. The dropped sources stayed in it for ever,
+// failing ("connection refused"), further behind every minute, their
+// gaps open — on a fleet whose pull is healthy. Put back, a source
+// shows again and resumes from its cursor.
+func TestDroppedSourcesLeaveThePullHealth(t *testing.T) {
+	t.Parallel()
+	prom, start := runP99(t, 2, 240)
+	now := start.Add(time.Hour + 30*time.Second)
+	st := storetest.New(t)
+	ctx := context.Background()
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(down.Close)
+	const old = "presets: []\nqueries:\n  - {role: qps, level: model, labels: {model: model}, expr: p99_ms}\n"
+	const detected = "presets: []\nqueries:\n  - {role: latency_p99, level: model, labels: {model: model}, expr: p99_ms}\n"
+	// One Puller per config in effect and Prometheus URL: the store is
+	// what the rounds share (serve's puller adopts the detected config
+	// with SetConfig at the start of a round). Down ten minutes before the
+	// data ends, so that the outage ends where data follows.
+	if err := newPuller(t, st, down.URL, old, now.Add(-10*time.Minute)).Tick(ctx); err == nil {
+		t.Fatal("a round against a Prometheus that answers 503 succeeded")
+	}
+	if err := newPuller(t, st, prom.URL, detected, now).Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srcs, err := st.PullSources(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(srcs) != 1 || srcs[0].Source != "latency_p99@model" || srcs[0].LastError != "" {
+		t.Errorf("pull health once the detected presets are pulled: %+v", srcs)
+	}
+	gaps, err := st.PullGaps(ctx, time.Time{})
+	if err != nil || len(gaps) != 0 {
+		t.Errorf("open gaps: %+v, %v", gaps, err)
+	}
+	// The old config back (WATERLINE_CONFIG edited back): its source is
+	// shown again, caught up from where its cursor was.
+	if err := newPuller(t, st, prom.URL, old, now).Tick(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srcs, _ = st.PullSources(ctx)
+	if len(srcs) != 1 || srcs[0].Source != "qps@model" || srcs[0].LastError != "" || srcs[0].Cursor.Before(start.Add(time.Hour)) {
+		t.Errorf("pull health with the old config back: %+v", srcs)
+	}
+	if gaps, _ := st.PullGaps(ctx, time.Time{}); len(gaps) != 0 {
+		t.Errorf("open gaps with the old config back: %+v", gaps)
+	}
+}

@@ -145,6 +145,11 @@ func (p *Puller) Tick(ctx context.Context) error {
 func (p *Puller) tick(ctx context.Context) (failed, total int, err error) {
 	start := time.Now()
 	now := p.now()
+	// The pull health shows the sources this config pulls, not those an
+	// earlier one did (they would read as failing and behind for ever).
+	if err := p.st.RetirePullSources(ctx, p.currentSources(), now); err != nil && ctx.Err() == nil {
+		p.log.Warn("pull: cannot record the sources pulled", "err", err)
+	}
 	end := alignDown(now.Add(-p.config().Delay), p.config().Step).Add(p.config().Step)
 	var (
 		mu   sync.Mutex

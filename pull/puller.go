@@ -89,7 +89,8 @@ func (p *Puller) config() *Config { return p.cfg.Load() }
 
 // SetConfig puts cfg in effect from the next round on (a round begun
 // goes on with the config it began with). Sources it drops keep their
-// cursors; new ones start a lookback back, as at a first start.
+// cursors but leave the pull health (store.RetirePullSources); new ones
+// start a lookback back, as at a first start.
 func (p *Puller) SetConfig(cfg *Config) { p.next.Store(cfg) }
 
 // adoptNext puts a config left by SetConfig in effect.

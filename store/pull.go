@@ -153,11 +153,28 @@ func (s *Store) NoteGapError(ctx context.Context, id int64, msg string) error {
 	return wrap("note gap error", err)
 }
 
-// PullSources lists the progress of every source, by name.
+// RetirePullSources records which sources the live pull's config holds:
+// the others are retired (PullSources and PullGaps leave them out; their
+// cursors stay, so a source put back resumes), and those among live that
+// were retired are back. A config that drops sources (presets detected
+// once Prometheus answers) otherwise left them in the pull health for
+// ever, failing and ever further behind, though nothing pulled them.
+func (s *Store) RetirePullSources(ctx context.Context, live []string, now time.Time) error {
+	if live == nil {
+		live = []string{}
+	}
+	_, err := s.db.Exec(ctx, `
+		UPDATE pull_cursors SET retired_at = CASE WHEN source = ANY($1) THEN NULL ELSE $2::timestamptz END
+		WHERE (source = ANY($1)) = (retired_at IS NOT NULL)`, live, now)
+	return wrap("retire pull sources", err)
+}
+
+// PullSources lists the progress of every source the live pull holds
+// (not retired: see RetirePullSources), by name.
 func (s *Store) PullSources(ctx context.Context) ([]PullSource, error) {
 	rows, err := s.db.Query(ctx, `
 		SELECT source, cursor_at, last_success, last_attempt, last_error, errors_total, points_total
-		FROM pull_cursors ORDER BY source`)
+		FROM pull_cursors WHERE retired_at IS NULL ORDER BY source`)
 	if err != nil {
 		return nil, wrap("pull sources", err)
 	}
@@ -175,15 +192,18 @@ func (s *Store) PullSources(ctx context.Context) ([]PullSource, error) {
 }
 
 // PullGaps lists gaps, oldest first: the open ones, plus those filled at or
-// after filledSince (zero: none of the filled ones).
+// after filledSince (zero: none of the filled ones). Outage gaps of a
+// retired source are left out: nothing is pulling it to fill them.
 func (s *Store) PullGaps(ctx context.Context, filledSince time.Time) ([]PullGap, error) {
 	var since *time.Time
 	if !filledSince.IsZero() {
 		since = &filledSince
 	}
 	rows, err := s.db.Query(ctx, `
-		SELECT id, source, reason, from_at, to_at, done_to, error, opened_at, filled_at FROM pull_gaps
-		WHERE filled_at IS NULL OR filled_at >= $1 ORDER BY id`, since)
+		SELECT id, source, reason, from_at, to_at, done_to, error, opened_at, filled_at FROM pull_gaps g
+		WHERE (filled_at IS NULL OR filled_at >= $1) AND NOT (reason = 'outage' AND EXISTS (
+			SELECT 1 FROM pull_cursors c WHERE c.source = g.source AND c.retired_at IS NOT NULL))
+		ORDER BY id`, since)
 	if err != nil {
 		return nil, wrap("pull gaps", err)
 	}

@@ -1,0 +1,1 @@
+ALTER TABLE pull_cursors DROP COLUMN IF EXISTS retired_at;
