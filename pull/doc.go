@@ -43,7 +43,8 @@
 // transaction that commits its chunk, so a rerun resumes. Run is serve's
 // live loop: a Postgres advisory lock (store.Lease) elects one puller
 // among replicas; each round pulls every source from its cursor (less an
-// overlap) to now − delay; a failed round is retried with exponential
+// overlap) to now − delay (a round waits for a slow source at most an
+// interval: it goes on pulling, and is skipped until done); a failed round is retried with exponential
 // backoff and jitter, and the missed range is recorded as an outage gap,
 // closed when the cursor passes it. An answer with a warning of missing
 // data (a failed remote read, a partial response) is such a failure, not

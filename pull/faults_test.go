@@ -338,3 +338,68 @@ func TestDroppedSourcesLeaveThePullHealth(t *testing.T) {
 		t.Errorf("open gaps with the old config back: %+v", gaps)
 	}
 }
+
+// One source whose query Prometheus does not answer (an expensive query
+// on a loaded Prometheus, a proxy stuck on it) must not hold back the
+// others: the live loop's round waited for every source, so the healthy
+// ones were pulled once per query timeout (two minutes, four with the
+// halved retry) instead of every interval — mid-incident, when
+// Prometheus is loaded. Rounds go on without it, it is not asked again
+// while its query is in flight, and once answered it is stored.
+func TestSlowSourceDoesNotHoldBackTheOthers(t *testing.T) {
+	t.Parallel()
+	prom, start := runP99(t, 2, 240)
+	now := start.Add(time.Hour + 30*time.Second)
+	const slowExpr, fastExpr = `p99_ms`, `p99_ms + 0`
+	release := make(chan struct{})
+	var slowAsked, fastAsked atomic.Int64
+	u, _ := url.Parse(prom.URL)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/query_range") {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(strings.NewReader(string(body)))
+			form, _ := url.ParseQuery(string(body))
+			switch form.Get("query") {
+			case slowExpr:
+				slowAsked.Add(1)
+				select {
+				case <-release:
+				case <-r.Context().Done():
+					return
+				}
+			case fastExpr:
+				fastAsked.Add(1)
+			}
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free) // before front.Close, which waits for the handler
+	st := storetest.New(t)
+	p := newPuller(t, st, front.URL, fmt.Sprintf(`presets: []
+queries:
+  - {role: latency_p99, level: model, labels: {model: model}, expr: '%s'}
+  - {role: qps, level: model, labels: {model: model}, expr: '%s'}
+`, slowExpr, fastExpr), now)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	t.Cleanup(stop)
+	go func() { done <- p.Run(ctx, 50*time.Millisecond) }()
+	waitFor(t, "the slow source is asked", func() bool { return slowAsked.Load() > 0 })
+	waitFor(t, "three more rounds of the healthy source while the slow one waits", func() bool { return fastAsked.Load() >= 4 })
+	if n := slowAsked.Load(); n != 1 {
+		t.Errorf("the slow source was asked %d times while its first query was in flight", n)
+	}
+	free()
+	waitFor(t, "the slow source is stored", func() bool {
+		cur, ok, err := st.PullCursor(context.Background(), "latency_p99@model")
+		return err == nil && ok && !cur.Before(start.Add(time.Hour))
+	})
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}

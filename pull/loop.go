@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/waterline-dev/waterline/store"
@@ -43,23 +42,53 @@ func (p *Puller) Run(ctx context.Context, interval time.Duration) error {
 	}
 }
 
-// lead pulls while the lease holds.
+// lead pulls while the lease holds. The lease is checked every
+// leaseWatch for as long as this replica leads, between rounds and during
+// them, and a source still pulling from an earlier round (see tick) is
+// cancelled with the rest as soon as it is found lost: a long catch-up
+// after an outage must not go on writing, and advancing cursors, for
+// minutes after another replica took over. lead returns once every source
+// it started has stopped.
 func (p *Puller) lead(ctx context.Context, lease *store.Lease, interval time.Duration) {
+	lctx, cancel := context.WithCancelCause(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		t := time.NewTicker(leaseWatch)
+		defer t.Stop()
+		for {
+			select {
+			case <-lctx.Done():
+				return
+			case <-t.C:
+				// A connection that does not answer within leaseWatch is
+				// as good as lost (a half-open TCP session would hang).
+				cctx, ccancel := context.WithTimeout(lctx, leaseWatch)
+				err := lease.Check(cctx)
+				ccancel()
+				if err != nil && lctx.Err() == nil {
+					cancel(fmt.Errorf("%w: %w", errLeaseLost, err))
+					return
+				}
+			}
+		}
+	}()
+	defer func() {
+		cancel(nil)
+		p.inflight.Wait()
+		<-watched // the lease's connection is Run's again
+	}()
 	failures := 0
 	for {
-		if err := lease.Check(ctx); err != nil {
-			if ctx.Err() == nil {
+		if lctx.Err() != nil {
+			if err := context.Cause(lctx); errors.Is(err, errLeaseLost) {
 				p.log.Warn("pull: lost the pull lease; stopping until re-elected", "err", err)
 			}
 			return
 		}
-		failed, total, err, lost := p.tickHeld(ctx, lease)
-		if lost != nil {
-			p.log.Warn("pull: lost the pull lease mid-round; stopping until re-elected", "err", lost)
-			return
-		}
-		if err != nil && ctx.Err() != nil {
-			return
+		failed, total, err := p.tick(lctx, interval)
+		if err != nil && lctx.Err() != nil {
+			continue
 		}
 		var wait time.Duration
 		wait, failures = nextRound(failed, total, failures, interval)
@@ -69,53 +98,15 @@ func (p *Puller) lead(ctx context.Context, lease *store.Lease, interval time.Dur
 		case err != nil:
 			p.log.Warn("pull: some sources failed; they catch up next round", "err", err, "failed", failed, "sources", total)
 		}
-		if !sleep(ctx, wait) {
-			return
-		}
+		sleep(lctx, wait)
 	}
 }
 
-// leaseWatch is how often a round in progress checks the lease: a long
-// catch-up after an outage must not go on writing, and advancing cursors,
-// for minutes after another replica took over.
-var leaseWatch = 5 * time.Second
+// errLeaseLost is the cause of lead's end when the lease's check failed.
+var errLeaseLost = errors.New("lost the pull lease")
 
-// tickHeld runs one round, cancelled as soon as the lease is found lost;
-// lost is that error, nil while the lease held.
-func (p *Puller) tickHeld(ctx context.Context, lease *store.Lease) (failed, total int, err, lost error) {
-	p.adoptNext() // a new config begins with a round, never inside one
-	rctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(leaseWatch)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				// A connection that does not answer within leaseWatch is
-				// as good as lost (a half-open TCP session would hang).
-				cctx, ccancel := context.WithTimeout(rctx, leaseWatch)
-				cerr := lease.Check(cctx)
-				ccancel()
-				if cerr != nil && rctx.Err() == nil {
-					lost = cerr
-					cancel()
-					return
-				}
-			}
-		}
-	}()
-	failed, total, err = p.tick(rctx)
-	close(done)
-	wg.Wait() // the lease's connection is the loop's again
-	return failed, total, err, lost
-}
+// leaseWatch is how often a leader checks its lease.
+var leaseWatch = 5 * time.Second
 
 // nextRound says how long to wait before the next round and how many
 // failed rounds in a row there have been. Only a round in which every
@@ -137,12 +128,20 @@ func nextRound(failed, total, failures int, interval time.Duration) (time.Durati
 // A source seen for the first time starts lookback ago. It returns the
 // errors of the sources that failed, joined.
 func (p *Puller) Tick(ctx context.Context) error {
-	_, _, err := p.tick(ctx)
+	_, _, err := p.tick(ctx, 0)
 	return err
 }
 
-// tick is Tick, also saying how many of how many sources failed.
-func (p *Puller) tick(ctx context.Context) (failed, total int, err error) {
+// tick is Tick, also saying how many of how many sources failed. With
+// wait > 0 (the live loop) it returns once every source is done or wait
+// has passed: a source still pulling then (a query Prometheus is slow to
+// answer, up to its timeout) goes on in the background, and the rounds
+// after skip it until it is done. The round waited for every source, so
+// one slow query held back every other source's pull by minutes. Only
+// the sources done count in failed; a late one's error is recorded by
+// tickSource all the same, and its points wake OnStored.
+func (p *Puller) tick(ctx context.Context, wait time.Duration) (failed, total int, err error) {
+	p.adoptNext() // a new config begins with a round, never inside one
 	start := time.Now()
 	now := p.now()
 	// The pull health shows the sources this config pulls, not those an
@@ -152,37 +151,71 @@ func (p *Puller) tick(ctx context.Context) (failed, total int, err error) {
 	}
 	end := alignDown(now.Add(-p.config().Delay), p.config().Step).Add(p.config().Step)
 	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-		sem  = make(chan struct{}, p.config().Parallelism)
+		mu    sync.Mutex
+		errs  []error
+		over  bool // the round has returned: a source done now is late
+		wg    sync.WaitGroup
+		slots = p.slots(p.config().Parallelism)
 		// stored counts the round's points, to tell OnStored.
-		stored atomic.Int64
+		stored int64
 	)
 	sources := p.currentSources()
 	hz := p.horizons(ctx, sources, now)
 	for _, src := range sources {
+		if _, running := p.busy.LoadOrStore(src, true); running {
+			continue // still at an earlier round's pull: one query per source at a time
+		}
 		wg.Add(1)
+		p.inflight.Add(1)
 		go func() {
+			defer p.inflight.Done()
 			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
+			defer p.busy.Delete(src)
+			slots <- struct{}{}
 			n, err := p.tickSource(ctx, src, now, pullEnd(end, hz[src], p.config().Step))
-			stored.Add(n)
-			if err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
+			<-slots
+			mu.Lock()
+			late := over
+			if !late {
+				stored += n
+				if err != nil {
+					errs = append(errs, err)
+				}
+			}
+			mu.Unlock()
+			if late && err != nil && ctx.Err() == nil {
+				p.log.Warn("pull: a source that outlasted its round failed; it catches up next round", "err", err)
+			}
+			if late && n > 0 && p.onStored != nil {
+				p.onStored()
 			}
 		}()
 	}
-	wg.Wait()
+	all := make(chan struct{})
+	go func() { wg.Wait(); close(all) }()
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-all:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	} else {
+		<-all
+	}
 	p.pods.forget() // this round's windows are not pulled again
 	p.met.round(time.Since(start))
-	if stored.Load() > 0 && p.onStored != nil {
+	mu.Lock()
+	over = true
+	failed, err, n := len(errs), errors.Join(errs...), stored
+	mu.Unlock()
+	if n > 0 && p.onStored != nil {
 		p.onStored()
 	}
-	return len(errs), len(sources), errors.Join(errs...)
+	// A source still pulling has not failed: counted in total, a round
+	// does not back off for the sources that failed beside it.
+	return failed, len(sources), err
 }
 
 // tickSource pulls one source up to end and returns how many points it

@@ -40,6 +40,25 @@ type Puller struct {
 	horizonWarned atomic.Bool
 	// warned holds the sources whose answers' warnings were logged.
 	warned sync.Map
+	// busy holds the live loop's sources being pulled, inflight counts
+	// them, and slotsCh bounds how many pull at once across rounds (a
+	// round may end before its slow sources: see tick).
+	busy     sync.Map
+	inflight sync.WaitGroup
+	slotsMu  sync.Mutex
+	slotsCh  chan struct{}
+}
+
+// slots is the semaphore of n sources pulled at once by the live loop,
+// shared by its rounds; a config changing n starts a new one (the
+// sources still pulling keep their slots in the old).
+func (p *Puller) slots(n int) chan struct{} {
+	p.slotsMu.Lock()
+	defer p.slotsMu.Unlock()
+	if p.slotsCh == nil || cap(p.slotsCh) != n {
+		p.slotsCh = make(chan struct{}, n)
+	}
+	return p.slotsCh
 }
 
 // Options are a Puller's optional collaborators.
