@@ -26,8 +26,10 @@ const (
 // freeze stores a frozen copy of what the incident page shows over its
 // default window — curves (aggregate levels at ~4× the page's
 // resolution, replica curves at the page's), events, the slow samples and
-// a capped, evenly spread baseline, and the newest ready analysis — so the
-// permalink stays complete after retention drops the data.
+// a capped, evenly spread baseline, and the newest ready analysis with
+// its version (one that finishes later has the incident frozen again:
+// store.UnfrozenIncidents) — so the permalink stays complete after
+// retention drops the data.
 func (s *Service) freeze(ctx context.Context, id int64) error {
 	in, err := s.st.Incident(ctx, id)
 	if err != nil {
@@ -37,7 +39,7 @@ func (s *Service) freeze(ctx context.Context, id int64) error {
 	sn := store.Snapshot{IncidentID: id}
 	switch rec, err := s.st.LatestReadyAnalysis(ctx, id); {
 	case err == nil:
-		sn.Analysis = json.RawMessage(rec.Result)
+		sn.Analysis, sn.AnalysisVersion = json.RawMessage(rec.Result), rec.Version
 		if len(rec.Result) > 2 {
 			var an correlate.Analysis
 			if err := json.Unmarshal(rec.Result, &an); err != nil {

@@ -2,6 +2,7 @@ package incident_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -276,5 +277,75 @@ func TestOpenIncidentFrozenBeforeRetentionDropsItsData(t *testing.T) {
 	}
 	if !slices.Contains(ids, "onset") || !slices.Contains(ids, "recent") {
 		t.Fatalf("the copy frozen at the resolution holds %v; want the onset's sample (dropped by retention since) and the recent one", ids)
+	}
+}
+
+// TestSnapshotFollowsAnAnalysisFinishedAfterTheFreeze: a version begun
+// before the resolution (or a stale one taken over) finishes after the
+// incident was frozen. The frozen page kept the older analysis — its
+// causes, and the window and slow samples it set — while the API served
+// the newer one, and a link's readers and the ticket's saw different
+// causes. The worker freezes the incident again: the snapshot follows the
+// newest ready version and says which one it holds.
+func TestSnapshotFollowsAnAnalysisFinishedAfterTheFreeze(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	svc := incident.New(st, incident.Options{})
+	in, err := svc.Open(ctx, store.NewIncident{Title: "slow", Start: time.Now().Add(-time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	finish := func(v int, says string) {
+		t.Helper()
+		if err := st.FinishAnalysis(ctx, in.ID, v, []byte(`{"causes":[],"reconciliation":"`+says+`"}`), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v1, err := st.StartAnalysis(ctx, in.ID, "d1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	finish(v1, "first")
+	v2, err := st.StartAnalysis(ctx, in.ID, "d2") // still running at the resolution
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Resolve(ctx, in.ID, incident.FreezeNow); err != nil {
+		t.Fatal(err)
+	}
+	frozen := func() (string, *store.Snapshot) {
+		t.Helper()
+		sn, err := st.LoadSnapshot(ctx, in.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var an correlate.Analysis
+		if err := json.Unmarshal(sn.Analysis, &an); err != nil {
+			t.Fatal(err)
+		}
+		return an.Reconciliation, sn
+	}
+	if says, _ := frozen(); says != "first" {
+		t.Fatalf("frozen at the resolution with the analysis saying %q, want the first", says)
+	}
+	finish(v2, "second")
+	if rec, err := st.LatestReadyAnalysis(ctx, in.ID); err != nil || rec.Version != v2 {
+		t.Fatalf("the API's analysis is version %d (%v), want %d", rec.Version, err, v2)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go svc.Run(wctx)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		says, sn := frozen()
+		if says == "second" {
+			if sn.AnalysisVersion != v2 {
+				t.Errorf("the snapshot says it holds analysis version %d, want %d", sn.AnalysisVersion, v2)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the snapshot still holds the analysis saying %q; the API serves version %d", says, v2)
+		}
 	}
 }

@@ -26,6 +26,10 @@ type Snapshot struct {
 	FrozenEvents  []correlate.Event
 	FrozenSamples []correlate.Sample
 	Analysis      json.RawMessage // a correlate.Analysis, as stored in analyses.result
+	// AnalysisVersion is the version Analysis is (0: none, or a snapshot
+	// taken before the version was kept): the frozen page can say which
+	// analysis it shows, and a newer ready version has it frozen again.
+	AnalysisVersion int
 	// Tenants are all the tenants the window's samples and events named,
 	// sorted (the frozen samples are thinned); TenantsKnown is false for
 	// snapshots taken before the list was kept.
@@ -137,12 +141,17 @@ func (s *Store) SaveSnapshot(ctx context.Context, sn Snapshot) error {
 	if sn.TenantsKnown {
 		tenants = append(make([]string, 0, len(sn.Tenants)), sn.Tenants...)
 	}
+	var version *int // NULL: none
+	if sn.AnalysisVersion > 0 {
+		version = &sn.AnalysisVersion
+	}
 	tag, err := s.db.Exec(ctx, `
-		INSERT INTO snapshots (incident_id, created_at, curves, events, samples, analysis, tenants)
-		SELECT id, $2, $3, $4, $5, $6, $7 FROM incidents WHERE id = $1
+		INSERT INTO snapshots (incident_id, created_at, curves, events, samples, analysis, tenants, analysis_version)
+		SELECT id, $2, $3, $4, $5, $6, $7, $8 FROM incidents WHERE id = $1
 		ON CONFLICT (incident_id) DO UPDATE SET created_at = EXCLUDED.created_at, curves = EXCLUDED.curves,
-		  events = EXCLUDED.events, samples = EXCLUDED.samples, analysis = EXCLUDED.analysis, tenants = EXCLUDED.tenants`,
-		sn.IncidentID, sn.CreatedAt, curves, events, samples, an, tenants)
+		  events = EXCLUDED.events, samples = EXCLUDED.samples, analysis = EXCLUDED.analysis, tenants = EXCLUDED.tenants,
+		  analysis_version = EXCLUDED.analysis_version`,
+		sn.IncidentID, sn.CreatedAt, curves, events, samples, an, tenants, version)
 	if err != nil {
 		return wrap("save snapshot", err)
 	}
@@ -170,8 +179,9 @@ func (s *Store) LoadSnapshot(ctx context.Context, incidentID int64) (*Snapshot, 
 	var curves, events, samples, analysis []byte
 	sn := &Snapshot{IncidentID: incidentID}
 	var tenants []string
-	err := s.db.QueryRow(ctx, `SELECT created_at, curves, events, samples, analysis, tenants FROM snapshots WHERE incident_id = $1`,
-		incidentID).Scan(&sn.CreatedAt, &curves, &events, &samples, &analysis, &tenants)
+	err := s.db.QueryRow(ctx, `SELECT created_at, curves, events, samples, analysis, tenants, COALESCE(analysis_version, 0)
+		FROM snapshots WHERE incident_id = $1`,
+		incidentID).Scan(&sn.CreatedAt, &curves, &events, &samples, &analysis, &tenants, &sn.AnalysisVersion)
 	if err != nil {
 		return nil, wrap("load snapshot", err)
 	}
@@ -206,17 +216,18 @@ func (s *Store) LoadSnapshot(ctx context.Context, incidentID int64) (*Snapshot, 
 // frozen at the resolution lacks the ten minutes after the end that the
 // frozen page draws (listed once the end is settled), and one frozen
 // before the first analysis lacks it, and so every sample counted as slow
-// (listed once an analysis is ready).
+// (listed once an analysis is ready). So is one frozen with an older
+// version than the newest ready one: a version that finished after the
+// freeze (begun before the resolution, or taken over when stale) may have
+// other causes, onset and slow line than the copy, and the API served it
+// while the link showed the older one. (One taken before versions were
+// kept, holding an analysis, is listed once.)
 //
 // Open incidents of any source that started before expiring are listed
 // too: retention is about to drop their data (an alert incident whose
 // resolution was lost stays open for weeks), and a copy now beats none at
 // the resolution. Zero expiring lists none such.
 func (s *Store) UnfrozenIncidents(ctx context.Context, since, settled, expiring time.Time, limit int) ([]int64, error) {
-	noAnalysis, err := gzipJSON(json.RawMessage("null")) // as SaveSnapshot stores "no analysis"
-	if err != nil {
-		return nil, wrap("unfrozen incidents", err)
-	}
 	rows, err := s.db.Query(ctx, `
 		SELECT i.id FROM incidents i
 		LEFT JOIN snapshots sn ON sn.incident_id = i.id
@@ -224,12 +235,12 @@ func (s *Store) UnfrozenIncidents(ctx context.Context, since, settled, expiring 
 		       AND ((i.status = 'resolved' AND i.resolved_at >= $1)
 		         OR (i.status = 'open' AND i.source = 'manual' AND i.end_at < $2
 		             AND EXISTS (SELECT 1 FROM share_links l WHERE l.incident_id = i.id AND l.revoked_at IS NULL))
-		         OR (i.status = 'open' AND i.start_at < $5)))
+		         OR (i.status = 'open' AND i.start_at < $4)))
 		   OR (sn.incident_id IS NOT NULL AND i.status = 'resolved' AND i.resolved_at >= $1
 		       AND ((i.end_at < $2 AND sn.created_at < i.end_at + interval '10 minutes')
-		         OR (sn.analysis = $4
-		             AND EXISTS (SELECT 1 FROM analyses a WHERE a.incident_id = i.id AND a.status = 'ready'))))
-		ORDER BY COALESCE(i.resolved_at, i.end_at, i.start_at) LIMIT $3`, since, settled, limit, noAnalysis, expiring)
+		         OR EXISTS (SELECT 1 FROM analyses a WHERE a.incident_id = i.id AND a.status = 'ready'
+		                    AND a.version > COALESCE(sn.analysis_version, 0))))
+		ORDER BY COALESCE(i.resolved_at, i.end_at, i.start_at) LIMIT $3`, since, settled, limit, expiring)
 	if err != nil {
 		return nil, wrap("unfrozen incidents", err)
 	}
