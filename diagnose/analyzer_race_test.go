@@ -190,3 +190,112 @@ func TestSpikeJoiningAsItsIncidentResolvesOpensAnother(t *testing.T) {
 		t.Fatalf("the resolved incident holds the spikes of %v, want the first model's alone", on)
 	}
 }
+
+// The detector lease moves between replicas while the old holder's pass
+// closes a quiet incident: it has read the incident's spikes as over, and
+// before it resolves, the new holder's pass finds the model slow again
+// and attaches the new, ongoing spike to the still-open incident. The
+// resolution then left a resolved incident holding an ongoing spike, and
+// nobody was paged until the detector paged again ten minutes later. The
+// close pass resolves only an incident its spikes still say is quiet.
+func TestDetectorHandOverDoesNotResolveAnIncidentAsASpikeJoinsIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	onset := t0.Add(100 * time.Minute)
+	spikeEnd := t0.Add(115 * time.Minute)
+	// The second spike: once its baseline has left the first behind (it
+	// is not told from the first one's tail before), and within the
+	// window's merge, which is longer for it.
+	again := spikeEnd.Add(65 * time.Minute)
+	const merge = 55 * time.Minute
+	end := again.Add(20 * time.Minute)
+	rng := rand.New(rand.NewPCG(3, 3))
+	chat := modelP99("chat", rng, onset, spikeEnd, end)
+	for i, p := range chat.Points {
+		if !p.Time().Before(again) {
+			chat.Points[i].V *= 4
+		}
+	}
+	storetest.WriteCurves(t, st, []correlate.Curve{chat})
+
+	lease := func() *store.Lease {
+		t.Helper()
+		l, ok, err := st.TryLease(ctx, "detect")
+		if err != nil || !ok {
+			t.Fatalf("taking the detector lease: held elsewhere %v (%v)", !ok, err)
+		}
+		return l
+	}
+	oldLease := lease()
+	defer func() { oldLease.Release() }()
+	oldNow := spikeEnd.Add(-5 * time.Minute)
+	newNow := again.Add(10 * time.Minute)
+	newDetector := diagnose.NewDetector(st, diagnose.DetectorOptions{OpenIncidents: true, Merge: merge,
+		Now: func() time.Time { return newNow }})
+	var (
+		handOver bool  // the old pass is closing the incident: the lease moves now
+		joined   int64 // the incident the new pass attached its spike to
+	)
+	// The old detector's service tells its watchers after each change:
+	// the close pass's move of the window's end comes after it read the
+	// spikes and before it resolves.
+	watch := func(id int64) {
+		if !handOver {
+			return
+		}
+		in, err := st.Incident(ctx, id)
+		if err != nil || in.Status != store.IncidentOpen || in.End == nil {
+			return
+		}
+		handOver = false
+		oldLease.Release()
+		newLease := lease()
+		defer newLease.Release()
+		if err := newDetector.Once(ctx); err != nil {
+			t.Error(err)
+			return
+		}
+		rec, err := st.RecordedSpikes(ctx, again.Add(-5*time.Minute), newNow, 10)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		for _, r := range rec {
+			if r.Ongoing && r.IncidentID != nil {
+				joined = *r.IncidentID
+			}
+		}
+	}
+	oldIncidents := incident.New(st, incident.Options{Now: func() time.Time { return oldNow }, Watchers: []func(int64){watch}})
+	oldDetector := diagnose.NewDetector(st, diagnose.DetectorOptions{OpenIncidents: true, Merge: merge,
+		Now: func() time.Time { return oldNow }, Incidents: oldIncidents})
+	if err := oldDetector.Once(ctx); err != nil { // opens the incident
+		t.Fatal(err)
+	}
+	list, _, err := st.ListIncidents(ctx, store.IncidentFilter{})
+	if err != nil || len(list) != 1 {
+		t.Fatalf("incidents %+v (%v), want the first spike's", list, err)
+	}
+	first := list[0].ID
+	// Long after the first spike, just before the second shows in the
+	// data the old pass reads.
+	oldNow = again.Add(-time.Minute)
+	handOver = true
+	if err := oldDetector.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if handOver {
+		t.Fatal("the old pass never moved the incident's end: it did not close it")
+	}
+	if joined != first {
+		t.Fatalf("the new pass put the second spike on incident %d, want it joining incident %d", joined, first)
+	}
+	in, err := st.Incident(ctx, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Status != store.IncidentOpen || in.End != nil {
+		t.Fatalf("incident %d is %s (end %v) holding an ongoing spike; want it open and open-ended", first, in.Status, in.End)
+	}
+}

@@ -772,9 +772,12 @@ func (d *Detector) closeQuiet(ctx context.Context, now time.Time) error {
 					continue
 				}
 			}
-			// Nobody waits on the detector: the snapshot is taken on the
-			// incident worker, before retention can drop the data.
-			if _, err := d.opt.Incidents.Resolve(ctx, in.ID, incident.FreezeLater); err != nil {
+			// Only if its spikes still say so: another replica's
+			// detector (the lease changing hands) may have attached an
+			// ongoing spike since they were read. Nobody waits on the
+			// detector: the snapshot is taken on the incident worker,
+			// before retention can drop the data.
+			if _, err := d.opt.Incidents.ResolveQuiet(ctx, in.ID, lastEnd); err != nil {
 				return err
 			}
 		}

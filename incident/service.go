@@ -155,6 +155,23 @@ func (s *Service) Resolve(ctx context.Context, id int64, freeze Freeze) (store.I
 	return in, nil
 }
 
+// ResolveQuiet is Resolve for the detector's close pass, which found the
+// incident's spikes all over, the last ending at quietSince: it resolves
+// only if none is ongoing or ends later by now (see
+// store.ResolveQuietIncident), and freezes on the worker. resolved says
+// whether this call resolved it.
+func (s *Service) ResolveQuiet(ctx context.Context, id int64, quietSince time.Time) (resolved bool, err error) {
+	_, resolved, err = s.st.ResolveQuietIncident(ctx, id, s.opt.Now(), quietSince)
+	if err != nil {
+		return false, err
+	}
+	if resolved {
+		s.Notify(id)
+		s.resolved(ctx, id, FreezeLater)
+	}
+	return resolved, nil
+}
+
 // ApplyAlerts records an Alertmanager notification (store.ApplyAlertGroup:
 // it opens, extends or resolves the group's incident, and resolves an
 // open one it shows over). The notification is answered without waiting

@@ -187,3 +187,114 @@ func TestSpikeDoesNotJoinAnIncidentResolvedMeanwhile(t *testing.T) {
 		t.Fatalf("spikes %+v (%v), want the spike on incident %d", rec, err, again.ID)
 	}
 }
+
+// The old detector's close pass reads an incident's spikes as over and
+// then resolves it; another replica's detector (the lease changing hands)
+// may attach a new, ongoing spike in between — before the resolution,
+// which AttachSpike cannot refuse, or while it is in flight. The resolved
+// incident held an ongoing spike, and nobody was paged. The close pass's
+// resolution checks the spikes again under the incident's row lock: an
+// attach committed first, or waited for, keeps the incident open; a quiet
+// incident resolves.
+func TestQuietIncidentNotResolvedOnceASpikeJoinsIt(t *testing.T) {
+	t.Parallel()
+	st, pool := storetest.NewWithPool(t)
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Second)
+	spike := func(model string, onset time.Time, ongoing bool) int64 {
+		t.Helper()
+		id, _, _, err := st.RecordSpike(ctx, "latency_p99|model|"+model, correlate.Spike{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel,
+			Scope: correlate.Scope{Model: model}, Start: onset, End: onset.Add(5 * time.Minute), Onset: onset, Ongoing: ongoing,
+			PeakTime: onset.Add(time.Minute), PeakValue: 900, Baseline: 200, Direction: correlate.Up, DetectedAt: onset, Severity: "page"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	// quiet is an open incident of model's whose one spike ended an hour
+	// ago, and the close pass's reading of it: no spike ongoing, the last
+	// ending then.
+	quiet := func(model string) (store.Incident, time.Time) {
+		t.Helper()
+		onset := now.Add(-time.Hour)
+		in, err := st.CreateIncident(ctx, store.NewIncident{Title: "P99 spike on " + model, Source: store.SourceDetector,
+			Start: onset.Add(-30 * time.Minute), Scope: correlate.Scope{Model: model}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.AttachSpike(ctx, spike(model, onset, false), in.ID); err != nil {
+			t.Fatal(err)
+		}
+		ongoing, lastEnd, ok, err := st.IncidentSpikeSpan(ctx, in.ID)
+		if err != nil || ongoing || !ok {
+			t.Fatalf("spike span: ongoing %v, any %v (%v); want one spike, over", ongoing, ok, err)
+		}
+		return in, lastEnd
+	}
+	resolve := func(in store.Incident, quietSince time.Time, want bool) {
+		t.Helper()
+		got, resolved, err := st.ResolveQuietIncident(ctx, in.ID, now, quietSince)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resolved != want || (got.Status == store.IncidentResolved) != want {
+			t.Fatalf("incident %d resolved %v (status %s), want %v", in.ID, resolved, got.Status, want)
+		}
+	}
+
+	in, lastEnd := quiet("chat")
+	resolve(in, lastEnd, true)
+
+	// Attached between the reading and the resolution.
+	in, lastEnd = quiet("embed")
+	if err := st.AttachSpike(ctx, spike("embed", now.Add(-2*time.Minute), true), in.ID); err != nil {
+		t.Fatal(err)
+	}
+	resolve(in, lastEnd, false)
+
+	// Attached while the resolution runs: the resolution waits for the
+	// attach's transaction, then sees its spike.
+	in, lastEnd = quiet("rerank")
+	late := spike("rerank", now.Add(-time.Minute), true)
+	resolved := make(chan error, 1)
+	err := st.InTx(ctx, func(tx *store.Store) error {
+		if err := tx.AttachSpike(ctx, late, in.ID); err != nil {
+			return err
+		}
+		go func() {
+			_, ok, err := st.ResolveQuietIncident(ctx, in.ID, now, lastEnd)
+			if err == nil && ok {
+				err = errors.New("resolved")
+			}
+			resolved <- err
+		}()
+		// The attach commits once the resolution waits for its lock.
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			var waiting bool
+			if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+				WHERE NOT l.granted AND a.datname = current_database())`).Scan(&waiting); err != nil {
+				return err
+			}
+			if waiting {
+				return nil
+			}
+			select {
+			case err := <-resolved:
+				return fmt.Errorf("the resolution did not wait for the attach in flight: %v", err)
+			default:
+			}
+			if time.Now().After(deadline) {
+				return errors.New("the resolution never waited for the attach's lock")
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-resolved; err != nil {
+		t.Fatalf("incident %d with a spike attached during its resolution: %v, want it left open", in.ID, err)
+	}
+	if got, err := st.Incident(ctx, in.ID); err != nil || got.Status != store.IncidentOpen {
+		t.Fatalf("incident %+v (%v), want open", got, err)
+	}
+}

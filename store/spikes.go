@@ -63,6 +63,39 @@ func (s *Store) AttachSpike(ctx context.Context, spikeID, incidentID int64) erro
 	return nil // the spike is gone (settled as a blip meanwhile)
 }
 
+// ResolveQuietIncident is ResolveIncidentOnce for the detector's close
+// pass, which judged the incident quiet from its spikes as they stood:
+// none ongoing, none ending after quietSince (the latest end it read). It
+// resolves only if that still holds, checked under the incident's row
+// lock: another replica's detector (the lease changing hands) may attach
+// an ongoing spike between the check and the resolution, and the
+// resolved incident held it, with nobody paged. An attach in flight holds
+// the row FOR SHARE until it commits, and is waited for; one that comes
+// after the lock sees the incident resolved (ErrIncidentResolved).
+func (s *Store) ResolveQuietIncident(ctx context.Context, id int64, at, quietSince time.Time) (Incident, bool, error) {
+	resolved := false
+	err := s.InTx(ctx, func(tx *Store) error {
+		var open bool
+		if err := tx.db.QueryRow(ctx, `SELECT status = 'open' FROM incidents WHERE id = $1 FOR UPDATE`, id).Scan(&open); err != nil || !open {
+			return wrap("resolve quiet incident", err)
+		}
+		// A statement of its own, after the lock: its snapshot sees an
+		// attach that committed while the lock was waited for.
+		tag, err := tx.db.Exec(ctx, `
+			UPDATE incidents SET status = 'resolved', resolved_at = $2,
+			       end_at = COALESCE(end_at, GREATEST($2::timestamptz, start_at + interval '1 second')), updated_at = now()
+			WHERE id = $1 AND status = 'open'
+			  AND NOT EXISTS (SELECT 1 FROM spikes WHERE incident_id = $1 AND (ongoing OR end_at > $3))`, id, at, quietSince)
+		resolved = tag.RowsAffected() == 1
+		return wrap("resolve quiet incident", err)
+	})
+	if err != nil {
+		return Incident{}, false, err
+	}
+	in, err := s.Incident(ctx, id)
+	return in, resolved, err
+}
+
 // RecordedSpikes returns recorded spikes with onset in [from, to), newest first.
 func (s *Store) RecordedSpikes(ctx context.Context, from, to time.Time, limit int) ([]RecordedSpike, error) {
 	if limit <= 0 {
