@@ -15,7 +15,7 @@ import (
 func TestUICapacityCauseShowsThePool(t *testing.T) {
 	e := newUIEnv(t)
 	a := e.analysis()
-	a.Replicas = []correlate.ReplicaComparison{{Replica: "chat-a", Model: "chat", Node: "n1"}, {Replica: "chat-b", Model: "chat", Node: "n2"}}
+	a.Replicas = []correlate.ReplicaComparison{{Replica: "chat-a", Model: "chat", Node: "n1", P99DuringMs: 400}, {Replica: "chat-b", Model: "chat", Node: "n2", P99DuringMs: 380}}
 	a.Events = append(a.Events, correlate.AlignedEvent{Event: correlate.Event{ID: "hpa1", Kind: correlate.KindScaleUp,
 		Time: e.spikeAt.Add(3 * time.Minute), Scope: correlate.Scope{Model: "chat"}, Source: "kube-state-metrics",
 		Summary: "scale up chat 2 → 3 replicas (HPA desired replicas)", Attrs: map[string]any{"from": 2, "to": 3, "via": "HPA desired replicas", "hpa_min_replicas": 2, "hpa_max_replicas": 3}}})

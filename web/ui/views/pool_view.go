@@ -74,7 +74,11 @@ func PoolFacts(a *correlate.Analysis, c correlate.Cause) []PoolFact {
 func replicaLine(a *correlate.Analysis, m string) string {
 	var reps []correlate.ReplicaComparison
 	for _, r := range a.Replicas {
-		if r.Model == m {
+		// A replica measured only before the onset (a rollout's old pod,
+		// stopped) did not serve during the spike: counted, it made "6
+		// replicas served" of a pool that had 3 then, beside capacity's
+		// "all 9 affected replicas" of two such pools.
+		if r.Model == m && (r.P99DuringMs > 0 || r.LoadDuring > 0) {
 			reps = append(reps, r)
 		}
 	}

@@ -11,13 +11,16 @@ import (
 
 // The capacity story says how many replicas serve the model and what
 // scaled it, from the analysis' replicas and events; the autoscaler's
-// limits, which the data does not hold, are "not known".
+// limits, which the data does not hold, are "not known". A replica
+// measured only before the onset (emb-old, a rollout's stopped pod) did
+// not serve during the spike: the release demo's vision-detect showed "6
+// replicas served" of the 3 that did.
 func TestPoolFacts(t *testing.T) {
 	t.Parallel()
 	onset := time.Date(2026, 3, 4, 7, 27, 45, 0, time.UTC)
 	a := &correlate.Analysis{Onset: &onset,
-		Replicas: []correlate.ReplicaComparison{{Replica: "emb-b", Model: "emb", Node: "gpu-2"}, {Replica: "emb-a", Model: "emb", Node: "gpu-1"},
-			{Replica: "chat-a", Model: "chat"}},
+		Replicas: []correlate.ReplicaComparison{{Replica: "emb-b", Model: "emb", Node: "gpu-2", P99DuringMs: 300}, {Replica: "emb-a", Model: "emb", Node: "gpu-1", P99DuringMs: 250},
+			{Replica: "emb-old", Model: "emb", Node: "gpu-3", P99BeforeMs: 120}, {Replica: "chat-a", Model: "chat", P99DuringMs: 90}},
 		Events: []correlate.AlignedEvent{
 			{Event: correlate.Event{ID: "s1", Kind: correlate.KindScaleUp, Time: onset.Add(6 * time.Minute), Scope: correlate.Scope{Model: "emb"},
 				Source: kubeEventSource, Summary: "scale up emb 2 → 4 replicas (HPA desired replicas)",
