@@ -169,7 +169,10 @@ func poolLine(p correlate.Pool, onset *time.Time) string {
 	case p.Desired > 0 && onset != nil && p.Through.Sub(*onset) < 3*time.Minute:
 		desired += " since before the onset, " + clock(&p.Through) + " (too early to say whether it will scale up)"
 	case p.Desired > 0:
-		desired += " since before the onset: it did not scale up"
+		// "During the spike": a scale-up just before the onset (a cold
+		// start's) is in the scaling line above, so a bare "it did not
+		// scale up" contradicted it.
+		desired += " since before the onset: it did not scale up during the spike"
 	}
 	if p.MaxReplicas == 0 {
 		return "no autoscaler limits in the data (kube-state-metrics' kube_horizontalpodautoscaler_spec_max_replicas); " + desired

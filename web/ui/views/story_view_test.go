@@ -115,7 +115,7 @@ func TestPoolLimitsFromPoolState(t *testing.T) {
 		want string
 	}{
 		{"did not react", correlate.Pool{Model: "emb", DesiredAtOnset: 2, Desired: 2, DesiredPeak: 2, MinReplicas: 2, MaxReplicas: 4, Through: through},
-			"autoscaler 2–4 replicas; below its max (2 desired since before the onset: it did not scale up)"},
+			"autoscaler 2–4 replicas; below its max (2 desired since before the onset: it did not scale up during the spike)"},
 		{"scaled, below max", correlate.Pool{Model: "emb", DesiredAtOnset: 2, Desired: 3, DesiredPeak: 3, MinReplicas: 2, MaxReplicas: 4, Through: through},
 			"autoscaler 2–4 replicas; below its max (desired replicas 2 at the onset, 3 by 08:07 UTC)"},
 		{"at max", correlate.Pool{Model: "emb", DesiredAtOnset: 3, Desired: 6, DesiredPeak: 6, MinReplicas: 3, MaxReplicas: 6, Through: through, AtMaxSince: &atMax},
@@ -123,12 +123,32 @@ func TestPoolLimitsFromPoolState(t *testing.T) {
 		{"too early", correlate.Pool{Model: "emb", DesiredAtOnset: 2, Desired: 2, DesiredPeak: 2, MinReplicas: 2, MaxReplicas: 4, Through: onset.Add(time.Minute)},
 			"autoscaler 2–4 replicas; below its max (2 desired since before the onset, 07:28 UTC (too early to say whether it will scale up))"},
 		{"no autoscaler", correlate.Pool{Model: "emb", DesiredAtOnset: 2, Desired: 2, DesiredPeak: 2, Through: through},
-			"no autoscaler limits in the data (kube-state-metrics' kube_horizontalpodautoscaler_spec_max_replicas); 2 desired since before the onset: it did not scale up"},
+			"no autoscaler limits in the data (kube-state-metrics' kube_horizontalpodautoscaler_spec_max_replicas); 2 desired since before the onset: it did not scale up during the spike"},
 	} {
 		a := &correlate.Analysis{Onset: &onset, Pools: []correlate.Pool{c.pool}, Events: []correlate.AlignedEvent{{Event: correlate.Event{
 			ID: "s", Kind: correlate.KindScaleUp, Time: onset, Scope: correlate.Scope{Model: "emb"}, Source: kubeEventSource,
 			Attrs: map[string]any{"from": 1, "to": 2, "hpa_min_replicas": 1, "hpa_max_replicas": 9}}}}}
 		checkLimits(t, c.name, a, c.want)
+	}
+}
+
+// A scale-up 30 s before the onset (a cold start's) left the desired
+// replicas where they were at the onset: the limits line said "5 desired
+// since before the onset: it did not scale up" under the scaling line's
+// "3 → 5 replicas … 30 s before the onset".
+func TestPoolLimitsAfterScaleUpBeforeOnset(t *testing.T) {
+	t.Parallel()
+	onset := time.Now().UTC().Truncate(time.Minute).Add(-time.Hour)
+	a := &correlate.Analysis{Onset: &onset,
+		Pools: []correlate.Pool{{Model: "emb", DesiredAtOnset: 5, Desired: 5, DesiredPeak: 5, MinReplicas: 3, MaxReplicas: 6, Through: onset.Add(time.Hour)}},
+		Events: []correlate.AlignedEvent{{Event: correlate.Event{ID: "s", Kind: correlate.KindScaleUp, Time: onset.Add(-30 * time.Second),
+			Scope: correlate.Scope{Model: "emb"}, Source: kubeEventSource, Attrs: map[string]any{"from": 3, "to": 5, "via": "HPA desired replicas"}}}}}
+	got := PoolFacts(a, correlate.Cause{Category: correlate.CatColdStart, Target: correlate.Target{Model: "emb"}})
+	if len(got) != 1 || !strings.Contains(got[0].Scaling, "3 → 5 replicas") {
+		t.Fatalf("pool facts %+v", got)
+	}
+	if want := "autoscaler 3–6 replicas; below its max (5 desired since before the onset: it did not scale up during the spike)"; got[0].Limits != want {
+		t.Errorf("limits %q beside scaling %q, want %q", got[0].Limits, got[0].Scaling, want)
 	}
 }
 
