@@ -39,7 +39,7 @@ func downstreamCause(f *facts) Cause {
 	// A curve within its own usual range is no evidence, however many
 	// IQRs its extreme is ("rose from 15 ms to 15 ms", a batching demo).
 	if bestDev > 0 && bestD.Score > 0 {
-		b.support("downstream_curve_up", bestDev, strength(bestDev, 5), 0.20, "%s %s.", capitalize(describeCurve(bestD)), moved(bestD)).restsOn("", bestD.Key, nil)
+		b.support("downstream_curve_up", bestDev, strength(bestDev, 5), 0.20, "%s %s.", curveSubject(bestD), moved(bestD)).restsOn("", bestD.Key, nil)
 	}
 	if len(models) > 0 {
 		fr := float64(len(callers)) / float64(len(models))

@@ -228,7 +228,7 @@ func (f *facts) supportLocalFault(b *causeBuilder, target Target) {
 	if target.Node != "" {
 		if d := f.nodeDeviation(target.Node); d.Key != "" && d.Score > 0 {
 			b.support("node_resources", d.Deviation, strength(math.Abs(d.Deviation), 5), 0.10,
-				"%s %s.", capitalize(describeCurve(d)), moved(d)).restsOn("", d.Key, nil)
+				"%s %s.", curveSubject(d), moved(d)).restsOn("", d.Key, nil)
 		}
 	}
 }

@@ -198,3 +198,32 @@ func TestDownstreamZeroCurveIsNoCall(t *testing.T) {
 		t.Errorf("target %v names k, which times no downstream call", c.Target.Models)
 	}
 }
+
+// A sentence that opens with a model's curve kept the model's name as
+// written: the downstream demo said "Rerank-base's downstream stage time
+// rose …" of rerank-base, a model the page names nowhere else.
+func TestCurveSentenceKeepsModelName(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	x.p99("rerank-base", 100, 400)
+	x.curve(RoleStageTime, LevelModel, Scope{Model: "rerank-base"}, 10, 300).Stage = "downstream"
+	a := x.analyze()
+	c := causeOf(t, a, CatDownstream)
+	dumpCause(t, c)
+	e := evidenceNamed(c, "downstream_curve_up")
+	if e == nil {
+		t.Fatal("the shape no longer yields downstream_curve_up")
+	}
+	said := saidBy(c)
+	for _, st := range a.Checklist {
+		said = append(said, st.Answer)
+	}
+	for _, s := range said {
+		if strings.Contains(s, "Rerank-base") {
+			t.Errorf("%q renames model rerank-base", s)
+		}
+	}
+	if !strings.HasPrefix(e.Summary, "The downstream stage time of rerank-base rose") {
+		t.Errorf("%q", e.Summary)
+	}
+}

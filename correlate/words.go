@@ -100,28 +100,46 @@ var roleNames = map[Role]string{
 // describeCurve names a curve for a sentence: "node gpu-a100-04's network
 // receive rate", "chat-8b's queue stage time".
 func describeCurve(d CurveDeviation) string {
-	what := roleNames[d.Role]
+	what, who, _ := curveParts(d)
+	if who == "" {
+		return what
+	}
+	return who + "'s " + what
+}
+
+// curveParts is what a curve measures ("downstream stage time"), whose it
+// is ("replica r1", "chat-8b") and whether that is a model's (or its
+// version's) name.
+func curveParts(d CurveDeviation) (what, who string, model bool) {
+	what = roleNames[d.Role]
 	if what == "" {
 		what = string(d.Role)
 	}
 	if d.Stage != "" {
 		what = d.Stage + " " + what
 	}
-	var who string
 	switch {
 	case d.Scope.Replica != "":
 		who = "replica " + d.Scope.Replica
 	case d.Scope.Node != "" && d.Scope.Model == "":
 		who = "node " + d.Scope.Node
 	case d.Scope.Version != "":
-		who = d.Scope.Model + " " + d.Scope.Version
+		who, model = d.Scope.Model+" "+d.Scope.Version, true
 	case d.Scope.Model != "":
-		who = d.Scope.Model
+		who, model = d.Scope.Model, true
 	}
-	if who == "" {
-		return what
+	return what, who, model
+}
+
+// curveSubject is describeCurve opening a sentence. A model's name (and
+// its version's) is an identifier, which capitalize would rename
+// ("Rerank-base's downstream stage time" of rerank-base): the sentence
+// then leads with the curve, "The downstream stage time of rerank-base".
+func curveSubject(d CurveDeviation) string {
+	if what, who, model := curveParts(d); model {
+		return "The " + what + " of " + who
 	}
-	return who + "'s " + what
+	return capitalize(describeCurve(d))
 }
 
 // moved says how a curve moved, in its units and in plain words: "rose
