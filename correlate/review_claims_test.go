@@ -227,3 +227,28 @@ func TestCurveSentenceKeepsModelName(t *testing.T) {
 		t.Errorf("%q", e.Summary)
 	}
 }
+
+// Routing piles one replica's traffic on it and its queue grows. The
+// evidence said "Their queues grew: replica hot's queue length rose …",
+// which the timeline step repeats right after the route change, where
+// "their" names nobody (routing demo), and "queues" of one replica.
+func TestRoutingQueueSentenceNamesItsReplica(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	x.p99("m", 100, 600)
+	x.replica("m", "hot", "n1", 100, 900, 10, 25)
+	x.curve(RoleQueue, LevelReplica, Scope{Model: "m", Replica: "hot", Node: "n1"}, 0.3, 20)
+	for _, r := range []string{"a", "b", "c"} {
+		x.replica("m", r, "n2", 100, 110, 10, 5)
+		x.curve(RoleQueue, LevelReplica, Scope{Model: "m", Replica: r, Node: "n2"}, 0.3, 0.3)
+	}
+	c := causeOf(t, x.analyze(), CatRouting)
+	dumpCause(t, c)
+	e := evidenceNamed(c, "busy_replicas_queue")
+	if e == nil {
+		t.Fatal("the shape no longer yields busy_replicas_queue")
+	}
+	if strings.HasPrefix(e.Summary, "Their") || !strings.Contains(e.Summary, "Replica hot's queue length rose") || !strings.Contains(e.Summary, "took more traffic") {
+		t.Errorf("%q: whose queue, and why it matters, is for the sentence to say", e.Summary)
+	}
+}

@@ -113,7 +113,14 @@ func (f *facts) supportBusySlow(b *causeBuilder, m string) (busy []string) {
 		}
 	}
 	if qd > 0 {
-		b.support("busy_replicas_queue", qd, strength(qd, 5), 0.10, "Their queues grew: %s %s.", describeCurve(q), moved(q)).restsOn("", q.Key, nil)
+		// The sentence stands alone in the timeline step, after the route
+		// change: "Their queues grew" named nobody there, and said
+		// "queues" of one replica.
+		whose := "as it took more traffic"
+		if len(busy) > 1 {
+			whose = fmt.Sprintf("the most of the %d replicas that took more traffic", len(busy))
+		}
+		b.support("busy_replicas_queue", qd, strength(qd, 5), 0.10, "%s %s, %s.", curveSubject(q), moved(q), whose).restsOn("", q.Key, nil)
 	}
 	return busy
 }
