@@ -95,8 +95,18 @@ func capacityFor(f *facts, models []string) Cause {
 		}
 	}
 	front := stageShare(stages, "gateway") + stageShare(stages, "auth") + stageShare(stages, "route")
-	if other := math.Max(stageShare(stages, "batch_wait"), math.Max(stageShare(stages, "downstream"), front)); other > 0.3 {
-		b.oppose("other_stage_grew", other, ramp(other, 0.3, 0.6), 0.3, "Most of the growth is outside the model queue (%.0f%% in batching, a dependency or the gateway).", 100*other)
+	// The sentence names the one stage it quotes: "Most of the growth is
+	// outside the model queue (40% in batching, a dependency or the
+	// gateway)" called 40% most, and left the reader to guess which.
+	other, where := front, "the gateway, auth and route stages"
+	if bw := stageShare(stages, "batch_wait"); bw > other {
+		other, where = bw, "waiting for batches"
+	}
+	if ds := stageShare(stages, "downstream"); ds > other {
+		other, where = ds, "the downstream call"
+	}
+	if other > 0.3 {
+		b.oppose("other_stage_grew", other, ramp(other, 0.3, 0.6), 0.3, "%.0f%% of the tail's growth is in %s, outside the model queue.", 100*other, where)
 	}
 	// Slow requests piled on the replicas that just started (a scale-up's
 	// cold pods) are on part of the pool, though no single replica or

@@ -252,3 +252,26 @@ func TestRoutingQueueSentenceNamesItsReplica(t *testing.T) {
 		t.Errorf("%q: whose queue, and why it matters, is for the sentence to say", e.Summary)
 	}
 }
+
+// The batch wait took 40% of the tail's growth, execution the rest.
+// Capacity said "Most of the growth is outside the model queue (40% in
+// batching, a dependency or the gateway)" (batching demo): 40% called
+// most, and the stage left to guess.
+func TestCapacityOtherStageSaysWhichAndHowMuch(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	x.p99("m", 100, 200)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 10)
+	for st, v := range map[string][2]float64{"queue": {30, 35}, "batch_wait": {1, 41}, "exec": {60, 115}} {
+		x.curve(RoleStageTime, LevelModel, Scope{Model: "m"}, v[0], v[1]).Stage = st
+	}
+	c := causeOf(t, x.analyze(), CatCapacity)
+	dumpCause(t, c)
+	e := evidenceNamed(c, "other_stage_grew")
+	if e == nil {
+		t.Fatal("the shape no longer yields other_stage_grew")
+	}
+	if strings.HasPrefix(e.Summary, "Most") || !strings.Contains(e.Summary, "waiting for batches") {
+		t.Errorf("%q: under half of the growth, in the batch wait", e.Summary)
+	}
+}
