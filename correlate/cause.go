@@ -330,7 +330,7 @@ func (f *facts) opposeMinorPart(b *causeBuilder, t Target) {
 	if len(covered) == 0 {
 		return // the whole fleet, or nothing model-specific
 	}
-	in, out, outModel, outQ := math.Log(1.1), 0.0, "", ""
+	in, inModel, out, outModel, outQ := math.Log(1.1), "", 0.0, "", ""
 	for _, m := range f.affected {
 		mi, ok := f.impact(m)
 		if !ok || math.IsNaN(mi.ratio) || mi.ratio <= 1 {
@@ -339,7 +339,9 @@ func (f *facts) opposeMinorPart(b *causeBuilder, t Target) {
 		hit := math.Log(mi.ratio)
 		switch {
 		case covered[m]:
-			in = math.Max(in, hit)
+			if hit > in {
+				in, inModel = hit, m
+			}
 		case hit > out:
 			out, outModel, outQ = hit, m, mi.quantile
 		}
@@ -348,8 +350,19 @@ func (f *facts) opposeMinorPart(b *causeBuilder, t Target) {
 		return
 	}
 	rel := out / in
+	// The models are the cause's target, not what it explains: "than any
+	// model this explains" sat under causes whose own summary found no
+	// sign of them ("No sign that vision-detect's requests wait longer
+	// for batches"), as if they explained vision-detect's rise.
+	than := fmt.Sprintf("any model this cause is about (×%.1f)", math.Exp(in))
+	switch {
+	case inModel != "" && len(covered) == 1:
+		than = fmt.Sprintf("%s (×%.1f), which this cause is about", inModel, math.Exp(in))
+	case inModel != "":
+		than = fmt.Sprintf("%s (×%.1f), the hardest hit of the models this cause is about", inModel, math.Exp(in))
+	}
 	b.oppose("explains_minor_part", rel, ramp(rel, 1.5, 4), 0.3,
-		"%s was hit harder (%s ×%.1f) than any model this explains (×%.1f): this cannot be the main cause.", outModel, cmp.Or(outQ, "P99"), math.Exp(out), math.Exp(in))
+		"%s was hit harder (%s ×%.1f) than %s: this cannot be the main cause.", outModel, cmp.Or(outQ, "P99"), math.Exp(out), than)
 }
 
 // targetModels is the set of models a target speaks for: its model(s),
