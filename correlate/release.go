@@ -174,8 +174,11 @@ func (f *facts) queueFollowsRelease(b *causeBuilder, m string) {
 	if qs < 0.3 || math.IsNaN(q) || q >= 1.15 {
 		return
 	}
+	// Both figures are m's alone: the stage table and capacity's queue
+	// and traffic sentences pool every affected model, and read "43%" and
+	// "×1.01" beside an unnamed "44%" and "×1.03" (release demo).
 	b.corroborate("queue_follows_release", qs, ramp(qs, 0.2, 0.5), 0.05,
-		"Queueing is %.0f%% of the tail's growth with traffic flat (×%.2f): slower requests hold the servers longer, so the ones behind them wait; the queue follows the release, not a surge.", 100*qs, q)
+		"Queueing is %.0f%% of %s's tail growth with its traffic flat (×%.2f): slower requests hold the servers longer, so the ones behind them wait; the queue follows the release, not a surge.", 100*qs, m, q)
 }
 
 // sameAsModel reports whether a concentration row is also the model's.

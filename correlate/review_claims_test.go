@@ -301,3 +301,43 @@ func TestMinorPartDoesNotSayTheCauseExplains(t *testing.T) {
 		t.Errorf("%q beside %q", e.Summary, c.Summary)
 	}
 }
+
+// A slower version of m whose queue took half of m's growth, beside
+// model k that slowed with its exec stage. The release item said
+// "Queueing is 50% of the tail's growth with traffic flat (×1.00)" of m
+// alone, where the stage table and capacity pool both models (release
+// demo: "44% … ×1.03" beside capacity's "43%" and "×1.01").
+func TestReleaseQueueSentenceNamesItsModel(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.p99("k", 100, 200)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 10)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "k"}, 10, 10)
+	grow := func(st Stage, version string) func(s *Sample, d bool) {
+		return func(s *Sample, d bool) {
+			for i := range s.StagesMs {
+				s.StagesMs[i] = 100.0 / float64(NumStages)
+			}
+			if d {
+				s.StagesMs[st] += (s.TotalMs - 100) / 2
+				s.StagesMs[StageExec] += (s.TotalMs - 100) / 2
+				if version != "" {
+					s.Version = version
+				}
+			}
+		}
+	}
+	x.sampleRun(20, Scope{Model: "m", Version: "v1", Replica: "r"}, 100, 400, grow(StageQueue, "v2"))
+	x.sampleRun(20, Scope{Model: "k", Version: "w1", Replica: "q"}, 100, 200, grow(StageExec, ""))
+	x.events = []Event{{ID: "dep", Kind: KindDeploy, Time: x.onset.Add(-time.Minute), Scope: Scope{Model: "m", Version: "v2"}, Summary: "rollout m v1 -> v2"}}
+	c := causeOf(t, x.analyze(), CatRelease)
+	dumpCause(t, c)
+	e := evidenceNamed(c, "queue_follows_release")
+	if e == nil {
+		t.Fatal("the shape no longer yields queue_follows_release")
+	}
+	if !strings.Contains(e.Summary, "of m's tail growth with its traffic flat") {
+		t.Errorf("%q: whose queue and traffic is for the sentence to say", e.Summary)
+	}
+}
