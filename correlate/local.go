@@ -18,16 +18,23 @@ func localReplicaCause(f *facts) Cause {
 	sick := f.sickNode()
 	target, suspects := localTarget(sick, outliers)
 	asSlow := 0 // the top outlier's peers about as slow as it is
+	onePeer := false
 	if len(outliers) > 0 {
 		top := outliers[0]
 		how := farAbove(top.crossZ)
-		if k, n := peersAsSlow(f.reps[top.model], top); k > 0 {
+		k, n := peersAsSlow(f.reps[top.model], top)
+		if k > 0 {
 			asSlow = k
 			// Far above the peers' median is not above all of them.
 			how = fmt.Sprintf("%d of its %d peers %s about as slow", k, n, verbFor(k, "is", "are"))
 		}
-		b.support("replica_outlier", top.crossZ, ramp(top.crossZ, 3, 10), 0.20,
-			"%s's P99 is %s while its peers sit at a median of %s (%s).", top.replica, fmtMs(top.during), fmtMs(top.peerMedian), how).
+		said := fmt.Sprintf("%s's P99 is %s while its peers sit at a median of %s (%s).", top.replica, fmtMs(top.during), fmtMs(top.peerMedian), how)
+		if onePeer = n == 1 && k == 0; onePeer {
+			// One peer has no median, nor "all of them" (a pool of two:
+			// the capacity demo's embed-small).
+			said = fmt.Sprintf("%s's P99 is %s against %s on its only peer (×%.1f).", top.replica, fmtMs(top.during), fmtMs(top.peerMedian), top.during/top.peerMedian)
+		}
+		b.support("replica_outlier", top.crossZ, ramp(top.crossZ, 3, 10), 0.20, "%s", said).
 			restsOn("", Curve{Role: RoleLatencyP99, Level: LevelReplica, Scope: Scope{Model: top.model, Version: top.version, Replica: top.replica, Node: top.node}}.Key(), nil)
 		if sick == nil {
 			f.supportWorsenedAlone(b, top)
@@ -89,6 +96,8 @@ func localReplicaCause(f *facts) Cause {
 		where = "node " + target.Node
 	} else if asSlow > 0 && len(outliers) > 0 && target.Replica == outliers[0].replica {
 		peers = "most of its peers" // some are about as slow
+	} else if onePeer && len(outliers) > 0 && target.Replica == outliers[0].replica {
+		peers = "its only peer"
 	}
 	return f.done(b, localSummary(b, where, peers), target)
 }

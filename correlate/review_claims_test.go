@@ -341,3 +341,26 @@ func TestReleaseQueueSentenceNamesItsModel(t *testing.T) {
 		t.Errorf("%q: whose queue and traffic is for the sentence to say", e.Summary)
 	}
 }
+
+// A pool of two, one replica slow: "its peers sit at a median of 239 ms
+// (far above all of them)" was said of its one peer (capacity demo,
+// embed-small).
+func TestReplicaOutlierWithOnePeer(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	x.p99("m", 100, 500)
+	x.replica("m", "a", "n1", 100, 600, 10, 10)
+	x.replica("m", "b", "n2", 100, 150, 10, 10)
+	c := causeOf(t, x.analyze(), CatLocalReplica)
+	dumpCause(t, c)
+	e := evidenceNamed(c, "replica_outlier")
+	if e == nil {
+		t.Fatal("the shape no longer yields replica_outlier")
+	}
+	if strings.Contains(e.Summary, "median") || strings.Contains(e.Summary, "all of them") || !strings.Contains(e.Summary, "its only peer") {
+		t.Errorf("%q: a has one peer", e.Summary)
+	}
+	if c.Target.Replica == "a" && !strings.HasSuffix(c.Summary, "much slower than on its only peer.") {
+		t.Errorf("summary %q: a has one peer", c.Summary)
+	}
+}
