@@ -385,6 +385,10 @@ func TestSamplesStepWithoutSlowSamplesJudgesNothing(t *testing.T) {
 		{300, 1, "Only 1 slow request was sampled", "not concentrated"},
 		{300, 4, "Only 4 slow requests were sampled", "not concentrated"},
 		{300, 40, "Slow requests are not concentrated on any single dimension.", "too few"},
+		// Nearly every request slow leaves no others to contrast them with
+		// (release demo, seed 2: 94%): no row can be found, which is no
+		// finding either.
+		{300, 282, "94% of the requests sampled during the spike were slow", "not concentrated"},
 	} {
 		a := Analysis{Samples: SampleSummary{Total: 500, During: &c.during, Slow: c.slow, SlowRequests: float64(c.slow)}}
 		got := samplesStep(a, &facts{affected: []string{"chat"}}, nil).Answer
