@@ -178,7 +178,7 @@ func samplesStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 	if row, ev, ok := keyRow(a, top); ok {
 		st.Row, st.Evidence = row.Dims, ev
 		st.Fallback = ev == "" && top != nil && !matchesTarget(row, top.Target)
-		s := fmt.Sprintf("%s %s (%.0f%% of slow requests vs %.0f%% of the others, %s)", RowLead(st.Fallback), row.Label, row.SelectionPct, row.BaselinePct, likelier(row.RiskRatio))
+		s := fmt.Sprintf("%s %s (%.0f%% of slow requests vs %.0f%% of the others, %s)", RowLead(st.Fallback, row.TailShare > 0), row.Label, row.SelectionPct, row.BaselinePct, likelier(row.RiskRatio))
 		s += tailClause(a, row)
 		sm = append(sm, s+".")
 	} else {
@@ -354,9 +354,16 @@ func keyRow(a Analysis, top *Cause) (Concentration, string, bool) {
 
 // RowLead opens the sentence that quotes the samples step's row: what
 // every surface says before the row's name, so they cannot disagree.
-func RowLead(fallback bool) string {
-	if fallback {
+// explains says whether the row undoes any of the P99's rise (its
+// TailShare): keyRow falls back to the table's first row when none does,
+// which "the row explaining most of the tail" called it all the same
+// (ingress demo, seed 2: a row of 7% of the slow requests, its tail "—").
+func RowLead(fallback, explains bool) string {
+	switch {
+	case fallback && explains:
 		return "No concentration row singles out what the top cause names; the row explaining most of the tail is"
+	case fallback:
+		return "No concentration row singles out what the top cause names, and none is measured to explain any of the tail; the table's first row is"
 	}
 	return "Slow requests concentrate on"
 }

@@ -21,7 +21,7 @@ func TestSamplesStepRecordsFallback(t *testing.T) {
 		{"another model", Target{Node: "n1", Models: []string{"chat"}}, true},
 	} {
 		st := samplesStep(a, &facts{affected: []string{"chat"}}, &Cause{Category: CatCapacity, Target: c.target})
-		if st.Fallback != c.fallback || !strings.Contains(st.Answer, RowLead(c.fallback)+" model=rank") {
+		if st.Fallback != c.fallback || !strings.Contains(st.Answer, RowLead(c.fallback, true)+" model=rank") {
 			t.Errorf("%s: fallback %v, answer %q", c.name, st.Fallback, st.Answer)
 		}
 	}
@@ -42,5 +42,18 @@ func TestTenantSentenceWeighsTheTenantsTraffic(t *testing.T) {
 		if got := tenantSentence(tc.e, "m"); got != tc.want {
 			t.Errorf("got %q, want %q", got, tc.want)
 		}
+	}
+}
+
+// No row matches the top cause and none undoes any of the P99's rise: the
+// step quoted the table's first row as "the row explaining most of the
+// tail" (ingress demo, seed 2: 7% of the slow requests, its tail "—").
+func TestSamplesStepFallbackRowExplainingNothing(t *testing.T) {
+	t.Parallel()
+	a := Analysis{Samples: SampleSummary{Total: 100},
+		Concentration: []Concentration{{Dims: map[string]string{"batch_size": "2"}, Label: "batch_size=2", SelectionPct: 7, BaselinePct: 1, RiskRatio: 3.6}}}
+	st := samplesStep(a, &facts{affected: []string{"chat"}}, &Cause{Category: CatIngress, Target: Target{Models: []string{"chat"}}})
+	if !st.Fallback || strings.Contains(st.Answer, "explaining most of the tail") || !strings.Contains(st.Answer, RowLead(true, false)+" batch_size=2") {
+		t.Errorf("fallback %v, answer %q", st.Fallback, st.Answer)
 	}
 }

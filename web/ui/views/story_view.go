@@ -252,7 +252,7 @@ func storyChecklist(a *correlate.Analysis, s State) []CheckStep {
 				name := DimsKey(row.Dims)
 				// The analysis decided whether it fell back to the row
 				// explaining most of the tail; the page says what it said.
-				lead := correlate.RowLead(st.Fallback) + " "
+				lead := correlate.RowLead(st.Fallback, row.TailShare > 0) + " "
 				// A folded row is named with what it is the same as: on
 				// its own, "version=v3.1.1" of a model that ran only v3.1.1
 				// reads as a version problem in a dependency's incident.

@@ -180,7 +180,7 @@ func TestSamplesStepSaysWhoseRowItIs(t *testing.T) {
 		Checklist:     []correlate.ChecklistStep{{Step: "samples", Answer: "x", Row: map[string]string{"batch_size": "3-4"}, Fallback: true}},
 	}
 	steps := storyChecklist(a, State{Base: "/incidents/1"})
-	if got := steps[0].Key; !strings.HasPrefix(got, correlate.RowLead(true)+" batch_size=3-4") {
+	if got := steps[0].Key; !strings.HasPrefix(got, correlate.RowLead(true, false)+" batch_size=3-4") {
 		t.Errorf("fallback row: %q", got)
 	}
 	a.Concentration = append(a.Concentration, correlate.Concentration{Dims: map[string]string{"replica": "chat-1"},
