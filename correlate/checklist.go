@@ -300,6 +300,15 @@ func tailClause(a Analysis, row Concentration) string {
 		return ""
 	}
 	s := fmt.Sprintf("; removing them from the request samples undoes %.0f%% of %s's P99 rise", 100*row.TailShare, list(row.Models))
+	if len(row.Models) > 1 {
+		// The share is of the models' requests pooled: "of chat-8b,
+		// embed-small's P99 rise" read as a list left hanging.
+		names := list(row.Models)
+		if n := len(row.Models); n <= 3 {
+			names = strings.Join(row.Models[:n-1], ", ") + " and " + row.Models[n-1]
+		}
+		s = fmt.Sprintf("; removing them from the request samples undoes %.0f%% of the P99 rise of the requests of %s taken together", 100*row.TailShare, names)
+	}
 	if len(row.Models) == 1 {
 		for _, im := range a.Impact {
 			// The impact's figures are its curve's quantile: quoted after

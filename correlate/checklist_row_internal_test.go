@@ -57,3 +57,16 @@ func TestSamplesStepFallbackRowExplainingNothing(t *testing.T) {
 		t.Errorf("fallback %v, answer %q", st.Fallback, st.Answer)
 	}
 }
+
+// A row over two models: "undoes 96% of chat-8b, embed-small's P99 rise"
+// (local_replica demo) left the list hanging on a possessive; the share
+// is of their requests pooled.
+func TestSamplesStepTailOfSeveralModels(t *testing.T) {
+	t.Parallel()
+	a := Analysis{Samples: SampleSummary{Total: 100},
+		Concentration: []Concentration{{Dims: map[string]string{"node": "n1"}, Label: "node=n1", SelectionPct: 98, BaselinePct: 22, RiskRatio: 94, TailShare: 0.96, Models: []string{"chat-8b", "embed-small"}}}}
+	st := samplesStep(a, &facts{affected: []string{"chat-8b", "embed-small"}}, &Cause{Category: CatLocalReplica, Target: Target{Node: "n1"}})
+	if want := "undoes 96% of the P99 rise of the requests of chat-8b and embed-small taken together."; !strings.Contains(st.Answer, want) {
+		t.Errorf("answer %q, want %q", st.Answer, want)
+	}
+}
