@@ -364,3 +364,31 @@ func TestReplicaOutlierWithOnePeer(t *testing.T) {
 		t.Errorf("summary %q: a has one peer", c.Summary)
 	}
 }
+
+// Two models slowed; m, hit hardest, ran one version only. The scope said
+// "Version v1 is over-represented among the slow requests (…)" (downstream
+// demo, seed 2: v3.1.2 ≡ model=rerank-base ≡ entry=/v1/rerank), a
+// version problem the data does not show: the row is m's requests.
+func TestScopeVersionThatIsItsModel(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.p99("k", 100, 200)
+	x.sampleRun(20, Scope{Model: "m", Version: "v1", Replica: "r1", Node: "n1"}, 100, 400, nil)
+	x.sampleRun(20, Scope{Model: "k", Version: "w1", Replica: "q1", Node: "n2"}, 100, 100, func(s *Sample, d bool) {
+		if d && s.Time.Second()%5 == 0 {
+			s.TotalMs = 300
+		}
+	})
+	a := x.analyze()
+	for _, row := range a.Concentration {
+		t.Logf("row %s (also %v): %.0f%% of slow vs %.0f%%", row.Label, row.Also, row.SelectionPct, row.BaselinePct)
+	}
+	t.Logf("scope %q", a.Scope.Summary)
+	if versionsModel(a.Concentration, "v1") != "m" {
+		t.Fatal("the shape no longer yields a version row the same as its model's")
+	}
+	if strings.Contains(a.Scope.Summary, "Version v1 is over-represented") {
+		t.Errorf("scope %q: v1 is all of m's requests", a.Scope.Summary)
+	}
+}

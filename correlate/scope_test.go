@@ -161,7 +161,7 @@ func TestScopeReportBreadth(t *testing.T) {
 			}
 		}
 		sr := scopeLists(affected, reps, conc)
-		summarizeScope(&sr, len(models), reps)
+		summarizeScope(&sr, len(models), reps, conc)
 		return sr
 	}
 	for _, c := range cases {

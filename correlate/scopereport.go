@@ -15,7 +15,7 @@ import (
 func (f *facts) scopeReport() ScopeReport {
 	sr := scopeLists(f.affected, f.reps, f.conc)
 	f.rankScope(&sr)
-	summarizeScope(&sr, f.modelsWithData(), f.reps)
+	summarizeScope(&sr, f.modelsWithData(), f.reps, f.conc)
 	if why := f.noRise(); why != "" {
 		sr.Summary = why
 	}
@@ -70,7 +70,7 @@ func scopeLists(affected []string, reps map[string][]replicaImpact, conc []Conce
 
 // summarizeScope sets the breadth and the sentence. withData is how many
 // models could be judged; reps gives the replica counts.
-func summarizeScope(sr *ScopeReport, withData int, reps map[string][]replicaImpact) {
+func summarizeScope(sr *ScopeReport, withData int, reps map[string][]replicaImpact, conc []Concentration) {
 	totalReps, knownReps := 0, 0
 	// broad: a model's other replicas slowed by most of its rise, so
 	// its standing-out replicas do not make the spike narrow.
@@ -143,11 +143,31 @@ func summarizeScope(sr *ScopeReport, withData int, reps map[string][]replicaImpa
 	// A version holding a large minority of the slow requests stands
 	// out without carrying the spike: rolling it back leaves the rest.
 	if s, ok := versionShare(sr); ok && sr.Breadth != "version" && sr.Breadth != "none" && s > 0 {
-		sr.Summary += fmt.Sprintf(" Version %s is over-represented among the slow requests (%.0f%% of them).", sr.Versions[0], 100*s)
+		clause := fmt.Sprintf(" Version %s is over-represented among the slow requests (%.0f%% of them).", sr.Versions[0], 100*s)
+		// A version that is all of its model's requests in the spike (its
+		// row the same as the model's) says nothing of the version: "Version
+		// v3.1.2 is over-represented" read as a version problem in a
+		// dependency's incident (downstream demo, seed 2), where rerank-base,
+		// hit hardest, ran v3.1.2 alone.
+		if m := versionsModel(conc, sr.Versions[0]); m != "" {
+			clause = fmt.Sprintf(" %s's requests, all on version %s, are over-represented among the slow requests (%.0f%% of them).", m, sr.Versions[0], 100*s)
+		}
+		sr.Summary += clause
 	}
 	if len(sr.Tenants) == 1 && sr.Breadth != "none" {
 		sr.Summary += " Slow requests concentrate on tenant " + sr.Tenants[0] + "."
 	}
+}
+
+// versionsModel is the model whose requests a version's concentration
+// row selects exactly (the row's Also), "" when none.
+func versionsModel(conc []Concentration, version string) string {
+	for _, c := range conc {
+		if v, ok := c.value("version"); ok && v == version && len(c.Dims) == 1 {
+			return c.Also["model"]
+		}
+	}
+	return ""
 }
 
 // versionShare is the one listed version's share of the slow requests;
