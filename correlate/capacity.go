@@ -176,7 +176,7 @@ func capacityFor(f *facts, models []string) Cause {
 		target.Model = models[0]
 	}
 	return f.done(b, capacitySummary(b, capacityFacts{q: q, gpu: gpu, saturationKnown: queueKnown || !math.IsNaN(kv),
-		tenant: t, tenantRatio: r, length: l, queueRose: f.queueRose(models, stages)}), target)
+		tenant: t, tenantRatio: r, length: l, queueRose: f.queueRose(models, stages), scaledUp: f.scaledUpOnly(models)}), target)
 }
 
 // capacityFacts are the figures capacity's summary words besides its
@@ -190,6 +190,26 @@ type capacityFacts struct {
 	tenantRatio     float64
 	length          lengthChange // requests that got longer, when its evidence is shown
 	queueRose       string       // a queue that at least doubled (queueRose), "" if none
+	scaledUp        bool         // the models' pools scaled up near the onset and none scaled down
+}
+
+// scaledUpOnly reports whether a scale-up of the models came within the
+// cold-start window before the onset or after it, and no scale-down in
+// the window: their pools grew, they did not shrink.
+func (f *facts) scaledUpOnly(models []string) bool {
+	up := false
+	for _, e := range f.events {
+		if !slices.Contains(models, e.Model) {
+			continue
+		}
+		switch e.Kind {
+		case KindScaleDown:
+			return false
+		case KindScaleUp:
+			up = up || e.OffsetS >= -youngAge.Seconds()
+		}
+	}
+	return up
 }
 
 // capacitySummary says what the evidence shows: the traffic change (and
@@ -229,7 +249,13 @@ func capacitySummary(b *causeBuilder, cf capacityFacts) string {
 		// Queues (or busy GPUs) without more demand: each request took
 		// longer, or fewer replicas served. "No sign" would deny the
 		// queue the stage table shows.
-		return fmt.Sprintf("Traffic did not rise much (×%.2f against the hour before), though %s: the pool served more slowly or shrank; demand did not outgrow it.", q, strings.Join(sat, " and "))
+		// "Or shrank" of a pool that scaled up (a cold start's) said what
+		// the scale events deny.
+		how := "the pool served more slowly or shrank"
+		if cf.scaledUp {
+			how = "the pool served more slowly (it was scaled up, not shrunk)"
+		}
+		return fmt.Sprintf("Traffic did not rise much (×%.2f against the hour before), though %s: %s; demand did not outgrow it.", q, strings.Join(sat, " and "), how)
 	case b.shown("traffic_up") < claimed && b.shown("tenant_surge") < claimed && !longer:
 		return fmt.Sprintf("Traffic did not rise much (×%.2f against the hour before): no sign that demand outgrew the pool.", q)
 	case len(sat) > 0:

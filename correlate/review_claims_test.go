@@ -392,3 +392,24 @@ func TestScopeVersionThatIsItsModel(t *testing.T) {
 		t.Errorf("scope %q: v1 is all of m's requests", a.Scope.Summary)
 	}
 }
+
+// A scale-up 30 s before the onset and requests queueing at flat traffic
+// (a cold start): capacity said "the pool served more slowly or shrank"
+// (cold_start demo) of a pool the scale event shows growing 3 → 5.
+func TestCapacityDoesNotGuessAShrinkAfterAScaleUp(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 10)
+	x.curve(RoleStageTime, LevelModel, Scope{Model: "m"}, 10, 300).Stage = "queue"
+	x.curve(RoleStageTime, LevelModel, Scope{Model: "m"}, 50, 60).Stage = "exec"
+	x.events = []Event{{ID: "up", Kind: KindScaleUp, Time: x.onset.Add(-30 * time.Second), Scope: Scope{Model: "m"}, Summary: "scale up m 3 → 5 replicas"}}
+	c := causeOf(t, x.analyze(), CatCapacity)
+	dumpCause(t, c)
+	if !strings.Contains(c.Summary, "requests queue") {
+		t.Fatalf("summary %q: the shape no longer says requests queue", c.Summary)
+	}
+	if strings.Contains(c.Summary, "shrank") {
+		t.Errorf("summary %q: m scaled up 3 → 5 30s before the onset", c.Summary)
+	}
+}
