@@ -109,21 +109,30 @@ func capacityFor(f *facts, models []string) Cause {
 		b.oppose("other_stage_grew", other, ramp(other, 0.3, 0.6), 0.3, "%.0f%% of the tail's growth is in %s, outside the model queue.", 100*other, where)
 	}
 	// Slow requests piled on the replicas that just started (a scale-up's
-	// cold pods) are on part of the pool, though no single replica or
-	// node stands out: no spread is claimed.
-	young, ok := f.concentrationOf("replica_age", "young")
-	youngCarry := ok && concStrength(young) > 0.5 && slices.ContainsFunc(young.Models, func(m string) bool { return slices.Contains(models, m) })
+	// cold pods), or on one version (a rollout's pods: the release demo's
+	// 96% of them on v3.2.0, half of the replicas), are on part of the
+	// pool, though no single replica or node stands out: no spread is
+	// claimed.
+	partCarry := slices.ContainsFunc(f.conc, func(c Concentration) bool {
+		v, isVersion := c.value("version")
+		part := isVersion && c.Also["model"] == "" // a model's only version is all of its pool
+		if !part {
+			v, _ = c.value("replica_age")
+			part = v == "young"
+		}
+		return part && len(c.Dims) == 1 && concStrength(c) > 0.5 && slices.ContainsFunc(c.Models, func(m string) bool { return slices.Contains(models, m) })
+	})
 	loc, locOK := f.topLocalIn(models)
 	switch {
 	case locOK:
 		s := concStrength(loc)
-		if s <= 0.5 && !youngCarry { // else the counter item says the opposite
+		if s <= 0.5 && !partCarry { // else the counter item says the opposite
 			b.corroborate("spread_over_pool", 1-s, 1-s, 0.15, "Slow requests are spread over the pool (strongest concentration: %s, %s).", dimString(loc), likelier(loc.RiskRatio)).restsOn("", "", loc.Dims)
 		}
 		if s > 0.5 {
 			b.oppose("concentrated", loc.RiskRatio, s, 0.3, "Slow requests concentrate on %s (%s), which a pool-wide shortage would not do.", dimString(loc), likelier(loc.RiskRatio)).restsOn("", "", loc.Dims)
 		}
-	case !youngCarry && f.samplesNameReplicas() && f.localKnown() && f.slowSamples(models) >= minSlowToJudge:
+	case !partCarry && f.samplesNameReplicas() && f.localKnown() && f.slowSamples(models) >= minSlowToJudge:
 		b.corroborate("spread_over_pool", 1, 1, 0.15, "No replica or node stands out among the slow requests.")
 	}
 	// The sentence says how many replicas the GPU figure covers: some
