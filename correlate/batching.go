@@ -63,7 +63,12 @@ func batchingCause(f *facts) Cause {
 		if !math.IsNaN(g) {
 			calm *= ramp(95-g, 0, 10)
 		}
-		b.corroborate("not_overloaded", q, calm, 0.10, "Traffic %s, so the wait is not queueing under load.", trafficNotUp(q))
+		// Said of a wait that grew: beside "waiting for batches explains
+		// none of the tail's growth" (routing demo), "so the wait is not
+		// queueing under load" spoke of a wait there was not.
+		if b.shown("batch_wait_growth") >= claimed {
+			b.corroborate("not_overloaded", q, calm, 0.10, "Traffic %s, so the wait is not queueing under load.", trafficNotUp(q))
+		}
 		if q > 1.3 {
 			b.oppose("traffic_up", q, ramp(q, 1.3, 2), 0.2, "Traffic rose ×%.2f, which fills batches and queues by itself.", q)
 		}

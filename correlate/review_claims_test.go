@@ -447,3 +447,25 @@ func TestCapacityNotSpreadWhenOneVersionCarriesTheSlow(t *testing.T) {
 		t.Errorf("%q while every slow request ran on v2, on 2 of the 4 replicas", e.Summary)
 	}
 }
+
+// Bigger batches, a batch wait that did not grow, flat traffic: batching
+// said "waiting for batches explains none of the tail's growth" and, as
+// its evidence, "Traffic is steady (×1.00), so the wait is not queueing
+// under load" (routing demo, seed 2) — of a wait there was not.
+func TestBatchingNoWaitSaysNoWaitIsNotQueueing(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 10)
+	x.curve(RoleBatchSize, LevelModel, Scope{Model: "m"}, 1.1, 2)
+	x.curve(RoleStageTime, LevelModel, Scope{Model: "m"}, 2, 2).Stage = "batch_wait"
+	x.curve(RoleStageTime, LevelModel, Scope{Model: "m"}, 10, 300).Stage = "queue"
+	c := causeOf(t, x.analyze(), CatBatching)
+	dumpCause(t, c)
+	if !names(c.Evidence)["bigger_batches"] {
+		t.Fatal("the shape no longer yields bigger_batches")
+	}
+	if e := evidenceNamed(c, "not_overloaded"); e != nil {
+		t.Errorf("%q beside %q", e.Summary, c.Summary)
+	}
+}
