@@ -132,7 +132,8 @@ func capacityFor(f *facts, models []string) Cause {
 		if s > 0.5 {
 			b.oppose("concentrated", loc.RiskRatio, s, 0.3, "Slow requests concentrate on %s (%s), which a pool-wide shortage would not do.", dimString(loc), likelier(loc.RiskRatio)).restsOn("", "", loc.Dims)
 		}
-	case !partCarry && f.samplesNameReplicas() && f.localKnown() && f.slowSamples(models) >= minSlowToJudge:
+	case !partCarry && f.samplesNameReplicas() && f.localKnown() && f.slowSamples(models) >= minSlowToJudge &&
+		!tooFewOthers(f.slowSamples(models), f.duringSamples(models)): // else no row could have stood out (release demo, seed 3: 95% slow)
 		b.corroborate("spread_over_pool", 1, 1, 0.15, "No replica or node stands out among the slow requests.")
 	}
 	// The sentence says how many replicas the GPU figure covers: some

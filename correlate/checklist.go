@@ -249,6 +249,12 @@ func tokensLine(t *SampleTokens, named bool) string {
 // requests, so no row is formed and NoConcentration says why.
 const minSlowToJudge = 10
 
+// tooFewOthers reports whether so many of the spike's sampled requests
+// are slow (two thirds) that hardly a row can stand out: a row needs its
+// slow requests 3× as likely as the rest's (MinRiskRatio), and the rest
+// are mostly slow too.
+func tooFewOthers(slow, during int) bool { return during > 0 && 3*slow >= 2*during }
+
 // NoConcentration says that no dimension stands out among the slow
 // requests, or that too few were sampled to tell; during is how many
 // samples the spike has at all (none: the feed has nothing from then; nil:
@@ -265,7 +271,7 @@ func NoConcentration(slow int, during *int) string {
 			verb = "was"
 		}
 		return fmt.Sprintf("Only %s %s sampled during the spike: too few to tell whether slow requests concentrate on one dimension.", plural(slow, "slow request"), verb)
-	case during != nil && 3*slow >= 2*(*during):
+	case during != nil && tooFewOthers(slow, *during):
 		// A row needs its slow requests 3× as likely as the rest's
 		// (MinRiskRatio): with two thirds of the spike's requests slow,
 		// hardly any split can show one, so finding none says nothing

@@ -150,6 +150,17 @@ func (f *facts) slowSamples(models []string) int {
 	return n
 }
 
+// duringSamples counts the samples of some models during the spike.
+func (f *facts) duringSamples(models []string) int {
+	n := 0
+	for _, i := range f.ss.during {
+		if slices.Contains(models, f.ss.all[i].Model) {
+			n++
+		}
+	}
+	return n
+}
+
 // affectedQPSRatio is the traffic change over the affected models.
 func (f *facts) affectedQPSRatio() float64 { return f.qpsRatioOf(f.affected) }
 

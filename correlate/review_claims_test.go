@@ -469,3 +469,32 @@ func TestBatchingNoWaitSaysNoWaitIsNotQueueing(t *testing.T) {
 		t.Errorf("%q beside %q", e.Summary, c.Summary)
 	}
 }
+
+// Every request of the spike is slow: no concentration row can stand
+// out (it needs 3× the rest's risk, and the rest are slow too), yet
+// capacity said "No replica or node stands out among the slow requests"
+// beside the samples step's "95% of the requests … were slow" (release
+// demo, seed 3).
+func TestCapacityNoSpreadClaimWhenNearlyAllSlow(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	x.p99("m", 100, 400)
+	x.curve(RoleQPS, LevelModel, Scope{Model: "m"}, 10, 10)
+	for _, r := range []string{"a", "b", "c", "d"} {
+		x.sampleRun(3, Scope{Model: "m", Version: "v1", Replica: r, Node: "n-" + r}, 100, 400, func(s *Sample, d bool) {
+			for st := range s.StagesMs {
+				s.StagesMs[st] = 100.0 / float64(NumStages)
+			}
+			s.StagesMs[StageQueue] += s.TotalMs - 100
+		})
+	}
+	a := x.analyze()
+	if a.Samples.During == nil || !tooFewOthers(a.Samples.Slow, *a.Samples.During) {
+		t.Fatalf("the shape no longer has nearly every request slow: %d of %v", a.Samples.Slow, a.Samples.During)
+	}
+	c := causeOf(t, a, CatCapacity)
+	dumpCause(t, c)
+	if e := evidenceNamed(c, "spread_over_pool"); e != nil {
+		t.Errorf("%q while %d of the spike's %d sampled requests are slow", e.Summary, a.Samples.Slow, *a.Samples.During)
+	}
+}
