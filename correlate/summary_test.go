@@ -52,12 +52,15 @@ func TestColdStartSummarySaysWhatIsMeasured(t *testing.T) {
 		want            string
 	}{
 		{"slower after a scale-up", 0.8, 0, "New m replicas took traffic before they were warm."},
-		{"not measured slower", 0.2, 0, "3 new m replica(s) started before the onset, but the data does not show them slower than the warm ones."},
+		{"not measured slower", 0, 0, "3 new m replica(s) started before the onset, but the data does not show them slower than the warm ones."},
+		// Shown, if too little to claim: the summary does not deny it.
+		{"a little slower", 0.2, 0, "3 new m replica(s) started before the onset; their P99 is ×1.6 the warm ones', too little by itself to blame their warm-up."},
 		{"came with a rollout", 0.8, 1, "The new m replicas are slower than the warm ones, but they run v2: they came with its rollout, not a scale-up, so the release is the suspect."},
-		{"not slower, rollout", 0.1, 1, "3 new m replica(s) started before the onset, but the data does not show them slower than the warm ones."},
+		{"a little slower, rollout", 0.1, 1, "The new m replicas are slower than the warm ones (P99 ×1.6), but they run v2: they came with its rollout, not a scale-up, so the release is the suspect."},
+		{"not slower, rollout", 0, 1, "3 new m replica(s) started before the onset, but the data does not show them slower than the warm ones."},
 	} {
 		b := newCause(CatColdStart)
-		b.support("new_replicas_slower", 0, c.slower, 0.2, "x")
+		b.support("new_replicas_slower", 1.6, c.slower, 0.2, "x")
 		if c.rollout > 0 {
 			b.oppose("rollout_not_scale_up", 0, c.rollout, 0.4, "x")
 		}
