@@ -237,6 +237,10 @@ func (p *Puller) tickSource(ctx context.Context, src string, now, end time.Time)
 	for cs := chunks(from, end, p.config().Step, p.config().MaxChunk); len(cs) > 0; {
 		c := cs[0]
 		b, err := p.fetch(ctx, src, c)
+		if err == nil && b.held {
+			p.log.Info("pull: kube-state-metrics knows no pod; replica curves wait for it", "source", src, "from", c.from, "to", c.to)
+			break // pulled again next round, from the cursor
+		}
 		if err == nil {
 			err = p.commit(ctx, b, func(tx *store.Store, points int64) error {
 				return tx.AdvancePullCursor(ctx, src, c.to, p.now(), points)

@@ -153,6 +153,9 @@ type batch struct {
 	events  []correlate.Event // the window's own events
 	refresh []correlate.Event // events before the window, seen again with more detail
 	dups    int
+	// held: replica curves pulled while kube-state-metrics knew no pod at
+	// all; the live loop stores none of them yet (see identityWait).
+	held bool
 }
 
 func (b *batch) points() int64 {
@@ -204,8 +207,21 @@ func (p *Puller) fetch(ctx context.Context, source string, w window) (*batch, er
 		p.log.Warn("series of one query mapped onto the same curve and were merged (the later one's points kept): a label tells them apart that the query's scope mapping drops (namespace, cluster, GPU); aggregate by the scope's labels, or read one environment with match:",
 			"source", q.Name, "series", dups)
 	}
-	return &batch{curves: curves, dups: dups}, nil
+	// kube-state-metrics absent from Prometheus (a restart, a scrape gap)
+	// leaves the pod join empty: stored now, these replica curves would go
+	// under a second series without the model, version and node, splitting
+	// each replica's curve, and the next round's overlap would store some
+	// points under both. The live loop holds them back (the cursor stays)
+	// and pulls them again with their pods, for identityWait at most: a
+	// kube-state-metrics gone for good does not stop replica curves.
+	held := q.Level == correlate.LevelReplica && p.config().Kube.Enabled && len(pods.byNS) == 0 &&
+		len(curves) > 0 && w.from.After(p.now().Add(-identityWait))
+	return &batch{curves: curves, dups: dups, held: held}, nil
 }
+
+// identityWait is how long the live loop holds back replica curves that
+// no pod of kube-state-metrics can name (batch.held).
+const identityWait = 15 * time.Minute
 
 // skipLevel is the level of a log line about series of source skipped for
 // reason (see metrics.firstSkip): warn the first time, debug after.
