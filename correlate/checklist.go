@@ -151,9 +151,9 @@ func samplesStep(a Analysis, f *facts, top *Cause) ChecklistStep {
 		if sampled := float64(a.Samples.Slow); sampled > 0 && est > sampled+0.5 {
 			// Re-weighted by sample_rate: an estimate, said as one (the
 			// page's header writes it "≈" too), not "10,701" as if counted.
-			sm = append(sm, fmt.Sprintf("≈%s slow requests in the affected models during the spike (estimated from %s sampled).", fmtCount(est), fmtCount(sampled)))
+			sm = append(sm, fmt.Sprintf("≈%s slow requests of %s during the spike%s (estimated from their %s slow samples).", fmtCount(est), list(f.affected), f.spikeSpan(), fmtCount(sampled)))
 		} else {
-			sm = append(sm, fmt.Sprintf("%s slow requests in the affected models during the spike.", fmtCount(est)))
+			sm = append(sm, fmt.Sprintf("%s slow requests of %s during the spike%s.", fmtCount(est), list(f.affected), f.spikeSpan()))
 		}
 		if len(relative) > 0 {
 			sm = append(sm, fmt.Sprintf("For %s, with no baseline before the onset, the slowest tenth of %s sampled requests during the spike is counted as slow.",

@@ -13,7 +13,7 @@ import (
 type Coverage struct {
 	Models        []string         `json:"models"`  // the models described: the affected ones, or every model when none is
 	Signals       []SignalCoverage `json:"signals"` // one per kind of signal, in a fixed order
-	Samples       int              `json:"samples"` // request samples in the analysed span
+	Samples       int              `json:"samples"` // request samples of all models in the analysis window (baseline and spike)
 	Events        int              `json:"events"`  // change events in the window, pushed and derived
 	NotAssessable []Category       `json:"not_assessable"`
 	Summary       string           `json:"summary"` // one sentence: what was there, what was missing
@@ -411,7 +411,9 @@ func (f *facts) coverage(na []NotAssessable) Coverage {
 	if len(missing) > 0 {
 		fmt.Fprintf(&b, "Missing: %s. ", strings.Join(missing, ", "))
 	}
-	fmt.Fprintf(&b, "%s, %s.", capitalize(plural(cv.Samples, "request sample")), plural(cv.Events, "change event"))
+	// Which samples: the page shows other counts of them (its view's
+	// window, the sample table's), which must not read as contradicting.
+	fmt.Fprintf(&b, "%s%s, %s.", capitalize(plural(cv.Samples, "request sample")), f.samplesSpan(cv.Samples), plural(cv.Events, "change event"))
 	if len(na) > 0 {
 		var names []string
 		for _, n := range na {
@@ -531,4 +533,27 @@ func allZero(pts []Point) bool {
 		}
 	}
 	return true
+}
+
+// samplesSpan says which request samples the analysis counted: every
+// model's, from the start of the baseline to the end of the spike's
+// analysed part. "" for hand-built facts, or with no sample.
+func (f *facts) samplesSpan(n int) string {
+	if f.ss == nil || n == 0 || f.ss.ph.DuringTo.IsZero() {
+		return ""
+	}
+	p := f.ss.ph
+	return fmt.Sprintf(" of all models in the analysis window (%s–%s UTC: before and during the spike)",
+		p.BeforeFrom.UTC().Format("15:04"), p.DuringTo.UTC().Format("15:04"))
+}
+
+// spikeSpan is the spike's analysed part, ", 18:03–18:33 UTC": the
+// sample counts of the spike cover it, not the page's whole window. ""
+// for hand-built facts.
+func (f *facts) spikeSpan() string {
+	if f.ss == nil || f.ss.ph.DuringTo.IsZero() {
+		return ""
+	}
+	p := f.ss.ph
+	return fmt.Sprintf(", %s–%s UTC", p.Onset.UTC().Format("15:04"), p.DuringTo.UTC().Format("15:04"))
 }

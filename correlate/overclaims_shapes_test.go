@@ -183,7 +183,7 @@ func TestEstimatedSlowRequestsAreSaidSo(t *testing.T) {
 		t.Fatalf("premise: %d slow samples standing for %.0f requests", a.Samples.Slow, a.Samples.SlowRequests)
 	}
 	exact := fmtCount(a.Samples.SlowRequests)
-	if !strings.HasPrefix(ans, "≈"+exact+" slow requests") || !strings.Contains(ans, fmt.Sprintf("estimated from %s sampled", fmtCount(float64(a.Samples.Slow)))) {
+	if !strings.HasPrefix(ans, "≈"+exact+" slow requests") || !strings.Contains(ans, fmt.Sprintf("estimated from their %s slow samples", fmtCount(float64(a.Samples.Slow)))) {
 		t.Errorf("%d slow samples at 1 in 123 stand for about %s requests, yet: %q", a.Samples.Slow, exact, ans)
 	}
 }
