@@ -753,3 +753,43 @@ func TestSampleTableShowsTokenCounts(t *testing.T) {
 		t.Errorf("the request's detail lacks its tokens: %.300s", d.body)
 	}
 }
+
+// Every count of samples on the incident page says whose and over which
+// window, and the heatmap's is the view's stored count, not the rows it
+// drew (the faster ones are thinned): "25,855 request samples" beside
+// "32,494 samples in this view" read as a contradiction.
+func TestUISampleCountsSayWhatTheyCount(t *testing.T) {
+	e := newUIEnv(t)
+	b := e.browser()
+	b.login(e.read)
+	p := b.get(e.incidentPath())
+	if p.status != 200 {
+		t.Fatalf("incident page: %d %.500s", p.status, p.body)
+	}
+	// (The data line's count is correlate's sentence: its goldens hold it.)
+	if got := p.testid("sample-range").Text(); !strings.Contains(got, "slow samples of all models from the onset (") {
+		t.Errorf("sample range %q does not say whose samples, over which window", got)
+	}
+	heat := strings.Join(strings.Fields(p.testid("heatmap").Find("p.small").First().Text()), " ")
+	canvas := p.testid("heatmap-canvas")
+	fromMs, _ := strconv.ParseInt(canvas.AttrOr("data-from", ""), 10, 64)
+	toMs, _ := strconv.ParseInt(canvas.AttrOr("data-to", ""), 10, 64)
+	var n int
+	if err := e.pool.QueryRow(context.Background(), `SELECT count(*) FROM samples WHERE time >= $1 AND time < $2`,
+		time.UnixMilli(fromMs), time.UnixMilli(toMs)).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%s request samples of all models in this view (", thousandsTest(n))
+	if n == 0 || !strings.HasPrefix(heat, want) {
+		t.Errorf("heatmap says %q, want it to begin %q (the samples stored in the view)", heat, want)
+	}
+}
+
+// thousandsTest writes n with thousands separators, as the page does.
+func thousandsTest(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}

@@ -195,6 +195,15 @@ func (p *Pages) filtered(ctx context.Context, d *incidentData, st views.State, r
 		def, several = ms, false
 	}
 	h := views.BuildHeatmap(hs, from, to, def, st)
+	if h.Empty == "" {
+		// The samples drawn are thinned (the faster ones, re-weighted):
+		// the view's own count is the stored one.
+		all, err := p.samplesPage(ctx, d, store.SampleQuery{From: from, To: to, Scope: st.Scope, Limit: 1})
+		if err != nil {
+			return views.Filtered{}, err
+		}
+		h.Count = max(all.Total, h.Count)
+	}
 	h.SlowOfSeveral = several
 	if d.an != nil {
 		h.SetOnset(d.an.Onset, d.an.OnsetGapFrom)
@@ -333,7 +342,7 @@ func (p *Pages) sampleTable(ctx context.Context, d *incidentData, st views.State
 	}
 	slowMs, def := d.view().SlowThresholds()
 	return views.BuildSampleTable(views.SampleTableInput{Page: page, State: st, WindowTotal: windowTotal, SlowMs: slowMs, DefaultSlowMs: def,
-		DetailBase: st.Base + "/samples", Ref: q.From}), nil
+		DetailBase: st.Base + "/samples", Ref: q.From, To: q.To}), nil
 }
 
 // ShowIncidentStatus is GET /incidents/{id}/status?shown=N, polled by a

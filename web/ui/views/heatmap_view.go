@@ -26,11 +26,15 @@ type Heatmap struct {
 	SlowOfSeveral bool
 	// SlowOff says SlowMs falls outside the latency axis, so no dashed
 	// line is drawn for it (app.js draws it only strictly inside).
-	SlowOff  bool
-	Ticks    []string // latency labels, top to bottom
-	URL      string   // the view the selection is computed for
-	Empty    string
+	SlowOff bool
+	Ticks   []string // latency labels, top to bottom
+	URL     string   // the view the selection is computed for
+	Empty   string
+	// Count is how many samples the view's window holds (Of says whose
+	// and which window); the caller may set the stored count, as the
+	// samples drawn are thinned.
 	Count    int
+	Of       string  // "of all models in this view (16:03–19:07 UTC)"
 	XTicks   []Tick  // the time axis, as the timeline's
 	OnsetPct float64 // where the onset falls across; 0 when unknown or outside
 	// OnsetGapPct, when over 0, is where the latency data stopped before
@@ -61,7 +65,7 @@ const heatCols, heatRows = 120, 24
 // BuildHeatmap grids samples between from and to.
 func BuildHeatmap(samples []correlate.Sample, from, to time.Time, slowMs float64, s State) Heatmap {
 	h := Heatmap{FromMs: from.UnixMilli(), ToMs: to.UnixMilli(), Cols: heatCols, Rows: heatRows, SlowMs: slowMs, URL: s.URL(),
-		XTicks: ticks(from, to)}
+		XTicks: ticks(from, to), Of: samplesOf(State{Scope: s.Scope}) + " in this view (" + FmtSpan(from, to) + ")"}
 	lo, hi := math.Inf(1), 0.0
 	for _, x := range samples {
 		if plotted(x) {

@@ -66,8 +66,9 @@ type SampleTableInput struct {
 	// DefaultSlowMs is the threshold of models SlowMs does not list; with
 	// neither (no analysis yet) every sample counts as slow.
 	DefaultSlowMs float64
-	DetailBase    string // e.g. /incidents/5/samples
-	Ref           time.Time
+	DetailBase    string    // e.g. /incidents/5/samples
+	Ref           time.Time // the window's start
+	To            time.Time // the window's end (zero: not said)
 }
 
 // BuildSampleTable lays out one page of samples.
@@ -160,7 +161,19 @@ func BuildSampleTable(in SampleTableInput) SampleTable {
 	} else if s.Tab == "baseline" {
 		noun = " other samples"
 	}
-	t.Range = thousands(float64(lo)) + "–" + thousands(float64(hi)) + " of " + t.Total + noun
+	// Which samples: the table's window is the spike's unless zoomed,
+	// another than the heatmap's or the analysis'.
+	when := " from the onset ("
+	if !s.From.IsZero() || !s.To.IsZero() {
+		when = " in this view ("
+	}
+	if !in.To.After(in.Ref) {
+		when = ""
+	}
+	t.Range = thousands(float64(lo)) + "–" + thousands(float64(hi)) + " of " + t.Total + noun + " " + samplesOf(s)
+	if when != "" {
+		t.Range += when + FmtSpan(in.Ref, in.To) + ")"
+	}
 	if page > 1 {
 		ps := s
 		ps.Page = page - 1

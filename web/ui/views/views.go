@@ -240,3 +240,31 @@ func CategoryLabel(cat string) string {
 	}
 	return cat
 }
+
+// samplesOf says whose samples a count covers: "of all models", "of
+// rerank-base", or with other filters "of rerank-base matching the
+// filters". The page shows several counts of samples (the analysis', the
+// heatmap's, the table's); each says whose, so that two differing
+// numbers do not read as a contradiction.
+func samplesOf(s State) string {
+	other := s.Scope
+	other.Model = ""
+	of := "of all models"
+	if s.Scope.Model != "" {
+		of = "of " + s.Scope.Model
+	}
+	if !other.IsZero() || s.Entry != "" || s.Status != "" || s.Batch != "" {
+		of += " matching the filters"
+	}
+	return of
+}
+
+// FmtSpan formats a window as "16:03–19:07 UTC", with dates when it does
+// not lie within one day.
+func FmtSpan(from, to time.Time) string {
+	from, to = from.UTC(), to.UTC()
+	if from.Format("2006-01-02") != to.Add(-time.Nanosecond).Format("2006-01-02") {
+		return from.Format("2006-01-02 15:04") + " – " + to.Format("2006-01-02 15:04") + " UTC"
+	}
+	return from.Format("15:04") + "–" + to.Format("15:04") + " UTC"
+}

@@ -323,7 +323,7 @@ func TestSampleTable(t *testing.T) {
 	tb := BuildSampleTable(SampleTableInput{Page: page, State: st, WindowTotal: 60, SlowMs: map[string]float64{"m": 300}, DetailBase: "/incidents/1/samples"})
 	// The pager says what it counts: the page's other figures (requests
 	// re-weighted, samples in the view) count other things.
-	if tb.Range != "26–27 of 60 slow samples" || tb.Prev != "/incidents/1?sort=queue" || tb.Next != "/incidents/1?sort=queue&page=3" {
+	if tb.Range != "26–27 of 60 slow samples of all models" || tb.Prev != "/incidents/1?sort=queue" || tb.Next != "/incidents/1?sort=queue&page=3" {
 		t.Errorf("pager: %q %q %q", tb.Range, tb.Prev, tb.Next)
 	}
 	var queue SortColumn
@@ -720,7 +720,7 @@ func TestHeatmapHasATimeAxisAndSaysWhatItDraws(t *testing.T) {
 	if err := HeatmapView(h).Render(context.Background(), &b); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"12,000 samples in this view", "200 ms", "heat-x", "heat-onset", `class="heat-tz muted small" aria-hidden="true">UTC<`} {
+	for _, want := range []string{"12,000 request samples of all models in this view (" + FmtSpan(t0, t0.Add(time.Hour)) + ")", "200 ms", "heat-x", "heat-onset", `class="heat-tz muted small" aria-hidden="true">UTC<`} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("heatmap lacks %q", want)
 		}
@@ -1125,5 +1125,66 @@ func TestGridLinesSayOneReplica(t *testing.T) {
 	}
 	if got := withUnit(2, "replicas"); got != "2 replicas" {
 		t.Errorf("withUnit(2) = %q", got)
+	}
+}
+
+// Every count of samples says whose and over which window: the page shows
+// the analysis' count, the heatmap's and the table's side by side, and
+// "25,855 request samples" above "32,494 samples in this view" read as a
+// contradiction.
+func TestSampleCountsSayWhatTheyCount(t *testing.T) {
+	onset := time.Now().UTC().Truncate(time.Minute).Add(-40 * time.Minute)
+	end := onset.Add(30 * time.Minute)
+	mk := func(id string) correlate.Sample {
+		x := correlate.Sample{RequestID: id, Time: onset.Add(time.Minute), Model: "m", TotalMs: 500, SampleRate: 1}
+		for i := range x.StagesMs {
+			x.StagesMs[i] = math.NaN()
+		}
+		return x
+	}
+	page := store.SamplePage{Total: 6801, Samples: []correlate.Sample{mk("a"), mk("b")}}
+	span := FmtSpan(onset, end)
+	for _, c := range []struct {
+		st   State
+		want string
+	}{
+		{State{Base: "/incidents/1"}, "1–2 of 6,801 slow samples of all models from the onset (" + span + ")"},
+		{State{Base: "/incidents/1", Scope: correlate.Scope{Model: "m"}}, "1–2 of 6,801 slow samples of m from the onset (" + span + ")"},
+		{State{Base: "/incidents/1", Scope: correlate.Scope{Model: "m", Tenant: "t"}}, "1–2 of 6,801 slow samples of m matching the filters from the onset (" + span + ")"},
+		{State{Base: "/incidents/1", From: onset, To: end}, "1–2 of 6,801 slow samples of all models in this view (" + span + ")"},
+		{State{Base: "/incidents/1", Tab: "baseline", Status: "5xx"}, "1–2 of 6,801 other samples of all models matching the filters from the onset (" + span + ")"},
+	} {
+		tb := BuildSampleTable(SampleTableInput{Page: page, State: c.st, WindowTotal: 6801, SlowMs: map[string]float64{"m": 300},
+			DetailBase: "/incidents/1/samples", Ref: onset, To: end})
+		if tb.Range != c.want {
+			t.Errorf("%+v: range %q, want %q", c.st, tb.Range, c.want)
+		}
+	}
+	// The heatmap's count: the view's window, and whose samples.
+	from, to := onset.Add(-30*time.Minute), end.Add(10*time.Minute)
+	for _, c := range []struct {
+		st   State
+		want string
+	}{
+		{State{Base: "/incidents/1"}, "2 request samples of all models in this view (" + FmtSpan(from, to) + ")"},
+		// the heatmap ignores the status filter: only the scope narrows it
+		{State{Base: "/incidents/1", Scope: correlate.Scope{Model: "m"}, Status: "5xx"}, "2 request samples of m in this view (" + FmtSpan(from, to) + ")"},
+	} {
+		h := BuildHeatmap(page.Samples, from, to, 300, c.st)
+		var b strings.Builder
+		if err := HeatmapView(h).Render(context.Background(), &b); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("%+v: heatmap lacks %q", c.st, c.want)
+		}
+	}
+	// Windows across midnight carry their dates.
+	day := time.Date(2026, 3, 4, 23, 30, 0, 0, time.UTC)
+	if got := FmtSpan(day, day.Add(time.Hour)); got != "2026-03-04 23:30 – 2026-03-05 00:30 UTC" {
+		t.Errorf("span across midnight: %q", got)
+	}
+	if got := FmtSpan(day.Add(-time.Hour), day.Add(30*time.Minute)); got != "22:30–00:00 UTC" {
+		t.Errorf("span to midnight: %q", got)
 	}
 }
