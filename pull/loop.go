@@ -172,7 +172,8 @@ func (p *Puller) tick(ctx context.Context, wait time.Duration) (failed, total in
 			defer wg.Done()
 			defer p.busy.Delete(src)
 			slots <- struct{}{}
-			n, err := p.tickSource(ctx, src, now, pullEnd(end, hz[src], p.config().Step))
+			_, probed := hz[src]
+			n, err := p.tickSource(ctx, src, now, pullEnd(end, hz[src], p.config().Step), probed)
 			<-slots
 			mu.Lock()
 			late := over
@@ -219,8 +220,9 @@ func (p *Puller) tick(ctx context.Context, wait time.Duration) (failed, total in
 }
 
 // tickSource pulls one source up to end and returns how many points it
-// stored.
-func (p *Puller) tickSource(ctx context.Context, src string, now, end time.Time) (int64, error) {
+// stored. probed: this round's probe found the source's newest sample
+// (end is no later than it).
+func (p *Puller) tickSource(ctx context.Context, src string, now, end time.Time, probed bool) (int64, error) {
 	cursor, ok, err := p.st.PullCursor(ctx, src)
 	if err != nil {
 		return 0, err
@@ -234,7 +236,18 @@ func (p *Puller) tickSource(ctx context.Context, src string, now, end time.Time)
 	}
 	p.met.cursorAt(src, cursor)
 	halvedOnce := false
-	for cs := chunks(from, end, p.config().Step, p.config().MaxChunk); len(cs) > 0; {
+	cs := chunks(from, end, p.config().Step, p.config().MaxChunk)
+	if len(cs) == 0 && probed && ok {
+		// Pulled up to its newest sample (an idle metric): the probe that
+		// said so is this round's query, and it succeeded. Without a chunk
+		// to commit, an earlier round's error stayed in the pull health
+		// until the metric had a fresh sample.
+		if err := p.st.NotePullChecked(ctx, src, p.now()); err != nil {
+			return 0, fmt.Errorf("%s: %w", src, err)
+		}
+		p.met.pulled(src, cursor, p.now(), 0)
+	}
+	for len(cs) > 0 {
 		c := cs[0]
 		b, err := p.fetch(ctx, src, c)
 		if err == nil && b.held {

@@ -76,6 +76,16 @@ func (s *Store) AdvancePullCursor(ctx context.Context, source string, cursor, no
 	return wrap("advance pull cursor", err)
 }
 
+// NotePullChecked records a successful attempt to pull source that found
+// nothing new to pull (its metric had no sample past the cursor): like an
+// empty chunk's AdvancePullCursor, it clears the source's last error.
+func (s *Store) NotePullChecked(ctx context.Context, source string, now time.Time) error {
+	_, err := s.db.Exec(ctx, `
+		UPDATE pull_cursors SET last_success = $2, last_attempt = $2, last_error = ''
+		WHERE source = $1`, source, now)
+	return wrap("note pull checked", err)
+}
+
 // RecordPullError notes a failed attempt to pull source over [from, to):
 // the error counts and, for the live loop (outage true), the range joins
 // the source's open outage gap (extending it, or opening one).
