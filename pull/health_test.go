@@ -2,11 +2,13 @@ package pull
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -82,5 +84,92 @@ func TestIdleSourceErrorClearsOnceItsQueriesSucceed(t *testing.T) {
 				t.Fatalf("pull health after a round whose queries succeeded: %+v", srcs)
 			}
 		})
+	}
+}
+
+// A source still pulling from an earlier round (a slow query: the round
+// went on without it) reads the config chunk by chunk. A new config that
+// drops it mid-pull must stop it quietly, its committed chunks kept: it
+// failed once with "no source in the config", an error in the pull
+// health (its row written after the new config's round retired the
+// others) for a source nothing pulls any more.
+func TestSourceDroppedMidPullStopsQuietly(t *testing.T) {
+	t.Parallel()
+	prom, start := runP99(t, 2, 240)
+	now := start.Add(time.Hour + 30*time.Second)
+	const slowExpr, fastExpr = `p99_ms`, `p99_ms + 0`
+	const slow = "latency_p99@model"
+	release := make(chan struct{})
+	var slowAsked atomic.Int64
+	u, _ := url.Parse(prom.URL)
+	rp := httputil.NewSingleHostReverseProxy(u)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/query_range") {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(strings.NewReader(string(body)))
+			form, _ := url.ParseQuery(string(body))
+			if form.Get("query") == slowExpr && slowAsked.Add(1) == 1 {
+				select {
+				case <-release:
+				case <-r.Context().Done():
+					return
+				}
+			}
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	st, pool := storetest.NewWithPool(t)
+	const both = `lookback: 1h
+max_chunk: 30m
+presets: []
+queries:
+  - {role: latency_p99, level: model, labels: {model: model}, expr: '` + slowExpr + `'}
+  - {role: qps, level: model, labels: {model: model}, expr: '` + fastExpr + `'}
+`
+	p := newPuller(t, st, front.URL, both, now)
+	ctx := context.Background()
+	if _, _, err := p.tick(ctx, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the slow source's first chunk is asked", func() bool { return slowAsked.Load() > 0 })
+	p.SetConfig(mustConfig(t, "lookback: 1h\nmax_chunk: 30m\npresets: []\nqueries:\n  - {role: qps, level: model, labels: {model: model}, expr: '"+fastExpr+"'}\n"))
+	if _, _, err := p.tick(ctx, time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	free()
+	p.inflight.Wait()
+	var (
+		cursor  time.Time
+		lastErr string
+		errs    int64
+	)
+	if err := pool.QueryRow(ctx, `SELECT cursor_at, last_error, errors_total FROM pull_cursors WHERE source = $1`, slow).
+		Scan(&cursor, &lastErr, &errs); err != nil {
+		t.Fatal(err)
+	}
+	if lastErr != "" || errs != 0 {
+		t.Errorf("the dropped source recorded an error: %q (%d errors)", lastErr, errs)
+	}
+	if !cursor.After(start) || storedPoints(t, st, start, now) == 0 {
+		t.Errorf("the dropped source's committed chunk: cursor %v", cursor)
+	}
+	if gaps, _ := st.PullGaps(ctx, time.Time{}); len(gaps) != 0 {
+		t.Errorf("gaps: %+v", gaps)
+	}
+	srcs, _ := st.PullSources(ctx)
+	for _, s := range srcs {
+		if s.LastError != "" {
+			t.Errorf("pull health: %+v", s)
+		}
+	}
+	if _, _, err := p.tick(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if srcs, _ := st.PullSources(ctx); len(srcs) != 1 || srcs[0].Source != "qps@model" || srcs[0].LastError != "" {
+		t.Errorf("pull health the round after: %+v", srcs)
 	}
 }

@@ -259,6 +259,12 @@ func (p *Puller) tickSource(ctx context.Context, src string, now, end time.Time,
 				return tx.AdvancePullCursor(ctx, src, c.to, p.now(), points)
 			})
 		}
+		if errors.Is(err, errSourceDropped) {
+			// A new config dropped the source while it was still pulling
+			// from an earlier round (see tick): nothing pulls it any more,
+			// so it is no error; its committed chunks stay, as its cursor.
+			return stored, nil
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return stored, ctx.Err()

@@ -173,7 +173,7 @@ func (p *Puller) fetch(ctx context.Context, source string, w window) (*batch, er
 	}
 	q, ok := p.query(source)
 	if !ok {
-		return nil, fmt.Errorf("pull: no source %q in the config", source)
+		return nil, fmt.Errorf("pull: %w: %q", errSourceDropped, source)
 	}
 	var pods podIndex
 	if q.Level == correlate.LevelReplica {
@@ -218,6 +218,11 @@ func (p *Puller) fetch(ctx context.Context, source string, w window) (*batch, er
 		len(curves) > 0 && w.from.After(p.now().Add(-identityWait))
 	return &batch{curves: curves, dups: dups, held: held}, nil
 }
+
+// errSourceDropped: the config in effect has no such source. A source
+// still pulling from an earlier round meets it when a new config dropped
+// it mid-pull (tickSource stops it quietly).
+var errSourceDropped = errors.New("no such source in the config")
 
 // identityWait is how long the live loop holds back replica curves that
 // no pod of kube-state-metrics can name (batch.held).
