@@ -170,6 +170,8 @@ func (d *Detector) Once(ctx context.Context) error {
 		if !d.opt.OpenIncidents || !d.severeEnough(sp) {
 			continue
 		}
+		// incident is nil too for a spike back up after its incident was
+		// resolved as over (see store.RecordSpike): it is news again.
 		if incident != nil {
 			if err := d.pageAgainIfResolvedTooSoon(ctx, *incident, id, sp, now); err != nil {
 				return err

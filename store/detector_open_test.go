@@ -298,3 +298,129 @@ func TestQuietIncidentNotResolvedOnceASpikeJoinsIt(t *testing.T) {
 		t.Fatalf("incident %+v (%v), want open", got, err)
 	}
 }
+
+// A detector re-recording a spike an incident holds (its points
+// extended: over, then up again) while another replica's close pass
+// resolves that incident (the lease changing hands). The re-record did
+// not lock the incident: landing just after the close pass had read the
+// spike as over, it left a resolved incident holding an ongoing spike,
+// and nobody was paged until the detector paged again ten minutes later.
+// A re-record in flight is waited for, and keeps the incident open; one
+// that comes after the resolution finds the spike back up after its
+// incident was resolved as quiet, and hands it back unattached, so that
+// the detector opens an incident for it now.
+func TestQuietIncidentNotResolvedAsItsSpikeIsRerecorded(t *testing.T) {
+	t.Parallel()
+	st, pool := storetest.NewWithPool(t)
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Second)
+	onset := now.Add(-time.Hour)
+	record := func(st *store.Store, model string, ongoing bool, end time.Time) (int64, *int64) {
+		t.Helper()
+		id, _, inc, err := st.RecordSpike(ctx, "latency_p99|model|"+model, correlate.Spike{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel,
+			Scope: correlate.Scope{Model: model}, Start: onset, End: end, Onset: onset, Ongoing: ongoing,
+			PeakTime: onset.Add(time.Minute), PeakValue: 900, Baseline: 200, Direction: correlate.Up, DetectedAt: onset, Severity: "page"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id, inc
+	}
+	// quiet is an open incident of model's whose one spike ended 55
+	// minutes ago, and the close pass's reading of it.
+	quiet := func(model string) (store.Incident, time.Time) {
+		t.Helper()
+		in, err := st.CreateIncident(ctx, store.NewIncident{Title: "P99 spike on " + model, Source: store.SourceDetector,
+			Start: onset.Add(-30 * time.Minute), Scope: correlate.Scope{Model: model}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := record(st, model, false, onset.Add(5*time.Minute))
+		if err := st.AttachSpike(ctx, id, in.ID); err != nil {
+			t.Fatal(err)
+		}
+		ongoing, lastEnd, ok, err := st.IncidentSpikeSpan(ctx, in.ID)
+		if err != nil || ongoing || !ok {
+			t.Fatalf("spike span: ongoing %v, any %v (%v); want one spike, over", ongoing, ok, err)
+		}
+		return in, lastEnd
+	}
+
+	// Re-recorded up again while the resolution runs: the resolution
+	// waits for the re-record's transaction, then sees the spike ongoing.
+	in, lastEnd := quiet("chat")
+	resolved := make(chan error, 1)
+	err := st.InTx(ctx, func(tx *store.Store) error {
+		if _, inc := record(tx, "chat", true, now); inc == nil || *inc != in.ID {
+			return fmt.Errorf("re-recorded spike on incident %v, want %d", inc, in.ID)
+		}
+		go func() {
+			_, ok, err := st.ResolveQuietIncident(ctx, in.ID, now, lastEnd)
+			if err == nil && ok {
+				err = errors.New("resolved")
+			}
+			resolved <- err
+		}()
+		// The re-record commits once the resolution waits for its lock.
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			var waiting bool
+			if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+				WHERE NOT l.granted AND a.datname = current_database())`).Scan(&waiting); err != nil {
+				return err
+			}
+			if waiting {
+				return nil
+			}
+			select {
+			case err := <-resolved:
+				return fmt.Errorf("the resolution did not wait for the re-record in flight: %v", err)
+			default:
+			}
+			if time.Now().After(deadline) {
+				return errors.New("the resolution never waited for the re-record's lock")
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-resolved; err != nil {
+		t.Fatalf("incident %d with its spike re-recorded ongoing during its resolution: %v, want it left open", in.ID, err)
+	}
+	if got, err := st.Incident(ctx, in.ID); err != nil || got.Status != store.IncidentOpen {
+		t.Fatalf("incident %+v (%v), want open", got, err)
+	}
+
+	// Re-recorded up again just after the resolution: the spike is news
+	// again, no longer the resolved incident's.
+	in, lastEnd = quiet("embed")
+	if _, ok, err := st.ResolveQuietIncident(ctx, in.ID, now, lastEnd); err != nil || !ok {
+		t.Fatalf("quiet incident %d not resolved (%v)", in.ID, err)
+	}
+	if id, inc := record(st, "embed", true, now); inc != nil {
+		t.Fatalf("spike %d back up after its incident was resolved as quiet is handed back on incident %d, want unattached", id, *inc)
+	}
+	if ongoing, _, ok, err := st.IncidentSpikeSpan(ctx, in.ID); err != nil || ongoing || ok {
+		t.Fatalf("resolved incident %d holds spikes (ongoing %v, any %v: %v), want none", in.ID, ongoing, ok, err)
+	}
+
+	// A spike still up when a person resolved its incident stays with it,
+	// also once it has been over and is back
+	// (the detector pages again ten minutes later, once).
+	in, err = st.CreateIncident(ctx, store.NewIncident{Title: "P99 spike on rerank", Source: store.SourceDetector,
+		Start: onset.Add(-30 * time.Minute), Scope: correlate.Scope{Model: "rerank"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := record(st, "rerank", true, now.Add(-3*time.Minute))
+	if err := st.AttachSpike(ctx, id, in.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ResolveIncident(ctx, in.ID, now.Add(-2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	record(st, "rerank", true, now.Add(-time.Minute))
+	record(st, "rerank", false, now.Add(-time.Minute))
+	if _, inc := record(st, "rerank", true, now); inc == nil || *inc != in.ID {
+		t.Fatalf("spike up when its incident was resolved by hand re-recorded on incident %v, want %d", inc, in.ID)
+	}
+}

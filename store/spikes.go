@@ -21,19 +21,46 @@ type RecordedSpike struct {
 // RecordSpike stores a detected spike, or updates it when the same series
 // already has a spike with the same start (its onset, end and peak move as
 // more data arrives). created is true for a spike not seen before.
+//
+// The update of a spike an incident holds locks the incident's row FOR
+// SHARE first, as AttachSpike does: another replica's close pass
+// (ResolveQuietIncident) may be resolving it, having read this spike as
+// over, and a re-record making it ongoing again landed just after that
+// read — a resolved incident held an ongoing spike, and nobody was paged
+// until the detector paged again ten minutes later. A resolution in
+// flight is now waited for (or waits for this). A spike that comes back up
+// after its detector incident was resolved, having ended by then (the
+// close pass found it quiet), is news again: it is detached and handed
+// back without incident, and the detector opens or joins one for it now.
+// One still up when its incident was resolved (a person resolving while
+// the latency held) stays with it: the detector pages again for it once,
+// ten minutes later.
 func (s *Store) RecordSpike(ctx context.Context, seriesKey string, sp correlate.Spike) (id int64, created bool, incidentID *int64, err error) {
-	err = s.db.QueryRow(ctx, `
-		INSERT INTO spikes (series_key, role, level, model, version, replica, node, onset, start_at, end_at, ongoing,
-		                    peak_time, peak_value, baseline, direction, detected_at, score, severity)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
-		ON CONFLICT (series_key, start_at) DO UPDATE SET
-		  onset = EXCLUDED.onset, end_at = EXCLUDED.end_at, ongoing = EXCLUDED.ongoing, peak_time = EXCLUDED.peak_time,
-		  peak_value = EXCLUDED.peak_value, score = EXCLUDED.score, severity = EXCLUDED.severity
-		RETURNING id, (xmax = 0), incident_id`,
-		seriesKey, string(sp.Role), string(sp.Level), sp.Scope.Model, sp.Scope.Version, sp.Scope.Replica, sp.Scope.Node,
-		sp.Onset, sp.Start, sp.End, sp.Ongoing, sp.PeakTime, sp.PeakValue, sp.Baseline, string(sp.Direction),
-		sp.DetectedAt, sp.Score, sp.Severity).Scan(&id, &created, &incidentID)
-	return id, created, incidentID, wrap("record spike", err)
+	err = s.InTx(ctx, func(tx *Store) error {
+		var back bool
+		err := tx.db.QueryRow(ctx, `
+			SELECT i.status = 'resolved' AND i.source = 'detector' AND i.group_key IS NULL
+			       AND NOT s.ongoing AND s.end_at <= i.resolved_at
+			FROM spikes s JOIN incidents i ON i.id = s.incident_id
+			WHERE s.series_key = $1 AND s.start_at = $2
+			FOR SHARE OF i`, seriesKey, sp.Start).Scan(&back)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return wrap("record spike", err)
+		}
+		return wrap("record spike", tx.db.QueryRow(ctx, `
+			INSERT INTO spikes (series_key, role, level, model, version, replica, node, onset, start_at, end_at, ongoing,
+			                    peak_time, peak_value, baseline, direction, detected_at, score, severity)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+			ON CONFLICT (series_key, start_at) DO UPDATE SET
+			  onset = EXCLUDED.onset, end_at = EXCLUDED.end_at, ongoing = EXCLUDED.ongoing, peak_time = EXCLUDED.peak_time,
+			  peak_value = EXCLUDED.peak_value, score = EXCLUDED.score, severity = EXCLUDED.severity,
+			  incident_id = CASE WHEN $19 AND EXCLUDED.ongoing THEN NULL ELSE spikes.incident_id END
+			RETURNING id, (xmax = 0), incident_id`,
+			seriesKey, string(sp.Role), string(sp.Level), sp.Scope.Model, sp.Scope.Version, sp.Scope.Replica, sp.Scope.Node,
+			sp.Onset, sp.Start, sp.End, sp.Ongoing, sp.PeakTime, sp.PeakValue, sp.Baseline, string(sp.Direction),
+			sp.DetectedAt, sp.Score, sp.Severity, back).Scan(&id, &created, &incidentID))
+	})
+	return id, created, incidentID, err
 }
 
 // ErrIncidentResolved means a spike was not attached: its incident was
