@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/waterline-dev/waterline/correlate"
 	"github.com/waterline-dev/waterline/store"
 	"github.com/waterline-dev/waterline/store/storetest"
@@ -256,42 +258,10 @@ func TestQuietIncidentNotResolvedOnceASpikeJoinsIt(t *testing.T) {
 	// attach's transaction, then sees its spike.
 	in, lastEnd = quiet("rerank")
 	late := spike("rerank", now.Add(-time.Minute), true)
-	resolved := make(chan error, 1)
-	err := st.InTx(ctx, func(tx *store.Store) error {
-		if err := tx.AttachSpike(ctx, late, in.ID); err != nil {
-			return err
-		}
-		go func() {
-			_, ok, err := st.ResolveQuietIncident(ctx, in.ID, now, lastEnd)
-			if err == nil && ok {
-				err = errors.New("resolved")
-			}
-			resolved <- err
-		}()
-		// The attach commits once the resolution waits for its lock.
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			var waiting bool
-			if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-				WHERE NOT l.granted AND a.datname = current_database())`).Scan(&waiting); err != nil {
-				return err
-			}
-			if waiting {
-				return nil
-			}
-			select {
-			case err := <-resolved:
-				return fmt.Errorf("the resolution did not wait for the attach in flight: %v", err)
-			default:
-			}
-			if time.Now().After(deadline) {
-				return errors.New("the resolution never waited for the attach's lock")
-			}
-		}
+	err := resolveDuringTx(ctx, st, pool, in.ID, now, lastEnd, "attach", func(tx *store.Store) error {
+		return tx.AttachSpike(ctx, late, in.ID)
 	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := <-resolved; err != nil {
 		t.Fatalf("incident %d with a spike attached during its resolution: %v, want it left open", in.ID, err)
 	}
 	if got, err := st.Incident(ctx, in.ID); err != nil || got.Status != store.IncidentOpen {
@@ -348,42 +318,13 @@ func TestQuietIncidentNotResolvedAsItsSpikeIsRerecorded(t *testing.T) {
 	// Re-recorded up again while the resolution runs: the resolution
 	// waits for the re-record's transaction, then sees the spike ongoing.
 	in, lastEnd := quiet("chat")
-	resolved := make(chan error, 1)
-	err := st.InTx(ctx, func(tx *store.Store) error {
+	err := resolveDuringTx(ctx, st, pool, in.ID, now, lastEnd, "re-record", func(tx *store.Store) error {
 		if _, inc := record(tx, "chat", true, now); inc == nil || *inc != in.ID {
 			return fmt.Errorf("re-recorded spike on incident %v, want %d", inc, in.ID)
 		}
-		go func() {
-			_, ok, err := st.ResolveQuietIncident(ctx, in.ID, now, lastEnd)
-			if err == nil && ok {
-				err = errors.New("resolved")
-			}
-			resolved <- err
-		}()
-		// The re-record commits once the resolution waits for its lock.
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			var waiting bool
-			if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-				WHERE NOT l.granted AND a.datname = current_database())`).Scan(&waiting); err != nil {
-				return err
-			}
-			if waiting {
-				return nil
-			}
-			select {
-			case err := <-resolved:
-				return fmt.Errorf("the resolution did not wait for the re-record in flight: %v", err)
-			default:
-			}
-			if time.Now().After(deadline) {
-				return errors.New("the resolution never waited for the re-record's lock")
-			}
-		}
+		return nil
 	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	if err := <-resolved; err != nil {
 		t.Fatalf("incident %d with its spike re-recorded ongoing during its resolution: %v, want it left open", in.ID, err)
 	}
 	if got, err := st.Incident(ctx, in.ID); err != nil || got.Status != store.IncidentOpen {
@@ -423,4 +364,47 @@ func TestQuietIncidentNotResolvedAsItsSpikeIsRerecorded(t *testing.T) {
 	if _, inc := record(st, "rerank", true, now); inc == nil || *inc != in.ID {
 		t.Fatalf("spike up when its incident was resolved by hand re-recorded on incident %v, want %d", inc, in.ID)
 	}
+}
+
+// resolveDuringTx runs hold in a transaction and, inside it, starts
+// ResolveQuietIncident on another connection; the transaction commits once
+// the resolution waits for its lock (seen in pg_locks, not slept for). It
+// returns an error if the resolution did not wait, or resolved the
+// incident after all.
+func resolveDuringTx(ctx context.Context, st *store.Store, pool *pgxpool.Pool, id int64, now, lastEnd time.Time, what string, hold func(tx *store.Store) error) error {
+	resolved := make(chan error, 1)
+	err := st.InTx(ctx, func(tx *store.Store) error {
+		if err := hold(tx); err != nil {
+			return err
+		}
+		go func() {
+			_, ok, err := st.ResolveQuietIncident(ctx, id, now, lastEnd)
+			if err == nil && ok {
+				err = errors.New("resolved")
+			}
+			resolved <- err
+		}()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			var waiting bool
+			if err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+				WHERE NOT l.granted AND a.datname = current_database())`).Scan(&waiting); err != nil {
+				return err
+			}
+			if waiting {
+				return nil
+			}
+			select {
+			case err := <-resolved:
+				return fmt.Errorf("the resolution did not wait for the %s in flight: %v", what, err)
+			default:
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("the resolution never waited for the %s's lock", what)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return <-resolved
 }
