@@ -278,6 +278,9 @@ func latencySpikes(cs *curveSet, in Input, loose bool) []Spike {
 					continue
 				}
 				s.Role, s.Level, s.Scope = role, LevelModel, c.Scope
+				if role != RoleLatencyMean {
+					MarkCeiling(&s, c.Points)
+				}
 				out = append(out, s)
 			}
 		}

@@ -48,6 +48,11 @@ type Spike struct {
 	DetectedAt time.Time `json:"detected_at"` // when a live run would have raised it
 	Score      float64   `json:"score"`       // 0..1: how far past its threshold it went (0.5 at the threshold)
 	Z          float64   `json:"z"`           // peak robust z
+	// PeakAtCeiling: the spike's curve is a latency quantile pinned at
+	// its histogram's highest finite bucket bound (QuantileCeiling), and
+	// the peak is that bound: the true peak was higher, PeakValue and its
+	// ratio to Baseline are lower bounds.
+	PeakAtCeiling bool `json:"peak_at_ceiling,omitempty"`
 	// BaselineKind says what the spike was judged against: "trailing"
 	// (the recent median), "seasonal" (the same time on previous days,
 	// moved to the recent level), "weekly" (the same time of the week on

@@ -129,6 +129,9 @@ func findSpikes(ctx context.Context, st *store.Store, q SpikeQuery, slo SLOFunc)
 			if early && !s.Ongoing {
 				continue
 			}
+			if c.Role != correlate.RoleLatencyMean {
+				correlate.MarkCeiling(&s, c.Points)
+			}
 			out = append(out, foundSpike{Spike: s, excess: excess(c.Points, s, step)})
 		}
 	}

@@ -154,3 +154,40 @@ func TestSpikesVersionFilterImpliesItsLevel(t *testing.T) {
 		t.Errorf("level=model&version=v3: %d %s; want a 400 naming version", r.status, r.body)
 	}
 }
+
+// A histogram_quantile whose quantile sits in the +Inf bucket is answered
+// with the highest finite bucket bound: an ad-hoc P99 flat at exactly
+// 10000 ms through an incident peaked at 10 s or more. Its spike says so
+// (peak_at_ceiling); the same curve of another expression is a count or
+// a rate, and capped at nothing.
+func TestAdhocQuantileSpikeAtCeiling(t *testing.T) {
+	t.Parallel()
+	s := api.LabeledSeries{Labels: map[string]string{"model": "chat-7b"}}
+	for ts := testNow.Add(-48 * time.Hour); ts.Before(testNow); ts = ts.Add(15 * time.Second) {
+		v := 400 * (1 + 0.02*float64(ts.Unix()/15%7))
+		if ts.After(testNow.Add(-20 * time.Minute)) {
+			v = 10 * 1000.0
+		}
+		s.Points = append(s.Points, correlate.Point{T: ts.UnixMilli(), V: v})
+	}
+	base, tok := adhocServer(t, []api.LabeledSeries{s})
+	spikes := func(query string) []map[string]any {
+		q := url.Values{"from": {testNow.Add(-3 * time.Hour).Format(time.RFC3339)}, "to": {testNow.Format(time.RFC3339)}, "query": {query}}
+		status, body := getJSON(t, base, tok, "/api/v1/spikes?"+q.Encode())
+		var got struct {
+			Spikes []map[string]any `json:"spikes"`
+		}
+		if err := json.Unmarshal(body, &got); status != 200 || err != nil || len(got.Spikes) != 1 {
+			t.Fatalf("%s: %d %s; want one spike", query, status, body)
+		}
+		return got.Spikes
+	}
+	got := spikes("histogram_quantile(0.99, sum by (le, model) (rate(x_bucket[1m]))) * 1000")
+	if got[0]["peak_at_ceiling"] != true || got[0]["peak_value"] != 10000.0 {
+		t.Errorf("P99 flat at 10000 ms: %v; want peak_value 10000 with peak_at_ceiling", got[0])
+	}
+	got = spikes("sum by (model) (rate(x[1m]))")
+	if _, ok := got[0]["peak_at_ceiling"]; ok {
+		t.Errorf("a rate's spike: %v; want no peak_at_ceiling", got[0])
+	}
+}

@@ -184,11 +184,17 @@ func (a *API) adhocSpikes(ctx context.Context, q string, from, to time.Time, ste
 	if err != nil {
 		return nil, echo.NewHTTPError(http.StatusBadGateway, fmt.Sprintf("prometheus: %v", err))
 	}
+	// A histogram_quantile expression is a latency quantile whose peak
+	// may be its histogram's top finite bucket (correlate.QuantileCeiling).
+	quantile := strings.Contains(q, "histogram_quantile")
 	var out []wire.ListedSpike
 	for _, ser := range series {
 		for _, sp := range correlate.DetectSpikes(ser.Points, opt) {
 			if sp.Onset.Before(from) || !sp.Onset.Before(to) {
 				continue
+			}
+			if quantile {
+				correlate.MarkCeiling(&sp, ser.Points)
 			}
 			sp.Series = labelString(ser.Labels)
 			sp.Scope = correlate.Scope{Model: ser.Labels["model"], Version: ser.Labels["version"], Replica: ser.Labels["pod"], Node: ser.Labels["node"]}
