@@ -331,19 +331,24 @@ func (f *facts) opposeMinorPart(b *causeBuilder, t Target) {
 		return // the whole fleet, or nothing model-specific
 	}
 	in, inModel, out, outModel, outQ := math.Log(1.1), "", 0.0, "", ""
+	// Whether the ratio quoted is a lower bound: its model's P99 during the
+	// spike sat at its histogram's top bucket (the score reads the ratio as
+	// measured, as it always did).
+	inBound, outBound := false, false
 	for _, m := range f.affected {
 		mi, ok := f.impact(m)
 		if !ok || math.IsNaN(mi.ratio) || mi.ratio <= 1 {
 			continue
 		}
 		hit := math.Log(mi.ratio)
+		bound := AtCeiling(mi.during, f.ceiling(m))
 		switch {
 		case covered[m]:
 			if hit > in {
-				in, inModel = hit, m
+				in, inModel, inBound = hit, m, bound
 			}
 		case hit > out:
-			out, outModel, outQ = hit, m, mi.quantile
+			out, outModel, outQ, outBound = hit, m, mi.quantile, bound
 		}
 	}
 	if outModel == "" {
@@ -354,15 +359,22 @@ func (f *facts) opposeMinorPart(b *causeBuilder, t Target) {
 	// model this explains" sat under causes whose own summary found no
 	// sign of them ("No sign that vision-detect's requests wait longer
 	// for batches"), as if they explained vision-detect's rise.
-	than := fmt.Sprintf("any model this cause is about (×%.1f)", math.Exp(in))
+	inX, outX := fmt.Sprintf("×%.1f", math.Exp(in)), fmt.Sprintf("×%.1f", math.Exp(out))
+	if inBound {
+		inX = "at least " + inX
+	}
+	if outBound {
+		outX = "at least " + outX
+	}
+	than := fmt.Sprintf("any model this cause is about (%s)", inX)
 	switch {
 	case inModel != "" && len(covered) == 1:
-		than = fmt.Sprintf("%s (×%.1f), which this cause is about", inModel, math.Exp(in))
+		than = fmt.Sprintf("%s (%s), which this cause is about", inModel, inX)
 	case inModel != "":
-		than = fmt.Sprintf("%s (×%.1f), the hardest hit of the models this cause is about", inModel, math.Exp(in))
+		than = fmt.Sprintf("%s (%s), the hardest hit of the models this cause is about", inModel, inX)
 	}
 	b.oppose("explains_minor_part", rel, ramp(rel, 1.5, 4), 0.3,
-		"%s was hit harder (%s ×%.1f) than %s: this cannot be the main cause.", outModel, cmp.Or(outQ, "P99"), math.Exp(out), than)
+		"%s was hit harder (%s %s) than %s: this cannot be the main cause.", outModel, cmp.Or(outQ, "P99"), outX, than)
 }
 
 // targetModels is the set of models a target speaks for: its model(s),

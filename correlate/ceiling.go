@@ -1,6 +1,10 @@
 package correlate
 
-import "math"
+import (
+	"cmp"
+	"fmt"
+	"math"
+)
 
 // A latency quantile of a classic Prometheus histogram cannot go past the
 // histogram's highest finite bucket bound. Prometheus documents
@@ -128,4 +132,63 @@ func usableLatency(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) 
 // sameValue is a == b to within ceilingTol relative.
 func sameValue(a, b float64) bool {
 	return a == b || math.Abs(a-b) <= ceilingTol*math.Max(math.Abs(a), math.Abs(b))
+}
+
+// ceiling is the value model m's latency quantile curve (the one its
+// impact is measured on) is pinned at from the onset on, 0 when it is
+// not pinned (or the impact comes from samples or the mean: no
+// histogram bound caps those).
+func (f *facts) ceiling(m string) float64 {
+	if v, ok := f.ceilings[m]; ok {
+		return v
+	}
+	if f.ceilings == nil {
+		f.ceilings = map[string]float64{}
+	}
+	f.ceilings[m] = 0
+	mi, ok := f.impact(m)
+	if !ok || !mi.fromCurve || mi.quantile == "mean" {
+		return 0
+	}
+	c := f.latencyCurve(m)
+	if c == nil || c.Role == RoleLatencyMean {
+		return 0
+	}
+	lo, hi := f.ph.Onset.UnixMilli(), int64(math.MaxInt64)
+	if !f.window.To.IsZero() {
+		hi = f.window.To.UnixMilli()
+	}
+	var pts []Point
+	for _, p := range c.Points {
+		if p.T >= lo && p.T <= hi {
+			pts = append(pts, p)
+		}
+	}
+	if v, ok := QuantileCeiling(pts, mi.before); ok {
+		f.ceilings[m] = v
+	}
+	return f.ceilings[m]
+}
+
+// The words for a figure read at a ceiling: the data shows a lower bound.
+func msAtLeast(v, ceiling float64) string {
+	if AtCeiling(v, ceiling) {
+		return "≥ " + fmtMs(v)
+	}
+	return fmtMs(v)
+}
+
+// ratioAtLeast prefixes a ratio's words ("×25") with "at least " when
+// the figure it divides is at the ceiling.
+func ratioAtLeast(words string, during, ceiling float64) string {
+	if AtCeiling(during, ceiling) {
+		return "at least " + words
+	}
+	return words
+}
+
+// ceilingNote says, once, why a figure reads "≥": the quantile q reached
+// its histogram's top bucket.
+func ceilingNote(q string) string {
+	return fmt.Sprintf("the %s reached its histogram's top bucket, so the true value is higher", cmp.Or(q, "P99"))
 }

@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -155,5 +156,134 @@ func TestDetectedSpikeMarkedAtCeiling(t *testing.T) {
 	MarkCeiling(&s, pts)
 	if s.PeakAtCeiling {
 		t.Fatal("a drop marked at the ceiling")
+	}
+}
+
+// pinnedFixture is a model whose P99 (400 ms before the onset) climbs for
+// two minutes and then sits at exactly 10000 ms, its histogram's top
+// finite bucket, to the end of the data; pinned false leaves the climb
+// going on, interpolated, to about 10 s.
+func pinnedFixture(pinned bool) *fixture {
+	x := newFixture()
+	c := x.p99c("chat-8b", 400, 10000)
+	for i := range c.Points {
+		t := c.Points[i].Time()
+		switch k := int(t.Sub(x.onset) / time.Minute); {
+		case k < 0:
+		case k < 2:
+			c.Points[i].V = 3000 * float64(k+1)
+		case pinned:
+			c.Points[i].V = 10 * 1000.0
+		default:
+			c.Points[i].V = 9000 + 80*float64(k%13)
+		}
+	}
+	return x
+}
+
+func TestAnalysisSaysAtLeastAtTheCeiling(t *testing.T) {
+	a := pinnedFixture(true).analyze()
+	if len(a.Impact) == 0 {
+		t.Fatal("no impact")
+	}
+	im := a.Impact[0]
+	if im.CeilingMs != 10000 || im.DuringP99Ms != 10000 {
+		t.Fatalf("impact: ceiling %v, during %v; want both 10000", im.CeilingMs, im.DuringP99Ms)
+	}
+	for _, want := range []string{"P99 latency up at least ×"} {
+		if !strings.Contains(a.Headline.Title, want) {
+			t.Errorf("title %q: want %q", a.Headline.Title, want)
+		}
+	}
+	sum := a.Headline.Summary
+	if !strings.Contains(sum, "→ ≥ 10 s (the P99 reached its histogram's top bucket, so the true value is higher)") {
+		t.Errorf("summary %q: want the P99 as ≥ 10 s with why, once", sum)
+	}
+	if n := strings.Count(sum, "top bucket"); n != 1 {
+		t.Errorf("summary %q: says the top bucket %d times; want once", sum, n)
+	}
+	if !strings.Contains(a.Scope.Summary, "(P99 at least ×") {
+		t.Errorf("scope summary %q: want the P99 ratio as at least", a.Scope.Summary)
+	}
+	var marked bool
+	for _, s := range a.Spikes {
+		marked = marked || s.PeakAtCeiling
+	}
+	if !marked {
+		t.Errorf("spikes %+v: want the P99's marked peak_at_ceiling", a.Spikes)
+	}
+
+	// The same rise, interpolated: every figure is measured.
+	b := pinnedFixture(false).analyze()
+	if b.Impact[0].CeilingMs != 0 || strings.Contains(b.Headline.Title+b.Headline.Summary+b.Scope.Summary, "at least") ||
+		strings.Contains(b.Headline.Summary, "≥") {
+		t.Errorf("an interpolated rise read as capped: %+v / %q / %q", b.Impact[0], b.Headline.Summary, b.Scope.Summary)
+	}
+	for _, s := range b.Spikes {
+		if s.PeakAtCeiling {
+			t.Errorf("an interpolated rise's spike marked at the ceiling: %+v", s)
+		}
+	}
+	// Wording, not diagnosis: the causes and their scores are those of a
+	// curve a hair under the cap (the same numbers, no repeated value).
+	x := pinnedFixture(true)
+	for i := range x.curves[0].Points {
+		if p := &x.curves[0].Points[i]; p.V == 10000 {
+			p.V = 10000 * (1 - 1e-7*float64(i))
+		}
+	}
+	c := x.analyze()
+	if c.Impact[0].CeilingMs != 0 {
+		t.Fatalf("a curve a hair under the cap, never repeating, read as capped at %v", c.Impact[0].CeilingMs)
+	}
+	if len(a.Causes) != len(c.Causes) {
+		t.Fatalf("causes: %d capped, %d not", len(a.Causes), len(c.Causes))
+	}
+	for i := range a.Causes {
+		if a.Causes[i].Category != c.Causes[i].Category || math.Abs(a.Causes[i].Score-c.Causes[i].Score) > 1e-6 {
+			t.Errorf("cause %d: %s %.6f capped, %s %.6f not", i, a.Causes[i].Category, a.Causes[i].Score, c.Causes[i].Category, c.Causes[i].Score)
+		}
+	}
+}
+
+// Cause evidence quoting a capped model's P99 ratio says it is a lower
+// bound: "a was hit harder (P99 at least ×4.0)" when a's P99 sat at its
+// histogram's top bucket (400 ms here) through the spike.
+func TestMinorPartSaysAtLeastForACappedModel(t *testing.T) {
+	t.Parallel()
+	x := newFixture()
+	a := x.p99c("a", 100, 400)
+	for i := range a.Points {
+		if !a.Points[i].Time().Before(x.onset) {
+			a.Points[i].V = 400
+		}
+	}
+	x.p99("b", 100, 150)
+	for _, m := range []string{"a", "b"} {
+		x.curve(RoleStageTime, LevelModel, Scope{Model: m}, 50, 200).Stage = "exec"
+	}
+	x.curve(RoleStageTime, LevelModel, Scope{Model: "a"}, 1, 1).Stage = "batch_wait"
+	x.curve(RoleStageTime, LevelModel, Scope{Model: "b"}, 1, 2).Stage = "batch_wait"
+	c := causeOf(t, x.analyze(), CatBatching)
+	e := evidenceNamed(c, "explains_minor_part")
+	if e == nil {
+		t.Fatalf("batching targets %s: the shape no longer yields explains_minor_part", c.Target.Model)
+	}
+	if !strings.Contains(e.Summary, "a was hit harder (P99 at least ×4.0) than b (×1.5)") {
+		t.Errorf("%q: want a's ratio as at least, b's as measured", e.Summary)
+	}
+}
+
+// The samples step quotes the impact's P99 rise after a row's tail share:
+// a P99 at its histogram's top bucket is quoted as "≥".
+func TestTailClauseSaysAtLeastAtTheCeiling(t *testing.T) {
+	row := Concentration{Models: []string{"m"}, TailShare: 0.6}
+	a := Analysis{Impact: []Impact{{Model: "m", Quantile: "P99", BaselineP99Ms: 400, DuringP99Ms: 10000, CeilingMs: 10000}}}
+	if got := tailClause(a, row); !strings.HasSuffix(got, "(400 ms → ≥ 10 s)") {
+		t.Errorf("capped: %q; want the rise to end ≥ 10 s", got)
+	}
+	a.Impact[0].DuringP99Ms = 9200
+	if got := tailClause(a, row); !strings.HasSuffix(got, "(400 ms → 9.2 s)") {
+		t.Errorf("under the cap: %q; want the rise as measured", got)
 	}
 }

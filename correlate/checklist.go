@@ -320,7 +320,7 @@ func tailClause(a Analysis, row Concentration) string {
 			// The impact's figures are its curve's quantile: quoted after
 			// "P99 rise" only when they are a P99.
 			if im.Model == row.Models[0] && im.BaselineP99Ms > 0 && im.DuringP99Ms > im.BaselineP99Ms && (im.Quantile == "" || im.Quantile == "P99") {
-				s += fmt.Sprintf(" (%s → %s)", fmtMs(im.BaselineP99Ms), fmtMs(im.DuringP99Ms))
+				s += fmt.Sprintf(" (%s → %s)", fmtMs(im.BaselineP99Ms), msAtLeast(im.DuringP99Ms, im.CeilingMs))
 			}
 		}
 	}

@@ -35,6 +35,7 @@ type facts struct {
 	slo         func(model string) (float64, bool)
 	window      Window                            // the incident window (zero in hand-built facts)
 	tenantCache map[string]map[string]tenantTally // model → tenant → requests before, during
+	ceilings    map[string]float64                // model → its latency quantile's ceiling (facts.ceiling)
 }
 
 // modelsWithData counts the models the analysis could judge.

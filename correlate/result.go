@@ -181,6 +181,10 @@ type ScopeEntry struct {
 	// TrafficShare is a tenant's or entry's share of all its model's
 	// requests during the spike (impact lists only), 0..1.
 	TrafficShare *float64 `json:"traffic_share,omitempty"`
+	// ceiling is a model's latency quantile's ceiling (facts.ceiling),
+	// for the summary's words: a P99DuringMs at it makes P99Ratio a lower
+	// bound. Not serialised; Impact.CeilingMs carries it.
+	ceiling float64
 }
 
 // AlignedEvent is an event with its weight for the analysis: how close it
@@ -379,6 +383,11 @@ type Impact struct {
 	NowP99Ms      float64    `json:"now_p99_ms"` // the last P99 of the window
 	NowAt         *time.Time `json:"now_at"`
 	Rise          float64    `json:"rise"` // DuringP99Ms / BaselineP99Ms (the scope's P99 ratio)
+	// CeilingMs is set when the curve the figures are read on is pinned
+	// at its histogram's highest finite bucket bound after the onset
+	// (QuantileCeiling): a figure equal to it (AtCeiling) — the peak, the
+	// median during, and then Rise — is a lower bound.
+	CeilingMs float64 `json:"ceiling_ms,omitempty"`
 	// Quantile is the latency measure the *P99Ms fields hold: "P99",
 	// "P95" for a model measured by a P95 curve alone, or "mean" for one
 	// measured by its mean alone (Triton without its summary).

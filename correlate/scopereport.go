@@ -94,7 +94,8 @@ func summarizeScope(sr *ScopeReport, withData int, reps map[string][]replicaImpa
 			if q == "" {
 				q = "P99"
 			}
-			named[i] = fmt.Sprintf("%s (%s ×%.1f)", m, q, sr.ModelImpact[i].P99Ratio)
+			rise := fmt.Sprintf("×%.1f", sr.ModelImpact[i].P99Ratio)
+			named[i] = fmt.Sprintf("%s (%s %s)", m, q, ratioAtLeast(rise, sr.ModelImpact[i].P99DuringMs, sr.ModelImpact[i].ceiling))
 		}
 	}
 	switch {
@@ -205,6 +206,7 @@ func (f *facts) rankScope(sr *ScopeReport) {
 		e := ScopeEntry{Name: m}
 		if mi, ok := f.impact(m); ok {
 			e.P99BeforeMs, e.P99DuringMs, e.P99Ratio = finite(mi.before), finite(mi.during), finite(mi.ratio)
+			e.ceiling = f.ceiling(m)
 			if mi.quantile != "P99" {
 				e.Quantile = mi.quantile
 			}

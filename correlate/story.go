@@ -23,6 +23,7 @@ func (f *facts) impacts(order []string, windowTo time.Time) []Impact {
 		if c := f.latencyCurve(m); c != nil {
 			f.peakAndRecovery(&im, c, mi.before, windowTo)
 		}
+		im.CeilingMs = f.ceiling(m)
 		if st := f.ss.byModel[m]; st != nil {
 			im.SlowRequests, im.SlowBasis = math.Round(st.slowDuringW), st.basis()
 		}
@@ -250,12 +251,27 @@ func headline(impacts []Impact, top Cause, noRise string) Headline {
 	}
 	h := Headline{Model: im.Model, Title: fmt.Sprintf("%s latency up on %s", q, im.Model)}
 	if im.Rise > 0 {
-		h.Title = fmt.Sprintf("%s latency up ×%s on %s", q, trimZero(fmt.Sprintf("%.1f", im.Rise)), im.Model)
+		rise := ratioAtLeast("×"+trimZero(fmt.Sprintf("%.1f", im.Rise)), im.DuringP99Ms, im.CeilingMs)
+		h.Title = fmt.Sprintf("%s latency up %s on %s", q, rise, im.Model)
 	}
+	// A figure at the curve's ceiling reads "≥", and the first says why.
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s %s → %s", im.Model, q, fmtMs(im.BaselineP99Ms), fmtMs(im.DuringP99Ms))
+	noted := false
+	note := func() {
+		if !noted {
+			fmt.Fprintf(&b, " (%s)", ceilingNote(q))
+			noted = true
+		}
+	}
+	fmt.Fprintf(&b, "%s: %s %s → %s", im.Model, q, fmtMs(im.BaselineP99Ms), msAtLeast(im.DuringP99Ms, im.CeilingMs))
+	if AtCeiling(im.DuringP99Ms, im.CeilingMs) {
+		note()
+	}
 	if im.PeakAt != nil && im.PeakP99Ms > im.DuringP99Ms {
-		fmt.Fprintf(&b, ", peak %s at %s UTC", fmtMs(im.PeakP99Ms), im.PeakAt.UTC().Format("15:04"))
+		fmt.Fprintf(&b, ", peak %s at %s UTC", msAtLeast(im.PeakP99Ms, im.CeilingMs), im.PeakAt.UTC().Format("15:04"))
+		if AtCeiling(im.PeakP99Ms, im.CeilingMs) {
+			note()
+		}
 	}
 	if im.RecoveredAt != nil {
 		fmt.Fprintf(&b, "; recovered at %s UTC", im.RecoveredAt.UTC().Format("15:04"))
