@@ -187,8 +187,8 @@ func ratioAtLeast(words string, during, ceiling float64) string {
 	return words
 }
 
-// ceilingNote says, once, why a figure reads "≥": the quantile q reached
+// CeilingNote says, once, why a figure reads "≥": the quantile q reached
 // its histogram's top bucket.
-func ceilingNote(q string) string {
+func CeilingNote(q string) string {
 	return fmt.Sprintf("the %s reached its histogram's top bucket, so the true value is higher", cmp.Or(q, "P99"))
 }

@@ -259,7 +259,7 @@ func headline(impacts []Impact, top Cause, noRise string) Headline {
 	noted := false
 	note := func() {
 		if !noted {
-			fmt.Fprintf(&b, " (%s)", ceilingNote(q))
+			fmt.Fprintf(&b, " (%s)", CeilingNote(q))
 			noted = true
 		}
 	}

@@ -72,8 +72,12 @@ func Markdown(in MarkdownInput) string {
 	if len(a.Impact) > 0 {
 		im := a.Impact[0]
 		if im.PeakAt != nil {
-			fmt.Fprintf(&b, "- **Peak:** %s %s %s at %s (baseline %s)\n", mdText(im.Model), quantileOf(im), FmtMs(math.Max(im.PeakP99Ms, im.DuringP99Ms)),
+			fmt.Fprintf(&b, "- **Peak:** %s %s %s at %s (baseline %s)", mdText(im.Model), quantileOf(im), peakOf(im),
 				FmtTime(*im.PeakAt, time.Time{}), msOrDash(im.BaselineP99Ms))
+			if n := ceilingOf(im); n != "" {
+				b.WriteString("; " + n)
+			}
+			b.WriteString("\n")
 		}
 		if im.RecoveredAt != nil {
 			fmt.Fprintf(&b, "- **Recovered:** %s\n", FmtTime(*im.RecoveredAt, time.Time{}))
@@ -124,7 +128,7 @@ func Markdown(in MarkdownInput) string {
 		b.WriteString("\n## Impact\n\n")
 		var rows [][]string
 		for _, im := range a.Impact {
-			peak, status := FmtMs(math.Max(im.PeakP99Ms, im.DuringP99Ms)), "ongoing at the end of the data"
+			peak, status := peakOf(im), "ongoing at the end of the data"
 			if im.PeakAt != nil {
 				peak += " at " + clock(im.PeakAt)
 			}
@@ -235,7 +239,7 @@ func Markdown(in MarkdownInput) string {
 		im := a.Impact[0]
 		if im.PeakAt != nil {
 			tl = append(tl, tlRow{*im.PeakAt, []string{FmtTime(*im.PeakAt, time.Time{}), onsetWords(*im.PeakAt), "latency", im.Model,
-				"peak " + quantileOf(im) + " " + FmtMs(math.Max(im.PeakP99Ms, im.DuringP99Ms)), ""}})
+				"peak " + quantileOf(im) + " " + peakOf(im), ""}})
 		}
 		if im.RecoveredAt != nil {
 			tl = append(tl, tlRow{*im.RecoveredAt, []string{FmtTime(*im.RecoveredAt, time.Time{}), onsetWords(*im.RecoveredAt), "latency", im.Model, "recovered", ""}})

@@ -20,14 +20,17 @@ import (
 
 // ImpactView is one affected model's row of the impact block.
 type ImpactView struct {
-	Model      string
-	Quantile   string // the quantile the figures are of: "P99", or "P95" where no P99 is measured
-	Baseline   string // "429 ms"; "–" when not measured
-	Peak       string // "1,307 ms"
-	PeakAt     string // "07:31 UTC"
-	Now        string
-	NowAt      string // when Now was measured: the analysed data's end
-	Rise       string // "×3.0"
+	Model    string
+	Quantile string // the quantile the figures are of: "P99", or "P95" where no P99 is measured
+	Baseline string // "429 ms"; "–" when not measured
+	Peak     string // "1,307 ms"
+	PeakAt   string // "07:31 UTC"
+	Now      string
+	NowAt    string // when Now was measured: the analysed data's end
+	Rise     string // "×3.0"; "at least ×25" when the P99 during sat at its histogram's top bucket
+	// Ceiling says why a figure reads "≥" (the quantile reached its
+	// histogram's top bucket); "" when none does.
+	Ceiling    string
 	Status     string // "ongoing" or "recovered"
 	StatusText string // "recovered at 08:18 UTC" / "ongoing at the end of the data"
 	Slow       string // "12,345" slow requests of this model ("" without samples); "not known" without a baseline
@@ -120,6 +123,25 @@ func onsetWhen(a *correlate.Analysis) string {
 	return "between " + from + " and " + FmtTime(*a.Onset, *a.OnsetGapFrom) + " (no latency data in between)"
 }
 
+// peakOf is an impact's peak ("1.31 s"; its median during when higher),
+// "≥ 10 s" when that is the histogram's top bucket its quantile curve
+// was pinned at: the true peak was higher.
+func peakOf(im correlate.Impact) string {
+	v := math.Max(im.PeakP99Ms, im.DuringP99Ms)
+	if correlate.AtCeiling(v, im.CeilingMs) {
+		return "≥ " + FmtMs(v)
+	}
+	return FmtMs(v)
+}
+
+// ceilingOf says why an impact's peak reads "≥", or "".
+func ceilingOf(im correlate.Impact) string {
+	if !correlate.AtCeiling(math.Max(im.PeakP99Ms, im.DuringP99Ms), im.CeilingMs) {
+		return ""
+	}
+	return correlate.CeilingNote(quantileOf(im))
+}
+
 // FmtInt renders a whole number without separators.
 func FmtInt(v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -147,12 +169,11 @@ func impactViews(a *correlate.Analysis, s State, now time.Time) []ImpactView {
 		v := ImpactView{Model: im.Model, Quantile: quantileOf(im), Baseline: msOrDash(im.BaselineP99Ms), Now: FmtMs(im.NowP99Ms), Status: im.Status}
 		if im.BaselineP99Ms > 0 && im.Rise > 0 {
 			v.Rise = "×" + trimZero(strconv.FormatFloat(im.Rise, 'f', 1, 64))
+			if correlate.AtCeiling(im.DuringP99Ms, im.CeilingMs) {
+				v.Rise = "at least " + v.Rise
+			}
 		}
-		peak := im.PeakP99Ms
-		if peak < im.DuringP99Ms {
-			peak = im.DuringP99Ms
-		}
-		v.Peak, v.PeakAt = FmtMs(peak), clock(im.PeakAt)
+		v.Peak, v.PeakAt, v.Ceiling = peakOf(im), clock(im.PeakAt), ceilingOf(im)
 		if im.NowP99Ms == 0 {
 			v.Now = "–"
 		} else {

@@ -1188,3 +1188,40 @@ func TestSampleCountsSayWhatTheyCount(t *testing.T) {
 		t.Errorf("span to midnight: %q", got)
 	}
 }
+
+// A P99 pinned at its histogram's top bucket (histogram_quantile answers
+// the highest finite bound for a quantile in +Inf) was at least that: the
+// page and the export say "≥ 10 s", "at least ×25", and why, once per
+// model.
+func TestIncidentPageSaysAtLeastAtTheCeiling(t *testing.T) {
+	in, a := fixtureIncident()
+	peakAt := in.Now.Add(-10 * time.Minute)
+	a.Impact = []correlate.Impact{
+		{Model: "chat", Quantile: "P99", BaselineP99Ms: 400, DuringP99Ms: 10000, PeakP99Ms: 10000, PeakAt: &peakAt, Rise: 25, CeilingMs: 10000, Status: "ongoing"},
+		{Model: "embed", Quantile: "P99", BaselineP99Ms: 100, DuringP99Ms: 300, PeakP99Ms: 420, PeakAt: &peakAt, Rise: 3, Status: "ongoing"},
+	}
+	in.Analysis = &a
+	p := BuildIncident(in)
+	var buf bytes.Buffer
+	if err := IncidentBody(p).Render(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, want := range []string{`<b data-testid="peak">≥ 10,000 ms</b>`, `>at least ×25</span>`,
+		`data-testid="ceiling-note">the P99 reached its histogram&#39;s top bucket, so the true value is higher</div>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page: no %s", want)
+		}
+	}
+	if n := strings.Count(page, "top bucket"); n != 1 {
+		t.Errorf("page says the top bucket %d times; want once, for chat", n)
+	}
+	if strings.Contains(page, "≥ 420") || strings.Contains(page, "at least ×3") {
+		t.Error("embed's measured figures read as bounds")
+	}
+	md := Markdown(MarkdownInput{Incident: in.Incident, Analysis: &a, Version: 2, Now: in.Now})
+	if !strings.Contains(md, "- **Peak:** chat P99 ≥ 10,000 ms at") || !strings.Contains(md, "| chat | P99 | 400 ms | ≥ 10,000 ms at") ||
+		!strings.Contains(md, "so the true value is higher") {
+		t.Errorf("export:\n%s", md)
+	}
+}
