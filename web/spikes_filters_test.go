@@ -191,3 +191,44 @@ func TestAdhocQuantileSpikeAtCeiling(t *testing.T) {
 		t.Errorf("a rate's spike: %v; want no peak_at_ceiling", got[0])
 	}
 }
+
+// The stored latency quantiles are histogram_quantile's answers too: a
+// stored P99 flat at exactly 10000 ms through its spike carries
+// peak_at_ceiling; the same rise interpolated (moving each scrape) does
+// not.
+func TestStoredQuantileSpikeAtCeiling(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t)
+	rng := rand.New(rand.NewPCG(3, 3))
+	var curves []correlate.Curve
+	for _, m := range []string{"capped", "measured"} {
+		c := correlate.Curve{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel, Scope: correlate.Scope{Model: m}}
+		for ts := curveT0; ts.Before(curveT0.Add(2 * time.Hour)); ts = ts.Add(15 * time.Second) {
+			v := 400 * math.Exp(0.05*rng.NormFloat64())
+			if !ts.Before(curveT0.Add(100*time.Minute)) && ts.Before(curveT0.Add(115*time.Minute)) {
+				v = 10 * 1000.0
+				if m == "measured" {
+					v = 9000 + 900*rng.Float64()
+				}
+			}
+			c.Points = append(c.Points, correlate.Point{T: ts.UnixMilli(), V: v})
+		}
+		curves = append(curves, c)
+	}
+	storetest.WriteCurves(t, e.st, curves)
+	q := url.Values{"from": {curveT0.Format(time.RFC3339)}, "to": {curveT0.Add(2 * time.Hour).Format(time.RFC3339)}}
+	var got wire.SpikeList
+	if r := e.get("/api/v1/spikes?"+q.Encode(), &got); r.status != 200 {
+		t.Fatalf("spikes: %d %s", r.status, r.body)
+	}
+	seen := map[string]bool{}
+	for _, s := range got.Spikes {
+		seen[s.Scope.Model] = true
+		if want := s.Scope.Model == "capped"; s.PeakAtCeiling != want {
+			t.Errorf("%s: peak %v, peak_at_ceiling %v; want %v", s.Scope.Model, s.PeakValue, s.PeakAtCeiling, want)
+		}
+	}
+	if !seen["capped"] || !seen["measured"] {
+		t.Fatalf("spikes of %v; want both models' (fixture)", seen)
+	}
+}
