@@ -297,6 +297,7 @@ func (p *Pages) openGraph(ctx context.Context, d *incidentData, base string) *vi
 			in.Model, in.Quantile, in.Status = im.Model, im.Quantile, im.Status
 			if im.BaselineP99Ms > 0 && im.DuringP99Ms > 0 {
 				in.P99Before, in.P99After = im.BaselineP99Ms, im.DuringP99Ms
+				in.AfterAtCeiling = correlate.AtCeiling(im.DuringP99Ms, im.CeilingMs)
 			}
 		}
 		in.Onset, in.OnsetGapFrom = d.an.Onset, d.an.OnsetGapFrom

@@ -19,6 +19,9 @@ type OGInput struct {
 	TopCategory         string
 	TopScore            float64
 	P99Before, P99After float64
+	// AfterAtCeiling: P99After is the histogram's top bucket its quantile
+	// curve sat at (correlate.Impact.CeilingMs), so only a lower bound.
+	AfterAtCeiling bool
 	// Model, Quantile ("P99" when empty) and Status ("ongoing",
 	// "recovered") are the hardest-hit model's; Onset the spike's.
 	Model, Quantile, Status string
@@ -62,7 +65,11 @@ func BuildOpenGraph(in OGInput) *OpenGraph {
 			q = "P99"
 		}
 		what := strings.TrimSpace(in.Model + " " + q)
-		p := FmtMs(in.P99Before) + " → " + FmtMs(in.P99After)
+		after := FmtMs(in.P99After)
+		if in.AfterAtCeiling {
+			after = "≥ " + after
+		}
+		p := FmtMs(in.P99Before) + " → " + after
 		line := what + " " + p
 		if in.Status != "" {
 			line += ", " + in.Status

@@ -383,6 +383,10 @@ func TestOpenGraphNeverNamesTenants(t *testing.T) {
 	if og := BuildOpenGraph(OGInput{ID: 5, Title: "x", P99Before: 420, P99After: 1900}); og.Description != "Analysis pending · P99 420 ms → 1,900 ms" {
 		t.Errorf("description without analysis details %q", og.Description)
 	}
+	// A P99 that sat at its histogram's top bucket was at least that.
+	if og := BuildOpenGraph(OGInput{ID: 5, Title: "x", P99Before: 420, P99After: 10000, AfterAtCeiling: true}); og.Description != "Analysis pending · P99 420 ms → ≥ 10,000 ms" {
+		t.Errorf("description at the ceiling %q", og.Description)
+	}
 	if og := BuildOpenGraph(OGInput{ID: 5, Title: "x", TopCategory: "unexplained", Verdict: "Latency rise not judged"}); og.Description != "Latency rise not judged" ||
 		len(og.Labels) != 1 || og.Labels[0].K != OGLabelVerdict {
 		t.Errorf("a verdict instead of a cause: %q %+v", og.Description, og.Labels)
