@@ -84,7 +84,7 @@ func Markdown(in MarkdownInput) string {
 		} else {
 			now := ""
 			if im.NowAt != nil {
-				now = " (" + quantileOf(im) + " " + msOrDash(im.NowP99Ms) + " at " + FmtTime(*im.NowAt, time.Time{}) + ")"
+				now = " (" + quantileOf(im) + " " + nowOf(im) + " at " + FmtTime(*im.NowAt, time.Time{}) + ")"
 			}
 			fmt.Fprintf(&b, "- **Recovered:** not yet, ongoing at the end of the data%s\n", now)
 		}
@@ -150,7 +150,7 @@ func Markdown(in MarkdownInput) string {
 					slow = c.Text
 				}
 			}
-			rows = append(rows, []string{im.Model, quantileOf(im), msOrDash(im.BaselineP99Ms), peak, msOrDash(im.NowP99Ms), status, slow, strings.Join(tenants, ", ")})
+			rows = append(rows, []string{im.Model, quantileOf(im), msOrDash(im.BaselineP99Ms), peak, nowOf(im), status, slow, strings.Join(tenants, ", ")})
 		}
 		table(&b, []string{"Model", "Quantile", "Baseline", "Peak", "Now", "Status", "Slow requests", "Tenants hit"}, rows)
 	}

@@ -134,6 +134,15 @@ func peakOf(im correlate.Impact) string {
 	return FmtMs(v)
 }
 
+// nowOf is an impact's latest figure, "≥" when it is still at the top
+// bucket; "–" when not measured (0).
+func nowOf(im correlate.Impact) string {
+	if correlate.AtCeiling(im.NowP99Ms, im.CeilingMs) {
+		return "≥ " + FmtMs(im.NowP99Ms)
+	}
+	return msOrDash(im.NowP99Ms)
+}
+
 // ceilingOf says why an impact's peak reads "≥", or "".
 func ceilingOf(im correlate.Impact) string {
 	if !correlate.AtCeiling(math.Max(im.PeakP99Ms, im.DuringP99Ms), im.CeilingMs) {
@@ -166,7 +175,7 @@ func impactViews(a *correlate.Analysis, s State, now time.Time) []ImpactView {
 		if i == 4 {
 			break
 		}
-		v := ImpactView{Model: im.Model, Quantile: quantileOf(im), Baseline: msOrDash(im.BaselineP99Ms), Now: FmtMs(im.NowP99Ms), Status: im.Status}
+		v := ImpactView{Model: im.Model, Quantile: quantileOf(im), Baseline: msOrDash(im.BaselineP99Ms), Now: nowOf(im), Status: im.Status}
 		if im.BaselineP99Ms > 0 && im.Rise > 0 {
 			v.Rise = "×" + trimZero(strconv.FormatFloat(im.Rise, 'f', 1, 64))
 			if correlate.AtCeiling(im.DuringP99Ms, im.CeilingMs) {

@@ -1201,7 +1201,7 @@ func TestIncidentPageSaysAtLeastAtTheCeiling(t *testing.T) {
 	in, a := fixtureIncident()
 	peakAt := in.Now.Add(-10 * time.Minute)
 	a.Impact = []correlate.Impact{
-		{Model: "chat", Quantile: "P99", BaselineP99Ms: 400, DuringP99Ms: 10000, PeakP99Ms: 10000, PeakAt: &peakAt, Rise: 25, CeilingMs: 10000, Status: "ongoing"},
+		{Model: "chat", Quantile: "P99", BaselineP99Ms: 400, DuringP99Ms: 10000, PeakP99Ms: 10000, PeakAt: &peakAt, NowP99Ms: 10000, NowAt: &in.Now, Rise: 25, CeilingMs: 10000, Status: "ongoing"},
 		{Model: "embed", Quantile: "P99", BaselineP99Ms: 100, DuringP99Ms: 300, PeakP99Ms: 420, PeakAt: &peakAt, Rise: 3, Status: "ongoing"},
 	}
 	in.Analysis = &a
@@ -1211,7 +1211,7 @@ func TestIncidentPageSaysAtLeastAtTheCeiling(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := buf.String()
-	for _, want := range []string{`<b data-testid="peak">≥ 10,000 ms</b>`, `>at least ×25</span>`,
+	for _, want := range []string{`<b data-testid="peak">≥ 10,000 ms</b>`, `>at least ×25</span>`, `<td class="num">≥ 10,000 ms <span`,
 		`data-testid="ceiling-note">the P99 reached its histogram&#39;s top bucket, so the true value is higher</div>`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page: no %s", want)
@@ -1224,7 +1224,7 @@ func TestIncidentPageSaysAtLeastAtTheCeiling(t *testing.T) {
 		t.Error("embed's measured figures read as bounds")
 	}
 	md := Markdown(MarkdownInput{Incident: in.Incident, Analysis: &a, Version: 2, Now: in.Now})
-	if !strings.Contains(md, "- **Peak:** chat P99 ≥ 10,000 ms at") || !strings.Contains(md, "| chat | P99 | 400 ms | ≥ 10,000 ms at") ||
+	if !strings.Contains(md, "- **Peak:** chat P99 ≥ 10,000 ms at") || !strings.Contains(md, "| chat | P99 | 400 ms | ≥ 10,000 ms at 07:45 UTC | ≥ 10,000 ms |") ||
 		!strings.Contains(md, "so the true value is higher") {
 		t.Errorf("export:\n%s", md)
 	}
