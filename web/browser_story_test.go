@@ -428,9 +428,13 @@ func checkStory(t *testing.T, ctx context.Context, a correlate.Analysis) {
 		if c.Target.Model == "" {
 			break
 		}
+		// The replicas that served during the spike (see
+		// views.replicaLine): a pool that scaled down, or a rollout's old
+		// pods, leave replicas measured only before it, and how many the
+		// bundle has depends on the hour it starts at.
 		n := 0
 		for _, r := range a.Replicas {
-			if r.Model == c.Target.Model {
+			if r.Model == c.Target.Model && (r.P99DuringMs > 0 || r.LoadDuring > 0) {
 				n++
 			}
 		}
