@@ -121,15 +121,27 @@ func newAlarmParams(opt SpikeOptions) alarmParams {
 	pts := func(d time.Duration, floor int) int {
 		return max(int((d.Milliseconds()+stepMs-1)/stepMs), floor)
 	}
+	// The level's window: at least 240 points for a stable median and
+	// spread (an hour at 15 s, four at 1 min), but no longer than four
+	// hours (or the baseline window) where that still holds 48 points, so
+	// that at steps between a minute and an hour it spans the time it
+	// spans on minute series: at 5 min, 240 points were 20 hours, over
+	// which a daily cycle reads as noise (a minute series of the
+	// development set averaged to 5 min had ×5 its own spread, and its
+	// labelled midnight bursts came out at z 3, not 10–12). At most a day
+	// (24 points at 1 h).
+	window := min(pts(opt.BaselineWindow, 240), max(pts(max(opt.BaselineWindow, 4*time.Hour), 0), 48))
+	// The scale needs many points, the level recent ones: where the
+	// level's window is capped at a day (steps of 30 min and more), the
+	// scale's is not (240 points: 10 days at 1 h). Elsewhere they are one.
+	scaleWin := window
+	if day := pts(24*time.Hour, 24); window >= day {
+		window, scaleWin = day, pts(opt.BaselineWindow, 240)
+	}
 	p := alarmParams{
-		stepMs: stepMs,
-		// At least 240 points for a stable median and spread (an hour at
-		// 15 s, four at 1 min), at most a day (24 points at 1 h).
-		window: min(pts(opt.BaselineWindow, 240), pts(24*time.Hour, 24)),
-		// The scale needs many points, the level recent ones: at coarse
-		// steps (1 h) the level window is capped at a day, the scale's
-		// is not (240 points: 10 days at 1 h).
-		scaleWin:    pts(opt.BaselineWindow, 240),
+		stepMs:      stepMs,
+		window:      window,
+		scaleWin:    scaleWin,
 		gap:         pts(opt.BaselineGap, 0),
 		persist:     pts(time.Duration(opt.Persist)*15*time.Second, 1),
 		persistWeak: pts(time.Duration(opt.PersistWeak)*15*time.Second, 1),
@@ -167,7 +179,8 @@ func (ap alarmParams) minLevel(opt SpikeOptions) int {
 //     of the time is judged on its last window's worth of non-zero values
 //     (Croston, 1972), and one that has none there rises from 0;
 //   - the scale is the window's IQR, floored by its usual 5–95 % range;
-//     where the level's window stops at a day (steps over 6 min), the IQR
+//     where the level's window stops at a day (steps of 30 min and
+//     more), the IQR
 //     of the departures from the level over 240 points (10 days at 1 h),
 //     floored by their 95 % range on the side judged; a spike's points
 //     stay out of it, so a second spike soon after is not hidden;
@@ -224,7 +237,7 @@ func detectAlarms(points []Point, opt SpikeOptions, m *alarmModel, dir Direction
 		// dev are the departures from the level of the points judged
 		// (NaN: not judged, or inside an episode); the scale window
 		// holds the last ap.scaleWin of them. Only where the level's
-		// window is the shorter (steps of more than 6 min): elsewhere
+		// window is the shorter (steps of 30 min and more): elsewhere
 		// the level window is as long and its own spread is the scale.
 		sepScale  = ap.scaleWin > ap.window
 		dev       []float64

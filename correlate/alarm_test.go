@@ -279,6 +279,39 @@ func TestAlarmDailyCycleSpikeOnFirstDay(t *testing.T) {
 	}
 }
 
+// A 5-minute series with a steep daily cycle (×3 from night to day, as
+// request rates and the latency that follows them do, a little higher
+// some days than others) and one-point bursts ×1.7 on morning ramps, on
+// the second day (a day known: the trailing baseline) and the fifth (the
+// seasonal one): both are found, and the cycle raises nothing. Over 240
+// points (20 hours at 5 min) the cycle itself was the spread, and such
+// bursts stood at z 2–3.
+func TestAlarmFiveMinuteDailyCycleBursts(t *testing.T) {
+	t.Parallel()
+	const perDay = 288
+	bursts := []int{perDay + perDay/2 - 30, 4*perDay + perDay/2 - 30}
+	swing := []float64{1, 0.8, 1.15, 0.9, 1.2, 0.85}
+	pts := gen(6*perDay, 5*time.Minute, 5, 0.02, func(i int) float64 {
+		h := float64(i%perDay) / 12
+		v := 1000 - 500*swing[i/perDay]*math.Cos(h/24*2*math.Pi) // ~500 at midnight, ~1500 at noon
+		for _, b := range bursts {
+			if i == b {
+				v *= 1.7
+			}
+		}
+		return v
+	})
+	got := alarmsAfter(pts, 5*time.Minute, 0, SpikeOptions{Direction: Both})
+	if len(got) != len(bursts) {
+		t.Fatalf("want the bursts at %s and %s, got %v", at4(bursts[0], 5*time.Minute), at4(bursts[1], 5*time.Minute), onsets(got))
+	}
+	for k, b := range bursts {
+		if !got[k].Onset.Equal(at4(b, 5*time.Minute)) {
+			t.Errorf("spike %d at %s, want the burst at %s", k, got[k].Onset, at4(b, 5*time.Minute))
+		}
+	}
+}
+
 // A noisy P95 at 5 s steps (as the live demo scrapes it) held at ×2.5:
 // its points hover about the threshold, and those under it must not teach
 // the tail model that such z are ordinary while the departure builds up
