@@ -231,7 +231,7 @@ func (d *Detector) Once(ctx context.Context) error {
 // spike was attached.
 func (d *Detector) openOrJoin(ctx context.Context, id int64, sp correlate.Spike, change *correlate.Event) error {
 	inc, created, err := d.opt.Incidents.OpenForSpike(ctx, sp.Scope.Model, sp.Onset, d.opt.Merge, store.NewIncident{
-		Title:  fmt.Sprintf("%s spike on %s (%s → %s)", quantileName(sp.Role), sp.Scope.Model, fmtMs(sp.Baseline), fmtMs(sp.PeakValue)),
+		Title:  fmt.Sprintf("%s spike on %s (%s → %s)", quantileName(sp.Role), sp.Scope.Model, fmtMs(sp.Baseline), peakOf(sp)),
 		Source: store.SourceDetector,
 		Start:  sp.Onset.Add(-30 * time.Minute),
 		Scope:  correlate.Scope{Model: sp.Scope.Model},
@@ -299,7 +299,7 @@ func (d *Detector) pageAgainIfResolvedTooSoon(ctx context.Context, incID, spikeI
 	}
 	inc, created, err := d.opt.Incidents.OpenOnce(ctx, store.NewIncident{
 		Title: fmt.Sprintf("%s on %s still up (%s → %s) after incident #%d was resolved", quantileName(sp.Role), sp.Scope.Model,
-			fmtMs(sp.Baseline), fmtMs(sp.PeakValue), prev.ID),
+			fmtMs(sp.Baseline), peakOf(sp), prev.ID),
 		Source:         store.SourceDetector,
 		Start:          sp.Onset.Add(-30 * time.Minute),
 		Scope:          correlate.Scope{Model: sp.Scope.Model},
@@ -813,6 +813,15 @@ func quantileName(r correlate.Role) string {
 		return "mean"
 	}
 	return "P99"
+}
+
+// peakOf is a spike's peak, "≥ 10.00s" when its quantile was pinned at its
+// histogram's top bucket (the true value is higher).
+func peakOf(sp correlate.Spike) string {
+	if sp.PeakAtCeiling {
+		return "≥ " + fmtMs(sp.PeakValue)
+	}
+	return fmtMs(sp.PeakValue)
 }
 
 func fmtMs(v float64) string {

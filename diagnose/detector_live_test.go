@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -293,5 +294,54 @@ func TestDetectorWakesOnStoredPoints(t *testing.T) {
 			t.Fatal("woken, the detector recorded no spike within 10 s")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A P99 pinned at its histogram's top bucket (timeouts at 30 s over
+// buckets that stop at 10 s: histogram_quantile answers exactly 10000 ms)
+// is recorded with peak_at_ceiling, and the incident it opens says "≥" in
+// its title; the same rise measured (moving each scrape) is not.
+func TestLiveDetectorRecordsPeakAtCeiling(t *testing.T) {
+	t.Parallel()
+	for _, capped := range []bool{true, false} {
+		t.Run(fmt.Sprintf("capped=%t", capped), func(t *testing.T) {
+			t.Parallel()
+			st := storetest.New(t)
+			c, onset := blipCurve(11, 1, 0)
+			rng := rand.New(rand.NewPCG(5, 5))
+			for i, p := range c.Points {
+				if at := time.UnixMilli(p.T); !at.Before(onset) && at.Before(onset.Add(10*time.Minute)) {
+					c.Points[i].V = 10000
+					if !capped {
+						c.Points[i].V = 9000 + 900*rng.Float64()
+					}
+				}
+			}
+			storetest.WriteCurves(t, st, []correlate.Curve{c})
+			if opened, _ := liveRun(t, st, onset.Add(-time.Minute), onset.Add(5*time.Minute)); opened.IsZero() {
+				t.Fatal("a P99 ×50 held opened no incident")
+			}
+			rec, err := st.RecordedSpikes(context.Background(), onset.Add(-time.Hour), onset.Add(time.Hour), 10)
+			if err != nil || len(rec) == 0 {
+				t.Fatalf("recorded %v, %v", rec, err)
+			}
+			list, _, err := st.ListIncidents(context.Background(), store.IncidentFilter{})
+			if err != nil || len(list) != 1 {
+				t.Fatalf("incidents %v, %v", list, err)
+			}
+			if rec[0].PeakAtCeiling != capped {
+				t.Errorf("recorded peak %v, peak_at_ceiling %t; want %t", rec[0].PeakValue, rec[0].PeakAtCeiling, capped)
+			}
+			if got := strings.Contains(list[0].Title, "→ ≥ 10.00s"); got != capped {
+				t.Errorf("title %q; says at least: %t, want %t", list[0].Title, got, capped)
+			}
+			spikes, err := st.IncidentSpikes(context.Background(), []int64{list[0].ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sp := spikes[list[0].ID]; sp.Source != "spikes" || sp.PeakAtCeiling != capped {
+				t.Errorf("incident spike %+v; want from spikes, peak at ceiling %t", sp, capped)
+			}
+		})
 	}
 }

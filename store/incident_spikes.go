@@ -12,15 +12,18 @@ import (
 // ready analysis (its onset and the hardest-hit model's impact) and, when
 // there is none, from the spikes the detector attached to the incident.
 type IncidentSpike struct {
-	Source      string // "analysis", "spikes" or "" (nothing known)
-	Model       string
-	Onset       *time.Time
-	PeakMs      float64 // 0 when unknown
-	Quantile    string  // the peak's: "P50", "P95", "P99" or "mean"
-	PeakAt      *time.Time
-	BaselineMs  float64
-	Ongoing     bool
-	RecoveredAt *time.Time // when the P99 came back (analysis), or the last spike's end
+	Source string // "analysis", "spikes" or "" (nothing known)
+	Model  string
+	Onset  *time.Time
+	PeakMs float64 // 0 when unknown
+	// PeakAtCeiling: the peak is its histogram's top bucket, a lower
+	// bound (the impact's ceiling_ms, the spike's peak_at_ceiling).
+	PeakAtCeiling bool
+	Quantile      string // the peak's: "P50", "P95", "P99" or "mean"
+	PeakAt        *time.Time
+	BaselineMs    float64
+	Ongoing       bool
+	RecoveredAt   *time.Time // when the P99 came back (analysis), or the last spike's end
 	// LastData is the newest point of the model's latency curves (P99,
 	// P95, mean), whatever the analysis saw: nil when it has none stored.
 	LastData *time.Time
@@ -35,7 +38,8 @@ func (s *Store) IncidentSpikes(ctx context.Context, ids []int64) (map[int64]Inci
 	rows, err := s.db.Query(ctx, `
 		SELECT i.id, i.model,
 		       r.onset, im.model, GREATEST(im.peak_p99_ms, im.during_p99_ms), im.peak_at, im.baseline_p99_ms, im.quantile, im.status, im.recovered_at,
-		       sp.onset, sp.end_at, sp.ongoing, sp.role, sp.model, sp.peak_value, sp.peak_time, sp.baseline
+		       COALESCE(im.ceiling_ms, 0),
+		       sp.onset, sp.end_at, sp.ongoing, sp.role, sp.model, sp.peak_value, sp.peak_time, sp.baseline, sp.peak_at_ceiling
 		FROM incidents i
 		LEFT JOIN LATERAL (SELECT (result->>'onset')::timestamptz AS onset,
 		                          -- jsonb_to_record refuses a JSON null (an analysis without impact).
@@ -43,12 +47,12 @@ func (s *Store) IncidentSpikes(ctx context.Context, ids []int64) (map[int64]Inci
 		                   `+newestReadyAnalysis+`) r ON true
 		-- The hardest-hit model's impact, its fields read once.
 		LEFT JOIN LATERAL jsonb_to_record(r.impact) AS im(model text, peak_p99_ms float8, during_p99_ms float8, peak_at timestamptz,
-		                   baseline_p99_ms float8, quantile text, status text, recovered_at timestamptz) ON true
+		                   baseline_p99_ms float8, quantile text, status text, recovered_at timestamptz, ceiling_ms float8) ON true
 		-- One pass over the incident's spikes: the window aggregates span
 		-- all of them; the row kept is the latency spike (of any quantile:
 		-- the detector opens incidents from each) that rose most over its baseline.
 		LEFT JOIN LATERAL (SELECT min(onset) OVER () AS onset, max(end_at) OVER () AS end_at,
-		                          bool_or(ongoing) OVER () AS ongoing, role, model, peak_value, peak_time, baseline
+		                          bool_or(ongoing) OVER () AS ongoing, role, model, peak_value, peak_time, baseline, peak_at_ceiling
 		                   FROM spikes WHERE incident_id = i.id
 		                   ORDER BY (role IN ('latency_p50', 'latency_p95', 'latency_p99', 'latency_mean')) DESC,
 		                            peak_value / NULLIF(baseline, 0) DESC NULLS LAST, peak_value DESC LIMIT 1) sp ON true
@@ -70,9 +74,11 @@ func (s *Store) IncidentSpikes(ctx context.Context, ids []int64) (map[int64]Inci
 			pRole, pModel               *string
 			pPeak, pBase                *float64
 			pAt                         *time.Time
+			aCeiling                    float64
+			pCeiling                    *bool
 		)
-		if err := rows.Scan(&id, &scopeModel, &aOnset, &aModel, &aPeak, &aPeakAt, &aBase, &aQuant, &aStatus, &aRecovered,
-			&sOnset, &sEnd, &sOngoing, &pRole, &pModel, &pPeak, &pAt, &pBase); err != nil {
+		if err := rows.Scan(&id, &scopeModel, &aOnset, &aModel, &aPeak, &aPeakAt, &aBase, &aQuant, &aStatus, &aRecovered, &aCeiling,
+			&sOnset, &sEnd, &sOngoing, &pRole, &pModel, &pPeak, &pAt, &pBase, &pCeiling); err != nil {
 			return nil, wrap("incident spikes", err)
 		}
 		var sp IncidentSpike
@@ -83,6 +89,7 @@ func (s *Store) IncidentSpikes(ctx context.Context, ids []int64) (map[int64]Inci
 			sp.Source, sp.Onset, sp.PeakAt = "analysis", utcPtr(aOnset), utcPtr(aPeakAt)
 			sp.Model = deref(aModel)
 			sp.PeakMs = derefF(aPeak) // peak_at is this value's time
+			sp.PeakAtCeiling = aCeiling > 0 && sp.PeakMs >= aCeiling
 			sp.Quantile = deref(aQuant)
 			if sp.Quantile == "" {
 				sp.Quantile = "P99" // analyses stored before the field
@@ -111,6 +118,7 @@ func (s *Store) IncidentSpikes(ctx context.Context, ids []int64) (map[int64]Inci
 			}
 			if q, ok := latencyMeasure(deref(pRole)); ok {
 				sp.Model, sp.PeakMs, sp.PeakAt, sp.BaselineMs = *pModel, derefF(pPeak), utcPtr(pAt), derefF(pBase)
+				sp.PeakAtCeiling = pCeiling != nil && *pCeiling
 				sp.Quantile = q
 			}
 		}

@@ -49,16 +49,17 @@ func (s *Store) RecordSpike(ctx context.Context, seriesKey string, sp correlate.
 		}
 		return wrap("record spike", tx.db.QueryRow(ctx, `
 			INSERT INTO spikes (series_key, role, level, model, version, replica, node, onset, start_at, end_at, ongoing,
-			                    peak_time, peak_value, baseline, direction, detected_at, score, severity)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+			                    peak_time, peak_value, baseline, direction, detected_at, score, severity, peak_at_ceiling)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $20)
 			ON CONFLICT (series_key, start_at) DO UPDATE SET
 			  onset = EXCLUDED.onset, end_at = EXCLUDED.end_at, ongoing = EXCLUDED.ongoing, peak_time = EXCLUDED.peak_time,
 			  peak_value = EXCLUDED.peak_value, score = EXCLUDED.score, severity = EXCLUDED.severity,
+			  peak_at_ceiling = EXCLUDED.peak_at_ceiling,
 			  incident_id = CASE WHEN $19 AND EXCLUDED.ongoing THEN NULL ELSE spikes.incident_id END
 			RETURNING id, (xmax = 0), incident_id`,
 			seriesKey, string(sp.Role), string(sp.Level), sp.Scope.Model, sp.Scope.Version, sp.Scope.Replica, sp.Scope.Node,
 			sp.Onset, sp.Start, sp.End, sp.Ongoing, sp.PeakTime, sp.PeakValue, sp.Baseline, string(sp.Direction),
-			sp.DetectedAt, sp.Score, sp.Severity, back).Scan(&id, &created, &incidentID))
+			sp.DetectedAt, sp.Score, sp.Severity, back, sp.PeakAtCeiling).Scan(&id, &created, &incidentID))
 	})
 	return id, created, incidentID, err
 }
@@ -130,7 +131,7 @@ func (s *Store) RecordedSpikes(ctx context.Context, from, to time.Time, limit in
 	}
 	rows, err := s.db.Query(ctx, `
 		SELECT id, series_key, incident_id, role, level, model, version, replica, node, onset, start_at, end_at, ongoing,
-		       peak_time, peak_value, baseline, direction, detected_at, score, severity
+		       peak_time, peak_value, baseline, direction, detected_at, score, severity, peak_at_ceiling
 		FROM spikes WHERE onset >= $1 AND onset < $2 ORDER BY onset DESC LIMIT $3`, from, to, limit)
 	if err != nil {
 		return nil, wrap("recorded spikes", err)
@@ -150,7 +151,7 @@ func scanRecordedSpikes(rows pgx.Rows, what string) ([]RecordedSpike, error) {
 		)
 		if err := rows.Scan(&r.ID, &r.SeriesKey, &r.IncidentID, &role, &level, &r.Scope.Model, &r.Scope.Version, &r.Scope.Replica,
 			&r.Scope.Node, &r.Onset, &r.Start, &r.End, &r.Ongoing, &r.PeakTime, &r.PeakValue, &r.Baseline, &dir,
-			&r.DetectedAt, &r.Score, &r.Severity); err != nil {
+			&r.DetectedAt, &r.Score, &r.Severity, &r.PeakAtCeiling); err != nil {
 			return nil, wrap(what, err)
 		}
 		r.Role, r.Level, r.Direction = correlate.Role(role), correlate.Level(level), correlate.Direction(dir)
@@ -172,7 +173,7 @@ func (s *Store) SpikesOverlapping(ctx context.Context, from, to time.Time, scope
 	}
 	rows, err := s.db.Query(ctx, `
 		SELECT id, series_key, incident_id, role, level, model, version, replica, node, onset, start_at, end_at, ongoing,
-		       peak_time, peak_value, baseline, direction, detected_at, score, severity
+		       peak_time, peak_value, baseline, direction, detected_at, score, severity, peak_at_ceiling
 		FROM spikes
 		WHERE end_at >= $1 AND start_at < $2
 		  AND ($3 = '' OR model = $3)
@@ -364,7 +365,7 @@ func (s *Store) UnseenIncidentSpikes(ctx context.Context, seen []int64) ([]Recor
 	}
 	rows, err := s.db.Query(ctx, `
 		SELECT id, series_key, incident_id, role, level, model, version, replica, node, onset, start_at, end_at, ongoing,
-		       peak_time, peak_value, baseline, direction, detected_at, score, severity
+		       peak_time, peak_value, baseline, direction, detected_at, score, severity, peak_at_ceiling
 		FROM spikes WHERE ongoing AND incident_id IS NOT NULL AND NOT (id = ANY($1)) ORDER BY onset LIMIT 100`, seen)
 	if err != nil {
 		return nil, wrap("unseen incident spikes", err)

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -185,5 +186,68 @@ func TestUIHomeSaysWhetherTheDetectorRuns(t *testing.T) {
 		if !strings.Contains(open, c.open) || c.notOpen != "" && strings.Contains(open, c.notOpen) {
 			t.Errorf("%s: open incidents say %q", c.name, open)
 		}
+	}
+}
+
+// A peak at its histogram's top bucket is a lower bound on the home page
+// too: the incident rows (from an analysis whose impact carries
+// ceiling_ms, or from the detector's spike alone) and the recent spikes
+// say "≥ 10,000 ms"; a measured peak says its value.
+func TestUIHomeSaysAtLeastAtTheCeiling(t *testing.T) {
+	e := newAPIEnv(t)
+	ctx := context.Background()
+	onset := testNow.Add(-20 * time.Minute)
+	peakAt := onset.Add(2 * time.Minute)
+	open := func(title, model string) int64 {
+		in, err := e.st.CreateIncident(ctx, store.NewIncident{Title: title, Start: onset.Add(-time.Hour), Scope: correlate.Scope{Model: model}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return in.ID
+	}
+	record := func(model string, incident int64, peak float64, capped bool) {
+		id, _, _, err := e.st.RecordSpike(ctx, "latency_p99|model|"+model, correlate.Spike{Role: correlate.RoleLatencyP99, Level: correlate.LevelModel,
+			Scope: correlate.Scope{Model: model}, Start: onset, End: testNow.Add(-time.Minute), Onset: onset, Ongoing: true,
+			PeakTime: peakAt, PeakValue: peak, PeakAtCeiling: capped, Baseline: 400, Direction: correlate.Up, DetectedAt: onset, Severity: "page"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.st.AttachSpike(ctx, id, incident); err != nil {
+			t.Fatal(err)
+		}
+	}
+	capped, measured, analysed := open("detector: chat", "chat"), open("detector: rank", "rank"), open("timeouts", "embed")
+	record("chat", capped, 10000, true)
+	record("rank", measured, 9500, false)
+	v, err := e.st.StartAnalysis(ctx, analysed, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(correlate.Analysis{Onset: &onset, Headline: correlate.Headline{Model: "embed", Title: "P99 latency up at least ×25 on embed"},
+		Impact: []correlate.Impact{{Model: "embed", BaselineP99Ms: 400, DuringP99Ms: 10000, PeakP99Ms: 10000, PeakAt: &peakAt, Rise: 25,
+			Status: "ongoing", CeilingMs: 10000}}})
+	if err := e.st.FinishAnalysis(ctx, analysed, v, body, ""); err != nil {
+		t.Fatal(err)
+	}
+
+	w := e.browser()
+	w.login(e.read)
+	home := w.get("/")
+	peaks := map[string]string{}
+	home.testid("incident-row").Each(func(_ int, s *goquery.Selection) {
+		peaks[strings.TrimSpace(s.Find("td").First().Text())] = strings.Join(strings.Fields(s.Find(`[data-testid="spike-peak"]`).Text()), " ")
+	})
+	for id, want := range map[int64]string{capped: "P99 ≥ 10,000 ms", analysed: "P99 ≥ 10,000 ms", measured: "P99 9,500 ms"} {
+		if got := peaks[strconv.FormatInt(id, 10)]; !strings.HasPrefix(got, want+" at ") {
+			t.Errorf("incident %d's peak %q, want %q first", id, got, want)
+		}
+	}
+	var spikePeaks []string
+	home.testid("recent-spikes").Find("tbody tr").Each(func(_ int, r *goquery.Selection) {
+		spikePeaks = append(spikePeaks, strings.TrimSpace(r.Find("td").Eq(2).Text()))
+	})
+	slices.Sort(spikePeaks)
+	if want := []string{"9,500 ms", "≥ 10,000 ms"}; !slices.Equal(spikePeaks, want) {
+		t.Errorf("recent spikes' peaks %q, want %q", spikePeaks, want)
 	}
 }

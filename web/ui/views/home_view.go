@@ -131,6 +131,9 @@ func spikeCells(r *IncidentRow, in store.Incident, sp store.IncidentSpike, now t
 	r.Onset = FmtTime(onset, now) + " (" + Ago(onset, now) + ")"
 	if sp.PeakMs > 0 {
 		r.Peak = FmtMs(sp.PeakMs)
+		if sp.PeakAtCeiling { // the histogram's top bucket: the true peak is higher
+			r.Peak = "≥ " + r.Peak
+		}
 		if sp.Quantile != "" {
 			r.Peak = sp.Quantile + " " + r.Peak
 		}
@@ -188,6 +191,9 @@ func BuildSpikeRows(spikes []store.RecordedSpike, incidents []store.Incident, no
 		}
 		r := SpikeRow{Series: series, Onset: FmtTime(sp.Onset, now), Peak: RoleValue(sp.Role, sp.PeakValue), Baseline: RoleValue(sp.Role, sp.Baseline),
 			Severity: sp.Severity, Href: st.WithWindow(sp.Onset.Add(-45*time.Minute), end.Add(15*time.Minute)).URL()}
+		if sp.PeakAtCeiling { // the histogram's top bucket: the true peak is higher
+			r.Peak = "≥ " + r.Peak
+		}
 		if sp.IncidentID != nil {
 			r.Incident = "/incidents/" + strconv.FormatInt(*sp.IncidentID, 10)
 		} else if in, ok := incidentHolding(incidents, sp); ok {

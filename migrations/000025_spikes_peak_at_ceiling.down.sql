@@ -1,0 +1,1 @@
+ALTER TABLE spikes DROP COLUMN IF EXISTS peak_at_ceiling;
