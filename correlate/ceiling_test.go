@@ -287,3 +287,48 @@ func TestTailClauseSaysAtLeastAtTheCeiling(t *testing.T) {
 		t.Errorf("under the cap: %q; want the rise as measured", got)
 	}
 }
+
+// The release compares version P99 curves; one pinned at its histogram's
+// top bucket is a lower bound there too. v2 at exactly 10 s against v1's
+// 400 ms: "≥ 10 s" and "at least ×25". Both versions pinned: neither is
+// measured, so no item says which is slower, or that v2 is not slower.
+func TestReleaseSaysAtLeastForACappedVersion(t *testing.T) {
+	build := func(v1During float64) Cause {
+		x := newFixture()
+		x.events = []Event{{ID: "dep", Kind: KindDeploy, Time: x.onset.Add(-3 * time.Minute), Scope: Scope{Model: "m", Version: "v2"}, Summary: "deploy"}}
+		pin := func(c *Curve) {
+			for i := range c.Points {
+				if !c.Points[i].Time().Before(x.onset) {
+					c.Points[i].V = 10000
+				}
+			}
+		}
+		pin(x.p99c("m", 400, 10000))
+		v1 := x.curve(RoleLatencyP99, LevelVersion, Scope{Model: "m", Version: "v1"}, 400, v1During)
+		if v1During == 10000 {
+			pin(v1)
+		}
+		pin(x.curve(RoleLatencyP99, LevelVersion, Scope{Model: "m", Version: "v2"}, math.NaN(), 10000))
+		x.curve(RoleQPS, LevelVersion, Scope{Model: "m", Version: "v1"}, 10, 5)
+		x.curve(RoleQPS, LevelVersion, Scope{Model: "m", Version: "v2"}, math.NaN(), 5)
+		return causeOf(t, x.analyze(), CatRelease)
+	}
+	c := build(400)
+	e := evidenceNamed(c, "new_version_slower")
+	if e == nil || !strings.Contains(e.Summary, "v2 P99 is ≥ 10 s against 400 ms on v1") || !strings.Contains(e.Summary, "(at least ×25.00)") {
+		t.Errorf("new_version_slower %+v: want v2's P99 as ≥ 10 s and the ratio as at least ×25", e)
+	}
+	if !strings.Contains(c.Summary, "(P99 ≥ 10 s against 400 ms)") {
+		t.Errorf("summary %q: want v2's P99 as ≥ 10 s", c.Summary)
+	}
+
+	both := build(10000)
+	for _, name := range []string{"new_version_slower", "new_version_not_slower"} {
+		if e := evidenceNamed(both, name); e != nil {
+			t.Errorf("both versions at the top bucket, yet %s: %q", name, e.Summary)
+		}
+	}
+	if !strings.Contains(both.Summary, "which is slower is not measured") {
+		t.Errorf("summary %q: want that neither version's P99 is measured", both.Summary)
+	}
+}

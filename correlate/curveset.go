@@ -88,6 +88,14 @@ func values(points []Point, from, to time.Time) []float64 {
 	return out
 }
 
+// pointsIn is the part of points (sorted by time) in [from, to).
+func pointsIn(points []Point, from, to time.Time) []Point {
+	lo, hi := from.UnixMilli(), to.UnixMilli()
+	i := sort.Search(len(points), func(i int) bool { return points[i].T >= lo })
+	j := sort.Search(len(points), func(j int) bool { return points[j].T >= hi })
+	return points[i:max(i, j)]
+}
+
 // periodMedian is the median of a curve over [from, to) (NaN if empty).
 func periodMedian(c *Curve, from, to time.Time) float64 {
 	if c == nil {

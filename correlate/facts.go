@@ -263,10 +263,14 @@ func concStrength(c Concentration) float64 {
 
 // versionStat is one version's traffic and tail in the analysis window.
 type versionStat struct {
-	version                  string
-	weightBefore, weightDur  float64 // requests represented
-	slowDur, slowBefore      float64 // weighted slow requests
-	p99During, p99Before     float64
+	version                 string
+	weightBefore, weightDur float64 // requests represented
+	slowDur, slowBefore     float64 // weighted slow requests
+	p99During, p99Before    float64
+	// p99Ceiling is the top bucket the version's P99 curve was pinned at
+	// during the spike (QuantileCeiling), 0 when it was not: a p99During
+	// at it is a lower bound. Samples measure each request and have none.
+	p99Ceiling               float64
 	shareBefore, shareDuring float64
 	samplesBefore            int // samples behind p99Before (0: from curves)
 }
@@ -304,6 +308,14 @@ func (f *facts) versionStatsFromCurves(model string) []versionStat {
 		}
 		v := get(c.Scope.Version)
 		v.p99Before, v.p99During = periodMedian(c, f.ph.BeforeFrom, f.ph.BeforeTo), periodMedian(c, f.ph.Onset, f.ph.DuringTo)
+		// A version new at the onset rose from the model's level.
+		base := v.p99Before
+		if math.IsNaN(base) {
+			base = periodMedian(f.latencyCurve(model), f.ph.BeforeFrom, f.ph.BeforeTo)
+		}
+		if top, ok := QuantileCeiling(pointsIn(c.Points, f.ph.Onset, f.ph.DuringTo), base); ok {
+			v.p99Ceiling = top
+		}
 	}
 	var tb, td float64
 	for _, c := range f.cs.get(RoleQPS, LevelVersion, Scope{Model: model}, "") {

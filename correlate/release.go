@@ -129,7 +129,7 @@ func releaseFor(f *facts, m string) Cause {
 		b.oppose("no_new_version", 0, 1, 0.2, "No deploy of %s and no new version taking traffic near the onset.", m)
 		return b.done(fmt.Sprintf("No recent release of %s was found.", m), Target{Model: m})
 	}
-	nv, cmp := releaseImpact(b, vs, newVer)
+	nv, cmp, bothCapped := releaseImpact(b, vs, newVer)
 	// Slow requests concentrated on the new version count when it is a
 	// version among others of the model; once it is all of the model's
 	// requests in the window the row is the model's (version ≡ model), and
@@ -149,8 +149,11 @@ func releaseFor(f *facts, m string) Cause {
 	switch {
 	case b.shownAgainst("new_version_fine_before_onset") >= claimed:
 		sum = fmt.Sprintf("%s %s ran at its predecessor's latency before the onset (P99 %s); it slowed down with the spike, not with its deploy.", m, newVer, fmtMs(nv.p99Before))
+	case bothCapped && b.shown("new_version_slower") < claimed:
+		sum = fmt.Sprintf("%s %s and the version it replaces both had their P99 at the histogram's top bucket (≥ %s and ≥ %s): which is slower is not measured.",
+			m, newVer, fmtMs(nv.p99During), fmtMs(cmp))
 	case b.shown("new_version_slower") >= claimed:
-		sum = fmt.Sprintf("%s %s is slower than the version it replaces (P99 %s against %s).", m, newVer, fmtMs(nv.p99During), fmtMs(cmp))
+		sum = fmt.Sprintf("%s %s is slower than the version it replaces (P99 %s against %s).", m, newVer, msAtLeast(nv.p99During, nv.p99Ceiling), fmtMs(cmp))
 	case math.IsNaN(cmp) && ev != nil:
 		// Nothing was compared: no earlier version's latency is measured.
 		sum = fmt.Sprintf("%s %s was deployed %s; no earlier version's latency is measured to compare it with, so whether it is slower is unknown.", m, newVer, ago(*ev))
@@ -242,8 +245,9 @@ func trafficGainer(vs []versionStat) versionStat {
 // window (or, once the rollout is complete, against the previous version
 // before the onset, which a coincident traffic change can also explain,
 // so it counts less). It returns the new version and the P99 it was
-// compared with.
-func releaseImpact(b *causeBuilder, vs []versionStat, newVer string) (nv versionStat, ref float64) {
+// compared with, and whether both versions' P99 sat at their histograms'
+// top bucket (neither is then measured: no item either way).
+func releaseImpact(b *causeBuilder, vs []versionStat, newVer string) (nv versionStat, ref float64, bothCapped bool) {
 	// Without version request rates, a version with a P99 during the spike
 	// served requests then (a quantile of no requests is no point): the
 	// comparison holds, weaker, for how much each served is unknown.
@@ -275,17 +279,24 @@ func releaseImpact(b *causeBuilder, vs []versionStat, newVer string) (nv version
 	}
 	ref = math.NaN()
 	switch {
+	case served(nv) > 0 && oldW > 0 && !math.IsNaN(nv.p99During) && !math.IsNaN(old.p99During) &&
+		AtCeiling(nv.p99During, nv.p99Ceiling) && AtCeiling(old.p99During, old.p99Ceiling):
+		// Both versions' P99 sat at their histograms' top bucket: each is
+		// a lower bound, and which version is slower is not measured.
+		ref, bothCapped = old.p99During, true
 	case served(nv) > 0 && oldW > 0 && !math.IsNaN(nv.p99During) && !math.IsNaN(old.p99During):
 		ref = old.p99During
 		r := safeRatio(nv.p99During, old.p99During)
+		// A new version pinned at its top bucket is at least that slow.
+		ratio := ratioAtLeast(fmt.Sprintf("×%.2f", r), nv.p99During, nv.p99Ceiling)
 		fr := safeRatio(nv.slowFracDuring()+0.005, old.slowFracDuring()+0.005)
 		if math.IsNaN(fr) {
 			b.support("new_version_slower", r, trust*ramp(r, 1.1, 1.6), 0.35,
-				"%s P99 is %s against %s on %s in the same window (×%.2f)%s.", newVer, fmtMs(nv.p99During), fmtMs(old.p99During), old.version, r, unknownTraffic)
+				"%s P99 is %s against %s on %s in the same window (%s)%s.", newVer, msAtLeast(nv.p99During, nv.p99Ceiling), fmtMs(old.p99During), old.version, ratio, unknownTraffic)
 		} else {
 			b.support("new_version_slower", r, math.Max(ramp(r, 1.1, 1.6), ramp(fr, 1.5, 4)), 0.35,
-				"%s P99 is %s against %s on %s in the same window (×%.2f); %.0f%% vs %.0f%% of their requests are slow.",
-				newVer, fmtMs(nv.p99During), fmtMs(old.p99During), old.version, r, 100*nv.slowFracDuring(), 100*old.slowFracDuring())
+				"%s P99 is %s against %s on %s in the same window (%s); %.0f%% vs %.0f%% of their requests are slow.",
+				newVer, msAtLeast(nv.p99During, nv.p99Ceiling), fmtMs(old.p99During), old.version, ratio, 100*nv.slowFracDuring(), 100*old.slowFracDuring())
 		}
 		if r < 1.1 && !(fr >= 1.5) {
 			b.oppose("new_version_not_slower", r, trust*ramp(1.15-r, 0, 0.15), 0.5,
@@ -299,11 +310,12 @@ func releaseImpact(b *causeBuilder, vs []versionStat, newVer string) (nv version
 		ref = prev.p99Before
 		if r := safeRatio(nv.p99During, ref); !math.IsNaN(r) {
 			b.support("new_version_slower", r, trust*0.7*ramp(r, 1.2, 2), 0.35,
-				"%s P99 during the spike is %s against %s for the previous version before (×%.2f)%s.", newVer, fmtMs(nv.p99During), fmtMs(ref), r, unknownTraffic)
+				"%s P99 during the spike is %s against %s for the previous version before (%s)%s.", newVer, msAtLeast(nv.p99During, nv.p99Ceiling), fmtMs(ref),
+				ratioAtLeast(fmt.Sprintf("×%.2f", r), nv.p99During, nv.p99Ceiling), unknownTraffic)
 		}
 		servedFine(b, nv, prev)
 	}
-	return nv, ref
+	return nv, ref, bothCapped
 }
 
 // previousVersion is the version other than newVer that served most of
