@@ -332,3 +332,29 @@ func TestReleaseSaysAtLeastForACappedVersion(t *testing.T) {
 		t.Errorf("summary %q: want that neither version's P99 is measured", both.Summary)
 	}
 }
+
+// A sick replica whose P99 sat at its histogram's top bucket is quoted as
+// a lower bound in the local cause: "r1's P99 is ≥ 10 s".
+func TestLocalReplicaSaysAtLeastAtTheCeiling(t *testing.T) {
+	x := newFixture()
+	x.p99("m", 200, 1500)
+	x.replica("m", "r1", "n1", 200, 10000, 10, 10)
+	for i := range x.curves {
+		c := &x.curves[i]
+		if c.Role == RoleLatencyP99 && c.Scope.Replica == "r1" {
+			for k := range c.Points {
+				if !c.Points[k].Time().Before(x.onset) {
+					c.Points[k].V = 10000
+				}
+			}
+		}
+	}
+	for _, r := range []string{"r2", "r3", "r4", "r5"} {
+		x.replica("m", r, "n2", 200, 210, 10, 10)
+	}
+	c := causeOf(t, x.analyze(), CatLocalReplica)
+	e := evidenceNamed(c, "replica_outlier")
+	if e == nil || !strings.Contains(e.Summary, "r1's P99 is ≥ 10 s while its peers") {
+		t.Errorf("replica_outlier %+v: want r1's P99 as ≥ 10 s", e)
+	}
+}

@@ -28,11 +28,12 @@ func localReplicaCause(f *facts) Cause {
 			// Far above the peers' median is not above all of them.
 			how = fmt.Sprintf("%d of its %d peers %s about as slow", k, n, verbFor(k, "is", "are"))
 		}
-		said := fmt.Sprintf("%s's P99 is %s while its peers sit at a median of %s (%s).", top.replica, fmtMs(top.during), fmtMs(top.peerMedian), how)
+		said := fmt.Sprintf("%s's P99 is %s while its peers sit at a median of %s (%s).", top.replica, msAtLeast(top.during, top.ceiling), fmtMs(top.peerMedian), how)
 		if onePeer = n == 1 && k == 0; onePeer {
 			// One peer has no median, nor "all of them" (a pool of two:
 			// the capacity demo's embed-small).
-			said = fmt.Sprintf("%s's P99 is %s against %s on its only peer (×%.1f).", top.replica, fmtMs(top.during), fmtMs(top.peerMedian), top.during/top.peerMedian)
+			said = fmt.Sprintf("%s's P99 is %s against %s on its only peer (%s).", top.replica, msAtLeast(top.during, top.ceiling), fmtMs(top.peerMedian),
+				ratioAtLeast(fmt.Sprintf("×%.1f", top.during/top.peerMedian), top.during, top.ceiling))
 		}
 		b.support("replica_outlier", top.crossZ, ramp(top.crossZ, 3, 10), 0.20, "%s", said).
 			restsOn("", Curve{Role: RoleLatencyP99, Level: LevelReplica, Scope: Scope{Model: top.model, Version: top.version, Replica: top.replica, Node: top.node}}.Key(), nil)

@@ -306,6 +306,7 @@ func impactScore(m modelImpact) float64 {
 type replicaImpact struct {
 	replica, model, version, node string
 	before, during                float64 // P99 medians (ms)
+	ceiling                       float64 // the top bucket its P99 sat at during the spike (QuantileCeiling), 0: none
 	ratio                         float64
 	crossZ                        float64 // robust z of its during P99 against the other replicas of its model
 	peerMedian                    float64 // the other replicas' median P99 during
@@ -342,6 +343,9 @@ func replicaImpacts(cs *curveSet, ss *sampleSet, ph phases, model string) []repl
 	for _, c := range cs.get(RoleLatencyP99, LevelReplica, Scope{Model: model}, "") {
 		r := get(c.Scope)
 		r.before, r.during = periodMedian(c, ph.BeforeFrom, ph.BeforeTo), periodMedian(c, ph.Onset, ph.DuringTo)
+		if top, ok := QuantileCeiling(pointsIn(c.Points, ph.Onset, ph.DuringTo), r.before); ok {
+			r.ceiling = top
+		}
 	}
 	qpsCurves := cs.get(RoleQPS, LevelReplica, Scope{Model: model}, "")
 	for _, c := range qpsCurves {
