@@ -363,28 +363,41 @@ func servedFine(b *causeBuilder, nv, prev versionStat) {
 // down at the same time, or slow requests concentrated on a node or
 // replica rather than the version, point elsewhere.
 func (f *facts) releaseScope(b *causeBuilder, m, newVer string) {
-	others := 0
+	// The other models that slowed down without a release of their own,
+	// and those of them whose own traffic surged meanwhile: a surge
+	// explains its model's slowdown, and says nothing against this
+	// release (a release of one model during another's surge had the
+	// surging model counted against it, and capacity ranked first).
+	others, released, surged := 0, 0, 0
 	for _, a := range f.slowed {
 		if a == m {
 			continue
 		}
-		if _, dw := bestEvent(f.events, func(e AlignedEvent) bool { return e.Model == a }, KindDeploy, KindRollback); dw < 0.2 {
-			others++
+		if _, dw := bestEvent(f.events, func(e AlignedEvent) bool { return e.Model == a }, KindDeploy, KindRollback); dw >= 0.2 {
+			released++
+			continue
 		}
+		if q := f.qpsRatio(a); ramp(q, 1.15, 1.8) >= claimed {
+			surged++
+			continue
+		}
+		others++
 	}
 	if n := f.modelsWithData() - 1; n > 0 {
 		frac := float64(others) / float64(n)
 		switch {
 		case others == 0 && len(f.slowed) == 1:
 			b.corroborate("only_this_model", 1, 1, 0.10, "Only %s slowed down; %s did not.", m, othersPhrase(n))
-		case others == 0:
+		case others == 0 && surged == 0:
 			// The others that slowed down had releases of their own: a
 			// release train, which neither clears nor blames this one.
-			if n := len(f.slowed) - 1; n == 1 {
+			if released == 1 {
 				b.corroborate("other_slowed_models_released", 1, 0.5, 0.10, "The other model that slowed down had a release of its own.")
 			} else {
-				b.corroborate("other_slowed_models_released", 1, 0.5, 0.10, "The %d other models that slowed down each had a release of their own.", n)
+				b.corroborate("other_slowed_models_released", 1, 0.5, 0.10, "The %d other models that slowed down each had a release of their own.", released)
 			}
+		case others == 0:
+			b.corroborate("other_slowed_models_explained", 1, 0.5, 0.10, "%s", othersExplained(surged, released))
 		default:
 			b.oppose("other_models_slowed", frac, ramp(frac, 0, 0.5), 0.35, "%s without a release slowed down at the same time.", capitalize(plural(others, "other model")))
 		}
@@ -395,6 +408,19 @@ func (f *facts) releaseScope(b *causeBuilder, m, newVer string) {
 			b.oppose("localised_elsewhere", loc.RiskRatio, d, 0.3, "Slow requests concentrate on %s (%s) more than on the new version.", dimString(loc), likelier(loc.RiskRatio)).restsOn("", "", loc.Dims)
 		}
 	}
+}
+
+// othersExplained says that the other models that slowed down had causes
+// of their own: surged of them a traffic surge, released a release.
+func othersExplained(surged, released int) string {
+	what := "a traffic surge"
+	if released > 0 {
+		what = "a release or a traffic surge"
+	}
+	if surged+released == 1 {
+		return "The other model that slowed down had " + what + " of its own."
+	}
+	return fmt.Sprintf("The %d other models that slowed down each had %s of their own.", surged+released, what)
 }
 
 func verSuffix(v string) string {

@@ -121,6 +121,43 @@ func TestReleaseTrainIsNotOnlyThisModel(t *testing.T) {
 	}
 }
 
+// A release of a during a traffic surge on b: b's slowdown is its surge's,
+// and says nothing against a's release (it was counted as "another model
+// without a release slowed down", and capacity ranked first); a model that
+// slowed down with neither is still counted against it.
+func TestReleaseIsNotOpposedByAnotherModelsSurge(t *testing.T) {
+	build := func(bQPSDuring float64) Analysis {
+		x := newFixture()
+		x.p99("a", 100, 210)
+		x.curve(RoleLatencyP99, LevelVersion, Scope{Model: "a", Version: "v1"}, 100, 100)
+		x.curve(RoleLatencyP99, LevelVersion, Scope{Model: "a", Version: "v2"}, math.NaN(), 220)
+		x.curve(RoleQPS, LevelVersion, Scope{Model: "a", Version: "v1"}, 20, 2)
+		x.curve(RoleQPS, LevelVersion, Scope{Model: "a", Version: "v2"}, math.NaN(), 18)
+		x.curve(RoleQPS, LevelModel, Scope{Model: "a"}, 20, 20)
+		x.events = []Event{{ID: "d-a", Kind: KindDeploy, Time: x.onset.Add(-3 * time.Minute), Scope: Scope{Model: "a", Version: "v2"}, Summary: "rollout a v2"}}
+		x.p99("b", 100, 170)
+		x.curve(RoleQPS, LevelModel, Scope{Model: "b"}, 20, bQPSDuring)
+		x.p99("c", 100, 100)
+		x.curve(RoleQPS, LevelModel, Scope{Model: "c"}, 20, 20)
+		return x.analyze()
+	}
+	a := build(40)
+	rel := causeOf(t, a, CatRelease)
+	if e := evidenceNamed(rel, "other_models_slowed"); e != nil {
+		t.Errorf("other_models_slowed %q: b slowed down with its own surge", e.Summary)
+	}
+	if e := evidenceNamed(rel, "other_slowed_models_explained"); e == nil || e.Summary != "The other model that slowed down had a traffic surge of its own." {
+		t.Errorf("other_slowed_models_explained %+v", e)
+	}
+	if a.Causes[0].Category != CatRelease {
+		t.Errorf("ranked %s (%.2f) first, release %.2f", a.Causes[0].Category, a.Causes[0].Score, rel.Score)
+	}
+	flat := causeOf(t, build(20), CatRelease)
+	if e := evidenceNamed(flat, "other_models_slowed"); e == nil {
+		t.Errorf("b slowed down at flat traffic, yet release has no other_models_slowed: %+v", flat.CounterEvidence)
+	}
+}
+
 // Two versions serving side by side trade a few points of share: without a
 // deploy event, a version that went from 50% to 55% of the traffic is not
 // a rollout, and the release cause says no new version was found.
